@@ -1,0 +1,81 @@
+/**
+ * The kernel seam: the model's fast forward (`model/forward.ts`) calls kernels only through this interface, so a
+ * backend (reference TS, WASM SIMD, WebGPU) slots in without touching the model or the engine.
+ *
+ * Buffers are device-side f32 arrays (WASM: offsets in the shared memory; WebGPU: GPUBuffers). Ops are enqueued in
+ * call order; `read` returns once every earlier op has run (WASM runs ops at once, WebGPU batches them per step).
+ * Row-major everywhere: a [rows, cols] buffer stores row r at r * cols.
+ */
+import type { GgmlType } from "../tensor/dtypes.ts";
+
+/** A weight tensor handed to `loadWeight`: raw GGUF bytes. 1-D tensors (norms, biases) have rows = 1. */
+export interface WeightSource {
+  readonly name: string;
+  readonly type: GgmlType;
+  /** ne1 (rows = output features) */
+  readonly rows: number;
+  /** ne0 (the row length = input features) */
+  readonly cols: number;
+  readonly data: Uint8Array;
+}
+
+/** Opaque handles; each backend has its own concrete class. */
+export interface Weight { readonly rows: number; readonly cols: number; readonly type: GgmlType }
+export interface DeviceBuffer { readonly length: number }
+
+export interface KvCacheShape {
+  readonly numLayers: number;
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+}
+
+/** One sequence of an attention call. Query row i sits at position startPos + i and sees positions 0..startPos + i. */
+export interface AttentionSequence {
+  /** first row of this sequence in q / out */
+  readonly rowStart: number;
+  readonly numRows: number;
+  readonly startPos: number;
+  /** [ceil((startPos + numRows) / blockSize)] */
+  readonly blockTable: Int32Array;
+}
+
+export interface Backend {
+  /** "reference" | "wasm-scalar" | "wasm-simd" | "wasm-relaxed-simd" | "webgpu" */
+  readonly name: string;
+  /** upload (and repack) a weight once at load */
+  loadWeight(source: WeightSource): Weight;
+  alloc(numFloats: number): DeviceBuffer;
+  free(buffer: DeviceBuffer): void;
+  write(dst: DeviceBuffer, src: Float32Array, dstOffset?: number): void;
+  read(src: DeviceBuffer, numFloats: number, srcOffset?: number): Promise<Float32Array>;
+
+  allocKvCache(shape: KvCacheShape): void;
+  /** [numBlocks of the ids, layer, K|V, blockSize, numKvHeads * headDim] bytes; same backend and model only */
+  exportKvBlocks(blockIds: Int32Array): Uint8Array;
+  importKvBlocks(blockIds: Int32Array, data: Uint8Array): void;
+
+  /** out[numRows, cols] = table rows tokenIds[i] (dequantized) */
+  embed(out: DeviceBuffer, table: Weight, tokenIds: Int32Array): void;
+  /** out[r] = x[r] / rms(x[r]) * weight, over numRows rows of length dim (also used per head for QK-norm) */
+  rmsNorm(out: DeviceBuffer, x: DeviceBuffer, weight: Weight, numRows: number, dim: number, eps: number): void;
+  /** out[numRows, w.rows] = x[numRows, w.cols] . w^T; row r of out must not depend on numRows (batch invariance) */
+  matmul(out: DeviceBuffer, w: Weight, x: DeviceBuffer, numRows: number): void;
+  /** x[r] += bias for numRows rows */
+  addBias(x: DeviceBuffer, bias: Weight, numRows: number): void;
+  /** in place on x[numRows, numHeads * headDim]; row r has position positions[r]; the first ropeDim dims rotate */
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void;
+  /** write k, v [numRows, numKvHeads * headDim] of `layer` into the cache slots (slot = block * blockSize + offset) */
+  kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void;
+  /** causal attention of q [rows, numHeads * headDim] over the cached K/V of `layer`; GQA by numHeads / numKvHeads */
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void;
+  /** out[i] = silu(gate[i]) * up[i] for n elements */
+  siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void;
+  /** out[i] = a[i] + b[i] (out may alias a) */
+  add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void;
+  /** copy numRows rows of length cols: dst row i = src row rowIds[i] (gathers the positions that need logits) */
+  gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void;
+
+  dispose(): void;
+}

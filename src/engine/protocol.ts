@@ -1,0 +1,78 @@
+/**
+ * The only module both sides of the engine Worker boundary import: every message, as discriminated unions on `type`.
+ * Handlers switch exhaustively (util/result.ts `unreachable`). OWNER: engine helper (may extend; keep it the one table).
+ */
+import type { SamplingParams } from "./sampling-params.ts";
+import type { FinishReason, RequestTimes, StepStats } from "./stats.ts";
+import type { ModelConfig } from "../model/model-config.ts";
+
+/** Engine arguments (vLLM names in camelCase). */
+export interface EngineArgs {
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly maxModelLen: number | null;
+  readonly blockSize: number;
+  /** bytes for the KV cache pool; null = sensible default from free memory */
+  readonly kvCacheMemoryBytes: number | null;
+  readonly enablePrefixCaching: boolean;
+  readonly threads: number;
+  readonly device: "cpu" | "webgpu";
+}
+
+/** KV blocks handed from a prefill stage to a decode stage (disaggregated prefill, same model). */
+export interface KvHandoff {
+  readonly numTokens: number;
+  readonly blockSize: number;
+  readonly data: Uint8Array;
+}
+
+export interface EngineRequest {
+  readonly requestId: string;
+  readonly promptTokenIds: readonly number[];
+  readonly sampling: SamplingParams;
+  readonly arrivalMs: number;
+  /** stage 0 of a pd pipeline: stop after the first token and return the prompt's KV blocks */
+  readonly exportKv?: boolean;
+  /** stage 1 of a pd pipeline: these positions are already computed */
+  readonly importKv?: KvHandoff;
+}
+
+export interface TokenLogprob {
+  readonly tokenId: number;
+  readonly logprob: number;
+  /** 1-based rank in the vocabulary */
+  readonly rank: number;
+}
+
+export interface PositionLogprobs {
+  /** the chosen token (generated, or the actual prompt token) */
+  readonly chosen: TokenLogprob;
+  readonly top: readonly TokenLogprob[];
+}
+
+/** What changed for one request in one step (vLLM EngineCoreOutput). */
+export interface RequestDelta {
+  readonly requestId: string;
+  readonly newTokenIds: readonly number[];
+  readonly logprobs?: readonly PositionLogprobs[];
+  /** sent once, with the first delta; entry 0 is null (no logprob for the first prompt token) */
+  readonly promptLogprobs?: readonly (PositionLogprobs | null)[];
+  readonly finishReason?: FinishReason;
+  /** the stop token id that ended it, if any */
+  readonly stopReason?: number | null;
+  readonly numCachedTokens: number;
+  readonly times: RequestTimes;
+  /** with exportKv, on finish */
+  readonly kv?: KvHandoff;
+}
+
+export type ToEngine =
+  | { readonly type: "add"; readonly request: EngineRequest }
+  | { readonly type: "abort"; readonly requestIds: readonly string[] }
+  | { readonly type: "shutdown" };
+
+export type FromEngine =
+  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly maxModelLen: number; readonly backend: string }
+  | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats }
+  | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
+  | { readonly type: "fatal"; readonly message: string };

@@ -1,0 +1,97 @@
+/**
+ * Request timestamps and stats, as vLLM V1 defines them (RequestStateStats, IterationStats, SchedulerStats,
+ * FinishedRequestStats). The one place the server (per-request metrics), the metrics recorder (/metrics) and the
+ * omni tables (--log-stats) read timings from. All times are `nowMs()` (util/clock.ts): one clock for every thread.
+ * OWNER: engine helper (computation); types are a contract for the server and metrics helpers.
+ */
+export type FinishReason = "stop" | "length" | "abort" | "error";
+
+/** Per request, kept by the engine and sent with every delta. */
+export interface RequestTimes {
+  /** when the server received the request (main thread) */
+  readonly arrivalMs: number;
+  /** when the engine put it in the waiting queue */
+  readonly queuedMs: number | null;
+  /** first time the scheduler gave it tokens (not reset by preemption) */
+  readonly scheduledMs: number | null;
+  /** when its first output token was produced */
+  readonly firstTokenMs: number | null;
+  /** when its latest output token was produced */
+  readonly lastTokenMs: number | null;
+}
+
+/** One engine step (vLLM IterationStats + SchedulerStats). */
+export interface StepStats {
+  readonly engineIndex: number;
+  readonly batchId: number;
+  readonly stepStartMs: number;
+  readonly stepEndMs: number;
+  /** requests in this step's batch */
+  readonly batchSize: number;
+  /** prompt tokens computed this step (prefill chunks, excluding prefix-cache hits) */
+  readonly numPromptTokens: number;
+  /** output tokens produced this step */
+  readonly numGenerationTokens: number;
+  readonly numPreempted: number;
+  /** after the step */
+  readonly numRunning: number;
+  readonly numWaiting: number;
+  /** fraction of KV blocks in use, 0..1 */
+  readonly kvCacheUsage: number;
+  /** prefix cache: tokens looked up / tokens hit, this step */
+  readonly prefixCacheQueries: number;
+  readonly prefixCacheHits: number;
+  /** per-token latencies observed this step (main side fills these; seconds like vLLM's histograms) */
+  readonly timeToFirstTokensS: readonly number[];
+  readonly interTokenLatenciesS: readonly number[];
+}
+
+/** Emitted once when a request finishes (vLLM FinishedRequestStats); aborted-by-client requests are flagged. */
+export interface FinishedRequestStats {
+  readonly requestId: string;
+  readonly finishReason: FinishReason;
+  /** true when the client went away: such requests count in no finished-request metric */
+  readonly clientAborted: boolean;
+  readonly numPromptTokens: number;
+  readonly numGenerationTokens: number;
+  readonly numCachedTokens: number;
+  readonly maxTokensParam: number | null;
+  readonly n: number;
+  readonly times: RequestTimes;
+  /** seconds, vLLM formulas: e2e = now - arrival; queued = scheduled - queued; prefill = first token - scheduled;
+   * decode = last token - first token; inference = last token - scheduled; mean TPOT = decode / (gen - 1) */
+  readonly e2eLatencyS: number;
+  readonly queuedTimeS: number;
+  readonly prefillTimeS: number;
+  readonly decodeTimeS: number;
+  readonly inferenceTimeS: number;
+  readonly meanTimePerOutputTokenS: number;
+}
+
+/** Per request and stage (omni StageRequestStats), recorded by the pipeline. */
+export interface StageRequestStats {
+  readonly stageId: number;
+  readonly numTokensIn: number;
+  readonly numTokensOut: number;
+  readonly batchId: number;
+  readonly batchSize: number;
+  readonly stageGenTimeMs: number;
+  readonly postprocessTimeMs: number;
+}
+
+/** Per request and edge (omni TransferEdgeStats). */
+export interface TransferEdgeStats {
+  readonly fromStage: number;
+  readonly toStage: number;
+  readonly sizeBytes: number;
+  readonly txTimeMs: number;
+  readonly inFlightTimeMs: number;
+  readonly rxDecodeTimeMs: number;
+}
+
+/** Whoever observes the engines (metrics recorder, omni tables) implements this; the orchestrator calls it. */
+export interface StatsListener {
+  onStep(stats: StepStats): void;
+  onRequestFinished(stats: FinishedRequestStats): void;
+  onPipelineRequestFinished?(requestId: string, stages: readonly StageRequestStats[], edges: readonly TransferEdgeStats[]): void;
+}

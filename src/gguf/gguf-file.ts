@@ -1,0 +1,37 @@
+/**
+ * What a parsed GGUF file is. OWNER: foundation helper (reader.ts produces it, writer.ts consumes a similar shape).
+ * Tensor shapes are ggml order: ne0 (the row length, innermost) first.
+ */
+import type { GgmlType } from "../tensor/dtypes.ts";
+
+export enum GgufValueType {
+  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7, STRING = 8,
+  ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+}
+
+/** A metadata value; 64-bit integers are bigint, arrays keep their element type so a writer can copy them exactly. */
+export type GgufScalar = number | bigint | boolean | string;
+export interface GgufArray { readonly elementType: GgufValueType; readonly values: GgufScalar[] }
+export interface GgufMetadataEntry { readonly type: GgufValueType; readonly value: GgufScalar | GgufArray }
+
+export interface GgufTensorInfo {
+  readonly name: string;
+  /** ne0 first */
+  readonly shape: readonly number[];
+  readonly type: GgmlType;
+  /** absolute byte offset of the tensor data in the file */
+  readonly offset: number;
+  readonly sizeBytes: number;
+}
+
+export interface GgufFile {
+  /** path or a label such as "<embedded default model>", used in every error message */
+  readonly source: string;
+  readonly version: number;
+  readonly alignment: number;
+  readonly metadata: ReadonlyMap<string, GgufMetadataEntry>;
+  /** in file order */
+  readonly tensors: readonly GgufTensorInfo[];
+  /** the whole file (zero-copy where possible) */
+  readonly bytes: Uint8Array;
+}

@@ -1,0 +1,50 @@
+/**
+ * The contract between the engine and the model (vLLM's SchedulerOutput -> ModelRunner -> logits).
+ * The engine deals in token ids and block ids; only the runner maps block ids to memory.
+ *
+ * KV layout: a slot is `blockTable[Math.floor(pos / blockSize)] * blockSize + pos % blockSize`.
+ */
+import type { ModelConfig } from "./model-config.ts";
+
+export type LogitsWanted = "none" | "last" | "all";
+
+/** One sequence's share of a step: a prefill chunk, or one decode token. */
+export interface SequenceChunk {
+  /** [numTokens] tokens computed this step */
+  readonly tokenIds: Int32Array;
+  /** position of tokenIds[0]; positions below it are already in the KV cache */
+  readonly startPos: number;
+  /** KV block ids covering positions [0, startPos + numTokens) */
+  readonly blockTable: Int32Array;
+  /** "last" for sampling, "all" for prompt logprobs, "none" for a prefill chunk that is not the last */
+  readonly logits: LogitsWanted;
+}
+
+/** A ragged batch: prefill chunks and decode tokens of many sequences, computed in one forward pass. */
+export interface ModelBatch {
+  readonly sequences: readonly SequenceChunk[];
+}
+
+export interface BatchLogits {
+  /** [numRows, vocabSize], rows in sequence order (1 row for "last", numTokens rows for "all") */
+  readonly logits: Float32Array;
+  /** [numSequences] first row of each sequence, -1 for "none" */
+  readonly rowStart: Int32Array;
+}
+
+/**
+ * Runs the model on a backend with a paged KV cache. Results for one sequence must not depend on what else is in the
+ * batch (batch invariance): per-token math happens in a fixed order whatever the batch size.
+ */
+export interface ModelRunner {
+  readonly config: ModelConfig;
+  /** bytes one KV block uses over all layers, K and V (to size the pool from --kv-cache-memory) */
+  kvBytesPerBlock(blockSize: number): number;
+  /** (re)allocate the KV cache; block ids are then 0..numBlocks-1 */
+  allocateKvCache(numBlocks: number, blockSize: number): void;
+  execute(batch: ModelBatch): Promise<BatchLogits>;
+  /** copy whole blocks out / in (disaggregated prefill -> decode); layout is the runner's own, same model only */
+  exportKvBlocks(blockIds: Int32Array): Uint8Array;
+  importKvBlocks(blockIds: Int32Array, data: Uint8Array): void;
+  dispose(): void;
+}

@@ -1,0 +1,56 @@
+/**
+ * What the server sees of generation: the orchestrator's interface and its outputs (vLLM RequestOutput).
+ * Text is already detokenized and stop strings applied (engine/output-processor.ts, main thread).
+ * OWNER: engine helper (single-stage implementation); the observability helper adds multi-stage pipelines behind it.
+ */
+import type { SamplingParams } from "../engine/sampling-params.ts";
+import type { FinishReason, RequestTimes } from "../engine/stats.ts";
+import type { PositionLogprobs } from "../engine/protocol.ts";
+import type { ModelConfig } from "../model/model-config.ts";
+import type { Tokenizer } from "../tokenizer/tokenizer.ts";
+
+export interface GenerateRequest {
+  readonly requestId: string;
+  readonly promptTokenIds: readonly number[];
+  readonly sampling: SamplingParams;
+  /** nowMs() when the HTTP request arrived */
+  readonly arrivalMs: number;
+}
+
+/** One choice (index 0..n-1) of a request: what is new since the last output, plus totals. */
+export interface CompletionOutput {
+  readonly index: number;
+  /** new text since the previous output of this choice */
+  readonly textDelta: string;
+  readonly tokenIdsDelta: readonly number[];
+  readonly logprobsDelta?: readonly PositionLogprobs[];
+  /** all tokens generated so far for this choice */
+  readonly numGeneratedTokens: number;
+  readonly finishReason: FinishReason | null;
+  /** the stop string or stop token id that finished it (vLLM stop_reason) */
+  readonly stopReason: string | number | null;
+}
+
+export interface RequestOutput {
+  readonly requestId: string;
+  /** only the choices that changed */
+  readonly outputs: readonly CompletionOutput[];
+  readonly numPromptTokens: number;
+  readonly numCachedTokens: number;
+  readonly promptLogprobs?: readonly (PositionLogprobs | null)[];
+  /** every choice has finished */
+  readonly finished: boolean;
+  /** timings of choice 0 (per-request metrics use them only when n = 1) */
+  readonly times: RequestTimes;
+}
+
+export interface Orchestrator {
+  readonly modelConfig: ModelConfig;
+  readonly maxModelLen: number;
+  readonly tokenizer: Tokenizer;
+  /** yields outputs until finished; aborting the signal aborts the request (its blocks are freed at once) */
+  generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput>;
+  /** false once an engine died (fatal) or a device was lost: /health answers 503 */
+  isHealthy(): boolean;
+  shutdown(): Promise<void>;
+}
