@@ -1,0 +1,64 @@
+/**
+ * The build: AssemblyScript kernels -> build/*.wasm, the default model -> build/default-model.gguf, then
+ * `bun build --compile` -> dist/fennec (kernels, model and worker embedded), then a smoke run of the binary.
+ * Usage: bun run build.ts [--skip-compile]
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { $ } from "bun";
+
+const root = import.meta.dir;
+const buildDir = join(root, "build");
+const skipCompile = process.argv.includes("--skip-compile");
+
+/** The kernel builds: one wasm per feature level, chosen at start-up by WebAssembly.validate. */
+export const KERNEL_BUILDS = [
+  { name: "scalar", features: ["threads"] },
+  { name: "simd", features: ["threads", "simd"] },
+  { name: "relaxed-simd", features: ["threads", "simd", "relaxed-simd"] },
+] as const;
+
+/** Workers must be bundled as entry points of the compiled binary. */
+const ENTRYPOINTS = ["src/cli.ts", "src/engine/worker.ts", "src/backend/wasm/pool-worker.ts"];
+
+function step(label: string): () => void {
+  const t0 = performance.now();
+  process.stdout.write(`build: ${label} ...\n`);
+  return () => process.stdout.write(`build: ${label} done in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+}
+
+async function compileKernels(): Promise<void> {
+  const entry = join(root, "kernels", "index.ts");
+  if (!existsSync(entry)) {
+    process.stdout.write("build: no kernels/index.ts yet, skipping kernels\n");
+    return;
+  }
+  for (const build of KERNEL_BUILDS) {
+    const done = step(`kernels (${build.name})`);
+    const enable = build.features.flatMap((f) => ["--enable", f]);
+    const out = join(buildDir, `kernels-${build.name}.wasm`);
+    await $`${join(root, "node_modules/.bin/asc")} ${entry} -O3 --noAssert --runtime stub --importMemory --sharedMemory --initialMemory 1 --maximumMemory 65536 ${enable} -o ${out}`.cwd(root);
+    done();
+  }
+}
+
+async function buildDefaultModel(): Promise<void> {
+  const done = step("default model (stories260K -> GGUF)");
+  const { buildDefaultModel } = await import("./src/gguf/default-model-build.ts");
+  await buildDefaultModel(join(root, "..", "shared", "models"), join(buildDir, "default-model.gguf"));
+  done();
+}
+
+async function compileBinary(): Promise<void> {
+  const done = step("bun build --compile -> dist/fennec");
+  const entries = ENTRYPOINTS.filter((e) => existsSync(join(root, e)));
+  await $`${process.execPath} build --compile --minify-syntax ${entries} --outfile ${join(root, "dist", "fennec")}`.cwd(root);
+  done();
+  const version = await $`${join(root, "dist", "fennec")} --version`.cwd("/").text();
+  process.stdout.write(`build: smoke run from / -> ${version}`);
+}
+
+mkdirSync(buildDir, { recursive: true });
+await compileKernels();
+await buildDefaultModel();
+if (!skipCompile) await compileBinary();

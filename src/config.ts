@@ -1,0 +1,149 @@
+/**
+ * Every CLI flag once: name, kind, default, the commands that take it, and its help text. `parseArgs` turns argv into
+ * one validated options object; nothing else reads argv or process.env.
+ * To add a flag: add one row to FLAGS (keep rows grouped by the command family that owns them).
+ */
+import { err, ok, type Result } from "./util/result.ts";
+
+export type Command = "serve" | "generate" | "tokenize" | "run-batch";
+export const COMMANDS: Readonly<Record<Command, string>> = {
+  serve: "Serve the OpenAI-compatible API (vLLM-style) on HTTP.",
+  generate: "Generate text from a prompt and print it.",
+  tokenize: "Print the token ids of a text.",
+  "run-batch": "Run an OpenAI batch file (JSONL) offline, like `vllm run-batch`.",
+};
+
+type FlagKind = "string" | "int" | "float" | "bool";
+type FlagValue = string | number | boolean | null;
+
+export interface FlagSpec {
+  readonly name: string;
+  readonly kind: FlagKind;
+  readonly default: FlagValue;
+  readonly commands: readonly Command[];
+  readonly help: string;
+  /** for string flags with a fixed set of values */
+  readonly choices?: readonly string[];
+  /** short alias such as "-i" */
+  readonly alias?: string;
+}
+
+const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch"];
+const ENGINE: readonly Command[] = ["serve", "generate", "run-batch"];
+
+export const FLAGS: readonly FlagSpec[] = [
+  // model
+  { name: "model", kind: "string", default: null, commands: ALL, help: "Path to a GGUF model file. Default: the embedded stories260K model." },
+  // generate / tokenize
+  { name: "prompt", kind: "string", default: "", commands: ["generate"], help: 'Prompt text. An empty prompt starts from BOS.' },
+  { name: "max-tokens", kind: "int", default: 64, commands: ["generate"], help: "Maximum number of tokens to generate." },
+  { name: "temperature", kind: "float", default: 0.8, commands: ["generate"], help: "Sampling temperature; 0 is greedy." },
+  { name: "seed", kind: "int", default: null, commands: ["generate"], help: "Random seed for reproducible sampling." },
+  { name: "json", kind: "bool", default: false, commands: ["generate", "tokenize"], help: "Print JSON instead of text." },
+  { name: "text", kind: "string", default: null, commands: ["tokenize"], help: "Text to tokenize (required)." },
+  { name: "add-special", kind: "bool", default: false, commands: ["tokenize"], help: "Add BOS/EOS as the model does and parse special-token texts." },
+  // engine (vLLM names)
+  { name: "threads", kind: "int", default: null, commands: ENGINE, help: "Kernel threads. Default: the number of cores." },
+  { name: "device", kind: "string", default: "cpu", commands: ENGINE, choices: ["cpu", "webgpu"], help: "Run the model on the WASM CPU kernels or on a WebGPU adapter." },
+  { name: "max-num-seqs", kind: "int", default: 16, commands: ENGINE, help: "Maximum number of sequences running in one engine step." },
+  { name: "max-num-batched-tokens", kind: "int", default: 512, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens)." },
+  { name: "max-model-len", kind: "int", default: null, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
+  { name: "block-size", kind: "int", default: 16, commands: ENGINE, help: "Tokens per KV cache block." },
+  { name: "kv-cache-memory", kind: "int", default: null, commands: ENGINE, help: "Bytes for the KV cache. Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
+  { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
+  // server
+  { name: "host", kind: "string", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
+  { name: "port", kind: "int", default: 8000, commands: ["serve"], help: "Port to listen on." },
+  { name: "served-model-name", kind: "string", default: null, commands: ["serve"], help: "Model name in the API. Default: the model file's name." },
+  { name: "api-key", kind: "string", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints." },
+  { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
+  { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
+  { name: "disable-log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Disable engine stats (and the engine series on /metrics)." },
+  { name: "log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Print the omni stats tables after each request (online) or after the batch (offline)." },
+  { name: "enable-mfu-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add the estimated FLOPs / bytes counters to /metrics." },
+  { name: "show-hidden-metrics-for-version", kind: "string", default: null, commands: ["serve"], help: "Show metrics hidden since the given previous version (e.g. 0.1)." },
+  // pipelines
+  { name: "pipeline", kind: "string", default: "single", commands: ENGINE, choices: ["single", "pd"], help: "single: one engine; pd: disaggregated prefill and decode stages." },
+  { name: "stage-config", kind: "string", default: null, commands: ENGINE, help: "YAML or JSON file describing a chain of stages (see docs/pipelines.md)." },
+  // run-batch
+  { name: "input-file", alias: "-i", kind: "string", default: null, commands: ["run-batch"], help: "Input JSONL batch file (required)." },
+  { name: "output-file", alias: "-o", kind: "string", default: null, commands: ["run-batch"], help: "Output JSONL file (required)." },
+];
+
+export type Options = Readonly<Record<string, FlagValue>>;
+
+export interface ParsedArgs {
+  readonly command: Command;
+  readonly options: Options;
+}
+
+/** Flags of one command, for --help and parsing. */
+export function flagsOf(command: Command): FlagSpec[] {
+  return FLAGS.filter((f) => f.commands.includes(command));
+}
+
+function convert(spec: FlagSpec, raw: string): Result<FlagValue> {
+  switch (spec.kind) {
+    case "string":
+      if (spec.choices && !spec.choices.includes(raw)) return err(`--${spec.name} must be one of ${spec.choices.join(", ")} (got "${raw}")`);
+      return ok(raw);
+    case "int": {
+      const n = Number(raw);
+      return Number.isInteger(n) ? ok(n) : err(`--${spec.name} needs an integer (got "${raw}")`);
+    }
+    case "float": {
+      const n = Number(raw);
+      return raw.trim() !== "" && Number.isFinite(n) ? ok(n) : err(`--${spec.name} needs a number (got "${raw}")`);
+    }
+    case "bool":
+      if (raw === "true") return ok(true);
+      if (raw === "false") return ok(false);
+      return err(`--${spec.name} takes no value or true/false (got "${raw}")`);
+  }
+}
+
+/** Parses `argv` (after the command name) against the command's flags. Unknown flags are errors. */
+export function parseCommandArgs(command: Command, argv: readonly string[]): Result<Options> {
+  const specs = flagsOf(command);
+  const options: Record<string, FlagValue> = {};
+  for (const spec of specs) options[spec.name] = spec.default;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    let name: string;
+    let inlineValue: string | undefined;
+    if (arg.startsWith("--")) {
+      const eq = arg.indexOf("=");
+      name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+      inlineValue = eq >= 0 ? arg.slice(eq + 1) : undefined;
+    } else if (arg.startsWith("-") && arg.length > 1) {
+      const spec = specs.find((s) => s.alias === arg);
+      if (!spec) return err(`unknown option ${arg} for '${command}' (see fennec ${command} --help)`);
+      name = spec.name;
+    } else {
+      return err(`unexpected argument "${arg}" for '${command}' (see fennec ${command} --help)`);
+    }
+    const spec = specs.find((s) => s.name === name);
+    if (!spec) return err(`unknown option --${name} for '${command}' (see fennec ${command} --help)`);
+    let raw = inlineValue;
+    if (raw === undefined) {
+      if (spec.kind === "bool") { options[spec.name] = true; continue; }
+      raw = argv[++i];
+      if (raw === undefined) return err(`--${spec.name} needs a value`);
+    }
+    const value = convert(spec, raw);
+    if (!value.ok) return value;
+    options[spec.name] = value.value;
+  }
+  return ok(options);
+}
+
+export function commandHelp(command: Command): string {
+  const lines = [`Usage: fennec ${command} [options]`, "", COMMANDS[command], "", "Options:"];
+  for (const f of flagsOf(command)) {
+    const flag = `${f.alias ? `${f.alias}, ` : ""}--${f.name}${f.kind === "bool" ? "" : ` <${f.choices ? f.choices.join("|") : f.kind}>`}`;
+    const def = f.default === null || f.default === false ? "" : ` (default: ${JSON.stringify(f.default)})`;
+    lines.push(`  ${flag.padEnd(44)} ${f.help}${def}`);
+  }
+  lines.push(`  ${"-h, --help".padEnd(44)} Show this help.`);
+  return lines.join("\n");
+}
