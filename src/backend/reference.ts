@@ -1,0 +1,287 @@
+/**
+ * The reference backend: plain TypeScript, straightforward loops, f32 everywhere. It is the oracle every other backend
+ * is tested against (test/conformance), so clarity beats speed here.
+ * Weights are dequantized to f32 at load with the table's dequantizers; the KV cache is f32.
+ * @example const backend = new ReferenceBackend(); const w = backend.loadWeight(source);
+ */
+import { weightType, type GgmlType } from "../tensor/dtypes.ts";
+import type {
+  AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource,
+} from "./backend.ts";
+
+class RefWeight implements Weight {
+  constructor(
+    readonly rows: number,
+    readonly cols: number,
+    readonly type: GgmlType,
+    /** [rows, cols] dequantized */
+    readonly data: Float32Array,
+  ) {}
+}
+
+class RefBuffer implements DeviceBuffer {
+  constructor(readonly data: Float32Array) {}
+  get length(): number { return this.data.length; }
+}
+
+interface RefKvCache {
+  readonly shape: KvCacheShape;
+  /** per layer: [numBlocks, blockSize, numKvHeads * headDim] */
+  readonly k: Float32Array[];
+  readonly v: Float32Array[];
+}
+
+function asWeight(w: Weight): RefWeight {
+  if (!(w instanceof RefWeight)) throw new Error("reference backend: weight from another backend");
+  return w;
+}
+
+function asBuffer(b: DeviceBuffer): Float32Array {
+  if (!(b instanceof RefBuffer)) throw new Error("reference backend: buffer from another backend");
+  return b.data;
+}
+
+/** Dequantize a GGUF tensor to f32 [rows, cols]; throws a one-line error naming the tensor on bad input. */
+export function dequantizeWeight(source: WeightSource): Float32Array {
+  const wt = weightType(source.type);
+  if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${source.type}`);
+  if (source.cols % wt.blockSize !== 0) {
+    throw new Error(`weight ${source.name}: row length ${source.cols} is not a multiple of the ${wt.name} block size ${wt.blockSize}`);
+  }
+  const n = source.rows * source.cols;
+  const needBytes = (n / wt.blockSize) * wt.bytesPerBlock;
+  if (source.data.length < needBytes) {
+    throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${source.rows}, ${source.cols}] needs ${needBytes}`);
+  }
+  const out = new Float32Array(n); // [rows, cols]
+  wt.dequantize(source.data.subarray(0, needBytes), out, n);
+  return out;
+}
+
+export class ReferenceBackend implements Backend {
+  readonly name = "reference";
+  private kv: RefKvCache | null = null;
+
+  loadWeight(source: WeightSource): Weight {
+    return new RefWeight(source.rows, source.cols, source.type, dequantizeWeight(source));
+  }
+
+  alloc(numFloats: number): DeviceBuffer {
+    return new RefBuffer(new Float32Array(numFloats));
+  }
+
+  free(_buffer: DeviceBuffer): void {}
+
+  write(dst: DeviceBuffer, src: Float32Array, dstOffset = 0): void {
+    asBuffer(dst).set(src, dstOffset);
+  }
+
+  read(src: DeviceBuffer, numFloats: number, srcOffset = 0): Promise<Float32Array> {
+    return Promise.resolve(asBuffer(src).slice(srcOffset, srcOffset + numFloats));
+  }
+
+  allocKvCache(shape: KvCacheShape): void {
+    const layerFloats = shape.numBlocks * shape.blockSize * shape.numKvHeads * shape.headDim;
+    const k: Float32Array[] = [];
+    const v: Float32Array[] = [];
+    for (let l = 0; l < shape.numLayers; l++) {
+      k.push(new Float32Array(layerFloats));
+      v.push(new Float32Array(layerFloats));
+    }
+    this.kv = { shape, k, v };
+  }
+
+  private cache(): RefKvCache {
+    if (this.kv === null) throw new Error("reference backend: allocKvCache was not called");
+    return this.kv;
+  }
+
+  exportKvBlocks(blockIds: Int32Array): Uint8Array {
+    const { shape, k, v } = this.cache();
+    const blockFloats = shape.blockSize * shape.numKvHeads * shape.headDim;
+    const out = new Float32Array(blockIds.length * shape.numLayers * 2 * blockFloats); // [ids, layer, K|V, blockSize, kvDim]
+    let o = 0;
+    for (const id of blockIds) {
+      for (let l = 0; l < shape.numLayers; l++) {
+        for (const part of [k[l]!, v[l]!]) {
+          out.set(part.subarray(id * blockFloats, (id + 1) * blockFloats), o);
+          o += blockFloats;
+        }
+      }
+    }
+    return new Uint8Array(out.buffer);
+  }
+
+  importKvBlocks(blockIds: Int32Array, data: Uint8Array): void {
+    const { shape, k, v } = this.cache();
+    const blockFloats = shape.blockSize * shape.numKvHeads * shape.headDim;
+    const need = blockIds.length * shape.numLayers * 2 * blockFloats * 4;
+    if (data.length !== need) throw new Error(`importKvBlocks: ${data.length} bytes, expected ${need}`);
+    const src = new Float32Array(data.slice().buffer);
+    let o = 0;
+    for (const id of blockIds) {
+      for (let l = 0; l < shape.numLayers; l++) {
+        for (const part of [k[l]!, v[l]!]) {
+          part.set(src.subarray(o, o + blockFloats), id * blockFloats);
+          o += blockFloats;
+        }
+      }
+    }
+  }
+
+  embed(out: DeviceBuffer, table: Weight, tokenIds: Int32Array): void {
+    const t = asWeight(table);
+    const o = asBuffer(out);
+    for (let i = 0; i < tokenIds.length; i++) {
+      const id = tokenIds[i]!;
+      if (id < 0 || id >= t.rows) throw new Error(`embed: token id ${id} out of range [0, ${t.rows})`);
+      o.set(t.data.subarray(id * t.cols, (id + 1) * t.cols), i * t.cols);
+    }
+  }
+
+  rmsNorm(out: DeviceBuffer, x: DeviceBuffer, weight: Weight, numRows: number, dim: number, eps: number): void {
+    const o = asBuffer(out);
+    const xs = asBuffer(x);
+    const w = asWeight(weight).data;
+    for (let r = 0; r < numRows; r++) {
+      const base = r * dim;
+      let sumSq = 0;
+      for (let i = 0; i < dim; i++) sumSq += xs[base + i]! * xs[base + i]!;
+      const scale = 1 / Math.sqrt(sumSq / dim + eps);
+      for (let i = 0; i < dim; i++) o[base + i] = xs[base + i]! * scale * w[i]!;
+    }
+  }
+
+  matmul(out: DeviceBuffer, w: Weight, x: DeviceBuffer, numRows: number): void {
+    const wt = asWeight(w);
+    const o = asBuffer(out);
+    const xs = asBuffer(x);
+    const { rows, cols } = wt;
+    for (let r = 0; r < numRows; r++) {
+      for (let j = 0; j < rows; j++) {
+        let acc = 0;
+        const wBase = j * cols;
+        const xBase = r * cols;
+        for (let c = 0; c < cols; c++) acc += wt.data[wBase + c]! * xs[xBase + c]!;
+        o[r * rows + j] = acc;
+      }
+    }
+  }
+
+  addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
+    const xs = asBuffer(x);
+    const b = asWeight(bias).data;
+    const n = b.length;
+    for (let r = 0; r < numRows; r++) for (let i = 0; i < n; i++) xs[r * n + i]! += b[i]!;
+  }
+
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
+    const xs = asBuffer(x);
+    const half = ropeDim / 2;
+    for (let r = 0; r < positions.length; r++) {
+      const pos = positions[r]!;
+      for (let h = 0; h < numHeads; h++) {
+        const base = (r * numHeads + h) * headDim;
+        for (let i = 0; i < half; i++) {
+          // ggml: theta_i = pos * base^(-2i / ropeDim)
+          const theta = pos * Math.pow(freqBase, (-2 * i) / ropeDim);
+          const cos = Math.cos(theta);
+          const sin = Math.sin(theta);
+          const a = neox ? base + i : base + 2 * i;
+          const b = neox ? base + i + half : base + 2 * i + 1;
+          const x0 = xs[a]!;
+          const x1 = xs[b]!;
+          xs[a] = x0 * cos - x1 * sin;
+          xs[b] = x0 * sin + x1 * cos;
+        }
+      }
+    }
+  }
+
+  kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void {
+    const { shape, k: kc, v: vc } = this.cache();
+    const kvDim = shape.numKvHeads * shape.headDim;
+    const ks = asBuffer(k);
+    const vs = asBuffer(v);
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i]!;
+      kc[layer]!.set(ks.subarray(i * kvDim, (i + 1) * kvDim), slot * kvDim);
+      vc[layer]!.set(vs.subarray(i * kvDim, (i + 1) * kvDim), slot * kvDim);
+    }
+  }
+
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
+    const { shape, k: kc, v: vc } = this.cache();
+    const { headDim, numKvHeads, blockSize } = shape;
+    const kvDim = numKvHeads * headDim;
+    const qDim = numHeads * headDim;
+    const groupSize = numHeads / numKvHeads;
+    const scale = 1 / Math.sqrt(headDim);
+    const o = asBuffer(out);
+    const qs = asBuffer(q);
+    const kl = kc[layer]!;
+    const vl = vc[layer]!;
+    for (const seq of sequences) {
+      for (let i = 0; i < seq.numRows; i++) {
+        const row = seq.rowStart + i;
+        const numKeys = seq.startPos + i + 1;
+        const scores = new Float64Array(numKeys); // [numKeys]
+        for (let h = 0; h < numHeads; h++) {
+          const kvHead = Math.floor(h / groupSize);
+          const qBase = row * qDim + h * headDim;
+          let max = -Infinity;
+          for (let t = 0; t < numKeys; t++) {
+            const slot = seq.blockTable[Math.floor(t / blockSize)]! * blockSize + (t % blockSize);
+            const kBase = slot * kvDim + kvHead * headDim;
+            let dot = 0;
+            for (let d = 0; d < headDim; d++) dot += qs[qBase + d]! * kl[kBase + d]!;
+            scores[t] = dot * scale;
+            if (scores[t]! > max) max = scores[t]!;
+          }
+          let sum = 0;
+          for (let t = 0; t < numKeys; t++) {
+            scores[t] = Math.exp(scores[t]! - max);
+            sum += scores[t]!;
+          }
+          const acc = new Float64Array(headDim); // [headDim]
+          for (let t = 0; t < numKeys; t++) {
+            const slot = seq.blockTable[Math.floor(t / blockSize)]! * blockSize + (t % blockSize);
+            const vBase = slot * kvDim + kvHead * headDim;
+            const p = scores[t]! / sum;
+            for (let d = 0; d < headDim; d++) acc[d]! += p * vl[vBase + d]!;
+          }
+          for (let d = 0; d < headDim; d++) o[qBase + d] = acc[d]!;
+        }
+      }
+    }
+  }
+
+  siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
+    const o = asBuffer(out);
+    const g = asBuffer(gate);
+    const u = asBuffer(up);
+    for (let i = 0; i < n; i++) {
+      const x = g[i]!;
+      o[i] = (x / (1 + Math.exp(-x))) * u[i]!;
+    }
+  }
+
+  add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {
+    const o = asBuffer(out);
+    const as = asBuffer(a);
+    const bs = asBuffer(b);
+    for (let i = 0; i < n; i++) o[i] = as[i]! + bs[i]!;
+  }
+
+  gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
+    const d = asBuffer(dst);
+    const s = asBuffer(src);
+    // copy through a temporary so dst may alias src
+    const rows = Array.from(rowIds, (id) => s.slice(id * cols, (id + 1) * cols));
+    rows.forEach((row, i) => d.set(row, i * cols));
+  }
+
+  dispose(): void {
+    this.kv = null;
+  }
+}
