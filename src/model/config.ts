@@ -1,0 +1,123 @@
+/**
+ * GGUF metadata -> ModelConfig. Every rule gives one error naming the file and the key, never a throw.
+ * Key names follow llama.cpp (LLM_KV_*): `<arch>.embedding_length`, `<arch>.attention.head_count` ...
+ */
+import type { GgufFile, GgufScalar } from "../gguf/gguf-file.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import { ARCHITECTURES, architectureTraits } from "./architectures.ts";
+import type { ModelConfig } from "./model-config.ts";
+
+/** The token embedding's GGUF name: its ne1 is the vocab size. */
+const TOKEN_EMBD = "token_embd.weight";
+const OUTPUT = "output.weight";
+
+function scalar(gguf: GgufFile, key: string): GgufScalar | undefined {
+  const entry = gguf.metadata.get(key);
+  if (entry === undefined || typeof entry.value === "object") return undefined;
+  return entry.value;
+}
+
+/** A numeric key as a number (GGUF stores counts as u32 or u64 depending on the writer). */
+function numberKey(gguf: GgufFile, key: string): Result<number | undefined> {
+  const value = scalar(gguf, key);
+  if (value === undefined) {
+    return gguf.metadata.has(key) ? err(`${gguf.source}: metadata ${key} is not a number`) : ok(undefined);
+  }
+  if (typeof value === "bigint") return ok(Number(value));
+  if (typeof value === "number") return ok(value);
+  return err(`${gguf.source}: metadata ${key} is not a number (got ${typeof value})`);
+}
+
+function positiveInt(gguf: GgufFile, key: string, fallback?: number): Result<number> {
+  const read = numberKey(gguf, key);
+  if (!read.ok) return read;
+  const value = read.value ?? fallback;
+  if (value === undefined) return err(`${gguf.source}: missing metadata ${key}`);
+  if (!Number.isInteger(value) || value <= 0) return err(`${gguf.source}: metadata ${key} must be a positive integer (got ${value})`);
+  return ok(value);
+}
+
+function positiveFloat(gguf: GgufFile, key: string, fallback?: number): Result<number> {
+  const read = numberKey(gguf, key);
+  if (!read.ok) return read;
+  const value = read.value ?? fallback;
+  if (value === undefined) return err(`${gguf.source}: missing metadata ${key}`);
+  if (!(value > 0) || !Number.isFinite(value)) return err(`${gguf.source}: metadata ${key} must be a positive number (got ${value})`);
+  return ok(value);
+}
+
+/**
+ * Reads and checks the model's shape from GGUF metadata.
+ * @example const config = readModelConfig(gguf); if (!config.ok) throw new CliError(config.error);
+ */
+export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
+  const archValue = scalar(gguf, "general.architecture");
+  if (typeof archValue !== "string") return err(`${gguf.source}: missing metadata general.architecture`);
+  const traits = architectureTraits(archValue);
+  if (traits === undefined) {
+    const supported = ARCHITECTURES.map((a) => a.architecture).join(", ");
+    return err(`${gguf.source}: unsupported architecture "${archValue}" (supported: ${supported})`);
+  }
+  const p = traits.keyPrefix;
+
+  const dim = positiveInt(gguf, `${p}.embedding_length`);
+  if (!dim.ok) return dim;
+  const hiddenDim = positiveInt(gguf, `${p}.feed_forward_length`);
+  if (!hiddenDim.ok) return hiddenDim;
+  const numLayers = positiveInt(gguf, `${p}.block_count`);
+  if (!numLayers.ok) return numLayers;
+  const numHeads = positiveInt(gguf, `${p}.attention.head_count`);
+  if (!numHeads.ok) return numHeads;
+  const numKvHeads = positiveInt(gguf, `${p}.attention.head_count_kv`, numHeads.value);
+  if (!numKvHeads.ok) return numKvHeads;
+  if (numHeads.value % numKvHeads.value !== 0) {
+    return err(`${gguf.source}: attention.head_count ${numHeads.value} is not a multiple of head_count_kv ${numKvHeads.value}`);
+  }
+  // qwen3 heads are wider than dim / numHeads: it stores key_length
+  const headDim = positiveInt(gguf, `${p}.attention.key_length`, dim.value / numHeads.value);
+  if (!headDim.ok) return headDim;
+  const valueDim = positiveInt(gguf, `${p}.attention.value_length`, headDim.value);
+  if (!valueDim.ok) return valueDim;
+  if (valueDim.value !== headDim.value) {
+    return err(`${gguf.source}: attention.value_length ${valueDim.value} != key_length ${headDim.value} is not supported`);
+  }
+  const ropeDim = positiveInt(gguf, `${p}.rope.dimension_count`, headDim.value);
+  if (!ropeDim.ok) return ropeDim;
+  if (ropeDim.value > headDim.value || ropeDim.value % 2 !== 0) {
+    return err(`${gguf.source}: rope.dimension_count ${ropeDim.value} must be even and at most the head size ${headDim.value}`);
+  }
+  const ropeFreqBase = positiveFloat(gguf, `${p}.rope.freq_base`, traits.defaultRopeFreqBase);
+  if (!ropeFreqBase.ok) return ropeFreqBase;
+  const rmsEps = positiveFloat(gguf, `${p}.attention.layer_norm_rms_epsilon`);
+  if (!rmsEps.ok) return rmsEps;
+  const contextLength = positiveInt(gguf, `${p}.context_length`);
+  if (!contextLength.ok) return contextLength;
+
+  const embd = gguf.tensors.find((t) => t.name === TOKEN_EMBD);
+  if (embd === undefined) return err(`${gguf.source}: missing tensor ${TOKEN_EMBD}`);
+  const vocabSize = embd.shape[1];
+  if (embd.shape.length !== 2 || vocabSize === undefined || vocabSize <= 0) {
+    return err(`${gguf.source}: tensor ${TOKEN_EMBD} must be 2-D [dim, vocab] (got [${embd.shape.join(", ")}])`);
+  }
+  const name = scalar(gguf, "general.name");
+
+  return ok({
+    architecture: traits.architecture,
+    name: typeof name === "string" && name !== "" ? name : (gguf.source.split("/").pop() ?? gguf.source),
+    vocabSize,
+    dim: dim.value,
+    hiddenDim: hiddenDim.value,
+    numLayers: numLayers.value,
+    numHeads: numHeads.value,
+    numKvHeads: numKvHeads.value,
+    headDim: headDim.value,
+    ropeDim: ropeDim.value,
+    ropeFreqBase: ropeFreqBase.value,
+    ropeNeox: traits.ropeNeox,
+    rmsEps: rmsEps.value,
+    contextLength: contextLength.value,
+    tiedEmbeddings: !gguf.tensors.some((t) => t.name === OUTPUT),
+    hasQkvBias: traits.hasQkvBias,
+    hasQkNorm: traits.hasQkNorm,
+  });
+}

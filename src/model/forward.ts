@@ -1,0 +1,178 @@
+/**
+ * The batched forward pass over the Backend seam: all tokens of a ragged batch (prefill chunks and decode tokens of
+ * many sequences) go through each layer together, as rows of one matrix. Only attention looks across rows, and it is
+ * told where each sequence's rows are. Same math, in the same order, as `reference-forward.ts`.
+ *
+ * Per layer, for all numTokens rows at once:
+ *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions) ; kvStore(k,v -> slots) ;
+ *   xb = attention(q, cache) ; x += xb.Wo ; xb = rmsnorm(x) ; x += (silu(xb.Wgate) * xb.Wup).Wdown
+ * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
+ */
+import type { AttentionSequence, Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
+import type { ModelConfig } from "./model-config.ts";
+import type { ModelWeights } from "./weights.ts";
+
+/** One step's flattened inputs, built by the runner from a ModelBatch. */
+export interface ForwardInputs {
+  /** [numTokens] */
+  readonly tokenIds: Int32Array;
+  /** [numTokens] position of each token in its sequence */
+  readonly positions: Int32Array;
+  /** [numTokens] KV cache slot of each token */
+  readonly slots: Int32Array;
+  readonly sequences: readonly AttentionSequence[];
+  /** [numLogitRows] token rows whose logits are wanted, in output order */
+  readonly logitRows: Int32Array;
+}
+
+interface LayerHandles {
+  attnNorm: Weight; wq: Weight; wk: Weight; wv: Weight; wo: Weight;
+  bq: Weight | null; bk: Weight | null; bv: Weight | null;
+  qNorm: Weight | null; kNorm: Weight | null;
+  ffnNorm: Weight; wGate: Weight; wUp: Weight; wDown: Weight;
+}
+
+/** Activation buffers for up to `numTokens` rows and `numLogitRows` logit rows (llama2.c RunState, batched). */
+interface Scratch {
+  readonly numTokens: number;
+  readonly numLogitRows: number;
+  readonly x: DeviceBuffer; // [numTokens, dim] residual stream
+  readonly xb: DeviceBuffer; // [numTokens, max(dim, qDim)] normed input, then attention output
+  readonly xb2: DeviceBuffer; // [numTokens, dim] a branch's output before the residual add
+  readonly q: DeviceBuffer; // [numTokens, qDim]
+  readonly k: DeviceBuffer; // [numTokens, kvDim]
+  readonly v: DeviceBuffer; // [numTokens, kvDim]
+  readonly qNormed: DeviceBuffer; // [numTokens, qDim] (QK-norm output)
+  readonly kNormed: DeviceBuffer; // [numTokens, kvDim]
+  readonly gate: DeviceBuffer; // [numTokens, hiddenDim]
+  readonly up: DeviceBuffer; // [numTokens, hiddenDim]
+  readonly act: DeviceBuffer; // [numTokens, hiddenDim] silu(gate) * up
+  readonly gathered: DeviceBuffer; // [numLogitRows, dim]
+  readonly gatheredNormed: DeviceBuffer; // [numLogitRows, dim]
+  readonly logits: DeviceBuffer; // [numLogitRows, vocabSize]
+}
+
+/**
+ * The model's weights on a backend plus the activation buffers; `run` computes one step.
+ * @example const fwd = new BatchedForward(config, weights, backend); const logits = await fwd.run(inputs);
+ */
+export class BatchedForward {
+  private readonly tokenEmbd: Weight;
+  private readonly layers: LayerHandles[];
+  private readonly outputNorm: Weight;
+  private readonly output: Weight;
+  private scratch: Scratch | null = null;
+
+  constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend) {
+    const load = (w: WeightSource): Weight => backend.loadWeight(w);
+    const maybe = (w: WeightSource | null): Weight | null => (w === null ? null : load(w));
+    this.tokenEmbd = load(weights.tokenEmbd);
+    this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : load(weights.output);
+    this.outputNorm = load(weights.outputNorm);
+    this.layers = weights.layers.map((l) => ({
+      attnNorm: load(l.attnNorm), wq: load(l.wq), wk: load(l.wk), wv: load(l.wv), wo: load(l.wo),
+      bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
+      ffnNorm: load(l.ffnNorm), wGate: load(l.wGate), wUp: load(l.wUp), wDown: load(l.wDown),
+    }));
+  }
+
+  /** Buffers grow to the largest step seen so far and are then reused. */
+  private ensureScratch(numTokens: number, numLogitRows: number): Scratch {
+    const s = this.scratch;
+    if (s !== null && s.numTokens >= numTokens && s.numLogitRows >= numLogitRows) return s;
+    if (s !== null) this.freeScratch(s);
+    const n = Math.max(numTokens, s?.numTokens ?? 0);
+    const m = Math.max(numLogitRows, s?.numLogitRows ?? 0, 1);
+    const { dim, hiddenDim, vocabSize } = this.config;
+    const qDim = this.config.numHeads * this.config.headDim;
+    const kvDim = this.config.numKvHeads * this.config.headDim;
+    const b = this.backend;
+    const next: Scratch = {
+      numTokens: n,
+      numLogitRows: m,
+      x: b.alloc(n * dim),
+      xb: b.alloc(n * Math.max(dim, qDim)),
+      xb2: b.alloc(n * dim),
+      q: b.alloc(n * qDim),
+      k: b.alloc(n * kvDim),
+      v: b.alloc(n * kvDim),
+      qNormed: b.alloc(this.config.hasQkNorm ? n * qDim : 1),
+      kNormed: b.alloc(this.config.hasQkNorm ? n * kvDim : 1),
+      gate: b.alloc(n * hiddenDim),
+      up: b.alloc(n * hiddenDim),
+      act: b.alloc(n * hiddenDim),
+      gathered: b.alloc(m * dim),
+      gatheredNormed: b.alloc(m * dim),
+      logits: b.alloc(m * vocabSize),
+    };
+    this.scratch = next;
+    return next;
+  }
+
+  private freeScratch(s: Scratch): void {
+    for (const buffer of [s.x, s.xb, s.xb2, s.q, s.k, s.v, s.qNormed, s.kNormed, s.gate, s.up, s.act, s.gathered, s.gatheredNormed, s.logits]) {
+      this.backend.free(buffer);
+    }
+  }
+
+  /** Returns logits [logitRows.length, vocabSize]; the KV cache must already be allocated on the backend. */
+  async run(inputs: ForwardInputs): Promise<Float32Array> {
+    const c = this.config;
+    const b = this.backend;
+    const n = inputs.tokenIds.length;
+    const numLogitRows = inputs.logitRows.length;
+    const { dim, hiddenDim, headDim, numHeads, numKvHeads, rmsEps } = c;
+    if (n === 0) return new Float32Array(0);
+    const s = this.ensureScratch(n, numLogitRows);
+
+    b.embed(s.x, this.tokenEmbd, inputs.tokenIds);
+
+    for (let l = 0; l < this.layers.length; l++) {
+      const w = this.layers[l]!;
+
+      b.rmsNorm(s.xb, s.x, w.attnNorm, n, dim, rmsEps);
+      b.matmul(s.q, w.wq, s.xb, n);
+      b.matmul(s.k, w.wk, s.xb, n);
+      b.matmul(s.v, w.wv, s.xb, n);
+      if (w.bq && w.bk && w.bv) {
+        b.addBias(s.q, w.bq, n);
+        b.addBias(s.k, w.bk, n);
+        b.addBias(s.v, w.bv, n);
+      }
+      let q = s.q;
+      let k = s.k;
+      if (w.qNorm && w.kNorm) {
+        // every head is a row of length headDim
+        b.rmsNorm(s.qNormed, s.q, w.qNorm, n * numHeads, headDim, rmsEps);
+        b.rmsNorm(s.kNormed, s.k, w.kNorm, n * numKvHeads, headDim, rmsEps);
+        q = s.qNormed;
+        k = s.kNormed;
+      }
+      b.rope(q, inputs.positions, numHeads, headDim, c.ropeDim, c.ropeFreqBase, c.ropeNeox);
+      b.rope(k, inputs.positions, numKvHeads, headDim, c.ropeDim, c.ropeFreqBase, c.ropeNeox);
+      b.kvStore(l, k, s.v, inputs.slots);
+      b.attention(s.xb, q, l, numHeads, inputs.sequences);
+      b.matmul(s.xb2, w.wo, s.xb, n);
+      b.add(s.x, s.x, s.xb2, n * dim);
+
+      b.rmsNorm(s.xb, s.x, w.ffnNorm, n, dim, rmsEps);
+      b.matmul(s.gate, w.wGate, s.xb, n);
+      b.matmul(s.up, w.wUp, s.xb, n);
+      b.siluMul(s.act, s.gate, s.up, n * hiddenDim);
+      b.matmul(s.xb2, w.wDown, s.act, n);
+      b.add(s.x, s.x, s.xb2, n * dim);
+    }
+
+    if (numLogitRows === 0) return new Float32Array(0);
+    b.gatherRows(s.gathered, s.x, inputs.logitRows, dim);
+    b.rmsNorm(s.gatheredNormed, s.gathered, this.outputNorm, numLogitRows, dim, rmsEps);
+    b.matmul(s.logits, this.output, s.gatheredNormed, numLogitRows);
+    return b.read(s.logits, numLogitRows * c.vocabSize);
+  }
+
+  /** Frees the activation buffers (the weights go with the backend). */
+  dispose(): void {
+    if (this.scratch !== null) this.freeScratch(this.scratch);
+    this.scratch = null;
+  }
+}

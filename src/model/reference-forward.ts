@@ -1,0 +1,226 @@
+/**
+ * The oracle: a plain forward pass in the style of llama2.c's `forward()`. One token at a time, a contiguous f32 KV
+ * cache, every weight dequantized to f32 up front. Slow on purpose: every fast path (the batched runner, the WASM and
+ * WebGPU kernels) is tested against this, so it must stay simple enough to check by reading.
+ *
+ * Per layer (paper order):
+ *   xb = rmsnorm(x) ; q,k,v = xb.Wq,Wk,Wv (+bias: qwen2) ; per-head rmsnorm on q,k (qwen3) ; rope(q,k) ;
+ *   cache k,v at pos ; xb = attention(q, cache[0..pos]) ; x += xb.Wo ;
+ *   xb = rmsnorm(x) ; x += (silu(xb.Wgate) * xb.Wup).Wdown
+ * then logits = rmsnorm(x).Wout.
+ */
+import type { WeightSource } from "../backend/backend.ts";
+import type { ModelConfig } from "./model-config.ts";
+import { dequantizeTensor, type ModelWeights } from "./weights.ts";
+
+/** One layer's weights as f32, [rows, cols] row-major (rows = output features). */
+interface LayerF32 {
+  attnNorm: Float32Array; // [dim]
+  wq: Float32Array; // [qDim, dim]
+  wk: Float32Array; // [kvDim, dim]
+  wv: Float32Array; // [kvDim, dim]
+  wo: Float32Array; // [dim, qDim]
+  bq: Float32Array | null; // [qDim]
+  bk: Float32Array | null; // [kvDim]
+  bv: Float32Array | null; // [kvDim]
+  qNorm: Float32Array | null; // [headDim]
+  kNorm: Float32Array | null; // [headDim]
+  ffnNorm: Float32Array; // [dim]
+  wGate: Float32Array; // [hiddenDim, dim]
+  wUp: Float32Array; // [hiddenDim, dim]
+  wDown: Float32Array; // [dim, hiddenDim]
+}
+
+// ---- leaf ops (llama2.c names) ----
+
+/** out = x / rms(x) * weight, over n elements starting at offset (used per head for QK-norm too) */
+function rmsnorm(out: Float32Array, x: Float32Array, weight: Float32Array, n: number, eps: number, offset = 0): void {
+  let sumSq = 0;
+  for (let i = 0; i < n; i++) sumSq += x[offset + i]! * x[offset + i]!;
+  const scale = 1 / Math.sqrt(sumSq / n + eps);
+  for (let i = 0; i < n; i++) out[offset + i] = x[offset + i]! * scale * weight[i]!;
+}
+
+/** out[rows] = W[rows, cols] . x[cols] */
+function matmul(out: Float32Array, x: Float32Array, w: Float32Array, cols: number, rows: number): void {
+  for (let r = 0; r < rows; r++) {
+    let acc = 0;
+    const base = r * cols;
+    for (let c = 0; c < cols; c++) acc += w[base + c]! * x[c]!;
+    out[r] = acc;
+  }
+}
+
+function addInPlace(x: Float32Array, b: Float32Array): void {
+  for (let i = 0; i < b.length; i++) x[i]! += b[i]!;
+}
+
+/**
+ * Rotates the first ropeDim dims of each head of vec [numHeads * headDim] by position pos, theta_i = pos * base^(-2i/ropeDim).
+ * Normal rope (llama) pairs dims (2i, 2i+1); NEOX rope (qwen2/3) pairs (i, i + ropeDim/2).
+ */
+function rope(vec: Float32Array, numHeads: number, headDim: number, ropeDim: number, pos: number, freqBase: number, neox: boolean): void {
+  const half = ropeDim / 2;
+  for (let h = 0; h < numHeads; h++) {
+    const base = h * headDim;
+    for (let i = 0; i < half; i++) {
+      const theta = pos * Math.pow(freqBase, (-2 * i) / ropeDim);
+      const cos = Math.cos(theta);
+      const sin = Math.sin(theta);
+      const a = neox ? base + i : base + 2 * i;
+      const b = neox ? base + i + half : base + 2 * i + 1;
+      const x0 = vec[a]!;
+      const x1 = vec[b]!;
+      vec[a] = x0 * cos - x1 * sin;
+      vec[b] = x0 * sin + x1 * cos;
+    }
+  }
+}
+
+/** In place softmax over x[0..n) */
+function softmax(x: Float32Array, n: number): void {
+  let max = -Infinity;
+  for (let i = 0; i < n; i++) if (x[i]! > max) max = x[i]!;
+  let sum = 0;
+  for (let i = 0; i < n; i++) {
+    x[i] = Math.exp(x[i]! - max);
+    sum += x[i]!;
+  }
+  for (let i = 0; i < n; i++) x[i] = x[i]! / sum;
+}
+
+const silu = (x: number): number => x / (1 + Math.exp(-x));
+
+/**
+ * The reference model: call `forward(token, pos)` for pos = 0, 1, 2 ... of one sequence; `reset()` starts a new one.
+ * @example const ref = new ReferenceForward(config, weights, 64); const logits = ref.forward(bosId, 0);
+ */
+export class ReferenceForward {
+  private readonly tokenEmbd: Float32Array; // [vocabSize, dim]
+  private readonly layers: LayerF32[];
+  private readonly outputNorm: Float32Array; // [dim]
+  private readonly output: Float32Array; // [vocabSize, dim] (the same array as tokenEmbd when tied)
+
+  // run state (llama2.c RunState)
+  private readonly x: Float32Array; // [dim] the residual stream
+  private readonly xb: Float32Array; // [max(dim, qDim)] normed input / attention output
+  private readonly xb2: Float32Array; // [dim] a branch's output before the residual add
+  private readonly hb: Float32Array; // [hiddenDim] gate
+  private readonly hb2: Float32Array; // [hiddenDim] up
+  private readonly q: Float32Array; // [qDim]
+  private readonly k: Float32Array; // [kvDim]
+  private readonly v: Float32Array; // [kvDim]
+  private readonly att: Float32Array; // [maxSeqLen] one head's scores
+  private readonly logits: Float32Array; // [vocabSize]
+  private readonly keyCache: Float32Array; // [numLayers, maxSeqLen, kvDim]
+  private readonly valueCache: Float32Array; // [numLayers, maxSeqLen, kvDim]
+
+  constructor(readonly config: ModelConfig, weights: ModelWeights, readonly maxSeqLen = config.contextLength) {
+    const f32 = (w: WeightSource): Float32Array => dequantizeTensor(w);
+    const maybe = (w: WeightSource | null): Float32Array | null => (w === null ? null : f32(w));
+    this.tokenEmbd = f32(weights.tokenEmbd);
+    this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : f32(weights.output);
+    this.outputNorm = f32(weights.outputNorm);
+    this.layers = weights.layers.map((l) => ({
+      attnNorm: f32(l.attnNorm), wq: f32(l.wq), wk: f32(l.wk), wv: f32(l.wv), wo: f32(l.wo),
+      bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
+      ffnNorm: f32(l.ffnNorm), wGate: f32(l.wGate), wUp: f32(l.wUp), wDown: f32(l.wDown),
+    }));
+
+    const { dim, hiddenDim, numLayers, vocabSize } = config;
+    const qDim = config.numHeads * config.headDim;
+    const kvDim = config.numKvHeads * config.headDim;
+    this.x = new Float32Array(dim);
+    this.xb = new Float32Array(Math.max(dim, qDim));
+    this.xb2 = new Float32Array(dim);
+    this.hb = new Float32Array(hiddenDim);
+    this.hb2 = new Float32Array(hiddenDim);
+    this.q = new Float32Array(qDim);
+    this.k = new Float32Array(kvDim);
+    this.v = new Float32Array(kvDim);
+    this.att = new Float32Array(maxSeqLen);
+    this.logits = new Float32Array(vocabSize);
+    this.keyCache = new Float32Array(numLayers * maxSeqLen * kvDim);
+    this.valueCache = new Float32Array(numLayers * maxSeqLen * kvDim);
+  }
+
+  /** Forget the sequence (the cache is simply overwritten from pos 0). */
+  reset(): void {
+    this.keyCache.fill(0);
+    this.valueCache.fill(0);
+  }
+
+  /** Logits [vocabSize] for the next token after `token` at position `pos` (a view: copy it to keep it). */
+  forward(token: number, pos: number): Float32Array {
+    const c = this.config;
+    const { dim, hiddenDim, headDim, numHeads, numKvHeads, rmsEps } = c;
+    const qDim = numHeads * headDim;
+    const kvDim = numKvHeads * headDim;
+    const groupSize = numHeads / numKvHeads;
+    if (!Number.isInteger(token) || token < 0 || token >= c.vocabSize) throw new Error(`reference forward: token id ${token} out of range [0, ${c.vocabSize})`);
+    if (pos < 0 || pos >= this.maxSeqLen) throw new Error(`reference forward: position ${pos} out of range [0, ${this.maxSeqLen})`);
+    const { x, xb, xb2, hb, hb2, q, k, v, att } = this;
+
+    x.set(this.tokenEmbd.subarray(token * dim, (token + 1) * dim));
+
+    for (let l = 0; l < this.layers.length; l++) {
+      const w = this.layers[l]!;
+
+      // attention: qkv (+ bias), QK-norm, rope
+      rmsnorm(xb, x, w.attnNorm, dim, rmsEps);
+      matmul(q, xb, w.wq, dim, qDim);
+      matmul(k, xb, w.wk, dim, kvDim);
+      matmul(v, xb, w.wv, dim, kvDim);
+      if (w.bq && w.bk && w.bv) {
+        addInPlace(q, w.bq);
+        addInPlace(k, w.bk);
+        addInPlace(v, w.bv);
+      }
+      if (w.qNorm && w.kNorm) {
+        for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
+        for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
+      }
+      rope(q, numHeads, headDim, c.ropeDim, pos, c.ropeFreqBase, c.ropeNeox);
+      rope(k, numKvHeads, headDim, c.ropeDim, pos, c.ropeFreqBase, c.ropeNeox);
+
+      // cache k, v at pos
+      const layerOffset = l * this.maxSeqLen * kvDim;
+      this.keyCache.set(k, layerOffset + pos * kvDim);
+      this.valueCache.set(v, layerOffset + pos * kvDim);
+
+      // multi-head attention over positions 0..pos; query head h reads kv head h / groupSize (GQA)
+      const scale = 1 / Math.sqrt(headDim);
+      for (let h = 0; h < numHeads; h++) {
+        const qOffset = h * headDim;
+        const kvHeadOffset = Math.floor(h / groupSize) * headDim;
+        for (let t = 0; t <= pos; t++) {
+          const kOffset = layerOffset + t * kvDim + kvHeadOffset;
+          let score = 0;
+          for (let i = 0; i < headDim; i++) score += q[qOffset + i]! * this.keyCache[kOffset + i]!;
+          att[t] = score * scale;
+        }
+        softmax(att, pos + 1);
+        for (let i = 0; i < headDim; i++) xb[qOffset + i] = 0;
+        for (let t = 0; t <= pos; t++) {
+          const vOffset = layerOffset + t * kvDim + kvHeadOffset;
+          const a = att[t]!;
+          for (let i = 0; i < headDim; i++) xb[qOffset + i]! += a * this.valueCache[vOffset + i]!;
+        }
+      }
+      matmul(xb2, xb, w.wo, qDim, dim);
+      addInPlace(x, xb2);
+
+      // feed-forward: SwiGLU
+      rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
+      matmul(hb, xb, w.wGate, dim, hiddenDim);
+      matmul(hb2, xb, w.wUp, dim, hiddenDim);
+      for (let i = 0; i < hiddenDim; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      matmul(xb2, hb, w.wDown, hiddenDim, dim);
+      addInPlace(x, xb2);
+    }
+
+    rmsnorm(x, x, this.outputNorm, dim, rmsEps);
+    matmul(this.logits, x, this.output, dim, c.vocabSize);
+    return this.logits;
+  }
+}

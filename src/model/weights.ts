@@ -1,0 +1,147 @@
+/**
+ * Finds every tensor of the model by its llama.cpp name and checks its shape and type against the config, so a bad
+ * file fails at load with one line naming the tensor, never deep inside a kernel.
+ * The result is raw GGUF bytes per tensor (zero-copy views), in the `WeightSource` shape the backends load.
+ */
+import type { WeightSource } from "../backend/backend.ts";
+import type { GgufFile } from "../gguf/gguf-file.ts";
+import { byteSize, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import type { ModelConfig } from "./model-config.ts";
+
+/** llama.cpp tensor names (LLM_TENSOR_NAMES). TODO: read them from gguf/names.ts once it lands. */
+const TENSOR_NAMES = { tokenEmbd: "token_embd.weight", outputNorm: "output_norm.weight", output: "output.weight" } as const;
+const LAYER_TENSOR_NAMES = {
+  attnNorm: "attn_norm.weight", wq: "attn_q.weight", wk: "attn_k.weight", wv: "attn_v.weight", wo: "attn_output.weight",
+  bq: "attn_q.bias", bk: "attn_k.bias", bv: "attn_v.bias", qNorm: "attn_q_norm.weight", kNorm: "attn_k_norm.weight",
+  ffnNorm: "ffn_norm.weight", wGate: "ffn_gate.weight", wUp: "ffn_up.weight", wDown: "ffn_down.weight",
+} as const;
+type LayerTensorKey = keyof typeof LAYER_TENSOR_NAMES;
+const layerTensorName = (layer: number, key: LayerTensorKey): string => `blk.${layer}.${LAYER_TENSOR_NAMES[key]}`;
+
+export interface LayerWeights {
+  /** [dim] */
+  readonly attnNorm: WeightSource;
+  /** [numHeads * headDim, dim] (rows = output features) */
+  readonly wq: WeightSource;
+  /** [numKvHeads * headDim, dim] */
+  readonly wk: WeightSource;
+  /** [numKvHeads * headDim, dim] */
+  readonly wv: WeightSource;
+  /** [dim, numHeads * headDim] */
+  readonly wo: WeightSource;
+  /** qwen2: [numHeads * headDim], [numKvHeads * headDim] x2 */
+  readonly bq: WeightSource | null;
+  readonly bk: WeightSource | null;
+  readonly bv: WeightSource | null;
+  /** qwen3: [headDim] each, shared by all heads */
+  readonly qNorm: WeightSource | null;
+  readonly kNorm: WeightSource | null;
+  /** [dim] */
+  readonly ffnNorm: WeightSource;
+  /** [hiddenDim, dim] */
+  readonly wGate: WeightSource;
+  /** [hiddenDim, dim] */
+  readonly wUp: WeightSource;
+  /** [dim, hiddenDim] */
+  readonly wDown: WeightSource;
+}
+
+export interface ModelWeights {
+  /** [vocabSize, dim] */
+  readonly tokenEmbd: WeightSource;
+  readonly layers: readonly LayerWeights[];
+  /** [dim] */
+  readonly outputNorm: WeightSource;
+  /** [vocabSize, dim]; the same object as tokenEmbd when the embeddings are tied */
+  readonly output: WeightSource;
+}
+
+/** Expected ggml shape, ne0 first: [cols] for 1-D, [cols, rows] for 2-D. */
+type Shape = readonly number[];
+
+/** Thrown inside this file only, turned into a Result at the boundary (`loadModelWeights`). */
+class WeightError extends Error {}
+
+/** Finds and checks one tensor and returns its raw bytes as a WeightSource. */
+function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
+  const info = gguf.tensors.find((t) => t.name === name);
+  if (info === undefined) throw new WeightError(`${gguf.source}: missing tensor ${name}`);
+  const where = `${gguf.source}: tensor ${name}`;
+  const wt = weightType(info.type);
+  if (wt === undefined) {
+    throw new WeightError(`${where} has unsupported type ${info.type} (supported: ${WEIGHT_TYPES.map((w) => w.name).join(", ")})`);
+  }
+  const same = info.shape.length === shape.length && info.shape.every((n, i) => n === shape[i]);
+  if (!same) throw new WeightError(`${where} has shape [${info.shape.join(", ")}], expected [${shape.join(", ")}]`);
+  const cols = shape[0]!;
+  const rows = shape[1] ?? 1;
+  if (cols % wt.blockSize !== 0) {
+    throw new WeightError(`${where}: row length ${cols} is not a multiple of the ${wt.name} block size ${wt.blockSize}`);
+  }
+  const sizeBytes = byteSize(wt, rows * cols);
+  if (info.offset + sizeBytes > gguf.bytes.length) throw new WeightError(`${where} runs past the end of the file`);
+  return { name, type: info.type, rows, cols, data: gguf.bytes.subarray(info.offset, info.offset + sizeBytes) };
+}
+
+/**
+ * Finds and checks every tensor the config implies (GQA, tied output, qwen2 biases, qwen3 QK-norm). Tensors the
+ * flags do not ask for are ignored, as llama.cpp does.
+ * @example const weights = loadModelWeights(gguf, config); if (!weights.ok) throw new CliError(weights.error);
+ */
+export function loadModelWeights(gguf: GgufFile, config: ModelConfig): Result<ModelWeights> {
+  try {
+    return ok(findWeights(gguf, config));
+  } catch (e) {
+    if (e instanceof WeightError) return err(e.message);
+    throw e;
+  }
+}
+
+function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
+  const { dim, hiddenDim, vocabSize, headDim } = config;
+  const qDim = config.numHeads * headDim;
+  const kvDim = config.numKvHeads * headDim;
+  const tokenEmbd = tensor(gguf, TENSOR_NAMES.tokenEmbd, [dim, vocabSize]);
+  const layers: LayerWeights[] = [];
+  for (let l = 0; l < config.numLayers; l++) {
+    const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, layerTensorName(l, key), shape);
+    const bias = (key: LayerTensorKey, n: number): WeightSource | null => (config.hasQkvBias ? t(key, [n]) : null);
+    const norm = (key: LayerTensorKey): WeightSource | null => (config.hasQkNorm ? t(key, [headDim]) : null);
+    layers.push({
+      attnNorm: t("attnNorm", [dim]),
+      wq: t("wq", [dim, qDim]),
+      wk: t("wk", [dim, kvDim]),
+      wv: t("wv", [dim, kvDim]),
+      wo: t("wo", [qDim, dim]),
+      bq: bias("bq", qDim),
+      bk: bias("bk", kvDim),
+      bv: bias("bv", kvDim),
+      qNorm: norm("qNorm"),
+      kNorm: norm("kNorm"),
+      ffnNorm: t("ffnNorm", [dim]),
+      wGate: t("wGate", [dim, hiddenDim]),
+      wUp: t("wUp", [dim, hiddenDim]),
+      wDown: t("wDown", [hiddenDim, dim]),
+    });
+  }
+  return {
+    tokenEmbd,
+    layers,
+    outputNorm: tensor(gguf, TENSOR_NAMES.outputNorm, [dim]),
+    output: config.tiedEmbeddings ? tokenEmbd : tensor(gguf, TENSOR_NAMES.output, [dim, vocabSize]),
+  };
+}
+
+/**
+ * A weight dequantized to f32 [rows, cols] with the table's dequantizer (the reference forward's view of it).
+ * @example const wq = dequantizeTensor(weights.layers[0].wq); // [qDim * dim]
+ */
+export function dequantizeTensor(source: WeightSource): Float32Array {
+  const wt = weightType(source.type);
+  if (wt === undefined) throw new Error(`tensor ${source.name}: unsupported type ${source.type}`);
+  const n = source.rows * source.cols;
+  const out = new Float32Array(n); // [rows, cols]
+  wt.dequantize(source.data, out, n);
+  return out;
+}
