@@ -4,6 +4,12 @@
  *
  * OWNER: foundation helper (dequantize / quantize bodies). The exported shape below is a contract other code relies on.
  */
+import { dequantizeBf16, dequantizeF16, dequantizeF32, quantizeBf16, quantizeF16, quantizeF32 } from "./quant-float.ts";
+import { dequantizeQ4_K, dequantizeQ5_K, dequantizeQ6_K, quantizeQ4_K, quantizeQ5_K, quantizeQ6_K } from "./quant-k.ts";
+import {
+  dequantizeQ4_0, dequantizeQ4_1, dequantizeQ5_0, dequantizeQ5_1, dequantizeQ8_0,
+  quantizeQ4_0, quantizeQ4_1, quantizeQ5_0, quantizeQ5_1, quantizeQ8_0,
+} from "./quant-legacy.ts";
 export enum GgmlType {
   F32 = 0,
   F16 = 1,
@@ -32,26 +38,26 @@ export interface WeightType {
   quantize(src: Float32Array, dst: Uint8Array, n: number): void;
 }
 
-function notYet(): never {
-  throw new Error("dtypes: not implemented yet");
-}
+type Dequantize = WeightType["dequantize"];
+type Quantize = WeightType["quantize"];
 
-const row = (type: GgmlType, name: string, blockSize: number, bytesPerBlock: number): WeightType => ({
-  type, name, blockSize, bytesPerBlock, dequantize: notYet, quantize: notYet,
-});
+const row = (
+  type: GgmlType, name: string, blockSize: number, bytesPerBlock: number, dequantize: Dequantize, quantize: Quantize,
+): WeightType => ({ type, name, blockSize, bytesPerBlock, dequantize, quantize });
 
+// Layouts and formulas: see the header comments of quant-float.ts, quant-legacy.ts and quant-k.ts.
 export const WEIGHT_TYPES: readonly WeightType[] = [
-  row(GgmlType.F32, "f32", 1, 4),
-  row(GgmlType.F16, "f16", 1, 2),
-  row(GgmlType.BF16, "bf16", 1, 2),
-  row(GgmlType.Q8_0, "q8_0", 32, 34),
-  row(GgmlType.Q4_0, "q4_0", 32, 18),
-  row(GgmlType.Q4_1, "q4_1", 32, 20),
-  row(GgmlType.Q5_0, "q5_0", 32, 22),
-  row(GgmlType.Q5_1, "q5_1", 32, 24),
-  row(GgmlType.Q4_K, "q4_k", 256, 144),
-  row(GgmlType.Q5_K, "q5_k", 256, 176),
-  row(GgmlType.Q6_K, "q6_k", 256, 210),
+  row(GgmlType.F32, "f32", 1, 4, dequantizeF32, quantizeF32),
+  row(GgmlType.F16, "f16", 1, 2, dequantizeF16, quantizeF16),
+  row(GgmlType.BF16, "bf16", 1, 2, dequantizeBf16, quantizeBf16),
+  row(GgmlType.Q8_0, "q8_0", 32, 34, dequantizeQ8_0, quantizeQ8_0),
+  row(GgmlType.Q4_0, "q4_0", 32, 18, dequantizeQ4_0, quantizeQ4_0),
+  row(GgmlType.Q4_1, "q4_1", 32, 20, dequantizeQ4_1, quantizeQ4_1),
+  row(GgmlType.Q5_0, "q5_0", 32, 22, dequantizeQ5_0, quantizeQ5_0),
+  row(GgmlType.Q5_1, "q5_1", 32, 24, dequantizeQ5_1, quantizeQ5_1),
+  row(GgmlType.Q4_K, "q4_k", 256, 144, dequantizeQ4_K, quantizeQ4_K),
+  row(GgmlType.Q5_K, "q5_k", 256, 176, dequantizeQ5_K, quantizeQ5_K),
+  row(GgmlType.Q6_K, "q6_k", 256, 210, dequantizeQ6_K, quantizeQ6_K),
 ];
 
 /** The row for a type id, or undefined for a type fennec does not support. */
@@ -63,3 +69,24 @@ export function weightType(type: number): WeightType | undefined {
 export function byteSize(type: WeightType, numElements: number): number {
   return (numElements / type.blockSize) * type.bytesPerBlock;
 }
+
+/** The row for a CLI/file-name type name such as "q4_k" (case-insensitive), or undefined. */
+export function weightTypeByName(name: string): WeightType | undefined {
+  const lower = name.toLowerCase();
+  return WEIGHT_TYPES.find((w) => w.name === lower);
+}
+
+/**
+ * ggml's names of every type id it defines (ggml.h `ggml_type`), so an error can name a type fennec does not support.
+ * @example ggmlTypeName(10) // "q2_K"
+ */
+export function ggmlTypeName(type: number): string {
+  return GGML_TYPE_NAMES[type] ?? `unknown type ${type}`;
+}
+
+const GGML_TYPE_NAMES: Readonly<Record<number, string>> = {
+  0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 9: "q8_1", 10: "q2_K", 11: "q3_K",
+  12: "q4_K", 13: "q5_K", 14: "q6_K", 15: "q8_K", 16: "iq2_xxs", 17: "iq2_xs", 18: "iq3_xxs", 19: "iq1_s", 20: "iq4_nl",
+  21: "iq3_s", 22: "iq2_s", 23: "iq4_xs", 24: "i8", 25: "i16", 26: "i32", 27: "i64", 28: "f64", 29: "iq1_m", 30: "bf16",
+  34: "tq1_0", 35: "tq2_0", 39: "mxfp4", 40: "nvfp4", 41: "q1_0", 42: "q2_0",
+};
