@@ -1,0 +1,218 @@
+/**
+ * The metrics recorder: a StatsListener that turns engine stats into vLLM's Prometheus series (reference
+ * vllm-metrics-and-api.md §1 and §4), on its own prom-client Registry (no global state: one per server or test).
+ * Rules kept from vLLM:
+ * - every series of every engine (and every enumerated label value) exists at 0 from start-up;
+ * - TTFT and ITL come per step (one ITL sample per step per request, not per token);
+ * - iteration_tokens_total is observed once per step that produced output, counting the prompt tokens computed since
+ *   the previous such step plus the step's new tokens;
+ * - finished-request metrics skip requests whose client went away;
+ * - `--disable-log-stats` registers no engine series at all (process metrics stay).
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
+import type { ModelConfig } from "../model/model-config.ts";
+import { bucketsFor } from "./buckets.ts";
+import { CACHE_CONFIG_LABELS, CATALOGUE, FINISHED_REASONS, labelNamesOf, METRIC_KEYS, type MetricDef, type MetricKey } from "./catalogue.ts";
+import { helpWithDeprecation, isVisible, type DeprecationGate } from "./deprecation.ts";
+import { shapeCost, stepCost, type ModelShapeCost } from "./mfu.ts";
+
+export interface RecorderOptions {
+  /** the `model_name` label (served model name) */
+  readonly modelName: string;
+  readonly maxModelLen: number;
+  /** one `engine` label per engine (stage); default [0] */
+  readonly engineIndices?: readonly number[];
+  /** false with --disable-log-stats: no vllm:* engine series */
+  readonly logStats: boolean;
+  readonly enableMfuMetrics: boolean;
+  readonly deprecation: DeprecationGate;
+  /** process_* and nodejs_* metrics (prom-client defaults) */
+  readonly processMetrics?: boolean;
+  /** for the MFU estimate: the model and its average stored bytes per weight / per KV element */
+  readonly model?: { readonly config: ModelConfig; readonly bytesPerWeight: number; readonly bytesPerKvElement: number };
+  /** CacheConfig facts for vllm:cache_config_info, per engine */
+  readonly cacheConfig?: Readonly<Partial<Record<(typeof CACHE_CONFIG_LABELS)[number], string | number | boolean | null>>>;
+}
+
+type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
+type Labels = Record<string, string>;
+
+/** Python str() of a label value, as vLLM prints CacheConfig fields. */
+function pythonString(value: string | number | boolean | null | undefined): string {
+  if (value === null || value === undefined) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  return String(value);
+}
+
+/** Every combination of the metric's enumerated extra labels. */
+function extraLabelCombinations(def: MetricDef): Labels[] {
+  let combos: Labels[] = [{}];
+  for (const [name, values] of Object.entries(def.extraLabels ?? {})) {
+    combos = combos.flatMap((c) => values.map((v) => ({ ...c, [name]: v })));
+  }
+  return combos;
+}
+
+export class MetricsRecorder implements StatsListener {
+  readonly registry = new Registry();
+  private readonly metrics = new Map<MetricKey, AnyMetric>();
+  private readonly engineLabels: readonly string[];
+  /** per engine: prompt tokens computed in steps that produced no output yet (chunked prefill) */
+  private readonly pendingPromptTokens = new Map<number, number>();
+  private readonly mfuCost: ModelShapeCost | null;
+  private meanContextTokens = 0;
+  private numFinished = 0;
+
+  constructor(private readonly options: RecorderOptions) {
+    this.engineLabels = (options.engineIndices ?? [0]).map(String);
+    if (options.processMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry });
+      // Bun has no event-loop delay histogram (these read NaN there), and prom-client's `nodejs_active_*_total`
+      // gauges break the Prometheus naming lint (a gauge ending in _total): both are left out
+      for (const metric of this.registry.getMetricsAsArray()) {
+        const lintBreaking = metric.name.endsWith("_total") && !(metric instanceof Counter);
+        if (metric.name.startsWith("nodejs_eventloop_lag") || lintBreaking) this.registry.removeSingleMetric(metric.name);
+      }
+    }
+    this.mfuCost = options.enableMfuMetrics && options.model
+      ? shapeCost(options.model.config, options.model.bytesPerWeight, options.model.bytesPerKvElement)
+      : null;
+    if (!options.logStats) return;
+    for (const key of METRIC_KEYS) {
+      const def = CATALOGUE[key];
+      if (def.flag === "enable-mfu-metrics" && !options.enableMfuMetrics) continue;
+      if (!isVisible(def.deprecatedIn, options.deprecation)) continue;
+      this.metrics.set(key, this.create(def));
+    }
+    this.precreate();
+  }
+
+  private create(def: MetricDef): AnyMetric {
+    const replacement = def.replacedBy === undefined ? undefined : CATALOGUE[def.replacedBy as MetricKey]?.name;
+    const config = {
+      name: def.name,
+      help: helpWithDeprecation(def.help, def.deprecatedIn, replacement, this.options.deprecation),
+      labelNames: labelNamesOf(def),
+      registers: [this.registry],
+    };
+    switch (def.type) {
+      case "counter": return new Counter(config);
+      case "gauge": return new Gauge(config);
+      case "histogram": return new Histogram({ ...config, buckets: [...bucketsFor(def.buckets ?? "request_latency", this.options.maxModelLen)] });
+    }
+  }
+
+  /** vLLM creates every child at start-up, so dashboards see 0 before the first request. */
+  private precreate(): void {
+    for (const [key, metric] of this.metrics) {
+      const def = CATALOGUE[key];
+      for (const engine of this.engineLabels) {
+        if (def.infoLabels !== undefined) {
+          const info: Labels = { engine };
+          for (const name of def.infoLabels) info[name] = pythonString(this.options.cacheConfig?.[name as (typeof CACHE_CONFIG_LABELS)[number]]);
+          (metric as Gauge<string>).set(info, 1);
+          continue;
+        }
+        for (const extra of extraLabelCombinations(def)) {
+          const labels = { model_name: this.options.modelName, engine, ...extra };
+          if (metric instanceof Histogram) metric.zero(labels);
+          else if (metric instanceof Counter) metric.inc(labels, 0);
+          else metric.set(labels, key === "engine_sleep_state" && extra["sleep_state"] === "awake" ? 1 : 0);
+        }
+      }
+    }
+  }
+
+  private labels(engineIndex: number, extra: Labels = {}): Labels {
+    return { model_name: this.options.modelName, engine: String(engineIndex), ...extra };
+  }
+
+  private inc(key: MetricKey, labels: Labels, value: number): void {
+    const metric = this.metrics.get(key);
+    if (metric instanceof Counter && value > 0) metric.inc(labels, value);
+  }
+
+  private set(key: MetricKey, labels: Labels, value: number): void {
+    const metric = this.metrics.get(key);
+    if (metric instanceof Gauge) metric.set(labels, value);
+  }
+
+  private observe(key: MetricKey, labels: Labels, value: number): void {
+    const metric = this.metrics.get(key);
+    if (metric instanceof Histogram) metric.observe(labels, value);
+  }
+
+  onStep(stats: StepStats): void {
+    if (!this.options.logStats) return;
+    const labels = this.labels(stats.engineIndex);
+    this.set("num_requests_running", labels, stats.numRunning);
+    this.set("num_requests_waiting", labels, stats.numWaiting);
+    this.set("num_requests_waiting_by_reason", this.labels(stats.engineIndex, { reason: "capacity" }), stats.numWaiting);
+    this.set("kv_cache_usage_perc", labels, stats.kvCacheUsage);
+    this.set("gpu_cache_usage_perc", labels, stats.kvCacheUsage);
+    this.inc("prefix_cache_queries", labels, stats.prefixCacheQueries);
+    this.inc("prefix_cache_hits", labels, stats.prefixCacheHits);
+    this.inc("gpu_prefix_cache_queries", labels, stats.prefixCacheQueries);
+    this.inc("gpu_prefix_cache_hits", labels, stats.prefixCacheHits);
+    this.inc("num_preemptions", labels, stats.numPreempted);
+    // prompt tokens: computed ones plus the prefix-cache hits looked up this step (§4.3: sum of sources = total)
+    this.inc("prompt_tokens", labels, stats.numPromptTokens + stats.prefixCacheHits);
+    this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_compute" }), stats.numPromptTokens);
+    this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_cache_hit" }), stats.prefixCacheHits);
+    this.inc("prompt_tokens_cached", labels, stats.prefixCacheHits);
+    this.inc("generation_tokens", labels, stats.numGenerationTokens);
+    for (const ttft of stats.timeToFirstTokensS) this.observe("time_to_first_token", labels, ttft);
+    for (const itl of stats.interTokenLatenciesS) {
+      this.observe("inter_token_latency", labels, itl);
+      this.observe("time_per_output_token", labels, itl);
+    }
+    const pending = (this.pendingPromptTokens.get(stats.engineIndex) ?? 0) + stats.numPromptTokens;
+    if (stats.numGenerationTokens > 0) {
+      this.observe("iteration_tokens", labels, pending + stats.numGenerationTokens);
+      this.pendingPromptTokens.set(stats.engineIndex, 0);
+    } else {
+      this.pendingPromptTokens.set(stats.engineIndex, pending);
+    }
+    if (this.mfuCost !== null) {
+      const cost = stepCost(this.mfuCost, stats.numPromptTokens + stats.numGenerationTokens, this.meanContextTokens);
+      this.inc("estimated_flops_per_gpu", labels, cost.flops);
+      this.inc("estimated_read_bytes_per_gpu", labels, cost.readBytes);
+      this.inc("estimated_write_bytes_per_gpu", labels, cost.writeBytes);
+    }
+  }
+
+  /** Finished requests count on the last engine (the final stage of a pipeline). */
+  onRequestFinished(stats: FinishedRequestStats): void {
+    if (!this.options.logStats || stats.clientAborted) return;
+    const engine = Number(this.engineLabels[this.engineLabels.length - 1]);
+    const labels = this.labels(engine);
+    const reason = (FINISHED_REASONS as readonly string[]).includes(stats.finishReason) ? stats.finishReason : "error";
+    this.inc("request_success", this.labels(engine, { finished_reason: reason }), 1);
+    this.observe("e2e_request_latency", labels, stats.e2eLatencyS);
+    this.observe("request_queue_time", labels, stats.queuedTimeS);
+    this.observe("request_prefill_time", labels, stats.prefillTimeS);
+    this.observe("request_decode_time", labels, stats.decodeTimeS);
+    this.observe("request_inference_time", labels, stats.inferenceTimeS);
+    this.observe("request_time_per_output_token", labels, stats.numGenerationTokens > 1 ? stats.meanTimePerOutputTokenS : 0);
+    this.observe("request_prompt_tokens", labels, stats.numPromptTokens);
+    this.observe("request_generation_tokens", labels, stats.numGenerationTokens);
+    this.observe("request_prefill_kv_computed_tokens", labels, stats.numPromptTokens - Math.max(stats.numCachedTokens, 0));
+    if (stats.maxTokensParam) this.observe("request_params_max_tokens", labels, stats.maxTokensParam);
+    this.observe("request_params_n", labels, stats.n);
+    this.observe("request_max_num_generation_tokens", labels, stats.numGenerationTokens);
+    // running mean context for the MFU estimate (a decode token's context is half its request's length on average)
+    this.numFinished++;
+    const contextTokens = stats.numPromptTokens + stats.numGenerationTokens / 2;
+    this.meanContextTokens += (contextTokens - this.meanContextTokens) / this.numFinished;
+  }
+
+  /** The Prometheus text exposition (what GET /metrics returns). */
+  async exposition(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
