@@ -1,0 +1,103 @@
+/** GGUF metadata -> ModelConfig, and the weight finder's shape and type checks: good files load, bad ones give one line. */
+import { describe, expect, test } from "bun:test";
+import { GgufValueType } from "../../src/gguf/gguf-file.ts";
+import { ARCHITECTURES } from "../../src/model/architectures.ts";
+import { readModelConfig } from "../../src/model/config.ts";
+import { loadModelWeights } from "../../src/model/weights.ts";
+import { GgmlType } from "../../src/tensor/dtypes.ts";
+import { makeTinyModel, TINY_SHAPES } from "./tiny-model.ts";
+
+describe("readModelConfig", () => {
+  test.each(ARCHITECTURES.map((a) => a.architecture))("%s: reads the shape and the architecture's flags", (arch) => {
+    const shape = TINY_SHAPES[arch]!;
+    const config = readModelConfig(makeTinyModel(shape));
+    if (!config.ok) throw new Error(config.error);
+    const traits = ARCHITECTURES.find((a) => a.architecture === arch)!;
+    expect(config.value).toMatchObject({
+      architecture: arch, vocabSize: shape.vocabSize, dim: shape.dim, hiddenDim: shape.hiddenDim,
+      numLayers: shape.numLayers, numHeads: shape.numHeads, numKvHeads: shape.numKvHeads, headDim: shape.headDim,
+      ropeDim: shape.headDim, tiedEmbeddings: shape.tied, ropeNeox: traits.ropeNeox, hasQkvBias: traits.hasQkvBias,
+      hasQkNorm: traits.hasQkNorm, contextLength: shape.contextLength, name: `tiny-${arch}`,
+    });
+  });
+
+  test("optional keys fall back: head_count_kv = head_count, key_length = dim / heads, rope dims = head size", () => {
+    const gguf = makeTinyModel(TINY_SHAPES.llama!, {
+      metadata: { "llama.attention.head_count_kv": null, "llama.attention.key_length": null, "llama.attention.value_length": null, "llama.rope.freq_base": null },
+    });
+    const config = readModelConfig(gguf);
+    if (!config.ok) throw new Error(config.error);
+    expect(config.value).toMatchObject({ numKvHeads: 4, headDim: 8, ropeDim: 8, ropeFreqBase: 10000 });
+  });
+
+  const u32 = (value: number) => ({ type: GgufValueType.UINT32, value });
+  const bad: [string, Record<string, { type: GgufValueType; value: number | string } | null>, RegExp][] = [
+    ["missing architecture", { "general.architecture": null }, /missing metadata general.architecture/],
+    ["unsupported architecture", { "general.architecture": { type: GgufValueType.STRING, value: "gpt2" } }, /unsupported architecture "gpt2" \(supported: llama, qwen2, qwen3\)/],
+    ["missing key", { "llama.block_count": null }, /missing metadata llama.block_count/],
+    ["zero", { "llama.embedding_length": u32(0) }, /llama.embedding_length must be a positive integer/],
+    ["string for a number", { "llama.block_count": { type: GgufValueType.STRING, value: "two" } }, /llama.block_count is not a number/],
+    ["heads not a multiple of kv heads", { "llama.attention.head_count_kv": u32(3) }, /head_count 4 is not a multiple of head_count_kv 3/],
+    ["odd rope dims", { "llama.rope.dimension_count": u32(7) }, /rope.dimension_count 7 must be even/],
+  ];
+  test.each(bad)("%s: one clear line naming the file and key", (_label, metadata, message) => {
+    const config = readModelConfig(makeTinyModel(TINY_SHAPES.llama!, { metadata }));
+    expect(config.ok).toBe(false);
+    if (!config.ok) {
+      expect(config.error).toMatch(message);
+      expect(config.error).toStartWith("<tiny llama>: ");
+      expect(config.error).not.toContain("\n");
+    }
+  });
+});
+
+describe("loadModelWeights", () => {
+  test.each(Object.keys(TINY_SHAPES))("%s: finds every tensor; tied output is the embedding", (arch) => {
+    const shape = TINY_SHAPES[arch]!;
+    const gguf = makeTinyModel(shape);
+    const config = readModelConfig(gguf);
+    if (!config.ok) throw new Error(config.error);
+    const weights = loadModelWeights(gguf, config.value);
+    if (!weights.ok) throw new Error(weights.error);
+    const w = weights.value;
+    expect(w.layers.length).toBe(shape.numLayers);
+    expect(w.output === w.tokenEmbd).toBe(shape.tied);
+    expect(w.layers[0]!.wk.rows).toBe(shape.numKvHeads * shape.headDim);
+    expect(w.layers[0]!.wq.rows).toBe(shape.numHeads * shape.headDim);
+    expect(w.layers[1]!.bq !== null).toBe(arch === "qwen2");
+    expect(w.layers[1]!.qNorm !== null).toBe(arch === "qwen3");
+    expect(w.tokenEmbd.data.length).toBe(shape.vocabSize * shape.dim * 4);
+  });
+
+  const load = (edit: Parameters<typeof makeTinyModel>[1]) => {
+    const gguf = makeTinyModel(TINY_SHAPES.qwen2!, edit);
+    const config = readModelConfig(gguf);
+    if (!config.ok) throw new Error(config.error);
+    return loadModelWeights(gguf, config.value);
+  };
+
+  test("a missing tensor is named", () => {
+    const r = load({ editTensors: (ts) => ts.filter((t) => t.name !== "blk.1.attn_k.bias") });
+    expect(r.ok ? "" : r.error).toBe("<tiny qwen2>: missing tensor blk.1.attn_k.bias");
+  });
+
+  test("a wrong shape is named with both shapes", () => {
+    const r = load({ editTensors: (ts) => ts.map((t) => (t.name === "blk.0.ffn_up.weight" ? { ...t, shape: [32, 63] } : t)) });
+    expect(r.ok ? "" : r.error).toBe("<tiny qwen2>: tensor blk.0.ffn_up.weight has shape [32, 63], expected [32, 64]");
+  });
+
+  test("an unsupported type fails at load naming the tensor and the type", () => {
+    const q2k = 10; // ggml Q2_K: not in fennec's table
+    const r = load({ editTensors: (ts) => ts.map((t) => (t.name === "blk.0.attn_q.weight" ? { ...t, type: q2k } : t)) });
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.error).toStartWith("<tiny qwen2>: tensor blk.0.attn_q.weight has unsupported type");
+      expect(r.error).toMatch(/q2_K/i);
+    }
+  });
+
+  test("a row length that is not a multiple of the block size is named", () => {
+    const r = load({ editTensors: (ts) => ts.map((t) => (t.name === "blk.0.ffn_down.weight" ? { ...t, type: GgmlType.Q4_K } : t)) });
+    expect(r.ok ? "" : r.error).toBe("<tiny qwen2>: tensor blk.0.ffn_down.weight: row length 64 is not a multiple of the q4_k block size 256");
+  });
+});

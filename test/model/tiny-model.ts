@@ -1,0 +1,139 @@
+/**
+ * Tiny random models built in memory as a GgufFile (no writer, no disk), for the model tests: every architecture
+ * flag, tied or untied output, GQA, any weight type of the table for the matrices.
+ */
+import { GgufValueType, type GgufFile, type GgufMetadataEntry, type GgufTensorInfo } from "../../src/gguf/gguf-file.ts";
+import type { Architecture } from "../../src/model/model-config.ts";
+import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
+
+export interface TinyShape {
+  readonly architecture: Architecture;
+  readonly vocabSize: number;
+  readonly dim: number;
+  readonly hiddenDim: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly tied: boolean;
+  readonly contextLength: number;
+}
+
+/** Small seeded generator (mulberry32): the same seed gives the same model on every machine. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const u32 = (value: number): GgufMetadataEntry => ({ type: GgufValueType.UINT32, value });
+const f32 = (value: number): GgufMetadataEntry => ({ type: GgufValueType.FLOAT32, value });
+const str = (value: string): GgufMetadataEntry => ({ type: GgufValueType.STRING, value });
+
+interface PlannedTensor {
+  readonly name: string;
+  /** ne0 first */
+  readonly shape: number[];
+  readonly type: GgmlType;
+  /** what the random values look like */
+  readonly kind: "matrix" | "norm" | "bias";
+}
+
+/** The tensors a shape implies, with llama.cpp names. Matrices get `matrixType`; norms and biases stay f32. */
+function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
+  const qDim = s.numHeads * s.headDim;
+  const kvDim = s.numKvHeads * s.headDim;
+  const m = (name: string, cols: number, rows: number): PlannedTensor => ({ name, shape: [cols, rows], type: matrixType, kind: "matrix" });
+  const v = (name: string, n: number, kind: "norm" | "bias"): PlannedTensor => ({ name, shape: [n], type: GgmlType.F32, kind });
+  const out: PlannedTensor[] = [m("token_embd.weight", s.dim, s.vocabSize)];
+  for (let l = 0; l < s.numLayers; l++) {
+    const p = `blk.${l}.`;
+    out.push(v(`${p}attn_norm.weight`, s.dim, "norm"), m(`${p}attn_q.weight`, s.dim, qDim), m(`${p}attn_k.weight`, s.dim, kvDim), m(`${p}attn_v.weight`, s.dim, kvDim));
+    if (s.architecture === "qwen2") out.push(v(`${p}attn_q.bias`, qDim, "bias"), v(`${p}attn_k.bias`, kvDim, "bias"), v(`${p}attn_v.bias`, kvDim, "bias"));
+    if (s.architecture === "qwen3") out.push(v(`${p}attn_q_norm.weight`, s.headDim, "norm"), v(`${p}attn_k_norm.weight`, s.headDim, "norm"));
+    out.push(m(`${p}attn_output.weight`, qDim, s.dim), v(`${p}ffn_norm.weight`, s.dim, "norm"));
+    out.push(m(`${p}ffn_gate.weight`, s.dim, s.hiddenDim), m(`${p}ffn_up.weight`, s.dim, s.hiddenDim), m(`${p}ffn_down.weight`, s.hiddenDim, s.dim));
+  }
+  out.push(v("output_norm.weight", s.dim, "norm"));
+  if (!s.tied) out.push(m("output.weight", s.dim, s.vocabSize));
+  return out;
+}
+
+export interface TinyModelOptions {
+  readonly seed?: number;
+  /** type of the 2-D weights; default f32 */
+  readonly matrixType?: GgmlType;
+  /** extra or replaced metadata entries (for error tests) */
+  readonly metadata?: Readonly<Record<string, GgufMetadataEntry | null>>;
+  /** edit the tensor list before layout (for error tests) */
+  readonly editTensors?: (tensors: PlannedTensor[]) => PlannedTensor[];
+}
+
+const ALIGNMENT = 32;
+
+/**
+ * A GgufFile held in memory with seeded random weights of the given shape.
+ * @example const gguf = makeTinyModel(TINY_SHAPES.qwen2, { seed: 1 });
+ */
+export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): GgufFile {
+  const random = seededRandom(options.seed ?? 1);
+  const matrixType = options.matrixType ?? GgmlType.F32;
+  let planned = planTensors(s, matrixType);
+  if (options.editTensors) planned = options.editTensors(planned);
+
+  const p = s.architecture;
+  const metadata = new Map<string, GgufMetadataEntry>([
+    ["general.architecture", str(p)],
+    ["general.name", str(`tiny-${p}`)],
+    [`${p}.context_length`, u32(s.contextLength)],
+    [`${p}.embedding_length`, u32(s.dim)],
+    [`${p}.feed_forward_length`, u32(s.hiddenDim)],
+    [`${p}.block_count`, u32(s.numLayers)],
+    [`${p}.attention.head_count`, u32(s.numHeads)],
+    [`${p}.attention.head_count_kv`, u32(s.numKvHeads)],
+    [`${p}.attention.key_length`, u32(s.headDim)],
+    [`${p}.attention.value_length`, u32(s.headDim)],
+    [`${p}.attention.layer_norm_rms_epsilon`, f32(1e-5)],
+    [`${p}.rope.freq_base`, f32(p === "llama" ? 10000 : 1000000)],
+  ]);
+  for (const [key, value] of Object.entries(options.metadata ?? {})) {
+    if (value === null) metadata.delete(key);
+    else metadata.set(key, value);
+  }
+
+  const chunks: Uint8Array[] = [];
+  const tensors: GgufTensorInfo[] = [];
+  let offset = 0;
+  for (const t of planned) {
+    const n = t.shape.reduce((a, b) => a * b, 1);
+    const values = new Float32Array(n); // [rows, cols]
+    const cols = t.shape[0]!;
+    for (let i = 0; i < n; i++) {
+      const r = random() * 2 - 1;
+      // matrices ~ U(-1, 1) * 1.5 / sqrt(cols): activations stay O(1) through the layers
+      values[i] = t.kind === "matrix" ? (r * 1.5) / Math.sqrt(cols) : t.kind === "norm" ? 1 + 0.2 * r : 0.3 * r;
+    }
+    const wt = weightType(t.type);
+    const sizeBytes = wt === undefined ? n * 4 : byteSize(wt, n);
+    const data = new Uint8Array(sizeBytes);
+    if (wt !== undefined) wt.quantize(values, data, n);
+    chunks.push(data);
+    tensors.push({ name: t.name, shape: t.shape, type: t.type, offset, sizeBytes });
+    offset += Math.ceil(sizeBytes / ALIGNMENT) * ALIGNMENT;
+  }
+  const bytes = new Uint8Array(offset);
+  tensors.forEach((t, i) => bytes.set(chunks[i]!, t.offset));
+  return { source: `<tiny ${p}>`, version: 3, alignment: ALIGNMENT, metadata, tensors, bytes };
+}
+
+/** One tiny shape per architecture: GQA everywhere, qwen3 with heads wider than dim / numHeads (key_length). */
+export const TINY_SHAPES: Readonly<Record<string, TinyShape>> = {
+  llama: { architecture: "llama", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, tied: true, contextLength: 64 },
+  qwen2: { architecture: "qwen2", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 1, headDim: 8, tied: false, contextLength: 64 },
+  qwen3: { architecture: "qwen3", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, tied: true, contextLength: 64 },
+};
