@@ -5,7 +5,7 @@
  */
 import type { WeightSource } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
-import { byteSize, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
+import { byteSize, ggmlTypeName, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { ModelConfig } from "./model-config.ts";
 
@@ -70,7 +70,7 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
   const where = `${gguf.source}: tensor ${name}`;
   const wt = weightType(info.type);
   if (wt === undefined) {
-    throw new WeightError(`${where} has unsupported type ${info.type} (supported: ${WEIGHT_TYPES.map((w) => w.name).join(", ")})`);
+    throw new WeightError(`${where} has unsupported type ${ggmlTypeName(info.type)} (supported: ${WEIGHT_TYPES.map((w) => w.name).join(", ")})`);
   }
   const same = info.shape.length === shape.length && info.shape.every((n, i) => n === shape[i]);
   if (!same) throw new WeightError(`${where} has shape [${info.shape.join(", ")}], expected [${shape.join(", ")}]`);
@@ -139,7 +139,7 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
  */
 export function dequantizeTensor(source: WeightSource): Float32Array {
   const wt = weightType(source.type);
-  if (wt === undefined) throw new Error(`tensor ${source.name}: unsupported type ${source.type}`);
+  if (wt === undefined) throw new Error(`tensor ${source.name}: unsupported type ${ggmlTypeName(source.type)}`);
   const n = source.rows * source.cols;
   const out = new Float32Array(n); // [rows, cols]
   wt.dequantize(source.data, out, n);
