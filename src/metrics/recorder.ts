@@ -175,7 +175,10 @@ export class MetricsRecorder implements StatsListener {
       this.pendingPromptTokens.set(stats.engineIndex, pending);
     }
     if (this.mfuCost !== null) {
-      const cost = stepCost(this.mfuCost, stats.numPromptTokens + stats.numGenerationTokens, this.meanContextTokens);
+      // tokens the forward pass computed: prompt tokens, plus one per decoding request (a request's first token is
+      // sampled from its prefill, so it is not a computed decode token)
+      const numComputedTokens = stats.numPromptTokens + stats.numGenerationTokens - stats.timeToFirstTokensS.length;
+      const cost = stepCost(this.mfuCost, numComputedTokens, this.meanContextTokens);
       this.inc("estimated_flops_per_gpu", labels, cost.flops);
       this.inc("estimated_read_bytes_per_gpu", labels, cost.readBytes);
       this.inc("estimated_write_bytes_per_gpu", labels, cost.writeBytes);

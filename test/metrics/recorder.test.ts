@@ -1,0 +1,160 @@
+/**
+ * vLLM's metric semantics through the recorder, fed the stats an engine emits for N sequential requests of known
+ * lengths (the shape of vLLM's own test_metrics.py expectations), plus pre-creation, aborts and --disable-log-stats.
+ */
+import { describe, expect, test } from "bun:test";
+import type { FinishedRequestStats, StepStats } from "../../src/engine/stats.ts";
+import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
+import { MetricsRecorder, type RecorderOptions } from "../../src/metrics/recorder.ts";
+import { CATALOGUE, FINISHED_REASONS, METRIC_KEYS } from "../../src/metrics/catalogue.ts";
+import { tokenBuckets } from "../../src/metrics/buckets.ts";
+import type { ModelConfig } from "../../src/model/model-config.ts";
+import { hasSeries, parseExposition, sampleValue } from "./exposition.ts";
+
+function recorder(overrides: Partial<RecorderOptions> = {}): MetricsRecorder {
+  const gate = makeDeprecationGate("0.2.0", null);
+  if (!gate.ok) throw new Error(gate.error);
+  return new MetricsRecorder({ modelName: "tiny", maxModelLen: 512, logStats: true, enableMfuMetrics: false, deprecation: gate.value, processMetrics: false, ...overrides });
+}
+
+function step(over: Partial<StepStats>): StepStats {
+  return {
+    engineIndex: 0, batchId: 0, stepStartMs: 0, stepEndMs: 1, batchSize: 1, numPromptTokens: 0, numGenerationTokens: 0, numPreempted: 0,
+    numRunning: 1, numWaiting: 0, kvCacheUsage: 0.1, prefixCacheQueries: 0, prefixCacheHits: 0, timeToFirstTokensS: [], interTokenLatenciesS: [],
+    ...over,
+  };
+}
+
+function finished(id: string, promptLen: number, genLen: number, over: Partial<FinishedRequestStats> = {}): FinishedRequestStats {
+  return {
+    requestId: id, finishReason: "length", clientAborted: false, numPromptTokens: promptLen, numGenerationTokens: genLen, numCachedTokens: 0,
+    maxTokensParam: genLen, n: 1, times: { arrivalMs: 0, queuedMs: 1, scheduledMs: 2, firstTokenMs: 10, lastTokenMs: 50 },
+    e2eLatencyS: 0.06, queuedTimeS: 0.001, prefillTimeS: 0.008, decodeTimeS: 0.04, inferenceTimeS: 0.048, meanTimePerOutputTokenS: 0.04 / Math.max(1, genLen - 1),
+    ...over,
+  };
+}
+
+/** One request alone in the engine: a prefill step with the first token, then one token per step. */
+function runRequest(r: MetricsRecorder, id: string, promptLen: number, maxTokens: number, cachedTokens = 0, reason: FinishedRequestStats["finishReason"] = "length"): void {
+  r.onStep(step({ numPromptTokens: promptLen - cachedTokens, numGenerationTokens: 1, prefixCacheQueries: promptLen, prefixCacheHits: cachedTokens, timeToFirstTokensS: [0.02] }));
+  for (let i = 1; i < maxTokens; i++) r.onStep(step({ numGenerationTokens: 1, interTokenLatenciesS: [0.005 * i] }));
+  r.onStep(step({ numRunning: 0, kvCacheUsage: 0 }));
+  r.onRequestFinished(finished(id, promptLen, maxTokens, { numCachedTokens: cachedTokens, finishReason: reason }));
+}
+
+describe("recorder: vLLM semantics after N sequential requests", () => {
+  const N = 3, PROMPT = 7, MAX_TOKENS = 5;
+
+  test("token counters, TTFT/ITL counts, iteration_tokens, request_success", async () => {
+    const r = recorder();
+    for (let i = 0; i < N; i++) runRequest(r, `r${i}`, PROMPT, MAX_TOKENS);
+    const s = parseExposition(await r.exposition());
+    const L = { model_name: "tiny", engine: "0" };
+    expect(sampleValue(s, "vllm:prompt_tokens_total", L)).toBe(N * PROMPT);
+    expect(sampleValue(s, "vllm:generation_tokens_total", L)).toBe(N * MAX_TOKENS);
+    expect(sampleValue(s, "vllm:time_to_first_token_seconds_count", L)).toBe(N);
+    expect(sampleValue(s, "vllm:inter_token_latency_seconds_count", L)).toBe(N * (MAX_TOKENS - 1));
+    expect(sampleValue(s, "vllm:iteration_tokens_total_sum", L)).toBe(N * (PROMPT + MAX_TOKENS));
+    expect(sampleValue(s, "vllm:iteration_tokens_total_count", L)).toBe(N * MAX_TOKENS);
+    expect(sampleValue(s, "vllm:request_success_total", { ...L, finished_reason: "length" })).toBe(N);
+    expect(sampleValue(s, "vllm:request_success_total", { ...L, finished_reason: "stop" })).toBe(0);
+    expect(sampleValue(s, "vllm:request_prompt_tokens_sum", L)).toBe(N * PROMPT);
+    expect(sampleValue(s, "vllm:request_generation_tokens_count", L)).toBe(N);
+    expect(sampleValue(s, "vllm:e2e_request_latency_seconds_count", L)).toBe(N);
+    expect(sampleValue(s, "vllm:request_params_max_tokens_sum", L)).toBe(N * MAX_TOKENS);
+    expect(sampleValue(s, "vllm:prompt_tokens_by_source_total", L)).toBe(N * PROMPT);
+  });
+
+  test("prefix-cache hits on a repeated prompt; by-source split sums to prompt_tokens", async () => {
+    const r = recorder();
+    runRequest(r, "a", 40, 2);
+    runRequest(r, "b", 40, 2, 32, "stop");
+    const s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:prefix_cache_queries_total")).toBe(80);
+    expect(sampleValue(s, "vllm:prefix_cache_hits_total")).toBe(32);
+    expect(sampleValue(s, "vllm:prompt_tokens_cached_total")).toBe(32);
+    expect(sampleValue(s, "vllm:prompt_tokens_by_source_total", { source: "local_cache_hit" })).toBe(32);
+    expect(sampleValue(s, "vllm:prompt_tokens_by_source_total", { source: "local_compute" })).toBe(48);
+    expect(sampleValue(s, "vllm:prompt_tokens_total")).toBe(80);
+    expect(sampleValue(s, "vllm:request_prefill_kv_computed_tokens_sum")).toBe(40 + 8);
+    expect(sampleValue(s, "vllm:request_success_total", { finished_reason: "stop" })).toBe(1);
+  });
+
+  test("aborted and disconnected requests: gauges back at 0, no finished-request metric for a disconnect", async () => {
+    const r = recorder();
+    r.onStep(step({ numPromptTokens: 10, numGenerationTokens: 2, batchSize: 2, numRunning: 2, numWaiting: 3, kvCacheUsage: 0.5, timeToFirstTokensS: [0.01, 0.02] }));
+    let s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:num_requests_running")).toBe(2);
+    expect(sampleValue(s, "vllm:num_requests_waiting")).toBe(3);
+    expect(sampleValue(s, "vllm:kv_cache_usage_perc")).toBe(0.5);
+    r.onRequestFinished(finished("gone", 5, 1, { finishReason: "abort", clientAborted: true }));
+    r.onRequestFinished(finished("cancelled", 5, 1, { finishReason: "abort" }));
+    r.onStep(step({ numRunning: 0, numWaiting: 0, kvCacheUsage: 0 }));
+    s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:num_requests_running")).toBe(0);
+    expect(sampleValue(s, "vllm:num_requests_waiting")).toBe(0);
+    expect(sampleValue(s, "vllm:kv_cache_usage_perc")).toBe(0);
+    expect(sampleValue(s, "vllm:request_success_total", { finished_reason: "abort" })).toBe(1);
+    expect(sampleValue(s, "vllm:e2e_request_latency_seconds_count")).toBe(1);
+    expect(sampleValue(s, "vllm:time_to_first_token_seconds_count")).toBe(2);
+  });
+
+  test("a chunked prefill step without output is folded into the next observed iteration", async () => {
+    const r = recorder();
+    r.onStep(step({ numPromptTokens: 300 }));
+    r.onStep(step({ numPromptTokens: 100, numGenerationTokens: 1 }));
+    const s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:iteration_tokens_total_count")).toBe(1);
+    expect(sampleValue(s, "vllm:iteration_tokens_total_sum")).toBe(401);
+  });
+});
+
+describe("recorder: series and flags", () => {
+  test("every visible catalogue metric is pre-created at 0 for every engine and enumerated label", async () => {
+    const r = recorder({ engineIndices: [0, 1] });
+    const text = await r.exposition();
+    const s = parseExposition(text);
+    for (const key of METRIC_KEYS) {
+      const def = CATALOGUE[key];
+      if (def.deprecatedIn !== undefined || def.flag !== undefined) continue;
+      const sample = def.type === "histogram" ? `${def.name}_count` : def.name;
+      for (const engine of ["0", "1"]) expect(hasSeries(s, sample, { engine })).toBe(true);
+    }
+    for (const reason of FINISHED_REASONS) expect(sampleValue(s, "vllm:request_success_total", { engine: "1", finished_reason: reason })).toBe(0);
+    expect(sampleValue(s, "vllm:engine_sleep_state", { sleep_state: "awake", engine: "0" })).toBe(1);
+    // 1-2-5 token buckets capped at max_model_len (512 -> ..., 200, 500)
+    const les = s.filter((x) => x.name === "vllm:request_prompt_tokens_bucket" && x.labels["engine"] === "0").map((x) => x.labels["le"]);
+    expect(les).toEqual([...tokenBuckets(512).map(String), "+Inf"]);
+    expect(tokenBuckets(512)).toEqual([1, 2, 5, 10, 20, 50, 100, 200, 500]);
+    expect(tokenBuckets(1024).at(-1)).toBe(1000);
+    expect(tokenBuckets(131072).at(-1)).toBe(100000);
+    // counters are exposed with _total in # HELP / # TYPE too
+    expect(text).toContain("# TYPE vllm:prompt_tokens_total counter");
+  });
+
+  test("--disable-log-stats: no vllm:* series, process metrics stay", async () => {
+    const r = recorder({ logStats: false, processMetrics: true });
+    runRequest(r, "x", 4, 3);
+    const text = await r.exposition();
+    expect(text).not.toContain("vllm:");
+    expect(text).toContain("process_cpu_seconds_total");
+    expect(text).toContain("process_resident_memory_bytes");
+  });
+
+  test("--enable-mfu-metrics adds the three estimated_*_per_gpu_total counters, growing with the model's shapes", async () => {
+    const off = parseExposition(await recorder().exposition());
+    expect(hasSeries(off, "vllm:estimated_flops_per_gpu_total")).toBe(false);
+    const config: ModelConfig = {
+      architecture: "llama", name: "t", vocabSize: 512, dim: 64, hiddenDim: 172, numLayers: 5, numHeads: 8, numKvHeads: 4, headDim: 8, ropeDim: 8,
+      ropeFreqBase: 10000, ropeNeox: false, rmsEps: 1e-5, contextLength: 512, tiedEmbeddings: true, hasQkvBias: false, hasQkNorm: false,
+    };
+    const r = recorder({ enableMfuMetrics: true, model: { config, bytesPerWeight: 4, bytesPerKvElement: 4 } });
+    runRequest(r, "x", 8, 4);
+    const s = parseExposition(await r.exposition());
+    const matmulParams = 5 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 172) + 64 * 512;
+    // prefill of 8 tokens + 3 decode tokens at mean context 0 (no request had finished yet): 2 x params x tokens
+    expect(sampleValue(s, "vllm:estimated_flops_per_gpu_total")).toBe(2 * matmulParams * 11);
+    expect(sampleValue(s, "vllm:estimated_write_bytes_per_gpu_total")).toBe(2 * 5 * 32 * 4 * 11);
+    expect(sampleValue(s, "vllm:estimated_read_bytes_per_gpu_total")).toBe(4 * matmulParams * 4);
+  });
+});
