@@ -31,6 +31,8 @@ export interface EngineRequest {
   readonly promptTokenIds: readonly number[];
   readonly sampling: SamplingParams;
   readonly arrivalMs: number;
+  /** tokens that end generation unless sampling.ignoreEos (the tokenizer's stop ids; vLLM eos_token_id) */
+  readonly eosTokenIds?: readonly number[];
   /** stage 0 of a pd pipeline: stop after the first token and return the prompt's KV blocks */
   readonly exportKv?: boolean;
   /** stage 1 of a pd pipeline: these positions are already computed */

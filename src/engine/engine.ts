@@ -1,0 +1,216 @@
+/**
+ * The engine core (vLLM EngineCore): owns the scheduler, the KV cache manager and the model runner, and turns one
+ * `step()` into schedule -> one batched forward pass -> sample -> the step's deltas and stats. Runs inside the engine
+ * Worker (worker.ts); tests drive it directly with a fake runner.
+ */
+import type { ModelBatch, ModelRunner, SequenceChunk } from "../model/model-batch.ts";
+import type { EngineArgs, EngineRequest, PositionLogprobs, RequestDelta } from "./protocol.ts";
+import type { FinishReason, StepStats } from "./stats.ts";
+import { KvCacheManager } from "./kv-cache-manager.ts";
+import { RequestState } from "./request.ts";
+import { Scheduler, type ScheduledChunk } from "./scheduler.ts";
+import { positionLogprobs, sample } from "./sampler.ts";
+import { err, ok, type Result } from "../util/result.ts";
+
+/** Engine arguments with every default resolved against the model. */
+export interface EngineConfig {
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly maxModelLen: number;
+  readonly blockSize: number;
+  readonly numBlocks: number;
+  readonly enablePrefixCaching: boolean;
+}
+
+/** Default KV pool when --kv-cache-memory is not given: this share of free memory, at most this many bytes. */
+const DEFAULT_KV_FREE_MEMORY_FRACTION = 0.25;
+const DEFAULT_KV_MAX_BYTES = 2 ** 31;
+
+/**
+ * Resolves max-model-len and the number of KV blocks (vLLM's cache sizing): an explicit --kv-cache-memory is taken as
+ * given; the default is a share of free memory, capped by what max-num-seqs x max-model-len can ever use.
+ */
+export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number): Result<EngineConfig> {
+  const contextLength = runner.config.contextLength;
+  const maxModelLen = args.maxModelLen ?? contextLength;
+  if (!Number.isInteger(maxModelLen) || maxModelLen < 1) return err(`--max-model-len must be a positive integer (got ${maxModelLen})`);
+  if (maxModelLen > contextLength) return err(`--max-model-len ${maxModelLen} is greater than the model's context length ${contextLength}`);
+  if (!Number.isInteger(args.blockSize) || args.blockSize < 1) return err(`--block-size must be a positive integer (got ${args.blockSize})`);
+  if (!Number.isInteger(args.maxNumSeqs) || args.maxNumSeqs < 1) return err(`--max-num-seqs must be a positive integer (got ${args.maxNumSeqs})`);
+  if (!Number.isInteger(args.maxNumBatchedTokens) || args.maxNumBatchedTokens < 1) return err(`--max-num-batched-tokens must be a positive integer (got ${args.maxNumBatchedTokens})`);
+  const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize);
+  const maxUsefulBlocks = args.maxNumSeqs * Math.ceil(maxModelLen / args.blockSize);
+  let numBlocks: number;
+  if (args.kvCacheMemoryBytes !== null) {
+    numBlocks = Math.floor(args.kvCacheMemoryBytes / bytesPerBlock);
+    if (numBlocks < 1) return err(`--kv-cache-memory ${args.kvCacheMemoryBytes} bytes holds no KV block (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
+  } else {
+    const budgetBytes = Math.min(freeMemoryBytes * DEFAULT_KV_FREE_MEMORY_FRACTION, DEFAULT_KV_MAX_BYTES);
+    numBlocks = Math.max(1, Math.min(maxUsefulBlocks, Math.floor(budgetBytes / bytesPerBlock)));
+  }
+  return ok({
+    maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
+    numBlocks, enablePrefixCaching: args.enablePrefixCaching,
+  });
+}
+
+export interface RequestErrorInfo {
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface EngineStepResult {
+  readonly deltas: readonly RequestDelta[];
+  readonly stats: StepStats;
+}
+
+export class EngineCore {
+  readonly config: EngineConfig;
+  readonly kv: KvCacheManager;
+  readonly scheduler: Scheduler;
+  private readonly requests = new Map<string, RequestState>();
+  private batchId = 0;
+  /** seeds requests without a seed, so a whole engine run is reproducible from one number */
+  private nextFallbackSeed: number;
+
+  constructor(
+    private readonly runner: ModelRunner,
+    config: EngineConfig,
+    private readonly engineIndex = 0,
+    private readonly nowMs: () => number = () => performance.timeOrigin + performance.now(),
+    seed = Date.now(),
+  ) {
+    this.config = config;
+    this.kv = new KvCacheManager(config);
+    this.scheduler = new Scheduler(config, this.kv, nowMs);
+    this.nextFallbackSeed = seed;
+    runner.allocateKvCache(config.numBlocks, config.blockSize);
+  }
+
+  get numRunning(): number { return this.scheduler.running.length; }
+  get numWaiting(): number { return this.scheduler.waiting.length; }
+  hasWork(): boolean { return this.scheduler.numUnfinished > 0; }
+
+  /** Queues a request, or says why it can never run (vLLM's messages). */
+  addRequest(request: EngineRequest): RequestErrorInfo | null {
+    const { maxModelLen, blockSize, numBlocks } = this.config;
+    const numPrompt = request.promptTokenIds.length;
+    if (this.requests.has(request.requestId)) return { code: "duplicate_request_id", message: `request id ${request.requestId} is already running` };
+    if (numPrompt === 0) return { code: "empty_prompt", message: "The decoder prompt cannot be empty" };
+    const vocabSize = this.runner.config.vocabSize;
+    const badId = request.promptTokenIds.find((id) => !Number.isInteger(id) || id < 0 || id >= vocabSize);
+    if (badId !== undefined) return { code: "invalid_token_id", message: `prompt token id ${badId} is out of vocabulary range [0, ${vocabSize})` };
+    if (numPrompt >= maxModelLen) {
+      return { code: "context_length", message: `The decoder prompt (length ${numPrompt}) is longer than the maximum model length of ${maxModelLen}. Make sure that \`max_model_len\` is no smaller than the number of text tokens.` };
+    }
+    const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++);
+    const blocksNeeded = Math.ceil((numPrompt + state.maxOutputTokens) / blockSize);
+    if (blocksNeeded > numBlocks) {
+      return { code: "kv_cache_too_small", message: `request needs ${blocksNeeded} KV blocks (${numPrompt} prompt + ${state.maxOutputTokens} output tokens) but the cache has ${numBlocks}; raise --kv-cache-memory or lower max_tokens` };
+    }
+    this.requests.set(request.requestId, state);
+    this.scheduler.add(state);
+    return null;
+  }
+
+  /** Drops requests at once (client gone, stop string): their blocks are free when this returns. */
+  abort(requestIds: readonly string[]): void {
+    for (const id of requestIds) {
+      const state = this.requests.get(id);
+      if (!state) continue;
+      this.requests.delete(id);
+      this.scheduler.finish(state);
+    }
+  }
+
+  /** One engine step; null when nothing could be scheduled. */
+  async step(): Promise<EngineStepResult | null> {
+    const stepStartMs = this.nowMs();
+    const { chunks, numPreempted } = this.scheduler.schedule();
+    if (chunks.length === 0) return null;
+    const batchId = ++this.batchId;
+    const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
+    const result = await this.runner.execute(batch);
+    const stepEndMs = this.nowMs();
+    const vocabSize = this.runner.config.vocabSize;
+    const deltas: RequestDelta[] = [];
+    let numPromptTokens = 0;
+    let numGenerationTokens = 0;
+
+    chunks.forEach((chunk, i) => {
+      const req = chunk.request;
+      if (req.status === "finished") return; // aborted while the step ran
+      const end = chunk.startPos + chunk.numNewTokens;
+      req.numComputedTokens = end;
+      if (req.numPreemptions === 0) numPromptTokens += Math.max(0, Math.min(end, req.numPromptTokens) - chunk.startPos);
+      this.kv.cacheFullBlocks(req);
+      const rowStart = result.rowStart[i]!;
+      const wanted = batch.sequences[i]!.logits;
+      const rowOf = (r: number): Float32Array => result.logits.subarray(r * vocabSize, (r + 1) * vocabSize);
+      if (wanted === "all" && req.promptLogprobs) {
+        for (let j = 0; j < chunk.numNewTokens; j++) {
+          const next = chunk.startPos + j + 1;
+          if (next < req.numPromptTokens) req.promptLogprobs[next] = positionLogprobs(rowOf(rowStart + j), req.allTokenIds[next]!, req.sampling.promptLogprobs!);
+        }
+      }
+      if (end < req.numTokens) return; // a prefill chunk that is not the last
+      const { tokenId, logprobs } = sample(rowOf(wanted === "all" ? rowStart + chunk.numNewTokens - 1 : rowStart), {
+        params: req.sampling, allTokenIds: req.allTokenIds, numPromptTokens: req.numPromptTokens, outputCounts: req.outputCounts,
+        stopTokenIds: req.sampling.ignoreEos ? req.sampling.stopTokenIds : [...req.eosTokenIds, ...req.sampling.stopTokenIds], rng: req.rng,
+      });
+      req.appendOutput(tokenId);
+      numGenerationTokens++;
+      req.times.firstTokenMs ??= stepEndMs;
+      req.times.lastTokenMs = stepEndMs;
+      const finish = this.checkStop(req, tokenId);
+      let promptLogprobs: readonly (PositionLogprobs | null)[] | undefined;
+      if (req.promptLogprobs && !req.promptLogprobsSent) {
+        promptLogprobs = req.promptLogprobs;
+        req.promptLogprobsSent = true;
+      }
+      deltas.push({
+        requestId: req.requestId, newTokenIds: [tokenId], ...(logprobs ? { logprobs: [logprobs] } : {}),
+        ...(promptLogprobs ? { promptLogprobs } : {}),
+        ...(finish ? { finishReason: finish.reason, stopReason: finish.stopReason } : {}),
+        numCachedTokens: req.numCachedTokens, times: req.snapshotTimes(),
+      });
+      if (finish) {
+        this.requests.delete(req.requestId);
+        this.scheduler.finish(req);
+      }
+    });
+
+    const counts = this.kv.takeCounts();
+    const stats: StepStats = {
+      engineIndex: this.engineIndex, batchId, stepStartMs, stepEndMs, batchSize: chunks.length, numPromptTokens,
+      numGenerationTokens, numPreempted, numRunning: this.numRunning, numWaiting: this.numWaiting,
+      kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
+      timeToFirstTokensS: [], interTokenLatenciesS: [],
+    };
+    return { deltas, stats };
+  }
+
+  private toSequenceChunk(c: ScheduledChunk): SequenceChunk {
+    const req = c.request;
+    const end = c.startPos + c.numNewTokens;
+    const needPromptLogprobs = req.promptLogprobs !== null && !req.promptLogprobsSent && c.startPos < req.numPromptTokens - 1;
+    return {
+      tokenIds: Int32Array.from(req.allTokenIds.slice(c.startPos, end)), // [numNewTokens]
+      startPos: c.startPos,
+      blockTable: Int32Array.from(req.blockIds), // [ceil(end / blockSize)]
+      logits: needPromptLogprobs ? "all" : end === req.numTokens ? "last" : "none",
+    };
+  }
+
+  /** Stop conditions checked in the engine (stop strings are the output processor's, on the main thread). */
+  private checkStop(req: RequestState, tokenId: number): { reason: FinishReason; stopReason: number | null } | null {
+    const p = req.sampling;
+    if (req.numOutputTokens >= p.minTokens) {
+      if (!p.ignoreEos && req.eosTokenIds.includes(tokenId)) return { reason: "stop", stopReason: null };
+      if (p.stopTokenIds.includes(tokenId)) return { reason: "stop", stopReason: tokenId };
+    }
+    if (req.numOutputTokens >= req.maxOutputTokens) return { reason: "length", stopReason: null };
+    if (req.numTokens >= this.config.maxModelLen) return { reason: "length", stopReason: null };
+    return null;
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * One request as the engine Worker sees it (vLLM Request): its tokens, how many are in the KV cache, its blocks, its
+ * own random generator and the timestamps the stats are computed from. n > 1 is split into child requests on the main
+ * thread (vLLM ParentRequest), so each state here is one sequence.
+ */
+import type { EngineRequest, PositionLogprobs } from "./protocol.ts";
+import type { SamplingParams } from "./sampling-params.ts";
+import type { RequestTimes } from "./stats.ts";
+import type { BlockHash } from "./block-pool.ts";
+import { createRng, type Rng } from "./rng.ts";
+
+export type RequestStatus = "waiting" | "running" | "finished";
+
+/** Mutable mirror of RequestTimes, owned by the engine. */
+export interface MutableRequestTimes {
+  arrivalMs: number;
+  queuedMs: number | null;
+  scheduledMs: number | null;
+  firstTokenMs: number | null;
+  lastTokenMs: number | null;
+}
+
+export class RequestState {
+  readonly requestId: string;
+  readonly sampling: SamplingParams;
+  readonly numPromptTokens: number;
+  /** [numPromptTokens + numOutputTokens] prompt, then generated tokens */
+  readonly allTokenIds: number[];
+  readonly eosTokenIds: readonly number[];
+  /** most output tokens this request may produce (max_tokens capped by max-model-len) */
+  readonly maxOutputTokens: number;
+  readonly rng: Rng;
+  status: RequestStatus = "waiting";
+  /** tokens whose K/V are in the cache (positions [0, numComputedTokens)) */
+  numComputedTokens = 0;
+  /** [ceil(numComputedTokens / blockSize)] KV block ids, in position order */
+  blockIds: number[] = [];
+  /** full blocks whose hash is registered in the prefix cache (or known to be a duplicate) */
+  numCachedBlocks = 0;
+  /** prompt tokens found in the prefix cache at first scheduling */
+  numCachedTokens = 0;
+  numPreemptions = 0;
+  readonly times: MutableRequestTimes;
+  /** [numPromptTokens] filled while the prompt is computed; entry 0 stays null */
+  promptLogprobs: (PositionLogprobs | null)[] | null;
+  promptLogprobsSent = false;
+  /** output token id -> count, for frequency / presence penalties */
+  readonly outputCounts = new Map<number, number>();
+  /** [numBlocks] hash chain over full blocks of allTokenIds, extended lazily */
+  private readonly blockHashes: BlockHash[] = [];
+
+  constructor(request: EngineRequest, maxModelLen: number, queuedMs: number, fallbackSeed: number) {
+    this.requestId = request.requestId;
+    this.sampling = request.sampling;
+    this.numPromptTokens = request.promptTokenIds.length;
+    this.allTokenIds = [...request.promptTokenIds];
+    this.eosTokenIds = request.eosTokenIds ?? [];
+    const roomTokens = maxModelLen - this.numPromptTokens;
+    this.maxOutputTokens = Math.min(request.sampling.maxTokens ?? roomTokens, roomTokens);
+    this.rng = createRng(request.sampling.seed ?? fallbackSeed);
+    this.times = { arrivalMs: request.arrivalMs, queuedMs, scheduledMs: null, firstTokenMs: null, lastTokenMs: null };
+    this.promptLogprobs = request.sampling.promptLogprobs !== null ? new Array(this.numPromptTokens).fill(null) : null;
+  }
+
+  get numTokens(): number {
+    return this.allTokenIds.length;
+  }
+
+  get numOutputTokens(): number {
+    return this.allTokenIds.length - this.numPromptTokens;
+  }
+
+  appendOutput(tokenId: number): void {
+    this.allTokenIds.push(tokenId);
+    this.outputCounts.set(tokenId, (this.outputCounts.get(tokenId) ?? 0) + 1);
+  }
+
+  /** Hash of full block `index` (its tokens and every block before it), or null if that block is not full yet. */
+  blockHash(index: number, blockSize: number): BlockHash | null {
+    if ((index + 1) * blockSize > this.allTokenIds.length) return null;
+    for (let i = this.blockHashes.length; i <= index; i++) {
+      const parent = i === 0 ? null : this.blockHashes[i - 1]!;
+      this.blockHashes.push(hashBlock(parent, this.allTokenIds, i * blockSize, blockSize));
+    }
+    return this.blockHashes[index]!;
+  }
+
+  snapshotTimes(): RequestTimes {
+    return { ...this.times };
+  }
+}
+
+/** Two independent 32-bit FNV-1a-style lanes over (parent hash, tokens): 64 bits, collisions negligible here. */
+export function hashBlock(parent: BlockHash | null, tokenIds: readonly number[], start: number, count: number): BlockHash {
+  let a = 0x811c9dc5, b = 0x01000193 ^ 0x5bd1e995;
+  const feed = (x: number): void => {
+    a = Math.imul(a ^ (x & 0xffff), 0x01000193) ^ (x >>> 16);
+    a = Math.imul(a, 0x01000193);
+    b = Math.imul(b ^ x, 0x5bd1e995);
+    b ^= b >>> 15;
+  };
+  if (parent !== null) for (let i = 0; i < parent.length; i += 8) feed(parseInt(parent.slice(i, i + 8), 16));
+  feed(count);
+  for (let i = start; i < start + count; i++) feed(tokenIds[i]!);
+  return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
+}

@@ -1,0 +1,161 @@
+/**
+ * Turns one logits row into the next token, in vLLM V1's order: logprobs from the raw logits; then min_tokens
+ * (stop tokens masked), logit_bias, repetition / frequency / presence penalties; greedy = argmax (lowest id wins a
+ * tie); otherwise temperature, min_p, top_k, top_p and a draw from the request's own generator.
+ */
+import type { PositionLogprobs, TokenLogprob } from "./protocol.ts";
+import type { SamplingParams } from "./sampling-params.ts";
+import type { Rng } from "./rng.ts";
+
+/** vLLM treats temperatures below this as greedy */
+const GREEDY_TEMPERATURE = 1e-5;
+
+export interface SamplingContext {
+  readonly params: SamplingParams;
+  /** [numTokens] prompt then output tokens (repetition penalty looks at both) */
+  readonly allTokenIds: readonly number[];
+  readonly numPromptTokens: number;
+  /** output token id -> count */
+  readonly outputCounts: ReadonlyMap<number, number>;
+  /** eos ids and stop_token_ids: masked while fewer than min_tokens were generated */
+  readonly stopTokenIds: readonly number[];
+  readonly rng: Rng;
+}
+
+export interface SampleResult {
+  readonly tokenId: number;
+  readonly logprobs?: PositionLogprobs;
+}
+
+/** log-softmax of `logits` as float64 values: logprob(i) = logits[i] - logSumExp */
+export function logSumExp(logits: Float32Array): number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max);
+  return max + Math.log(sum);
+}
+
+/** The chosen token's logprob and rank plus the `numTop` best tokens (ties: lower id first), from raw logits. */
+export function positionLogprobs(logits: Float32Array, chosenId: number, numTop: number): PositionLogprobs {
+  const lse = logSumExp(logits);
+  const chosenLogit = logits[chosenId]!;
+  let rank = 1;
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > chosenLogit) rank++;
+  const top: TokenLogprob[] = [];
+  if (numTop > 0) {
+    const ids = topIds(logits, numTop);
+    ids.forEach((id, r) => top.push({ tokenId: id, logprob: logits[id]! - lse, rank: r + 1 }));
+  }
+  return { chosen: { tokenId: chosenId, logprob: chosenLogit - lse, rank }, top };
+}
+
+/** the k largest entries' ids, best first, lower id first among equals */
+function topIds(values: Float32Array, k: number): number[] {
+  const ids: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (ids.length === k && v <= values[ids[k - 1]!]!) continue;
+    let at = ids.length;
+    while (at > 0 && values[ids[at - 1]!]! < v) at--;
+    ids.splice(at, 0, i);
+    if (ids.length > k) ids.pop();
+  }
+  return ids;
+}
+
+function argmax(values: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i]! > values[best]!) best = i;
+  return best;
+}
+
+/** min_tokens, logit_bias and the penalties, in place on a copy of the logits. */
+function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext): void {
+  const p = ctx.params;
+  const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
+  if (numOutput < p.minTokens) for (const id of ctx.stopTokenIds) if (id < logits.length) logits[id] = -Infinity;
+  if (p.logitBias) {
+    for (const [key, bias] of Object.entries(p.logitBias)) {
+      const id = Number(key);
+      if (id >= 0 && id < logits.length) logits[id]! += bias;
+    }
+  }
+  if (p.repetitionPenalty !== 1) {
+    const seen = new Set(ctx.allTokenIds);
+    for (const id of seen) {
+      if (id >= logits.length) continue;
+      const v = logits[id]!;
+      logits[id] = v > 0 ? v / p.repetitionPenalty : v * p.repetitionPenalty;
+    }
+  }
+  if (p.frequencyPenalty !== 0 || p.presencePenalty !== 0) {
+    for (const [id, count] of ctx.outputCounts) {
+      if (id >= logits.length) continue;
+      logits[id]! -= p.frequencyPenalty * count + p.presencePenalty;
+    }
+  }
+}
+
+/** Samples from the processed logits with temperature, min_p, top_k and top_p (vLLM semantics). */
+function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng): number {
+  const vocabSize = logits.length;
+  const invTemp = 1 / p.temperature;
+  let max = -Infinity;
+  for (let i = 0; i < vocabSize; i++) if (logits[i]! > max) max = logits[i]!;
+  // [vocabSize] unnormalized probabilities
+  const probs = new Float64Array(vocabSize);
+  let total = 0;
+  for (let i = 0; i < vocabSize; i++) {
+    const e = Math.exp((logits[i]! - max) * invTemp);
+    probs[i] = e;
+    total += e;
+  }
+  // min_p: drop tokens below min_p x the top probability (the top one has e = 1)
+  if (p.minP > 0) {
+    for (let i = 0; i < vocabSize; i++) if (probs[i]! < p.minP) { total -= probs[i]!; probs[i] = 0; }
+  }
+  const topK = p.topK > 0 ? Math.min(p.topK, vocabSize) : vocabSize;
+  if (topK < vocabSize || p.topP < 1) {
+    // candidates best first (ties: lower id first), cut by top_k then by top_p over the renormalized mass
+    const order: number[] = [];
+    for (let i = 0; i < vocabSize; i++) if (probs[i]! > 0) order.push(i);
+    order.sort((a, b) => probs[b]! - probs[a]! || a - b);
+    const keep = order.slice(0, topK);
+    let keptMass = 0;
+    for (const id of keep) keptMass += probs[id]!;
+    let cut = keep.length;
+    if (p.topP < 1) {
+      let cum = 0;
+      for (let r = 0; r < keep.length; r++) {
+        cum += probs[keep[r]!]!;
+        if (cum >= p.topP * keptMass) { cut = r + 1; break; }
+      }
+    }
+    let u = rng.nextFloat() * keep.slice(0, cut).reduce((s, id) => s + probs[id]!, 0);
+    for (let r = 0; r < cut; r++) {
+      u -= probs[keep[r]!]!;
+      if (u < 0) return keep[r]!;
+    }
+    return keep[cut - 1]!;
+  }
+  let u = rng.nextFloat() * total;
+  let last = 0;
+  for (let i = 0; i < vocabSize; i++) {
+    if (probs[i] === 0) continue;
+    last = i;
+    u -= probs[i]!;
+    if (u < 0) return i;
+  }
+  return last;
+}
+
+/** Picks the next token for one sequence from its logits row (not modified). */
+export function sample(row: Float32Array, ctx: SamplingContext): SampleResult {
+  const p = ctx.params;
+  const logits = new Float32Array(row); // [vocabSize] processed copy
+  applyLogitsProcessors(logits, ctx);
+  const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng);
+  if (p.logprobs === null) return { tokenId };
+  return { tokenId, logprobs: positionLogprobs(row, tokenId, p.logprobs) };
+}

@@ -1,0 +1,112 @@
+/**
+ * The scheduler (vLLM V1 Scheduler): FCFS waiting and running queues, one token budget per step shared by decode
+ * tokens and prefill chunks (chunked prefill), preemption by recompute when the KV cache is full. Pure integers:
+ * token counts and block ids; it never sees logits or memory.
+ *
+ * Each step: running requests first (in order), each gets the tokens it still lacks up to the budget; if its blocks
+ * cannot be allocated the newest running request is preempted (blocks freed, back to the head of the waiting queue,
+ * recomputed later) until it fits or it was itself the newest. Then, if nothing was preempted, waiting requests are
+ * admitted in order while budget, max-num-seqs and blocks allow; their cached prefix blocks are reused.
+ */
+import type { KvCacheManager } from "./kv-cache-manager.ts";
+import type { RequestState } from "./request.ts";
+
+export interface SchedulerConfig {
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly maxModelLen: number;
+}
+
+/** One request's share of a step: positions [startPos, startPos + numNewTokens) are computed. */
+export interface ScheduledChunk {
+  readonly request: RequestState;
+  readonly startPos: number;
+  readonly numNewTokens: number;
+}
+
+export interface SchedulerOutput {
+  readonly chunks: readonly ScheduledChunk[];
+  readonly numPreempted: number;
+}
+
+export class Scheduler {
+  readonly waiting: RequestState[] = [];
+  readonly running: RequestState[] = [];
+
+  constructor(
+    private readonly config: SchedulerConfig,
+    private readonly kv: KvCacheManager,
+    private readonly nowMs: () => number,
+  ) {}
+
+  get numUnfinished(): number {
+    return this.waiting.length + this.running.length;
+  }
+
+  add(request: RequestState): void {
+    request.status = "waiting";
+    this.waiting.push(request);
+  }
+
+  schedule(): SchedulerOutput {
+    let budget = this.config.maxNumBatchedTokens;
+    const chunks: ScheduledChunk[] = [];
+    const scheduled = new Set<RequestState>();
+    let numPreempted = 0;
+
+    for (let i = 0; i < this.running.length && budget > 0; ) {
+      const request = this.running[i]!;
+      const numNew = Math.min(request.numTokens - request.numComputedTokens, budget, this.config.maxModelLen - request.numComputedTokens);
+      if (numNew <= 0) { i++; continue; }
+      let fits = false;
+      while (true) {
+        if (this.kv.allocateSlots(request, numNew) !== null) { fits = true; break; }
+        const victim = this.running.pop()!;
+        this.preempt(victim);
+        numPreempted++;
+        if (victim === request) break;
+      }
+      if (!fits) break; // the request itself was the newest: it went back to waiting
+      chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew });
+      scheduled.add(request);
+      budget -= numNew;
+      i++;
+    }
+
+    if (numPreempted === 0) {
+      for (let w = 0; w < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs; ) {
+        const request = this.waiting[w]!;
+        const computed = this.kv.getComputedBlocks(request);
+        // another running request is computing this prompt's next block: wait for it instead of computing it twice
+        if (this.kv.isNextBlockPending(request, computed)) { w++; continue; }
+        const numNew = Math.min(request.numTokens - computed.numTokens, budget);
+        if (this.kv.allocateSlots(request, numNew, computed) === null) break;
+        this.waiting.splice(w, 1);
+        if (request.numPreemptions === 0) request.numCachedTokens = computed.numTokens;
+        request.status = "running";
+        request.times.scheduledMs ??= this.nowMs();
+        this.running.push(request);
+        chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew });
+        budget -= numNew;
+      }
+    }
+    return { chunks, numPreempted };
+  }
+
+  /** Removes a request from whichever queue holds it and frees its blocks at once (finish or abort). */
+  finish(request: RequestState): void {
+    request.status = "finished";
+    const r = this.running.indexOf(request);
+    if (r >= 0) this.running.splice(r, 1);
+    const w = this.waiting.indexOf(request);
+    if (w >= 0) this.waiting.splice(w, 1);
+    this.kv.free(request);
+  }
+
+  private preempt(request: RequestState): void {
+    this.kv.free(request);
+    request.status = "waiting";
+    request.numPreemptions++;
+    this.waiting.unshift(request);
+  }
+}
