@@ -160,7 +160,7 @@ describe("validateSamplingParams", () => {
     ["max_tokens", { maxTokens: 0 }, "max_tokens must be at least 1, got 0."],
     ["min_tokens", { minTokens: 5, maxTokens: 3 }, "min_tokens must be less than or equal to max_tokens=3, got 5."],
     ["logprobs", { logprobs: 21 }, "Requested sample logprobs of 21, which is greater than max allowed: 20"],
-    [{ stop: [""] }, "stop", "stop cannot contain an empty string."],
+    ["stop", { stop: [""] }, "stop cannot contain an empty string."],
   ];
   test.each(cases)("rejects a bad %s", (param, bad, message) => {
     const e = validateSamplingParams({ ...DEFAULT_SAMPLING_PARAMS, ...bad });
