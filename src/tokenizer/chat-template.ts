@@ -1,0 +1,55 @@
+/**
+ * Chat messages -> one prompt string.
+ *
+ * With a `tokenizer.chat_template` in the model, the template is rendered with @huggingface/jinja and the variables
+ * Hugging Face's apply_chat_template passes: `messages`, `add_generation_prompt`, `bos_token`, `eos_token`
+ * (`raise_exception` and `strftime_now` come with the library).
+ *
+ * Without one (e.g. the default stories260K model, a base model) the documented plain fallback is used:
+ *   each message as "<role>: <content>\n", then "assistant:" when a generation prompt is asked for.
+ * @example renderPlainChat([{ role: "user", content: "Hi" }], true) === "user: Hi\nassistant:"
+ */
+import { Template } from "@huggingface/jinja";
+import type { ChatMessage } from "./tokenizer.ts";
+import { TokenizerError } from "./vocab.ts";
+
+export interface ChatTemplateOptions {
+  readonly addGenerationPrompt: boolean;
+}
+
+export function renderPlainChat(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
+  let text = "";
+  for (const m of messages) text += `${m.role}: ${m.content}\n`;
+  return addGenerationPrompt ? `${text}assistant:` : text;
+}
+
+/** A compiled chat template; compiled on first use so a model with a broken template still loads for completions. */
+export class ChatTemplate {
+  private compiled: Template | null = null;
+
+  /**
+   * @param source the Jinja text, or null for the plain fallback
+   * @param where names the model file in error messages
+   */
+  constructor(
+    readonly source: string | null,
+    private readonly specialTexts: { readonly bosToken: string; readonly eosToken: string },
+    private readonly where: string,
+  ) {}
+
+  apply(messages: readonly ChatMessage[], options: ChatTemplateOptions): string {
+    if (this.source === null) return renderPlainChat(messages, options.addGenerationPrompt);
+    try {
+      this.compiled ??= new Template(this.source);
+      return this.compiled.render({
+        messages: messages.map((m) => ({ ...m })),
+        add_generation_prompt: options.addGenerationPrompt,
+        bos_token: this.specialTexts.bosToken,
+        eos_token: this.specialTexts.eosToken,
+      });
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      throw new TokenizerError(`${this.where}: tokenizer.chat_template: ${message.split("\n")[0]}`);
+    }
+  }
+}
