@@ -1,0 +1,91 @@
+/**
+ * GGUF metadata keys and tensor names as llama.cpp spells them (src/llama-arch.cpp: LLM_KV_NAMES, LLM_TENSOR_NAMES).
+ * Every other file takes its key and tensor strings from here instead of writing literals.
+ */
+
+/** Keys without an architecture prefix. */
+export const KEY = {
+  architecture: "general.architecture",
+  name: "general.name",
+  alignment: "general.alignment",
+  fileType: "general.file_type",
+  quantizationVersion: "general.quantization_version",
+  tokenizerModel: "tokenizer.ggml.model",
+  tokenizerPre: "tokenizer.ggml.pre",
+  tokens: "tokenizer.ggml.tokens",
+  tokenType: "tokenizer.ggml.token_type",
+  scores: "tokenizer.ggml.scores",
+  merges: "tokenizer.ggml.merges",
+  bosId: "tokenizer.ggml.bos_token_id",
+  eosId: "tokenizer.ggml.eos_token_id",
+  eotId: "tokenizer.ggml.eot_token_id",
+  unkId: "tokenizer.ggml.unknown_token_id",
+  padId: "tokenizer.ggml.padding_token_id",
+  addBos: "tokenizer.ggml.add_bos_token",
+  addEos: "tokenizer.ggml.add_eos_token",
+  addSpacePrefix: "tokenizer.ggml.add_space_prefix",
+  chatTemplate: "tokenizer.chat_template",
+} as const;
+
+/** Keys under the architecture's prefix: `${arch}.${ARCH_KEY.x}`; use archKey(). */
+export const ARCH_KEY = {
+  contextLength: "context_length",
+  embeddingLength: "embedding_length",
+  blockCount: "block_count",
+  feedForwardLength: "feed_forward_length",
+  headCount: "attention.head_count",
+  headCountKv: "attention.head_count_kv",
+  keyLength: "attention.key_length",
+  valueLength: "attention.value_length",
+  rmsEps: "attention.layer_norm_rms_epsilon",
+  ropeFreqBase: "rope.freq_base",
+  ropeDimensionCount: "rope.dimension_count",
+  vocabSize: "vocab_size",
+} as const;
+
+/** @example archKey("qwen2", "headCountKv") // "qwen2.attention.head_count_kv" */
+export function archKey(arch: string, key: keyof typeof ARCH_KEY): string {
+  return `${arch}.${ARCH_KEY[key]}`;
+}
+
+/** Tensor names; `{n}` is the layer index. Use tensorName(). */
+export const TENSOR = {
+  tokenEmbd: "token_embd.weight",
+  outputNorm: "output_norm.weight",
+  output: "output.weight",
+  attnNorm: "blk.{n}.attn_norm.weight",
+  attnQ: "blk.{n}.attn_q.weight",
+  attnK: "blk.{n}.attn_k.weight",
+  attnV: "blk.{n}.attn_v.weight",
+  attnQBias: "blk.{n}.attn_q.bias",
+  attnKBias: "blk.{n}.attn_k.bias",
+  attnVBias: "blk.{n}.attn_v.bias",
+  attnQNorm: "blk.{n}.attn_q_norm.weight",
+  attnKNorm: "blk.{n}.attn_k_norm.weight",
+  attnOutput: "blk.{n}.attn_output.weight",
+  ffnNorm: "blk.{n}.ffn_norm.weight",
+  ffnGate: "blk.{n}.ffn_gate.weight",
+  ffnUp: "blk.{n}.ffn_up.weight",
+  ffnDown: "blk.{n}.ffn_down.weight",
+} as const;
+
+export type TensorKey = keyof typeof TENSOR;
+
+/** @example tensorName("attnQ", 3) // "blk.3.attn_q.weight" */
+export function tensorName(key: TensorKey, layer?: number): string {
+  const template: string = TENSOR[key];
+  if (!template.includes("{n}")) return template;
+  if (layer === undefined) throw new Error(`tensorName: ${key} needs a layer index`);
+  return template.replace("{n}", String(layer));
+}
+
+/** llama.cpp token types (tokenizer.ggml.token_type values, llama_token_type). */
+export enum TokenType {
+  UNDEFINED = 0, NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5, BYTE = 6,
+}
+
+/** general.file_type values (llama_ftype) for the types make-model writes. */
+export const FILE_TYPE: Readonly<Record<string, number>> = {
+  f32: 0, f16: 1, q4_0: 2, q4_1: 3, q8_0: 7, q5_0: 8, q5_1: 9, q4_k_m: 15, q5_k_m: 17, q6_k: 18, bf16: 32,
+  q4_k: 14 /* Q4_K_S */, q5_k: 16 /* Q5_K_S */,
+};

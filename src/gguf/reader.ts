@@ -1,0 +1,234 @@
+/**
+ * GGUF v2/v3 reader (ggml docs/gguf.md, ggml/src/gguf.cpp). Validates everything and returns one error string that
+ * names the file and the problem, never throws on bad input. Tensor data is never copied: `bytes` is the mmapped
+ * file (or the caller's buffer) and tensorData() returns subarrays of it.
+ *
+ * Layout: "GGUF" u32 version, u64 tensorCount, u64 kvCount, kvCount x (string key, u32 type, value),
+ * tensorCount x (string name, u32 nDims, u64 ne[nDims] (ne0 first), u32 type, u64 offset), padding to
+ * general.alignment (default 32), then the data section; tensor offsets are relative to it and aligned.
+ * Strings are u64 length + UTF-8 bytes (no NUL). v1 (u32 counts) is not supported; v2 and v3 share this layout.
+ */
+import { statSync } from "node:fs";
+import { byteSize, ggmlTypeName, WEIGHT_TYPES, weightType } from "../tensor/dtypes.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import {
+  GgufValueType, type GgufArray, type GgufFile, type GgufMetadataEntry, type GgufScalar, type GgufTensorInfo,
+} from "./gguf-file.ts";
+
+export const GGUF_MAGIC = "GGUF";
+export const GGUF_DEFAULT_ALIGNMENT = 32;
+const SUPPORTED_VERSIONS = [2, 3];
+/** GGML_MAX_DIMS */
+const MAX_DIMS = 4;
+
+/** Bytes of each fixed-size metadata value type (strings and arrays are variable). */
+export const GGUF_VALUE_SIZES: Readonly<Partial<Record<GgufValueType, number>>> = {
+  [GgufValueType.UINT8]: 1, [GgufValueType.INT8]: 1, [GgufValueType.UINT16]: 2, [GgufValueType.INT16]: 2,
+  [GgufValueType.UINT32]: 4, [GgufValueType.INT32]: 4, [GgufValueType.FLOAT32]: 4, [GgufValueType.BOOL]: 1,
+  [GgufValueType.UINT64]: 8, [GgufValueType.INT64]: 8, [GgufValueType.FLOAT64]: 8,
+};
+
+/** Thrown only inside this file and turned into an error Result by parseGguf. */
+class ParseError extends Error {}
+
+/** A bounds-checked little-endian cursor over the file. */
+class Cursor {
+  pos = 0;
+  private readonly view: DataView;
+  /** the same bytes as a Buffer: its UTF-8 slicing is ~5x faster than TextDecoder for short strings and keeps a BOM */
+  private readonly buffer: Buffer;
+
+  constructor(private readonly bytes: Uint8Array) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  need(count: number, what: string): void {
+    if (this.pos + count > this.bytes.length) {
+      throw new ParseError(`file is truncated: needs ${count} more bytes at offset ${this.pos} for ${what}, but is ${this.bytes.length} bytes long`);
+    }
+  }
+  u8(what: string): number { this.need(1, what); return this.view.getUint8(this.pos++); }
+  i8(what: string): number { this.need(1, what); return this.view.getInt8(this.pos++); }
+  u16(what: string): number { this.need(2, what); const v = this.view.getUint16(this.pos, true); this.pos += 2; return v; }
+  i16(what: string): number { this.need(2, what); const v = this.view.getInt16(this.pos, true); this.pos += 2; return v; }
+  u32(what: string): number { this.need(4, what); const v = this.view.getUint32(this.pos, true); this.pos += 4; return v; }
+  i32(what: string): number { this.need(4, what); const v = this.view.getInt32(this.pos, true); this.pos += 4; return v; }
+  f32(what: string): number { this.need(4, what); const v = this.view.getFloat32(this.pos, true); this.pos += 4; return v; }
+  f64(what: string): number { this.need(8, what); const v = this.view.getFloat64(this.pos, true); this.pos += 8; return v; }
+  u64(what: string): bigint { this.need(8, what); const v = this.view.getBigUint64(this.pos, true); this.pos += 8; return v; }
+  i64(what: string): bigint { this.need(8, what); const v = this.view.getBigInt64(this.pos, true); this.pos += 8; return v; }
+
+  /** A u64 that must fit a JS number (counts, lengths, dims, offsets). */
+  count(what: string): number {
+    const v = this.u64(what);
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new ParseError(`${what} is ${v}, too large`);
+    return Number(v);
+  }
+
+  string(what: string): string {
+    const length = this.count(`the length of ${what}`);
+    this.need(length, what);
+    const start = this.pos;
+    this.pos += length;
+    return this.buffer.toString("utf8", start, start + length);
+  }
+}
+
+function readScalar(c: Cursor, type: GgufValueType, what: string): GgufScalar {
+  switch (type) {
+    case GgufValueType.UINT8: return c.u8(what);
+    case GgufValueType.INT8: return c.i8(what);
+    case GgufValueType.UINT16: return c.u16(what);
+    case GgufValueType.INT16: return c.i16(what);
+    case GgufValueType.UINT32: return c.u32(what);
+    case GgufValueType.INT32: return c.i32(what);
+    case GgufValueType.FLOAT32: return c.f32(what);
+    case GgufValueType.BOOL: {
+      return c.u8(what) !== 0;
+    }
+    case GgufValueType.STRING: return c.string(what);
+    case GgufValueType.UINT64: return c.u64(what);
+    case GgufValueType.INT64: return c.i64(what);
+    case GgufValueType.FLOAT64: return c.f64(what);
+    default: throw new ParseError(`${what} has unknown value type ${type}`);
+  }
+}
+
+function readValue(c: Cursor, type: number, key: string): GgufScalar | GgufArray {
+  if (type !== GgufValueType.ARRAY) return readScalar(c, type, `metadata key "${key}"`);
+  const elementType = c.u32(`the element type of array "${key}"`);
+  if (elementType === GgufValueType.ARRAY) throw new ParseError(`metadata key "${key}" is a nested array, which GGUF readers do not support`);
+  if (!(elementType in GgufValueType)) throw new ParseError(`metadata key "${key}" is an array of unknown value type ${elementType}`);
+  const length = c.count(`the length of array "${key}"`);
+  // every element takes at least one byte (strings at least 8): reject absurd lengths before looping
+  const minBytes = elementType === GgufValueType.STRING ? 8 : GGUF_VALUE_SIZES[elementType as GgufValueType]!;
+  c.need(length * minBytes, `the ${length} elements of array "${key}"`);
+  const values: GgufScalar[] = new Array(length);
+  for (let i = 0; i < length; i++) values[i] = readScalar(c, elementType, `element ${i} of array "${key}"`);
+  return { elementType, values };
+}
+
+function readTensorInfo(c: Cursor, index: number): Omit<GgufTensorInfo, "offset"> & { relativeOffset: number } {
+  const name = c.string(`the name of tensor ${index}`);
+  const nDims = c.u32(`the dimension count of tensor "${name}"`);
+  if (nDims < 1 || nDims > MAX_DIMS) throw new ParseError(`tensor "${name}" has ${nDims} dimensions (must be 1..${MAX_DIMS})`);
+  const shape: number[] = [];
+  for (let d = 0; d < nDims; d++) shape.push(c.count(`dimension ${d} of tensor "${name}"`));
+  const type = c.u32(`the type of tensor "${name}"`);
+  const relativeOffset = c.count(`the data offset of tensor "${name}"`);
+  const w = weightType(type);
+  if (w === undefined) {
+    const supported = WEIGHT_TYPES.map((t) => t.name).join(", ");
+    throw new ParseError(`tensor "${name}" has type ${ggmlTypeName(type)} (${type}), which fennec does not support (supported: ${supported})`);
+  }
+  const numElements = shape.reduce((a, b) => a * b, 1);
+  if (!Number.isSafeInteger(numElements)) throw new ParseError(`tensor "${name}" has too many elements (${shape.join(" x ")})`);
+  if (shape[0]! % w.blockSize !== 0) {
+    throw new ParseError(`tensor "${name}" of type ${w.name} has row length ${shape[0]}, not a multiple of its block size ${w.blockSize}`);
+  }
+  return { name, shape, type, sizeBytes: byteSize(w, numElements), relativeOffset };
+}
+
+function alignmentOf(metadata: ReadonlyMap<string, GgufMetadataEntry>): number {
+  const entry = metadata.get("general.alignment");
+  if (entry === undefined) return GGUF_DEFAULT_ALIGNMENT;
+  if (entry.type !== GgufValueType.UINT32) throw new ParseError(`general.alignment must be a u32 (has value type ${GgufValueType[entry.type] ?? entry.type})`);
+  const a = entry.value as number;
+  if (a === 0 || (a & (a - 1)) !== 0) throw new ParseError(`general.alignment is ${a}, not a power of two`);
+  return a;
+}
+
+function parse(bytes: Uint8Array): Omit<GgufFile, "source"> {
+  const c = new Cursor(bytes);
+  c.need(4, "the magic");
+  const magic = String.fromCharCode(...bytes.subarray(0, 4));
+  c.pos = 4;
+  if (magic !== GGUF_MAGIC) throw new ParseError(`not a GGUF file (magic is ${JSON.stringify(magic)}, expected "GGUF")`);
+  const version = c.u32("the version");
+  if (!SUPPORTED_VERSIONS.includes(version)) {
+    const hint = version === 1 ? " (GGUF v1 is obsolete: re-convert the model)" : version > 0xffff ? " (a big-endian file?)" : "";
+    throw new ParseError(`unsupported GGUF version ${version}${hint}; fennec reads versions ${SUPPORTED_VERSIONS.join(" and ")}`);
+  }
+  const tensorCount = c.count("the tensor count");
+  const kvCount = c.count("the metadata count");
+  // each metadata entry takes at least 13 bytes and each tensor info at least 28: reject garbage counts early
+  c.need(kvCount * 13 + tensorCount * 28, `${kvCount} metadata entries and ${tensorCount} tensor infos`);
+
+  const metadata = new Map<string, GgufMetadataEntry>();
+  for (let i = 0; i < kvCount; i++) {
+    const key = c.string(`metadata key ${i}`);
+    const type = c.u32(`the value type of metadata key "${key}"`);
+    if (!(type in GgufValueType)) throw new ParseError(`metadata key "${key}" has unknown value type ${type}`);
+    const value = readValue(c, type, key);
+    if (metadata.has(key)) throw new ParseError(`duplicate metadata key "${key}"`);
+    metadata.set(key, { type, value });
+  }
+  const alignment = alignmentOf(metadata);
+
+  const infos = [];
+  const names = new Set<string>();
+  for (let i = 0; i < tensorCount; i++) {
+    const info = readTensorInfo(c, i);
+    if (names.has(info.name)) throw new ParseError(`duplicate tensor name "${info.name}"`);
+    names.add(info.name);
+    infos.push(info);
+  }
+
+  const dataStart = Math.ceil(c.pos / alignment) * alignment;
+  const tensors: GgufTensorInfo[] = infos.map(({ relativeOffset, ...info }) => {
+    if (relativeOffset % alignment !== 0) {
+      throw new ParseError(`tensor "${info.name}" has data offset ${relativeOffset}, not a multiple of the alignment ${alignment}`);
+    }
+    const offset = dataStart + relativeOffset;
+    if (offset + info.sizeBytes > bytes.length) {
+      throw new ParseError(`tensor "${info.name}" (${info.sizeBytes} bytes at offset ${offset}) runs past the end of the file (${bytes.length} bytes): truncated?`);
+    }
+    return { ...info, offset };
+  });
+  return { version, alignment, metadata, tensors, bytes };
+}
+
+/**
+ * Parses GGUF bytes already in memory (e.g. the embedded default model). `source` labels every error message.
+ * @example const file = parseGguf(bytes, "<embedded default model>"); if (!file.ok) throw new CliError(file.error);
+ */
+export function parseGguf(bytes: Uint8Array, source: string): Result<GgufFile> {
+  try {
+    return ok({ ...parse(bytes), source });
+  } catch (e) {
+    if (e instanceof ParseError) return err(`${source}: ${e.message}`);
+    throw e;
+  }
+}
+
+/**
+ * Maps the file at `path` (Bun.mmap, zero copy) and parses it.
+ * @example const file = readGguf("model.gguf"); if (!file.ok) throw new CliError(file.error);
+ */
+export function readGguf(path: string): Result<GgufFile> {
+  let size: number;
+  try {
+    const stat = statSync(path);
+    if (!stat.isFile()) return err(`${path}: not a regular file`);
+    size = stat.size;
+  } catch {
+    return err(`${path}: file not found`);
+  }
+  if (size === 0) return err(`${path}: file is empty`);
+  let bytes: Uint8Array;
+  try {
+    bytes = Bun.mmap(path, { shared: false });
+  } catch (e) {
+    return err(`${path}: cannot map the file (${e instanceof Error ? e.message : String(e)})`);
+  }
+  return parseGguf(bytes, path);
+}
+
+/**
+ * The raw bytes of one tensor, a view into the file (no copy).
+ * @example const q = tensorData(file, info); // Uint8Array of info.sizeBytes bytes
+ */
+export function tensorData(file: GgufFile, info: GgufTensorInfo): Uint8Array {
+  return file.bytes.subarray(info.offset, info.offset + info.sizeBytes);
+}
