@@ -1,0 +1,66 @@
+/**
+ * The HTTP app: one named plugin per route group, composed here, plus the request-wide checks (API key, body size,
+ * JSON media type) and the one error handler. Built from `ServerOptions` only, so tests pass a fake orchestrator and
+ * call `app.handle(new Request(...))` without a port.
+ * @example const app = createApp(options); app.listen({ hostname: "127.0.0.1", port: 8000 });
+ */
+import { Elysia } from "elysia";
+import { createAuthCheck } from "./auth.ts";
+import { docsRoutes } from "./docs.ts";
+import { ApiError, errorPlugin } from "./errors.ts";
+import { healthRoutes } from "./health.ts";
+import { chatCompletionsRoutes } from "./openai/chat-completions.ts";
+import { completionsRoutes } from "./openai/completions.ts";
+import { modelsRoutes } from "./openai/models.ts";
+import { tokenizeRoutes } from "./openai/tokenize.ts";
+import type { ServerOptions } from "./server-options.ts";
+
+/** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
+const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"]);
+
+/** Checks that run before routing, cheapest first; each throws the ApiError to answer with. */
+function createRequestChecks(options: ServerOptions): (request: Request) => void {
+  const checkAuth = createAuthCheck(options.apiKey);
+  return (request) => {
+    checkAuth(request);
+    if (request.method !== "POST") return;
+    const length = Number(request.headers.get("content-length") ?? "0");
+    if (length > options.maxBodyBytes) {
+      throw new ApiError("payloadTooLarge", `Request body of ${length} bytes is larger than the limit of ${options.maxBodyBytes} bytes.`);
+    }
+    if (!JSON_BODY_PATHS.has(new URL(request.url).pathname)) return;
+    const mediaType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (mediaType !== "application/json") {
+      throw new ApiError("invalidBody", "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed", "Content-Type");
+    }
+  };
+}
+
+/** JSON bodies are parsed here so that malformed JSON and non-object bodies get a clear 400 of their own. */
+async function parseJsonObject(request: Request): Promise<Record<string, unknown>> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await request.text());
+  } catch {
+    throw new ApiError("invalidBody", "Request body is not valid JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError("invalidBody", "Request body must be a JSON object");
+  return value as Record<string, unknown>;
+}
+
+export function createApp(options: ServerOptions) {
+  const checkRequest = createRequestChecks(options);
+  const app = new Elysia({ name: "fennec" })
+    .use(errorPlugin(options.log))
+    .onRequest(({ request }) => checkRequest(request))
+    .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request) : undefined))
+    .use(docsRoutes())
+    .use(healthRoutes(options))
+    .use(modelsRoutes(options))
+    .use(chatCompletionsRoutes(options))
+    .use(completionsRoutes(options))
+    .use(tokenizeRoutes(options));
+  return options.metricsRoute ? app.use(options.metricsRoute) : app;
+}
+
+export type FennecApp = ReturnType<typeof createApp>;

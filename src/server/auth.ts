@@ -1,0 +1,32 @@
+/**
+ * --api-key (reference §5.6): requests to /v1 paths need `Authorization: Bearer <key>` (scheme case-insensitive);
+ * everything else (/health, /metrics, /docs, /tokenize, ...) stays open, and so do CORS preflights (OPTIONS).
+ * Keys are compared as SHA-256 digests in constant time, as vLLM does.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { ApiError } from "./errors.ts";
+
+export const PROTECTED_PREFIXES = ["/v1", "/v2", "/inference", "/cohere"] as const;
+
+function digest(text: string): Buffer {
+  return Buffer.from(new Bun.CryptoHasher("sha256").update(text).digest());
+}
+
+function isProtected(pathname: string): boolean {
+  return PROTECTED_PREFIXES.some((p) => pathname === p || pathname.startsWith(`${p}/`));
+}
+
+/** Returns a checker that throws a 401 ApiError for a request without the right key; null key = no checks. */
+export function createAuthCheck(apiKey: string | null): (request: Request) => void {
+  if (apiKey === null) return () => {};
+  const expected = digest(apiKey);
+  return (request) => {
+    if (request.method === "OPTIONS") return;
+    if (!isProtected(new URL(request.url).pathname)) return;
+    const header = request.headers.get("authorization") ?? "";
+    const match = /^bearer\s+(.+)$/i.exec(header.trim());
+    if (match === null || !timingSafeEqual(digest(match[1]!), expected)) {
+      throw new ApiError("unauthorized", "Unauthorized: a valid API key is required (Authorization: Bearer <key>).");
+    }
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * Swagger UI at /docs and the OpenAPI document at /openapi.json, from @elysiajs/swagger: every route, its `t` schema,
+ * examples, and the bearer-auth scheme. The plugin's page loads Swagger UI from unpkg.com; fennec is one offline binary,
+ * so the page is rendered once by the plugin and its two CDN links point at copies embedded in the binary instead.
+ */
+import { swagger } from "@elysiajs/swagger";
+import { Elysia } from "elysia";
+import pkg from "../../package.json" with { type: "json" };
+import bundlePath from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
+import cssPath from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
+
+export const DOCS_PATH = "/docs";
+export const OPENAPI_PATH = "/openapi.json";
+const ASSETS = [
+  { route: `${DOCS_PATH}/assets/swagger-ui-bundle.js`, file: bundlePath, cdnName: "swagger-ui-bundle.js", type: "text/javascript; charset=utf-8" },
+  { route: `${DOCS_PATH}/assets/swagger-ui.css`, file: cssPath, cdnName: "swagger-ui.css", type: "text/css; charset=utf-8" },
+] as const;
+
+/** unpkg links in the plugin's page -> the embedded copies. */
+function localizeAssets(html: string): string {
+  let out = html;
+  for (const asset of ASSETS) out = out.replace(new RegExp(`https://unpkg\\.com/swagger-ui-dist@[^/"]+/${asset.cdnName.replace(".", "\\.")}`, "g"), asset.route);
+  return out.replace(/ crossorigin(?=>)/g, "");
+}
+
+export function docsRoutes() {
+  const ui = swagger({
+    provider: "swagger-ui",
+    path: DOCS_PATH,
+    specPath: OPENAPI_PATH,
+    exclude: [new RegExp(`^${DOCS_PATH}/assets/`)],
+    autoDarkMode: false,
+    swaggerOptions: { persistAuthorization: true, displayRequestDuration: true, tryItOutEnabled: true },
+    documentation: {
+      info: {
+        title: "fennec API",
+        version: pkg.version,
+        description: "OpenAI-compatible API served by fennec (vLLM-compatible). With `--api-key`, /v1 endpoints need `Authorization: Bearer <key>`: use **Authorize**.",
+      },
+      tags: [
+        { name: "OpenAI", description: "OpenAI-compatible endpoints" },
+        { name: "vLLM", description: "vLLM extras" },
+        { name: "Server", description: "Health and version" },
+      ],
+      components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "The server's --api-key." } } },
+    },
+  });
+  let page: string | null = null;
+  const routes = new Elysia({ name: "server-docs" });
+  for (const asset of ASSETS) {
+    routes.get(asset.route, () => new Response(Bun.file(asset.file), { headers: { "content-type": asset.type, "cache-control": "max-age=86400" } }), { detail: { hide: true } });
+  }
+  return routes
+    // answers /docs before routing reaches the plugin's CDN-linked page
+    .onRequest(async ({ request }) => {
+      if (request.method !== "GET" || new URL(request.url).pathname !== DOCS_PATH) return;
+      page ??= localizeAssets(await (await ui.handle(new Request(`http://localhost${DOCS_PATH}`))).text());
+      return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
+    })
+    .use(ui);
+}

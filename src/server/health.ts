@@ -1,0 +1,17 @@
+/** GET /health, GET|POST /ping (200 empty, 503 when the engine is dead) and GET /version (reference §5.1). */
+import { Elysia } from "elysia";
+import pkg from "../../package.json" with { type: "json" };
+import type { ServerOptions } from "./server-options.ts";
+
+function health(options: ServerOptions): Response {
+  return new Response(null, { status: options.orchestrator.isHealthy() ? 200 : 503 });
+}
+
+export function healthRoutes(options: ServerOptions) {
+  const detail = { tags: ["Server"], description: "200 with an empty body while the engine is alive, 503 once it died." };
+  return new Elysia({ name: "server-health" })
+    .get("/health", () => health(options), { detail: { ...detail, summary: "Liveness" } })
+    .get("/ping", () => health(options), { detail: { ...detail, summary: "SageMaker ping (same as /health)" } })
+    .post("/ping", () => health(options), { detail: { ...detail, summary: "SageMaker ping (same as /health)" } })
+    .get("/version", () => ({ version: pkg.version }), { detail: { tags: ["Server"], summary: "fennec's version" } });
+}

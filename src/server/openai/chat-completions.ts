@@ -1,0 +1,139 @@
+/**
+ * POST /v1/chat/completions: render the chat template, tokenize, check, generate; answer as one JSON body or as SSE
+ * chunks in vLLM's order (role chunk, content deltas, one finish chunk per choice, optional usage chunk, [DONE]).
+ */
+import { Elysia } from "elysia";
+import type { ChatMessage } from "../../tokenizer/tokenizer.ts";
+import { nowMs } from "../../util/clock.ts";
+import { ApiError } from "../errors.ts";
+import type { ServerOptions } from "../server-options.ts";
+import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, type ChoiceResult } from "./generation.ts";
+import { chatLogprobs } from "./logprobs.ts";
+import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } from "./schemas.ts";
+import { sseResponse } from "./stream.ts";
+import { checkModel, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { metricsWire, usageWire } from "./usage.ts";
+
+/** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
+export function toChatMessages(messages: readonly ChatMessageBody[]): ChatMessage[] {
+  return messages.map((m, i) => {
+    if (m.content === undefined || m.content === null) return { role: m.role, content: "" };
+    if (typeof m.content === "string") return { role: m.role, content: m.content };
+    const texts = m.content.map((part, j) => {
+      if (part.type !== "text" || part.text === undefined) {
+        throw new ApiError("badRequest", `messages[${i}].content[${j}]: only text parts are supported (got type "${part.type}")`, `messages[${i}].content[${j}].type`);
+      }
+      return part.text;
+    });
+    return { role: m.role, content: texts.join("\n") };
+  });
+}
+
+function choiceLogprobs(options: ServerOptions, body: ChatCompletionBody, choice: Pick<ChoiceResult, "logprobs">) {
+  if (body.logprobs !== true) return null;
+  return { content: chatLogprobs(options.orchestrator.tokenizer, choice.logprobs, body.top_logprobs ?? 0) };
+}
+
+export async function createChatCompletion(options: ServerOptions, body: ChatCompletionBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined): Promise<Response | Record<string, unknown>> {
+  const arrivalMs = nowMs();
+  const { orchestrator } = options;
+  checkModel(body.model, options.servedModelName);
+  checkStreamOptions(body.stream, body.stream_options);
+  if (body.messages.length === 0) throw new ApiError("badRequest", "messages must not be empty", "messages");
+  if (body.logprobs !== true && (body.top_logprobs ?? 0) > 0) {
+    throw new ApiError("badRequest", "when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
+  }
+  if ((body.top_logprobs ?? 0) < 0) throw new ApiError("badRequest", "top_logprobs must be a non-negative value.", "top_logprobs");
+  const maxTokensParam = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens";
+  const sampling = toSamplingParams({
+    body,
+    maxTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
+    maxTokensParam,
+    logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
+    vocabSize: orchestrator.tokenizer.vocabSize,
+  });
+  const prompt = orchestrator.tokenizer.applyChatTemplate(toChatMessages(body.messages), { addGenerationPrompt: body.add_generation_prompt ?? true });
+  const promptTokenIds = orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
+  if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
+  const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);
+
+  const id = `chatcmpl-${publicRequestId(requestIdHeader, body.request_id)}`;
+  const created = unixSeconds(arrivalMs);
+  const model = options.servedModelName;
+  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, promptTokenIds, sampling: { ...sampling, maxTokens }, arrivalMs };
+  const abort = linkAbort(clientSignal, options.shutdownSignal);
+  const n = sampling.n;
+
+  if (body.stream !== true) {
+    try {
+      const result = await collectGeneration(orchestrator, request, abort);
+      const completionTokens = result.choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
+      return {
+        id, object: "chat.completion", created, model,
+        choices: result.choices.map((c) => ({
+          index: c.index,
+          message: { role: "assistant", content: c.text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning: null },
+          logprobs: choiceLogprobs(options, body, c),
+          finish_reason: c.finishReason,
+          stop_reason: c.stopReason,
+          token_ids: null,
+        })),
+        service_tier: null, system_fingerprint: null,
+        usage: { ...usageWire(result.numPromptTokens, completionTokens), prompt_tokens_details: null },
+        prompt_logprobs: null, prompt_token_ids: null, kv_transfer_params: null,
+        metrics: metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times: result.times, numGenerationTokens: completionTokens }, false),
+      };
+    } finally {
+      abort.dispose();
+    }
+  }
+
+  const usage = usageMode(body.stream_options, options.forceIncludeUsage);
+  const numPromptTokens = promptTokenIds.length;
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: "chat.completion.chunk", created, model, choices, ...extra });
+  async function* chunks() {
+    const choices: ChoiceResult[] = Array.from({ length: n }, (_, i) => newChoice(i));
+    for (let i = 0; i < n; i++) {
+      yield chunk([{ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
+        usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
+    }
+    let times = null;
+    for await (const output of generateOutputs(orchestrator, request, abort)) {
+      applyOutput(choices, output);
+      times = output.times;
+      for (const o of output.outputs) {
+        const hasLogprobs = body.logprobs === true && (o.logprobsDelta?.length ?? 0) > 0;
+        if (o.finishReason === null && o.textDelta === "" && !hasLogprobs) continue;
+        const logprobs = body.logprobs === true ? choiceLogprobs(options, body, { logprobs: [...(o.logprobsDelta ?? [])] }) : null;
+        const delta = o.textDelta === "" && o.finishReason !== null ? {} : { content: o.textDelta };
+        const choice = o.finishReason === null
+          ? { index: o.index, delta, logprobs, finish_reason: null }
+          : { index: o.index, delta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason };
+        yield chunk([choice], usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {});
+      }
+    }
+    if (abort.controller.signal.aborted) return;
+    if (usage.includeUsage) {
+      const completionTokens = choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
+      const metrics = metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times, numGenerationTokens: completionTokens }, true);
+      yield chunk([], { usage: usageWire(numPromptTokens, completionTokens), ...(metrics === null ? {} : { metrics }) });
+    }
+  }
+  return sseResponse(chunks(), { onCancel: () => abort.controller.abort(), onEnd: () => abort.dispose(), log: options.log });
+}
+
+export function chatCompletionsRoutes(options: ServerOptions) {
+  return new Elysia({ name: "openai-chat-completions" }).post(
+    "/v1/chat/completions",
+    ({ body, headers, request }) => createChatCompletion(options, body, headers["x-request-id"] ?? null, request.signal),
+    {
+      body: ChatCompletionRequest,
+      detail: {
+        tags: ["OpenAI"],
+        summary: "Create a chat completion",
+        description: "OpenAI Chat Completions with vLLM's extra sampling fields. With `stream: true` the answer comes as server-sent events. With `--enable-per-request-metrics` the response carries a top-level `metrics` object.",
+        security: [{ bearerAuth: [] }],
+      },
+    },
+  );
+}

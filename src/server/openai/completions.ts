@@ -1,0 +1,149 @@
+/**
+ * POST /v1/completions (legacy): a string, a token-id list, or a list of either. Each prompt is one engine request;
+ * choices are numbered prompt_index * n + i (vLLM). Per-request metrics only for one prompt with n = 1.
+ */
+import { Elysia } from "elysia";
+import type { SamplingParams } from "../../engine/sampling-params.ts";
+import type { RequestTimes } from "../../engine/stats.ts";
+import { nowMs } from "../../util/clock.ts";
+import { ApiError } from "../errors.ts";
+import type { ServerOptions } from "../server-options.ts";
+import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync, newChoice, type ChoiceResult, type RequestAbort } from "./generation.ts";
+import { appendCompletionLogprobs, emptyCompletionLogprobs, type CompletionLogprobs } from "./logprobs.ts";
+import { CompletionRequest, type CompletionBody } from "./schemas.ts";
+import { sseResponse } from "./stream.ts";
+import { checkModel, checkPromptTokenIds, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { metricsWire, usageWire } from "./usage.ts";
+
+interface PreparedPrompt {
+  readonly text: string;
+  readonly tokenIds: readonly number[];
+  readonly sampling: SamplingParams;
+}
+
+function logprobsOf(options: ServerOptions, numTop: number | null, choice: ChoiceResult, startOffset: number): CompletionLogprobs | null {
+  if (numTop === null) return null;
+  const out = emptyCompletionLogprobs();
+  appendCompletionLogprobs(out, options.orchestrator.tokenizer, choice.logprobs, numTop, startOffset);
+  return out;
+}
+
+export async function createCompletion(options: ServerOptions, body: CompletionBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined): Promise<Response | Record<string, unknown>> {
+  const arrivalMs = nowMs();
+  const { orchestrator } = options;
+  const { tokenizer } = orchestrator;
+  checkModel(body.model, options.servedModelName);
+  checkStreamOptions(body.stream, body.stream_options);
+  if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
+  const inputs = promptsOf(body.prompt);
+  if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
+  const sampling = toSamplingParams({ body, maxTokens: body.max_tokens ?? 16, maxTokensParam: "max_tokens", logprobs: body.logprobs ?? null, vocabSize: tokenizer.vocabSize });
+  const addSpecial = body.add_special_tokens ?? true;
+  const prompts: PreparedPrompt[] = inputs.map((input) => {
+    const isText = "text" in input;
+    if (isText ? input.text === "" : input.tokenIds.length === 0) {
+      throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
+    }
+    const tokenIds = isText ? tokenizer.encode(input.text, { addSpecial, parseSpecial: true }) : input.tokenIds;
+    if (!isText) checkPromptTokenIds(tokenIds, tokenizer.vocabSize);
+    if (tokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "prompt");
+    const maxTokens = resolveMaxTokens(tokenIds.length, sampling.maxTokens, "max_tokens", orchestrator.maxModelLen);
+    const text = isText ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
+    return { text, tokenIds, sampling: { ...sampling, maxTokens } };
+  });
+
+  const id = `cmpl-${publicRequestId(requestIdHeader, body.request_id)}`;
+  const created = unixSeconds(arrivalMs);
+  const model = options.servedModelName;
+  const n = sampling.n;
+  const echo = body.echo === true;
+  const numTop = body.logprobs ?? null;
+  const suffix = crypto.randomUUID().slice(0, 8);
+  const requestOf = (p: PreparedPrompt, i: number) => ({ requestId: `${id}-${i}-${suffix}`, promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs });
+  const aborts: RequestAbort[] = prompts.map(() => linkAbort(clientSignal, options.shutdownSignal));
+  const disposeAll = () => aborts.forEach((a) => a.dispose());
+  const metricsInput = (times: RequestTimes | null, numGenerationTokens: number) =>
+    ({ enabled: options.enablePerRequestMetrics, n, numPrompts: prompts.length, times, numGenerationTokens });
+
+  if (body.stream !== true) {
+    try {
+      const results = await Promise.all(prompts.map((p, i) => collectGeneration(orchestrator, requestOf(p, i), aborts[i]!)));
+      const choices = results.flatMap((r, p) => r.choices.map((c) => ({
+        index: p * n + c.index,
+        text: echo ? prompts[p]!.text + c.text : c.text,
+        logprobs: logprobsOf(options, numTop, c, echo ? prompts[p]!.text.length : 0),
+        finish_reason: c.finishReason,
+        stop_reason: c.stopReason,
+        token_ids: null, prompt_logprobs: null, prompt_token_ids: null,
+      })));
+      const promptTokens = results.reduce((s, r) => s + r.numPromptTokens, 0);
+      const completionTokens = results.reduce((s, r) => s + r.choices.reduce((t, c) => t + c.numGeneratedTokens, 0), 0);
+      return {
+        id, object: "text_completion", created, model, choices,
+        service_tier: null, system_fingerprint: null,
+        usage: { ...usageWire(promptTokens, completionTokens), prompt_tokens_details: null },
+        kv_transfer_params: null,
+        metrics: metricsWire(metricsInput(results[0]!.times, completionTokens), false),
+      };
+    } finally {
+      disposeAll();
+    }
+  }
+
+  const usage = usageMode(body.stream_options, options.forceIncludeUsage);
+  const promptTokens = prompts.reduce((s, p) => s + p.tokenIds.length, 0);
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: "text_completion", created, model, choices, ...extra });
+  const states = prompts.map(() => Array.from({ length: n }, (_, i) => newChoice(i)));
+  const offsets = prompts.map((p) => Array.from({ length: n }, () => (echo ? p.text.length : 0)));
+  const tagged = prompts.map((p, i) => (async function* () {
+    for await (const output of generateOutputs(orchestrator, requestOf(p, i), aborts[i]!)) yield { promptIndex: i, output };
+  })());
+  async function* chunks() {
+    let times: RequestTimes | null = null;
+    if (echo) {
+      for (let p = 0; p < prompts.length; p++) {
+        for (let i = 0; i < n; i++) yield chunk([{ index: p * n + i, text: prompts[p]!.text, logprobs: null, finish_reason: null }]);
+      }
+    }
+    for await (const { promptIndex, output } of mergeAsync(tagged)) {
+      applyOutput(states[promptIndex]!, output);
+      times = output.times;
+      for (const o of output.outputs) {
+        if (o.finishReason === null && o.textDelta === "" && (o.logprobsDelta?.length ?? 0) === 0) continue;
+        let logprobs: CompletionLogprobs | null = null;
+        if (numTop !== null) {
+          logprobs = emptyCompletionLogprobs();
+          offsets[promptIndex]![o.index] = appendCompletionLogprobs(logprobs, tokenizer, o.logprobsDelta ?? [], numTop, offsets[promptIndex]![o.index]!);
+        }
+        const index = promptIndex * n + o.index;
+        const choice = o.finishReason === null
+          ? { index, text: o.textDelta, logprobs, finish_reason: null }
+          : { index, text: o.textDelta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason };
+        yield chunk([choice], usage.continuousUsage ? { usage: usageWire(prompts[promptIndex]!.tokenIds.length, o.numGeneratedTokens) } : {});
+      }
+    }
+    if (aborts.some((a) => a.controller.signal.aborted)) return;
+    if (usage.includeUsage) {
+      const completionTokens = states.flat().reduce((s, c) => s + c.numGeneratedTokens, 0);
+      const metrics = metricsWire(metricsInput(times, completionTokens), true);
+      yield chunk([], { usage: usageWire(promptTokens, completionTokens), ...(metrics === null ? {} : { metrics }) });
+    }
+  }
+  return sseResponse(chunks(), { onCancel: () => aborts.forEach((a) => a.controller.abort()), onEnd: disposeAll, log: options.log });
+}
+
+export function completionsRoutes(options: ServerOptions) {
+  return new Elysia({ name: "openai-completions" }).post(
+    "/v1/completions",
+    ({ body, headers, request }) => createCompletion(options, body, headers["x-request-id"] ?? null, request.signal),
+    {
+      body: CompletionRequest,
+      detail: {
+        tags: ["OpenAI"],
+        summary: "Create a completion (legacy)",
+        description: "OpenAI Completions: `prompt` is a string, a list of strings, a token-id list or a list of token-id lists. Streams as server-sent events with `stream: true`.",
+        security: [{ bearerAuth: [] }],
+      },
+    },
+  );
+}

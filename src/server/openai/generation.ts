@@ -1,0 +1,121 @@
+/**
+ * Running one prompt through the orchestrator on behalf of an HTTP request: the abort wiring (client disconnect,
+ * server shutdown) and the per-choice accumulation that non-streaming responses need. Framework-free.
+ */
+import type { PositionLogprobs } from "../../engine/protocol.ts";
+import type { FinishReason, RequestTimes } from "../../engine/stats.ts";
+import type { GenerateRequest, Orchestrator, RequestOutput } from "../../pipeline/request-output.ts";
+import { ApiError } from "../errors.ts";
+
+/** One request's abort: fires on client disconnect, on server shutdown, or when the handler gives up. */
+export interface RequestAbort {
+  readonly controller: AbortController;
+  /** true when the abort came from the server shutting down (the client gets an error, not a silent end) */
+  readonly shuttingDown: () => boolean;
+  /** detach from the shutdown signal once the request is over */
+  readonly dispose: () => void;
+}
+
+export function linkAbort(clientSignal: AbortSignal | undefined, shutdownSignal: AbortSignal): RequestAbort {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  clientSignal?.addEventListener("abort", abort, { once: true });
+  shutdownSignal.addEventListener("abort", abort, { once: true });
+  if (clientSignal?.aborted || shutdownSignal.aborted) controller.abort();
+  return {
+    controller,
+    shuttingDown: () => shutdownSignal.aborted,
+    dispose: () => {
+      clientSignal?.removeEventListener("abort", abort);
+      shutdownSignal.removeEventListener("abort", abort);
+    },
+  };
+}
+
+export const SHUTTING_DOWN = (): ApiError => new ApiError("unavailable", "The server is shutting down; the request was aborted.");
+
+/**
+ * orchestrator.generate with fennec's rules on top: an engine-side failure (finish reason "error") becomes a 500 like
+ * vLLM; an abort during shutdown becomes a 503 error; an abort by the client just ends the iteration.
+ */
+export async function* generateOutputs(orchestrator: Orchestrator, request: GenerateRequest, abort: RequestAbort): AsyncGenerator<RequestOutput> {
+  const signal = abort.controller.signal;
+  try {
+    for await (const output of orchestrator.generate(request, signal)) {
+      if (output.outputs.some((o) => o.finishReason === "error")) throw new ApiError("internal", "Internal server error");
+      yield output;
+      if (output.finished) break;
+    }
+  } catch (error) {
+    if (!signal.aborted || error instanceof ApiError) throw error;
+  }
+  if (signal.aborted && abort.shuttingDown()) throw SHUTTING_DOWN();
+}
+
+/** One choice, accumulated over the outputs. */
+export interface ChoiceResult {
+  readonly index: number;
+  text: string;
+  tokenIds: number[];
+  logprobs: PositionLogprobs[];
+  numGeneratedTokens: number;
+  finishReason: FinishReason | null;
+  stopReason: string | number | null;
+}
+
+export interface GenerationResult {
+  readonly choices: ChoiceResult[];
+  readonly numPromptTokens: number;
+  readonly numCachedTokens: number;
+  readonly times: RequestTimes | null;
+}
+
+export function newChoice(index: number): ChoiceResult {
+  return { index, text: "", tokenIds: [], logprobs: [], numGeneratedTokens: 0, finishReason: null, stopReason: null };
+}
+
+/** Folds one output into the choices (indices 0..n-1). */
+export function applyOutput(choices: ChoiceResult[], output: RequestOutput): void {
+  for (const o of output.outputs) {
+    const choice = choices[o.index] ?? (choices[o.index] = newChoice(o.index));
+    choice.text += o.textDelta;
+    choice.tokenIds.push(...o.tokenIdsDelta);
+    if (o.logprobsDelta) choice.logprobs.push(...o.logprobsDelta);
+    choice.numGeneratedTokens = o.numGeneratedTokens;
+    if (o.finishReason !== null) {
+      choice.finishReason = o.finishReason;
+      choice.stopReason = o.stopReason;
+    }
+  }
+}
+
+/** Runs a request to the end (non-streaming). A client that went away gets nothing, so the result is dropped. */
+export async function collectGeneration(orchestrator: Orchestrator, request: GenerateRequest, abort: RequestAbort): Promise<GenerationResult> {
+  const choices: ChoiceResult[] = [];
+  for (let i = 0; i < request.sampling.n; i++) choices.push(newChoice(i));
+  let last: RequestOutput | null = null;
+  for await (const output of generateOutputs(orchestrator, request, abort)) {
+    applyOutput(choices, output);
+    last = output;
+  }
+  for (const c of choices) if (c.finishReason === null) c.finishReason = "abort";
+  return { choices, numPromptTokens: last?.numPromptTokens ?? request.promptTokenIds.length, numCachedTokens: last?.numCachedTokens ?? 0, times: last?.times ?? null };
+}
+
+/** Interleaves several async streams (completions with several prompts), in arrival order. */
+export async function* mergeAsync<T>(sources: readonly AsyncIterable<T>[]): AsyncGenerator<T> {
+  const iterators = sources.map((s) => s[Symbol.asyncIterator]());
+  const pending = new Map<number, Promise<{ index: number; result: IteratorResult<T> }>>();
+  const pull = (index: number) => pending.set(index, iterators[index]!.next().then((result) => ({ index, result })));
+  iterators.forEach((_, i) => pull(i));
+  try {
+    while (pending.size > 0) {
+      const { index, result } = await Promise.race(pending.values());
+      if (result.done) { pending.delete(index); continue; }
+      pull(index);
+      yield result.value;
+    }
+  } finally {
+    for (const index of pending.keys()) void iterators[index]!.return?.(undefined);
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Token log probabilities in the two OpenAI wire formats: chat (`logprobs.content[]`) and legacy completions
+ * (`tokens` / `token_logprobs` / `top_logprobs` / `text_offset`). The engine gives ids; the tokenizer gives texts.
+ */
+import type { PositionLogprobs } from "../../engine/protocol.ts";
+import type { Tokenizer } from "../../tokenizer/tokenizer.ts";
+
+export interface ChatTokenLogprob {
+  readonly token: string;
+  readonly logprob: number;
+  readonly bytes: number[];
+  readonly top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+/** -inf is not JSON; vLLM clamps it the same way. */
+function finite(logprob: number): number {
+  return Number.isFinite(logprob) ? logprob : -9999;
+}
+
+function entry(tokenizer: Tokenizer, tokenId: number, logprob: number): { token: string; logprob: number; bytes: number[] } {
+  const token = tokenizer.tokenText(tokenId);
+  return { token, logprob: finite(logprob), bytes: [...new TextEncoder().encode(token)] };
+}
+
+/** Chat: one entry per generated token; `numTop` alternatives (top_logprobs) each. */
+export function chatLogprobs(tokenizer: Tokenizer, positions: readonly PositionLogprobs[], numTop: number): ChatTokenLogprob[] {
+  return positions.map((p) => ({
+    ...entry(tokenizer, p.chosen.tokenId, p.chosen.logprob),
+    top_logprobs: p.top.slice(0, numTop).map((e) => entry(tokenizer, e.tokenId, e.logprob)),
+  }));
+}
+
+export interface CompletionLogprobs {
+  text_offset: number[];
+  token_logprobs: number[];
+  tokens: string[];
+  top_logprobs: Record<string, number>[];
+}
+
+export function emptyCompletionLogprobs(): CompletionLogprobs {
+  return { text_offset: [], token_logprobs: [], tokens: [], top_logprobs: [] };
+}
+
+/**
+ * Legacy completions: appends positions to `into`; offsets continue from `startOffset` (characters of text so far).
+ * Returns the offset after the last token.
+ */
+export function appendCompletionLogprobs(into: CompletionLogprobs, tokenizer: Tokenizer, positions: readonly PositionLogprobs[], numTop: number, startOffset: number): number {
+  let offset = startOffset;
+  for (const p of positions) {
+    const token = tokenizer.tokenText(p.chosen.tokenId);
+    into.tokens.push(token);
+    into.token_logprobs.push(finite(p.chosen.logprob));
+    into.text_offset.push(offset);
+    const top: Record<string, number> = { [token]: finite(p.chosen.logprob) };
+    for (const e of p.top.slice(0, numTop)) top[tokenizer.tokenText(e.tokenId)] = finite(e.logprob);
+    into.top_logprobs.push(top);
+    offset += token.length;
+  }
+  return offset;
+}

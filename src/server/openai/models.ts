@@ -1,0 +1,32 @@
+/** GET /v1/models: the one served model, in vLLM's shape (reference §5.1). */
+import { Elysia } from "elysia";
+import type { ServerOptions } from "../server-options.ts";
+import { unixSeconds } from "./to-engine.ts";
+import { nowMs } from "../../util/clock.ts";
+
+export function listModels(options: ServerOptions) {
+  const created = unixSeconds(nowMs());
+  return {
+    object: "list",
+    data: [{
+      id: options.servedModelName,
+      object: "model",
+      created,
+      owned_by: "fennec",
+      root: options.modelPath,
+      parent: null,
+      max_model_len: options.orchestrator.maxModelLen,
+      permission: [{
+        id: `modelperm-${crypto.randomUUID().replaceAll("-", "")}`, object: "model_permission", created,
+        allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false,
+        allow_view: true, allow_fine_tuning: false, organization: "*", group: null, is_blocking: false,
+      }],
+    }],
+  };
+}
+
+export function modelsRoutes(options: ServerOptions) {
+  return new Elysia({ name: "openai-models" }).get("/v1/models", () => listModels(options), {
+    detail: { tags: ["OpenAI"], summary: "List the served model", security: [{ bearerAuth: [] }] },
+  });
+}

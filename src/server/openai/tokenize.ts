@@ -1,0 +1,48 @@
+/** POST /tokenize and POST /detokenize (vLLM extras, reference §5.1): completion or chat form. */
+import { Elysia } from "elysia";
+import { ApiError } from "../errors.ts";
+import type { ServerOptions } from "../server-options.ts";
+import { toChatMessages } from "./chat-completions.ts";
+import { DetokenizeRequest, TokenizeRequest, type DetokenizeBody, type TokenizeBody } from "./schemas.ts";
+import { checkModel } from "./to-engine.ts";
+
+export function tokenize(options: ServerOptions, body: TokenizeBody) {
+  const { tokenizer } = options.orchestrator;
+  checkModel(body.model, options.servedModelName);
+  if ((body.prompt === undefined) === (body.messages === undefined)) {
+    throw new ApiError("badRequest", "Either `prompt` or `messages` must be given, not both.", body.prompt === undefined ? "prompt" : "messages");
+  }
+  let tokens: number[];
+  if (body.messages !== undefined) {
+    const text = tokenizer.applyChatTemplate(toChatMessages(body.messages), { addGenerationPrompt: body.add_generation_prompt ?? true });
+    tokens = tokenizer.encode(text, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
+  } else {
+    tokens = tokenizer.encode(body.prompt ?? "", { addSpecial: body.add_special_tokens ?? true, parseSpecial: true });
+  }
+  return {
+    count: tokens.length,
+    max_model_len: options.orchestrator.maxModelLen,
+    tokens,
+    ...(body.return_token_strs === true ? { token_strs: tokens.map((id) => tokenizer.tokenText(id)) } : {}),
+  };
+}
+
+export function detokenize(options: ServerOptions, body: DetokenizeBody) {
+  const { tokenizer } = options.orchestrator;
+  checkModel(body.model, options.servedModelName);
+  const bad = body.tokens.filter((id) => id < 0 || id >= tokenizer.vocabSize);
+  if (bad.length > 0) throw new ApiError("badRequest", `token id(s) ${JSON.stringify(bad)} are out of vocabulary (size ${tokenizer.vocabSize}).`, "tokens");
+  return { prompt: tokenizer.decode(body.tokens, { skipSpecialTokens: false }) };
+}
+
+export function tokenizeRoutes(options: ServerOptions) {
+  return new Elysia({ name: "vllm-tokenize" })
+    .post("/tokenize", ({ body }) => tokenize(options, body), {
+      body: TokenizeRequest,
+      detail: { tags: ["vLLM"], summary: "Tokenize a prompt or a chat", description: "Returns the token ids (and with `return_token_strs` their texts) the model would see." },
+    })
+    .post("/detokenize", ({ body }) => detokenize(options, body), {
+      body: DetokenizeRequest,
+      detail: { tags: ["vLLM"], summary: "Turn token ids back into text" },
+    });
+}

@@ -1,0 +1,35 @@
+/**
+ * The `usage` and `metrics` parts that chat and completion responses share (reference §3.3, §5.3).
+ */
+import type { RequestTimes } from "../../engine/stats.ts";
+import { EMPTY_PER_REQUEST_METRICS, perRequestMetrics, perRequestMetricsApply, perRequestMetricsToWire } from "../../metrics/per-request.ts";
+
+export interface UsageWire {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: null;
+}
+
+export function usageWire(promptTokens: number, completionTokens: number): UsageWire {
+  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+}
+
+export interface MetricsInput {
+  /** --enable-per-request-metrics */
+  readonly enabled: boolean;
+  readonly n: number;
+  readonly numPrompts: number;
+  readonly times: RequestTimes | null;
+  readonly numGenerationTokens: number;
+}
+
+/**
+ * The top-level `metrics` value: null when the feature is off or suppressed (n > 1, several prompts); all-null fields
+ * when the engine sent no timings. `dropNulls` for stream usage chunks, which vLLM writes without null fields.
+ */
+export function metricsWire(input: MetricsInput, dropNulls: boolean): Record<string, number | null> | null {
+  if (!input.enabled || !perRequestMetricsApply(input.n, input.numPrompts)) return null;
+  const metrics = input.times === null ? EMPTY_PER_REQUEST_METRICS : perRequestMetrics(input.times, input.numGenerationTokens);
+  return perRequestMetricsToWire(metrics, dropNulls);
+}

@@ -1,0 +1,30 @@
+/**
+ * Everything the HTTP layer needs, built once by `fennec serve` (or a test) and passed to createApp: no singletons.
+ * @example createApp({ orchestrator, servedModelName: "stories260K", ... })
+ */
+import type { Orchestrator } from "../pipeline/request-output.ts";
+
+export interface ServerOptions {
+  readonly orchestrator: Orchestrator;
+  /** the model's name in the API (--served-model-name, else the model file's name) */
+  readonly servedModelName: string;
+  /** the model path shown as `root` in /v1/models */
+  readonly modelPath: string;
+  /** --api-key: bearer token required on /v1 paths; null = open */
+  readonly apiKey: string | null;
+  /** --enable-per-request-metrics */
+  readonly enablePerRequestMetrics: boolean;
+  /** --enable-force-include-usage */
+  readonly forceIncludeUsage: boolean;
+  /** bodies larger than this are refused with 413 */
+  readonly maxBodyBytes: number;
+  /** aborted when the server shuts down: in-flight streams end with an error event */
+  readonly shutdownSignal: AbortSignal;
+  /** one line per call (server log); tests pass a collector */
+  readonly log: (line: string) => void;
+  /** the /metrics route (observability helper), mounted when given; it stays open without the API key */
+  readonly metricsRoute?: import("elysia").AnyElysia;
+}
+
+/** 16 MiB: far above any prompt a context window can hold, small enough that a flood of bodies cannot exhaust memory. */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;

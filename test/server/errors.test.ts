@@ -1,0 +1,170 @@
+// Every failure is {"error":{"message","type","param","code"}} with status = code; bad input never disturbs the server.
+import { describe, expect, test } from "bun:test";
+import { readSse, testServer, type Json } from "./helpers.ts";
+
+const chat = (extra: Json = {}) => ({ messages: [{ role: "user", content: "Hi" }], max_tokens: 4, ...extra });
+
+async function expectError(res: Response, status: number, param: string | null, message: RegExp): Promise<Json> {
+  expect(res.status).toBe(status);
+  const body = (await res.json()) as Json;
+  expect(Object.keys(body)).toEqual(["error"]);
+  expect(Object.keys(body.error).sort()).toEqual(["code", "message", "param", "type"]);
+  expect(body.error.code).toBe(status);
+  expect(body.error.param).toBe(param);
+  expect(body.error.message).toMatch(message);
+  expect(body.error.message).not.toMatch(/\n\s+at |\.ts:\d+/); // no stack traces
+  return body;
+}
+
+describe("request validation -> 400 naming the field", () => {
+  test.each([
+    ["malformed JSON", "{\"messages\": [", null, /not valid JSON/],
+    ["non-object body", "[1, 2]", null, /JSON object|messages/],
+    ["missing messages", { max_tokens: 3 }, "messages", /'messages' is required/],
+    ["wrong type", chat({ temperature: "hot" }), "temperature", /'temperature'.*"hot"/],
+    ["wrong nested type", { messages: [{ role: "user", content: 5 }] }, "messages[0].content", /messages\[0\]\.content/],
+    ["seed beyond int64", chat({ seed: 1e30 }), "seed", /'seed'/],
+  ] as const)("%s", async (_, body, param, message) => {
+    const s = testServer();
+    const res = await s.call("POST", "/v1/chat/completions", body);
+    const err = await expectError(res, 400, param, message);
+    expect(err.error.type).toBe("Bad Request");
+  });
+
+  test.each([
+    ["temperature", chat({ temperature: 3 }), "temperature", /temperature must be in \[0, 2\], got 3\./],
+    ["top_p", chat({ top_p: 0 }), "top_p", /top_p must be in \(0, 1\]/],
+    ["n", chat({ n: 0 }), "n", /n must be at least 1, got 0\./],
+    ["greedy n", chat({ n: 2, temperature: 0 }), "n", /n must be 1 when using greedy sampling, got 2\./],
+    ["max_tokens", chat({ max_tokens: 0 }), "max_tokens", /max_tokens must be at least 1, got 0\./],
+    ["presence_penalty", chat({ presence_penalty: -3 }), "presence_penalty", /\[-2, 2\]/],
+    ["top_k", chat({ top_k: -2 }), "top_k", /top_k/],
+    ["top_logprobs", chat({ logprobs: true, top_logprobs: 21 }), "logprobs", /Requested sample logprobs of 21, which is greater than max allowed: 20/],
+    ["top_logprobs without logprobs", chat({ top_logprobs: 2 }), "top_logprobs", /logprobs` must be set to true/],
+    ["stream_options without stream", chat({ stream_options: { include_usage: true } }), "stream_options", /Stream options can only be defined when `stream=True`\./],
+    ["logit_bias key", chat({ logit_bias: { abc: 1 } }), "logit_bias", /logit_bias/],
+    ["min_tokens above max_tokens", chat({ min_tokens: 9 }), "min_tokens", /min_tokens/],
+  ] as const)("semantic: %s", async (_, body, param, message) => {
+    const s = testServer();
+    const err = await expectError(await s.call("POST", "/v1/chat/completions", body), 400, param, message);
+    expect(err.error.type).toBe("BadRequestError");
+    expect(s.fake.requests).toHaveLength(0);
+  });
+
+  test("completions: empty prompt, out-of-vocabulary token, too many logprobs", async () => {
+    const s = testServer();
+    await expectError(await s.call("POST", "/v1/completions", { prompt: "" }), 400, "prompt", /Either prompt or prompt_embeds must be provided and non-empty\./);
+    await expectError(await s.call("POST", "/v1/completions", { prompt: [1, 99999] }), 400, "prompt", /out of vocabulary/);
+    await expectError(await s.call("POST", "/v1/completions", { prompt: "Hi", logprobs: 21 }), 400, "logprobs", /greater than max allowed: 20/);
+  });
+
+  test("wrong Content-Type is refused with vLLM's message", async () => {
+    const s = testServer();
+    const res = await s.app.handle(new Request("http://localhost/v1/chat/completions", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "a=b" }));
+    await expectError(res, 400, "Content-Type", /Only 'application\/json' is allowed/);
+  });
+});
+
+describe("context length (vLLM's messages)", () => {
+  test("prompt + max_tokens over the context", async () => {
+    const s = testServer({}, { maxModelLen: 32 });
+    const prompt = "x".repeat(20); // 21 tokens with BOS
+    const err = await expectError(await s.call("POST", "/v1/completions", { prompt, max_tokens: 20 }), 400, "input_tokens",
+      /^This model's maximum context length is 32 tokens\. However, you requested 20 output tokens and your prompt contains 21 input tokens, for a total of 41 tokens\. Please reduce the length of the input prompt or the number of requested output tokens\./);
+    expect(err.error.type).toBe("BadRequestError");
+  });
+
+  test("max_tokens alone over the context", async () => {
+    const s = testServer({}, { maxModelLen: 32 });
+    await expectError(await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 40 }), 400, "max_tokens",
+      /^max_tokens=40 cannot be greater than max_model_len=max_total_tokens=32\. Please request fewer output tokens\./);
+  });
+
+  test("chat without max_tokens: the rest of the context; a prompt that fills it is refused", async () => {
+    const s = testServer({}, { maxModelLen: 64 });
+    const ok = (await (await s.call("POST", "/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }] })).json()) as Json;
+    expect(s.fake.requests[0]!.sampling.maxTokens).toBe(64 - ok.usage.prompt_tokens);
+    await expectError(await s.call("POST", "/v1/chat/completions", { messages: [{ role: "user", content: "x".repeat(80) }] }), 400, "input_tokens",
+      /The decoder prompt \(length \d+\) is longer than the maximum model length of 64\./);
+  });
+});
+
+describe("model, auth, size, internal errors", () => {
+  test("unknown model -> 404", async () => {
+    const s = testServer();
+    const err = await expectError(await s.call("POST", "/v1/chat/completions", chat({ model: "gpt-9" })), 404, "model", /The model `gpt-9` does not exist\./);
+    expect(err.error.type).toBe("NotFoundError");
+    expect((await s.call("POST", "/v1/chat/completions", chat({ model: "fake-model" }))).status).toBe(200);
+  });
+
+  test("--api-key: 401 on /v1 without or with a wrong key; /health, /docs, /openapi.json, /tokenize stay open", async () => {
+    const s = testServer({ apiKey: "sekrit" });
+    await expectError(await s.call("GET", "/v1/models"), 401, null, /Unauthorized/);
+    await expectError(await s.call("GET", "/v1/models", undefined, { authorization: "Bearer nope" }), 401, null, /Unauthorized/);
+    await expectError(await s.call("POST", "/v1/chat/completions", chat(), { authorization: "Basic sekrit" }), 401, null, /Unauthorized/);
+    expect(s.fake.requests).toHaveLength(0);
+    expect((await s.call("GET", "/v1/models", undefined, { authorization: "Bearer sekrit" })).status).toBe(200);
+    expect((await s.call("POST", "/v1/chat/completions", chat(), { authorization: "bearer sekrit" })).status).toBe(200);
+    for (const path of ["/health", "/docs", "/openapi.json", "/version"]) expect((await s.call("GET", path)).status).toBe(200);
+    expect((await s.call("POST", "/tokenize", { prompt: "a" })).status).toBe(200);
+  });
+
+  test("oversized body -> 413 before it is read", async () => {
+    const s = testServer({ maxBodyBytes: 1024 });
+    const body = JSON.stringify(chat({ messages: [{ role: "user", content: "x".repeat(2000) }] }));
+    const res = await s.call("POST", "/v1/chat/completions", body, { "content-length": String(body.length) });
+    const err = await expectError(res, 413, null, /larger than the limit of 1024 bytes/);
+    expect(err.error.type).toBe("PayloadTooLargeError");
+  });
+
+  test("engine failure -> 500 'Internal server error' (body), error event + [DONE] (stream); the server keeps serving", async () => {
+    const s = testServer({}, { failAfterTokens: 2 });
+    const err = await expectError(await s.call("POST", "/v1/chat/completions", chat()), 500, null, /^Internal server error$/);
+    expect(err.error.type).toBe("InternalServerError");
+    const events = await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true })));
+    expect(events.at(-1)).toBe("[DONE]");
+    expect((events.at(-2) as Json).error.code).toBe(500);
+    expect((await s.call("GET", "/health")).status).toBe(200);
+  });
+
+  test("unknown route -> 404 in the same shape", async () => {
+    const s = testServer();
+    await expectError(await s.call("GET", "/v1/nothing"), 404, null, /Not Found/);
+  });
+
+  test("a burst of bad requests does not disturb a good one running beside it", async () => {
+    const s = testServer({}, { stepDelayMs: 2 });
+    const good = s.call("POST", "/v1/chat/completions", chat({ max_tokens: 20 }));
+    const bad = await Promise.all([
+      s.call("POST", "/v1/chat/completions", "{oops"),
+      s.call("POST", "/v1/chat/completions", chat({ temperature: -1 })),
+      s.call("POST", "/v1/completions", { prompt: [[1], "x"] }),
+      s.call("POST", "/detokenize", { tokens: [-5] }),
+    ]);
+    expect(bad.map((r) => r.status)).toEqual([400, 400, 400, 400]);
+    const body = (await (await good).json()) as Json;
+    expect(body.choices[0].message.content).toHaveLength(20);
+  });
+});
+
+describe("docs", () => {
+  test("/docs is Swagger UI with embedded assets; /openapi.json documents every route, examples and bearer auth", async () => {
+    const s = testServer();
+    const html = await (await s.call("GET", "/docs")).text();
+    expect(html).toContain("SwaggerUIBundle");
+    expect(html).not.toContain("unpkg.com");
+    const asset = await s.call("GET", "/docs/assets/swagger-ui-bundle.js");
+    expect(asset.status).toBe(200);
+    expect((await asset.text()).length).toBeGreaterThan(100_000);
+    const spec = (await (await s.call("GET", "/openapi.json")).json()) as Json;
+    for (const path of ["/v1/chat/completions", "/v1/completions", "/v1/models", "/tokenize", "/detokenize", "/health", "/ping", "/version"]) {
+      expect(spec.paths[path]).toBeDefined();
+    }
+    expect(spec.components.securitySchemes.bearerAuth).toEqual(expect.objectContaining({ type: "http", scheme: "bearer" }));
+    const chatBody = JSON.stringify(spec.paths["/v1/chat/completions"].post.requestBody);
+    for (const field of ["top_k", "min_p", "repetition_penalty", "min_tokens", "stop_token_ids", "ignore_eos", "skip_special_tokens", "include_stop_str_in_output", "stream_options"]) {
+      expect(chatBody).toContain(`"${field}"`);
+    }
+    expect(chatBody).toContain("Once upon a time");
+  });
+});

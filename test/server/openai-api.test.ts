@@ -1,0 +1,303 @@
+// The OpenAI-compatible endpoints over app.handle against a fake orchestrator: shapes, streaming order, usage, n,
+// stops, logprobs, per-request metrics, aborts. The black-box suite (test/e2e) repeats the key cases on a real process.
+import { describe, expect, test } from "bun:test";
+import { readSse, testServer, type Json } from "./helpers.ts";
+
+const chat = (extra: Json = {}) => ({ messages: [{ role: "user", content: "Hi" }], max_tokens: 5, seed: 3, ...extra });
+
+describe("chat completions", () => {
+  test("non-streaming body has vLLM's fields, usage adds up, metrics null when the feature is off", async () => {
+    const s = testServer();
+    const res = await s.call("POST", "/v1/chat/completions", chat());
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Json;
+    expect(body.id).toMatch(/^chatcmpl-/);
+    expect(body.object).toBe("chat.completion");
+    expect(body.model).toBe("fake-model");
+    expect(body.choices).toHaveLength(1);
+    expect(body.choices[0].message.role).toBe("assistant");
+    expect(body.choices[0].message.content).toHaveLength(5);
+    expect(body.choices[0].finish_reason).toBe("length");
+    expect(body.usage.completion_tokens).toBe(5);
+    expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens);
+    expect(body.usage.prompt_tokens).toBe(s.fake.requests[0]!.promptTokenIds.length);
+    expect("metrics" in body).toBe(true);
+    expect(body.metrics).toBeNull();
+  });
+
+  test("sampling fields reach the engine in camelCase", async () => {
+    const s = testServer();
+    await s.call("POST", "/v1/chat/completions", chat({ temperature: 0.5, top_k: 7, min_p: 0.1, repetition_penalty: 1.2, stop: "x", stop_token_ids: [5], ignore_eos: true, min_tokens: 2 }));
+    const p = s.fake.requests[0]!.sampling;
+    expect(p).toMatchObject({ temperature: 0.5, topK: 7, minP: 0.1, repetitionPenalty: 1.2, stop: ["x"], stopTokenIds: [5], ignoreEos: true, minTokens: 2, maxTokens: 5, seed: 3 });
+  });
+
+  test("X-Request-Id becomes the response id", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/chat/completions", chat(), { "x-request-id": "abc123" })).json()) as Json;
+    expect(body.id).toBe("chatcmpl-abc123");
+  });
+
+  test("stream: role chunk first, deltas equal the non-streamed text, one finish chunk, [DONE] last, no usage", async () => {
+    const s = testServer();
+    const plain = (await (await s.call("POST", "/v1/chat/completions", chat())).json()) as Json;
+    const res = await s.call("POST", "/v1/chat/completions", chat({ stream: true }));
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const events = await readSse(res);
+    expect(events.at(-1)).toBe("[DONE]");
+    const chunks = events.slice(0, -1) as Json[];
+    expect(chunks[0]!.choices[0].delta).toEqual({ role: "assistant", content: "" });
+    expect(chunks.every((c) => c.object === "chat.completion.chunk" && c.id === chunks[0]!.id)).toBe(true);
+    expect(chunks.every((c) => !("usage" in c))).toBe(true);
+    const text = chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("");
+    expect(text).toBe(plain.choices[0].message.content);
+    const finishes = chunks.filter((c) => c.choices[0]?.finish_reason);
+    expect(finishes).toHaveLength(1);
+    expect(finishes[0]!.choices[0].finish_reason).toBe("length");
+    expect(chunks.at(-1)).toBe(finishes[0]!);
+  });
+
+  test("include_usage: final chunk has choices [] and the totals; continuous usage grows on every chunk", async () => {
+    const s = testServer();
+    const events = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } })))).slice(0, -1) as Json[];
+    const last = events.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage.completion_tokens).toBe(5);
+    expect(last.usage.total_tokens).toBe(last.usage.prompt_tokens + 5);
+    expect(events.every((c) => c.usage !== undefined)).toBe(true);
+    const counts = events.slice(0, -1).map((c) => c.usage.completion_tokens);
+    expect(counts[0]).toBe(0);
+    for (let i = 1; i < counts.length; i++) expect(counts[i]).toBeGreaterThanOrEqual(counts[i - 1]);
+    expect(last).not.toHaveProperty("metrics");
+  });
+
+  test("include_usage without continuous stats: only the final chunk has usage", async () => {
+    const s = testServer();
+    const events = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true, stream_options: { include_usage: true } })))).slice(0, -1) as Json[];
+    expect(events.filter((c) => c.usage !== undefined)).toHaveLength(1);
+    expect(events.at(-1)!.choices).toEqual([]);
+  });
+
+  test("--enable-force-include-usage: usage on every chunk and the final usage chunk without stream_options", async () => {
+    const s = testServer({ forceIncludeUsage: true });
+    const events = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true })))).slice(0, -1) as Json[];
+    expect(events.every((c) => c.usage !== undefined)).toBe(true);
+    expect(events.at(-1)!.choices).toEqual([]);
+  });
+
+  test("n=2: two distinct choices by index, streamed with one role and one finish chunk each", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/chat/completions", chat({ n: 2 }))).json()) as Json;
+    expect(body.choices.map((c: Json) => c.index)).toEqual([0, 1]);
+    expect(body.choices[0].message.content).not.toBe(body.choices[1].message.content);
+    expect(body.usage.completion_tokens).toBe(10);
+    const chunks = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ n: 2, stream: true })))).slice(0, -1) as Json[];
+    for (const index of [0, 1]) {
+      const mine = chunks.filter((c) => c.choices[0].index === index);
+      expect(mine[0]!.choices[0].delta.role).toBe("assistant");
+      expect(mine.filter((c) => c.choices[0].finish_reason !== null)).toHaveLength(1);
+      expect(mine.map((c) => c.choices[0].delta.content ?? "").join("")).toBe(body.choices[index].message.content);
+    }
+  });
+
+  test("stop string: text cut before it, finish_reason stop, stop_reason the string", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/chat/completions", chat({ seed: 0, max_tokens: 30, stop: ["time"] }))).json()) as Json;
+    expect(body.choices[0].message.content).toBe("Once upon a ");
+    expect(body.choices[0].finish_reason).toBe("stop");
+    expect(body.choices[0].stop_reason).toBe("time");
+  });
+
+  test("logprobs with top_logprobs", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/chat/completions", chat({ logprobs: true, top_logprobs: 2 }))).json()) as Json;
+    const content = body.choices[0].logprobs.content;
+    expect(content).toHaveLength(5);
+    expect(content.map((e: Json) => e.token).join("")).toBe(body.choices[0].message.content);
+    expect(content[0].top_logprobs).toHaveLength(2);
+    expect(content[0].bytes).toEqual([...new TextEncoder().encode(content[0].token)]);
+  });
+
+  test("the same seed gives the same text", async () => {
+    const s = testServer();
+    const a = (await (await s.call("POST", "/v1/chat/completions", chat({ seed: 11 }))).json()) as Json;
+    const b = (await (await s.call("POST", "/v1/chat/completions", chat({ seed: 11 }))).json()) as Json;
+    expect(a.choices[0].message.content).toBe(b.choices[0].message.content);
+  });
+});
+
+describe("completions", () => {
+  test("string prompt, default max_tokens 16", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/completions", { prompt: "Hello" })).json()) as Json;
+    expect(body.object).toBe("text_completion");
+    expect(body.id).toMatch(/^cmpl-/);
+    expect(body.choices[0].text).toHaveLength(16);
+    expect(body.usage.prompt_tokens).toBe(6); // BOS + 5 characters
+    expect(body.metrics).toBeNull();
+  });
+
+  test("token-id prompt is passed through untouched", async () => {
+    const s = testServer();
+    const res = await s.call("POST", "/v1/completions", { prompt: [1, 75, 76], max_tokens: 2 });
+    expect(res.status).toBe(200);
+    expect(s.fake.requests[0]!.promptTokenIds).toEqual([1, 75, 76]);
+  });
+
+  test("several prompts x n=2: choices numbered prompt_index * n + i, in order", async () => {
+    const s = testServer({ enablePerRequestMetrics: true });
+    const body = (await (await s.call("POST", "/v1/completions", { prompt: ["a", "bb"], n: 2, max_tokens: 3, temperature: 1 })).json()) as Json;
+    expect(body.choices.map((c: Json) => c.index)).toEqual([0, 1, 2, 3]);
+    expect(body.usage.prompt_tokens).toBe(2 + 3);
+    expect(body.usage.completion_tokens).toBe(12);
+    expect(body.metrics).toBeNull();
+    const chunks = (await readSse(await s.call("POST", "/v1/completions", { prompt: [[1, 70], [1, 71]], max_tokens: 3, stream: true }))).slice(0, -1) as Json[];
+    const finished = chunks.filter((c) => c.choices[0].finish_reason !== null).map((c) => c.choices[0].index).sort();
+    expect(finished).toEqual([0, 1]);
+  });
+
+  test("stream with include_usage: deltas, finish, usage chunk with metrics when enabled", async () => {
+    const s = testServer({ enablePerRequestMetrics: true });
+    const chunks = (await readSse(await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 4, stream: true, stream_options: { include_usage: true } }))).slice(0, -1) as Json[];
+    expect(chunks.map((c) => c.choices[0]?.text ?? "").join("")).toHaveLength(4);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.metrics.time_to_first_token_ms).toBeGreaterThan(0);
+    expect(chunks.slice(0, -1).every((c) => !("metrics" in c))).toBe(true);
+  });
+
+  test("logprobs in the legacy format", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 3, logprobs: 1 })).json()) as Json;
+    const lp = body.choices[0].logprobs;
+    expect(lp.tokens.join("")).toBe(body.choices[0].text);
+    expect(lp.token_logprobs).toHaveLength(3);
+    expect(lp.text_offset).toEqual([0, 1, 2]);
+    expect(Object.keys(lp.top_logprobs[0]).length).toBeGreaterThanOrEqual(1);
+  });
+
+  test("echo prefixes the prompt", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 2, echo: true })).json()) as Json;
+    expect(body.choices[0].text.startsWith("Hi")).toBe(true);
+    expect(body.choices[0].text).toHaveLength(4);
+  });
+});
+
+describe("per-request metrics", () => {
+  test("non-streaming: fields obey vLLM's arithmetic", async () => {
+    const s = testServer({ enablePerRequestMetrics: true }, { stepDelayMs: 3 });
+    const body = (await (await s.call("POST", "/v1/chat/completions", chat({ max_tokens: 6 }))).json()) as Json;
+    const m = body.metrics;
+    const n = body.usage.completion_tokens;
+    expect(n).toBe(6);
+    expect(m.time_to_first_token_ms).toBeGreaterThan(0);
+    expect(m.queue_time_ms).toBeGreaterThan(0);
+    expect(m.generation_time_ms).toBeGreaterThan(0);
+    expect(m.mean_itl_ms).toBeCloseTo(m.generation_time_ms / (n - 1), 6);
+    expect(m.tokens_per_second).toBeCloseTo(n / ((m.time_to_first_token_ms + m.generation_time_ms) / 1000), 6);
+  });
+
+  test("one-token answer: mean_itl_ms null in the body, omitted in the stream's usage chunk", async () => {
+    const s = testServer({ enablePerRequestMetrics: true });
+    const body = (await (await s.call("POST", "/v1/chat/completions", chat({ max_tokens: 1 }))).json()) as Json;
+    expect(body.metrics.mean_itl_ms).toBeNull();
+    expect(body.metrics.generation_time_ms).toBe(0);
+    const chunks = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ max_tokens: 1, stream: true, stream_options: { include_usage: true } })))).slice(0, -1) as Json[];
+    const m = chunks.at(-1)!.metrics;
+    expect(m).toBeDefined();
+    expect("mean_itl_ms" in m).toBe(false);
+    expect(m.time_to_first_token_ms).toBeGreaterThan(0);
+  });
+
+  test("n > 1: metrics null; stream without include_usage: no metrics anywhere", async () => {
+    const s = testServer({ enablePerRequestMetrics: true });
+    const body = (await (await s.call("POST", "/v1/chat/completions", chat({ n: 2 }))).json()) as Json;
+    expect(body.metrics).toBeNull();
+    const chunks = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true })))).slice(0, -1) as Json[];
+    expect(chunks.some((c) => "metrics" in c)).toBe(false);
+    const n2 = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ n: 2, stream: true, stream_options: { include_usage: true } })))).slice(0, -1) as Json[];
+    expect(n2.some((c) => "metrics" in c)).toBe(false);
+  });
+
+  test("forced usage carries metrics on the final chunk only", async () => {
+    const s = testServer({ enablePerRequestMetrics: true, forceIncludeUsage: true });
+    const chunks = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true })))).slice(0, -1) as Json[];
+    expect(chunks.filter((c) => "metrics" in c)).toHaveLength(1);
+    expect(chunks.at(-1)!.metrics.tokens_per_second).toBeGreaterThan(0);
+  });
+});
+
+describe("aborts and shutdown", () => {
+  test("a client that stops reading mid-stream aborts its request in the engine", async () => {
+    const s = testServer({}, { stepDelayMs: 5 });
+    const res = await s.call("POST", "/v1/chat/completions", chat({ max_tokens: 200, stream: true }));
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.read();
+    expect(s.fake.running()).toBe(1);
+    await reader.cancel();
+    for (let i = 0; i < 50 && s.fake.running() > 0; i++) await Bun.sleep(5);
+    expect(s.fake.running()).toBe(0);
+    expect(s.fake.abortedIds).toHaveLength(1);
+  });
+
+  test("an aborted request signal (client gone before the body) aborts a non-streaming request", async () => {
+    const s = testServer({}, { stepDelayMs: 5 });
+    const controller = new AbortController();
+    const pending = s.app.handle(new Request("http://localhost/v1/chat/completions", {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(chat({ max_tokens: 200 })), signal: controller.signal,
+    }));
+    await Bun.sleep(30);
+    controller.abort();
+    await pending.catch(() => {});
+    for (let i = 0; i < 50 && s.fake.running() > 0; i++) await Bun.sleep(5);
+    expect(s.fake.running()).toBe(0);
+    expect(s.fake.abortedIds).toHaveLength(1);
+  });
+
+  test("shutdown ends an in-flight stream with an error event, then [DONE]", async () => {
+    const s = testServer({}, { stepDelayMs: 5 });
+    const res = await s.call("POST", "/v1/chat/completions", chat({ max_tokens: 200, stream: true }));
+    setTimeout(() => s.shutdown.abort(), 40);
+    const events = await readSse(res);
+    expect(events.at(-1)).toBe("[DONE]");
+    const error = events.at(-2) as Json;
+    expect(error.error.code).toBe(503);
+    expect(error.error.message).toContain("shutting down");
+  });
+});
+
+describe("tokenize, models, health, version", () => {
+  test("tokenize -> detokenize round trip, with token strings", async () => {
+    const s = testServer();
+    const tok = (await (await s.call("POST", "/tokenize", { prompt: "Hello fox", return_token_strs: true })).json()) as Json;
+    expect(tok.count).toBe(10);
+    expect(tok.max_model_len).toBe(256);
+    expect(tok.token_strs.slice(1).join("")).toBe("Hello fox");
+    const detok = (await (await s.call("POST", "/detokenize", { tokens: tok.tokens.slice(1) })).json()) as Json;
+    expect(detok.prompt).toBe("Hello fox");
+    const chatTok = (await (await s.call("POST", "/tokenize", { messages: [{ role: "user", content: "Hi" }] })).json()) as Json;
+    expect(chatTok.count).toBe("user: Hi\nassistant:".length);
+  });
+
+  test("/v1/models lists the served model with max_model_len", async () => {
+    const s = testServer();
+    const body = (await (await s.call("GET", "/v1/models")).json()) as Json;
+    expect(body.object).toBe("list");
+    expect(body.data[0]).toMatchObject({ id: "fake-model", object: "model", root: "/models/fake.gguf", max_model_len: 256 });
+  });
+
+  test("/health and /ping: 200 empty while healthy, 503 once the engine died; /version", async () => {
+    const s = testServer();
+    const ok = await s.call("GET", "/health");
+    expect(ok.status).toBe(200);
+    expect(await ok.text()).toBe("");
+    expect((await s.call("POST", "/ping")).status).toBe(200);
+    s.fake.setHealthy(false);
+    expect((await s.call("GET", "/health")).status).toBe(503);
+    expect((await s.call("GET", "/ping")).status).toBe(503);
+    const version = (await (await s.call("GET", "/version")).json()) as Json;
+    expect(version.version).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
