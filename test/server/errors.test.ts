@@ -32,7 +32,7 @@ describe("request validation -> 400 naming the field", () => {
   });
 
   test.each([
-    ["temperature", chat({ temperature: 3 }), "temperature", /temperature must be in \[0, 2\], got 3\./],
+    ["temperature", chat({ temperature: 3 }), "temperature", /^temperature must be in \[0, 2\], got 3(\.0)?\. \(parameter=temperature, value=3\)$/],
     ["top_p", chat({ top_p: 0 }), "top_p", /top_p must be in \(0, 1\]/],
     ["n", chat({ n: 0 }), "n", /n must be at least 1, got 0\./],
     ["greedy n", chat({ n: 2, temperature: 0 }), "n", /n must be 1 when using greedy sampling, got 2\./],

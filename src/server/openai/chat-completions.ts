@@ -11,7 +11,7 @@ import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, 
 import { chatLogprobs } from "./logprobs.ts";
 import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } from "./schemas.ts";
 import { sseResponse } from "./stream.ts";
-import { checkModel, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { checkModel, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 /** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
@@ -56,6 +56,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const promptTokenIds = orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
   if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
   const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);
+  checkSamplingParams({ ...sampling, maxTokens }, orchestrator.tokenizer.vocabSize);
 
   const id = `chatcmpl-${publicRequestId(requestIdHeader, body.request_id)}`;
   const created = unixSeconds(arrivalMs);

@@ -12,7 +12,7 @@ import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync,
 import { appendCompletionLogprobs, emptyCompletionLogprobs, type CompletionLogprobs } from "./logprobs.ts";
 import { CompletionRequest, type CompletionBody } from "./schemas.ts";
 import { sseResponse } from "./stream.ts";
-import { checkModel, checkPromptTokenIds, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { checkModel, checkPromptTokenIds, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 interface PreparedPrompt {
@@ -48,6 +48,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
     if (!isText) checkPromptTokenIds(tokenIds, tokenizer.vocabSize);
     if (tokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "prompt");
     const maxTokens = resolveMaxTokens(tokenIds.length, sampling.maxTokens, "max_tokens", orchestrator.maxModelLen);
+    checkSamplingParams({ ...sampling, maxTokens }, tokenizer.vocabSize);
     const text = isText ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
     return { text, tokenIds, sampling: { ...sampling, maxTokens } };
   });

@@ -4,13 +4,9 @@
  * context-length rules. Throws ApiError (400/404) naming the parameter.
  */
 import type { SamplingParams } from "../../engine/sampling-params.ts";
-import { DEFAULT_SAMPLING_PARAMS } from "../../engine/sampling-params.ts";
+import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams } from "../../engine/sampling-params.ts";
 import { ApiError, invalidParam } from "../errors.ts";
 import type { ChatCompletionBody, CompletionBody, StreamOptionsBody } from "./schemas.ts";
-
-/** vLLM's limits. */
-export const MAX_N = 16384;
-export const MAX_LOGPROBS = 20;
 
 export interface UsageMode {
   /** send the final usage-only chunk (choices: []) */
@@ -38,11 +34,6 @@ export function checkStreamOptions(stream: boolean | null | undefined, streamOpt
   }
 }
 
-function inRange(param: string, value: number, lo: number, hi: number, loOpen = false): void {
-  const ok = Number.isFinite(value) && (loOpen ? value > lo : value >= lo) && value <= hi;
-  if (!ok) throw invalidParam(param, `${param} must be in ${loOpen ? "(" : "["}${lo}, ${hi}], got ${value}.`, value);
-}
-
 /** Fields chat and completions share, already past the schema (types are right, ranges not yet checked). */
 type SharedBody = Pick<ChatCompletionBody, "n" | "temperature" | "top_p" | "top_k" | "min_p" | "presence_penalty"
   | "frequency_penalty" | "repetition_penalty" | "logit_bias" | "seed" | "stop" | "stop_token_ids"
@@ -65,70 +56,56 @@ function checkTokenIds(param: string, ids: readonly number[], vocabSize: number)
   }
 }
 
-/** Sampling parameters with vLLM's checks; maxTokens is resolved later against the prompt (resolveMaxTokens). */
+/** Runs the engine's checks (vLLM's SamplingParams._verify_args) and turns a failure into vLLM's 400. */
+export function checkSamplingParams(params: SamplingParams, vocabSize: number): void {
+  const error = validateSamplingParams(params, { vocabSize });
+  if (error !== null) throw invalidParam(error.param, error.message, error.value);
+}
+
+/** vLLM clamps logit_bias values to this range instead of refusing them. */
+const LOGIT_BIAS_LIMIT = 100;
+
+/**
+ * Sampling parameters from the wire body, checked by the engine's validator. maxTokens is the requested budget
+ * (null = up to the context); resolveMaxTokens fixes it per prompt, and checkSamplingParams runs again then.
+ */
 export function toSamplingParams(input: SamplingInput): SamplingParams {
   const b = input.body;
   const d = DEFAULT_SAMPLING_PARAMS;
-  const n = b.n ?? 1;
-  if (n < 1) throw invalidParam("n", `n must be at least 1, got ${n}.`, n);
-  if (n > MAX_N) throw invalidParam("n", `n must be at most ${MAX_N}, got ${n}.`, n);
-  const temperature = b.temperature ?? 1;
-  inRange("temperature", temperature, 0, 2);
-  if (n > 1 && temperature === 0) throw invalidParam("n", `n must be 1 when using greedy sampling, got ${n}.`, n);
-  const topP = b.top_p ?? d.topP;
-  inRange("top_p", topP, 0, 1, true);
-  const topK = b.top_k ?? d.topK;
-  if (topK < -1) throw invalidParam("top_k", `top_k must be -1 or 0 (disable), or at least 1, got ${topK}.`, topK);
-  const minP = b.min_p ?? d.minP;
-  inRange("min_p", minP, 0, 1);
-  const presencePenalty = b.presence_penalty ?? d.presencePenalty;
-  inRange("presence_penalty", presencePenalty, -2, 2);
-  const frequencyPenalty = b.frequency_penalty ?? d.frequencyPenalty;
-  inRange("frequency_penalty", frequencyPenalty, -2, 2);
-  const repetitionPenalty = b.repetition_penalty ?? d.repetitionPenalty;
-  if (!(Number.isFinite(repetitionPenalty) && repetitionPenalty > 0)) {
-    throw invalidParam("repetition_penalty", `repetition_penalty must be a positive finite number, got ${repetitionPenalty}.`, repetitionPenalty);
-  }
-  if (input.maxTokens !== null && input.maxTokens < 1) {
-    throw invalidParam(input.maxTokensParam, `${input.maxTokensParam} must be at least 1, got ${input.maxTokens}.`, input.maxTokens);
-  }
-  const minTokens = b.min_tokens ?? d.minTokens;
-  if (minTokens < 0) throw invalidParam("min_tokens", `min_tokens must be greater than or equal to 0, got ${minTokens}.`, minTokens);
-  if (input.maxTokens !== null && minTokens > input.maxTokens) {
-    throw invalidParam("min_tokens", `min_tokens must be less than or equal to ${input.maxTokensParam}=${input.maxTokens}, got ${minTokens}.`, minTokens);
-  }
-  if (input.logprobs !== null && input.logprobs > MAX_LOGPROBS) {
-    throw invalidParam("logprobs", `Requested sample logprobs of ${input.logprobs}, which is greater than max allowed: ${MAX_LOGPROBS}`, input.logprobs);
-  }
-  if (input.logprobs !== null && input.logprobs < 0) throw invalidParam("logprobs", `logprobs must be non-negative, got ${input.logprobs}.`, input.logprobs);
-  const stop = b.stop === undefined || b.stop === null ? [] : typeof b.stop === "string" ? [b.stop] : [...b.stop];
-  if (stop.some((s) => s === "")) throw invalidParam("stop", "stop strings must not be empty.");
-  const stopTokenIds = [...(b.stop_token_ids ?? [])];
-  checkTokenIds("stop_token_ids", stopTokenIds, input.vocabSize);
   let logitBias: Record<number, number> | null = null;
   if (b.logit_bias) {
     logitBias = {};
     for (const [key, bias] of Object.entries(b.logit_bias)) {
-      const id = Number(key);
-      if (!/^\d+$/.test(key) || id >= input.vocabSize) {
-        throw invalidParam("logit_bias", `logit_bias key ${JSON.stringify(key)} is not a token id in [0, ${input.vocabSize}).`);
-      }
-      inRange("logit_bias", bias, -100, 100);
-      logitBias[id] = bias;
+      if (!/^\d+$/.test(key)) throw invalidParam("logit_bias", `logit_bias keys must be token ids, got ${JSON.stringify(key)}.`);
+      logitBias[Number(key)] = Math.max(-LOGIT_BIAS_LIMIT, Math.min(LOGIT_BIAS_LIMIT, bias));
     }
   }
-  return {
-    n, temperature, topP, topK, minP, presencePenalty, frequencyPenalty, repetitionPenalty, logitBias,
+  const params: SamplingParams = {
+    n: b.n ?? d.n,
+    temperature: b.temperature ?? d.temperature,
+    topP: b.top_p ?? d.topP,
+    topK: b.top_k ?? d.topK,
+    minP: b.min_p ?? d.minP,
+    presencePenalty: b.presence_penalty ?? d.presencePenalty,
+    frequencyPenalty: b.frequency_penalty ?? d.frequencyPenalty,
+    repetitionPenalty: b.repetition_penalty ?? d.repetitionPenalty,
+    logitBias,
     seed: b.seed ?? null,
     logprobs: input.logprobs,
     promptLogprobs: null,
-    stop, stopTokenIds,
-    includeStopStrInOutput: b.include_stop_str_in_output ?? false,
-    ignoreEos: b.ignore_eos ?? false,
-    minTokens,
+    stop: b.stop === undefined || b.stop === null ? [] : typeof b.stop === "string" ? [b.stop] : [...b.stop],
+    stopTokenIds: [...(b.stop_token_ids ?? [])],
+    includeStopStrInOutput: b.include_stop_str_in_output ?? d.includeStopStrInOutput,
+    ignoreEos: b.ignore_eos ?? d.ignoreEos,
+    minTokens: b.min_tokens ?? d.minTokens,
     maxTokens: input.maxTokens,
-    skipSpecialTokens: b.skip_special_tokens ?? true,
+    skipSpecialTokens: b.skip_special_tokens ?? d.skipSpecialTokens,
   };
+  if (input.maxTokens !== null && input.maxTokens < 1) {
+    throw invalidParam(input.maxTokensParam, `${input.maxTokensParam} must be at least 1, got ${input.maxTokens}.`, input.maxTokens);
+  }
+  checkSamplingParams(params, input.vocabSize);
+  return params;
 }
 
 /**
