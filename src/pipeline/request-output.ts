@@ -5,7 +5,7 @@
  */
 import type { SamplingParams } from "../engine/sampling-params.ts";
 import type { FinishReason, RequestTimes } from "../engine/stats.ts";
-import type { PositionLogprobs } from "../engine/protocol.ts";
+import type { KvHandoff, PositionLogprobs } from "../engine/protocol.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 
@@ -15,6 +15,10 @@ export interface GenerateRequest {
   readonly sampling: SamplingParams;
   /** nowMs() when the HTTP request arrived */
   readonly arrivalMs: number;
+  /** multi-stage pipelines (pipeline/stage-pipeline.ts): stop after the first token and return the prompt's KV blocks */
+  readonly exportKv?: boolean;
+  /** multi-stage pipelines: the first `numTokens` prompt positions are already computed (EngineRequest.importKv) */
+  readonly importKv?: KvHandoff;
 }
 
 /** One choice (index 0..n-1) of a request: what is new since the last output, plus totals. */
@@ -42,6 +46,8 @@ export interface RequestOutput {
   readonly finished: boolean;
   /** timings of choice 0 (per-request metrics use them only when n = 1) */
   readonly times: RequestTimes;
+  /** with exportKv, on the finished output: the prompt's KV blocks (RequestDelta.kv) */
+  readonly kv?: KvHandoff;
 }
 
 export interface Orchestrator {

@@ -1,0 +1,230 @@
+/**
+ * `--stage-config FILE`: a chain of stages in YAML or JSON, modelled on vLLM-Omni's stage configs (reference
+ * omni-stats-tables.md §3.2): `stage_args` is a list of stages, each with its own `engine_args` (its own model) and
+ * `default_sampling_params`; stage i > 0 reads stage i-1 (`engine_input_source: [i-1]`) through an edge that carries
+ * either the previous stage's KV blocks (`input_type: kv_blocks`, same model: the stage continues the sequence, as the
+ * decode half of disaggregated prefill) or its output text (`input_type: text`: the next stage's prompt).
+ * Every problem is one line naming the file, the stage and the problem, found before any model loads.
+ * @example const config = loadStageConfig("examples/three-stage.yaml"); if (!config.ok) throw new CliError(config.error);
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { DEFAULT_SAMPLING_PARAMS, type SamplingParams } from "../engine/sampling-params.ts";
+import { err, ok, type Result } from "../util/result.ts";
+
+export type EdgeInput = "kv_blocks" | "text";
+
+/** Per-stage engine arguments (vLLM names); null = the command line's value. */
+export interface StageEngineArgs {
+  /** absolute path of the GGUF file; null = the command line's --model (or the embedded default) */
+  readonly model: string | null;
+  readonly maxNumSeqs: number | null;
+  readonly maxNumBatchedTokens: number | null;
+  readonly maxModelLen: number | null;
+  readonly blockSize: number | null;
+  readonly kvCacheMemoryBytes: number | null;
+  readonly enablePrefixCaching: boolean | null;
+  readonly threads: number | null;
+}
+
+export interface StageSpec {
+  readonly stageId: number;
+  readonly modelStage: string;
+  readonly engineArgs: StageEngineArgs;
+  /** what the edge into this stage carries; null for stage 0 */
+  readonly input: EdgeInput | null;
+  /** overrides of the request's sampling parameters for this stage */
+  readonly samplingOverrides: Partial<SamplingParams>;
+  readonly finalOutput: boolean;
+}
+
+export interface StageChain {
+  /** where it came from (a file, or "--pipeline pd") */
+  readonly source: string;
+  readonly stages: readonly StageSpec[];
+}
+
+/** Keys, as tables: the one place that says what a config may contain. */
+const TOP_KEYS = ["stage_args", "async_chunk", "runtime"] as const;
+const STAGE_KEYS = [
+  "stage_id", "stage_type", "engine_args", "engine_input_source", "input_type", "final_output", "final_output_type",
+  "default_sampling_params", "is_comprehension",
+] as const;
+type NumberArg = "maxNumSeqs" | "maxNumBatchedTokens" | "maxModelLen" | "blockSize" | "kvCacheMemoryBytes" | "threads";
+const ENGINE_NUMBER_KEYS: Readonly<Record<string, NumberArg>> = {
+  max_num_seqs: "maxNumSeqs", max_num_batched_tokens: "maxNumBatchedTokens", max_model_len: "maxModelLen",
+  block_size: "blockSize", kv_cache_memory: "kvCacheMemoryBytes", threads: "threads",
+};
+const ENGINE_KEYS = ["model", "model_stage", "enable_prefix_caching", ...Object.keys(ENGINE_NUMBER_KEYS)];
+/** default_sampling_params: wire name -> SamplingParams field and kind */
+const SAMPLING_KEYS: Readonly<Record<string, readonly [keyof SamplingParams, "number" | "int" | "bool" | "strings" | "ints"]>> = {
+  temperature: ["temperature", "number"], top_p: ["topP", "number"], top_k: ["topK", "int"], min_p: ["minP", "number"],
+  max_tokens: ["maxTokens", "int"], min_tokens: ["minTokens", "int"], seed: ["seed", "int"],
+  presence_penalty: ["presencePenalty", "number"], frequency_penalty: ["frequencyPenalty", "number"],
+  repetition_penalty: ["repetitionPenalty", "number"], ignore_eos: ["ignoreEos", "bool"], stop: ["stop", "strings"],
+  stop_token_ids: ["stopTokenIds", "ints"], skip_special_tokens: ["skipSpecialTokens", "bool"],
+};
+const EDGE_INPUTS: readonly EdgeInput[] = ["kv_blocks", "text"];
+
+type Json = unknown;
+
+function isRecord(v: Json): v is Record<string, Json> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function unknownKey(obj: Record<string, Json>, known: readonly string[]): string | null {
+  return Object.keys(obj).find((k) => !known.includes(k)) ?? null;
+}
+
+function parseEngineArgs(raw: Json, baseDir: string, where: string): Result<StageEngineArgs> {
+  const args: { -readonly [K in keyof StageEngineArgs]: StageEngineArgs[K] } = {
+    model: null, maxNumSeqs: null, maxNumBatchedTokens: null, maxModelLen: null, blockSize: null, kvCacheMemoryBytes: null,
+    enablePrefixCaching: null, threads: null,
+  };
+  if (raw === undefined || raw === null) return ok(args);
+  if (!isRecord(raw)) return err(`${where}: engine_args must be a mapping`);
+  const bad = unknownKey(raw, ENGINE_KEYS);
+  if (bad !== null) return err(`${where}: unknown engine_args key "${bad}" (known: ${ENGINE_KEYS.join(", ")})`);
+  if (raw["model"] !== undefined && raw["model"] !== null) {
+    if (typeof raw["model"] !== "string" || raw["model"] === "") return err(`${where}: engine_args.model must be a file path`);
+    const path = isAbsolute(raw["model"]) ? raw["model"] : resolve(baseDir, raw["model"]);
+    if (!existsSync(path)) return err(`${where}: model file not found: ${path}`);
+    args.model = path;
+  }
+  for (const [key, field] of Object.entries(ENGINE_NUMBER_KEYS)) {
+    const v = raw[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) return err(`${where}: engine_args.${key} must be a positive integer (got ${JSON.stringify(v)})`);
+    args[field] = v;
+  }
+  const prefix = raw["enable_prefix_caching"];
+  if (prefix !== undefined && prefix !== null) {
+    if (typeof prefix !== "boolean") return err(`${where}: engine_args.enable_prefix_caching must be true or false`);
+    args.enablePrefixCaching = prefix;
+  }
+  return ok(args);
+}
+
+function parseSampling(raw: Json, where: string): Result<Partial<SamplingParams>> {
+  if (raw === undefined || raw === null) return ok({});
+  if (!isRecord(raw)) return err(`${where}: default_sampling_params must be a mapping`);
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(raw)) {
+    const spec = SAMPLING_KEYS[key];
+    if (!spec) return err(`${where}: unknown default_sampling_params key "${key}" (known: ${Object.keys(SAMPLING_KEYS).join(", ")})`);
+    const [field, kind] = spec;
+    const okKind =
+      kind === "number" ? typeof v === "number" && Number.isFinite(v)
+      : kind === "int" ? typeof v === "number" && Number.isInteger(v)
+      : kind === "bool" ? typeof v === "boolean"
+      : kind === "strings" ? Array.isArray(v) && v.every((s) => typeof s === "string")
+      : Array.isArray(v) && v.every((s) => typeof s === "number" && Number.isInteger(s));
+    if (!okKind) return err(`${where}: default_sampling_params.${key} must be ${kind === "strings" ? "a list of strings" : kind === "ints" ? "a list of integers" : `a ${kind === "bool" ? "boolean" : kind}`} (got ${JSON.stringify(v)})`);
+    out[field] = v;
+  }
+  return ok(out as Partial<SamplingParams>);
+}
+
+function parseStage(raw: Json, index: number, numStages: number, baseDir: string, file: string): Result<StageSpec> {
+  const where = `${file}: stage ${index}`;
+  if (!isRecord(raw)) return err(`${where}: each stage_args entry must be a mapping`);
+  const bad = unknownKey(raw, STAGE_KEYS);
+  if (bad !== null) return err(`${where}: unknown key "${bad}" (known: ${STAGE_KEYS.join(", ")})`);
+  if (raw["stage_id"] !== index) return err(`${where}: stage_id must be ${index} (stages form a chain, numbered in order; got ${JSON.stringify(raw["stage_id"])})`);
+  if (raw["stage_type"] !== undefined && raw["stage_type"] !== "llm") return err(`${where}: stage_type ${JSON.stringify(raw["stage_type"])} is not supported (only "llm")`);
+  const outType = raw["final_output_type"];
+  if (outType !== undefined && outType !== "text") return err(`${where}: final_output_type ${JSON.stringify(outType)} is not supported (only "text")`);
+  const engineArgs = parseEngineArgs(raw["engine_args"], baseDir, where);
+  if (!engineArgs.ok) return engineArgs;
+  const sampling = parseSampling(raw["default_sampling_params"], where);
+  if (!sampling.ok) return sampling;
+  let input: EdgeInput | null = null;
+  if (index === 0) {
+    if (raw["engine_input_source"] !== undefined || raw["input_type"] !== undefined) return err(`${where}: stage 0 reads the request; it takes no engine_input_source or input_type`);
+  } else {
+    const source = raw["engine_input_source"] ?? [index - 1];
+    if (!Array.isArray(source) || source.length !== 1 || source[0] !== index - 1) {
+      return err(`${where}: engine_input_source must be [${index - 1}] (fennec runs chains: each stage reads the one before; got ${JSON.stringify(source)})`);
+    }
+    const kind = raw["input_type"] ?? "text";
+    if (typeof kind !== "string" || !EDGE_INPUTS.includes(kind as EdgeInput)) return err(`${where}: input_type must be one of ${EDGE_INPUTS.join(", ")} (got ${JSON.stringify(kind)})`);
+    input = kind as EdgeInput;
+  }
+  const finalOutput = raw["final_output"] ?? index === numStages - 1;
+  if (typeof finalOutput !== "boolean") return err(`${where}: final_output must be true or false`);
+  if (finalOutput !== (index === numStages - 1)) return err(`${where}: final_output must be ${index === numStages - 1} (the last stage's output is the response)`);
+  const modelStage = raw["engine_args"] !== undefined && isRecord(raw["engine_args"]) && typeof raw["engine_args"]["model_stage"] === "string" ? raw["engine_args"]["model_stage"] : `stage${index}`;
+  return ok({ stageId: index, modelStage, engineArgs: engineArgs.value, input, samplingOverrides: sampling.value, finalOutput });
+}
+
+/** Checks that every edge can carry what it is given (a KV edge needs the same model and block size on both ends). */
+function checkEdges(stages: readonly StageSpec[], file: string): Result<null> {
+  for (const stage of stages) {
+    if (stage.input !== "kv_blocks") continue;
+    const prev = stages[stage.stageId - 1]!;
+    const where = `${file}: stage ${stage.stageId}`;
+    if (prev.engineArgs.model !== stage.engineArgs.model) {
+      return err(`${where}: input_type kv_blocks needs the same model as stage ${prev.stageId} (KV blocks are model-specific; got ${stage.engineArgs.model ?? "--model"} vs ${prev.engineArgs.model ?? "--model"}); use input_type text`);
+    }
+    if (prev.engineArgs.blockSize !== stage.engineArgs.blockSize) {
+      return err(`${where}: input_type kv_blocks needs the same block_size as stage ${prev.stageId} (got ${stage.engineArgs.blockSize ?? "default"} vs ${prev.engineArgs.blockSize ?? "default"})`);
+    }
+    if (prev.samplingOverrides.maxTokens !== undefined) {
+      return err(`${file}: stage ${prev.stageId}: max_tokens cannot be set on a stage whose KV blocks go to stage ${stage.stageId} (it stops after the first token)`);
+    }
+  }
+  return ok(null);
+}
+
+/** Validates a parsed document (from YAML or JSON). */
+export function parseStageConfig(doc: Json, file: string, baseDir: string): Result<StageChain> {
+  if (!isRecord(doc)) return err(`${file}: expected a mapping with stage_args at the top`);
+  const bad = unknownKey(doc, TOP_KEYS);
+  if (bad !== null) return err(`${file}: unknown top-level key "${bad}" (known: ${TOP_KEYS.join(", ")})`);
+  if (doc["async_chunk"] !== undefined && doc["async_chunk"] !== false) return err(`${file}: async_chunk: true is not supported (stages run one after the other)`);
+  const list = doc["stage_args"];
+  if (!Array.isArray(list) || list.length === 0) return err(`${file}: stage_args must be a non-empty list of stages`);
+  const stages: StageSpec[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const stage = parseStage(list[i], i, list.length, baseDir, file);
+    if (!stage.ok) return stage;
+    stages.push(stage.value);
+  }
+  const edges = checkEdges(stages, file);
+  if (!edges.ok) return edges;
+  return ok({ source: file, stages });
+}
+
+/** Reads and validates a YAML or JSON stage config (YAML is a superset of JSON, so one parser reads both). */
+export function loadStageConfig(file: string): Result<StageChain> {
+  if (!existsSync(file)) return err(`--stage-config: file not found: ${file}`);
+  let doc: Json;
+  try {
+    doc = parseYaml(readFileSync(file, "utf8"));
+  } catch (e) {
+    const message = e instanceof Error ? e.message.split("\n")[0] : String(e);
+    return err(`${file}: not valid YAML or JSON: ${message}`);
+  }
+  return parseStageConfig(doc, file, dirname(resolve(file)));
+}
+
+/** `--pipeline pd`: disaggregated prefill (stage 0) and decode (stage 1) of one model, the KV blocks on the edge. */
+export function pdChain(): StageChain {
+  const engineArgs: StageEngineArgs = {
+    model: null, maxNumSeqs: null, maxNumBatchedTokens: null, maxModelLen: null, blockSize: null, kvCacheMemoryBytes: null,
+    enablePrefixCaching: null, threads: null,
+  };
+  return {
+    source: "--pipeline pd",
+    stages: [
+      { stageId: 0, modelStage: "prefill", engineArgs, input: null, samplingOverrides: {}, finalOutput: false },
+      { stageId: 1, modelStage: "decode", engineArgs, input: "kv_blocks", samplingOverrides: {}, finalOutput: true },
+    ],
+  };
+}
+
+/** The sampling parameters a stage runs with. */
+export function stageSampling(request: SamplingParams, stage: StageSpec): SamplingParams {
+  return { ...DEFAULT_SAMPLING_PARAMS, ...request, ...stage.samplingOverrides };
+}
