@@ -1,0 +1,74 @@
+// Row-wise and element-wise ops. They are cheap next to the matmuls, so they run on the calling thread.
+// The SIMD paths keep the scalar op order per element, so every build gives the same bits.
+
+/** out[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * w, numRows rows of dim; sum of squares in f64. */
+export function rms_norm(out: usize, x: usize, w: usize, numRows: i32, dim: i32, eps: f32): void {
+  for (let r = 0; r < numRows; r++) {
+    const xr = x + (<usize>(r * dim) << 2);
+    const or = out + (<usize>(r * dim) << 2);
+    let sumSq: f64 = 0;
+    for (let i = 0; i < dim; i++) {
+      const v = <f64>load<f32>(xr + (<usize>i << 2));
+      sumSq += v * v;
+    }
+    const scale = <f32>(1 / Math.sqrt(sumSq / <f64>dim + <f64>eps));
+    for (let i = 0; i < dim; i++) {
+      const o = <usize>i << 2;
+      store<f32>(or + o, load<f32>(xr + o) * scale * load<f32>(w + o));
+    }
+  }
+}
+
+/** In place on x [numRows, numHeads * headDim]; positions i32 [numRows]. NEOX pairs (i, i + ropeDim/2), else (2i, 2i+1). */
+export function rope(x: usize, positions: usize, numRows: i32, numHeads: i32, headDim: i32, ropeDim: i32, freqBase: f32, neox: i32): void {
+  const half = ropeDim >> 1;
+  for (let r = 0; r < numRows; r++) {
+    const pos = <f64>load<i32>(positions + (<usize>r << 2));
+    const xr = x + (<usize>(r * numHeads * headDim) << 2);
+    for (let i = 0; i < half; i++) {
+      const theta = pos * Math.pow(<f64>freqBase, <f64>(-2 * i) / <f64>ropeDim);
+      const cos = <f32>Math.cos(theta);
+      const sin = <f32>Math.sin(theta);
+      const a = neox ? i : 2 * i;
+      const b = neox ? i + half : 2 * i + 1;
+      for (let h = 0; h < numHeads; h++) {
+        const base = xr + (<usize>(h * headDim) << 2);
+        const pa = base + (<usize>a << 2);
+        const pb = base + (<usize>b << 2);
+        const x0 = load<f32>(pa);
+        const x1 = load<f32>(pb);
+        store<f32>(pa, x0 * cos - x1 * sin);
+        store<f32>(pb, x0 * sin + x1 * cos);
+      }
+    }
+  }
+}
+
+/** out[i] = silu(gate[i]) * up[i] */
+export function silu_mul(out: usize, gate: usize, up: usize, n: i32): void {
+  for (let i = 0; i < n; i++) {
+    const o = <usize>i << 2;
+    const g = load<f32>(gate + o);
+    store<f32>(out + o, (g / (1 + Mathf.exp(-g))) * load<f32>(up + o));
+  }
+}
+
+/** out[i] = a[i] + b[i]; out may alias a */
+export function add(out: usize, a: usize, b: usize, n: i32): void {
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 4 <= n; i += 4) {
+      const o = <usize>i << 2;
+      v128.store(out + o, f32x4.add(v128.load(a + o), v128.load(b + o)));
+    }
+  }
+  for (; i < n; i++) {
+    const o = <usize>i << 2;
+    store<f32>(out + o, load<f32>(a + o) + load<f32>(b + o));
+  }
+}
+
+/** x[r] += bias for numRows rows of n */
+export function add_bias(x: usize, bias: usize, numRows: i32, n: i32): void {
+  for (let r = 0; r < numRows; r++) add(x + (<usize>(r * n) << 2), x + (<usize>(r * n) << 2), bias, n);
+}

@@ -1,0 +1,18 @@
+// The kernel ABI: every export is a plain function over byte addresses in the one shared memory (no allocation,
+// no managed objects). One source gives three builds (scalar, SIMD, relaxed SIMD) through ASC_FEATURE_* constants.
+export { quantize_q8 } from "./quantize";
+export { matmul_quant } from "./matmul-quant";
+export { matmul_f32 } from "./matmul-f32";
+export { kv_store_f16, attention_f16 } from "./attention";
+export { rms_norm, rope, silu_mul, add, add_bias } from "./elementwise";
+export { dequant_row } from "./dequant";
+
+/** First free byte after the module's static data: the host lays its buffers out from here. */
+export function heap_base(): usize {
+  return __heap_base;
+}
+
+/** Which build this is: 0 scalar, 1 SIMD, 2 relaxed SIMD. */
+export function simd_level(): i32 {
+  return ASC_FEATURE_RELAXED_SIMD ? 2 : ASC_FEATURE_SIMD ? 1 : 0;
+}

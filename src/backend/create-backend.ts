@@ -1,0 +1,28 @@
+/**
+ * The one place a backend is chosen: the model runner and the engine call this with the parsed CLI options.
+ * @example const backend = await createBackend({ kind: "wasm", threads: 2 });
+ */
+import type { Backend } from "./backend.ts";
+import { ReferenceBackend } from "./reference.ts";
+
+export type BackendKind = "reference" | "wasm";
+export type SimdLevel = "scalar" | "simd" | "relaxed-simd";
+
+export interface BackendOptions {
+  readonly kind: BackendKind;
+  /** kernel threads (wasm); default: the number of cores */
+  readonly threads?: number;
+  /** force a kernel build (wasm); default: the best one this runtime validates */
+  readonly simd?: SimdLevel;
+}
+
+export async function createBackend(options: BackendOptions): Promise<Backend> {
+  switch (options.kind) {
+    case "reference":
+      return new ReferenceBackend();
+    case "wasm": {
+      const { createWasmBackend } = await import("./wasm/wasm-backend.ts");
+      return createWasmBackend({ threads: options.threads, simd: options.simd });
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * Picks and compiles a kernel build: the best one this runtime validates (relaxed SIMD > SIMD > scalar), or the one
+ * asked for. Also the typed view of the kernels' exports (the ABI of kernels/index.ts).
+ * @example const { module, level } = await loadKernelModule(); // level: "relaxed-simd" on Bun 1.4
+ */
+export type SimdLevel = "scalar" | "simd" | "relaxed-simd";
+
+/** Exports of kernels/index.ts; addresses are byte offsets in the shared memory. */
+export interface KernelExports {
+  heap_base(): number;
+  simd_level(): number;
+  quantize_q8(x: number, numTokens: number, cols: number, qa: number, da: number, sa32: number, sa16: number): void;
+  matmul_quant(kind: number, out: number, wq: number, ws: number, wm: number, qa: number, da: number, sa: number,
+    rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
+  matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
+  kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, kvDim: number): void;
+  attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, numHeads: number, numKvHeads: number,
+    headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
+  rms_norm(out: number, x: number, w: number, numRows: number, dim: number, eps: number): void;
+  rope(x: number, positions: number, numRows: number, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: number): void;
+  silu_mul(out: number, gate: number, up: number, n: number): void;
+  add(out: number, a: number, b: number, n: number): void;
+  add_bias(x: number, bias: number, numRows: number, n: number): void;
+  dequant_row(kind: number, dst: number, wq: number, ws: number, wm: number, row: number, cols: number): void;
+}
+
+/** Feature probes: the smallest modules using one instruction of each level (hand-assembled bytes). */
+const PROBES: Readonly<Record<SimdLevel, Uint8Array>> = {
+  scalar: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]),
+  // (func (result v128) v128.const 0)
+  simd: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11]),
+  // (func (result v128) v128.const 0 v128.const 0 v128.const 0 i32x4.relaxed_dot_i8x16_i7x16_add_s)
+  "relaxed-simd": new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0,
+    253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    253, 147, 2, 11]),
+};
+
+/** Whether this runtime can run a level (shared memory is required by all builds). */
+export function supportsLevel(level: SimdLevel): boolean {
+  if (typeof SharedArrayBuffer === "undefined") return false;
+  return WebAssembly.validate(PROBES[level]);
+}
+
+export function bestLevel(): SimdLevel {
+  for (const level of ["relaxed-simd", "simd"] as const) if (supportsLevel(level)) return level;
+  return "scalar";
+}
+
+/** Compiles the chosen build; throws a one-line error when the kernels were never built or the runtime lacks the level. */
+export async function loadKernelModule(level: SimdLevel = bestLevel()): Promise<{ module: WebAssembly.Module; level: SimdLevel }> {
+  if (!supportsLevel(level)) throw new Error(`wasm backend: this runtime does not support the ${level} kernel build`);
+  let files: Readonly<Record<SimdLevel, string>>;
+  try {
+    files = (await import("./kernel-files.ts")).KERNEL_FILES;
+  } catch {
+    throw new Error("wasm backend: kernels are not built (build/kernels-*.wasm missing): run `bun run build.ts --skip-compile`");
+  }
+  const bytes = await Bun.file(files[level]).arrayBuffer();
+  return { module: await WebAssembly.compile(bytes), level };
+}

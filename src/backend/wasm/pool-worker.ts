@@ -1,0 +1,47 @@
+/**
+ * A kernel thread: instantiates the kernel module on the shared memory, then loops forever on the control block
+ * (pool-ops.ts): wait for a new generation (spin a little, then Atomics.wait), run its share, count itself done.
+ * No postMessage per op. Listed as an entry point of the compiled binary in build.ts.
+ */
+import type { KernelExports } from "./kernel-module.ts";
+import { CONTROL_INTS, CTL, PoolOp, runShare } from "./pool-ops.ts";
+
+export interface PoolWorkerInit {
+  readonly module: WebAssembly.Module;
+  readonly memory: WebAssembly.Memory;
+  /** byte address of the control block */
+  readonly control: number;
+  readonly tid: number;
+  readonly spinIterations: number;
+}
+
+declare const self: Worker;
+
+self.onmessage = (event: MessageEvent<PoolWorkerInit>) => {
+  const { module, memory, control, tid, spinIterations } = event.data;
+  const instance = new WebAssembly.Instance(module, { env: { memory } });
+  const kernels = instance.exports as unknown as KernelExports;
+  const ctl = new Int32Array(memory.buffer, control, CONTROL_INTS);
+  const ctlF = new Float32Array(memory.buffer, control, CONTROL_INTS);
+  let seen = Atomics.load(ctl, CTL.generation);
+  self.postMessage("ready");
+  for (;;) {
+    let spins = 0;
+    while (Atomics.load(ctl, CTL.generation) === seen) {
+      if (++spins > spinIterations) {
+        Atomics.wait(ctl, CTL.generation, seen);
+        spins = 0;
+      }
+    }
+    seen = Atomics.load(ctl, CTL.generation);
+    const op = ctl[CTL.op] as PoolOp;
+    try {
+      runShare(kernels, ctl, ctlF, tid);
+    } catch {
+      Atomics.store(ctl, CTL.error, 1);
+    }
+    if (Atomics.add(ctl, CTL.done, 1) + 1 === ctl[CTL.numThreads]! - 1) Atomics.notify(ctl, CTL.done);
+    if (op === PoolOp.Exit) break;
+  }
+  self.postMessage("exited");
+};

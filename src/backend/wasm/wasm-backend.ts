@@ -1,0 +1,383 @@
+/**
+ * The WASM backend: AssemblyScript kernels (kernels/) on one shared memory, matmuls and attention split across a
+ * pool of persistent worker threads. Weights are repacked at load (repack.ts); float weights become f32 rows.
+ * KV cache: f16, [numLayers, K|V, numBlocks, blockSize, numKvHeads * headDim] (half the bytes of f32; attention
+ * converts with a bit trick, see kernels/common.ts).
+ * Matmul activations are quantized to int8 per 32 once per matmul input (quantize_q8), as llama.cpp does.
+ * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
+ */
+import { weightType, type GgmlType } from "../../tensor/dtypes.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
+import { dequantizeWeight } from "../reference.ts";
+import { loadKernelModule, type KernelExports, type SimdLevel } from "./kernel-module.ts";
+import { PoolOp } from "./pool-ops.ts";
+import { KernelKind, repack, repackedSizes, repackSpec } from "./repack.ts";
+import { ThreadPool } from "./thread-pool.ts";
+import { WasmHeap } from "./wasm-memory.ts";
+
+/** Below this many multiply-adds a matmul runs on the calling thread alone (waking threads costs more). */
+const MIN_PARALLEL_MACS = 1 << 16;
+const THREAD_TMP_BYTES = 64;
+
+class WasmBuffer implements DeviceBuffer {
+  constructor(readonly ptr: number, readonly length: number) {}
+}
+
+interface QuantStorage {
+  readonly kind: KernelKind;
+  /** [rowGroups, numGroups, 4, groupBytes] */
+  readonly wq: number;
+  /** [rowGroups, numGroups, 4] f32 */
+  readonly ws: number;
+  readonly wm: number;
+}
+
+class WasmWeight implements Weight {
+  constructor(
+    readonly rows: number,
+    readonly cols: number,
+    readonly type: GgmlType,
+    /** quantized storage, or null for f32 rows [rowsPadded4, colsPadded4] at f32Ptr */
+    readonly quant: QuantStorage | null,
+    readonly f32Ptr: number,
+    /** (ptr, bytes) pairs to free */
+    readonly allocations: readonly (readonly [number, number])[],
+  ) {}
+
+  get colsPadded(): number {
+    return (this.cols + 3) & ~3;
+  }
+}
+
+interface KvState {
+  readonly shape: KvCacheShape;
+  readonly base: number;
+  readonly layerPartBytes: number;
+  readonly blockBytes: number;
+}
+
+/** Grow-only scratch region owned by the backend (activation quants, int arrays, thread scratch). */
+class Scratch {
+  ptr = 0;
+  bytes = 0;
+  constructor(private readonly heap: WasmHeap) {}
+  ensure(numBytes: number): number {
+    if (numBytes > this.bytes) {
+      if (this.bytes > 0) this.heap.free(this.ptr, this.bytes);
+      this.bytes = Math.max(numBytes, this.bytes * 2);
+      this.ptr = this.heap.alloc(this.bytes);
+    }
+    return this.ptr;
+  }
+}
+
+function asWeight(w: Weight): WasmWeight {
+  if (!(w instanceof WasmWeight)) throw new Error("wasm backend: weight from another backend");
+  return w;
+}
+
+function asBuffer(b: DeviceBuffer): WasmBuffer {
+  if (!(b instanceof WasmBuffer)) throw new Error("wasm backend: buffer from another backend");
+  return b;
+}
+
+export class WasmBackend implements Backend {
+  readonly name: string;
+  private kv: KvState | null = null;
+  private readonly activations: Scratch;
+  private readonly ints: Scratch;
+  private readonly threadScratch: Scratch;
+
+  constructor(
+    readonly level: SimdLevel,
+    private readonly heap: WasmHeap,
+    private readonly k: KernelExports,
+    private readonly pool: ThreadPool,
+  ) {
+    this.name = `wasm-${level}`;
+    this.activations = new Scratch(heap);
+    this.ints = new Scratch(heap);
+    this.threadScratch = new Scratch(heap);
+    this.setThreadScratch(0);
+  }
+
+  get numThreads(): number {
+    return this.pool.numThreads;
+  }
+
+  /** Bytes of the shared memory in use (weights, KV cache, activations). */
+  get memoryBytes(): number {
+    return this.heap.usedBytes;
+  }
+
+  private setThreadScratch(maxKeys: number): void {
+    const stride = Math.ceil((THREAD_TMP_BYTES + maxKeys * 4) / 64) * 64;
+    const base = this.threadScratch.ensure(stride * this.pool.numThreads);
+    this.pool.setScratch(base, stride);
+  }
+
+  loadWeight(source: WeightSource): Weight {
+    const { rows, cols, type } = source;
+    const wt = weightType(type);
+    if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${type}`);
+    const spec = repackSpec(type);
+    if (spec !== undefined && rows > 1 && cols % spec.blockSize === 0) {
+      const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
+      if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
+      const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
+      const wq = this.heap.alloc(quantBytes);
+      const ws = this.heap.alloc(scaleFloats * 4);
+      const wm = this.heap.alloc(scaleFloats * 4);
+      const bytes = this.heap.bytes;
+      bytes.fill(0, wq, wq + quantBytes);
+      const floats = this.heap.floats;
+      floats.fill(0, ws / 4, ws / 4 + scaleFloats);
+      floats.fill(0, wm / 4, wm / 4 + scaleFloats);
+      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes),
+        floats.subarray(ws / 4, ws / 4 + scaleFloats), floats.subarray(wm / 4, wm / 4 + scaleFloats));
+      return new WasmWeight(rows, cols, type, { kind: spec.kind, wq, ws, wm }, 0,
+        [[wq, quantBytes], [ws, scaleFloats * 4], [wm, scaleFloats * 4]]);
+    }
+    const values = dequantizeWeight(source); // [rows, cols]
+    const rowsPadded = Math.ceil(rows / 4) * 4;
+    const colsPadded = (cols + 3) & ~3;
+    const numBytes = rowsPadded * colsPadded * 4;
+    const ptr = this.heap.alloc(numBytes);
+    const floats = this.heap.floats;
+    floats.fill(0, ptr / 4, ptr / 4 + rowsPadded * colsPadded);
+    for (let r = 0; r < rows; r++) floats.set(values.subarray(r * cols, (r + 1) * cols), ptr / 4 + r * colsPadded);
+    return new WasmWeight(rows, cols, type, null, ptr, [[ptr, numBytes]]);
+  }
+
+  alloc(numFloats: number): DeviceBuffer {
+    return new WasmBuffer(this.heap.alloc(numFloats * 4), numFloats);
+  }
+
+  free(buffer: DeviceBuffer): void {
+    const b = asBuffer(buffer);
+    this.heap.free(b.ptr, b.length * 4);
+  }
+
+  write(dst: DeviceBuffer, src: Float32Array, dstOffset = 0): void {
+    const d = asBuffer(dst);
+    if (dstOffset + src.length > d.length) throw new Error(`write: ${src.length} floats at ${dstOffset} overflow a buffer of ${d.length}`);
+    this.heap.floats.set(src, d.ptr / 4 + dstOffset);
+  }
+
+  read(src: DeviceBuffer, numFloats: number, srcOffset = 0): Promise<Float32Array> {
+    const s = asBuffer(src);
+    const start = s.ptr / 4 + srcOffset;
+    return Promise.resolve(this.heap.floats.slice(start, start + numFloats));
+  }
+
+  allocKvCache(shape: KvCacheShape): void {
+    if (this.kv !== null) this.heap.free(this.kv.base, this.kv.layerPartBytes * 2 * this.kv.shape.numLayers);
+    const kvDim = shape.numKvHeads * shape.headDim;
+    const blockBytes = shape.blockSize * kvDim * 2;
+    const layerPartBytes = shape.numBlocks * blockBytes;
+    const total = layerPartBytes * 2 * shape.numLayers;
+    const base = this.heap.alloc(total);
+    this.heap.bytes.fill(0, base, base + total);
+    this.kv = { shape, base, layerPartBytes, blockBytes };
+    this.setThreadScratch(shape.numBlocks * shape.blockSize);
+  }
+
+  private cache(): KvState {
+    if (this.kv === null) throw new Error("wasm backend: allocKvCache was not called");
+    return this.kv;
+  }
+
+  private partAddress(kv: KvState, layer: number, part: 0 | 1): number {
+    return kv.base + (layer * 2 + part) * kv.layerPartBytes;
+  }
+
+  exportKvBlocks(blockIds: Int32Array): Uint8Array {
+    const kv = this.cache();
+    const out = new Uint8Array(blockIds.length * kv.shape.numLayers * 2 * kv.blockBytes); // [ids, layer, K|V, blockSize, kvDim] f16
+    const bytes = this.heap.bytes;
+    let o = 0;
+    for (const id of blockIds) {
+      for (let l = 0; l < kv.shape.numLayers; l++) {
+        for (const part of [0, 1] as const) {
+          const at = this.partAddress(kv, l, part) + id * kv.blockBytes;
+          out.set(bytes.subarray(at, at + kv.blockBytes), o);
+          o += kv.blockBytes;
+        }
+      }
+    }
+    return out;
+  }
+
+  importKvBlocks(blockIds: Int32Array, data: Uint8Array): void {
+    const kv = this.cache();
+    const need = blockIds.length * kv.shape.numLayers * 2 * kv.blockBytes;
+    if (data.length !== need) throw new Error(`importKvBlocks: ${data.length} bytes, expected ${need}`);
+    const bytes = this.heap.bytes;
+    let o = 0;
+    for (const id of blockIds) {
+      for (let l = 0; l < kv.shape.numLayers; l++) {
+        for (const part of [0, 1] as const) {
+          bytes.set(data.subarray(o, o + kv.blockBytes), this.partAddress(kv, l, part) + id * kv.blockBytes);
+          o += kv.blockBytes;
+        }
+      }
+    }
+  }
+
+  /** Copies an int array into the int scratch at a byte offset; returns its address. */
+  private putInts(values: Int32Array, byteOffset = 0): number {
+    const at = this.ints.ensure(byteOffset + values.length * 4) + byteOffset;
+    this.heap.ints.set(values, at / 4);
+    return at;
+  }
+
+  embed(out: DeviceBuffer, table: Weight, tokenIds: Int32Array): void {
+    const t = asWeight(table);
+    const o = asBuffer(out);
+    for (let i = 0; i < tokenIds.length; i++) {
+      const id = tokenIds[i]!;
+      if (id < 0 || id >= t.rows) throw new Error(`embed: token id ${id} out of range [0, ${t.rows})`);
+      const dst = o.ptr + i * t.cols * 4;
+      if (t.quant !== null) {
+        this.k.dequant_row(t.quant.kind, dst, t.quant.wq, t.quant.ws, t.quant.wm, id, t.cols);
+      } else {
+        const src = t.f32Ptr + id * t.colsPadded * 4;
+        this.heap.bytes.copyWithin(dst, src, src + t.cols * 4);
+      }
+    }
+  }
+
+  rmsNorm(out: DeviceBuffer, x: DeviceBuffer, weight: Weight, numRows: number, dim: number, eps: number): void {
+    const w = asWeight(weight);
+    if (w.quant !== null) throw new Error("rmsNorm: the norm weight must be a float tensor");
+    this.k.rms_norm(asBuffer(out).ptr, asBuffer(x).ptr, w.f32Ptr, numRows, dim, eps);
+  }
+
+  matmul(out: DeviceBuffer, w: Weight, x: DeviceBuffer, numRows: number): void {
+    const wt = asWeight(w);
+    const o = asBuffer(out).ptr;
+    const xp = asBuffer(x).ptr;
+    const { rows, cols } = wt;
+    const rowGroups = Math.ceil(rows / 4);
+    const parallel = rows * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1;
+    if (wt.quant === null) {
+      const args = [o, wt.f32Ptr, xp, rows, cols, numRows, rowGroups];
+      if (parallel) this.pool.run(PoolOp.MatmulF32, args);
+      else this.k.matmul_f32(o, wt.f32Ptr, xp, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
+      return;
+    }
+    // activations: qa [numRows, cols] i8 | da [numRows, cols/32] | sa32 [numRows, cols/32] | sa16 [numRows, cols/16]
+    const numBlocks = numRows * (cols / 32);
+    const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
+    const base = this.activations.ensure(qaBytes + numBlocks * 16);
+    const qa = base;
+    const da = qa + qaBytes;
+    const sa32 = da + numBlocks * 4;
+    const sa16 = sa32 + numBlocks * 4;
+    this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16);
+    const q = wt.quant;
+    const sa = q.kind === KernelKind.U8G16 ? sa16 : sa32;
+    if (parallel) {
+      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, 0, rowGroups]);
+    } else {
+      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
+    }
+  }
+
+  addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
+    const b = asWeight(bias);
+    if (b.quant !== null) throw new Error("addBias: the bias must be a float tensor");
+    this.k.add_bias(asBuffer(x).ptr, b.f32Ptr, numRows, b.rows * b.cols);
+  }
+
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
+    const pos = this.putInts(positions);
+    this.k.rope(asBuffer(x).ptr, pos, positions.length, numHeads, headDim, ropeDim, freqBase, neox ? 1 : 0);
+  }
+
+  kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void {
+    const kv = this.cache();
+    const s = this.putInts(slots);
+    const kvDim = kv.shape.numKvHeads * kv.shape.headDim;
+    this.k.kv_store_f16(this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, kvDim);
+  }
+
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
+    const kv = this.cache();
+    const { numKvHeads, headDim, blockSize } = kv.shape;
+    let numRows = 0;
+    let tableInts = 0;
+    for (const s of sequences) {
+      numRows += s.numRows;
+      tableInts += s.blockTable.length;
+    }
+    // int scratch: rowInfo [numRows, 3] then the block tables
+    const info = new Int32Array(numRows * 3 + tableInts);
+    const base = this.ints.ensure(info.length * 4);
+    let r = 0;
+    let tableAt = numRows * 3;
+    for (const s of sequences) {
+      const need = Math.ceil((s.startPos + s.numRows) / blockSize);
+      if (s.blockTable.length < need) throw new Error(`attention: block table of ${s.blockTable.length} blocks, ${need} needed`);
+      info.set(s.blockTable, tableAt);
+      for (let i = 0; i < s.numRows; i++, r++) {
+        info[r * 3] = s.rowStart + i;
+        info[r * 3 + 1] = s.startPos + i + 1;
+        info[r * 3 + 2] = base + tableAt * 4;
+      }
+      tableAt += s.blockTable.length;
+    }
+    this.heap.ints.set(info, base / 4);
+    const tasks = numRows * numHeads;
+    const scale = 1 / Math.sqrt(headDim);
+    const args = [asBuffer(out).ptr, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
+      numHeads, numKvHeads, headDim, blockSize, tasks];
+    this.pool.run(PoolOp.Attention, args, new Map([[10, scale]]));
+  }
+
+  siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
+    this.k.silu_mul(asBuffer(out).ptr, asBuffer(gate).ptr, asBuffer(up).ptr, n);
+  }
+
+  add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {
+    this.k.add(asBuffer(out).ptr, asBuffer(a).ptr, asBuffer(b).ptr, n);
+  }
+
+  gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
+    const floats = this.heap.floats;
+    const s = asBuffer(src).ptr / 4;
+    const d = asBuffer(dst).ptr / 4;
+    const rows = Array.from(rowIds, (id) => floats.slice(s + id * cols, s + (id + 1) * cols)); // dst may alias src
+    rows.forEach((row, i) => floats.set(row, d + i * cols));
+  }
+
+  /** Frees a weight's memory (the model is being unloaded). */
+  freeWeight(w: Weight): void {
+    for (const [ptr, bytes] of asWeight(w).allocations) this.heap.free(ptr, bytes);
+  }
+
+  dispose(): void {
+    this.pool.stop();
+    this.kv = null;
+  }
+}
+
+export interface WasmBackendOptions {
+  /** kernel threads including the caller; default: the number of cores */
+  readonly threads?: number;
+  /** kernel build; default: the best one this runtime validates */
+  readonly simd?: SimdLevel;
+}
+
+/** Loads the kernels, starts the thread pool and returns the backend. */
+export async function createWasmBackend(options: WasmBackendOptions = {}): Promise<WasmBackend> {
+  const threads = options.threads ?? navigator.hardwareConcurrency;
+  if (!Number.isInteger(threads) || threads < 1 || threads > 256) throw new Error(`--threads: ${threads} is not a thread count (1..256)`);
+  const { module, level } = await loadKernelModule(options.simd);
+  const heap = new WasmHeap();
+  const instance = new WebAssembly.Instance(module, { env: { memory: heap.memory } });
+  const kernels = instance.exports as unknown as KernelExports;
+  heap.setBase(kernels.heap_base());
+  const pool = await ThreadPool.start(module, heap, kernels, threads);
+  return new WasmBackend(level, heap, kernels, pool);
+}

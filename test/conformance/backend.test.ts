@@ -1,0 +1,249 @@
+/**
+ * ONE conformance suite for every backend: each op of the Backend interface, on random data with odd shapes and row
+ * counts that do not divide by the thread count, against the reference backend (the oracle). Walks WEIGHT_TYPES.
+ * To add a backend: one row in BACKENDS (`unavailable` returns the skip reason, or null).
+ * Tolerances (relative to the rms of the reference output):
+ *   matmul, quantized weights: 3e-2 (activations are quantized to int8 per 32, as llama.cpp does)
+ *   matmul, float weights: 1e-4 (f32 sums vs the reference's f64 sums)
+ *   attention: 4e-3 (K/V stored as f16); everything else: 1e-5.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { AttentionSequence, Backend, KvCacheShape } from "../../src/backend/backend.ts";
+import { ReferenceBackend } from "../../src/backend/reference.ts";
+import { GgmlType, WEIGHT_TYPES, weightType, type WeightType } from "../../src/tensor/dtypes.ts";
+import { ensureKernels } from "../kernels/ensure-kernels.ts";
+import { randomFloats, randomWeight, rng } from "./random-weights.ts";
+
+await ensureKernels();
+const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");
+const { supportsLevel } = await import("../../src/backend/wasm/kernel-module.ts");
+
+interface BackendEntry {
+  readonly name: string;
+  readonly create: () => Promise<Backend>;
+  /** why this backend cannot run here, or null */
+  readonly unavailable: () => string | null;
+}
+
+const wasmReason = (level: "scalar" | "simd" | "relaxed-simd"): string | null =>
+  supportsLevel(level) ? null : `this runtime does not validate ${level} wasm`;
+
+// Thread counts 3 and 2 with row counts such as 131: shares never divide evenly.
+export const BACKENDS: readonly BackendEntry[] = [
+  { name: "reference", create: async () => new ReferenceBackend(), unavailable: () => null },
+  { name: "wasm-scalar", create: () => createWasmBackend({ threads: 3, simd: "scalar" }), unavailable: () => wasmReason("scalar") },
+  { name: "wasm-simd", create: () => createWasmBackend({ threads: 2, simd: "simd" }), unavailable: () => wasmReason("simd") },
+  { name: "wasm-relaxed-simd", create: () => createWasmBackend({ threads: 3, simd: "relaxed-simd" }), unavailable: () => wasmReason("relaxed-simd") },
+];
+
+const FLOAT_TYPES = new Set([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);
+
+/** max |a - b| / rms(b), with a readable failure. */
+function expectClose(actual: Float32Array, expected: Float32Array, tol: number, label: string): void {
+  expect(actual.length).toBe(expected.length);
+  let sumSq = 0;
+  let maxErr = 0;
+  let worst = 0;
+  for (let i = 0; i < expected.length; i++) {
+    sumSq += expected[i]! * expected[i]!;
+    const err = Math.abs(actual[i]! - expected[i]!);
+    if (!(err <= maxErr)) {
+      maxErr = err;
+      worst = i;
+    }
+  }
+  const rms = Math.sqrt(sumSq / Math.max(1, expected.length)) || 1;
+  const rel = maxErr / rms;
+  if (!(rel <= tol)) {
+    throw new Error(`${label}: max error ${maxErr.toExponential(3)} at ${worst} (got ${actual[worst]}, want ${expected[worst]}) = ${rel.toExponential(3)} x rms, tolerance ${tol}`);
+  }
+}
+
+async function upload(b: Backend, data: Float32Array) {
+  const buf = b.alloc(data.length);
+  b.write(buf, data);
+  return buf;
+}
+
+function quantCols(wt: WeightType): readonly number[] {
+  if (FLOAT_TYPES.has(wt.type)) return [37, 600];
+  return wt.blockSize === 256 ? [512] : [96, 512];
+}
+
+const KV: KvCacheShape = { numLayers: 2, numBlocks: 9, blockSize: 4, numKvHeads: 2, headDim: 12 };
+const NUM_HEADS = 6;
+
+describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, entry) => {
+  const reason = entry.unavailable();
+  let backend: Backend;
+  const oracle = new ReferenceBackend();
+  beforeAll(async () => {
+    if (reason === null) backend = await entry.create();
+  });
+  afterAll(() => {
+    if (reason === null) backend.dispose();
+  });
+  const it = reason === null ? test : test.skip;
+  if (reason !== null) test.skip(`skipped: ${reason}`, () => {});
+
+  describe.each(WEIGHT_TYPES.map((w) => [w.name, w] as const))("weight type %s", (_typeName, wt) => {
+    for (const cols of quantCols(wt)) {
+      it(`matmul [131 x ${cols}] for 1 and 7 tokens, batch invariant`, async () => {
+        const random = rng(cols * 31 + wt.type);
+        const rows = 131;
+        const src = randomWeight(wt, rows, cols, random);
+        const w = backend.loadWeight(src);
+        const wRef = oracle.loadWeight(src);
+        const numTokens = 7;
+        const x = randomFloats(numTokens * cols, random);
+        const xb = await upload(backend, x);
+        const out = backend.alloc(numTokens * rows);
+        backend.matmul(out, w, xb, numTokens);
+        const got = await backend.read(out, numTokens * rows);
+        const xr = await upload(oracle, x);
+        const outRef = oracle.alloc(numTokens * rows);
+        oracle.matmul(outRef, wRef, xr, numTokens);
+        const want = await oracle.read(outRef, numTokens * rows);
+        expectClose(got, want, FLOAT_TYPES.has(wt.type) ? 1e-4 : 3e-2, `${name} ${wt.name} matmul`);
+        // batch invariance: each token alone gives the same bits as inside the batch
+        for (const t of [0, 3, 6]) {
+          const x1 = await upload(backend, x.subarray(t * cols, (t + 1) * cols));
+          const o1 = backend.alloc(rows);
+          backend.matmul(o1, w, x1, 1);
+          expect(await backend.read(o1, rows)).toEqual(got.subarray(t * rows, (t + 1) * rows));
+          backend.free(x1);
+          backend.free(o1);
+        }
+        backend.free(xb);
+        backend.free(out);
+      });
+    }
+
+    it("embed of odd token ids", async () => {
+      const random = rng(7 + wt.type);
+      const cols = wt.blockSize === 256 ? 256 : wt.blockSize === 32 ? 64 : 41;
+      const src = randomWeight(wt, 23, cols, random);
+      const ids = new Int32Array([0, 22, 5, 5, 13]);
+      const out = backend.alloc(ids.length * cols);
+      backend.embed(out, backend.loadWeight(src), ids);
+      const outRef = oracle.alloc(ids.length * cols);
+      oracle.embed(outRef, oracle.loadWeight(src), ids);
+      expectClose(await backend.read(out, ids.length * cols), await oracle.read(outRef, ids.length * cols), 1e-5, `${name} ${wt.name} embed`);
+    });
+  });
+
+  it("rmsNorm, also per head (QK-norm shape)", async () => {
+    const random = rng(11);
+    const f32 = weightType(GgmlType.F32)!;
+    for (const [numRows, dim] of [[5, 37], [15, 8]] as const) {
+      const x = randomFloats(numRows * dim, random, 3);
+      const w = randomWeight(f32, 1, dim, random, "norm");
+      const out = backend.alloc(numRows * dim);
+      backend.rmsNorm(out, await upload(backend, x), backend.loadWeight(w), numRows, dim, 1e-5);
+      const outRef = oracle.alloc(numRows * dim);
+      oracle.rmsNorm(outRef, await upload(oracle, x), oracle.loadWeight(w), numRows, dim, 1e-5);
+      expectClose(await backend.read(out, numRows * dim), await oracle.read(outRef, numRows * dim), 1e-5, `${name} rmsNorm`);
+    }
+  });
+
+  it("addBias, siluMul, add (aliased), gatherRows", async () => {
+    const random = rng(12);
+    const f32 = weightType(GgmlType.F32)!;
+    const n = 3 * 29;
+    const a = randomFloats(n, random, 4);
+    const b = randomFloats(n, random, 4);
+    const bias = randomWeight(f32, 1, 29, random, "bias");
+    const results: Float32Array[][] = [];
+    for (const be of [backend, oracle]) {
+      const ab = await upload(be, a);
+      const bb = await upload(be, b);
+      const out = be.alloc(n);
+      be.siluMul(out, ab, bb, n);
+      const silu = await be.read(out, n);
+      be.add(ab, ab, bb, n);
+      const sum = await be.read(ab, n);
+      be.addBias(bb, be.loadWeight(bias), 3);
+      const biased = await be.read(bb, n);
+      const g = be.alloc(4 * 29);
+      be.gatherRows(g, bb, new Int32Array([2, 0, 2, 1]), 29);
+      results.push([silu, sum, biased, await be.read(g, 4 * 29)]);
+    }
+    ["siluMul", "add", "addBias", "gatherRows"].forEach((op, i) => expectClose(results[0]![i]!, results[1]![i]!, 1e-5, `${name} ${op}`));
+  });
+
+  for (const neox of [false, true]) {
+    it(`rope (${neox ? "NEOX" : "normal"}, partial rotary dims)`, async () => {
+      const random = rng(neox ? 13 : 14);
+      const numRows = 5;
+      const numHeads = 3;
+      const headDim = 16;
+      const positions = new Int32Array([0, 1, 7, 300, 4095]);
+      const x = randomFloats(numRows * numHeads * headDim, random);
+      const got = await upload(backend, x);
+      backend.rope(got, positions, numHeads, headDim, 12, 10000, neox);
+      const want = await upload(oracle, x);
+      oracle.rope(want, positions, numHeads, headDim, 12, 10000, neox);
+      expectClose(await backend.read(got, x.length), await oracle.read(want, x.length), 1e-5, `${name} rope`);
+    });
+  }
+
+  it("kvStore + attention (GQA 6/2 heads, two sequences, scattered blocks), KV export/import", async () => {
+    const random = rng(15);
+    const kvDim = KV.numKvHeads * KV.headDim;
+    const qDim = NUM_HEADS * KV.headDim;
+    // sequence A: 9 cached + 3 new rows; sequence B: 0 cached + 5 new rows (a prefill)
+    const seqs: AttentionSequence[] = [
+      { rowStart: 0, numRows: 3, startPos: 9, blockTable: new Int32Array([7, 2, 5]) },
+      { rowStart: 3, numRows: 5, startPos: 0, blockTable: new Int32Array([0, 8]) },
+    ];
+    const numRows = 8;
+    const outs: Float32Array[] = [];
+    for (const be of [backend, oracle]) {
+      be.allocKvCache(KV);
+      for (let layer = 0; layer < KV.numLayers; layer++) {
+        const r = rng(100 + layer);
+        // positions 0..11 of A and 0..4 of B
+        const slotsA = Int32Array.from({ length: 12 }, (_, p) => seqs[0]!.blockTable[Math.floor(p / 4)]! * 4 + (p % 4));
+        const slotsB = Int32Array.from({ length: 5 }, (_, p) => seqs[1]!.blockTable[Math.floor(p / 4)]! * 4 + (p % 4));
+        for (const slots of [slotsA, slotsB]) {
+          const k = await upload(be, randomFloats(slots.length * kvDim, r, 2));
+          const v = await upload(be, randomFloats(slots.length * kvDim, r, 2));
+          be.kvStore(layer, k, v, slots);
+        }
+      }
+      const q = await upload(be, randomFloats(numRows * qDim, rng(16), 2));
+      const out = be.alloc(numRows * qDim);
+      be.attention(out, q, 1, NUM_HEADS, seqs);
+      outs.push(await be.read(out, numRows * qDim));
+    }
+    expectClose(outs[0]!, outs[1]!, 4e-3, `${name} attention`);
+    // export blocks 7 and 0, import them as blocks 3 and 4, export again: same bytes
+    const exported = backend.exportKvBlocks(new Int32Array([7, 0]));
+    backend.importKvBlocks(new Int32Array([3, 4]), exported);
+    expect(backend.exportKvBlocks(new Int32Array([3, 4]))).toEqual(exported);
+  });
+});
+
+describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () => {
+  const levels = (["scalar", "simd", "relaxed-simd"] as const).filter((l) => supportsLevel(l));
+  const it = levels.length >= 2 ? test : test.skip;
+  it.each(WEIGHT_TYPES.map((w) => [w.name, w] as const))("matmul %s, 5 tokens, 1 vs 2 threads", async (_n, wt) => {
+    const random = rng(40 + wt.type);
+    const cols = wt.blockSize === 256 ? 512 : 160;
+    const rows = 45;
+    const src = randomWeight(wt, rows, cols, random);
+    const x = randomFloats(5 * cols, random);
+    const results: Float32Array[] = [];
+    for (const level of levels) {
+      for (const threads of [1, 2]) {
+        const be = await createWasmBackend({ threads, simd: level });
+        const xb = await upload(be, x);
+        const out = be.alloc(5 * rows);
+        be.matmul(out, be.loadWeight(src), xb, 5);
+        results.push(await be.read(out, 5 * rows));
+        be.dispose();
+      }
+    }
+    for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
+  });
+});
