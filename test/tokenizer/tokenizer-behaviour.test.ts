@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { llamaTemplatePath, llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { GgufValueType, type GgufFile, type GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
 import { createTokenizer, TokenizerError, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
-import { loadVocabTokenizer, readGgufMetadata, tok512Gguf } from "./helpers.ts";
+import { loadVocabTokenizer, readGgufOrThrow, tok512Gguf } from "./helpers.ts";
 
 const NO_SPECIAL = { addSpecial: false, parseSpecial: false } as const;
 
@@ -22,7 +22,7 @@ function withMetadata(gguf: GgufFile, changes: Record<string, GgufMetadataEntry 
 }
 const str = (value: string): GgufMetadataEntry => ({ type: GgufValueType.STRING, value });
 
-const qwen2Gguf = readGgufMetadata(llamaVocabPath("qwen2"));
+const qwen2Gguf = readGgufOrThrow(llamaVocabPath("qwen2"));
 const qwen2 = createTokenizer(qwen2Gguf);
 const llamaSpm = loadVocabTokenizer("llama-spm");
 const llamaBpe = loadVocabTokenizer("llama-bpe");
