@@ -1,7 +1,124 @@
-/** `fennec serve`: not implemented yet (see the issues). Returns an exit code, or -1 for a long-running server. */
+/**
+ * `fennec serve`: the OpenAI-compatible HTTP server (vLLM flag names). Builds every object once (orchestrator, metrics
+ * recorder, app) and passes them in; logs one line when ready; on SIGINT/SIGTERM in-flight streams end with an error
+ * event, the listener closes, the engines stop, and the process exits 0. Returns -1 so the CLI keeps the process alive.
+ */
+import pkg from "../../package.json" with { type: "json" };
 import type { Options } from "../config.ts";
+import { makeDeprecationGate } from "../metrics/deprecation.ts";
+import { MetricsRecorder } from "../metrics/recorder.ts";
+import type { Orchestrator } from "../pipeline/request-output.ts";
+import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
+import { createApp } from "../server/app.ts";
+import { metricsRoute } from "../server/metrics-route.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
 import { CliError } from "../util/cli-error.ts";
 
-export async function main(_options: Options): Promise<number> {
-  throw new CliError("'serve' is not implemented yet");
+/** vLLM's startup check, word for word (validate_parsed_serve_args). */
+export const PER_REQUEST_METRICS_NEED_STATS =
+  "Error: --enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable per-request metrics.";
+
+/** How long shutdown waits for open connections to finish before closing them. */
+const SHUTDOWN_GRACE_MS = 3000;
+/** Bun closes a connection silent for this long; non-streaming generations can be quiet for a while (Bun's maximum). */
+const IDLE_TIMEOUT_S = 255;
+
+export interface ServeFlags {
+  readonly model: string | null;
+  readonly servedModelName: string | null;
+  readonly host: string;
+  readonly port: number;
+  readonly apiKey: string | null;
+  readonly enablePerRequestMetrics: boolean;
+  readonly forceIncludeUsage: boolean;
+  readonly disableLogStats: boolean;
+  readonly logStats: boolean;
+  readonly enableMfuMetrics: boolean;
+  readonly showHiddenMetricsForVersion: string | null;
+}
+
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+
+/** Flags of `serve` that this module reads, checked before anything is loaded (vLLM checks before the model too). */
+export function readServeFlags(options: Options): ServeFlags {
+  const flags: ServeFlags = {
+    model: str(options.model),
+    servedModelName: str(options["served-model-name"]),
+    host: str(options.host) ?? "127.0.0.1",
+    port: Number(options.port),
+    apiKey: str(options["api-key"]),
+    enablePerRequestMetrics: options["enable-per-request-metrics"] === true,
+    forceIncludeUsage: options["enable-force-include-usage"] === true,
+    disableLogStats: options["disable-log-stats"] === true,
+    logStats: options["log-stats"] === true,
+    enableMfuMetrics: options["enable-mfu-metrics"] === true,
+    showHiddenMetricsForVersion: str(options["show-hidden-metrics-for-version"]),
+  };
+  if (flags.enablePerRequestMetrics && flags.disableLogStats) throw new CliError(PER_REQUEST_METRICS_NEED_STATS);
+  if (!Number.isInteger(flags.port) || flags.port < 0 || flags.port > 65535) throw new CliError(`--port must be in 0..65535 (got ${options.port})`);
+  if (flags.apiKey === "") throw new CliError("--api-key must not be empty");
+  if (flags.servedModelName === "") throw new CliError("--served-model-name must not be empty");
+  return flags;
+}
+
+/** Lets the orchestrator report stats before the recorder exists (the recorder needs the loaded model's facts). */
+class ForwardingListener implements StatsListener {
+  target: StatsListener | null = null;
+  onStep(stats: StepStats): void { this.target?.onStep(stats); }
+  onRequestFinished(stats: FinishedRequestStats): void { this.target?.onRequestFinished(stats); }
+}
+
+/** The engine side: replaced by the orchestrator's factory once src/pipeline/orchestrator.ts lands. */
+async function startOrchestrator(_options: Options, _listener: StatsListener): Promise<Orchestrator> {
+  throw new CliError("the engine (src/pipeline/orchestrator.ts) is not available in this build yet");
+}
+
+const log = (line: string): void => { process.stderr.write(`${line}\n`); };
+
+export async function main(options: Options): Promise<number> {
+  const flags = readServeFlags(options);
+  const gate = makeDeprecationGate(pkg.version, flags.showHiddenMetricsForVersion);
+  if (!gate.ok) throw new CliError(gate.error);
+
+  const listener = new ForwardingListener();
+  const orchestrator = await startOrchestrator(options, listener);
+  const servedModelName = flags.servedModelName ?? orchestrator.modelConfig.name;
+  const recorder = new MetricsRecorder({
+    modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !flags.disableLogStats,
+    enableMfuMetrics: flags.enableMfuMetrics, deprecation: gate.value,
+  });
+  listener.target = recorder;
+
+  const shutdown = new AbortController();
+  const app = createApp({
+    orchestrator, servedModelName, modelPath: flags.model ?? "embedded:stories260K", apiKey: flags.apiKey,
+    enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
+  });
+  try {
+    app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: DEFAULT_MAX_BODY_BYTES, idleTimeout: IDLE_TIMEOUT_S });
+  } catch (e) {
+    await orchestrator.shutdown();
+    throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const server = app.server!;
+  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${server.port} (API docs at /docs)`);
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log(`fennec: ${signal} received, shutting down`);
+    shutdown.abort();
+    const closed = server.stop(false);
+    const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
+    await Promise.race([closed, grace]);
+    await server.stop(true);
+    await Promise.race([orchestrator.shutdown(), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS))]);
+    log("fennec: stopped");
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  return -1;
 }
