@@ -29,7 +29,7 @@ test("a compute shader adds two buffers", async () => {
   const n = 1000;
   const a = Float32Array.from({ length: n }, (_, i) => i * 0.5);
   const b = Float32Array.from({ length: n }, (_, i) => 1000 - i);
-  const mk = (data: Float32Array) => {
+  const mk = (data: Float32Array<ArrayBuffer>) => {
     const buf = device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
     device.queue.writeBuffer(buf, 0, data);
     return buf;

@@ -1,0 +1,146 @@
+/**
+ * WGSL of the small ops: RMSNorm (one workgroup per row, fixed tree reduction), RoPE (cos/sin from a table the
+ * backend fills in f64 on the CPU, so positions far from 0 lose no precision), SiLU-gate, add, add-bias, KV store and
+ * row gather (one thread per element). Inputs are read-only bindings and the output `O` read_write; Dawn rejects a
+ * buffer bound both ways in one dispatch, so an op whose output aliases an input runs `inPlaceVariant` instead.
+ * Each op names its params words in order; `groupsX` folds large 1-D grids into 2-D (65535 groups per dimension).
+ */
+
+/** `code` writing its output into input `into` (for out === into): O's binding goes, `into` becomes read_write. */
+export function inPlaceVariant(code: string, into: string): string {
+  return code
+    .replace(/^.*var<storage, read_write> O: array<f32>;\n/m, "")
+    .replace(`var<storage, read> ${into}:`, `var<storage, read_write> ${into}:`)
+    .replaceAll("O[", `${into}[`);
+}
+
+const GLOBAL_ID = /* wgsl */ `
+fn flat_id(wg: vec3u, t: u32) -> u32 { return (wg.x + wg.y * p.groupsX) * 64u + t; }`;
+
+/** params: dim, numRows, eps (f32) */
+export const RMS_NORM_WGSL = /* wgsl */ `
+struct Params { dim: u32, numRows: u32, eps: f32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> Wt: array<f32>;
+@group(0) @binding(2) var<storage, read> X: array<f32>;
+@group(0) @binding(3) var<storage, read_write> O: array<f32>;
+var<workgroup> part: array<f32, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let r = wg.x + wg.y * 65535u;
+  if (r >= p.numRows) { return; }
+  let base = r * p.dim;
+  var acc = 0.0;
+  for (var i = t; i < p.dim; i += 64u) { let v = X[base + i]; acc += v * v; }
+  part[t] = acc;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (t < s) { part[t] += part[t + s]; }
+    workgroupBarrier();
+  }
+  let scale = 1.0 / sqrt(part[0] / f32(p.dim) + p.eps);
+  for (var i = t; i < p.dim; i += 64u) { O[base + i] = X[base + i] * scale * Wt[i]; }
+}`;
+
+/** params: numHeads, headDim, half (= ropeDim / 2), neox, total (= rows * numHeads * half), groupsX */
+export const ROPE_WGSL = /* wgsl */ `
+struct Params { numHeads: u32, headDim: u32, half: u32, neox: u32, total: u32, groupsX: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> pos: array<u32>;
+@group(0) @binding(2) var<storage, read> cs: array<vec2f>; // [maxPos, half] (cos, sin)
+@group(0) @binding(3) var<storage, read_write> X: array<f32>;
+${GLOBAL_ID}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let idx = flat_id(wg, t);
+  if (idx >= p.total) { return; }
+  let i = idx % p.half;
+  let rh = idx / p.half; // row * numHeads + head
+  let r = rh / p.numHeads;
+  let c = cs[pos[r] * p.half + i];
+  let base = rh * p.headDim;
+  var a = base + 2u * i; var b = a + 1u;
+  if (p.neox != 0u) { a = base + i; b = a + p.half; }
+  let x0 = X[a]; let x1 = X[b];
+  X[a] = x0 * c.x - x1 * c.y;
+  X[b] = x0 * c.y + x1 * c.x;
+}`;
+
+/** params: n, groupsX */
+export const SILU_MUL_WGSL = /* wgsl */ `
+struct Params { n: u32, groupsX: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> G: array<f32>;
+@group(0) @binding(2) var<storage, read> U: array<f32>;
+@group(0) @binding(3) var<storage, read_write> O: array<f32>;
+${GLOBAL_ID}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = flat_id(wg, t);
+  if (i >= p.n) { return; }
+  let g = G[i];
+  O[i] = g / (1.0 + exp(-g)) * U[i];
+}`;
+
+/** params: n, groupsX */
+export const ADD_WGSL = /* wgsl */ `
+struct Params { n: u32, groupsX: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(3) var<storage, read_write> O: array<f32>;
+${GLOBAL_ID}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = flat_id(wg, t);
+  if (i >= p.n) { return; }
+  O[i] = A[i] + B[i];
+}`;
+
+/** params: n (= numRows * cols), cols, groupsX */
+export const ADD_BIAS_WGSL = /* wgsl */ `
+struct Params { n: u32, cols: u32, groupsX: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> Bias: array<f32>;
+@group(0) @binding(2) var<storage, read_write> X: array<f32>;
+${GLOBAL_ID}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = flat_id(wg, t);
+  if (i >= p.n) { return; }
+  X[i] += Bias[i % p.cols];
+}`;
+
+/** params: n (= numSlots * kvDim), kvDim, groupsX */
+export const KV_STORE_WGSL = /* wgsl */ `
+struct Params { n: u32, kvDim: u32, groupsX: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> slots: array<u32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read_write> K: array<f32>;
+@group(0) @binding(5) var<storage, read_write> V: array<f32>;
+${GLOBAL_ID}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = flat_id(wg, t);
+  if (i >= p.n) { return; }
+  let dst = slots[i / p.kvDim] * p.kvDim + i % p.kvDim;
+  K[dst] = k[i];
+  V[dst] = v[i];
+}`;
+
+/** params: n (= numRows * cols), cols, groupsX. dst must not alias src (the backend gathers through a temporary). */
+export const GATHER_ROWS_WGSL = /* wgsl */ `
+struct Params { n: u32, cols: u32, groupsX: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> rowIds: array<u32>;
+@group(0) @binding(2) var<storage, read> S: array<f32>;
+@group(0) @binding(3) var<storage, read_write> D: array<f32>;
+${GLOBAL_ID}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = flat_id(wg, t);
+  if (i >= p.n) { return; }
+  D[i] = S[rowIds[i / p.cols] * p.cols + i % p.cols];
+}`;

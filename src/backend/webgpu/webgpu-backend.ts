@@ -1,0 +1,487 @@
+/// <reference types="@webgpu/types" />
+/**
+ * The WebGPU backend: the same seam as the WASM one, on WGSL compute shaders through Dawn (npm `webgpu`).
+ * Weights are uploaded once, repacked but kept quantized where a shader exists (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K; see
+ * weight-layouts.ts); other types are converted to F16 at load with one log line per type. Activations and the KV
+ * cache are f32. Ops are recorded into one command encoder and submitted at `read` (StepEncoder), so a step costs one
+ * round trip to the CPU. A lost device resolves `lost` (the engine fails its requests and turns /health red) and
+ * makes every later call throw; nothing crashes.
+ * @example const backend = await createWebGpuBackend({}); const w = backend.loadWeight(source);
+ */
+import { GgmlType, weightType } from "../../tensor/dtypes.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
+import { dequantizeWeight } from "../reference.ts";
+import { openDawnDevice, type DawnDevice } from "./dawn-device.ts";
+import { ATTENTION_WGSL, MAX_HEAD_DIM } from "./shaders/attention-wgsl.ts";
+import {
+  ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, inPlaceVariant,
+} from "./shaders/elementwise-wgsl.ts";
+import { embedWgsl, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
+import { StepEncoder, foldGroups, type BufferRange } from "./step-encoder.ts";
+import { GPU_WEIGHT_LAYOUTS, layoutFor, repackRows, rowWords, type GpuWeightLayout } from "./weight-layouts.ts";
+
+interface WeightChunk { readonly buffer: GPUBuffer; readonly rowStart: number; readonly numRows: number }
+
+class GpuWeight implements Weight {
+  constructor(
+    readonly rows: number,
+    readonly cols: number,
+    readonly type: GgmlType,
+    /** the type the GPU holds (F16 / F32 for converted types) */
+    readonly storedType: GgmlType,
+    readonly layout: GpuWeightLayout,
+    /** row-ranges, each within the adapter's storage-binding limit */
+    readonly chunks: readonly WeightChunk[],
+  ) {}
+}
+
+class GpuBuffer implements DeviceBuffer {
+  constructor(readonly buffer: GPUBuffer, readonly length: number) {}
+}
+
+interface GpuKvCache {
+  readonly shape: KvCacheShape;
+  /** per layer: [numBlocks * blockSize, numKvHeads * headDim] f32 */
+  readonly k: GPUBuffer[];
+  readonly v: GPUBuffer[];
+}
+
+interface RopeTable { readonly buffer: GPUBuffer; readonly numPositions: number }
+
+export interface WebGpuBackendOptions {
+  /** limit for requestAdapter and requestDevice each */
+  readonly timeoutMs?: number;
+  /** where the one-line notices go (type conversions, device loss); default stderr */
+  readonly log?: (line: string) => void;
+}
+
+/** Opens the adapter and returns the backend; throws CliError (one line, exit 2) when there is no usable adapter. */
+export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
+  const dawn = await openDawnDevice({ timeoutMs: options.timeoutMs });
+  return new WebGpuBackend(dawn, options.log ?? ((line) => process.stderr.write(`${line}\n`)));
+}
+
+/** writeBuffer's typing wants views over plain ArrayBuffers; Dawn copies shared ones (WASM memory) just as well */
+function uploadable(view: ArrayBufferView): ArrayBufferView<ArrayBuffer> {
+  return view as ArrayBufferView<ArrayBuffer>;
+}
+
+function f32Bits(value: number): number {
+  const f = new Float32Array([value]);
+  return new Uint32Array(f.buffer)[0]!;
+}
+
+export class WebGpuBackend implements Backend {
+  readonly name = "webgpu";
+  /** the adapter, e.g. "llvmpipe: Mesa 25.0.7 (LLVM 15.0.6) (mesa)" */
+  readonly adapterDescription: string;
+  /** resolves with a one-line reason if the device is lost while in use (never after dispose) */
+  readonly lost: Promise<string>;
+  private lostReason: string | null = null;
+  private disposed = false;
+  private readonly device: GPUDevice;
+  private readonly enc: StepEncoder;
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly ropeTables = new Map<string, RopeTable>();
+  private readonly convertedTypes = new Set<GgmlType>();
+  private readonly maxBindingBytes: number;
+  private readonly uncaptured: string[] = [];
+  private kv: GpuKvCache | null = null;
+  private gatherScratch: GpuBuffer | null = null;
+
+  constructor(private readonly dawn: DawnDevice, private readonly log: (line: string) => void) {
+    this.device = dawn.device;
+    this.adapterDescription = dawn.description;
+    this.maxBindingBytes = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
+    this.enc = new StepEncoder(this.device);
+    this.device.onuncapturederror = (ev) => { this.uncaptured.push(ev.error.message.split("\n")[0]!); };
+    this.lost = this.device.lost.then((info) => {
+      if (this.disposed) return new Promise<string>(() => {});
+      this.lostReason = `webgpu device lost (${info.reason}): ${info.message.split("\n")[0] || "no message"}`;
+      this.log(`fennec: ${this.lostReason}`);
+      return this.lostReason;
+    });
+  }
+
+  /** Throws once the device is gone, so the engine sees one clear error per call instead of a crash. */
+  private live(): void {
+    if (this.lostReason !== null) throw new Error(this.lostReason);
+    if (this.disposed) throw new Error("webgpu backend: used after dispose");
+  }
+
+  private pipeline(key: string, code: () => string): GPUComputePipeline {
+    let p = this.pipelines.get(key);
+    if (p === undefined) {
+      const module = this.device.createShaderModule({ code: code() });
+      p = this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+      this.pipelines.set(key, p);
+    }
+    return p;
+  }
+
+  private createBuffer(sizeBytes: number, what: string): GPUBuffer {
+    const size = Math.max(16, Math.ceil(sizeBytes / 4) * 4);
+    if (size > this.maxBindingBytes) {
+      throw new Error(`webgpu: ${what} needs ${(size / 2 ** 20).toFixed(1)} MiB, over this adapter's ${(this.maxBindingBytes / 2 ** 20).toFixed(0)} MiB storage-binding limit`);
+    }
+    return this.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  }
+
+  // ---- weights and buffers -------------------------------------------------------------------------------------
+
+  loadWeight(source: WeightSource): Weight {
+    this.live();
+    const wt = weightType(source.type);
+    if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${source.type}`);
+    const { rows, cols } = source;
+    let layout = layoutFor(source.type, cols);
+    let data = source.data;
+    // 1-D tensors (norms, biases) feed elementwise shaders that read f32
+    const wantF32 = rows === 1;
+    if (layout === undefined || (wantF32 && layout.type !== GgmlType.F32)) {
+      const f32 = dequantizeWeight(source); // [rows, cols]; validates sizes with a one-line error
+      if (!wantF32 && cols % 2 === 0) {
+        if (!this.convertedTypes.has(source.type) && layout === undefined) {
+          this.convertedTypes.add(source.type);
+          this.log(`fennec: webgpu has no ${wt.name} shader; converting ${wt.name} weights to f16 at load`);
+        }
+        const f16 = new Uint8Array(f32.length * 2);
+        const view = new DataView(f16.buffer);
+        for (let i = 0; i < f32.length; i++) view.setFloat16(2 * i, f32[i]!, true);
+        data = f16;
+        layout = layoutFor(GgmlType.F16, cols)!;
+      } else {
+        data = new Uint8Array(f32.buffer);
+        layout = layoutFor(GgmlType.F32, cols)!;
+      }
+    } else {
+      const needBytes = (rows * cols / layout.blockElems) * layout.srcBlockBytes;
+      if (data.length < needBytes) {
+        throw new Error(`weight ${source.name}: ${data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${needBytes}`);
+      }
+    }
+    const bytesPerRow = rowWords(layout, cols) * 4;
+    const rowsPerChunk = Math.max(1, Math.floor(this.maxBindingBytes / bytesPerRow));
+    const chunks: WeightChunk[] = [];
+    for (let rowStart = 0; rowStart < rows; rowStart += rowsPerChunk) {
+      const numRows = Math.min(rowsPerChunk, rows - rowStart);
+      const words = repackRows(layout, data, cols, rowStart, numRows); // [numRows, rowWords]
+      const buffer = this.createBuffer(words.byteLength, `weight ${source.name}`);
+      this.device.queue.writeBuffer(buffer, 0, uploadable(words));
+      chunks.push({ buffer, rowStart, numRows });
+    }
+    return new GpuWeight(rows, cols, source.type, layout.type, layout, chunks);
+  }
+
+  alloc(numFloats: number): DeviceBuffer {
+    this.live();
+    return new GpuBuffer(this.createBuffer(numFloats * 4, `a buffer of ${numFloats} floats`), numFloats);
+  }
+
+  free(buffer: DeviceBuffer): void {
+    // recorded ops may still use it: submit them first (the driver frees after the work is done)
+    if (this.enc.numPending > 0) this.enc.flush();
+    gpuBuffer(buffer).buffer.destroy();
+  }
+
+  write(dst: DeviceBuffer, src: Float32Array, dstOffset = 0): void {
+    this.live();
+    // queue writes land before unsubmitted commands: submit what reads the old contents first
+    if (this.enc.numPending > 0) this.enc.flush();
+    this.device.queue.writeBuffer(gpuBuffer(dst).buffer, dstOffset * 4, uploadable(src));
+  }
+
+  async read(src: DeviceBuffer, numFloats: number, srcOffset = 0): Promise<Float32Array> {
+    this.live();
+    if (numFloats === 0) {
+      this.enc.flush();
+      return new Float32Array(0);
+    }
+    const staging = this.device.createBuffer({ size: numFloats * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    this.enc.copy(gpuBuffer(src).buffer, srcOffset * 4, staging, 0, numFloats * 4);
+    this.enc.flush();
+    try {
+      await Promise.race([staging.mapAsync(GPUMapMode.READ), this.lost.then((reason) => { throw new Error(reason); })]);
+      const out = new Float32Array(staging.getMappedRange().slice(0));
+      staging.unmap();
+      await this.enc.checkErrors();
+      const uncaptured = this.uncaptured.splice(0);
+      if (uncaptured.length > 0) throw new Error(`webgpu: ${uncaptured[0]}`);
+      return out;
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  // ---- KV cache ----------------------------------------------------------------------------------------------
+
+  allocKvCache(shape: KvCacheShape): void {
+    this.live();
+    if (shape.headDim > MAX_HEAD_DIM) throw new Error(`webgpu: head dim ${shape.headDim} is over the attention shader's ${MAX_HEAD_DIM}`);
+    this.releaseKv();
+    const layerBytes = shape.numBlocks * shape.blockSize * shape.numKvHeads * shape.headDim * 4;
+    const k: GPUBuffer[] = [];
+    const v: GPUBuffer[] = [];
+    for (let l = 0; l < shape.numLayers; l++) {
+      k.push(this.createBuffer(layerBytes, `the KV cache of one layer (lower --kv-cache-memory)`));
+      v.push(this.createBuffer(layerBytes, `the KV cache of one layer (lower --kv-cache-memory)`));
+    }
+    this.kv = { shape, k, v };
+  }
+
+  private releaseKv(): void {
+    if (this.kv === null) return;
+    if (this.enc.numPending > 0) this.enc.flush();
+    for (const b of [...this.kv.k, ...this.kv.v]) b.destroy();
+    this.kv = null;
+  }
+
+  private cache(): GpuKvCache {
+    if (this.kv === null) throw new Error("webgpu backend: allocKvCache was not called");
+    return this.kv;
+  }
+
+  /** Synchronous read-back does not exist in WebGPU: use exportKvBlocksAsync. */
+  exportKvBlocks(_blockIds: Int32Array): Uint8Array {
+    throw new Error("webgpu backend: exportKvBlocks is asynchronous on a GPU; call exportKvBlocksAsync");
+  }
+
+  /** [numBlocks of the ids, layer, K|V, blockSize, kvDim] f32 bytes, the reference backend's layout. */
+  async exportKvBlocksAsync(blockIds: Int32Array): Promise<Uint8Array> {
+    this.live();
+    const { shape, k, v } = this.cache();
+    const blockBytes = shape.blockSize * shape.numKvHeads * shape.headDim * 4;
+    const total = blockIds.length * shape.numLayers * 2 * blockBytes;
+    if (total === 0) return new Uint8Array(0);
+    const staging = this.device.createBuffer({ size: total, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    let o = 0;
+    for (const id of blockIds) {
+      for (let l = 0; l < shape.numLayers; l++) {
+        for (const part of [k[l]!, v[l]!]) {
+          this.enc.copy(part, id * blockBytes, staging, o, blockBytes);
+          o += blockBytes;
+        }
+      }
+    }
+    this.enc.flush();
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+      const out = new Uint8Array(staging.getMappedRange().slice(0));
+      staging.unmap();
+      await this.enc.checkErrors();
+      return out;
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  importKvBlocks(blockIds: Int32Array, data: Uint8Array): void {
+    this.live();
+    const { shape, k, v } = this.cache();
+    const blockBytes = shape.blockSize * shape.numKvHeads * shape.headDim * 4;
+    const need = blockIds.length * shape.numLayers * 2 * blockBytes;
+    if (data.length !== need) throw new Error(`importKvBlocks: ${data.length} bytes, expected ${need}`);
+    if (this.enc.numPending > 0) this.enc.flush();
+    let o = 0;
+    for (const id of blockIds) {
+      for (let l = 0; l < shape.numLayers; l++) {
+        for (const part of [k[l]!, v[l]!]) {
+          this.device.queue.writeBuffer(part, id * blockBytes, uploadable(data), o, blockBytes);
+          o += blockBytes;
+        }
+      }
+    }
+  }
+
+  // ---- ops (recorded, run at the next read) ----------------------------------------------------------------------
+
+  embed(out: DeviceBuffer, table: Weight, tokenIds: Int32Array): void {
+    this.live();
+    const t = gpuWeight(table);
+    for (const id of tokenIds) {
+      if (id < 0 || id >= t.rows) throw new Error(`embed: token id ${id} out of range [0, ${t.rows})`);
+    }
+    const ids = this.enc.indexData(tokenIds);
+    const pipeline = this.pipeline(`embed:${t.storedType}`, () => embedWgsl(t.layout));
+    const [gx] = foldGroups(tokenIds.length);
+    for (const c of t.chunks) {
+      const params = new Uint32Array([t.cols, rowWords(t.layout, t.cols), tokenIds.length, c.rowStart, c.numRows, gx]);
+      this.enc.dispatch(pipeline, params, [{ buffer: c.buffer }, ids, range(out)], tokenIds.length);
+    }
+  }
+
+  rmsNorm(out: DeviceBuffer, x: DeviceBuffer, weight: Weight, numRows: number, dim: number, eps: number): void {
+    this.live();
+    const w = f32Weight(weight, dim, "rmsNorm");
+    const params = new Uint32Array([dim, numRows, f32Bits(eps)]);
+    const inPlace = same(out, x);
+    const pipeline = inPlace ? this.pipeline("rms_norm:X", () => inPlaceVariant(RMS_NORM_WGSL, "X")) : this.pipeline("rms_norm", () => RMS_NORM_WGSL);
+    this.enc.dispatch(pipeline, params, [w, range(x), inPlace ? null : range(out)], numRows);
+  }
+
+  matmul(out: DeviceBuffer, w: Weight, x: DeviceBuffer, numRows: number): void {
+    this.live();
+    const gw = gpuWeight(w);
+    if (same(out, x)) throw new Error("matmul: out must not alias x");
+    const pipeline = this.pipeline(`matmul:${gw.storedType}`, () => matmulWgsl(gw.layout));
+    for (const c of gw.chunks) {
+      const numGroups = c.numRows * numRows;
+      const params = new Uint32Array([c.numRows, gw.cols, numRows, rowWords(gw.layout, gw.cols), gw.cols / gw.layout.unitElems, gw.rows, c.rowStart, foldGroups(numGroups)[0]]);
+      this.enc.dispatch(pipeline, params, [{ buffer: c.buffer }, range(x), range(out)], numGroups);
+    }
+  }
+
+  addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
+    this.live();
+    const n = bias.cols * bias.rows;
+    const b = f32Weight(bias, n, "addBias");
+    const total = numRows * n;
+    const groups = Math.ceil(total / WORKGROUP_SIZE);
+    this.enc.dispatch(this.pipeline("add_bias", () => ADD_BIAS_WGSL), new Uint32Array([total, n, foldGroups(groups)[0]]), [b, range(x)], groups);
+  }
+
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
+    this.live();
+    if (positions.length === 0) return;
+    let maxPos = 0;
+    for (const p of positions) maxPos = Math.max(maxPos, p);
+    const table = this.ropeTable(freqBase, ropeDim, maxPos + 1);
+    const half = ropeDim / 2;
+    const total = positions.length * numHeads * half;
+    const groups = Math.ceil(total / WORKGROUP_SIZE);
+    const params = new Uint32Array([numHeads, headDim, half, neox ? 1 : 0, total, foldGroups(groups)[0]]);
+    this.enc.dispatch(this.pipeline("rope", () => ROPE_WGSL), params, [this.enc.indexData(positions), { buffer: table.buffer }, range(x)], groups);
+  }
+
+  /** [numPositions, ropeDim / 2] (cos, sin) computed in f64 as the reference does; grows by doubling. */
+  private ropeTable(freqBase: number, ropeDim: number, numPositions: number): RopeTable {
+    const key = `${freqBase}:${ropeDim}`;
+    const have = this.ropeTables.get(key);
+    if (have !== undefined && have.numPositions >= numPositions) return have;
+    const size = Math.max(1024, 2 ** Math.ceil(Math.log2(numPositions)));
+    const half = ropeDim / 2;
+    const cs = new Float32Array(size * half * 2); // [size, half, (cos, sin)]
+    const invFreq = Array.from({ length: half }, (_, i) => Math.pow(freqBase, (-2 * i) / ropeDim));
+    for (let pos = 0; pos < size; pos++) {
+      for (let i = 0; i < half; i++) {
+        const theta = pos * invFreq[i]!;
+        cs[(pos * half + i) * 2] = Math.cos(theta);
+        cs[(pos * half + i) * 2 + 1] = Math.sin(theta);
+      }
+    }
+    // a new buffer: recorded ops keep reading the old one, which the GC releases
+    const buffer = this.createBuffer(cs.byteLength, "the RoPE table");
+    this.device.queue.writeBuffer(buffer, 0, cs);
+    const table = { buffer, numPositions: size };
+    this.ropeTables.set(key, table);
+    return table;
+  }
+
+  kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void {
+    this.live();
+    const { shape, k: kc, v: vc } = this.cache();
+    const kvDim = shape.numKvHeads * shape.headDim;
+    const total = slots.length * kvDim;
+    const groups = Math.ceil(total / WORKGROUP_SIZE);
+    this.enc.dispatch(this.pipeline("kv_store", () => KV_STORE_WGSL), new Uint32Array([total, kvDim, foldGroups(groups)[0]]),
+      [this.enc.indexData(slots), range(k), range(v), { buffer: kc[layer]! }, { buffer: vc[layer]! }], groups);
+  }
+
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
+    this.live();
+    const { shape, k, v } = this.cache();
+    const { headDim, numKvHeads, blockSize } = shape;
+    let numEntries = 0;
+    for (const s of sequences) numEntries += s.numRows;
+    const entries: number[] = []; // [numEntries, (row, pos, blockTableWord)] then the block tables
+    const tables: number[] = [];
+    for (const s of sequences) {
+      const tableWord = 3 * numEntries + tables.length;
+      for (let i = 0; i < s.numRows; i++) entries.push(s.rowStart + i, s.startPos + i, tableWord);
+      for (const b of s.blockTable) tables.push(b);
+    }
+    if (same(out, q)) throw new Error("attention: out must not alias q");
+    const numGroups = numEntries * numHeads;
+    const params = new Uint32Array([numHeads, headDim, numKvHeads * headDim, numHeads * headDim, blockSize,
+      numHeads / numKvHeads, numEntries, foldGroups(numGroups)[0], f32Bits(1 / Math.sqrt(headDim))]);
+    this.enc.dispatch(this.pipeline("attention", () => ATTENTION_WGSL), params,
+      [this.enc.indexData([...entries, ...tables]), range(q), range(out), { buffer: k[layer]! }, { buffer: v[layer]! }], numGroups);
+  }
+
+  siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
+    this.live();
+    this.elementwise("silu_mul", SILU_MUL_WGSL, out, [["G", gate], ["U", up]], n);
+  }
+
+  add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {
+    this.live();
+    this.elementwise("add", ADD_WGSL, out, [["A", a], ["B", b]], n);
+  }
+
+  /** out[i] = f(inputs[0][i], inputs[1][i]) over n elements, in place into the input that out aliases. */
+  private elementwise(name: string, code: string, out: DeviceBuffer, inputs: readonly [string, DeviceBuffer][], n: number): void {
+    const into = inputs.find(([, b]) => same(b, out))?.[0];
+    if (into !== undefined && inputs.filter(([, b]) => same(b, out)).length > 1) throw new Error(`${name}: out aliases more than one input`);
+    const pipeline = into === undefined ? this.pipeline(name, () => code) : this.pipeline(`${name}:${into}`, () => inPlaceVariant(code, into));
+    const groups = Math.ceil(n / WORKGROUP_SIZE);
+    const bindings = [...inputs.map(([, b]) => range(b)), into === undefined ? range(out) : null];
+    this.enc.dispatch(pipeline, new Uint32Array([n, foldGroups(groups)[0]]), bindings, groups);
+  }
+
+  gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
+    this.live();
+    const total = rowIds.length * cols;
+    if (total === 0) return;
+    // rows move between workgroups, so an in-place gather would race: go through a scratch buffer
+    const aliased = gpuBuffer(dst).buffer === gpuBuffer(src).buffer;
+    let target = gpuBuffer(dst);
+    if (aliased) {
+      if (this.gatherScratch === null || this.gatherScratch.length < total) {
+        this.gatherScratch = new GpuBuffer(this.createBuffer(total * 4, "the gather scratch"), total);
+      }
+      target = this.gatherScratch;
+    }
+    const groups = Math.ceil(total / WORKGROUP_SIZE);
+    this.enc.dispatch(this.pipeline("gather_rows", () => GATHER_ROWS_WGSL), new Uint32Array([total, cols, foldGroups(groups)[0]]),
+      [this.enc.indexData(rowIds), range(src), { buffer: target.buffer }], groups);
+    if (aliased) this.enc.copy(target.buffer, 0, gpuBuffer(dst).buffer, 0, total * 4);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.releaseKv();
+    this.enc.destroy();
+    this.device.destroy();
+  }
+}
+
+function gpuBuffer(b: DeviceBuffer): GpuBuffer {
+  if (!(b instanceof GpuBuffer)) throw new Error("webgpu backend: buffer from another backend");
+  return b;
+}
+
+function same(a: DeviceBuffer, b: DeviceBuffer): boolean {
+  return gpuBuffer(a).buffer === gpuBuffer(b).buffer;
+}
+
+function range(b: DeviceBuffer): BufferRange {
+  return { buffer: gpuBuffer(b).buffer };
+}
+
+function gpuWeight(w: Weight): GpuWeight {
+  if (!(w instanceof GpuWeight)) throw new Error("webgpu backend: weight from another backend");
+  return w;
+}
+
+/** A 1-D weight the elementwise shaders read as f32 (loadWeight stores every 1-row tensor so). */
+function f32Weight(w: Weight, length: number, op: string): BufferRange {
+  const gw = gpuWeight(w);
+  if (gw.storedType !== GgmlType.F32 || gw.chunks.length !== 1 || gw.rows * gw.cols < length) {
+    throw new Error(`${op}: weight must be a 1-D tensor of at least ${length} values`);
+  }
+  return { buffer: gw.chunks[0]!.buffer };
+}
+
+/** Types with a shader, for tests and `--help`-style listings. */
+export const WEBGPU_NATIVE_TYPES: readonly GgmlType[] = GPU_WEIGHT_LAYOUTS.map((l) => l.type);

@@ -1,0 +1,243 @@
+/**
+ * The WebGPU backend against the reference backend, op by op, on the adapter present (lavapipe in CI: see
+ * scripts/install-vulkan.sh). Matmul and embed walk the whole dtypes table: native shaders and the F16 conversion.
+ * Tolerances: f32 math in a different order than the reference (which accumulates attention in f64), so each output
+ * must agree to 1e-4 of the largest magnitude in its buffer (1e-5 relative for the ops without reductions).
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { AttentionSequence, Backend, DeviceBuffer, Weight, WeightSource } from "../../src/backend/backend.ts";
+import { ReferenceBackend } from "../../src/backend/reference.ts";
+import { createWebGpuBackend, WebGpuBackend } from "../../src/backend/webgpu/webgpu-backend.ts";
+import { GgmlType, WEIGHT_TYPES, byteSize, type WeightType } from "../../src/tensor/dtypes.ts";
+
+// a cold Mesa shader cache compiles each pipeline with LLVM: seconds on a busy 2-core machine
+setDefaultTimeout(60_000);
+let gpu: WebGpuBackend;
+const ref = new ReferenceBackend();
+const notices: string[] = [];
+beforeAll(async () => { gpu = await createWebGpuBackend({ timeoutMs: 20_000, log: (l) => notices.push(l) }); });
+afterAll(() => gpu?.dispose());
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
+  };
+}
+const randn = (n: number, seed: number, scale = 1) => { const r = rng(seed); return Float32Array.from({ length: n }, () => r() * scale); };
+
+function weightSource(wt: WeightType, rows: number, cols: number, seed: number, name = `w.${wt.name}`): WeightSource {
+  const values = randn(rows * cols, seed);
+  const data = new Uint8Array(byteSize(wt, rows * cols));
+  wt.quantize(values, data, rows * cols);
+  return { name, type: wt.type, rows, cols, data };
+}
+
+/** the same op on both backends; returns [gpu, reference] contents of `outName` */
+interface Pair { g: DeviceBuffer; r: DeviceBuffer }
+function pair(values: Float32Array): Pair {
+  const g = gpu.alloc(values.length); gpu.write(g, values);
+  const r = ref.alloc(values.length); ref.write(r, values);
+  return { g, r };
+}
+async function both(p: Pair, n: number): Promise<[Float32Array, Float32Array]> {
+  return [await gpu.read(p.g, n), await ref.read(p.r, n)];
+}
+
+function expectClose(got: Float32Array, want: Float32Array, relTol: number): void {
+  expect(got.length).toBe(want.length);
+  let scale = 1e-6;
+  for (const v of want) scale = Math.max(scale, Math.abs(v));
+  let worst = 0;
+  let at = -1;
+  for (let i = 0; i < want.length; i++) {
+    const d = Math.abs(got[i]! - want[i]!);
+    if (!(d <= worst)) { worst = d; at = i; }
+  }
+  if (!(worst <= relTol * scale)) throw new Error(`max |diff| ${worst} at ${at} (got ${got[at]}, want ${want[at]}) > ${relTol} x ${scale}`);
+}
+
+const NATIVE = [GgmlType.F32, GgmlType.F16, GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_K, GgmlType.Q6_K];
+const F16 = WEIGHT_TYPES.find((w) => w.type === GgmlType.F16)!;
+function asF16(s: WeightSource): WeightSource {
+  const values = new Float32Array(s.rows * s.cols);
+  WEIGHT_TYPES.find((w) => w.type === s.type)!.dequantize(s.data, values, values.length);
+  const data = new Uint8Array(values.length * 2);
+  F16.quantize(values, data, values.length);
+  return { ...s, type: GgmlType.F16, data };
+}
+
+const loadBoth = (s: WeightSource): [Weight, Weight] => [gpu.loadWeight(s), ref.loadWeight(s)];
+
+describe("matmul and embed over every weight type", () => {
+  const ROWS = 37;
+  const COLS = 512; // a multiple of every block size (256 for the K-quants)
+  test.each(WEIGHT_TYPES.map((wt) => [wt.name, wt] as const))("%s", async (_name, wt) => {
+    const source = weightSource(wt, ROWS, COLS, 7 + wt.type);
+    const wg = gpu.loadWeight(source);
+    // types without a shader hold f16 on the GPU: the oracle gets the same f16-rounded values
+    const wr = ref.loadWeight(NATIVE.includes(wt.type) ? source : asF16(source));
+    for (const numRows of [1, 3]) {
+      const x = pair(randn(numRows * COLS, 100 + numRows));
+      const out = pair(new Float32Array(numRows * ROWS));
+      gpu.matmul(out.g, wg, x.g, numRows);
+      ref.matmul(out.r, wr, x.r, numRows);
+      const [got, want] = await both(out, numRows * ROWS);
+      expectClose(got, want, 1e-5);
+    }
+    const ids = Int32Array.from([0, 36, 5, 5, 17]);
+    const emb = pair(new Float32Array(ids.length * COLS));
+    gpu.embed(emb.g, wg, ids);
+    ref.embed(emb.r, wr, ids);
+    const [got, want] = await both(emb, ids.length * COLS);
+    expectClose(got, want, 1e-6);
+  });
+
+  test("types without a shader are converted to f16 with one notice per type", () => {
+    const converted = WEIGHT_TYPES.filter((wt) => !NATIVE.includes(wt.type));
+    expect(converted.length).toBeGreaterThan(0);
+    for (const wt of converted) {
+      expect(notices.filter((l) => l.includes(`no ${wt.name} shader`))).toHaveLength(1);
+    }
+    expect(notices.some((l) => l.includes("no q8_0 shader"))).toBe(false);
+  });
+
+  test("out row r does not depend on the batch size (batch invariance), bit for bit", async () => {
+    const wt = WEIGHT_TYPES.find((w) => w.type === GgmlType.Q4_K)!;
+    const w = gpu.loadWeight(weightSource(wt, ROWS, COLS, 3));
+    const xs = randn(4 * COLS, 9);
+    const x4 = gpu.alloc(4 * COLS); gpu.write(x4, xs);
+    const x1 = gpu.alloc(COLS); gpu.write(x1, xs.subarray(2 * COLS, 3 * COLS));
+    const o4 = gpu.alloc(4 * ROWS); const o1 = gpu.alloc(ROWS);
+    gpu.matmul(o4, w, x4, 4);
+    gpu.matmul(o1, w, x1, 1);
+    expect(Array.from(await gpu.read(o4, ROWS, 2 * ROWS))).toEqual(Array.from(await gpu.read(o1, ROWS)));
+  });
+
+  test("odd-length f16 rows and 1-D tensors are kept exact as f32", async () => {
+    const [wg, wr] = loadBoth(weightSource(F16, 5, 43, 11));
+    const x = pair(randn(2 * 43, 12));
+    const out = pair(new Float32Array(10));
+    gpu.matmul(out.g, wg, x.g, 2); ref.matmul(out.r, wr, x.r, 2);
+    const [got, want] = await both(out, 10);
+    expectClose(got, want, 1e-6);
+  });
+});
+
+describe("elementwise ops", () => {
+  const f32 = WEIGHT_TYPES.find((w) => w.type === GgmlType.F32)!;
+
+  test("rmsNorm (rows and per-head, in place)", async () => {
+    for (const [numRows, dim] of [[3, 96], [12, 8]] as const) {
+      const [wg, wr] = loadBoth(weightSource(f32, 1, dim, dim));
+      const x = pair(randn(numRows * dim, dim + 1, 3));
+      gpu.rmsNorm(x.g, x.g, wg, numRows, dim, 1e-5);
+      ref.rmsNorm(x.r, x.r, wr, numRows, dim, 1e-5);
+      const [got, want] = await both(x, numRows * dim);
+      expectClose(got, want, 1e-5);
+    }
+  });
+
+  test("addBias, siluMul, add (out aliasing an input)", async () => {
+    const [bg, br] = loadBoth(weightSource(f32, 1, 24, 5));
+    const x = pair(randn(3 * 24, 6)); const y = pair(randn(3 * 24, 7, 4));
+    gpu.addBias(x.g, bg, 3); ref.addBias(x.r, br, 3);
+    gpu.siluMul(y.g, y.g, x.g, 72); ref.siluMul(y.r, y.r, x.r, 72);
+    gpu.add(x.g, x.g, y.g, 72); ref.add(x.r, x.r, y.r, 72);
+    const [got, want] = await both(x, 72);
+    expectClose(got, want, 1e-5);
+  });
+
+  test.each([["llama (adjacent pairs)", false], ["neox (split halves)", true]] as const)("rope %s, positions up to 5000, partial rope dim", async (_n, neox) => {
+    const positions = Int32Array.from([0, 1, 7, 300, 4999]);
+    const numHeads = 3; const headDim = 16;
+    for (const ropeDim of [16, 8]) {
+      const x = pair(randn(positions.length * numHeads * headDim, ropeDim));
+      gpu.rope(x.g, positions, numHeads, headDim, ropeDim, 10000, neox);
+      ref.rope(x.r, positions, numHeads, headDim, ropeDim, 10000, neox);
+      const [got, want] = await both(x, positions.length * numHeads * headDim);
+      expectClose(got, want, 1e-5);
+    }
+  });
+
+  test("gatherRows into another buffer and in place", async () => {
+    const src = pair(randn(6 * 10, 8));
+    const dst = pair(new Float32Array(3 * 10));
+    const ids = Int32Array.from([5, 0, 3]);
+    gpu.gatherRows(dst.g, src.g, ids, 10); ref.gatherRows(dst.r, src.r, ids, 10);
+    gpu.gatherRows(src.g, src.g, Int32Array.from([4, 5]), 10); ref.gatherRows(src.r, src.r, Int32Array.from([4, 5]), 10);
+    expect(Array.from((await both(dst, 30))[0])).toEqual(Array.from((await both(dst, 30))[1]));
+    const [got, want] = await both(src, 60);
+    expect(Array.from(got)).toEqual(Array.from(want));
+  });
+
+  test("embed rejects an out-of-range token id with one line", () => {
+    const w = gpu.loadWeight(weightSource(f32, 4, 8, 1));
+    const out = gpu.alloc(8);
+    expect(() => gpu.embed(out, w, Int32Array.from([4]))).toThrow("embed: token id 4 out of range [0, 4)");
+  });
+});
+
+describe("paged KV cache and attention", () => {
+  const shape = { numLayers: 2, numBlocks: 12, blockSize: 4, numKvHeads: 2, headDim: 16 };
+  const numHeads = 6; // GQA: 3 query heads per KV head
+  const kvDim = shape.numKvHeads * shape.headDim;
+  const qDim = numHeads * shape.headDim;
+  // two sequences with scattered blocks: A has 9 cached tokens then a 3-token chunk; B decodes its 6th token
+  const tableA = Int32Array.from([7, 2, 9]);
+  const tableB = Int32Array.from([0, 11]);
+  const slotsOf = (table: Int32Array, from: number, n: number) =>
+    Int32Array.from({ length: n }, (_, i) => table[Math.floor((from + i) / 4)]! * 4 + ((from + i) % 4));
+
+  async function fill(b: Backend, layer: number, table: Int32Array, n: number, seed: number): Promise<void> {
+    const k = b.alloc(n * kvDim); b.write(k, randn(n * kvDim, seed));
+    const v = b.alloc(n * kvDim); b.write(v, randn(n * kvDim, seed + 1));
+    b.kvStore(layer, k, v, slotsOf(table, 0, n));
+  }
+
+  test("kvStore then attention over two ragged sequences, both layers", async () => {
+    for (const b of [gpu, ref] as Backend[]) {
+      b.allocKvCache(shape);
+      for (const layer of [0, 1]) { await fill(b, layer, tableA, 12, 20 + layer); await fill(b, layer, tableB, 6, 40 + layer); }
+    }
+    const seqs: AttentionSequence[] = [
+      { rowStart: 0, numRows: 3, startPos: 9, blockTable: tableA },
+      { rowStart: 3, numRows: 1, startPos: 5, blockTable: tableB },
+    ];
+    for (const layer of [0, 1]) {
+      const q = pair(randn(4 * qDim, 60 + layer, 2));
+      const out = pair(new Float32Array(4 * qDim));
+      gpu.attention(out.g, q.g, layer, numHeads, seqs);
+      ref.attention(out.r, q.r, layer, numHeads, seqs);
+      const [got, want] = await both(out, 4 * qDim);
+      expectClose(got, want, 1e-5);
+    }
+  });
+
+  test("a long context (300 keys, several score chunks) matches", async () => {
+    const long = { ...shape, numLayers: 1, numBlocks: 80, blockSize: 4 };
+    const table = Int32Array.from({ length: 76 }, (_, i) => 79 - i);
+    for (const b of [gpu, ref] as Backend[]) { b.allocKvCache(long); await fill(b, 0, table, 301, 70); }
+    const seqs = [{ rowStart: 0, numRows: 2, startPos: 299, blockTable: table }];
+    const q = pair(randn(2 * qDim, 80, 3));
+    const out = pair(new Float32Array(2 * qDim));
+    gpu.attention(out.g, q.g, 0, numHeads, seqs);
+    ref.attention(out.r, q.r, 0, numHeads, seqs);
+    const [got, want] = await both(out, 2 * qDim);
+    expectClose(got, want, 1e-5);
+  });
+
+  test("exported KV blocks equal the reference's bytes and import back", async () => {
+    for (const b of [gpu, ref] as Backend[]) { b.allocKvCache(shape); await fill(b, 0, tableA, 12, 90); await fill(b, 1, tableA, 12, 91); }
+    const ids = Int32Array.from([2, 9]);
+    const exported = await gpu.exportKvBlocksAsync(ids);
+    expect(Array.from(exported)).toEqual(Array.from(ref.exportKvBlocks(ids)));
+    expect(() => gpu.exportKvBlocks(ids)).toThrow("exportKvBlocksAsync");
+    gpu.allocKvCache(shape);
+    gpu.importKvBlocks(Int32Array.from([5, 6]), exported);
+    expect(Array.from(await gpu.exportKvBlocksAsync(Int32Array.from([5, 6])))).toEqual(Array.from(exported));
+  });
+});
