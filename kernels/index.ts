@@ -6,6 +6,7 @@ export { matmul_f32 } from "./matmul-f32";
 export { kv_store_f16, attention_f16 } from "./attention";
 export { rms_norm, rope, silu_mul, add, add_bias } from "./elementwise";
 export { dequant_row } from "./dequant";
+export { stream_read } from "./stream";
 
 /** First free byte after the module's static data: the host lays its buffers out from here. */
 export function heap_base(): usize {

@@ -22,6 +22,7 @@ export interface KernelExports {
   add(out: number, a: number, b: number, n: number): void;
   add_bias(x: number, bias: number, numRows: number, n: number): void;
   dequant_row(kind: number, dst: number, wq: number, ws: number, wm: number, row: number, cols: number): void;
+  stream_read(ptr: number, numBytes: number): number;
 }
 
 /** Feature probes: the smallest modules using one instruction of each level (hand-assembled bytes). */

@@ -351,6 +351,17 @@ export class WasmBackend implements Backend {
     rows.forEach((row, i) => floats.set(row, d + i * cols));
   }
 
+  /** Reads the whole buffer once with v128 loads on this thread (the bandwidth yardstick of bench/kernels.ts). */
+  streamRead(buffer: DeviceBuffer): number {
+    const b = asBuffer(buffer);
+    return this.k.stream_read(b.ptr, Math.floor((b.length * 4) / 64) * 64);
+  }
+
+  /** Bytes the kernels stream per use of a weight (after repacking). */
+  weightBytes(w: Weight): number {
+    return asWeight(w).allocations.reduce((sum, [, bytes]) => sum + bytes, 0);
+  }
+
   /** Frees a weight's memory (the model is being unloaded). */
   freeWeight(w: Weight): void {
     for (const [ptr, bytes] of asWeight(w).allocations) this.heap.free(ptr, bytes);
