@@ -14,6 +14,14 @@ const VOCABS: readonly { name: string; roundTripsAll: boolean }[] = [
   { name: "gpt-2", roundTripsAll: false },
   { name: "llama-bpe", roundTripsAll: false },
   { name: "qwen2", roundTripsAll: true },
+  // beyond the required five: other pre-tokenizer rows of the table, checked the same way
+  { name: "qwen35", roundTripsAll: true },
+  { name: "starcoder", roundTripsAll: false },
+  { name: "refact", roundTripsAll: false },
+  { name: "falcon", roundTripsAll: false },
+  { name: "mpt", roundTripsAll: false },
+  { name: "deepseek-coder", roundTripsAll: true },
+  { name: "deepseek-llm", roundTripsAll: true },
 ];
 
 /** GPT-2 clean_spaces rewrites these; llama.cpp does not round-trip such inputs either */
