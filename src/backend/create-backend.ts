@@ -5,7 +5,7 @@
 import type { Backend } from "./backend.ts";
 import { ReferenceBackend } from "./reference.ts";
 
-export type BackendKind = "reference" | "wasm";
+export type BackendKind = "reference" | "wasm" | "webgpu";
 export type SimdLevel = "scalar" | "simd" | "relaxed-simd";
 
 export interface BackendOptions {
@@ -23,6 +23,11 @@ export async function createBackend(options: BackendOptions): Promise<Backend> {
     case "wasm": {
       const { createWasmBackend } = await import("./wasm/wasm-backend.ts");
       return createWasmBackend({ threads: options.threads, simd: options.simd });
+    }
+    case "webgpu": {
+      // throws CliError (one line, exit 2) when there is no adapter or the device fails
+      const { createWebGpuBackend } = await import("./webgpu/webgpu-backend.ts");
+      return createWebGpuBackend();
     }
   }
 }
