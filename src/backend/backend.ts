@@ -78,4 +78,10 @@ export interface Backend {
   gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void;
 
   dispose(): void;
+
+  /**
+   * Optional (WebGPU): resolves with a one-line reason if the device is lost while in use (never after dispose).
+   * Every later call throws that reason. The engine should fail its running requests and mark /health unhealthy.
+   */
+  readonly lost?: Promise<string>;
 }
