@@ -32,6 +32,13 @@ export interface PipelineSummary {
   readonly stageSpans: readonly (StageSpan | null)[];
 }
 
+/** Where the omni tables' data goes: online one aggregator per request, offline one per batch. */
+export interface PipelineStatsSink {
+  aggregatorFor(requestId: string): StageStatsAggregator;
+  /** the request was finalized in `aggregator` (online: print its tables now) */
+  finalized(requestId: string, aggregator: StageStatsAggregator): void;
+}
+
 export class StageStatsAggregator {
   private wallStartMs: number | null = null;
   private readonly firstInputMs: (number | null)[];

@@ -31,7 +31,8 @@ function checkMulti(t: ParsedTable, fields: Readonly<Record<string, "int" | "flo
     const kind = fields[field];
     if (kind === undefined) throw new Error(`${t.title}: unexpected row ${field}`);
     const values = [...row.values()].map((c) => cellNumber(c, kind));
-    expect(values.some((v) => v !== 0)).toBe(true);
+    // zero everywhere -> dropped; a float below 0.0005 still prints 0.000, so only int rows can be checked in print
+    if (kind === "int") expect(values.some((v) => v !== 0)).toBe(true);
   }
 }
 

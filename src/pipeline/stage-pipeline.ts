@@ -1,0 +1,288 @@
+/**
+ * A chain of stages behind the one Orchestrator interface the server and run-batch use (vLLM-Omni's orchestrator,
+ * reference omni-stats-tables.md §3). Each stage is its own orchestrator (own engine, own model); edge i -> i+1 carries
+ * either the prompt's KV blocks (stage i stops after the first token, stage i+1 continues the same sequence: the
+ * disaggregated prefill/decode of `--pipeline pd`) or stage i's output text (the next stage's prompt).
+ *
+ * What the client sees: the output of the last "run" of stages linked by KV edges (for pd: the first token from
+ * stage 0, then stage 1's tokens), so greedy pd output equals single-stage output.
+ * What it records: per stage StageRequestStats, per edge TransferEdgeStats (tx / in-flight / rx-decode through an
+ * EdgeChannel), per stage first-input / last-output times, and one FinishedRequestStats for the whole request.
+ * Multi-stage chains take n = 1 only (a KV handoff continues exactly one sequence).
+ */
+import type { KvHandoff } from "../engine/protocol.ts";
+import type { FinishReason, FinishedRequestStats, RequestTimes, StageRequestStats, StatsListener, StepStats, TransferEdgeStats } from "../engine/stats.ts";
+import type { ModelConfig } from "../model/model-config.ts";
+import type { Tokenizer } from "../tokenizer/tokenizer.ts";
+import { nowMs as clockNowMs } from "../util/clock.ts";
+import { EdgeChannel } from "./edge-channel.ts";
+import { decodeKv, encodeKv } from "./kv-handoff.ts";
+import type { CompletionOutput, GenerateRequest, Orchestrator, RequestOutput } from "./request-output.ts";
+import { stageSampling, type StageChain, type StageSpec } from "./stage-config.ts";
+import type { PipelineStatsSink } from "./stage-stats.ts";
+import { decodeText, encodeText } from "./text-handoff.ts";
+
+/** Builds one stage's orchestrator; `listener` gets that stage's step stats (engine label = stage id). */
+export type StageFactory = (stage: StageSpec, engineIndex: number, listener: StatsListener | null) => Promise<Orchestrator>;
+
+export interface StagePipelineOptions {
+  /** gets the pipeline's step stats (per stage) and one FinishedRequestStats per request */
+  readonly listener?: StatsListener | null;
+  readonly tables?: PipelineStatsSink | null;
+  readonly nowMs?: () => number;
+}
+
+export class PipelineRequestError extends Error {
+  override readonly name = "PipelineRequestError";
+}
+
+/** How a stage's step stats reach /metrics: the request's TTFT is stage 0's; a KV continuation's first token is an
+ * inter-token gap of the same sequence; a text stage starts a new generation whose TTFT is not the request's. */
+function stageListener(listener: StatsListener, stage: StageSpec): StatsListener {
+  const role = stage.stageId === 0 ? "first" : stage.input === "kv_blocks" ? "continuation" : "new-generation";
+  return {
+    onStep(stats: StepStats): void {
+      if (role === "first") return listener.onStep(stats);
+      const interTokenLatenciesS = role === "continuation" ? [...stats.timeToFirstTokensS, ...stats.interTokenLatenciesS] : stats.interTokenLatenciesS;
+      listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [], interTokenLatenciesS });
+    },
+    // the pipeline reports each request once, as a whole
+    onRequestFinished(): void {},
+  };
+}
+
+/** Builds every stage (shutting down the built ones if one fails) and the pipeline over them. */
+export async function buildPipeline(chain: StageChain, factory: StageFactory, options: StagePipelineOptions = {}): Promise<StagePipeline> {
+  const built: Orchestrator[] = [];
+  try {
+    for (const stage of chain.stages) {
+      const listener = options.listener ? stageListener(options.listener, stage) : null;
+      built.push(await factory(stage, stage.stageId, listener));
+    }
+  } catch (e) {
+    await Promise.all(built.map((o) => o.shutdown()));
+    throw e;
+  }
+  return new StagePipeline(chain.stages.map((spec, i) => ({ spec, orchestrator: built[i]! })), options);
+}
+
+interface Stage {
+  readonly spec: StageSpec;
+  readonly orchestrator: Orchestrator;
+}
+
+/** What one stage produced for one request. */
+interface StageResult {
+  readonly tokenIds: number[];
+  text: string;
+  finishReason: FinishReason | null;
+  stopReason: string | number | null;
+  kv: KvHandoff | undefined;
+  times: RequestTimes | null;
+  numCachedTokens: number;
+}
+
+export class StagePipeline implements Orchestrator {
+  private readonly nowMs: () => number;
+  private readonly edges: EdgeChannel[];
+  /** per stage: requests finished so far (batch_id, the Mar-2026+ definition: 1-based finished count per stage) */
+  private readonly finishedPerStage: number[];
+
+  constructor(private readonly stages: readonly Stage[], private readonly options: StagePipelineOptions = {}) {
+    this.nowMs = options.nowMs ?? clockNowMs;
+    this.edges = stages.slice(1).map((_, i) => new EdgeChannel(i, i + 1));
+    this.finishedPerStage = stages.map(() => 0);
+  }
+
+  /** the response's model: the last stage's */
+  get modelConfig(): ModelConfig { return this.stages[this.stages.length - 1]!.orchestrator.modelConfig; }
+  get maxModelLen(): number { return this.stages[0]!.orchestrator.maxModelLen; }
+  /** prompts are tokenized for stage 0 */
+  get tokenizer(): Tokenizer { return this.stages[0]!.orchestrator.tokenizer; }
+  get numStages(): number { return this.stages.length; }
+
+  isHealthy(): boolean {
+    return this.stages.every((s) => s.orchestrator.isHealthy());
+  }
+
+  async shutdown(): Promise<void> {
+    for (const edge of this.edges) edge.close();
+    await Promise.all(this.stages.map((s) => s.orchestrator.shutdown()));
+  }
+
+  /** first stage of the last KV-linked run: its outputs onward are what the client sees */
+  private finalRunStart(): number {
+    let k = this.stages.length - 1;
+    while (k > 0 && this.stages[k]!.spec.input === "kv_blocks") k--;
+    return k;
+  }
+
+  async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {
+    if (this.stages.length > 1 && request.sampling.n !== 1) throw new PipelineRequestError(`multi-stage pipelines take n = 1 (got n = ${request.sampling.n})`);
+    const aggregator = this.options.tables?.aggregatorFor(request.requestId) ?? null;
+    aggregator?.markWallStart(this.nowMs());
+    const submitMs = this.nowMs();
+    const finalRunStart = this.finalRunStart();
+    const stageStats: StageRequestStats[] = [];
+    const edgeStats: TransferEdgeStats[] = [];
+    let prompt: readonly number[] = request.promptTokenIds;
+    let importKv: KvHandoff | undefined;
+    /** tokens / text of the current KV-linked run (the sequence being continued) */
+    let runTokenIds: number[] = [];
+    let runText = "";
+    let stage0: StageResult | null = null;
+    let firstVisibleTokenMs: number | null = null;
+    let last: StageResult | null = null;
+    let finished = false;
+
+    try {
+      for (let i = 0; i < this.stages.length; i++) {
+        const { spec, orchestrator } = this.stages[i]!;
+        const next = this.stages[i + 1]?.spec;
+        const exportKv = next?.input === "kv_blocks";
+        const visible = i >= finalRunStart;
+        let sampling = stageSampling(request.sampling, spec);
+        if (spec.input === "kv_blocks" && sampling.maxTokens !== null) sampling = { ...sampling, maxTokens: sampling.maxTokens - runTokenIds.length };
+        if (exportKv) sampling = { ...sampling, maxTokens: 1 };
+        const stageRequest: GenerateRequest = {
+          requestId: request.requestId, promptTokenIds: prompt, sampling, arrivalMs: i === 0 ? request.arrivalMs : this.nowMs(),
+          ...(exportKv ? { exportKv: true } : {}), ...(importKv ? { importKv } : {}),
+        };
+        const stageSubmitMs = this.nowMs();
+        aggregator?.onStageInput(i, stageSubmitMs);
+        const result: StageResult = { tokenIds: [], text: "", finishReason: null, stopReason: null, kv: undefined, times: null, numCachedTokens: 0 };
+        for await (const out of orchestrator.generate(stageRequest, signal)) {
+          aggregator?.onStageOutput(i, this.nowMs());
+          const choice = out.outputs[0];
+          if (choice) {
+            result.tokenIds.push(...choice.tokenIdsDelta);
+            result.text += choice.textDelta;
+            if (choice.finishReason !== null) { result.finishReason = choice.finishReason; result.stopReason = choice.stopReason; }
+          }
+          result.times = out.times;
+          result.numCachedTokens = out.numCachedTokens;
+          if (out.kv) result.kv = out.kv;
+          if (this.stages.length === 1) {
+            // single stage: pass every choice through untouched (n > 1 included)
+            if (out.outputs.length > 0 && firstVisibleTokenMs === null) firstVisibleTokenMs = out.times.firstTokenMs;
+            yield out;
+            continue;
+          }
+          if (!visible || !choice) continue;
+          if (firstVisibleTokenMs === null && choice.tokenIdsDelta.length > 0) firstVisibleTokenMs = out.times.firstTokenMs ?? this.nowMs();
+          const sequenceEnds = out.finished && !this.continues(i, result, request.sampling.maxTokens, runTokenIds.length);
+          yield this.clientOutput(request, out, choice, runTokenIds.length + result.tokenIds.length, stage0 ?? result, firstVisibleTokenMs, sequenceEnds);
+          if (out.finished) break;
+        }
+        if (i === 0) stage0 = result;
+        last = result;
+        const stageDoneMs = this.nowMs();
+        this.finishedPerStage[i]!++;
+        const stats = { stageId: i, numTokensIn: prompt.length, numTokensOut: result.tokenIds.length, batchId: this.finishedPerStage[i]!, batchSize: 1, stageGenTimeMs: stageDoneMs - stageSubmitMs, postprocessTimeMs: 0 };
+        stageStats.push(stats);
+        if (signal?.aborted || result.finishReason === "abort" || result.finishReason === "error" || result.finishReason === null) break;
+        runTokenIds = [...runTokenIds, ...result.tokenIds];
+        runText += result.text;
+        if (!next) { finished = true; break; }
+
+        // skip KV continuations of a sequence that already ended (EOS, or max_tokens reached in this stage)
+        let j = i + 1;
+        if (!this.continues(i, result, request.sampling.maxTokens, runTokenIds.length - result.tokenIds.length)) {
+          while (j < this.stages.length && this.stages[j]!.spec.input === "kv_blocks") j++;
+          if (j >= this.stages.length) { finished = true; break; }
+        }
+        const target = this.stages[j]!;
+        const edge = this.edges[j - 1]!;
+        // postprocess: turn this stage's output into the next stage's input (timed on this stage, as omni does)
+        const postStartMs = this.nowMs();
+        let nextPrompt: readonly number[];
+        let payload: Uint8Array;
+        const txStartMs = this.nowMs();
+        if (target.spec.input === "kv_blocks") {
+          if (!result.kv) throw new PipelineRequestError(`stage ${i} returned no KV blocks for stage ${j}`);
+          nextPrompt = [...prompt, ...result.tokenIds];
+          payload = encodeKv(result.kv);
+        } else {
+          payload = encodeText(runText);
+          nextPrompt = [];
+        }
+        const { sizeBytes } = edge.send(request.requestId, payload);
+        const txTimeMs = this.nowMs() - txStartMs;
+        const received = await edge.receive(request.requestId);
+        const rxStartMs = this.nowMs();
+        let receivedText = "";
+        if (target.spec.input === "kv_blocks") {
+          const kv = decodeKv(received.payload);
+          if (!kv.ok) throw new PipelineRequestError(`edge ${i}->${j}: ${kv.error}`);
+          importKv = kv.value;
+        } else {
+          receivedText = decodeText(received.payload);
+        }
+        const rxDecodeTimeMs = this.nowMs() - rxStartMs;
+        // turning the text into the next stage's prompt is the upstream stage's postprocess (omni's custom_process_input_func)
+        const tokenizeStartMs = this.nowMs();
+        if (target.spec.input === "text") {
+          importKv = undefined;
+          nextPrompt = target.orchestrator.tokenizer.encode(receivedText, { addSpecial: true, parseSpecial: false });
+          runTokenIds = [];
+          runText = "";
+        }
+        const postprocessTimeMs = (txStartMs - postStartMs) + (this.nowMs() - tokenizeStartMs);
+        stageStats[stageStats.length - 1] = { ...stats, postprocessTimeMs };
+        edgeStats.push({ fromStage: i, toStage: j, sizeBytes, txTimeMs, inFlightTimeMs: received.inFlightTimeMs, rxDecodeTimeMs });
+        prompt = nextPrompt;
+        i = j - 1;
+      }
+    } finally {
+      const finalizeMs = this.nowMs();
+      if (finished && aggregator) {
+        aggregator.finalize({ requestId: request.requestId, submitMs, finalizeMs, stages: stageStats, edges: edgeStats });
+        this.options.tables?.finalized(request.requestId, aggregator);
+      }
+      if (this.options.listener && stage0 && last) {
+        this.options.listener.onRequestFinished(this.finishedStats(request, stage0, last, runTokenIds.length || last.tokenIds.length, finalizeMs, firstVisibleTokenMs, signal?.aborted ?? false));
+      }
+    }
+  }
+
+  /** whether stage i's sequence goes on in stage i+1: never after the last stage, always into a text stage, and into a
+   * KV continuation unless the sequence ended (EOS / stop) or used up max_tokens */
+  private continues(i: number, result: StageResult, maxTokens: number | null, runBefore: number): boolean {
+    const next = this.stages[i + 1];
+    if (!next) return false;
+    if (next.spec.input !== "kv_blocks") return true;
+    if (result.finishReason !== "length") return false;
+    return maxTokens === null || runBefore + result.tokenIds.length < maxTokens;
+  }
+
+  private clientOutput(request: GenerateRequest, out: RequestOutput, choice: CompletionOutput, numGenerated: number, stage0: StageResult, firstTokenMs: number | null, sequenceEnds: boolean): RequestOutput {
+    return {
+      requestId: request.requestId,
+      outputs: [{ ...choice, numGeneratedTokens: numGenerated, finishReason: sequenceEnds ? choice.finishReason : null, stopReason: sequenceEnds ? choice.stopReason : null }],
+      numPromptTokens: request.promptTokenIds.length,
+      numCachedTokens: stage0.numCachedTokens,
+      finished: sequenceEnds,
+      times: {
+        arrivalMs: request.arrivalMs, queuedMs: stage0.times?.queuedMs ?? null, scheduledMs: stage0.times?.scheduledMs ?? null,
+        firstTokenMs, lastTokenMs: out.times.lastTokenMs,
+      },
+    };
+  }
+
+  private finishedStats(request: GenerateRequest, stage0: StageResult, last: StageResult, numGenerated: number, finalizeMs: number, firstTokenMs: number | null, clientAborted: boolean): FinishedRequestStats {
+    const t0 = stage0.times;
+    const queuedMs = t0?.queuedMs ?? null;
+    const scheduledMs = t0?.scheduledMs ?? null;
+    const lastTokenMs = last.times?.lastTokenMs ?? null;
+    const sec = (a: number | null, b: number | null) => (a === null || b === null ? 0 : Math.max(0, b - a) / 1000);
+    const decodeS = sec(firstTokenMs, lastTokenMs);
+    return {
+      requestId: request.requestId, finishReason: clientAborted ? "abort" : (last.finishReason ?? "abort"), clientAborted,
+      numPromptTokens: request.promptTokenIds.length, numGenerationTokens: numGenerated, numCachedTokens: stage0.numCachedTokens,
+      maxTokensParam: request.sampling.maxTokens, n: request.sampling.n,
+      times: { arrivalMs: request.arrivalMs, queuedMs, scheduledMs, firstTokenMs, lastTokenMs },
+      e2eLatencyS: sec(request.arrivalMs, finalizeMs), queuedTimeS: sec(queuedMs, scheduledMs), prefillTimeS: sec(scheduledMs, firstTokenMs),
+      decodeTimeS: decodeS, inferenceTimeS: sec(scheduledMs, lastTokenMs), meanTimePerOutputTokenS: numGenerated > 1 ? decodeS / (numGenerated - 1) : 0,
+    };
+  }
+}

@@ -1,0 +1,72 @@
+/** --stage-config: the shipped example loads; every bad config is one line naming the file, the stage and the problem. */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadStageConfig, pdChain } from "../../src/pipeline/stage-config.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "fennec-stage-config-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+writeFileSync(join(dir, "a.gguf"), "x");
+writeFileSync(join(dir, "b.gguf"), "y");
+
+function write(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+describe("stage configs", () => {
+  test("examples/three-stage.yaml: prefill -(kv_blocks)-> decode -(text)-> rewrite", () => {
+    const chain = loadStageConfig(join(import.meta.dir, "../../examples/three-stage.yaml"));
+    if (!chain.ok) throw new Error(chain.error);
+    expect(chain.value.stages.map((s) => [s.stageId, s.input, s.finalOutput])).toEqual([[0, null, false], [1, "kv_blocks", false], [2, "text", true]]);
+  });
+
+  test("JSON works too, model paths are relative to the file", () => {
+    const path = write("two.json", JSON.stringify({ stage_args: [{ stage_id: 0, engine_args: { model: "a.gguf", max_num_seqs: 2 } }, { stage_id: 1, input_type: "text", engine_args: { model: "b.gguf" }, default_sampling_params: { temperature: 0, max_tokens: 3 } }] }));
+    const chain = loadStageConfig(path);
+    if (!chain.ok) throw new Error(chain.error);
+    expect(chain.value.stages[0]!.engineArgs.model).toBe(join(dir, "a.gguf"));
+    expect(chain.value.stages[0]!.engineArgs.maxNumSeqs).toBe(2);
+    expect(chain.value.stages[1]!.samplingOverrides).toEqual({ temperature: 0, maxTokens: 3 });
+  });
+
+  test("pd is a two-stage KV chain", () => {
+    expect(pdChain().stages.map((s) => s.input)).toEqual([null, "kv_blocks"]);
+  });
+
+  const BAD: readonly (readonly [string, string, RegExp])[] = [
+    ["unknown-key.yaml", "stage_args:\n  - stage_id: 0\n  - stage_id: 1\n    input_typ: text\n", /unknown-key\.yaml: stage 1: unknown key "input_typ"/],
+    ["unknown-engine-arg.yaml", "stage_args:\n  - stage_id: 0\n    engine_args:\n      gpu_memory_utilization: 0.9\n", /stage 0: unknown engine_args key "gpu_memory_utilization"/],
+    ["unknown-top.yaml", "stages: []\n", /unknown-top\.yaml: unknown top-level key "stages"/],
+    ["missing-model.yaml", "stage_args:\n  - stage_id: 0\n    engine_args:\n      model: nope.gguf\n", /missing-model\.yaml: stage 0: model file not found: .*nope\.gguf/],
+    ["kv-two-models.yaml", "stage_args:\n  - stage_id: 0\n    engine_args: {model: a.gguf}\n  - stage_id: 1\n    input_type: kv_blocks\n    engine_args: {model: b.gguf}\n", /kv-two-models\.yaml: stage 1: input_type kv_blocks needs the same model as stage 0/],
+    ["kv-block-size.yaml", "stage_args:\n  - stage_id: 0\n    engine_args: {block_size: 16}\n  - stage_id: 1\n    input_type: kv_blocks\n    engine_args: {block_size: 32}\n", /stage 1: input_type kv_blocks needs the same block_size/],
+    ["kv-max-tokens.yaml", "stage_args:\n  - stage_id: 0\n    default_sampling_params: {max_tokens: 5}\n  - stage_id: 1\n    input_type: kv_blocks\n", /stage 0: max_tokens cannot be set on a stage whose KV blocks go to stage 1/],
+    ["bad-edge.yaml", "stage_args:\n  - stage_id: 0\n  - stage_id: 1\n    input_type: latent\n", /stage 1: input_type must be one of kv_blocks, text/],
+    ["fan-in.yaml", "stage_args:\n  - stage_id: 0\n  - stage_id: 1\n  - stage_id: 2\n    engine_input_source: [0, 1]\n", /stage 2: engine_input_source must be \[1\]/],
+    ["order.yaml", "stage_args:\n  - stage_id: 1\n", /order\.yaml: stage 0: stage_id must be 0/],
+    ["stage0-input.yaml", "stage_args:\n  - stage_id: 0\n    input_type: text\n", /stage 0: stage 0 reads the request/],
+    ["final.yaml", "stage_args:\n  - stage_id: 0\n    final_output: true\n  - stage_id: 1\n", /stage 0: final_output must be false/],
+    ["diffusion.yaml", "stage_args:\n  - stage_id: 0\n    stage_type: diffusion\n", /stage 0: stage_type "diffusion" is not supported/],
+    ["bad-int.yaml", "stage_args:\n  - stage_id: 0\n    engine_args: {max_num_seqs: -1}\n", /stage 0: engine_args\.max_num_seqs must be a positive integer/],
+    ["bad-sampling.yaml", "stage_args:\n  - stage_id: 0\n    default_sampling_params: {temperature: hot}\n", /stage 0: default_sampling_params\.temperature must be a number/],
+    ["not-yaml.yaml", "stage_args: [\n", /not-yaml\.yaml: not valid YAML or JSON: /],
+    ["empty.yaml", "stage_args: []\n", /empty\.yaml: stage_args must be a non-empty list/],
+  ];
+
+  test.each(BAD)("%s fails with one line", (name, text, expected) => {
+    const result = loadStageConfig(write(name, text));
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error).toMatch(expected);
+    expect(result.error).not.toContain("\n");
+    expect(result.error).toContain(name);
+  });
+
+  test("a missing config file", () => {
+    const result = loadStageConfig(join(dir, "absent.yaml"));
+    expect(result.ok ? "" : result.error).toBe(`--stage-config: file not found: ${join(dir, "absent.yaml")}`);
+  });
+});
