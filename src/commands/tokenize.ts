@@ -1,7 +1,41 @@
-/** `fennec tokenize`: not implemented yet (see the issues). Returns an exit code, or -1 for a long-running server. */
+/**
+ * `fennec tokenize --text T [--json] [--add-special] [--model PATH]`: prints the token ids of a text, one line of
+ * space-separated ids, or `{"token_ids":[...]}` with --json. No BOS unless --add-special, which also adds EOS where the
+ * model does and parses special-token texts (llama.cpp add_special + parse_special). Default model: the embedded one.
+ * Missing --text, a missing or bad model file: one-line error, exit 2.
+ */
 import type { Options } from "../config.ts";
+import type { GgufFile } from "../gguf/gguf-file.ts";
+import { readGguf } from "../gguf/reader.ts";
+import { createTokenizer, TokenizerError, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
 
-export async function main(_options: Options): Promise<number> {
-  throw new CliError("'tokenize' is not implemented yet");
+async function openModelFile(path: string | null): Promise<GgufFile> {
+  if (path === null) {
+    const { openDefaultModel } = await import("../gguf/default-model.ts");
+    return openDefaultModel();
+  }
+  const file = readGguf(path);
+  if (!file.ok) throw new CliError(file.error);
+  return file.value;
+}
+
+function loadTokenizer(file: GgufFile): Tokenizer {
+  try {
+    return createTokenizer(file);
+  } catch (e) {
+    if (e instanceof TokenizerError) throw new CliError(e.message);
+    throw e;
+  }
+}
+
+export async function main(options: Options): Promise<number> {
+  const text = options["text"];
+  if (typeof text !== "string") throw new CliError("tokenize needs --text <string> (see fennec tokenize --help)");
+  const modelPath = options["model"];
+  const tokenizer = loadTokenizer(await openModelFile(typeof modelPath === "string" ? modelPath : null));
+  const addSpecial = options["add-special"] === true;
+  const tokenIds = tokenizer.encode(text, { addSpecial, parseSpecial: addSpecial });
+  process.stdout.write(options["json"] === true ? `${JSON.stringify({ token_ids: tokenIds })}\n` : `${tokenIds.join(" ")}\n`);
+  return 0;
 }

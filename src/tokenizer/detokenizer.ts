@@ -2,8 +2,9 @@
  * Token ids -> text, as llama.cpp's token_to_piece / detokenize: each token becomes bytes (SPM "▁" -> " ",
  * byte-level BPE alphabet -> bytes, <0xXX> -> that byte; control and unknown tokens only when special tokens are
  * rendered), the bytes are concatenated and decoded as UTF-8 (invalid bytes -> U+FFFD).
- * SPM vocabularies drop the space their tokenizer put in front of the first token (unless the first id is BOS);
- * GPT-2-style vocabularies tidy spaces before punctuation (llama.cpp clean_spaces) in `decode` only.
+ * `decode` drops the space an SPM tokenizer put in front of the first token (unless the first id is BOS), the
+ * incremental detokenizer only when asked (stripLeadingSpace); GPT-2-style vocabularies tidy spaces before
+ * punctuation (llama.cpp clean_spaces) in `decode` only.
  * The incremental detokenizer emits text only up to the last complete UTF-8 character.
  */
 import type { DecodeOptions, IncrementalDetokenizer } from "./tokenizer.ts";
@@ -120,7 +121,7 @@ export class StreamingDetokenizer implements IncrementalDetokenizer {
         this.first = false;
         const lead = stripsLeadingSpace(this.vocab, id, skipSpecial);
         if (lead.skipFirst) continue;
-        this.stripNext = lead.strip && !this.options.keepLeadingSpace;
+        this.stripNext = lead.strip && this.options.stripLeadingSpace === true;
       }
       let piece = this.pieces.piece(id, !skipSpecial);
       if (this.stripNext) {

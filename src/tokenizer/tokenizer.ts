@@ -26,10 +26,12 @@ export interface DecodeOptions {
   /** hide control tokens (BOS, EOS, <|im_end|> ...) and drop a leading BOS / trailing EOS, as vLLM's skip_special_tokens */
   readonly skipSpecialTokens: boolean;
   /**
-   * Incremental detokenizer only: the ids continue earlier text (a prompt), so keep the space an SPM first token
-   * starts with. Default false: like llama.cpp's detokenize, the first token's "▁" is dropped.
+   * Incremental detokenizer only. Default false: the ids continue a prompt, so the space an SPM token starts with is
+   * real text (" time" after "Once upon a"), as vLLM streams it. true: the ids start a text (generation from BOS
+   * alone), so the first token's "▁", which the tokenizer itself adds, is dropped as llama.cpp's detokenize and
+   * `decode` do.
    */
-  readonly keepLeadingSpace?: boolean;
+  readonly stripLeadingSpace?: boolean;
 }
 
 /** Default for decode() / createDetokenizer() without options: special tokens are hidden (vLLM's default). */

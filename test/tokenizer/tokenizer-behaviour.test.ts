@@ -98,7 +98,7 @@ describe("incremental detokenizer", () => {
   test.each(tokenizers)("%s: one id at a time never emits half a character", (_name, tok) => {
     for (const text of texts) {
       const ids = tok.encode(text, NO_SPECIAL);
-      const detok = tok.createDetokenizer({ skipSpecialTokens: true });
+      const detok = tok.createDetokenizer({ skipSpecialTokens: true, stripLeadingSpace: true });
       let out = "";
       for (const id of ids) {
         const chunk = detok.push([id]);
@@ -114,7 +114,7 @@ describe("incremental detokenizer", () => {
   test("byte tokens of one emoji come out only when the last byte arrives; flush gives U+FFFD for a cut-off one", () => {
     const ids = stories.encode("🦙", NO_SPECIAL); // "▁" then four <0xXX> byte tokens
     expect(ids.length).toBe(5);
-    const detok = stories.createDetokenizer({ skipSpecialTokens: true, keepLeadingSpace: true });
+    const detok = stories.createDetokenizer({ skipSpecialTokens: true });
     expect(detok.push(ids.slice(0, 4))).toBe(" ");
     expect(detok.push(ids.slice(4))).toBe("🦙");
     const cut = stories.createDetokenizer();
@@ -122,10 +122,11 @@ describe("incremental detokenizer", () => {
     expect(cut.flush()).toBe("\uFFFD");
   });
 
-  test("SPM leading space: dropped at the start of a text, kept for a continuation", () => {
+  test("SPM leading space: kept for a continuation, dropped when asked (text starts here) and by decode", () => {
     const ids = stories.encode("Once upon a time", NO_SPECIAL);
-    expect(stories.createDetokenizer().push(ids)).toBe("Once upon a time");
-    expect(stories.createDetokenizer({ skipSpecialTokens: true, keepLeadingSpace: true }).push(ids)).toBe(" Once upon a time");
+    expect(stories.createDetokenizer().push(ids)).toBe(" Once upon a time");
+    expect(stories.createDetokenizer({ skipSpecialTokens: true, stripLeadingSpace: true }).push(ids)).toBe("Once upon a time");
+    expect(stories.decode(ids)).toBe("Once upon a time");
   });
 });
 
