@@ -68,7 +68,22 @@ export interface RequestDelta {
   readonly kv?: KvHandoff;
 }
 
+/** How the engine Worker gets its model runner. */
+export type RunnerSpec =
+  /** load a GGUF file (null = the embedded default model) on the kernel backend */
+  | { readonly kind: "model"; readonly modelPath: string | null }
+  /** import a module exporting `createRunner(options)` (tests: a fake model behind the same contract) */
+  | { readonly kind: "module"; readonly moduleUrl: string; readonly options: unknown };
+
+/** Everything an engine Worker needs to start: sent once, as its first message. */
+export interface EngineWorkerSpec {
+  readonly engineIndex: number;
+  readonly engineArgs: EngineArgs;
+  readonly runner: RunnerSpec;
+}
+
 export type ToEngine =
+  | { readonly type: "init"; readonly spec: EngineWorkerSpec }
   | { readonly type: "add"; readonly request: EngineRequest }
   | { readonly type: "abort"; readonly requestIds: readonly string[] }
   | { readonly type: "shutdown" };

@@ -1,0 +1,91 @@
+/**
+ * Main-thread side of one engine Worker (vLLM EngineCoreClient): starts the Worker, waits for `ready`, sends add /
+ * abort, and hands every message coming back to the orchestrator's handlers. Never runs model code.
+ * @example const client = await EngineClient.start(spec, handlers); client.add(request);
+ */
+import type { ModelConfig } from "../model/model-config.ts";
+import type { EngineRequest, EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "./protocol.ts";
+import type { StepStats } from "./stats.ts";
+import { unreachable } from "../util/result.ts";
+
+export interface EngineClientHandlers {
+  onStep(deltas: readonly RequestDelta[], stats: StepStats): void;
+  onRequestError(requestId: string, code: string, message: string): void;
+  /** the engine is dead: every request it held has failed */
+  onFatal(message: string): void;
+}
+
+export interface EngineReadyInfo {
+  readonly config: ModelConfig;
+  readonly numKvBlocks: number;
+  readonly maxModelLen: number;
+  readonly backend: string;
+}
+
+/** How long shutdown waits for the Worker to leave on its own before terminating it. */
+const SHUTDOWN_GRACE_MS = 2000;
+
+export class EngineClient {
+  private dead = false;
+  private closed: Promise<void>;
+
+  private constructor(private readonly worker: Worker, readonly ready: EngineReadyInfo) {
+    this.closed = new Promise((resolve) => worker.addEventListener("close", () => resolve(), { once: true }));
+  }
+
+  /** Starts the Worker and resolves once its model is loaded; rejects with the engine's one-line error otherwise. */
+  static start(spec: EngineWorkerSpec, handlers: EngineClientHandlers, workerUrl: URL | string = new URL("./worker.ts", import.meta.url)): Promise<EngineClient> {
+    const worker = new Worker(workerUrl);
+    return new Promise((resolve, reject) => {
+      let client: EngineClient | null = null;
+      const fatal = (message: string): void => {
+        if (!client) { reject(new Error(message)); worker.terminate(); return; }
+        if (client.dead) return;
+        client.dead = true;
+        handlers.onFatal(message);
+      };
+      worker.onmessage = (event: MessageEvent<FromEngine>) => {
+        const msg = event.data;
+        switch (msg.type) {
+          case "ready":
+            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, maxModelLen: msg.maxModelLen, backend: msg.backend });
+            client.closed.then(() => fatal("engine worker exited"));
+            resolve(client);
+            return;
+          case "step": handlers.onStep(msg.deltas, msg.stats); return;
+          case "requestError": handlers.onRequestError(msg.requestId, msg.code, msg.message); return;
+          case "fatal": fatal(msg.message); return;
+          default: unreachable(msg);
+        }
+      };
+      worker.onerror = (event: ErrorEvent) => fatal(`engine worker crashed: ${event.message}`);
+      worker.postMessage({ type: "init", spec } satisfies ToEngine);
+    });
+  }
+
+  get isAlive(): boolean {
+    return !this.dead;
+  }
+
+  add(request: EngineRequest): void {
+    this.send({ type: "add", request });
+  }
+
+  abort(requestIds: readonly string[]): void {
+    if (requestIds.length > 0) this.send({ type: "abort", requestIds });
+  }
+
+  async shutdown(): Promise<void> {
+    if (!this.dead) {
+      this.dead = true;
+      this.send({ type: "shutdown" });
+    }
+    const timeout = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref?.());
+    await Promise.race([this.closed, timeout]);
+    this.worker.terminate();
+  }
+
+  private send(message: ToEngine): void {
+    this.worker.postMessage(message);
+  }
+}

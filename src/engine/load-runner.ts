@@ -1,0 +1,40 @@
+/**
+ * Worker side: builds the ModelRunner an engine runs on, from a RunnerSpec (a GGUF file on the kernel backend, or a
+ * module such as the tests' fake model). The main thread never imports this file.
+ */
+import type { ModelRunner } from "../model/model-batch.ts";
+import type { EngineArgs, RunnerSpec } from "./protocol.ts";
+import { err, ok, type Result } from "../util/result.ts";
+
+function isRunnerModule(m: unknown): m is { createRunner: (options: unknown) => ModelRunner | Promise<ModelRunner> } {
+  return typeof m === "object" && m !== null && typeof (m as { createRunner?: unknown }).createRunner === "function";
+}
+
+export interface LoadedRunner {
+  readonly runner: ModelRunner;
+  /** the backend's name for the ready message and logs */
+  readonly backend: string;
+}
+
+export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Result<LoadedRunner>> {
+  switch (spec.kind) {
+    case "module": {
+      const mod: unknown = await import(spec.moduleUrl);
+      if (!isRunnerModule(mod)) return err(`${spec.moduleUrl}: exports no createRunner(options)`);
+      return ok({ runner: await mod.createRunner(spec.options), backend: `module ${spec.moduleUrl}` });
+    }
+    case "model": {
+      if (args.device !== "cpu") return err(`--device ${args.device}: no such backend in this build yet`);
+      const { openModelGguf } = await import("./model-source.ts");
+      const { loadModel } = await import("../model/load-model.ts");
+      const { Runner } = await import("../model/runner.ts");
+      const { createBackend } = await import("../backend/create-backend.ts");
+      const gguf = await openModelGguf(spec.modelPath);
+      if (!gguf.ok) return gguf;
+      const model = loadModel(gguf.value);
+      if (!model.ok) return model;
+      const backend = await createBackend({ kind: "wasm", threads: args.threads });
+      return ok({ runner: new Runner(model.value.config, model.value.weights, backend), backend: backend.name });
+    }
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * Opens the model file an engine runs: a GGUF path, or the embedded default model when the path is null. Used by the
+ * engine Worker (weights) and by the orchestrator on the main thread (tokenizer and config only; no weights loaded).
+ * @example const gguf = await openModelGguf(null); if (!gguf.ok) throw new CliError(gguf.error);
+ */
+import type { GgufFile } from "../gguf/gguf-file.ts";
+import { readGguf } from "../gguf/reader.ts";
+import { err, ok, type Result } from "../util/result.ts";
+
+export async function openModelGguf(modelPath: string | null): Promise<Result<GgufFile>> {
+  if (modelPath !== null) return readGguf(modelPath);
+  try {
+    const { openDefaultModel } = await import("../gguf/default-model.ts");
+    return ok(openDefaultModel());
+  } catch (e) {
+    return err(`embedded default model: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}

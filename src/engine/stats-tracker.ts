@@ -1,0 +1,63 @@
+/**
+ * The one place request timings become stats (vLLM OutputProcessor + IterationStats + FinishedRequestStats), on the
+ * main thread: per step the TTFT / inter-token latency samples, per finished sequence the FinishedRequestStats with
+ * vLLM's formulas (reference §4.1). Times are nowMs() on both threads (util/clock.ts), so arrival (main) and the
+ * engine timestamps share one clock.
+ */
+import type { RequestDelta } from "./protocol.ts";
+import type { FinishReason, FinishedRequestStats, RequestTimes, StepStats } from "./stats.ts";
+
+const MS_PER_S = 1000;
+
+/**
+ * vLLM's finished-request formulas: e2e = now - arrival; queued = scheduled - queued; prefill = first token -
+ * scheduled; decode = last token - first token; inference = last token - scheduled; TPOT = decode / (gen - 1).
+ */
+export function finishedRequestStats(input: {
+  requestId: string; finishReason: FinishReason; clientAborted: boolean; numPromptTokens: number; numGenerationTokens: number;
+  numCachedTokens: number; maxTokensParam: number | null; n: number; times: RequestTimes; nowMs: number;
+}): FinishedRequestStats {
+  const t = input.times;
+  const span = (from: number | null, to: number | null): number => (from !== null && to !== null ? Math.max(0, to - from) / MS_PER_S : 0);
+  const decodeTimeS = span(t.firstTokenMs, t.lastTokenMs);
+  return {
+    requestId: input.requestId, finishReason: input.finishReason, clientAborted: input.clientAborted,
+    numPromptTokens: input.numPromptTokens, numGenerationTokens: input.numGenerationTokens, numCachedTokens: input.numCachedTokens,
+    maxTokensParam: input.maxTokensParam, n: input.n, times: t,
+    e2eLatencyS: Math.max(0, input.nowMs - t.arrivalMs) / MS_PER_S,
+    queuedTimeS: span(t.queuedMs, t.scheduledMs),
+    prefillTimeS: span(t.scheduledMs, t.firstTokenMs),
+    decodeTimeS,
+    inferenceTimeS: span(t.scheduledMs, t.lastTokenMs),
+    meanTimePerOutputTokenS: input.numGenerationTokens > 1 ? decodeTimeS / (input.numGenerationTokens - 1) : 0,
+  };
+}
+
+/** Tracks the last output time of every live sequence to fill a step's TTFT and ITL samples. */
+export class IterationTracker {
+  /** sequence id -> engine time of its previous output batch */
+  private readonly lastOutputMs = new Map<string, number>();
+
+  /**
+   * TTFT = this output batch's processing time on main - arrival (once per sequence); ITL = this batch's engine output
+   * time - the previous batch's, one sample per step per sequence (not per token), as vLLM does.
+   */
+  observeStep(stats: StepStats, deltas: readonly RequestDelta[], iterationMs: number): StepStats {
+    const timeToFirstTokensS: number[] = [];
+    const interTokenLatenciesS: number[] = [];
+    for (const d of deltas) {
+      if (d.newTokenIds.length === 0) continue;
+      const previous = this.lastOutputMs.get(d.requestId);
+      if (previous === undefined) timeToFirstTokensS.push(Math.max(0, iterationMs - d.times.arrivalMs) / MS_PER_S);
+      else interTokenLatenciesS.push(Math.max(0, stats.stepEndMs - previous) / MS_PER_S);
+      if (d.finishReason) this.lastOutputMs.delete(d.requestId);
+      else this.lastOutputMs.set(d.requestId, stats.stepEndMs);
+    }
+    return { ...stats, timeToFirstTokensS, interTokenLatenciesS };
+  }
+
+  /** forget a sequence that ended without a final engine output (abort, stop string) */
+  forget(sequenceId: string): void {
+    this.lastOutputMs.delete(sequenceId);
+  }
+}

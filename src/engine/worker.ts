@@ -1,0 +1,95 @@
+/**
+ * The engine Worker: loads its model runner, then runs the busy loop schedule -> execute -> sample -> one `step`
+ * message per engine step. Messages in: init (once), add, abort, shutdown. The loop yields to the event loop after
+ * every step so an abort lands between two steps at the latest (its blocks are freed at once).
+ */
+import { freemem } from "node:os";
+import { EngineCore, resolveEngineConfig } from "./engine.ts";
+import { loadRunner } from "./load-runner.ts";
+import type { EngineWorkerSpec, FromEngine, ToEngine } from "./protocol.ts";
+import type { ModelRunner } from "../model/model-batch.ts";
+import { nowMs } from "../util/clock.ts";
+import { unreachable } from "../util/result.ts";
+
+declare const self: Worker;
+
+function post(message: FromEngine): void {
+  self.postMessage(message);
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+class EngineWorker {
+  private engine: EngineCore | null = null;
+  private runner: ModelRunner | null = null;
+  private wake: (() => void) | null = null;
+  private stopped = false;
+  /** messages that arrive while the model loads */
+  private readonly pending: ToEngine[] = [];
+
+  handle(message: ToEngine): void {
+    switch (message.type) {
+      case "init":
+        void this.start(message.spec);
+        return;
+      case "add": {
+        if (!this.engine) { this.pending.push(message); return; }
+        const error = this.engine.addRequest(message.request);
+        if (error) post({ type: "requestError", requestId: message.request.requestId, ...error });
+        this.wakeLoop();
+        return;
+      }
+      case "abort":
+        if (!this.engine) { this.pending.push(message); return; }
+        this.engine.abort(message.requestIds);
+        return;
+      case "shutdown":
+        this.stopped = true;
+        this.wakeLoop();
+        return;
+      default:
+        unreachable(message);
+    }
+  }
+
+  private wakeLoop(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  private async start(spec: EngineWorkerSpec): Promise<void> {
+    try {
+      const loaded = await loadRunner(spec.runner, spec.engineArgs);
+      if (!loaded.ok) { post({ type: "fatal", message: loaded.error }); return; }
+      const { runner, backend } = loaded.value;
+      this.runner = runner;
+      const config = resolveEngineConfig(spec.engineArgs, runner, freemem());
+      if (!config.ok) { post({ type: "fatal", message: config.error }); return; }
+      this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs);
+      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, maxModelLen: config.value.maxModelLen, backend });
+      for (const m of this.pending.splice(0)) this.handle(m);
+      await this.loop(this.engine);
+    } catch (e) {
+      post({ type: "fatal", message: e instanceof Error ? e.message : String(e) });
+    } finally {
+      this.runner?.dispose();
+      globalThis.close();
+    }
+  }
+
+  private async loop(engine: EngineCore): Promise<void> {
+    while (!this.stopped) {
+      if (!engine.hasWork()) {
+        await new Promise<void>((resolve) => { this.wake = resolve; });
+        continue;
+      }
+      const result = await engine.step();
+      if (result) post({ type: "step", deltas: result.deltas, stats: result.stats });
+      await yieldToEventLoop();
+    }
+  }
+}
+
+const worker = new EngineWorker();
+self.onmessage = (event: MessageEvent<ToEngine>) => worker.handle(event.data);
