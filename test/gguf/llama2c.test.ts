@@ -1,0 +1,122 @@
+/**
+ * The llama2.c -> GGUF converter on the default model: the file has the right metadata and tensors, and llama.cpp
+ * (node-llama-cpp) loaded on it reproduces the golden greedy ids and tokenizations. This proves the converter; the
+ * model's own forward pass is checked against the same golden file elsewhere.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DEFAULT_MODEL_FILES, buildDefaultModel } from "../../src/gguf/default-model-build.ts";
+import { GgufValueType, type GgufFile } from "../../src/gguf/gguf-file.ts";
+import { convertLlama2c } from "../../src/gguf/llama2c.ts";
+import { getArray, getBool, getF32, getString, getU32 } from "../../src/gguf/metadata.ts";
+import { readGguf, tensorData } from "../../src/gguf/reader.ts";
+import { GgmlType } from "../../src/tensor/dtypes.ts";
+
+const SHARED = join(import.meta.dir, "../../../shared/models");
+const golden = JSON.parse(readFileSync(join(SHARED, "stories260K-golden.json"), "utf8")) as {
+  greedyFromBos: { ids: number[]; text: string };
+  tokenize: { text: string; ids: number[] }[];
+};
+const dir = mkdtempSync(join(tmpdir(), "fennec-llama2c-"));
+const outPath = join(dir, "default-model.gguf");
+let file: GgufFile;
+
+beforeAll(async () => {
+  await buildDefaultModel(SHARED, outPath, join(dir, "cache"));
+  const read = readGguf(outPath);
+  if (!read.ok) throw new Error(read.error);
+  file = read.value;
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const unwrap = <T>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+};
+
+describe("stories260K converted to GGUF", () => {
+  test("hyperparameters from the llama2.c header and run.c's constants", () => {
+    expect(unwrap(getString(file, "general.architecture"))).toBe("llama");
+    const u32 = (k: string) => unwrap(getU32(file, `llama.${k}`));
+    expect([u32("embedding_length"), u32("feed_forward_length"), u32("block_count"), u32("attention.head_count"),
+      u32("attention.head_count_kv"), u32("context_length"), u32("rope.dimension_count")]).toEqual([64, 172, 5, 8, 4, 512, 8]);
+    expect(unwrap(getF32(file, "llama.attention.layer_norm_rms_epsilon"))).toBe(Math.fround(1e-5));
+    expect(unwrap(getF32(file, "llama.rope.freq_base"))).toBe(10000);
+  });
+
+  test("tensors: F32, ggml shapes, tied (no output.weight), freq_cis dropped, data copied in order", () => {
+    const names = file.tensors.map((t) => t.name);
+    expect(names.length).toBe(1 + 5 * 9 + 1);
+    expect(names).not.toContain("output.weight");
+    expect(file.tensors.every((t) => t.type === GgmlType.F32)).toBe(true);
+    const shape = (n: string) => file.tensors.find((t) => t.name === n)!.shape;
+    expect(shape("token_embd.weight")).toEqual([64, 512]);
+    expect(shape("blk.4.attn_k.weight")).toEqual([64, 32]);
+    expect(shape("blk.0.ffn_gate.weight")).toEqual([64, 172]);
+    expect(shape("blk.0.ffn_down.weight")).toEqual([172, 64]);
+    // the first embedding floats and the final norm are the checkpoint's own bytes
+    const ckpt = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[0].name));
+    const embd = file.tensors.find((t) => t.name === "token_embd.weight")!;
+    expect(Buffer.compare(tensorData(file, embd), ckpt.subarray(28, 28 + embd.sizeBytes))).toBe(0);
+    // header ints, embedding, then per layer: attn norm, wq, wk, wv, wo, ffn norm, w1, w2, w3
+    const floats = 7 + 512 * 64 + 5 * (64 + 64 * 64 + 32 * 64 + 32 * 64 + 64 * 64 + 64 + 3 * 64 * 172);
+    const norm = file.tensors.find((t) => t.name === "output_norm.weight")!;
+    expect(Buffer.compare(tensorData(file, norm), ckpt.subarray(4 * floats, 4 * floats + 256))).toBe(0);
+  });
+
+  test("SentencePiece vocab: U+2581 spaces, special names, token types, scores, BOS/EOS/UNK", () => {
+    const tokens = unwrap(getArray(file, "tokenizer.ggml.tokens", GgufValueType.STRING)).values as string[];
+    const types = unwrap(getArray(file, "tokenizer.ggml.token_type", GgufValueType.INT32)).values as number[];
+    const scores = unwrap(getArray(file, "tokenizer.ggml.scores", GgufValueType.FLOAT32)).values as number[];
+    expect(tokens.length).toBe(512);
+    expect(tokens.slice(0, 4)).toEqual(["<unk>", "<s>", "</s>", "<0x00>"]);
+    expect(tokens[259]).toBe("\u2581t");
+    expect(tokens.some((t) => t.includes(" "))).toBe(false);
+    expect(types.slice(0, 4)).toEqual([2, 3, 3, 6]);
+    expect(types.filter((t) => t === 6).length).toBe(256);
+    expect(types[300]).toBe(1);
+    expect(scores[260]).toBe(-1);
+    expect(unwrap(getString(file, "tokenizer.ggml.model"))).toBe("llama");
+    expect([unwrap(getU32(file, "tokenizer.ggml.bos_token_id")), unwrap(getU32(file, "tokenizer.ggml.eos_token_id")),
+      unwrap(getU32(file, "tokenizer.ggml.unknown_token_id"))]).toEqual([1, 2, 0]);
+    expect(unwrap(getBool(file, "tokenizer.ggml.add_bos_token"))).toBe(true);
+  });
+
+  test("bad inputs give one-line errors", () => {
+    const ckpt = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[0].name));
+    const tok = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[1].name));
+    const bad = (c: Uint8Array, t: Uint8Array) => {
+      const r = convertLlama2c(c, t, "x", { checkpoint: "m.bin", tokenizer: "t.bin" });
+      return r.ok ? "ok" : r.error;
+    };
+    expect(bad(ckpt.subarray(0, ckpt.length - 4), tok)).toMatch(/^m\.bin: size 1056536 bytes does not match its llama2\.c header/);
+    expect(bad(ckpt.subarray(0, 10), tok)).toMatch(/^m\.bin: too short/);
+    expect(bad(ckpt, tok.subarray(0, 3000))).toMatch(/^t\.bin: truncated at token/);
+    expect(bad(ckpt, new Uint8Array([...tok, 0]))).toMatch(/^t\.bin: 1 bytes left after 512 tokens/);
+  });
+});
+
+describe("llama.cpp on the converted file", () => {
+  test("greedy from BOS reproduces the 255 golden ids, and the 40 tokenizations match", async () => {
+    const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
+    const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    const model = await llama.loadModel({ modelPath: outPath });
+    try {
+      const context = await model.createContext({ contextSize: 512, batchSize: 512, threads: 1 });
+      const ids: number[] = []; // [255] greedy token ids
+      for await (const token of context.getSequence().evaluate([model.tokens.bos!], { temperature: 0 })) {
+        if (token === model.tokens.eos || token === model.tokens.bos) break;
+        ids.push(Number(token));
+        if (ids.length === golden.greedyFromBos.ids.length) break;
+      }
+      expect(ids).toEqual(golden.greedyFromBos.ids);
+      for (const { text, ids: want } of golden.tokenize) expect([text, model.tokenize(text, false).map(Number)]).toEqual([text, want]);
+      await context.dispose();
+    } finally {
+      await model.dispose();
+      await llama.dispose();
+    }
+  });
+});
