@@ -4,6 +4,8 @@
  * every worker has counted itself done. With one thread there are no workers and `run` is a plain call.
  * @example const pool = await ThreadPool.start(module, heap, kernels, 2); pool.run(PoolOp.MatmulF32, args);
  */
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { KernelExports } from "./kernel-module.ts";
 import { CONTROL_INTS, CTL, PoolOp, runShare } from "./pool-ops.ts";
 import type { PoolWorkerInit } from "./pool-worker.ts";
@@ -11,6 +13,19 @@ import type { WasmHeap } from "./wasm-memory.ts";
 
 /** Spin this many polls before sleeping in Atomics.wait: a futex wake costs tens of us, an op a few hundred. */
 const SPIN_ITERATIONS = 20000;
+
+/**
+ * Where the worker's code is. From source: next to this file. Inside a `bun build --compile` binary every entry point
+ * sits under /$bunfs/root at its path relative to the entry points' common folder (src/ for build.ts's list, so
+ * backend/wasm/pool-worker.js), and import.meta.url names the binary itself, so look the file up there.
+ */
+function workerUrl(): string {
+  if (!import.meta.url.includes("$bunfs")) return new URL("./pool-worker.ts", import.meta.url).href;
+  const root = dirname(Bun.main);
+  const candidates = ["backend/wasm/pool-worker.js", "src/backend/wasm/pool-worker.js", "wasm/pool-worker.js", "pool-worker.js"];
+  for (const rel of candidates) if (existsSync(join(root, rel))) return join(root, rel);
+  throw new Error(`wasm backend: the kernel thread code is not in this binary (looked for ${candidates.join(", ")} under ${root}); build with build.ts`);
+}
 
 export class ThreadPool {
   private constructor(
@@ -32,8 +47,9 @@ export class ThreadPool {
     ctl[CTL.numThreads] = numThreads;
     const workers: Worker[] = [];
     const ready: Promise<void>[] = [];
+    const url = numThreads > 1 ? workerUrl() : "";
     for (let tid = 1; tid < numThreads; tid++) {
-      const worker = new Worker(new URL("./pool-worker.ts", import.meta.url).href);
+      const worker = new Worker(url);
       ready.push(new Promise((resolve, reject) => {
         worker.onmessage = () => resolve();
         worker.onerror = (e) => reject(new Error(`wasm backend: kernel thread ${tid} failed to start: ${e.message}`));
