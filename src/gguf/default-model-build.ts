@@ -75,8 +75,11 @@ export function buildDefaultModelFromLocalFiles(sharedModelsDir: string, outPath
   convertAndWrite(checkpoint!, tokenizer!, outPath);
 }
 
+// `bun run src/gguf/default-model-build.ts [sharedModelsDir] [outPath]` (no top-level await: the binary require()s this file)
 if (import.meta.main) {
   const [shared = join(import.meta.dir, "../../../shared/models"), out = join(import.meta.dir, "../../build/default-model.gguf")] = process.argv.slice(2);
-  await buildDefaultModel(shared, out);
-  console.log(out);
+  buildDefaultModel(shared, out).then(() => console.log(out), (e: unknown) => {
+    console.error(e instanceof Error ? e.message : String(e));
+    process.exitCode = 1;
+  });
 }
