@@ -79,7 +79,8 @@ export class WebGpuBackend implements Backend {
   readonly lost: Promise<string>;
   private lostReason: string | null = null;
   private disposed = false;
-  private readonly device: GPUDevice;
+  /** the Dawn device (diagnostics; tests destroy it to simulate a lost GPU) */
+  readonly device: GPUDevice;
   private readonly enc: StepEncoder;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private readonly ropeTables = new Map<string, RopeTable>();
