@@ -30,6 +30,8 @@ export interface StagePipelineOptions {
   readonly listener?: StatsListener | null;
   readonly tables?: PipelineStatsSink | null;
   readonly nowMs?: () => number;
+  /** one-line warnings (default: stderr) */
+  readonly warn?: (line: string) => void;
 }
 
 export class PipelineRequestError extends Error {
@@ -108,6 +110,13 @@ export class StagePipeline implements Orchestrator {
   async shutdown(): Promise<void> {
     for (const edge of this.edges) edge.close();
     await Promise.all(this.stages.map((s) => s.orchestrator.shutdown()));
+  }
+
+  private warned = false;
+  private warnOnce(line: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    (this.options.warn ?? ((l: string) => process.stderr.write(`${l}\n`)))(line);
   }
 
   /** first stage of the last KV-linked run: its outputs onward are what the client sees */
@@ -199,9 +208,14 @@ export class StagePipeline implements Orchestrator {
         let payload: Uint8Array;
         const txStartMs = this.nowMs();
         if (target.spec.input === "kv_blocks") {
-          if (!result.kv) throw new PipelineRequestError(`stage ${i} returned no KV blocks for stage ${j}`);
           nextPrompt = [...prompt, ...result.tokenIds];
-          payload = encodeKv(result.kv);
+          if (result.kv) {
+            payload = encodeKv(result.kv);
+          } else {
+            // the stage's engine cannot export KV blocks: send the token ids and let the next stage recompute them
+            this.warnOnce(`fennec: stage ${i}'s engine returned no KV blocks; stage ${j} recomputes the prompt (edge ${i}->${j} carries token ids)`);
+            payload = new Uint8Array(Int32Array.from(nextPrompt).buffer); // [numTokens] int32
+          }
         } else {
           payload = encodeText(runText);
           nextPrompt = [];
@@ -212,9 +226,14 @@ export class StagePipeline implements Orchestrator {
         const rxStartMs = this.nowMs();
         let receivedText = "";
         if (target.spec.input === "kv_blocks") {
-          const kv = decodeKv(received.payload);
-          if (!kv.ok) throw new PipelineRequestError(`edge ${i}->${j}: ${kv.error}`);
-          importKv = kv.value;
+          if (result.kv) {
+            const kv = decodeKv(received.payload);
+            if (!kv.ok) throw new PipelineRequestError(`edge ${i}->${j}: ${kv.error}`);
+            importKv = kv.value;
+          } else {
+            nextPrompt = [...new Int32Array(received.payload.buffer, received.payload.byteOffset, received.payload.byteLength / 4)];
+            importKv = undefined;
+          }
         } else {
           receivedText = decodeText(received.payload);
         }

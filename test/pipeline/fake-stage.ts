@@ -39,6 +39,8 @@ export interface FakeStageOptions {
   /** tokens after which the model says EOS (to test early stops) */
   readonly eosAfter?: number;
   readonly stepDelayMs?: number;
+  /** false: an engine without KV export (the pipeline falls back to sending token ids) */
+  readonly exportsKv?: boolean;
 }
 
 export function fakeStage(options: FakeStageOptions): Orchestrator & { readonly requests: GenerateRequest[] } {
@@ -82,7 +84,7 @@ export function fakeStage(options: FakeStageOptions): Orchestrator & { readonly 
           outputs: [{ index: 0, textDelta: fakeTokenizer.decode([token]), tokenIdsDelta: [token], numGeneratedTokens: n, finishReason, stopReason: null }],
           numPromptTokens: request.promptTokenIds.length, numCachedTokens: 0, finished,
           times: { arrivalMs: request.arrivalMs, queuedMs, scheduledMs: queuedMs, firstTokenMs: first, lastTokenMs: nowMs },
-          ...(finished && request.exportKv ? { kv: { numTokens: request.promptTokenIds.length, blockSize: 16, data: Uint8Array.from(request.promptTokenIds) } } : {}),
+          ...(finished && request.exportKv && options.exportsKv !== false ? { kv: { numTokens: request.promptTokenIds.length, blockSize: 16, data: Uint8Array.from(request.promptTokenIds) } } : {}),
         };
         if (finished) return;
       }

@@ -29,8 +29,12 @@ if (!THREE.ok) throw new Error(THREE.error);
 
 const greedy = (maxTokens: number): SamplingParams => ({ ...DEFAULT_SAMPLING_PARAMS, temperature: 0, maxTokens });
 
-function factory(opts: { eosAfter?: number } = {}): StageFactory {
-  return async (stage, engineIndex, listener) => fakeStage({ engineIndex, listener, salt: stage.modelStage === "rewrite" ? 2 : 1, ...opts });
+function factory(opts: { eosAfter?: number; exportsKv?: boolean } = {}, created: ReturnType<typeof fakeStage>[] = []): StageFactory {
+  return async (stage, engineIndex, listener) => {
+    const fake = fakeStage({ engineIndex, listener, salt: stage.modelStage === "rewrite" ? 2 : 1, ...opts });
+    created.push(fake);
+    return fake;
+  };
 }
 
 function request(id: string, prompt: number[], maxTokens: number): GenerateRequest {
@@ -52,7 +56,8 @@ function recorder(engines: number[]): MetricsRecorder {
 describe("pd: disaggregated prefill and decode", () => {
   test("greedy output identical to single-stage; one finished output; numGeneratedTokens continues across the edge", async () => {
     const single = await buildPipeline(SINGLE, factory());
-    const pd = await buildPipeline(pdChain(), factory());
+    const stages: ReturnType<typeof fakeStage>[] = [];
+    const pd = await buildPipeline(pdChain(), factory({}, stages), {});
     for (const [prompt, max] of [[[5, 9, 13], 8], [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17], 5], [[3], 1]] as const) {
       const a = await collect(single, request("a", [...prompt], max));
       const b = await collect(pd, request("b", [...prompt], max));
@@ -64,6 +69,21 @@ describe("pd: disaggregated prefill and decode", () => {
       expect(b.outputs.map((o) => o.outputs[0]!.numGeneratedTokens)).toEqual(b.tokens.map((_, i) => i + 1));
       expect(b.outputs.slice(0, -1).every((o) => o.outputs[0]!.finishReason === null)).toBe(true);
     }
+    // stage 0 exported, stage 1 imported the prompt's KV (the fake checks it matches the prompt prefix)
+    expect(stages[0]!.requests.every((r) => r.exportKv === true && r.sampling.maxTokens === 1)).toBe(true);
+    expect(stages[1]!.requests.map((r) => r.importKv?.numTokens)).toEqual([3, 17]);
+  });
+
+  test("an engine that cannot export KV: the edge carries token ids, the decode stage recomputes, output unchanged", async () => {
+    const warnings: string[] = [];
+    const single = await buildPipeline(SINGLE, factory());
+    const pd = await buildPipeline(pdChain(), factory({ exportsKv: false }), { warn: (l) => void warnings.push(l) });
+    const a = await collect(single, request("a", [2, 7, 1], 6));
+    const b = await collect(pd, request("b", [2, 7, 1], 6));
+    await collect(pd, request("c", [2, 7, 1], 6));
+    expect(b.tokens).toEqual(a.tokens);
+    expect(warnings.length).toBe(1);
+    expect(warnings[0]).toContain("recomputes");
   });
 
   test("an EOS from the prefill stage ends the request without running decode", async () => {
