@@ -1,7 +1,120 @@
-/** `fennec generate`: not implemented yet (see the issues). Returns an exit code, or -1 for a long-running server. */
+/**
+ * `fennec generate`: one prompt, one sequence, in-process on the model runner (no engine, no server).
+ * Greedy at temperature 0, otherwise seeded temperature sampling. `--json` prints exactly
+ * `{"token_ids": [...], "text": "..."}` with the generated ids only; otherwise the prompt and the continuation are
+ * streamed as text.
+ */
 import type { Options } from "../config.ts";
+import type { GgufFile } from "../gguf/gguf-file.ts";
+import { readGguf } from "../gguf/reader.ts";
+import { argmax, decodeTokens } from "../model/decode-loop.ts";
+import { loadModel } from "../model/load-model.ts";
+import { Runner } from "../model/runner.ts";
+import { createTokenizer, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
+import { createBackend, type BackendKind } from "../backend/create-backend.ts";
+import { openDefaultModel } from "../gguf/default-model.ts";
+import { createProgressBar } from "../util/progress.ts";
 
-export async function main(_options: Options): Promise<number> {
-  throw new CliError("'generate' is not implemented yet");
+/** The one place generate picks its backend (the kernels engineer switches this to "wasm"). */
+const GENERATE_BACKEND: BackendKind = "reference";
+
+/** Small seeded generator (mulberry32) for temperature sampling; same seed, same text. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** logits -> token: argmax at temperature 0, else a draw from softmax(logits / temperature). */
+function createPick(temperature: number, seed: number): (logits: Float32Array) => number {
+  if (temperature <= 0) return argmax;
+  const random = seededRandom(seed);
+  return (logits) => {
+    let max = -Infinity;
+    for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
+    const weights = new Float64Array(logits.length); // [vocabSize] unnormalised probabilities
+    let sum = 0;
+    for (let i = 0; i < logits.length; i++) {
+      weights[i] = Math.exp((logits[i]! - max) / temperature);
+      sum += weights[i]!;
+    }
+    let u = random() * sum;
+    for (let i = 0; i < weights.length; i++) {
+      u -= weights[i]!;
+      if (u < 0) return i;
+    }
+    return argmax(logits);
+  };
+}
+
+function openModelFile(path: string | null): GgufFile {
+  if (path === null) return openDefaultModel();
+  const file = readGguf(path);
+  if (!file.ok) throw new CliError(file.error);
+  return file.value;
+}
+
+function promptIds(tokenizer: Tokenizer, prompt: string): number[] {
+  const bos = tokenizer.bosId;
+  if (prompt === "") {
+    if (bos === null) throw new CliError("this model has no BOS token: give a --prompt");
+    return [bos];
+  }
+  const ids = tokenizer.encode(prompt, { addSpecial: true, parseSpecial: false });
+  if (ids.length === 0) throw new CliError("the prompt encodes to no tokens");
+  return ids;
+}
+
+export async function main(options: Options): Promise<number> {
+  const prompt = String(options.prompt ?? "");
+  const maxTokens = Number(options["max-tokens"]);
+  const temperature = Number(options.temperature);
+  const seed = options.seed === null ? Date.now() : Number(options.seed);
+  const json = options.json === true;
+  if (!(maxTokens >= 0)) throw new CliError(`--max-tokens must be 0 or more (got ${maxTokens})`);
+  if (!(temperature >= 0)) throw new CliError(`--temperature must be 0 or more (got ${temperature})`);
+
+  const gguf = openModelFile(typeof options.model === "string" ? options.model : null);
+  const model = loadModel(gguf);
+  if (!model.ok) throw new CliError(model.error);
+  let tokenizer: Tokenizer;
+  try {
+    tokenizer = createTokenizer(gguf);
+  } catch (e) {
+    throw new CliError(`${gguf.source}: cannot build the tokenizer (${e instanceof Error ? e.message : String(e)})`);
+  }
+  const ids = promptIds(tokenizer, prompt);
+  if (ids.length > model.value.config.contextLength) {
+    throw new CliError(`the prompt has ${ids.length} tokens, more than the model's context length ${model.value.config.contextLength}`);
+  }
+
+  const backend = await createBackend({ kind: GENERATE_BACKEND });
+  const progress = createProgressBar(`loading ${model.value.config.name}`);
+  const runner = new Runner(model.value.config, model.value.weights, backend, (done, total) => progress.update(done, total));
+  progress.done();
+
+  const generated: number[] = [];
+  const detokenizer = tokenizer.createDetokenizer({ skipSpecialTokens: true });
+  if (!json) process.stdout.write(prompt);
+  const stream = decodeTokens(runner, ids, { maxTokens, stopIds: tokenizer.stopIds, pick: createPick(temperature, seed) });
+  for await (const id of stream) {
+    generated.push(id);
+    const piece = detokenizer.push([id]);
+    if (!json) process.stdout.write(piece);
+  }
+  const tail = detokenizer.flush();
+  runner.dispose();
+
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ token_ids: generated, text: tokenizer.decode(generated, { skipSpecialTokens: true }) })}\n`);
+  } else {
+    process.stdout.write(`${tail}\n`);
+  }
+  return 0;
 }

@@ -3,13 +3,14 @@
  * Key names follow llama.cpp (LLM_KV_*): `<arch>.embedding_length`, `<arch>.attention.head_count` ...
  */
 import type { GgufFile, GgufScalar } from "../gguf/gguf-file.ts";
+import { archKey, KEY, tensorName } from "../gguf/names.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { ARCHITECTURES, architectureTraits } from "./architectures.ts";
 import type { ModelConfig } from "./model-config.ts";
 
-/** The token embedding's GGUF name: its ne1 is the vocab size. */
-const TOKEN_EMBD = "token_embd.weight";
-const OUTPUT = "output.weight";
+/** The token embedding's ne1 is the vocab size; no output tensor means tied embeddings. */
+const TOKEN_EMBD = tensorName("tokenEmbd");
+const OUTPUT = tensorName("output");
 
 function scalar(gguf: GgufFile, key: string): GgufScalar | undefined {
   const entry = gguf.metadata.get(key);
@@ -51,8 +52,8 @@ function positiveFloat(gguf: GgufFile, key: string, fallback?: number): Result<n
  * @example const config = readModelConfig(gguf); if (!config.ok) throw new CliError(config.error);
  */
 export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
-  const archValue = scalar(gguf, "general.architecture");
-  if (typeof archValue !== "string") return err(`${gguf.source}: missing metadata general.architecture`);
+  const archValue = scalar(gguf, KEY.architecture);
+  if (typeof archValue !== "string") return err(`${gguf.source}: missing metadata ${KEY.architecture}`);
   const traits = architectureTraits(archValue);
   if (traits === undefined) {
     const supported = ARCHITECTURES.map((a) => a.architecture).join(", ");
@@ -60,37 +61,37 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   }
   const p = traits.keyPrefix;
 
-  const dim = positiveInt(gguf, `${p}.embedding_length`);
+  const dim = positiveInt(gguf, archKey(p, "embeddingLength"));
   if (!dim.ok) return dim;
-  const hiddenDim = positiveInt(gguf, `${p}.feed_forward_length`);
+  const hiddenDim = positiveInt(gguf, archKey(p, "feedForwardLength"));
   if (!hiddenDim.ok) return hiddenDim;
-  const numLayers = positiveInt(gguf, `${p}.block_count`);
+  const numLayers = positiveInt(gguf, archKey(p, "blockCount"));
   if (!numLayers.ok) return numLayers;
-  const numHeads = positiveInt(gguf, `${p}.attention.head_count`);
+  const numHeads = positiveInt(gguf, archKey(p, "headCount"));
   if (!numHeads.ok) return numHeads;
-  const numKvHeads = positiveInt(gguf, `${p}.attention.head_count_kv`, numHeads.value);
+  const numKvHeads = positiveInt(gguf, archKey(p, "headCountKv"), numHeads.value);
   if (!numKvHeads.ok) return numKvHeads;
   if (numHeads.value % numKvHeads.value !== 0) {
     return err(`${gguf.source}: attention.head_count ${numHeads.value} is not a multiple of head_count_kv ${numKvHeads.value}`);
   }
   // qwen3 heads are wider than dim / numHeads: it stores key_length
-  const headDim = positiveInt(gguf, `${p}.attention.key_length`, dim.value / numHeads.value);
+  const headDim = positiveInt(gguf, archKey(p, "keyLength"), dim.value / numHeads.value);
   if (!headDim.ok) return headDim;
-  const valueDim = positiveInt(gguf, `${p}.attention.value_length`, headDim.value);
+  const valueDim = positiveInt(gguf, archKey(p, "valueLength"), headDim.value);
   if (!valueDim.ok) return valueDim;
   if (valueDim.value !== headDim.value) {
     return err(`${gguf.source}: attention.value_length ${valueDim.value} != key_length ${headDim.value} is not supported`);
   }
-  const ropeDim = positiveInt(gguf, `${p}.rope.dimension_count`, headDim.value);
+  const ropeDim = positiveInt(gguf, archKey(p, "ropeDimensionCount"), headDim.value);
   if (!ropeDim.ok) return ropeDim;
   if (ropeDim.value > headDim.value || ropeDim.value % 2 !== 0) {
     return err(`${gguf.source}: rope.dimension_count ${ropeDim.value} must be even and at most the head size ${headDim.value}`);
   }
-  const ropeFreqBase = positiveFloat(gguf, `${p}.rope.freq_base`, traits.defaultRopeFreqBase);
+  const ropeFreqBase = positiveFloat(gguf, archKey(p, "ropeFreqBase"), traits.defaultRopeFreqBase);
   if (!ropeFreqBase.ok) return ropeFreqBase;
-  const rmsEps = positiveFloat(gguf, `${p}.attention.layer_norm_rms_epsilon`);
+  const rmsEps = positiveFloat(gguf, archKey(p, "rmsEps"));
   if (!rmsEps.ok) return rmsEps;
-  const contextLength = positiveInt(gguf, `${p}.context_length`);
+  const contextLength = positiveInt(gguf, archKey(p, "contextLength"));
   if (!contextLength.ok) return contextLength;
 
   const embd = gguf.tensors.find((t) => t.name === TOKEN_EMBD);
@@ -99,7 +100,7 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   if (embd.shape.length !== 2 || vocabSize === undefined || vocabSize <= 0) {
     return err(`${gguf.source}: tensor ${TOKEN_EMBD} must be 2-D [dim, vocab] (got [${embd.shape.join(", ")}])`);
   }
-  const name = scalar(gguf, "general.name");
+  const name = scalar(gguf, KEY.name);
 
   return ok({
     architecture: traits.architecture,

@@ -25,6 +25,18 @@ export interface ForwardInputs {
   readonly logitRows: Int32Array;
 }
 
+/** Called as weights are uploaded: bytes done and bytes in all. */
+export type LoadProgress = (loadedBytes: number, totalBytes: number) => void;
+
+/** Bytes of every distinct weight tensor (a tied output counts once). */
+export function modelBytes(weights: ModelWeights): number {
+  const all = new Set<WeightSource>([weights.tokenEmbd, weights.output, weights.outputNorm]);
+  for (const layer of weights.layers) for (const w of Object.values(layer)) if (w !== null) all.add(w);
+  let total = 0;
+  for (const w of all) total += w.data.length;
+  return total;
+}
+
 interface LayerHandles {
   attnNorm: Weight; wq: Weight; wk: Weight; wv: Weight; wo: Weight;
   bq: Weight | null; bk: Weight | null; bv: Weight | null;
@@ -63,8 +75,16 @@ export class BatchedForward {
   private readonly output: Weight;
   private scratch: Scratch | null = null;
 
-  constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend) {
-    const load = (w: WeightSource): Weight => backend.loadWeight(w);
+  /** `onProgress(loadedBytes, totalBytes)` is called after each weight is uploaded (a progress bar for large models) */
+  constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress) {
+    const totalBytes = modelBytes(weights);
+    let loadedBytes = 0;
+    const load = (w: WeightSource): Weight => {
+      const handle = backend.loadWeight(w);
+      loadedBytes += w.data.length;
+      onProgress?.(loadedBytes, totalBytes);
+      return handle;
+    };
     const maybe = (w: WeightSource | null): Weight | null => (w === null ? null : load(w));
     this.tokenEmbd = load(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : load(weights.output);

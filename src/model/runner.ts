@@ -6,7 +6,7 @@
 import type { AttentionSequence, Backend } from "../backend/backend.ts";
 import type { BatchLogits, ModelBatch, ModelRunner } from "./model-batch.ts";
 import type { ModelConfig } from "./model-config.ts";
-import { BatchedForward, type ForwardInputs } from "./forward.ts";
+import { BatchedForward, type ForwardInputs, type LoadProgress } from "./forward.ts";
 import type { ModelWeights } from "./weights.ts";
 
 const BYTES_PER_F32 = 4;
@@ -24,8 +24,8 @@ export class Runner implements ModelRunner {
   private readonly forward: BatchedForward;
   private kv: KvLayout | null = null;
 
-  constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend) {
-    this.forward = new BatchedForward(config, weights, backend);
+  constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress) {
+    this.forward = new BatchedForward(config, weights, backend, onProgress);
   }
 
   kvBytesPerBlock(blockSize: number): number {

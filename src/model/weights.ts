@@ -5,19 +5,18 @@
  */
 import type { WeightSource } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
+import { tensorName, type TensorKey } from "../gguf/names.ts";
 import { byteSize, ggmlTypeName, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { ModelConfig } from "./model-config.ts";
 
-/** llama.cpp tensor names (LLM_TENSOR_NAMES). TODO: read them from gguf/names.ts once it lands. */
-const TENSOR_NAMES = { tokenEmbd: "token_embd.weight", outputNorm: "output_norm.weight", output: "output.weight" } as const;
-const LAYER_TENSOR_NAMES = {
-  attnNorm: "attn_norm.weight", wq: "attn_q.weight", wk: "attn_k.weight", wv: "attn_v.weight", wo: "attn_output.weight",
-  bq: "attn_q.bias", bk: "attn_k.bias", bv: "attn_v.bias", qNorm: "attn_q_norm.weight", kNorm: "attn_k_norm.weight",
-  ffnNorm: "ffn_norm.weight", wGate: "ffn_gate.weight", wUp: "ffn_up.weight", wDown: "ffn_down.weight",
-} as const;
-type LayerTensorKey = keyof typeof LAYER_TENSOR_NAMES;
-const layerTensorName = (layer: number, key: LayerTensorKey): string => `blk.${layer}.${LAYER_TENSOR_NAMES[key]}`;
+/** LayerWeights field -> its llama.cpp tensor (gguf/names.ts) */
+const LAYER_TENSORS = {
+  attnNorm: "attnNorm", wq: "attnQ", wk: "attnK", wv: "attnV", wo: "attnOutput",
+  bq: "attnQBias", bk: "attnKBias", bv: "attnVBias", qNorm: "attnQNorm", kNorm: "attnKNorm",
+  ffnNorm: "ffnNorm", wGate: "ffnGate", wUp: "ffnUp", wDown: "ffnDown",
+} as const satisfies Record<keyof LayerWeights, TensorKey>;
+type LayerTensorKey = keyof typeof LAYER_TENSORS;
 
 export interface LayerWeights {
   /** [dim] */
@@ -102,10 +101,10 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
   const { dim, hiddenDim, vocabSize, headDim } = config;
   const qDim = config.numHeads * headDim;
   const kvDim = config.numKvHeads * headDim;
-  const tokenEmbd = tensor(gguf, TENSOR_NAMES.tokenEmbd, [dim, vocabSize]);
+  const tokenEmbd = tensor(gguf, tensorName("tokenEmbd"), [dim, vocabSize]);
   const layers: LayerWeights[] = [];
   for (let l = 0; l < config.numLayers; l++) {
-    const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, layerTensorName(l, key), shape);
+    const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, tensorName(LAYER_TENSORS[key], l), shape);
     const bias = (key: LayerTensorKey, n: number): WeightSource | null => (config.hasQkvBias ? t(key, [n]) : null);
     const norm = (key: LayerTensorKey): WeightSource | null => (config.hasQkNorm ? t(key, [headDim]) : null);
     layers.push({
@@ -128,8 +127,8 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
   return {
     tokenEmbd,
     layers,
-    outputNorm: tensor(gguf, TENSOR_NAMES.outputNorm, [dim]),
-    output: config.tiedEmbeddings ? tokenEmbd : tensor(gguf, TENSOR_NAMES.output, [dim, vocabSize]),
+    outputNorm: tensor(gguf, tensorName("outputNorm"), [dim]),
+    output: config.tiedEmbeddings ? tokenEmbd : tensor(gguf, tensorName("output"), [dim, vocabSize]),
   };
 }
 

@@ -3,6 +3,7 @@
  * flag, tied or untied output, GQA, any weight type of the table for the matrices.
  */
 import { GgufValueType, type GgufFile, type GgufMetadataEntry, type GgufTensorInfo } from "../../src/gguf/gguf-file.ts";
+import { archKey, KEY, tensorName, type TensorKey } from "../../src/gguf/names.ts";
 import type { Architecture } from "../../src/model/model-config.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
 
@@ -39,7 +40,8 @@ interface PlannedTensor {
   readonly name: string;
   /** ne0 first */
   readonly shape: number[];
-  readonly type: GgmlType;
+  /** a ggml type id (any number, so error tests can use types fennec lacks) */
+  readonly type: number;
   /** what the random values look like */
   readonly kind: "matrix" | "norm" | "bias";
 }
@@ -50,19 +52,21 @@ function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
   const kvDim = s.numKvHeads * s.headDim;
   const m = (name: string, cols: number, rows: number): PlannedTensor => ({ name, shape: [cols, rows], type: matrixType, kind: "matrix" });
   const v = (name: string, n: number, kind: "norm" | "bias"): PlannedTensor => ({ name, shape: [n], type: GgmlType.F32, kind });
-  const out: PlannedTensor[] = [m("token_embd.weight", s.dim, s.vocabSize)];
+  const out: PlannedTensor[] = [m(tensorName("tokenEmbd"), s.dim, s.vocabSize)];
   for (let l = 0; l < s.numLayers; l++) {
-    const p = `blk.${l}.`;
-    out.push(v(`${p}attn_norm.weight`, s.dim, "norm"), m(`${p}attn_q.weight`, s.dim, qDim), m(`${p}attn_k.weight`, s.dim, kvDim), m(`${p}attn_v.weight`, s.dim, kvDim));
-    if (s.architecture === "qwen2") out.push(v(`${p}attn_q.bias`, qDim, "bias"), v(`${p}attn_k.bias`, kvDim, "bias"), v(`${p}attn_v.bias`, kvDim, "bias"));
-    if (s.architecture === "qwen3") out.push(v(`${p}attn_q_norm.weight`, s.headDim, "norm"), v(`${p}attn_k_norm.weight`, s.headDim, "norm"));
-    out.push(m(`${p}attn_output.weight`, qDim, s.dim), v(`${p}ffn_norm.weight`, s.dim, "norm"));
-    out.push(m(`${p}ffn_gate.weight`, s.dim, s.hiddenDim), m(`${p}ffn_up.weight`, s.dim, s.hiddenDim), m(`${p}ffn_down.weight`, s.hiddenDim, s.dim));
+    const n = (key: TensorKey): string => tensorName(key, l);
+    out.push(v(n("attnNorm"), s.dim, "norm"), m(n("attnQ"), s.dim, qDim), m(n("attnK"), s.dim, kvDim), m(n("attnV"), s.dim, kvDim));
+    if (s.architecture === "qwen2") out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"));
+    if (s.architecture === "qwen3") out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
+    out.push(m(n("attnOutput"), qDim, s.dim), v(n("ffnNorm"), s.dim, "norm"));
+    out.push(m(n("ffnGate"), s.dim, s.hiddenDim), m(n("ffnUp"), s.dim, s.hiddenDim), m(n("ffnDown"), s.hiddenDim, s.dim));
   }
-  out.push(v("output_norm.weight", s.dim, "norm"));
-  if (!s.tied) out.push(m("output.weight", s.dim, s.vocabSize));
+  out.push(v(tensorName("outputNorm"), s.dim, "norm"));
+  if (!s.tied) out.push(m(tensorName("output"), s.dim, s.vocabSize));
   return out;
 }
+
+export type { PlannedTensor };
 
 export interface TinyModelOptions {
   readonly seed?: number;
@@ -70,6 +74,8 @@ export interface TinyModelOptions {
   readonly matrixType?: GgmlType;
   /** extra or replaced metadata entries (for error tests) */
   readonly metadata?: Readonly<Record<string, GgufMetadataEntry | null>>;
+  /** per-tensor type override (mixed recipes such as q4_k_m); gets the name and the default type */
+  readonly tensorType?: (name: string, defaultType: number) => number;
   /** edit the tensor list before layout (for error tests) */
   readonly editTensors?: (tensors: PlannedTensor[]) => PlannedTensor[];
 }
@@ -84,22 +90,24 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
   const random = seededRandom(options.seed ?? 1);
   const matrixType = options.matrixType ?? GgmlType.F32;
   let planned = planTensors(s, matrixType);
+  const typeOf = options.tensorType;
+  if (typeOf) planned = planned.map((t) => ({ ...t, type: typeOf(t.name, t.type) }));
   if (options.editTensors) planned = options.editTensors(planned);
 
   const p = s.architecture;
   const metadata = new Map<string, GgufMetadataEntry>([
-    ["general.architecture", str(p)],
-    ["general.name", str(`tiny-${p}`)],
-    [`${p}.context_length`, u32(s.contextLength)],
-    [`${p}.embedding_length`, u32(s.dim)],
-    [`${p}.feed_forward_length`, u32(s.hiddenDim)],
-    [`${p}.block_count`, u32(s.numLayers)],
-    [`${p}.attention.head_count`, u32(s.numHeads)],
-    [`${p}.attention.head_count_kv`, u32(s.numKvHeads)],
-    [`${p}.attention.key_length`, u32(s.headDim)],
-    [`${p}.attention.value_length`, u32(s.headDim)],
-    [`${p}.attention.layer_norm_rms_epsilon`, f32(1e-5)],
-    [`${p}.rope.freq_base`, f32(p === "llama" ? 10000 : 1000000)],
+    [KEY.architecture, str(p)],
+    [KEY.name, str(`tiny-${p}`)],
+    [archKey(p, "contextLength"), u32(s.contextLength)],
+    [archKey(p, "embeddingLength"), u32(s.dim)],
+    [archKey(p, "feedForwardLength"), u32(s.hiddenDim)],
+    [archKey(p, "blockCount"), u32(s.numLayers)],
+    [archKey(p, "headCount"), u32(s.numHeads)],
+    [archKey(p, "headCountKv"), u32(s.numKvHeads)],
+    [archKey(p, "keyLength"), u32(s.headDim)],
+    [archKey(p, "valueLength"), u32(s.headDim)],
+    [archKey(p, "rmsEps"), f32(1e-5)],
+    [archKey(p, "ropeFreqBase"), f32(p === "llama" ? 10000 : 1000000)],
   ]);
   for (const [key, value] of Object.entries(options.metadata ?? {})) {
     if (value === null) metadata.delete(key);
