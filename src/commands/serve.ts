@@ -7,6 +7,8 @@ import pkg from "../../package.json" with { type: "json" };
 import type { Options } from "../config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
+import type { EngineArgs } from "../engine/protocol.ts";
+import { createOrchestrator } from "../pipeline/orchestrator.ts";
 import type { Orchestrator } from "../pipeline/request-output.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import { createApp } from "../server/app.ts";
@@ -20,6 +22,8 @@ export const PER_REQUEST_METRICS_NEED_STATS =
 
 /** How long shutdown waits for open connections to finish before closing them. */
 const SHUTDOWN_GRACE_MS = 3000;
+/** Bun's own limit sits above the app's, so a declared oversized body gets the app's JSON 413 (Bun's is bare). */
+const BUN_BODY_LIMIT_BYTES = DEFAULT_MAX_BODY_BYTES + 1024 * 1024;
 /** Bun closes a connection silent for this long; non-streaming generations can be quiet for a while (Bun's maximum). */
 const IDLE_TIMEOUT_S = 255;
 
@@ -68,9 +72,38 @@ class ForwardingListener implements StatsListener {
   onRequestFinished(stats: FinishedRequestStats): void { this.target?.onRequestFinished(stats); }
 }
 
-/** The engine side: replaced by the orchestrator's factory once src/pipeline/orchestrator.ts lands. */
-async function startOrchestrator(_options: Options, _listener: StatsListener): Promise<Orchestrator> {
-  throw new CliError("the engine (src/pipeline/orchestrator.ts) is not available in this build yet");
+const intOrNull = (v: unknown): number | null => (typeof v === "number" ? v : null);
+
+/** Engine flags (vLLM names) -> EngineArgs; checked here so a bad value is one line, not a Worker error. */
+export function engineArgsOf(options: Options): EngineArgs {
+  const positive = (name: string): number => {
+    const v = Number(options[name]);
+    if (!Number.isInteger(v) || v < 1) throw new CliError(`--${name} must be a positive integer (got ${options[name]})`);
+    return v;
+  };
+  const maxModelLen = intOrNull(options["max-model-len"]);
+  if (maxModelLen !== null && maxModelLen < 1) throw new CliError(`--max-model-len must be a positive integer (got ${maxModelLen})`);
+  const threads = intOrNull(options.threads);
+  if (threads !== null && threads < 1) throw new CliError(`--threads must be a positive integer (got ${threads})`);
+  return {
+    maxNumSeqs: positive("max-num-seqs"),
+    maxNumBatchedTokens: positive("max-num-batched-tokens"),
+    maxModelLen,
+    blockSize: positive("block-size"),
+    kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
+    enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
+    threads: threads ?? navigator.hardwareConcurrency,
+    device: options.device === "webgpu" ? "webgpu" : "cpu",
+  };
+}
+
+async function startOrchestrator(options: Options, listener: StatsListener): Promise<Orchestrator> {
+  const engineArgs = engineArgsOf(options);
+  try {
+    return await createOrchestrator({ modelPath: str(options.model), engineArgs, listeners: [listener] });
+  } catch (e) {
+    throw new CliError(`cannot start the engine: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 const log = (line: string): void => { process.stderr.write(`${line}\n`); };
@@ -96,7 +129,7 @@ export async function main(options: Options): Promise<number> {
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
   });
   try {
-    app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: DEFAULT_MAX_BODY_BYTES, idleTimeout: IDLE_TIMEOUT_S });
+    app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: BUN_BODY_LIMIT_BYTES, idleTimeout: IDLE_TIMEOUT_S });
   } catch (e) {
     await orchestrator.shutdown();
     throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${e instanceof Error ? e.message : String(e)}`);

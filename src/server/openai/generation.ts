@@ -35,6 +35,17 @@ export function linkAbort(clientSignal: AbortSignal | undefined, shutdownSignal:
 export const SHUTTING_DOWN = (): ApiError => new ApiError("unavailable", "The server is shutting down; the request was aborted.");
 
 /**
+ * The orchestrator's error classes (pipeline/orchestrator.ts), matched by name so the HTTP layer needs only the
+ * Orchestrator interface: a refused request is the client's fault (400), a dead engine is ours (500, /health 503).
+ */
+export function engineErrorToApiError(error: unknown): ApiError | null {
+  if (!(error instanceof Error)) return null;
+  if (error.name === "EngineRequestError") return new ApiError("badRequest", error.message);
+  if (error.name === "EngineDeadError") return new ApiError("internal", "Internal server error: the engine is not running.");
+  return null;
+}
+
+/**
  * orchestrator.generate with fennec's rules on top: an engine-side failure (finish reason "error") becomes a 500 like
  * vLLM; an abort during shutdown becomes a 503 error; an abort by the client just ends the iteration.
  */
@@ -47,7 +58,7 @@ export async function* generateOutputs(orchestrator: Orchestrator, request: Gene
       if (output.finished) break;
     }
   } catch (error) {
-    if (!signal.aborted || error instanceof ApiError) throw error;
+    if (!signal.aborted || error instanceof ApiError) throw engineErrorToApiError(error) ?? error;
   }
   if (signal.aborted && abort.shuttingDown()) throw SHUTTING_DOWN();
 }

@@ -1,0 +1,89 @@
+/**
+ * Starts the real server as a child process for black-box tests: `dist/fennec serve` when the binary exists, else
+ * `bun run src/cli.ts serve`. Waits for /health, keeps the log, and stops it (SIGTERM, then SIGKILL).
+ * @example const server = await startServer(["--api-key", "k"]); ...; await server.stop();
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..", "..");
+const BINARY = join(ROOT, "dist", "fennec");
+const START_TIMEOUT_MS = 120_000;
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly port: number;
+  /** everything the server wrote to stdout and stderr so far */
+  log(): string;
+  /** resolves with the exit code */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+  readonly process: ReturnType<typeof Bun.spawn>;
+}
+
+/** The binary when built (FENNEC_E2E_SOURCE=1 forces the sources, e.g. while a build is stale). */
+export function serverCommand(): string[] {
+  return existsSync(BINARY) && process.env.FENNEC_E2E_SOURCE !== "1" ? [BINARY, "serve"] : [process.execPath, "run", join(ROOT, "src", "cli.ts"), "serve"];
+}
+
+/** A port nothing listens on right now (the kernel's pick for port 0). */
+export function freePort(): number {
+  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+
+async function drain(stream: ReadableStream<Uint8Array>, into: string[]): Promise<void> {
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    into.push(decoder.decode(value, { stream: true }));
+  }
+}
+
+/** Runs `fennec serve` with extra args (not the port) and resolves once /health answers 200. */
+export async function startServer(args: readonly string[] = []): Promise<ServerProcess> {
+  const port = freePort();
+  const output: string[] = [];
+  const child = Bun.spawn([...serverCommand(), "--host", "127.0.0.1", "--port", String(port), ...args], {
+    cwd: ROOT, stdout: "pipe", stderr: "pipe", stdin: "ignore",
+  });
+  void drain(child.stdout as ReadableStream<Uint8Array>, output);
+  void drain(child.stderr as ReadableStream<Uint8Array>, output);
+  const url = `http://127.0.0.1:${port}`;
+  const server: ServerProcess = {
+    url, port, process: child,
+    log: () => output.join(""),
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      const code = await child.exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before it was ready:\n${server.log()}`);
+    try {
+      if ((await fetch(`${url}/health`)).status === 200) return server;
+    } catch {
+      // not listening yet
+    }
+    await Bun.sleep(100);
+  }
+  await server.stop("SIGKILL");
+  throw new Error(`server not ready after ${START_TIMEOUT_MS} ms:\n${server.log()}`);
+}
+
+/** Runs `fennec serve` expecting it to refuse to start; resolves with its exit code and output. */
+export async function runServeExpectingExit(args: readonly string[]): Promise<{ code: number; output: string }> {
+  const child = Bun.spawn([...serverCommand(), ...args], { cwd: ROOT, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  const [code, out, err] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  clearTimeout(timer);
+  return { code, output: out + err };
+}
