@@ -4,7 +4,7 @@
  * Worker (worker.ts); tests drive it directly with a fake runner.
  */
 import type { ModelBatch, ModelRunner, SequenceChunk } from "../model/model-batch.ts";
-import type { EngineArgs, EngineRequest, PositionLogprobs, RequestDelta } from "./protocol.ts";
+import type { EngineArgs, EngineRequest, KvHandoff, PositionLogprobs, RequestDelta } from "./protocol.ts";
 import type { FinishReason, StepStats } from "./stats.ts";
 import { KvCacheManager } from "./kv-cache-manager.ts";
 import { RequestState } from "./request.ts";
@@ -108,9 +108,43 @@ export class EngineCore {
     if (blocksNeeded > numBlocks) {
       return { code: "kv_cache_too_small", message: `request needs ${blocksNeeded} KV blocks (${numPrompt} prompt + ${state.maxOutputTokens} output tokens) but the cache has ${numBlocks}; raise --kv-cache-memory or lower max_tokens` };
     }
+    if (request.importKv) {
+      const imported = this.importKv(state, request.importKv);
+      if (imported) return imported;
+    }
     this.requests.set(request.requestId, state);
     this.scheduler.add(state);
     return null;
+  }
+
+  /**
+   * pd pipelines: the first `kv.numTokens` positions arrive computed from a prefill stage. They get blocks at once and
+   * the request waits holding them; a later preemption simply recomputes them.
+   */
+  private importKv(state: RequestState, kv: KvHandoff): RequestErrorInfo | null {
+    const { blockSize } = this.config;
+    if (kv.blockSize !== blockSize) return { code: "kv_handoff", message: `KV handoff has block size ${kv.blockSize}, this engine uses ${blockSize}` };
+    if (!Number.isInteger(kv.numTokens) || kv.numTokens < 1 || kv.numTokens >= state.numPromptTokens) {
+      return { code: "kv_handoff", message: `KV handoff covers ${kv.numTokens} positions; it must cover 1 to ${state.numPromptTokens - 1} of the ${state.numPromptTokens} prompt tokens` };
+    }
+    const blockIds = this.kv.allocateSlots(state, kv.numTokens);
+    if (blockIds === null) return { code: "kv_cache_full", message: `no free KV blocks for a handoff of ${kv.numTokens} positions` };
+    try {
+      this.runner.importKvBlocks(Int32Array.from(blockIds), kv.data);
+    } catch (e) {
+      this.kv.free(state);
+      return { code: "kv_handoff", message: `KV handoff rejected by the model runner: ${e instanceof Error ? e.message : String(e)}` };
+    }
+    state.numComputedTokens = kv.numTokens;
+    this.kv.cacheFullBlocks(state);
+    return null;
+  }
+
+  /** the prompt's computed positions as a handoff, for the next stage */
+  private exportKv(req: RequestState): KvHandoff {
+    const numTokens = Math.min(req.numComputedTokens, req.numPromptTokens);
+    const blockIds = Int32Array.from(req.blockIds.slice(0, this.kv.blocksFor(numTokens)));
+    return { numTokens, blockSize: this.config.blockSize, data: this.runner.exportKvBlocks(blockIds) };
   }
 
   /** Drops requests at once (client gone, stop string): their blocks are free when this returns. */
@@ -173,6 +207,7 @@ export class EngineCore {
         ...(promptLogprobs ? { promptLogprobs } : {}),
         ...(finish ? { finishReason: finish.reason, stopReason: finish.stopReason } : {}),
         numCachedTokens: req.numCachedTokens, times: req.snapshotTimes(),
+        ...(finish && req.exportKv ? { kv: this.exportKv(req) } : {}),
       });
       if (finish) {
         this.requests.delete(req.requestId);

@@ -59,7 +59,8 @@ export class KvCacheManager {
    * for a request's first lookup (vLLM keeps preempted requests out of the counters).
    */
   getComputedBlocks(request: RequestState): ComputedBlocks {
-    if (!this.enablePrefixCaching || request.promptLogprobs !== null) return NO_COMPUTED_BLOCKS;
+    // requests that already hold blocks (imported KV) start from those
+    if (!this.enablePrefixCaching || request.promptLogprobs !== null || request.blockIds.length > 0) return NO_COMPUTED_BLOCKS;
     const maxBlocks = Math.floor((request.numTokens - 1) / this.blockSize);
     const blockIds: number[] = [];
     for (let i = 0; i < maxBlocks; i++) {
@@ -78,7 +79,7 @@ export class KvCacheManager {
   /** True when the first block the request would compute is being computed right now by a running request. */
   isNextBlockPending(request: RequestState, computed: ComputedBlocks): boolean {
     if (!this.enablePrefixCaching || this.pending.size === 0) return false;
-    const hash = request.blockHash(computed.blockIds.length, this.blockSize);
+    const hash = request.blockHash(Math.floor((request.numComputedTokens + computed.numTokens) / this.blockSize), this.blockSize);
     return hash !== null && this.pending.has(hash);
   }
 

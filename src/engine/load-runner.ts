@@ -14,6 +14,8 @@ export interface LoadedRunner {
   readonly runner: ModelRunner;
   /** the backend's name for the ready message and logs */
   readonly backend: string;
+  /** resolves with a reason if the device is lost (WebGPU): the engine is then dead */
+  readonly lost?: Promise<string>;
 }
 
 export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Result<LoadedRunner>> {
@@ -34,7 +36,7 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       const model = loadModel(gguf.value);
       if (!model.ok) return model;
       const backend = await createBackend({ kind: "wasm", threads: args.threads });
-      return ok({ runner: new Runner(model.value.config, model.value.weights, backend), backend: backend.name });
+      return ok({ runner: new Runner(model.value.config, model.value.weights, backend), backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}) });
     }
   }
 }

@@ -30,6 +30,8 @@ export class RequestState {
   /** most output tokens this request may produce (max_tokens capped by max-model-len) */
   readonly maxOutputTokens: number;
   readonly rng: Rng;
+  /** pd pipelines: return the prompt's KV blocks when finished */
+  readonly exportKv: boolean;
   status: RequestStatus = "waiting";
   /** tokens whose K/V are in the cache (positions [0, numComputedTokens)) */
   numComputedTokens = 0;
@@ -58,6 +60,7 @@ export class RequestState {
     const roomTokens = maxModelLen - this.numPromptTokens;
     this.maxOutputTokens = Math.min(request.sampling.maxTokens ?? roomTokens, roomTokens);
     this.rng = createRng(request.sampling.seed ?? fallbackSeed);
+    this.exportKv = request.exportKv === true;
     this.times = { arrivalMs: request.arrivalMs, queuedMs, scheduledMs: null, firstTokenMs: null, lastTokenMs: null };
     this.promptLogprobs = request.sampling.promptLogprobs !== null ? new Array(this.numPromptTokens).fill(null) : null;
   }

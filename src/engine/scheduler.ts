@@ -79,7 +79,7 @@ export class Scheduler {
         const computed = this.kv.getComputedBlocks(request);
         // another running request is computing this prompt's next block: wait for it instead of computing it twice
         if (this.kv.isNextBlockPending(request, computed)) { w++; continue; }
-        const numNew = Math.min(request.numTokens - computed.numTokens, budget);
+        const numNew = Math.min(request.numTokens - request.numComputedTokens - computed.numTokens, budget);
         if (this.kv.allocateSlots(request, numNew, computed) === null) break;
         this.waiting.splice(w, 1);
         if (request.numPreemptions === 0) request.numCachedTokens = computed.numTokens;

@@ -62,8 +62,13 @@ class EngineWorker {
     try {
       const loaded = await loadRunner(spec.runner, spec.engineArgs);
       if (!loaded.ok) { post({ type: "fatal", message: loaded.error }); return; }
-      const { runner, backend } = loaded.value;
+      const { runner, backend, lost } = loaded.value;
       this.runner = runner;
+      lost?.then((reason) => {
+        post({ type: "fatal", message: `device lost: ${reason}` });
+        this.stopped = true;
+        this.wakeLoop();
+      });
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem());
       if (!config.ok) { post({ type: "fatal", message: config.error }); return; }
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs);

@@ -10,7 +10,7 @@
  */
 import { EngineClient } from "../engine/client.ts";
 import { SequenceOutputProcessor } from "../engine/output-processor.ts";
-import type { EngineArgs, PositionLogprobs, RequestDelta, RunnerSpec } from "../engine/protocol.ts";
+import type { EngineArgs, KvHandoff, PositionLogprobs, RequestDelta, RunnerSpec } from "../engine/protocol.ts";
 import { validateSamplingParams, type SamplingParams } from "../engine/sampling-params.ts";
 import type { FinishReason, RequestTimes, StageRequestStats, StatsListener, StepStats, TransferEdgeStats } from "../engine/stats.ts";
 import { finishedRequestStats, IterationTracker } from "../engine/stats-tracker.ts";
@@ -76,6 +76,8 @@ interface ParentState {
   readonly stageSubmitMs: number[];
   promptLogprobs: readonly (PositionLogprobs | null)[] | null;
   promptLogprobsSent: boolean;
+  /** pd pipelines: the prompt's KV blocks, from the finishing delta */
+  kv: KvHandoff | null;
   /** the engine step that last carried output for this request */
   lastBatchId: number;
   lastBatchSize: number;
@@ -123,7 +125,7 @@ class PipelineOrchestrator implements Orchestrator {
     if (this.parents.has(request.requestId)) throw new EngineRequestError("duplicate_request_id", `request id ${request.requestId} is already running`);
     if (signal?.aborted) return;
     const parent: ParentState = {
-      request, sequences: [], queue: new OutputQueue(), stageSubmitMs: [], promptLogprobs: null, promptLogprobsSent: false,
+      request, sequences: [], queue: new OutputQueue(), stageSubmitMs: [], promptLogprobs: null, promptLogprobsSent: false, kv: null,
       lastBatchId: 0, lastBatchSize: 0, done: false,
     };
     const n = request.sampling.n;
@@ -144,6 +146,7 @@ class PipelineOrchestrator implements Orchestrator {
     for (const seq of parent.sequences) {
       stage.client.add({
         requestId: seq.sequenceId, promptTokenIds: request.promptTokenIds, sampling: seq.sampling, arrivalMs: request.arrivalMs, eosTokenIds: this.tokenizer.stopIds,
+        ...(request.exportKv ? { exportKv: true } : {}), ...(request.importKv ? { importKv: request.importKv } : {}),
       });
     }
     const onAbort = (): void => this.abortParent(parent, true);
@@ -180,6 +183,7 @@ class PipelineOrchestrator implements Orchestrator {
       seq.times = delta.times;
       seq.numCachedTokens = delta.numCachedTokens;
       if (delta.promptLogprobs && parent.promptLogprobs === null) parent.promptLogprobs = delta.promptLogprobs;
+      if (delta.kv) parent.kv = delta.kv;
       const { output, abortEngine } = seq.processor.process(delta);
       if (abortEngine) {
         this.stages[0]!.client.abort([seq.sequenceId]);
@@ -210,7 +214,7 @@ class PipelineOrchestrator implements Orchestrator {
     }
     parent.queue.push({
       requestId: parent.request.requestId, outputs, numPromptTokens: parent.request.promptTokenIds.length,
-      numCachedTokens: first.numCachedTokens, ...(promptLogprobs ? { promptLogprobs } : {}),
+      numCachedTokens: first.numCachedTokens, ...(promptLogprobs ? { promptLogprobs } : {}), ...(parent.kv ? { kv: parent.kv } : {}),
       finished: parent.sequences.every((s) => s.finished), times: first.times,
     });
   }

@@ -134,3 +134,27 @@ describe("abort", () => {
     expect(engine.kv.usage()).toBe(0);
   });
 });
+
+describe("KV handoff (pd pipelines)", () => {
+  test("a prefill engine exports the prompt's blocks; a decode engine imports them and continues with the same greedy output", async () => {
+    const p = prompt(45, 21);
+    const single = await runAlone(request("s", p, { maxTokens: 10 }));
+    const { engine: prefill } = makeEngine();
+    prefill.addRequest({ ...request("pd", p, { maxTokens: 1 }), exportKv: true });
+    const first = (await runToCompletion(prefill)).outputs.get("pd")!;
+    const kv = first.deltas[first.deltas.length - 1]!.kv!;
+    expect(kv.numTokens).toBe(45);
+    expect(prefill.kv.pool.numFreeBlocks).toBe(256);
+    const { engine: decode, runner } = makeEngine();
+    expect(decode.addRequest({ ...request("pd", [...p, ...first.tokens], { maxTokens: 9 }), importKv: kv })).toBeNull();
+    const rest = (await runToCompletion(decode)).outputs.get("pd")!;
+    expect([...first.tokens, ...rest.tokens]).toEqual(single.tokens);
+    expect(runner.numTokensComputed).toBe(1 + 8); // only the handed-over first token, then one per decode step
+  });
+
+  test("a handoff with another block size is refused", () => {
+    const { engine } = makeEngine({ blockSize: 16 });
+    const e = engine.addRequest({ ...request("x", prompt(10, 1)), importKv: { numTokens: 8, blockSize: 8, data: new Uint8Array(32) } });
+    expect(e?.message).toBe("KV handoff has block size 8, this engine uses 16");
+  });
+});
