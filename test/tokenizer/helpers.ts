@@ -27,8 +27,16 @@ export function readVocabCases(name: string): VocabCase[] {
   return inputs.map((text, i) => ({ text, ids: outputs[i]!.trim() === "" ? [] : outputs[i]!.trim().split(/\s+/).map(Number) }));
 }
 
+/** Tokenizers are immutable apart from caches, so test files in one `bun test` process share them. */
+const vocabTokenizers = new Map<string, Tokenizer>();
+
 export function loadVocabTokenizer(name: string): Tokenizer {
-  return createTokenizer(readGgufOrThrow(llamaVocabPath(name)));
+  let tokenizer = vocabTokenizers.get(name);
+  if (tokenizer === undefined) {
+    tokenizer = createTokenizer(readGgufOrThrow(llamaVocabPath(name)));
+    vocabTokenizers.set(name, tokenizer);
+  }
+  return tokenizer;
 }
 
 /** ../shared/models (the default model's source files and golden outputs), relative to the project root */
