@@ -12,6 +12,7 @@ import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
 import { dequantizeWeight } from "../reference.ts";
 import { openDawnDevice, type DawnDevice } from "./dawn-device.ts";
+import { KvMirror } from "./kv-mirror.ts";
 import { ATTENTION_WGSL, MAX_HEAD_DIM } from "./shaders/attention-wgsl.ts";
 import {
   ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, inPlaceVariant,
@@ -44,6 +45,8 @@ interface GpuKvCache {
   /** per layer: [numBlocks * blockSize, numKvHeads * headDim] f32 */
   readonly k: GPUBuffer[];
   readonly v: GPUBuffer[];
+  /** host copy for the synchronous exportKvBlocks; null with mirrorKv: false */
+  readonly mirror: KvMirror | null;
 }
 
 interface RopeTable { readonly buffer: GPUBuffer; readonly numPositions: number }
@@ -53,12 +56,14 @@ export interface WebGpuBackendOptions {
   readonly timeoutMs?: number;
   /** where the one-line notices go (type conversions, device loss); default stderr */
   readonly log?: (line: string) => void;
+  /** keep a host copy of the KV cache so exportKvBlocks works (default true; see kv-mirror.ts for the cost) */
+  readonly mirrorKv?: boolean;
 }
 
 /** Opens the adapter and returns the backend; throws CliError (one line, exit 2) when there is no usable adapter. */
 export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
   const dawn = await openDawnDevice({ timeoutMs: options.timeoutMs });
-  return new WebGpuBackend(dawn, options.log ?? ((line) => process.stderr.write(`${line}\n`)));
+  return new WebGpuBackend(dawn, options.log ?? ((line) => process.stderr.write(`${line}\n`)), options.mirrorKv ?? true);
 }
 
 /** writeBuffer's typing wants views over plain ArrayBuffers; Dawn copies shared ones (WASM memory) just as well */
@@ -90,7 +95,7 @@ export class WebGpuBackend implements Backend {
   private kv: GpuKvCache | null = null;
   private gatherScratch: GpuBuffer | null = null;
 
-  constructor(private readonly dawn: DawnDevice, private readonly log: (line: string) => void) {
+  constructor(private readonly dawn: DawnDevice, private readonly log: (line: string) => void, private readonly mirrorKv = true) {
     this.device = dawn.device;
     this.adapterDescription = dawn.description;
     this.maxBindingBytes = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
@@ -205,6 +210,7 @@ export class WebGpuBackend implements Backend {
       await Promise.race([staging.mapAsync(GPUMapMode.READ), this.lost.then((reason) => { throw new Error(reason); })]);
       const out = new Float32Array(staging.getMappedRange().slice(0));
       staging.unmap();
+      await this.kv?.mirror?.drain();
       await this.enc.checkErrors();
       const uncaptured = this.uncaptured.splice(0);
       if (uncaptured.length > 0) throw new Error(`webgpu: ${uncaptured[0]}`);
@@ -227,13 +233,14 @@ export class WebGpuBackend implements Backend {
       k.push(this.createBuffer(layerBytes, `the KV cache of one layer (lower --kv-cache-memory)`));
       v.push(this.createBuffer(layerBytes, `the KV cache of one layer (lower --kv-cache-memory)`));
     }
-    this.kv = { shape, k, v };
+    this.kv = { shape, k, v, mirror: this.mirrorKv ? new KvMirror(this.device, shape) : null };
   }
 
   private releaseKv(): void {
     if (this.kv === null) return;
     if (this.enc.numPending > 0) this.enc.flush();
     for (const b of [...this.kv.k, ...this.kv.v]) b.destroy();
+    this.kv.mirror?.destroy();
     this.kv = null;
   }
 
@@ -242,9 +249,24 @@ export class WebGpuBackend implements Backend {
     return this.kv;
   }
 
-  /** Synchronous read-back does not exist in WebGPU: use exportKvBlocksAsync. */
-  exportKvBlocks(_blockIds: Int32Array): Uint8Array {
-    throw new Error("webgpu backend: exportKvBlocks is asynchronous on a GPU; call exportKvBlocksAsync");
+  /** [numBlocks of the ids, layer, K|V, blockSize, kvDim] f32 bytes (the reference layout), from the host mirror. */
+  exportKvBlocks(blockIds: Int32Array): Uint8Array {
+    this.live();
+    const { shape, mirror } = this.cache();
+    if (mirror === null) throw new Error("webgpu backend: exportKvBlocks needs mirrorKv (or call exportKvBlocksAsync)");
+    if (mirror.behind) throw new Error("webgpu backend: exportKvBlocks before the step's read (the KV mirror is behind)");
+    const blockFloats = shape.blockSize * mirror.kvDim;
+    const out = new Float32Array(blockIds.length * shape.numLayers * 2 * blockFloats); // [ids, layer, K|V, blockSize, kvDim]
+    let o = 0;
+    for (const id of blockIds) {
+      for (let l = 0; l < shape.numLayers; l++) {
+        for (const part of [mirror.k[l]!, mirror.v[l]!]) {
+          out.set(part.subarray(id * blockFloats, (id + 1) * blockFloats), o);
+          o += blockFloats;
+        }
+      }
+    }
+    return new Uint8Array(out.buffer);
   }
 
   /** [numBlocks of the ids, layer, K|V, blockSize, kvDim] f32 bytes, the reference backend's layout. */
@@ -278,10 +300,12 @@ export class WebGpuBackend implements Backend {
 
   importKvBlocks(blockIds: Int32Array, data: Uint8Array): void {
     this.live();
-    const { shape, k, v } = this.cache();
+    const { shape, k, v, mirror } = this.cache();
     const blockBytes = shape.blockSize * shape.numKvHeads * shape.headDim * 4;
     const need = blockIds.length * shape.numLayers * 2 * blockBytes;
     if (data.length !== need) throw new Error(`importKvBlocks: ${data.length} bytes, expected ${need}`);
+    // rows still on their way to the mirror would land after (and over) the imported ones
+    if (mirror?.behind) throw new Error("webgpu backend: importKvBlocks before the step's read (the KV mirror is behind)");
     if (this.enc.numPending > 0) this.enc.flush();
     let o = 0;
     for (const id of blockIds) {
@@ -289,6 +313,11 @@ export class WebGpuBackend implements Backend {
         for (const part of [k[l]!, v[l]!]) {
           this.device.queue.writeBuffer(part, id * blockBytes, uploadable(data), o, blockBytes);
           o += blockBytes;
+        }
+        if (mirror !== null) {
+          const floats = new Float32Array(data.slice(o - 2 * blockBytes, o).buffer); // [K|V, blockSize, kvDim]
+          mirror.k[l]!.set(floats.subarray(0, blockBytes / 4), (id * blockBytes) / 4);
+          mirror.v[l]!.set(floats.subarray(blockBytes / 4), (id * blockBytes) / 4);
         }
       }
     }
@@ -386,6 +415,7 @@ export class WebGpuBackend implements Backend {
     const groups = Math.ceil(total / WORKGROUP_SIZE);
     this.enc.dispatch(this.pipeline("kv_store", () => KV_STORE_WGSL), new Uint32Array([total, kvDim, foldGroups(groups)[0]]),
       [this.enc.indexData(slots), range(k), range(v), { buffer: kc[layer]! }, { buffer: vc[layer]! }], groups);
+    this.kv?.mirror?.record(this.enc, layer, gpuBuffer(k).buffer, gpuBuffer(v).buffer, slots);
   }
 
   attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
