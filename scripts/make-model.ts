@@ -1,0 +1,84 @@
+/**
+ * `npx bun run make-model -- --shape S --type T --out F [--seed N] [--layers N] [--dim N] [--ffn N] [--heads N]
+ * [--kv-heads N] [--head-dim N] [--context N]`: writes a GGUF of seeded random weights in a real model's shape (see
+ * scripts/model-shapes.ts) with its real tokenizer metadata; see scripts/random-model.ts for the weights and types.
+ * Generated files are never committed (*.gguf is gitignored). A progress bar shows on a TTY.
+ */
+import { readGguf } from "../src/gguf/reader.ts";
+import { writeGgufFile } from "../src/gguf/writer.ts";
+import { WEIGHT_TYPES } from "../src/tensor/dtypes.ts";
+import { createProgressBar } from "../src/util/progress.ts";
+import { llamaVocabPath } from "./llama-vocab.ts";
+import { MODEL_SHAPES, type ModelShape } from "./model-shapes.ts";
+import { MIXED_TYPES, randomModel } from "./random-model.ts";
+
+const TYPES = [...WEIGHT_TYPES.map((w) => w.name), ...MIXED_TYPES];
+/** integer overrides of the shape, flag -> field */
+const OVERRIDES: Readonly<Record<string, keyof ModelShape>> = {
+  layers: "numLayers", dim: "dim", ffn: "hiddenDim", heads: "numHeads", "kv-heads": "numKvHeads", "head-dim": "headDim", context: "contextLength",
+};
+const USAGE = `usage: make-model --shape ${Object.keys(MODEL_SHAPES).join("|")} --type ${TYPES.join("|")} --out FILE [--seed N] ${Object.keys(OVERRIDES).map((f) => `[--${f} N]`).join(" ")}`;
+
+class UsageError extends Error {}
+
+function parse(argv: string[]): Map<string, string> {
+  const args = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    if (flag === "--help" || flag === "-h") throw new UsageError(USAGE);
+    if (!flag.startsWith("--")) throw new UsageError(`unexpected argument "${flag}"\n${USAGE}`);
+    const value = argv[++i];
+    if (value === undefined) throw new UsageError(`${flag} needs a value`);
+    args.set(flag.slice(2), value);
+  }
+  const known = new Set(["shape", "type", "out", "seed", ...Object.keys(OVERRIDES)]);
+  for (const name of args.keys()) if (!known.has(name)) throw new UsageError(`unknown flag --${name}\n${USAGE}`);
+  return args;
+}
+
+function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${flag} must be a positive integer (got "${value}")`);
+  return n;
+}
+
+function main(argv: string[]): number {
+  const args = parse(argv);
+  const shapeName = args.get("shape");
+  const type = args.get("type")?.toLowerCase();
+  const out = args.get("out");
+  if (shapeName === undefined || type === undefined || out === undefined) throw new UsageError(`--shape, --type and --out are required\n${USAGE}`);
+  const base = MODEL_SHAPES[shapeName];
+  if (base === undefined) throw new UsageError(`unknown shape "${shapeName}" (known: ${Object.keys(MODEL_SHAPES).join(", ")})`);
+  if (!TYPES.includes(type)) throw new UsageError(`unknown type "${type}" (known: ${TYPES.join(", ")})`);
+  const seed = args.has("seed") ? Number(args.get("seed")) : 0;
+  if (!Number.isInteger(seed)) throw new UsageError(`--seed must be an integer (got "${args.get("seed")}")`);
+  let shape: ModelShape = base;
+  for (const [flag, field] of Object.entries(OVERRIDES)) {
+    const value = args.get(flag);
+    if (value !== undefined) shape = { ...shape, [field]: positiveInt(flag, value) };
+  }
+  // keep head size = dim / heads when only those change (qwen3 keeps its explicit wider head)
+  if ((args.has("dim") || args.has("heads")) && !args.has("head-dim") && base.headDim === base.dim / base.numHeads) {
+    shape = { ...shape, headDim: shape.dim / shape.numHeads };
+  }
+  if (!Number.isInteger(shape.headDim) || shape.numHeads % shape.numKvHeads !== 0) {
+    throw new UsageError(`inconsistent shape: dim ${shape.dim}, ${shape.numHeads} heads, ${shape.numKvHeads} kv heads, head size ${shape.headDim}`);
+  }
+  const vocab = readGguf(llamaVocabPath(shape.vocab));
+  if (!vocab.ok) throw new UsageError(vocab.error);
+  const t0 = performance.now();
+  const bar = createProgressBar(`make-model ${shapeName} ${type}`, { minTotal: 0 });
+  const bytes = writeGgufFile(out, randomModel({ shapeName, shape, type, seed, vocab: vocab.value }), (done, total) => bar.update(done, total));
+  bar.done();
+  console.error(`make-model: wrote ${out} (${(bytes / 1e6).toFixed(1)} MB, ${shapeName}, ${type}, seed ${seed}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return 0;
+}
+
+try {
+  process.exitCode = main(process.argv.slice(2));
+} catch (e) {
+  if (!(e instanceof UsageError)) throw e;
+  console.error(`make-model: ${e.message}`);
+  process.exitCode = 2;
+}

@@ -1,0 +1,60 @@
+/**
+ * The real shapes make-model writes random weights in (from each model's config.json), plus a tiny-* variant of each
+ * with the same architecture and vocabulary but few layers and small dims, for tests. Dims of the tiny variants are
+ * multiples of 256 so every weight type, K-quants included, applies without fallbacks.
+ */
+import type { Architecture } from "../src/model/model-config.ts";
+
+export interface ModelShape {
+  readonly architecture: Architecture;
+  /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied */
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe";
+  readonly dim: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  /** attention head size; dim / numHeads unless the model says otherwise (qwen3) */
+  readonly headDim: number;
+  readonly hiddenDim: number;
+  readonly ropeFreqBase: number;
+  readonly rmsEps: number;
+  readonly contextLength: number;
+  readonly tiedEmbeddings: boolean;
+  /** qwen2: attn_{q,k,v}.bias */
+  readonly qkvBias: boolean;
+  /** qwen3: attn_{q,k}_norm */
+  readonly qkNorm: boolean;
+}
+
+const SMOLLM2_135M: ModelShape = {
+  architecture: "llama", vocab: "gpt-2", dim: 576, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64, hiddenDim: 1536,
+  ropeFreqBase: 100000, rmsEps: 1e-5, contextLength: 8192, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
+};
+const QWEN25_05B: ModelShape = {
+  architecture: "qwen2", vocab: "qwen2", dim: 896, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64, hiddenDim: 4864,
+  ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 32768, tiedEmbeddings: true, qkvBias: true, qkNorm: false,
+};
+const QWEN3_06B: ModelShape = {
+  architecture: "qwen3", vocab: "qwen2", dim: 1024, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128, hiddenDim: 3072,
+  ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 40960, tiedEmbeddings: true, qkvBias: false, qkNorm: true,
+};
+const LLAMA32_1B: ModelShape = {
+  architecture: "llama", vocab: "llama-bpe", dim: 2048, numLayers: 16, numHeads: 32, numKvHeads: 8, headDim: 64, hiddenDim: 8192,
+  ropeFreqBase: 500000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
+};
+
+/** Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept. */
+const tiny = (s: ModelShape, numKvHeads: number): ModelShape => ({
+  ...s, dim: 256, numLayers: 2, numHeads: 4, numKvHeads, headDim: s.headDim === 128 ? 128 : 64, hiddenDim: 512, contextLength: 2048,
+});
+
+export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
+  "smollm2-135m": SMOLLM2_135M,
+  "qwen2.5-0.5b": QWEN25_05B,
+  "qwen3-0.6b": QWEN3_06B,
+  "llama-3.2-1b": LLAMA32_1B,
+  "tiny-smollm2-135m": tiny(SMOLLM2_135M, 2),
+  "tiny-qwen2.5-0.5b": tiny(QWEN25_05B, 1),
+  "tiny-qwen3-0.6b": tiny(QWEN3_06B, 2),
+  "tiny-llama-3.2-1b": tiny(LLAMA32_1B, 1),
+};

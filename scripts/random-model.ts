@@ -1,0 +1,183 @@
+/**
+ * A GGUF of seeded random weights in a real model's shape, with the real tokenizer metadata copied (exact types)
+ * from a llama.cpp vocab GGUF. Used for tests and benchmarks: it loads in llama.cpp and generates (gibberish).
+ *
+ * Weights: every matrix and bias ~ N(0, 0.02) (Irwin-Hall approximation), norms = 1. Each tensor has its own generator
+ * seeded by (seed, tensor name), so one seed gives the same underlying f32 weights in every type and any layer
+ * count: a q4_0 file and an f32 file of the same seed differ only by quantization.
+ *
+ * Types: a plain type puts every 2-D tensor in that type ("pure"), 1-D tensors (norms, biases) stay f32.
+ * `q4_k_m` is llama.cpp's mixed recipe (src/llama-quant.cpp, llama_tensor_get_type_impl): q4_K by default; the output
+ * (or tied token_embd) q6_K; attn_v and ffn_down q6_K in the "more bits" layers. Rows whose length is not a multiple of
+ * a type's block fall back as llama.cpp's tensor_type_fallback does: q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0 (the
+ * tied output straight to q8_0), and anything else that does not fit -> f16.
+ */
+import { GgufValueType, type GgufFile, type GgufMetadataEntry } from "../src/gguf/gguf-file.ts";
+import { mdF32, mdString, mdU32 } from "../src/gguf/metadata.ts";
+import { archKey, FILE_TYPE, KEY, tensorName, type TensorKey } from "../src/gguf/names.ts";
+import type { GgufTensorToWrite, GgufToWrite } from "../src/gguf/writer.ts";
+import { byteSize, GgmlType, weightType, weightTypeByName } from "../src/tensor/dtypes.ts";
+import type { ModelShape } from "./model-shapes.ts";
+
+/** What --type accepts: every row of the weight-type table plus llama.cpp's Q4_K_M mix. */
+export type ModelType = string;
+export const MIXED_TYPES = ["q4_k_m"] as const;
+
+const WEIGHT_STD = 0.02;
+
+/** Which recipe rule a tensor falls under. */
+type Role = "tokenEmbd" | "output" | "attnV" | "ffnDown" | "other";
+
+/** llama.cpp's use_more_bits: the first and last eighth of the layers, and every third one between. */
+function useMoreBits(layer: number, numLayers: number): boolean {
+  return layer < Math.floor(numLayers / 8) || layer >= Math.floor((7 * numLayers) / 8) || (layer - Math.floor(numLayers / 8)) % 3 === 2;
+}
+
+/** llama.cpp tensor_type_fallback for a row of `ne0` elements. */
+function fallback(target: GgmlType, ne0: number): GgmlType {
+  const fits = (t: GgmlType) => ne0 % weightType(t)!.blockSize === 0;
+  if (fits(target)) return target;
+  const smaller: Partial<Record<GgmlType, GgmlType>> = {
+    [GgmlType.Q4_K]: GgmlType.Q5_0, [GgmlType.Q5_K]: GgmlType.Q5_1, [GgmlType.Q6_K]: GgmlType.Q8_0,
+  };
+  const next = smaller[target];
+  return next !== undefined && fits(next) ? next : GgmlType.F16;
+}
+
+/** The type of one 2-D tensor under `type` (a table name or q4_k_m). */
+export function tensorTypeFor(type: ModelType, role: Role, layer: number, numLayers: number, ne0: number, tied: boolean): GgmlType {
+  if (type !== "q4_k_m") return fallback(weightTypeByName(type)!.type, ne0);
+  if (role === "output" || (role === "tokenEmbd" && tied)) return ne0 % 256 !== 0 ? GgmlType.Q8_0 : GgmlType.Q6_K;
+  if ((role === "attnV" || role === "ffnDown") && useMoreBits(layer, numLayers)) return fallback(GgmlType.Q6_K, ne0);
+  return fallback(GgmlType.Q4_K, ne0);
+}
+
+/** sfc32: a fast 32-bit generator with a 128-bit state; seeded per tensor. */
+function sfc32(a: number, b: number, c: number, d: number): () => number {
+  return () => {
+    a >>>= 0; b >>>= 0; c >>>= 0; d >>>= 0;
+    const t = (a + b) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    d = (d + 1) | 0;
+    const r = (t + d) | 0;
+    c = (c + r) | 0;
+    return (r >>> 0) / 4294967296;
+  };
+}
+
+/** FNV-1a of the tensor name mixed with the seed: each tensor's own stream. */
+function tensorRng(seed: number, name: string): () => number {
+  let h = 0x811c9dc5 ^ seed;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
+  const rng = sfc32(0x9e3779b9, 0x243f6a88, seed >>> 0, h >>> 0);
+  for (let i = 0; i < 12; i++) rng(); // mix the state
+  return rng;
+}
+
+/** Fills `out` with N(0, std) approximated by the sum of four uniforms (variance 1/3, rescaled). */
+function fillNormal(out: Float32Array, rng: () => number, std: number): void {
+  const k = std * Math.sqrt(3);
+  for (let i = 0; i < out.length; i++) out[i] = (rng() + rng() + rng() + rng() - 2) * k;
+}
+
+interface TensorSpec {
+  readonly key: TensorKey;
+  readonly layer?: number;
+  readonly shape: number[];
+  readonly role: Role;
+  /** norms are ones; everything else random */
+  readonly init: "ones" | "normal";
+}
+
+function tensorSpecs(s: ModelShape, vocabSize: number): TensorSpec[] {
+  const qDim = s.numHeads * s.headDim;
+  const kvDim = s.numKvHeads * s.headDim;
+  const specs: TensorSpec[] = [{ key: "tokenEmbd", shape: [s.dim, vocabSize], role: "tokenEmbd", init: "normal" }];
+  for (let layer = 0; layer < s.numLayers; layer++) {
+    const l = (key: TensorKey, shape: number[], role: Role = "other", init: "ones" | "normal" = "normal"): TensorSpec => ({ key, layer, shape, role, init });
+    specs.push(l("attnNorm", [s.dim], "other", "ones"), l("attnQ", [s.dim, qDim]), l("attnK", [s.dim, kvDim]), l("attnV", [s.dim, kvDim], "attnV"));
+    if (s.qkvBias) specs.push(l("attnQBias", [qDim]), l("attnKBias", [kvDim]), l("attnVBias", [kvDim]));
+    if (s.qkNorm) specs.push(l("attnQNorm", [s.headDim], "other", "ones"), l("attnKNorm", [s.headDim], "other", "ones"));
+    specs.push(l("attnOutput", [qDim, s.dim]), l("ffnNorm", [s.dim], "other", "ones"), l("ffnGate", [s.dim, s.hiddenDim]),
+      l("ffnUp", [s.dim, s.hiddenDim]), l("ffnDown", [s.hiddenDim, s.dim], "ffnDown"));
+  }
+  specs.push({ key: "outputNorm", shape: [s.dim], role: "other", init: "ones" });
+  if (!s.tiedEmbeddings) specs.push({ key: "output", shape: [s.dim, vocabSize], role: "output", init: "normal" });
+  return specs;
+}
+
+/** The bytes of one tensor, generated and quantized a few rows at a time (never the whole f32 tensor at once). */
+function generate(spec: TensorSpec, name: string, type: GgmlType, seed: number): Uint8Array {
+  const w = weightType(type)!;
+  const rowLength = spec.shape[0]!;
+  const numRows = spec.shape.slice(1).reduce((a, b) => a * b, 1);
+  const out = new Uint8Array(byteSize(w, rowLength * numRows)); // [numRows][row bytes]
+  const rowBytes = byteSize(w, rowLength);
+  const rowsPerChunk = Math.max(1, Math.floor((1 << 20) / rowLength));
+  const chunk = new Float32Array(rowsPerChunk * rowLength); // [rowsPerChunk][rowLength]
+  const rng = tensorRng(seed, name);
+  for (let row = 0; row < numRows; row += rowsPerChunk) {
+    const rows = Math.min(rowsPerChunk, numRows - row);
+    const values = chunk.subarray(0, rows * rowLength);
+    if (spec.init === "ones") values.fill(1);
+    else fillNormal(values, rng, WEIGHT_STD);
+    w.quantize(values, out.subarray(row * rowBytes, (row + rows) * rowBytes), values.length);
+  }
+  return out;
+}
+
+export interface RandomModelOptions {
+  readonly shapeName: string;
+  readonly shape: ModelShape;
+  /** a weight-type table name ("q8_0") or "q4_k_m" */
+  readonly type: ModelType;
+  readonly seed: number;
+  /** the llama.cpp vocab GGUF whose tokenizer.* metadata is copied */
+  readonly vocab: GgufFile;
+}
+
+/** Tokenizer metadata of the vocab file, with exact value types, in file order. */
+function tokenizerMetadata(vocab: GgufFile): [string, GgufMetadataEntry][] {
+  return [...vocab.metadata].filter(([key]) => key.startsWith("tokenizer."));
+}
+
+/**
+ * The model to write (tensor data produced lazily, one tensor at a time).
+ * @example writeGgufFile(out, randomModel({ shapeName, shape, type: "q8_0", seed: 1, vocab }))
+ */
+export function randomModel(o: RandomModelOptions): GgufToWrite {
+  const { shape: s } = o;
+  if (o.type !== "q4_k_m" && weightTypeByName(o.type) === undefined) throw new Error(`unknown type ${o.type}`);
+  const tokens = o.vocab.metadata.get(KEY.tokens);
+  if (tokens?.type !== GgufValueType.ARRAY) throw new Error(`${o.vocab.source}: no ${KEY.tokens}`);
+  const vocabSize = (tokens.value as { values: unknown[] }).values.length;
+  const arch = s.architecture;
+  const metadata = new Map<string, GgufMetadataEntry>([
+    [KEY.architecture, mdString(arch)],
+    [KEY.name, mdString(`${o.shapeName} random weights (seed ${o.seed}, ${o.type})`)],
+    [archKey(arch, "contextLength"), mdU32(s.contextLength)],
+    [archKey(arch, "embeddingLength"), mdU32(s.dim)],
+    [archKey(arch, "blockCount"), mdU32(s.numLayers)],
+    [archKey(arch, "feedForwardLength"), mdU32(s.hiddenDim)],
+    [archKey(arch, "headCount"), mdU32(s.numHeads)],
+    [archKey(arch, "headCountKv"), mdU32(s.numKvHeads)],
+    [archKey(arch, "keyLength"), mdU32(s.headDim)],
+    [archKey(arch, "valueLength"), mdU32(s.headDim)],
+    [archKey(arch, "rmsEps"), mdF32(s.rmsEps)],
+    [archKey(arch, "ropeFreqBase"), mdF32(s.ropeFreqBase)],
+    [archKey(arch, "ropeDimensionCount"), mdU32(s.headDim)],
+    [KEY.fileType, mdU32(FILE_TYPE[o.type]!)],
+    [KEY.quantizationVersion, mdU32(2)],
+    ...tokenizerMetadata(o.vocab),
+  ]);
+  const tensors: GgufTensorToWrite[] = tensorSpecs(s, vocabSize).map((spec) => {
+    const name = tensorName(spec.key, spec.layer);
+    const type = spec.shape.length === 1
+      ? GgmlType.F32
+      : tensorTypeFor(o.type, spec.role, spec.layer ?? 0, s.numLayers, spec.shape[0]!, s.tiedEmbeddings);
+    return { name, shape: spec.shape, type, data: () => generate(spec, name, type, o.seed) };
+  });
+  return { metadata, tensors };
+}
