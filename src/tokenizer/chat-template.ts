@@ -6,8 +6,11 @@
  * (`raise_exception` and `strftime_now` come with the library).
  *
  * Without one (e.g. the default stories260K model, a base model) the documented plain fallback is used:
- *   each message as "<role>: <content>\n", then "assistant:" when a generation prompt is asked for.
- * @example renderPlainChat([{ role: "user", content: "Hi" }], true) === "user: Hi\nassistant:"
+ *   the BOS token's text (if the model has a BOS token), then each message as "<role>: <content>\n", then
+ *   "assistant:" when a generation prompt is asked for.
+ * Like real templates that start with `{{ bos_token }}`, the fallback carries BOS as text, so a chat prompt encoded the
+ * vLLM way (add_special_tokens=false, parse_special=true) still starts with the BOS id.
+ * @example renderPlainChat([{ role: "user", content: "Hi" }], true, "<s>") === "<s>user: Hi\nassistant:"
  */
 import { Template } from "@huggingface/jinja";
 import type { ChatMessage } from "./tokenizer.ts";
@@ -17,8 +20,8 @@ export interface ChatTemplateOptions {
   readonly addGenerationPrompt: boolean;
 }
 
-export function renderPlainChat(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
-  let text = "";
+export function renderPlainChat(messages: readonly ChatMessage[], addGenerationPrompt: boolean, bosToken = ""): string {
+  let text = bosToken;
   for (const m of messages) text += `${m.role}: ${m.content}\n`;
   return addGenerationPrompt ? `${text}assistant:` : text;
 }
@@ -38,7 +41,7 @@ export class ChatTemplate {
   ) {}
 
   apply(messages: readonly ChatMessage[], options: ChatTemplateOptions): string {
-    if (this.source === null) return renderPlainChat(messages, options.addGenerationPrompt);
+    if (this.source === null) return renderPlainChat(messages, options.addGenerationPrompt, this.specialTexts.bosToken);
     try {
       this.compiled ??= new Template(this.source);
       return this.compiled.render({

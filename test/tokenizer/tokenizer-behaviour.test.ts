@@ -172,10 +172,14 @@ describe("chat templates", () => {
     expect(ids.filter((id) => id === imStart).length).toBe(5);
   });
 
-  test("a model without a template gets the plain fallback", () => {
+  test("a model without a template gets the plain fallback, starting with BOS as text", () => {
     const turns = [{ role: "system", content: "Tell stories." }, { role: "user", content: "A cat" }];
-    expect(stories.applyChatTemplate(turns, { addGenerationPrompt: true })).toBe("system: Tell stories.\nuser: A cat\nassistant:");
-    expect(stories.applyChatTemplate(turns, { addGenerationPrompt: false })).toBe("system: Tell stories.\nuser: A cat\n");
+    const prompt = stories.applyChatTemplate(turns, { addGenerationPrompt: true });
+    expect(prompt).toBe("<s>system: Tell stories.\nuser: A cat\nassistant:");
+    expect(stories.applyChatTemplate(turns, { addGenerationPrompt: false })).toBe("<s>system: Tell stories.\nuser: A cat\n");
+    const ids = stories.encode(prompt, { addSpecial: false, parseSpecial: true });
+    expect(ids[0]).toBe(1);
+    expect(ids.filter((id) => id === 1).length).toBe(1);
   });
 
   test("a broken template is a one-line TokenizerError naming the file", () => {
