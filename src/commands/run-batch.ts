@@ -1,7 +1,164 @@
-/** `fennec run-batch`: not implemented yet (see the issues). Returns an exit code, or -1 for a long-running server. */
+/**
+ * `fennec run-batch -i IN.jsonl -o OUT.jsonl`: the OpenAI batch file format, as `vllm run-batch` reads and writes it.
+ * Each input line is `{"custom_id", "method": "POST", "url": "/v1/chat/completions" | "/v1/completions", "body"}`; each
+ * output line is `{"id": "vllm-…", "custom_id", "response": {"status_code", "request_id": "vllm-batch-…", "body"},
+ * "error"}`, in input order. Requests go through the same HTTP app as `serve` (app.handle, no port), so validation,
+ * sampling mapping and errors are the server's. A malformed line gets an error line (its custom_id, else `line-N`) and
+ * the rest still runs. With --log-stats the omni tables are printed once, after the whole batch.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
 import type { Options } from "../config.ts";
+import { BatchTables } from "../metrics/omni-stats-logger.ts";
+import type { Orchestrator } from "../pipeline/request-output.ts";
+import { createServingPipeline } from "../pipeline/serving-pipeline.ts";
+import type { StageFactory } from "../pipeline/stage-pipeline.ts";
+import { createApp } from "../server/app.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
 import { CliError } from "../util/cli-error.ts";
+import { engineArgsOf } from "./serve.ts";
 
-export async function main(_options: Options): Promise<number> {
-  throw new CliError("'run-batch' is not implemented yet");
+/** vLLM run-batch's endpoints (the generative ones fennec serves). */
+const SUPPORTED_URLS = ["/v1/chat/completions", "/v1/completions"] as const;
+
+export interface BatchOutputLine {
+  readonly id: string;
+  readonly custom_id: string;
+  readonly response: { readonly status_code: number; readonly request_id: string; readonly body: unknown } | null;
+  readonly error: unknown;
+}
+
+/** One input line, checked; `error` says why it cannot run. */
+interface BatchInput {
+  readonly customId: string;
+  readonly url: string;
+  readonly body: Record<string, unknown>;
+}
+
+const hex = (): string => crypto.randomUUID().replaceAll("-", "");
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Parses line `lineNumber` (1-based) of the batch file. */
+export function parseBatchLine(line: string, lineNumber: number): { ok: true; input: BatchInput } | { ok: false; customId: string; message: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (e) {
+    return { ok: false, customId: `line-${lineNumber}`, message: `line ${lineNumber}: not valid JSON (${e instanceof Error ? e.message : String(e)})` };
+  }
+  const customId = isRecord(value) && typeof value["custom_id"] === "string" ? value["custom_id"] : `line-${lineNumber}`;
+  const fail = (message: string) => ({ ok: false as const, customId, message: `line ${lineNumber}: ${message}` });
+  if (!isRecord(value)) return fail("expected a JSON object with custom_id, method, url and body");
+  if (typeof value["custom_id"] !== "string") return fail("custom_id must be a string");
+  if (value["method"] !== "POST") return fail(`method must be "POST" (got ${JSON.stringify(value["method"])})`);
+  const url = value["url"];
+  if (typeof url !== "string" || !(SUPPORTED_URLS as readonly string[]).includes(url)) {
+    return fail(`URL ${JSON.stringify(url)} was used. Supported endpoints: ${SUPPORTED_URLS.join(", ")}`);
+  }
+  const body = value["body"];
+  if (!isRecord(body)) return fail("body must be a JSON object");
+  if (body["stream"] === true) return fail("stream=true is not supported in a batch");
+  return { ok: true, input: { customId, url, body } };
+}
+
+function errorLine(customId: string, statusCode: number, error: unknown): BatchOutputLine {
+  return { id: `vllm-${hex()}`, custom_id: customId, response: { status_code: statusCode, request_id: `vllm-batch-${hex()}`, body: null }, error };
+}
+
+/** Runs one request through the app; HTTP errors become error lines with the server's error JSON. */
+async function runOne(app: { handle(request: Request): Promise<Response> }, input: BatchInput, index: number): Promise<BatchOutputLine> {
+  const response = await app.handle(new Request(`http://run-batch.local${input.url}`, {
+    method: "POST", headers: { "content-type": "application/json", "x-request-id": `${index}_${hex()}` }, body: JSON.stringify(input.body),
+  }));
+  const text = await response.text();
+  let json: unknown = text;
+  try { json = JSON.parse(text); } catch { /* keep the text */ }
+  if (response.status !== 200) return errorLine(input.customId, response.status, json);
+  return { id: `vllm-${hex()}`, custom_id: input.customId, response: { status_code: 200, request_id: `vllm-batch-${hex()}`, body: json }, error: null };
+}
+
+/** `Processed prompts: k/N` on a TTY (stderr), like vLLM's tqdm bar; nothing on a pipe. */
+function progress(total: number): { tick(): void; done(): void } {
+  const tty = process.stderr.isTTY === true;
+  let done = 0;
+  let lastDrawMs = 0;
+  const draw = () => process.stderr.write(`\rProcessed prompts: ${done}/${total} (${total > 0 ? Math.round((100 * done) / total) : 100}%)`);
+  return {
+    tick() {
+      done++;
+      if (!tty) return;
+      const now = performance.now();
+      if (now - lastDrawMs > 100 || done === total) { lastDrawMs = now; draw(); }
+    },
+    done() { if (tty) process.stderr.write("\n"); },
+  };
+}
+
+export interface RunBatchDeps {
+  /** tests: stage builder instead of real engines */
+  readonly factory?: StageFactory;
+  readonly stdout?: (text: string) => void;
+}
+
+/** Runs a whole batch file; returns the output lines (also written to the output file). */
+export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promise<BatchOutputLine[]> {
+  const inputPath = typeof options["input-file"] === "string" ? options["input-file"] : null;
+  const outputPath = typeof options["output-file"] === "string" ? options["output-file"] : null;
+  if (inputPath === null) throw new CliError("run-batch needs -i/--input-file (an OpenAI batch JSONL file)");
+  if (outputPath === null) throw new CliError("run-batch needs -o/--output-file");
+  let text: string;
+  try {
+    text = readFileSync(inputPath, "utf8");
+  } catch (e) {
+    throw new CliError(`cannot read ${inputPath}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
+  }
+  const lines = text.split("\n").map((l, i) => ({ line: l.trim(), lineNumber: i + 1 })).filter((l) => l.line !== "");
+  const write = deps.stdout ?? ((t: string) => void process.stdout.write(t));
+  const logStats = options["log-stats"] === true;
+  let tables: BatchTables | null = null;
+  const { orchestrator } = await createServingPipeline({
+    options, engineArgs: engineArgsOf(options), listener: null,
+    tables: logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
+    ...(deps.factory ? { factory: deps.factory } : {}),
+  }).catch((e: unknown) => {
+    if (e instanceof CliError) throw e;
+    throw new CliError(`cannot start the engine: ${e instanceof Error ? e.message : String(e)}`);
+  });
+  try {
+    const app = createBatchApp(orchestrator);
+    const bar = progress(lines.length);
+    const results = await Promise.all(lines.map(async ({ line, lineNumber }, index) => {
+      const parsed = parseBatchLine(line, lineNumber);
+      const result = parsed.ok ? await runOne(app, parsed.input, index) : errorLine(parsed.customId, 400, parsed.message);
+      bar.tick();
+      return result;
+    }));
+    bar.done();
+    try {
+      writeFileSync(outputPath, results.map((r) => JSON.stringify(r)).join("\n") + (results.length > 0 ? "\n" : ""));
+    } catch (e) {
+      throw new CliError(`cannot write ${outputPath}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
+    }
+    (tables as BatchTables | null)?.print();
+    return results;
+  } finally {
+    await orchestrator.shutdown();
+  }
+}
+
+function createBatchApp(orchestrator: Orchestrator) {
+  return createApp({
+    orchestrator, servedModelName: orchestrator.modelConfig.name, modelPath: "run-batch", apiKey: null,
+    enablePerRequestMetrics: false, forceIncludeUsage: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    shutdownSignal: new AbortController().signal, log: (line) => void process.stderr.write(`${line}\n`),
+  });
+}
+
+export async function main(options: Options): Promise<number> {
+  const results = await runBatch(options);
+  const failed = results.filter((r) => r.error !== null).length;
+  process.stderr.write(`fennec run-batch: ${results.length} requests, ${failed} failed -> ${String(options["output-file"])}\n`);
+  return 0;
 }

@@ -143,6 +143,8 @@ export class StagePipeline implements Orchestrator {
     let firstVisibleTokenMs: number | null = null;
     let last: StageResult | null = null;
     let finished = false;
+    let held: RequestOutput | null = null;
+    let reported = false;
 
     try {
       for (let i = 0; i < this.stages.length; i++) {
@@ -171,16 +173,20 @@ export class StagePipeline implements Orchestrator {
           result.times = out.times;
           result.numCachedTokens = out.numCachedTokens;
           if (out.kv) result.kv = out.kv;
+          // the request's last output is held back until its stats are recorded: consumers stop at `finished`
           if (this.stages.length === 1) {
             // single stage: pass every choice through untouched (n > 1 included)
             if (out.outputs.length > 0 && firstVisibleTokenMs === null) firstVisibleTokenMs = out.times.firstTokenMs;
+            if (out.finished) { held = out; break; }
             yield out;
             continue;
           }
           if (!visible || !choice) continue;
           if (firstVisibleTokenMs === null && choice.tokenIdsDelta.length > 0) firstVisibleTokenMs = out.times.firstTokenMs ?? this.nowMs();
           const sequenceEnds = out.finished && !this.continues(i, result, request.sampling.maxTokens, runTokenIds.length);
-          yield this.clientOutput(request, out, choice, runTokenIds.length + result.tokenIds.length, stage0 ?? result, firstVisibleTokenMs, sequenceEnds);
+          const client = this.clientOutput(request, out, choice, runTokenIds.length + result.tokenIds.length, stage0 ?? result, firstVisibleTokenMs, sequenceEnds);
+          if (sequenceEnds) { held = client; break; }
+          yield client;
           if (out.finished) break;
         }
         if (i === 0) stage0 = result;
@@ -252,14 +258,20 @@ export class StagePipeline implements Orchestrator {
         prompt = nextPrompt;
         i = j - 1;
       }
-    } finally {
       const finalizeMs = this.nowMs();
       if (finished && aggregator) {
         aggregator.finalize({ requestId: request.requestId, submitMs, finalizeMs, stages: stageStats, edges: edgeStats });
         this.options.tables?.finalized(request.requestId, aggregator);
       }
+      reported = true;
       if (this.options.listener && stage0 && last) {
         this.options.listener.onRequestFinished(this.finishedStats(request, stage0, last, runTokenIds.length || last.tokenIds.length, finalizeMs, firstVisibleTokenMs, signal?.aborted ?? false));
+      }
+      if (held) yield held;
+    } finally {
+      // the consumer went away (or a stage failed) before the end: count it in no finished-request metric
+      if (!reported && this.options.listener && stage0 && last) {
+        this.options.listener.onRequestFinished(this.finishedStats(request, stage0, last, last.tokenIds.length, this.nowMs(), firstVisibleTokenMs, true));
       }
     }
   }

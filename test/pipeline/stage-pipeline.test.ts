@@ -43,7 +43,11 @@ function request(id: string, prompt: number[], maxTokens: number): GenerateReque
 
 async function collect(orchestrator: Orchestrator, req: GenerateRequest, signal?: AbortSignal): Promise<{ tokens: number[]; outputs: RequestOutput[] }> {
   const outputs: RequestOutput[] = [];
-  for await (const out of orchestrator.generate(req, signal)) outputs.push(out);
+  // like the server: stop reading at the finished output
+  for await (const out of orchestrator.generate(req, signal)) {
+    outputs.push(out);
+    if (out.finished) break;
+  }
   return { tokens: outputs.flatMap((o) => o.outputs.flatMap((c) => c.tokenIdsDelta)), outputs };
 }
 

@@ -1,0 +1,81 @@
+/**
+ * Builds the orchestrator `serve` and `run-batch` use from the pipeline flags: `--pipeline single` (the engine's own
+ * orchestrator, untouched unless `--log-stats` wants tables), `--pipeline pd`, or `--stage-config FILE`. Every stage
+ * is one engine orchestrator (pipeline/orchestrator.ts) with the stage's model and engine arguments over the
+ * command line's. Errors in the flags or the config are CliErrors (one line, exit 2) before any model loads.
+ * @example const { orchestrator, numStages } = await createServingPipeline({ options, engineArgs, listener, tables });
+ */
+import type { Options } from "../config.ts";
+import type { EngineArgs } from "../engine/protocol.ts";
+import type { StatsListener } from "../engine/stats.ts";
+import { CliError } from "../util/cli-error.ts";
+import { createOrchestrator } from "./orchestrator.ts";
+import type { Orchestrator } from "./request-output.ts";
+import { loadStageConfig, pdChain, type StageChain, type StageSpec } from "./stage-config.ts";
+import { buildPipeline, type StageFactory } from "./stage-pipeline.ts";
+import type { PipelineStatsSink } from "./stage-stats.ts";
+
+/** The chain the flags ask for; null = plain single stage. Config errors surface here, before loading. */
+export function chainFromOptions(options: Options): StageChain | null {
+  const stageConfig = typeof options["stage-config"] === "string" ? options["stage-config"] : null;
+  if (stageConfig !== null && options.pipeline === "pd") throw new CliError("--pipeline pd and --stage-config are exclusive (pd is a two-stage config)");
+  if (stageConfig !== null) {
+    const chain = loadStageConfig(stageConfig);
+    if (!chain.ok) throw new CliError(chain.error);
+    return chain.value;
+  }
+  return options.pipeline === "pd" ? pdChain() : null;
+}
+
+/** The one-stage chain (used when --log-stats needs the pipeline's bookkeeping around a single engine). */
+export function singleChain(): StageChain {
+  const pd = pdChain();
+  return { source: "--pipeline single", stages: [{ ...pd.stages[1]!, stageId: 0, modelStage: "single", input: null, finalOutput: true }] };
+}
+
+/** A stage's engine arguments: the config's values over the command line's. */
+export function stageEngineArgs(base: EngineArgs, stage: StageSpec): EngineArgs {
+  const a = stage.engineArgs;
+  return {
+    ...base,
+    maxNumSeqs: a.maxNumSeqs ?? base.maxNumSeqs,
+    maxNumBatchedTokens: a.maxNumBatchedTokens ?? base.maxNumBatchedTokens,
+    maxModelLen: a.maxModelLen ?? base.maxModelLen,
+    blockSize: a.blockSize ?? base.blockSize,
+    kvCacheMemoryBytes: a.kvCacheMemoryBytes ?? base.kvCacheMemoryBytes,
+    enablePrefixCaching: a.enablePrefixCaching ?? base.enablePrefixCaching,
+    threads: a.threads ?? base.threads,
+  };
+}
+
+export interface ServingPipelineOptions {
+  readonly options: Options;
+  /** the command line's engine arguments */
+  readonly engineArgs: EngineArgs;
+  /** /metrics (the recorder) */
+  readonly listener: StatsListener | null;
+  /** builds the --log-stats sink once the number of stages is known; null = no tables */
+  readonly tables: ((numStages: number) => PipelineStatsSink) | null;
+  /** tests: a different stage builder */
+  readonly factory?: StageFactory;
+}
+
+export interface ServingPipeline {
+  readonly orchestrator: Orchestrator;
+  readonly numStages: number;
+}
+
+export async function createServingPipeline(p: ServingPipelineOptions): Promise<ServingPipeline> {
+  const cliModel = typeof p.options.model === "string" ? p.options.model : null;
+  const factory: StageFactory = p.factory ?? (async (stage, _engineIndex, listener) =>
+    createOrchestrator({ modelPath: stage.engineArgs.model ?? cliModel, engineArgs: stageEngineArgs(p.engineArgs, stage), listeners: listener ? [listener] : [] }));
+  const chain = chainFromOptions(p.options);
+  if (chain === null && p.tables === null) {
+    // the plain path: nothing between the server and the engine's orchestrator
+    const orchestrator = await factory(singleChain().stages[0]!, 0, p.listener);
+    return { orchestrator, numStages: 1 };
+  }
+  const effective = chain ?? singleChain();
+  const orchestrator = await buildPipeline(effective, factory, { listener: p.listener, tables: p.tables?.(effective.stages.length) ?? null });
+  return { orchestrator, numStages: effective.stages.length };
+}
