@@ -7,9 +7,9 @@
 import { t } from "elysia";
 
 const nullableNumber = (description: string, example?: number) =>
-  t.Optional(t.Nullable(t.Number({ description, ...(example === undefined ? {} : { examples: [example] }) })));
+  t.Optional(t.Nullable(t.Number({ description, ...(example === undefined ? {} : { example }) })));
 const nullableInteger = (description: string, example?: number) =>
-  t.Optional(t.Nullable(t.Integer({ description, ...(example === undefined ? {} : { examples: [example] }) })));
+  t.Optional(t.Nullable(t.Integer({ description, ...(example === undefined ? {} : { example }) })));
 const nullableBoolean = (description: string) => t.Optional(t.Nullable(t.Boolean({ description })));
 
 const INT64_MIN = -9223372036854775808;
@@ -22,7 +22,7 @@ export const StreamOptions = t.Object({
 
 /** Sampling fields shared by chat and completions: OpenAI's and vLLM's extras. */
 const samplingFields = {
-  model: t.Optional(t.Nullable(t.String({ description: "Served model name; empty or null means the served model.", examples: ["stories260K"] }))),
+  model: t.Optional(t.Nullable(t.String({ description: "Served model name; empty or null means the served model.", example: "stories260K" }))),
   n: nullableInteger("Number of choices to generate (1..16384); must be 1 with greedy sampling.", 1),
   temperature: nullableNumber("Sampling temperature in [0, 2]; 0 is greedy. Default 1.", 0.8),
   top_p: nullableNumber("Nucleus sampling: keep the smallest set of tokens whose probability sums to top_p, in (0, 1].", 1),
@@ -32,11 +32,11 @@ const samplingFields = {
   frequency_penalty: nullableNumber("Penalty in [-2, 2] proportional to how often a token appeared.", 0),
   repetition_penalty: nullableNumber("vLLM extra: multiplicative penalty (> 0) for tokens seen in prompt or output; 1 is off.", 1),
   logit_bias: t.Optional(t.Nullable(t.Record(t.String(), t.Number(), {
-    description: "Token id (as a string key) -> bias added to its logit, in [-100, 100].", examples: [{ "13": -100 }],
+    description: "Token id (as a string key) -> bias added to its logit, in [-100, 100].", example: { "13": -100 },
   }))),
-  seed: t.Optional(t.Nullable(t.Integer({ minimum: INT64_MIN, maximum: INT64_MAX, description: "Seed for reproducible sampling (int64).", examples: [42] }))),
-  stop: t.Optional(t.Nullable(t.Union([t.String(), t.Array(t.String())], { description: "Up to any number of strings that end generation (not included in the output).", examples: [["\n\n", "The end"]] }))),
-  stop_token_ids: t.Optional(t.Nullable(t.Array(t.Integer(), { description: "vLLM extra: token ids that end generation.", examples: [[2]] }))),
+  seed: t.Optional(t.Nullable(t.Integer({ minimum: INT64_MIN, maximum: INT64_MAX, description: "Seed for reproducible sampling (int64).", example: 42 }))),
+  stop: t.Optional(t.Nullable(t.Union([t.String(), t.Array(t.String())], { description: "Up to any number of strings that end generation (not included in the output).", example: ["\n\n", "The end"] }))),
+  stop_token_ids: t.Optional(t.Nullable(t.Array(t.Integer(), { description: "vLLM extra: token ids that end generation.", example: [2] }))),
   include_stop_str_in_output: nullableBoolean("vLLM extra: keep the matched stop string in the output text."),
   ignore_eos: nullableBoolean("vLLM extra: keep generating after the end-of-sequence token."),
   min_tokens: nullableInteger("vLLM extra: generate at least this many tokens before EOS or stop ids may end it.", 0),
@@ -50,18 +50,18 @@ const samplingFields = {
 };
 
 export const ChatContentPart = t.Object({
-  type: t.String({ description: "Only `text` parts are supported.", examples: ["text"] }),
+  type: t.String({ description: "Only `text` parts are supported.", example: "text" }),
   text: t.Optional(t.String()),
 });
 
 export const ChatMessage = t.Object({
-  role: t.String({ description: "system, user, assistant, or any custom role.", examples: ["user"] }),
+  role: t.String({ description: "system, user, assistant, or any custom role.", example: "user" }),
   content: t.Optional(t.Nullable(t.Union([t.String(), t.Array(ChatContentPart)], { description: "Text, or a list of text parts." }))),
   name: t.Optional(t.String()),
 });
 
 export const ChatCompletionRequest = t.Object({
-  messages: t.Array(ChatMessage, { description: "The conversation so far.", examples: [[{ role: "user", content: "Once upon a time" }]] }),
+  messages: t.Array(ChatMessage, { description: "The conversation so far.", example: [{ role: "user", content: "Once upon a time" }] }),
   ...samplingFields,
   max_tokens: nullableInteger("Deprecated alias of max_completion_tokens.", 32),
   max_completion_tokens: nullableInteger("Most tokens to generate; default: up to the context length.", 32),
@@ -71,7 +71,7 @@ export const ChatCompletionRequest = t.Object({
   add_special_tokens: nullableBoolean("vLLM extra: add BOS/EOS when tokenizing the rendered chat (default false: the template adds them)."),
 }, {
   description: "OpenAI Chat Completions request, plus vLLM's extra sampling fields.",
-  examples: [{ messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 32, temperature: 0.8 }],
+  example: { messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 32, temperature: 0.8 },
 });
 
 export const CompletionRequest = t.Object({
@@ -80,7 +80,7 @@ export const CompletionRequest = t.Object({
     t.Array(t.String()),
     t.Array(t.Integer()),
     t.Array(t.Array(t.Integer())),
-  ], { description: "A string, a list of strings, a list of token ids, or a list of token-id lists.", examples: ["Once upon a time"] }),
+  ], { description: "A string, a list of strings, a list of token ids, or a list of token-id lists.", example: "Once upon a time" }),
   ...samplingFields,
   max_tokens: nullableInteger("Most tokens to generate (default 16).", 16),
   logprobs: nullableInteger("Return the log probabilities of the top 0..20 tokens at each position.", 2),
@@ -89,22 +89,22 @@ export const CompletionRequest = t.Object({
   add_special_tokens: nullableBoolean("vLLM extra: add BOS/EOS when tokenizing the prompt (default true)."),
 }, {
   description: "OpenAI (legacy) Completions request, plus vLLM's extra sampling fields.",
-  examples: [{ prompt: "Once upon a time", max_tokens: 32, temperature: 0 }],
+  example: { prompt: "Once upon a time", max_tokens: 32, temperature: 0 },
 });
 
 export const TokenizeRequest = t.Object({
   model: t.Optional(t.Nullable(t.String())),
-  prompt: t.Optional(t.String({ description: "Completion form: the text to tokenize.", examples: ["Once upon a time"] })),
+  prompt: t.Optional(t.String({ description: "Completion form: the text to tokenize.", example: "Once upon a time" })),
   messages: t.Optional(t.Array(ChatMessage, { description: "Chat form: rendered with the chat template, then tokenized." })),
   add_special_tokens: nullableBoolean("Add BOS/EOS (default true for prompt, false for messages)."),
   add_generation_prompt: nullableBoolean("Chat form: end with the assistant turn opener (default true)."),
   return_token_strs: nullableBoolean("Also return each token's text."),
-}, { description: "vLLM /tokenize: either `prompt` or `messages`.", examples: [{ prompt: "Once upon a time", return_token_strs: true }] });
+}, { description: "vLLM /tokenize: either `prompt` or `messages`.", example: { prompt: "Once upon a time", return_token_strs: true } });
 
 export const DetokenizeRequest = t.Object({
   model: t.Optional(t.Nullable(t.String())),
-  tokens: t.Array(t.Integer(), { description: "Token ids to turn back into text.", examples: [[1, 403, 407]] }),
-}, { description: "vLLM /detokenize.", examples: [{ tokens: [1, 403, 407] }] });
+  tokens: t.Array(t.Integer(), { description: "Token ids to turn back into text.", example: [1, 403, 407] }),
+}, { description: "vLLM /detokenize.", example: { tokens: [1, 403, 407] } });
 
 export type ChatCompletionBody = typeof ChatCompletionRequest.static;
 export type CompletionBody = typeof CompletionRequest.static;
