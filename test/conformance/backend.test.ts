@@ -34,6 +34,7 @@ export const BACKENDS: readonly BackendEntry[] = [
   { name: "wasm-scalar", create: () => createWasmBackend({ threads: 3, simd: "scalar" }), unavailable: () => wasmReason("scalar") },
   { name: "wasm-simd", create: () => createWasmBackend({ threads: 2, simd: "simd" }), unavailable: () => wasmReason("simd") },
   { name: "wasm-relaxed-simd", create: () => createWasmBackend({ threads: 3, simd: "relaxed-simd" }), unavailable: () => wasmReason("relaxed-simd") },
+  (await import("../webgpu/conformance-entry.ts")).WEBGPU_CONFORMANCE_ENTRY,
 ];
 
 const FLOAT_TYPES = new Set([GgmlType.F32, GgmlType.F16, GgmlType.BF16]);

@@ -1,8 +1,8 @@
 /// <reference types="@webgpu/types" />
 /**
  * The WebGPU backend: the same seam as the WASM one, on WGSL compute shaders through Dawn (npm `webgpu`).
- * Weights are uploaded once, repacked but kept quantized where a shader exists (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K; see
- * weight-layouts.ts); other types are converted to F16 at load with one log line per type. Activations and the KV
+ * Weights are uploaded once, repacked but kept quantized: every type of the dtypes table has a shader (see
+ * weight-layouts.ts); a type without one is converted to F16 at load with one log line per type. Activations and the KV
  * cache are f32. Ops are recorded into one command encoder and submitted at `read` (StepEncoder), so a step costs one
  * round trip to the CPU. A lost device resolves `lost` (the engine fails its requests and turns /health red) and
  * makes every later call throw; nothing crashes.
@@ -58,12 +58,15 @@ export interface WebGpuBackendOptions {
   readonly log?: (line: string) => void;
   /** keep a host copy of the KV cache so exportKvBlocks works (default true; see kv-mirror.ts for the cost) */
   readonly mirrorKv?: boolean;
+  /** weight types kept as they are (default: every type with a shader); the others are converted to f16 at load */
+  readonly nativeTypes?: readonly GgmlType[];
 }
 
 /** Opens the adapter and returns the backend; throws CliError (one line, exit 2) when there is no usable adapter. */
 export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
   const dawn = await openDawnDevice({ timeoutMs: options.timeoutMs });
-  return new WebGpuBackend(dawn, options.log ?? ((line) => process.stderr.write(`${line}\n`)), options.mirrorKv ?? true);
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  return new WebGpuBackend(dawn, log, options.mirrorKv ?? true, options.nativeTypes ?? GPU_WEIGHT_LAYOUTS.map((l) => l.type));
 }
 
 /** writeBuffer's typing wants views over plain ArrayBuffers; Dawn copies shared ones (WASM memory) just as well */
@@ -95,7 +98,12 @@ export class WebGpuBackend implements Backend {
   private kv: GpuKvCache | null = null;
   private gatherScratch: GpuBuffer | null = null;
 
-  constructor(private readonly dawn: DawnDevice, private readonly log: (line: string) => void, private readonly mirrorKv = true) {
+  constructor(
+    private readonly dawn: DawnDevice,
+    private readonly log: (line: string) => void,
+    private readonly mirrorKv: boolean,
+    private readonly nativeTypes: readonly GgmlType[],
+  ) {
     this.device = dawn.device;
     this.adapterDescription = dawn.description;
     this.maxBindingBytes = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
@@ -140,7 +148,7 @@ export class WebGpuBackend implements Backend {
     const wt = weightType(source.type);
     if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${source.type}`);
     const { rows, cols } = source;
-    let layout = layoutFor(source.type, cols);
+    let layout = this.nativeTypes.includes(source.type) ? layoutFor(source.type, cols) : undefined;
     let data = source.data;
     // 1-D tensors (norms, biases) feed elementwise shaders that read f32
     const wantF32 = rows === 1;
@@ -514,5 +522,3 @@ function f32Weight(w: Weight, length: number, op: string): BufferRange {
   return { buffer: gw.chunks[0]!.buffer };
 }
 
-/** Types with a shader, for tests and `--help`-style listings. */
-export const WEBGPU_NATIVE_TYPES: readonly GgmlType[] = GPU_WEIGHT_LAYOUTS.map((l) => l.type);

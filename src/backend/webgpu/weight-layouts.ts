@@ -37,6 +37,23 @@ fn byte_at(base: u32, b: u32) -> u32 { return (W[base + (b >> 2u)] >> ((b & 3u) 
 fn i8_at(base: u32, b: u32) -> i32 { return (i32(byte_at(base, b)) << 24u) >> 24u; }
 `;
 
+/** get_scale_min_k4 of Q4_K / Q5_K: (d * scale, dmin * min) of sub-block s; block word 0 = d, dmin; words 1..3 = scales */
+const K_SCALE_MIN = /* wgsl */ `
+fn k_scale_min(base: u32, s: u32) -> vec2f {
+  let dm = unpack2x16float(W[base]);
+  let sb = base + 1u;
+  var sc: u32; var m: u32;
+  if (s < 4u) { sc = byte_at(sb, s) & 63u; m = byte_at(sb, s + 4u) & 63u; }
+  else {
+    sc = (byte_at(sb, s + 4u) & 15u) | ((byte_at(sb, s - 4u) >> 6u) << 4u);
+    m = (byte_at(sb, s + 4u) >> 4u) | ((byte_at(sb, s) >> 6u) << 4u);
+  }
+  return vec2f(dm.x * f32(sc), dm.y * f32(m));
+}`;
+
+/** the 4 x values X[xb + 4i ..] */
+const X4 = "vec4f(X[xb + 4u * i], X[xb + 4u * i + 1u], X[xb + 4u * i + 2u], X[xb + 4u * i + 3u])";
+
 export const GPU_WEIGHT_LAYOUTS: readonly GpuWeightLayout[] = [
   {
     type: GgmlType.F32, unitElems: 1, blockElems: 1, blockWords: 1, srcBlockBytes: 4,
@@ -111,28 +128,18 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
     repackBlock: (s, b, d, _f, w) => copyWords(s, b, d, w, 36),
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
-fn q4k_scale_min(base: u32, s: u32) -> vec2f {
-  let dm = unpack2x16float(W[base]);
-  let sb = base + 1u; // 12 scale bytes
-  var sc: u32; var m: u32;
-  if (s < 4u) { sc = byte_at(sb, s) & 63u; m = byte_at(sb, s + 4u) & 63u; }
-  else {
-    sc = (byte_at(sb, s + 4u) & 15u) | ((byte_at(sb, s - 4u) >> 6u) << 4u);
-    m = (byte_at(sb, s + 4u) >> 4u) | ((byte_at(sb, s) >> 6u) << 4u);
-  }
-  return vec2f(dm.x * f32(sc), dm.y * f32(m));
-}
+${K_SCALE_MIN}
 fn unit_get(row: u32, u: u32, l: u32) -> f32 {
   let base = row * p.rowWords + (u >> 3u) * 36u;
   let s = u & 7u;
-  let sm = q4k_scale_min(base, s);
+  let sm = k_scale_min(base, s);
   let q = byte_at(base + 4u, (s >> 1u) * 32u + l);
   return sm.x * f32(select(q & 15u, q >> 4u, (s & 1u) == 1u)) - sm.y;
 }
 fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   let base = row * p.rowWords + (u >> 3u) * 36u;
   let s = u & 7u;
-  let sm = q4k_scale_min(base, s);
+  let sm = k_scale_min(base, s);
   let qw = base + 4u + (s >> 1u) * 8u;
   let shift = (s & 1u) * 4u;
   var acc = 0.0; var xsum = 0.0;
@@ -175,6 +182,114 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   for (var l = 16u; l < 32u; l++) { acc1 += q6k_q(base, h, k, l) * X[xb + l]; }
   let sc = base + 48u;
   return bitcast<f32>(W[base + 52u]) * (f32(i8_at(sc, hk * 2u)) * acc0 + f32(i8_at(sc, hk * 2u + 1u)) * acc1);
+}`,
+  },
+  {
+    // rows of odd length are converted to F32 instead
+    type: GgmlType.BF16, unitElems: 2, blockElems: 2, blockWords: 1, srcBlockBytes: 4,
+    repackBlock: (s, b, d, _f, w) => { d[w] = s.getUint32(b, true); },
+    wgsl: /* wgsl */ `
+const UNIT: u32 = 2u;
+fn bf16x2(w: u32) -> vec2f { return vec2f(bitcast<f32>(w << 16u), bitcast<f32>(w & 0xffff0000u)); }
+fn unit_get(row: u32, u: u32, l: u32) -> f32 { return bf16x2(W[row * p.rowWords + u])[l]; }
+fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
+  let w = bf16x2(W[row * p.rowWords + u]);
+  return w.x * X[xb] + w.y * X[xb + 1u];
+}`,
+  },
+  {
+    // [d as f32][m as f32][16 bytes of nibbles]: x = d * q + m
+    type: GgmlType.Q4_1, unitElems: 32, blockElems: 32, blockWords: 6, srcBlockBytes: 20,
+    repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); f[w + 1] = s.getFloat16(b + 2, true); copyWords(s, b + 4, d, w + 2, 4); },
+    wgsl: /* wgsl */ `
+const UNIT: u32 = 32u;
+fn unit_get(row: u32, u: u32, l: u32) -> f32 {
+  let base = row * p.rowWords + u * 6u;
+  let q = byte_at(base + 2u, l & 15u);
+  return bitcast<f32>(W[base]) * f32(select(q & 15u, q >> 4u, l >= 16u)) + bitcast<f32>(W[base + 1u]);
+}
+fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
+  let base = row * p.rowWords + u * 6u;
+  var acc = 0.0; var xsum = 0.0;
+  for (var i = 0u; i < 4u; i++) {
+    let q = W[base + 2u + i];
+    let lo = vec4f(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u));
+    let hi = vec4f(f32((q >> 4u) & 15u), f32((q >> 12u) & 15u), f32((q >> 20u) & 15u), f32(q >> 28u));
+    let x0 = ${X4};
+    let j = xb + 4u * i + 16u;
+    let x1 = vec4f(X[j], X[j + 1u], X[j + 2u], X[j + 3u]);
+    acc += dot(lo, x0) + dot(hi, x1);
+    xsum += dot(x0, vec4f(1.0)) + dot(x1, vec4f(1.0));
+  }
+  return bitcast<f32>(W[base]) * acc + bitcast<f32>(W[base + 1u]) * xsum;
+}`,
+  },
+  {
+    // [d as f32][qh: bit j = 5th bit of element j][16 bytes of nibbles]: x = d * (q - 16)
+    type: GgmlType.Q5_0, unitElems: 32, blockElems: 32, blockWords: 6, srcBlockBytes: 22,
+    repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); copyWords(s, b + 2, d, w + 1, 5); },
+    wgsl: /* wgsl */ `
+const UNIT: u32 = 32u;
+fn q5_q(base: u32, l: u32) -> u32 {
+  let q = byte_at(base + 2u, l & 15u);
+  return select(q & 15u, q >> 4u, l >= 16u) | (((W[base + 1u] >> l) & 1u) << 4u);
+}
+fn unit_get(row: u32, u: u32, l: u32) -> f32 {
+  let base = row * p.rowWords + u * 6u;
+  return bitcast<f32>(W[base]) * (f32(q5_q(base, l)) - 16.0);
+}
+fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
+  let base = row * p.rowWords + u * 6u;
+  var acc = 0.0;
+  for (var l = 0u; l < 32u; l++) { acc += (f32(q5_q(base, l)) - 16.0) * X[xb + l]; }
+  return bitcast<f32>(W[base]) * acc;
+}`,
+  },
+  {
+    // [d as f32][m as f32][qh][16 bytes of nibbles]: x = d * q + m
+    type: GgmlType.Q5_1, unitElems: 32, blockElems: 32, blockWords: 7, srcBlockBytes: 24,
+    repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); f[w + 1] = s.getFloat16(b + 2, true); copyWords(s, b + 4, d, w + 2, 5); },
+    wgsl: /* wgsl */ `
+const UNIT: u32 = 32u;
+fn q5_q(base: u32, l: u32) -> u32 {
+  let q = byte_at(base + 3u, l & 15u);
+  return select(q & 15u, q >> 4u, l >= 16u) | (((W[base + 2u] >> l) & 1u) << 4u);
+}
+fn unit_get(row: u32, u: u32, l: u32) -> f32 {
+  let base = row * p.rowWords + u * 7u;
+  return bitcast<f32>(W[base]) * f32(q5_q(base, l)) + bitcast<f32>(W[base + 1u]);
+}
+fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
+  let base = row * p.rowWords + u * 7u;
+  var acc = 0.0; var xsum = 0.0;
+  for (var l = 0u; l < 32u; l++) { let x = X[xb + l]; acc += f32(q5_q(base, l)) * x; xsum += x; }
+  return bitcast<f32>(W[base]) * acc + bitcast<f32>(W[base + 1u]) * xsum;
+}`,
+  },
+  {
+    // GGUF bytes as they are (176 = 44 words): [d, dmin][scales 12][qh 32][qs 128]; sub-block s, element l:
+    // nibble of qs[(s / 2) * 32 + l] (s odd: high) + 16 * bit s of qh[l]; scale and min as Q4_K
+    type: GgmlType.Q5_K, unitElems: 32, blockElems: 256, blockWords: 44, srcBlockBytes: 176,
+    repackBlock: (s, b, d, _f, w) => copyWords(s, b, d, w, 44),
+    wgsl: /* wgsl */ `
+const UNIT: u32 = 32u;
+${K_SCALE_MIN}
+fn q5k_q(base: u32, s: u32, l: u32) -> u32 {
+  let q = byte_at(base + 12u, (s >> 1u) * 32u + l);
+  return select(q & 15u, q >> 4u, (s & 1u) == 1u) | (((byte_at(base + 4u, l) >> s) & 1u) << 4u);
+}
+fn unit_get(row: u32, u: u32, l: u32) -> f32 {
+  let base = row * p.rowWords + (u >> 3u) * 44u;
+  let sm = k_scale_min(base, u & 7u);
+  return sm.x * f32(q5k_q(base, u & 7u, l)) - sm.y;
+}
+fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
+  let base = row * p.rowWords + (u >> 3u) * 44u;
+  let s = u & 7u;
+  let sm = k_scale_min(base, s);
+  var acc = 0.0; var xsum = 0.0;
+  for (var l = 0u; l < 32u; l++) { let x = X[xb + l]; acc += f32(q5k_q(base, s, l)) * x; xsum += x; }
+  return sm.x * acc - sm.y * xsum;
 }`,
   },
 ];
