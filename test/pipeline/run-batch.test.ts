@@ -1,0 +1,97 @@
+/**
+ * `fennec run-batch` on the embedded stories260K model (real engines): the OpenAI batch output format, error lines for
+ * malformed input, greedy pd output equal to single-stage, and the offline --log-stats tables (single, pd, the
+ * three-stage example) with every invariant and format rule.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseCommandArgs } from "../../src/config.ts";
+import { runBatch, type BatchOutputLine } from "../../src/commands/run-batch.ts";
+import { checkTables } from "../metrics/omni-invariants.ts";
+import { parseTables } from "../metrics/omni-table-parser.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "fennec-run-batch-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const input = join(dir, "in.jsonl");
+writeFileSync(input, [
+  JSON.stringify({ custom_id: "a", method: "POST", url: "/v1/completions", body: { prompt: "Once upon a time", max_tokens: 10, temperature: 0 } }),
+  JSON.stringify({ custom_id: "b", method: "POST", url: "/v1/chat/completions", body: { messages: [{ role: "user", content: "Lily and Tom" }], max_tokens: 8, temperature: 0 } }),
+  "{not json",
+  JSON.stringify({ custom_id: "d", method: "POST", url: "/v1/completions", body: { prompt: "The cat", max_tokens: 6, temperature: 0, top_p: 5 } }),
+  JSON.stringify({ custom_id: "e", method: "GET", url: "/v1/completions", body: {} }),
+  "",
+  JSON.stringify({ custom_id: "f", method: "POST", url: "/v1/completions", body: { prompt: "A big dog", max_tokens: 7, temperature: 0 } }),
+].join("\n") + "\n");
+
+async function run(name: string, extra: string[]): Promise<{ lines: BatchOutputLine[]; printed: string; file: string }> {
+  const output = join(dir, `${name}.jsonl`);
+  const parsed = parseCommandArgs("run-batch", ["-i", input, "-o", output, "--max-num-seqs", "4", "--threads", "1", ...extra]);
+  if (!parsed.ok) throw new Error(parsed.error);
+  let printed = "";
+  const lines = await runBatch(parsed.value, { stdout: (t) => { printed += t; } });
+  return { lines, printed, file: readFileSync(output, "utf8") };
+}
+
+function textOf(line: BatchOutputLine): string {
+  const body = line.response?.body as { choices: { text?: string; message?: { content: string } }[] };
+  const choice = body.choices[0]!;
+  return choice.text ?? choice.message!.content;
+}
+
+describe("run-batch", () => {
+  let single: Awaited<ReturnType<typeof run>>;
+
+  test("output lines: one per request in input order, vLLM's shape, errors keep custom_id or line-N", async () => {
+    single = await run("single", ["--log-stats"]);
+    const fileLines = single.file.trimEnd().split("\n").map((l) => JSON.parse(l) as BatchOutputLine);
+    expect(fileLines.map((l) => l.custom_id)).toEqual(["a", "b", "line-3", "d", "e", "f"]);
+    for (const l of fileLines) {
+      expect(l.id).toMatch(/^vllm-[0-9a-f]{32}$/);
+      expect(l.response!.request_id).toMatch(/^vllm-batch-[0-9a-f]{32}$/);
+    }
+    const [a, b, bad, d, e, f] = fileLines;
+    expect(a!.response!.status_code).toBe(200);
+    expect(a!.error).toBeNull();
+    expect((a!.response!.body as { object: string }).object).toBe("text_completion");
+    expect((b!.response!.body as { object: string }).object).toBe("chat.completion");
+    expect((f!.response!.body as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(7);
+    expect(bad!.response!.status_code).toBe(400);
+    expect(String(bad!.error)).toContain("line 3: not valid JSON");
+    expect(d!.response!.status_code).toBe(400);
+    expect(JSON.stringify(d!.error)).toContain("top_p");
+    expect(String(e!.error)).toContain('method must be "POST"');
+  }, 60_000);
+
+  test("--log-stats offline: the tables once for the batch, e2e_requests = the requests that ran", () => {
+    const tables = parseTables(single.printed);
+    expect(tables.filter((t) => t.title === "Overall Summary").length).toBe(1);
+    const perRequest = checkTables(tables, { numRequests: 3, numStages: 1, transfers: false });
+    const outs = [...perRequest.values()].map(({ stage }) => Number(stage.rows.get("num_tokens_out")!.get("0")));
+    expect(outs.sort()).toEqual([10, 7, 8].sort());
+  });
+
+  test("--pipeline pd: same greedy text as single-stage; KV blocks on edge 0->1", async () => {
+    const pd = await run("pd", ["--pipeline", "pd", "--log-stats"]);
+    for (const k of [0, 1, 5]) expect(textOf(pd.lines[k]!)).toBe(textOf(single.lines[k]!));
+    const perRequest = checkTables(parseTables(pd.printed), { numRequests: 3, numStages: 2, transfers: true });
+    for (const { transfer, stage } of perRequest.values()) {
+      expect(Number(transfer!.rows.get("size_kbytes")!.get("0->1")!.replaceAll(",", ""))).toBeGreaterThan(1);
+      expect(stage.rows.get("num_tokens_out")!.get("0")).toBe("1");
+    }
+  }, 60_000);
+
+  test("--stage-config examples/three-stage.yaml: three stages, a KV edge and a text edge", async () => {
+    const three = await run("three", ["--stage-config", join(import.meta.dir, "../../examples/three-stage.yaml"), "--log-stats"]);
+    expect(three.lines.filter((l) => l.error === null).length).toBe(3);
+    const perRequest = checkTables(parseTables(three.printed), { numRequests: 3, numStages: 3, transfers: true });
+    for (const { transfer } of perRequest.values()) expect(transfer!.headers).toEqual(["Field", "0->1", "1->2"]);
+  }, 60_000);
+
+  test("a missing input file is one CLI error", async () => {
+    const parsed = parseCommandArgs("run-batch", ["-i", join(dir, "nope.jsonl"), "-o", join(dir, "x.jsonl")]);
+    if (!parsed.ok) throw new Error(parsed.error);
+    await expect(runBatch(parsed.value)).rejects.toThrow(/cannot read .*nope\.jsonl/);
+  });
+});
