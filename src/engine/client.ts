@@ -3,6 +3,8 @@
  * abort, and hands every message coming back to the orchestrator's handlers. Never runs model code.
  * @example const client = await EngineClient.start(spec, handlers); client.add(request);
  */
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { EngineRequest, EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "./protocol.ts";
 import type { StepStats } from "./stats.ts";
@@ -22,6 +24,19 @@ export interface EngineReadyInfo {
   readonly backend: string;
 }
 
+/**
+ * Where the engine Worker's code is. From source: next to this file. Inside a `bun build --compile` binary each entry
+ * point sits under /$bunfs/root at its path relative to the entry points' common folder (src/ for build.ts's list:
+ * engine/worker.js) and import.meta.url does not point there, so look the file up beside Bun.main.
+ */
+export function defaultWorkerUrl(): string {
+  if (!import.meta.url.includes("$bunfs")) return new URL("./worker.ts", import.meta.url).href;
+  const root = dirname(Bun.main);
+  const candidates = ["engine/worker.js", "src/engine/worker.js", "worker.js"];
+  for (const rel of candidates) if (existsSync(join(root, rel))) return join(root, rel);
+  throw new Error(`the engine worker code is not in this binary (looked for ${candidates.join(", ")} under ${root}); build with build.ts`);
+}
+
 /** How long shutdown waits for the Worker to leave on its own before terminating it. */
 const SHUTDOWN_GRACE_MS = 2000;
 
@@ -34,8 +49,13 @@ export class EngineClient {
   }
 
   /** Starts the Worker and resolves once its model is loaded; rejects with the engine's one-line error otherwise. */
-  static start(spec: EngineWorkerSpec, handlers: EngineClientHandlers, workerUrl: URL | string = new URL("./worker.ts", import.meta.url)): Promise<EngineClient> {
-    const worker = new Worker(workerUrl);
+  static start(spec: EngineWorkerSpec, handlers: EngineClientHandlers, workerUrl?: URL | string): Promise<EngineClient> {
+    let worker: Worker;
+    try {
+      worker = new Worker(workerUrl ?? defaultWorkerUrl());
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
     return new Promise((resolve, reject) => {
       let client: EngineClient | null = null;
       const fatal = (message: string): void => {
