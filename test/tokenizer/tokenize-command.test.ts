@@ -11,6 +11,8 @@ import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { readGolden } from "./helpers.ts";
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
+/** each case starts a Bun process; on a busy 2-core CI box that can take seconds */
+const SUBPROCESS_TIMEOUT_MS = 30_000;
 
 function fennec(...args: string[]): { code: number; stdout: string; stderr: string } {
   const run = Bun.spawnSync([process.execPath, CLI, ...args], { stdout: "pipe", stderr: "pipe" });
@@ -25,26 +27,26 @@ describe("fennec tokenize", () => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ token_ids: [15043, 3186] }); // llama.cpp's own vector
-  });
+  }, SUBPROCESS_TIMEOUT_MS);
 
   test("--add-special adds BOS and parses special texts", () => {
     const r = fennec("tokenize", "--text", "Hello world</s>", "--json", "--add-special", "--model", spm);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ token_ids: [1, 15043, 3186, 2] });
-  });
+  }, SUBPROCESS_TIMEOUT_MS);
 
   test("plain output is one line of space-separated ids", () => {
     const r = fennec("tokenize", "--text", "Hello world", "--model", spm);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("15043 3186\n");
-  });
+  }, SUBPROCESS_TIMEOUT_MS);
 
   test("default model: the embedded stories260K", () => {
     const golden = readGolden().tokenize[0]!;
     const r = fennec("tokenize", "--text", golden.text, "--json");
     expect(r.stderr).toBe("");
     expect(JSON.parse(r.stdout)).toEqual({ token_ids: golden.ids });
-  });
+  }, SUBPROCESS_TIMEOUT_MS);
 
   test.each([
     ["missing --text", ["tokenize", "--json"], "--text"],
@@ -57,7 +59,7 @@ describe("fennec tokenize", () => {
     expect(r.stderr.trimEnd().split("\n").length).toBe(1);
     expect(r.stderr).toStartWith("fennec: ");
     expect(r.stderr).toContain(mention);
-  });
+  }, SUBPROCESS_TIMEOUT_MS);
 
   test("a GGUF without tokenizer metadata: one-line error naming the key", () => {
     const dir = mkdtempSync(join(tmpdir(), "fennec-tokenize-"));
@@ -70,5 +72,5 @@ describe("fennec tokenize", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, SUBPROCESS_TIMEOUT_MS);
 });
