@@ -63,7 +63,7 @@ describe.each(MODELS)("%s vs llama.cpp", (_name, path, load) => {
       }
     }
     expect(failures.slice(0, 5)).toEqual([]);
-  });
+  }, 30_000);
 
   test("llama.cpp's ids decode to the same text", () => {
     const failures: string[] = [];
@@ -74,7 +74,7 @@ describe.each(MODELS)("%s vs llama.cpp", (_name, path, load) => {
       if (want !== got) failures.push(`${JSON.stringify(s)}: want ${JSON.stringify(want)} got ${JSON.stringify(got)}`);
     }
     expect(failures.slice(0, 5)).toEqual([]);
-  });
+  }, 30_000);
 
   test("dispose", async () => {
     await model.dispose();
