@@ -207,11 +207,12 @@ export function quantizeQ6_K(src: Float32Array, dst: Uint8Array, n: number): voi
     if (maxAbsScale < 1e-15) continue; // all zero: an all-zero block (d = 0)
     const iscale = -128 / maxScale;
     view.setFloat16(b + 208, 1 / iscale, true);
-    for (let ib = 0; ib < 16; ib++) view.setInt8(b + 192 + ib, Math.min(127, nearestInt(iscale * scales[ib]!)));
     const d = view.getFloat16(b + 208, true);
     levels.fill(32);
     for (let j = 0; j < 16; j++) {
-      const dj = d * view.getInt8(b + 192 + j);
+      const sc = Math.min(127, nearestInt(iscale * scales[j]!));
+      dst[b + 192 + j] = sc & 0xff; // int8 two's complement
+      const dj = d * sc;
       if (!dj) continue;
       for (let l = 0; l < 16; l++) {
         levels[16 * j + l] = Math.max(-32, Math.min(31, nearestInt(src[o + 16 * j + l]! / dj))) + 32;

@@ -189,6 +189,6 @@ export function quantizeQ8_0(src: Float32Array, dst: Uint8Array, n: number): voi
     const d = Math.fround(amax / 127);
     const id = d ? 1 / d : 0;
     view.setFloat16(b, d, true);
-    for (let j = 0; j < QK; j++) view.setInt8(b + 2 + j, roundAway(src[o + j]! * id));
+    for (let j = 0; j < QK; j++) dst[b + 2 + j] = roundAway(src[o + j]! * id) & 0xff; // int8 two's complement
   }
 }
