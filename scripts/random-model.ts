@@ -52,7 +52,7 @@ export function tensorTypeFor(type: ModelType, role: Role, layer: number, numLay
   return fallback(GgmlType.Q4_K, ne0);
 }
 
-/** sfc32: a fast 32-bit generator with a 128-bit state; seeded per tensor. */
+/** sfc32: a fast generator of uint32 values with a 128-bit state; seeded per tensor. */
 function sfc32(a: number, b: number, c: number, d: number): () => number {
   return () => {
     a >>>= 0; b >>>= 0; c >>>= 0; d >>>= 0;
@@ -63,7 +63,7 @@ function sfc32(a: number, b: number, c: number, d: number): () => number {
     d = (d + 1) | 0;
     const r = (t + d) | 0;
     c = (c + r) | 0;
-    return (r >>> 0) / 4294967296;
+    return r >>> 0;
   };
 }
 
@@ -76,10 +76,16 @@ function tensorRng(seed: number, name: string): () => number {
   return rng;
 }
 
-/** Fills `out` with N(0, std) approximated by the sum of four uniforms (variance 1/3, rescaled). */
+/**
+ * Fills `out` with N(0, std) approximated by the sum of four 16-bit uniforms (two uint32 draws; the sum has mean 2
+ * and variance 1/3, rescaled), bounded at +-3.46 std.
+ */
 function fillNormal(out: Float32Array, rng: () => number, std: number): void {
   const k = std * Math.sqrt(3);
-  for (let i = 0; i < out.length; i++) out[i] = (rng() + rng() + rng() + rng() - 2) * k;
+  for (let i = 0; i < out.length; i++) {
+    const a = rng(), b = rng();
+    out[i] = (((a & 0xffff) + (a >>> 16) + (b & 0xffff) + (b >>> 16)) / 65536 - 2) * k;
+  }
 }
 
 interface TensorSpec {
