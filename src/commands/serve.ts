@@ -8,7 +8,8 @@ import type { Options } from "../config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
 import type { EngineArgs } from "../engine/protocol.ts";
-import { createOrchestrator } from "../pipeline/orchestrator.ts";
+import { onlineTables } from "../metrics/omni-stats-logger.ts";
+import { createServingPipeline } from "../pipeline/serving-pipeline.ts";
 import type { Orchestrator } from "../pipeline/request-output.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import { createApp } from "../server/app.ts";
@@ -97,11 +98,14 @@ export function engineArgsOf(options: Options): EngineArgs {
   };
 }
 
-async function startOrchestrator(options: Options, listener: StatsListener): Promise<Orchestrator> {
+/** The pipeline the flags ask for (--pipeline, --stage-config; --log-stats tables), built by the pipeline module. */
+async function startOrchestrator(options: Options, flags: ServeFlags, listener: StatsListener): Promise<Orchestrator> {
   const engineArgs = engineArgsOf(options);
+  const tables = flags.logStats ? (numStages: number) => onlineTables(numStages, (text) => process.stdout.write(text)) : null;
   try {
-    return await createOrchestrator({ modelPath: str(options.model), engineArgs, listeners: [listener] });
+    return (await createServingPipeline({ options, engineArgs, listener, tables })).orchestrator;
   } catch (e) {
+    if (e instanceof CliError) throw e;
     throw new CliError(`cannot start the engine: ${e instanceof Error ? e.message : String(e)}`);
   }
 }
@@ -114,7 +118,7 @@ export async function main(options: Options): Promise<number> {
   if (!gate.ok) throw new CliError(gate.error);
 
   const listener = new ForwardingListener();
-  const orchestrator = await startOrchestrator(options, listener);
+  const orchestrator = await startOrchestrator(options, flags, listener);
   const servedModelName = flags.servedModelName ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !flags.disableLogStats,
