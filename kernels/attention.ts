@@ -1,6 +1,6 @@
 // Paged attention over an f16 KV cache (GQA). Cache layout per layer and part (K or V):
 //   [numBlocks, blockSize, numKvHeads * headDim] f16; slot = block * blockSize + offset.
-// One task = (query row, head); tasks are split across threads. Scores live in per-thread scratch.
+// One task = (query row, KV head); tasks are split across threads. Scores live in per-thread scratch.
 import { f16ToF32, f16x4ToF32x4, f32ToF16, hsumf } from "./common";
 
 /** Store k, v [numRows, kvDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
@@ -18,49 +18,59 @@ export function kv_store_f16(kLayer: usize, vLayer: usize, k: usize, v: usize, s
   }
 }
 
-function dotQK(q: usize, k: usize, headDim: i32): f32 {
-  if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
-    let acc = f32x4.splat(0);
-    for (let d = 0; d < headDim; d += 4) {
-      acc = f32x4.add(acc, f32x4.mul(v128.load(q + (<usize>d << 2)), f16x4ToF32x4(k + (<usize>d << 1))));
-    }
-    return hsumf(acc);
+/** f16 [n] -> f32 [n] (n a multiple of 4 on the SIMD path; same bits either way). */
+function widenRow(dst: usize, src: usize, n: i32): void {
+  let d = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; d + 4 <= n; d += 4) v128.store(dst + (<usize>d << 2), f16x4ToF32x4(src + (<usize>d << 1)));
   }
-  if ((headDim & 3) == 0) {
+  for (; d < n; d++) store<f32>(dst + (<usize>d << 2), f16ToF32(load<u16>(src + (<usize>d << 1))));
+}
+
+function dotF32(a: usize, b: usize, n: i32): f32 {
+  if ((n & 3) == 0) {
+    if (ASC_FEATURE_SIMD) {
+      let acc = f32x4.splat(0);
+      for (let d = 0; d < n; d += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (<usize>d << 2)), v128.load(b + (<usize>d << 2))));
+      return hsumf(acc);
+    }
     let l0: f32 = 0, l1: f32 = 0, l2: f32 = 0, l3: f32 = 0;
-    for (let d = 0; d < headDim; d += 4) {
-      const qd = q + (<usize>d << 2);
-      const kd = k + (<usize>d << 1);
-      l0 = l0 + load<f32>(qd) * f16ToF32(load<u16>(kd));
-      l1 = l1 + load<f32>(qd, 4) * f16ToF32(load<u16>(kd, 2));
-      l2 = l2 + load<f32>(qd, 8) * f16ToF32(load<u16>(kd, 4));
-      l3 = l3 + load<f32>(qd, 12) * f16ToF32(load<u16>(kd, 6));
+    for (let d = 0; d < n; d += 4) {
+      const ad = a + (<usize>d << 2);
+      const bd = b + (<usize>d << 2);
+      l0 = l0 + load<f32>(ad) * load<f32>(bd);
+      l1 = l1 + load<f32>(ad, 4) * load<f32>(bd, 4);
+      l2 = l2 + load<f32>(ad, 8) * load<f32>(bd, 8);
+      l3 = l3 + load<f32>(ad, 12) * load<f32>(bd, 12);
     }
     return (l0 + l2) + (l1 + l3);
   }
   let acc: f32 = 0;
-  for (let d = 0; d < headDim; d++) acc = acc + load<f32>(q + (<usize>d << 2)) * f16ToF32(load<u16>(k + (<usize>d << 1)));
+  for (let d = 0; d < n; d++) acc = acc + load<f32>(a + (<usize>d << 2)) * load<f32>(b + (<usize>d << 2));
   return acc;
 }
 
-function accumulateV(o: usize, v: usize, p: f32, headDim: i32): void {
-  if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
+/** o[d] += p * v[d] */
+function axpy(o: usize, v: usize, p: f32, n: i32): void {
+  let d = 0;
+  if (ASC_FEATURE_SIMD) {
     const pv = f32x4.splat(p);
-    for (let d = 0; d < headDim; d += 4) {
+    for (; d + 4 <= n; d += 4) {
       const od = o + (<usize>d << 2);
-      v128.store(od, f32x4.add(v128.load(od), f32x4.mul(pv, f16x4ToF32x4(v + (<usize>d << 1)))));
+      v128.store(od, f32x4.add(v128.load(od), f32x4.mul(pv, v128.load(v + (<usize>d << 2)))));
     }
-    return;
   }
-  for (let d = 0; d < headDim; d++) {
+  for (; d < n; d++) {
     const od = o + (<usize>d << 2);
-    store<f32>(od, load<f32>(od) + p * f16ToF32(load<u16>(v + (<usize>d << 1))));
+    store<f32>(od, load<f32>(od) + p * load<f32>(v + (<usize>d << 2)));
   }
 }
 
 /**
  * out, q [rows, numHeads * headDim] f32. rowInfo i32 [numTaskRows, 3] = (row, numKeys, blockTable byte address).
- * Tasks [taskStart, taskEnd) of numTaskRows * numHeads; scratch: numKeys f32 for this thread.
+ * One task = (row, KV head): the group of numHeads / numKvHeads query heads that share it, so each cached K/V row is
+ * widened from f16 once per group (GQA reuse). Tasks [taskStart, taskEnd) of numTaskRows * numKvHeads.
+ * scratch (per thread): scores [groupSize, numKeys] f32, then one widened row [headDim] f32.
  */
 export function attention_f16(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize,
@@ -70,33 +80,44 @@ export function attention_f16(
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
   for (let task = taskStart; task < taskEnd; task++) {
-    const info = rowInfo + <usize>((task / numHeads) * 12);
-    const h = task % numHeads;
+    const info = rowInfo + <usize>((task / numKvHeads) * 12);
+    const kvHead = task % numKvHeads;
     const row = load<i32>(info);
     const numKeys = load<i32>(info, 4);
     const blockTable = <usize>load<i32>(info, 8);
-    const kvOff = <usize>((h / groupSize) * headDim);
-    const qh = q + (<usize>(row * qDim + h * headDim) << 2);
-    let max: f32 = -Infinity;
+    const kvOff = <usize>(kvHead * headDim);
+    const q0 = q + (<usize>(row * qDim + kvHead * groupSize * headDim) << 2);
+    const o0 = out + (<usize>(row * qDim + kvHead * groupSize * headDim) << 2);
+    const widened = scratch + (<usize>(groupSize * numKeys) << 2);
     for (let t = 0; t < numKeys; t++) {
       const slot = load<i32>(blockTable + (<usize>(t / blockSize) << 2)) * blockSize + (t % blockSize);
-      const s = dotQK(qh, kLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim) * scale;
-      store<f32>(scratch + (<usize>t << 2), s);
-      if (s > max) max = s;
+      widenRow(widened, kLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
+      for (let g = 0; g < groupSize; g++) {
+        const s = dotF32(q0 + (<usize>(g * headDim) << 2), widened, headDim) * scale;
+        store<f32>(scratch + (<usize>(g * numKeys + t) << 2), s);
+      }
     }
-    let sum: f32 = 0;
-    for (let t = 0; t < numKeys; t++) {
-      const p = scratch + (<usize>t << 2);
-      const e = Mathf.exp(load<f32>(p) - max);
-      store<f32>(p, e);
-      sum += e;
+    for (let g = 0; g < groupSize; g++) {
+      const sg = scratch + (<usize>(g * numKeys) << 2);
+      let max: f32 = -Infinity;
+      for (let t = 0; t < numKeys; t++) max = Mathf.max(max, load<f32>(sg + (<usize>t << 2)));
+      let sum: f32 = 0;
+      for (let t = 0; t < numKeys; t++) {
+        const p = sg + (<usize>t << 2);
+        const e = Mathf.exp(load<f32>(p) - max);
+        store<f32>(p, e);
+        sum += e;
+      }
+      const inv: f32 = 1 / sum;
+      for (let t = 0; t < numKeys; t++) store<f32>(sg + (<usize>t << 2), load<f32>(sg + (<usize>t << 2)) * inv);
     }
-    const inv: f32 = 1 / sum;
-    const oh = out + (<usize>(row * qDim + h * headDim) << 2);
-    memory.fill(oh, 0, <usize>(headDim << 2));
+    memory.fill(o0, 0, <usize>((groupSize * headDim) << 2));
     for (let t = 0; t < numKeys; t++) {
       const slot = load<i32>(blockTable + (<usize>(t / blockSize) << 2)) * blockSize + (t % blockSize);
-      accumulateV(oh, vLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), load<f32>(scratch + (<usize>t << 2)) * inv, headDim);
+      widenRow(widened, vLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
+      for (let g = 0; g < groupSize; g++) {
+        axpy(o0 + (<usize>(g * headDim) << 2), widened, load<f32>(scratch + (<usize>(g * numKeys + t) << 2)), headDim);
+      }
     }
   }
 }

@@ -110,8 +110,13 @@ export class WasmBackend implements Backend {
     return this.heap.usedBytes;
   }
 
-  private setThreadScratch(maxKeys: number): void {
-    const stride = Math.ceil((THREAD_TMP_BYTES + maxKeys * 4) / 64) * 64;
+  private scratchStride = 0;
+
+  /** Per-thread scratch: 64 bytes for the matmul tails, then `floats` f32 for attention scores. */
+  private setThreadScratch(floats: number): void {
+    const stride = Math.ceil((THREAD_TMP_BYTES + floats * 4) / 64) * 64;
+    if (stride <= this.scratchStride) return;
+    this.scratchStride = stride;
     const base = this.threadScratch.ensure(stride * this.pool.numThreads);
     this.pool.setScratch(base, stride);
   }
@@ -179,7 +184,6 @@ export class WasmBackend implements Backend {
     const base = this.heap.alloc(total);
     this.heap.bytes.fill(0, base, base + total);
     this.kv = { shape, base, layerPartBytes, blockBytes };
-    this.setThreadScratch(shape.numBlocks * shape.blockSize);
   }
 
   private cache(): KvState {
@@ -307,10 +311,15 @@ export class WasmBackend implements Backend {
     const { numKvHeads, headDim, blockSize } = kv.shape;
     let numRows = 0;
     let tableInts = 0;
+    let maxKeys = 0;
     for (const s of sequences) {
       numRows += s.numRows;
       tableInts += s.blockTable.length;
+      maxKeys = Math.max(maxKeys, s.startPos + s.numRows);
     }
+    if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
+    // scratch per thread: scores [numHeads / numKvHeads, maxKeys] + one widened K/V row [headDim]
+    this.setThreadScratch((numHeads / numKvHeads) * maxKeys + headDim);
     // int scratch: rowInfo [numRows, 3] then the block tables
     const info = new Int32Array(numRows * 3 + tableInts);
     const base = this.ints.ensure(info.length * 4);
@@ -328,7 +337,7 @@ export class WasmBackend implements Backend {
       tableAt += s.blockTable.length;
     }
     this.heap.ints.set(info, base / 4);
-    const tasks = numRows * numHeads;
+    const tasks = numRows * numKvHeads; // (row, KV head): the query heads of a group share each widened K/V row
     const scale = 1 / Math.sqrt(headDim);
     const args = [asBuffer(out).ptr, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
       numHeads, numKvHeads, headDim, blockSize, tasks];
