@@ -9,7 +9,7 @@ import type { FinishReason, StepStats } from "./stats.ts";
 import { KvCacheManager } from "./kv-cache-manager.ts";
 import { RequestState } from "./request.ts";
 import { Scheduler, type ScheduledChunk } from "./scheduler.ts";
-import { positionLogprobs, sample } from "./sampler.ts";
+import { positionLogprobs, Sampler } from "./sampler.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 /** Engine arguments with every default resolved against the model. */
@@ -70,6 +70,7 @@ export class EngineCore {
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private batchId = 0;
+  private readonly sampler = new Sampler();
   /** seeds requests without a seed, so a whole engine run is reproducible from one number */
   private nextFallbackSeed: number;
 
@@ -188,7 +189,7 @@ export class EngineCore {
         }
       }
       if (end < req.numTokens) return; // a prefill chunk that is not the last
-      const { tokenId, logprobs } = sample(rowOf(wanted === "all" ? rowStart + chunk.numNewTokens - 1 : rowStart), {
+      const { tokenId, logprobs } = this.sampler.sample(rowOf(wanted === "all" ? rowStart + chunk.numNewTokens - 1 : rowStart), {
         params: req.sampling, allTokenIds: req.allTokenIds, numPromptTokens: req.numPromptTokens, outputCounts: req.outputCounts,
         stopTokenIds: req.sampling.ignoreEos ? req.sampling.stopTokenIds : [...req.eosTokenIds, ...req.sampling.stopTokenIds], rng: req.rng,
       });

@@ -98,13 +98,12 @@ function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext): void
 }
 
 /** Samples from the processed logits with temperature, min_p, top_k and top_p (vLLM semantics). */
-function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng): number {
+function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: Float64Array): number {
   const vocabSize = logits.length;
   const invTemp = 1 / p.temperature;
   let max = -Infinity;
   for (let i = 0; i < vocabSize; i++) if (logits[i]! > max) max = logits[i]!;
-  // [vocabSize] unnormalized probabilities
-  const probs = new Float64Array(vocabSize);
+  // probs: [vocabSize] unnormalized probabilities (scratch, overwritten)
   let total = 0;
   for (let i = 0; i < vocabSize; i++) {
     const e = Math.exp((logits[i]! - max) * invTemp);
@@ -150,12 +149,43 @@ function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng): number
   return last;
 }
 
-/** Picks the next token for one sequence from its logits row (not modified). */
-export function sample(row: Float32Array, ctx: SamplingContext): SampleResult {
+/** true when some logits processor would change this row */
+function needsProcessing(ctx: SamplingContext): boolean {
   const p = ctx.params;
-  const logits = new Float32Array(row); // [vocabSize] processed copy
-  applyLogitsProcessors(logits, ctx);
-  const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng);
-  if (p.logprobs === null) return { tokenId };
-  return { tokenId, logprobs: positionLogprobs(row, tokenId, p.logprobs) };
+  const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
+  return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || p.repetitionPenalty !== 1 ||
+    (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0));
+}
+
+/**
+ * Samples rows for one engine; keeps its scratch buffers between calls (one Sampler per engine, no per-token
+ * allocation of vocabulary-sized arrays).
+ * @example const sampler = new Sampler(); const { tokenId } = sampler.sample(row, ctx);
+ */
+export class Sampler {
+  private processed = new Float32Array(0); // [vocabSize] logits after the processors
+  private probs = new Float64Array(0); // [vocabSize] unnormalized probabilities
+
+  /** Picks the next token for one sequence from its logits row (not modified). */
+  sample(row: Float32Array, ctx: SamplingContext): SampleResult {
+    const p = ctx.params;
+    if (this.processed.length !== row.length) {
+      this.processed = new Float32Array(row.length);
+      this.probs = new Float64Array(row.length);
+    }
+    let logits = row;
+    if (needsProcessing(ctx)) {
+      logits = this.processed;
+      logits.set(row);
+      applyLogitsProcessors(logits, ctx);
+    }
+    const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs);
+    if (p.logprobs === null) return { tokenId };
+    return { tokenId, logprobs: positionLogprobs(row, tokenId, p.logprobs) };
+  }
+}
+
+/** One-off sampling (tests, tools); engines keep a Sampler. */
+export function sample(row: Float32Array, ctx: SamplingContext): SampleResult {
+  return new Sampler().sample(row, ctx);
 }
