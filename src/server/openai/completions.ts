@@ -4,7 +4,7 @@
  */
 import { Elysia } from "elysia";
 import type { SamplingParams } from "../../engine/sampling-params.ts";
-import type { RequestTimes } from "../../engine/stats.ts";
+import type { RequestOutput } from "../../pipeline/request-output.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
@@ -14,6 +14,8 @@ import { CompletionRequest, type CompletionBody } from "./schemas.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
+
+type RequestTimes = RequestOutput["times"];
 
 interface PreparedPrompt {
   readonly text: string;

@@ -3,8 +3,11 @@
  * server shutdown) and the per-choice accumulation that non-streaming responses need. Framework-free.
  */
 import type { PositionLogprobs } from "../../engine/protocol.ts";
-import type { FinishReason, RequestTimes } from "../../engine/stats.ts";
-import type { GenerateRequest, Orchestrator, RequestOutput } from "../../pipeline/request-output.ts";
+import type { CompletionOutput, GenerateRequest, Orchestrator, RequestOutput } from "../../pipeline/request-output.ts";
+
+// the engine's types as the orchestrator hands them over (server/ reads engine types only through pipeline/)
+type FinishReason = NonNullable<CompletionOutput["finishReason"]>;
+type RequestTimes = RequestOutput["times"];
 import { ApiError } from "../errors.ts";
 
 /** One request's abort: fires on client disconnect, on server shutdown, or when the handler gives up. */
