@@ -24,7 +24,8 @@ export interface EngineConfig {
 
 /** Default KV pool when --kv-cache-memory is not given: this share of free memory, at most this many bytes. */
 const DEFAULT_KV_FREE_MEMORY_FRACTION = 0.25;
-const DEFAULT_KV_MAX_BYTES = 2 ** 31;
+/** 1 GiB: the kernels' wasm32 memory (4 GiB at most) holds the weights too */
+const DEFAULT_KV_MAX_BYTES = 2 ** 30;
 
 /**
  * Resolves max-model-len and the number of KV blocks (vLLM's cache sizing): an explicit --kv-cache-memory is taken as

@@ -91,7 +91,9 @@ class EngineWorker {
       }
       const result = await engine.step();
       if (result) post({ type: "step", deltas: result.deltas, stats: result.stats });
-      await yieldToEventLoop();
+      // nothing schedulable (every waiting request deferred): do not spin hot
+      if (result) await yieldToEventLoop();
+      else await new Promise((resolve) => setTimeout(resolve, 1));
     }
   }
 }

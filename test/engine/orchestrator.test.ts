@@ -177,3 +177,17 @@ describe("orchestrator over an engine Worker", () => {
     expect((e as Error).message).toBe("--max-model-len 4096 is greater than the model's context length 128");
   });
 });
+
+describe("KV handoff through two engine Workers (what a pd pipeline does)", () => {
+  test("stage 0 returns the prompt's KV blocks with its first token; stage 1 continues the same greedy sequence", async () => {
+    const { orch: prefill } = await start();
+    const { orch: decode } = await start();
+    const p = prompt(37, 12);
+    const single = await runAlone(request("s", p, { maxTokens: 8, ignoreEos: true }));
+    const first = await gather(prefill.generate({ ...gen("pd", p, { maxTokens: 1, ignoreEos: true }), exportKv: true }));
+    const kv = first.outputs[first.outputs.length - 1]!.kv!;
+    expect(kv.numTokens).toBe(37);
+    const rest = await gather(decode.generate({ ...gen("pd", [...p, ...first.tokens[0]!], { maxTokens: 7, ignoreEos: true }), importKv: kv }));
+    expect([...first.tokens[0]!, ...rest.tokens[0]!]).toEqual(single.tokens);
+  });
+});
