@@ -55,8 +55,7 @@ export class KvCacheManager {
 
   /**
    * The longest run of cached full blocks at the start of the request's tokens. At least one token is always left to
-   * compute (its logits are needed), so a fully cached prompt gives back its last block. Counts queries and hits only
-   * for a request's first lookup (vLLM keeps preempted requests out of the counters).
+   * compute (its logits are needed), so a fully cached prompt gives back its last block.
    */
   getComputedBlocks(request: RequestState): ComputedBlocks {
     // requests that already hold blocks (imported KV) start from those
@@ -68,12 +67,17 @@ export class KvCacheManager {
       if (id === null) break;
       blockIds.push(id);
     }
-    const numTokens = blockIds.length * this.blockSize;
-    if (request.numPreemptions === 0) {
-      this.prefixQueries += request.numTokens;
-      this.prefixHits += numTokens;
-    }
-    return { blockIds, numTokens };
+    return { blockIds, numTokens: blockIds.length * this.blockSize };
+  }
+
+  /**
+   * Counts a lookup for the metrics once the request is admitted with it (vLLM: queries += the request's tokens,
+   * hits += its cached tokens; lookups of preempted requests stay out of the counters).
+   */
+  recordLookup(request: RequestState, computed: ComputedBlocks): void {
+    if (!this.enablePrefixCaching || request.numPreemptions > 0) return;
+    this.prefixQueries += request.numTokens;
+    this.prefixHits += computed.numTokens;
   }
 
   /** True when the first block the request would compute is being computed right now by a running request. */

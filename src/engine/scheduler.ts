@@ -82,6 +82,7 @@ export class Scheduler {
         const numNew = Math.min(request.numTokens - request.numComputedTokens - computed.numTokens, budget);
         if (this.kv.allocateSlots(request, numNew, computed) === null) break;
         this.waiting.splice(w, 1);
+        this.kv.recordLookup(request, computed);
         if (request.numPreemptions === 0) request.numCachedTokens = computed.numTokens;
         request.status = "running";
         request.times.scheduledMs ??= this.nowMs();

@@ -82,6 +82,9 @@ describe("preemption", () => {
     const { outputs, steps } = await runToCompletion(engine);
     expect(steps.reduce((s, x) => s + x.numPreempted, 0)).toBeGreaterThan(0);
     reqs.forEach((r, i) => expect(outputs.get(r.requestId)!.tokens).toEqual(alone[i]!.tokens));
+    // each request's prompt was looked up in the prefix cache once for the metrics, however long it waited or
+    // however often it was preempted
+    expect(steps.reduce((s, x) => s + x.prefixCacheQueries, 0)).toBe(reqs.reduce((s, r) => s + r.promptTokenIds.length, 0));
     expect(engine.kv.pool.numFreeBlocks).toBe(12);
   });
 
