@@ -60,22 +60,43 @@ export interface ServingPipelineOptions {
   readonly factory?: StageFactory;
 }
 
+/** vLLM CacheConfig facts of stage 0's engine, for `vllm:cache_config_info` (MetricsRecorder's `cacheConfig`). */
+export type CacheConfigInfo = Readonly<Record<string, string | number | boolean | null>>;
+
 export interface ServingPipeline {
   readonly orchestrator: Orchestrator;
   readonly numStages: number;
+  /** null when the stage builder does not say how many KV blocks its engine has (test factories) */
+  readonly cacheConfig: CacheConfigInfo | null;
+}
+
+/** vLLM's CacheConfig fields from what the engine reported when it was ready. */
+export function cacheConfigInfo(engineArgs: EngineArgs, numKvBlocks: number, maxModelLen: number): CacheConfigInfo {
+  const kvCacheSizeTokens = numKvBlocks * engineArgs.blockSize;
+  return {
+    block_size: engineArgs.blockSize, cache_dtype: "auto", enable_prefix_caching: engineArgs.enablePrefixCaching,
+    num_gpu_blocks: numKvBlocks, num_cpu_blocks: null, kv_cache_size_tokens: kvCacheSizeTokens,
+    kv_cache_max_concurrency: kvCacheSizeTokens / maxModelLen, sliding_window: null, is_attention_free: false,
+  };
 }
 
 export async function createServingPipeline(p: ServingPipelineOptions): Promise<ServingPipeline> {
   const cliModel = typeof p.options.model === "string" ? p.options.model : null;
-  const factory: StageFactory = p.factory ?? (async (stage, _engineIndex, listener) =>
-    createOrchestrator({ modelPath: stage.engineArgs.model ?? cliModel, engineArgs: stageEngineArgs(p.engineArgs, stage), listeners: listener ? [listener] : [] }));
+  let cacheConfig: CacheConfigInfo | null = null;
+  const factory: StageFactory = p.factory ?? (async (stage, engineIndex, listener) => {
+    const engineArgs = stageEngineArgs(p.engineArgs, stage);
+    const orchestrator = await createOrchestrator({ modelPath: stage.engineArgs.model ?? cliModel, engineArgs, listeners: listener ? [listener] : [] });
+    const ready = orchestrator.stages[0]?.client.ready;
+    if (engineIndex === 0 && ready) cacheConfig = cacheConfigInfo(engineArgs, ready.numKvBlocks, ready.maxModelLen);
+    return orchestrator;
+  });
   const chain = chainFromOptions(p.options);
   if (chain === null && p.tables === null) {
     // the plain path: nothing between the server and the engine's orchestrator
     const orchestrator = await factory(singleChain().stages[0]!, 0, p.listener);
-    return { orchestrator, numStages: 1 };
+    return { orchestrator, numStages: 1, cacheConfig };
   }
   const effective = chain ?? singleChain();
   const orchestrator = await buildPipeline(effective, factory, { listener: p.listener, tables: p.tables?.(effective.stages.length) ?? null });
-  return { orchestrator, numStages: effective.stages.length };
+  return { orchestrator, numStages: effective.stages.length, cacheConfig };
 }

@@ -26,11 +26,11 @@ async function serveWith(flags: string[]) {
   let printed = "";
   let recorder: MetricsRecorder | null = null;
   const forward = { onStep: (s: Parameters<MetricsRecorder["onStep"]>[0]) => recorder?.onStep(s), onRequestFinished: (f: Parameters<MetricsRecorder["onRequestFinished"]>[0]) => recorder?.onRequestFinished(f) };
-  const { orchestrator, numStages } = await createServingPipeline({
+  const { orchestrator, numStages, cacheConfig } = await createServingPipeline({
     options: parsed.value, engineArgs: engineArgsOf(parsed.value), listener: forward,
     tables: (n) => onlineTables(n, (t) => { printed += t; }, 4242),
   });
-  recorder = new MetricsRecorder({ modelName: "stories260K", maxModelLen: orchestrator.maxModelLen, engineIndices: [...Array(numStages).keys()], logStats: true, enableMfuMetrics: false, deprecation: gate.value, processMetrics: false });
+  recorder = new MetricsRecorder({ modelName: "stories260K", maxModelLen: orchestrator.maxModelLen, engineIndices: [...Array(numStages).keys()], logStats: true, enableMfuMetrics: false, deprecation: gate.value, processMetrics: false, ...(cacheConfig ? { cacheConfig } : {}) });
   const app = createApp({
     orchestrator, servedModelName: orchestrator.modelConfig.name, modelPath: "test", apiKey: null, enablePerRequestMetrics: true,
     forceIncludeUsage: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: new AbortController().signal, log: () => {}, metricsRoute: metricsRoute(recorder),
@@ -63,6 +63,11 @@ describe.each([
       expect(s.printed().split("\r\n").filter((l) => l.includes("[stats.py:")).every((l) => /^\n?\(APIServer pid=4242\) INFO \d\d-\d\d \d\d:\d\d:\d\d \[stats\.py:\d+\] /.test(l))).toBe(true);
       const m = await s.metrics();
       expect(sampleValue(m, "vllm:e2e_request_latency_seconds_count")).toBe(2);
+      // vLLM's test: cache_config_info carries kv_cache_size_tokens and kv_cache_max_concurrency, not None
+      const info = m.find((x) => x.name === "vllm:cache_config_info" && x.labels["engine"] === "0")!;
+      expect(Number(info.labels["kv_cache_size_tokens"])).toBe(Number(info.labels["num_gpu_blocks"]) * Number(info.labels["block_size"]));
+      expect(Number(info.labels["kv_cache_max_concurrency"])).toBeGreaterThan(0);
+      expect(info.labels["enable_prefix_caching"]).toBe("True");
       expect(sampleValue(m, "vllm:time_to_first_token_seconds_count")).toBe(2);
     } finally {
       await s.orchestrator.shutdown();
