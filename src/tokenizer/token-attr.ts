@@ -1,8 +1,9 @@
 /**
- * Token types as GGUF stores them (`tokenizer.ggml.token_type`) and the attribute bits llama.cpp derives from them
+ * The attribute bits llama.cpp derives from GGUF token types (`tokenizer.ggml.token_type`, gguf/names.ts TokenType)
  * (llama.h `llama_token_type` / `llama_token_attr`). Attributes are bit flags because load-time rules add bits
  * (e.g. an end-of-turn text gets CONTROL, phi-3 special tokens get RSTRIP).
  */
+import { TokenType } from "../gguf/names.ts";
 
 export const TokenAttr = {
   UNDEFINED: 0,
@@ -18,16 +19,16 @@ export const TokenAttr = {
   SINGLE_WORD: 1 << 9,
 } as const;
 
-/** GGUF token_type value -> attribute bits; unknown values map to UNDEFINED, as in llama.cpp. */
-export const TOKEN_TYPE_TO_ATTR: readonly number[] = [
-  /* 0 UNDEFINED    */ TokenAttr.UNDEFINED,
-  /* 1 NORMAL       */ TokenAttr.NORMAL,
-  /* 2 UNKNOWN      */ TokenAttr.UNKNOWN,
-  /* 3 CONTROL      */ TokenAttr.CONTROL,
-  /* 4 USER_DEFINED */ TokenAttr.USER_DEFINED,
-  /* 5 UNUSED       */ TokenAttr.UNUSED,
-  /* 6 BYTE         */ TokenAttr.BYTE,
-];
+/** GGUF token_type value -> attribute bits; values not listed map to UNDEFINED, as in llama.cpp. */
+export const TOKEN_TYPE_TO_ATTR: Readonly<Record<TokenType, number>> = {
+  [TokenType.UNDEFINED]: TokenAttr.UNDEFINED,
+  [TokenType.NORMAL]: TokenAttr.NORMAL,
+  [TokenType.UNKNOWN]: TokenAttr.UNKNOWN,
+  [TokenType.CONTROL]: TokenAttr.CONTROL,
+  [TokenType.USER_DEFINED]: TokenAttr.USER_DEFINED,
+  [TokenType.UNUSED]: TokenAttr.UNUSED,
+  [TokenType.BYTE]: TokenAttr.BYTE,
+};
 
 /** Tokens that are rendered only when special tokens are wanted, and that parse_special=false never matches. */
 export const SPECIAL_ATTRS = TokenAttr.UNKNOWN | TokenAttr.CONTROL;

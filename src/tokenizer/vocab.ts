@@ -5,6 +5,9 @@
  * Bad metadata throws a TokenizerError with one line naming the file and the key.
  */
 import { GgufValueType, type GgufFile, type GgufScalar } from "../gguf/gguf-file.ts";
+import { getArray, getBool, getString, getU32, optional } from "../gguf/metadata.ts";
+import { KEY, type TokenType } from "../gguf/names.ts";
+import type { Result } from "../util/result.ts";
 import { findPreTokenizer, type PreTokenizerSpec } from "./pretokenize.ts";
 import { SPECIAL_ATTRS, TOKEN_TYPE_TO_ATTR, TokenAttr } from "./token-attr.ts";
 
@@ -12,26 +15,8 @@ export class TokenizerError extends Error {
   override readonly name = "TokenizerError";
 }
 
-/** The GGUF keys this folder reads (llama-arch.cpp LLM_KV_TOKENIZER_*). */
-export const TOKENIZER_KEYS = {
-  model: "tokenizer.ggml.model",
-  pre: "tokenizer.ggml.pre",
-  tokens: "tokenizer.ggml.tokens",
-  tokenType: "tokenizer.ggml.token_type",
-  scores: "tokenizer.ggml.scores",
-  merges: "tokenizer.ggml.merges",
-  bosId: "tokenizer.ggml.bos_token_id",
-  eosId: "tokenizer.ggml.eos_token_id",
-  eotId: "tokenizer.ggml.eot_token_id",
-  eomId: "tokenizer.ggml.eom_token_id",
-  unkId: "tokenizer.ggml.unknown_token_id",
-  padId: "tokenizer.ggml.padding_token_id",
-  addBos: "tokenizer.ggml.add_bos_token",
-  addEos: "tokenizer.ggml.add_eos_token",
-  addSpacePrefix: "tokenizer.ggml.add_space_prefix",
-  chatTemplate: "tokenizer.chat_template",
-  modelName: "general.name",
-} as const;
+/** tokenizer.ggml.eom_token_id: not in gguf/names.ts KEY (yet), so spelled here once */
+const EOM_ID_KEY = "tokenizer.ggml.eom_token_id";
 
 export type VocabKind = "spm" | "bpe";
 
@@ -79,6 +64,7 @@ const MODEL_DEFAULTS: Readonly<Record<string, { kind: VocabKind; bos: number | n
   gpt2: { kind: "bpe", bos: 11, eos: 11, unk: null, addBos: false },
 };
 
+/** Optional typed metadata (gguf/metadata.ts accessors); a present key of the wrong type throws TokenizerError. */
 class MetadataReader {
   constructor(private readonly gguf: GgufFile) {}
 
@@ -86,69 +72,58 @@ class MetadataReader {
     throw new TokenizerError(`${this.gguf.source}: ${key}: ${problem}`);
   }
 
-  has(key: string): boolean {
-    return this.gguf.metadata.has(key);
+  private get<T>(key: string, getter: (file: GgufFile, key: string) => Result<T>): T | null {
+    const value = optional(this.gguf, key, getter);
+    if (!value.ok) throw new TokenizerError(value.error);
+    return value.value ?? null;
   }
 
   string(key: string): string | null {
-    const entry = this.gguf.metadata.get(key);
-    if (entry === undefined) return null;
-    if (typeof entry.value !== "string") this.fail(key, "expected a string");
-    return entry.value;
+    return this.get(key, getString);
   }
 
   bool(key: string): boolean | null {
-    const entry = this.gguf.metadata.get(key);
-    if (entry === undefined) return null;
-    if (typeof entry.value !== "boolean") this.fail(key, "expected a bool");
-    return entry.value;
+    return this.get(key, getBool);
   }
 
   uint(key: string): number | null {
-    const entry = this.gguf.metadata.get(key);
-    if (entry === undefined) return null;
-    const v = entry.value;
-    const n = typeof v === "bigint" ? Number(v) : v;
-    if (typeof n !== "number" || !Number.isInteger(n) || n < 0) this.fail(key, "expected an unsigned integer");
-    return n;
+    return this.get(key, getU32);
   }
 
   array(key: string, elementTypes: readonly GgufValueType[]): GgufScalar[] | null {
-    const entry = this.gguf.metadata.get(key);
-    if (entry === undefined) return null;
-    const v = entry.value;
-    if (typeof v !== "object" || !("elementType" in v)) this.fail(key, "expected an array");
-    if (!elementTypes.includes(v.elementType)) this.fail(key, `unexpected element type ${GgufValueType[v.elementType] ?? v.elementType}`);
-    return v.values;
+    const array = this.get(key, (file, k) => getArray(file, k));
+    if (array === null) return null;
+    if (!elementTypes.includes(array.elementType)) this.fail(key, `unexpected element type ${GgufValueType[array.elementType]?.toLowerCase() ?? array.elementType}`);
+    return array.values;
   }
 }
 
 export function readVocab(gguf: GgufFile): Vocab {
   const md: MetadataReader = new MetadataReader(gguf); // annotated so fail() narrows types
-  const modelName = md.string(TOKENIZER_KEYS.model);
-  if (modelName === null) md.fail(TOKENIZER_KEYS.model, "missing (the file has no tokenizer)");
+  const modelName = md.string(KEY.tokenizerModel);
+  if (modelName === null) md.fail(KEY.tokenizerModel, "missing (the file has no tokenizer)");
   const defaults = MODEL_DEFAULTS[modelName];
-  if (defaults === undefined) md.fail(TOKENIZER_KEYS.model, `unsupported tokenizer model "${modelName}" (supported: ${Object.keys(MODEL_DEFAULTS).join(", ")})`);
+  if (defaults === undefined) md.fail(KEY.tokenizerModel, `unsupported tokenizer model "${modelName}" (supported: ${Object.keys(MODEL_DEFAULTS).join(", ")})`);
 
-  const tokenValues = md.array(TOKENIZER_KEYS.tokens, [GgufValueType.STRING]);
-  if (tokenValues === null || tokenValues.length === 0) md.fail(TOKENIZER_KEYS.tokens, "missing or empty");
+  const tokenValues = md.array(KEY.tokens, [GgufValueType.STRING]);
+  if (tokenValues === null || tokenValues.length === 0) md.fail(KEY.tokens, "missing or empty");
   const numTokens = tokenValues.length;
   const tokens = tokenValues.map((t, i) => ((t as string) === "" ? `[EMPTY_${i}]` : (t as string)));
   const tokenToId = new Map<string, number>();
   for (let i = 0; i < numTokens; i++) tokenToId.set(tokens[i]!, i);
 
   const scores = new Float32Array(numTokens);
-  const scoreValues = md.array(TOKENIZER_KEYS.scores, [GgufValueType.FLOAT32, GgufValueType.INT32]);
+  const scoreValues = md.array(KEY.scores, [GgufValueType.FLOAT32, GgufValueType.INT32]);
   if (scoreValues !== null) {
-    if (scoreValues.length < numTokens) md.fail(TOKENIZER_KEYS.scores, `${scoreValues.length} scores for ${numTokens} tokens`);
+    if (scoreValues.length < numTokens) md.fail(KEY.scores, `${scoreValues.length} scores for ${numTokens} tokens`);
     for (let i = 0; i < numTokens; i++) scores[i] = scoreValues[i] as number;
   }
 
   const attrs = new Uint16Array(numTokens).fill(TokenAttr.NORMAL);
-  const typeValues = md.array(TOKENIZER_KEYS.tokenType, [GgufValueType.INT32]);
+  const typeValues = md.array(KEY.tokenType, [GgufValueType.INT32]);
   if (typeValues !== null) {
-    if (typeValues.length < numTokens) md.fail(TOKENIZER_KEYS.tokenType, `${typeValues.length} token types for ${numTokens} tokens`);
-    for (let i = 0; i < numTokens; i++) attrs[i] = TOKEN_TYPE_TO_ATTR[typeValues[i] as number] ?? TokenAttr.UNDEFINED;
+    if (typeValues.length < numTokens) md.fail(KEY.tokenType, `${typeValues.length} token types for ${numTokens} tokens`);
+    for (let i = 0; i < numTokens; i++) attrs[i] = TOKEN_TYPE_TO_ATTR[typeValues[i] as TokenType] ?? TokenAttr.UNDEFINED;
   }
 
   let pre: PreTokenizerSpec | null = null;
@@ -157,30 +132,30 @@ export function readVocab(gguf: GgufFile): Vocab {
   let addSpacePrefix = defaults.kind === "spm";
   let cleanSpaces = false;
   if (defaults.kind === "bpe") {
-    const preName = md.string(TOKENIZER_KEYS.pre) ?? "default";
+    const preName = md.string(KEY.tokenizerPre) ?? "default";
     const spec = findPreTokenizer(preName);
-    if (spec === undefined) md.fail(TOKENIZER_KEYS.pre, `unsupported pre-tokenizer "${preName}"`);
+    if (spec === undefined) md.fail(KEY.tokenizerPre, `unsupported pre-tokenizer "${preName}"`);
     pre = spec;
     addBos = spec.addBos;
     cleanSpaces = spec.cleanSpaces;
-    const merges = md.array(TOKENIZER_KEYS.merges, [GgufValueType.STRING]);
-    if (merges === null) md.fail(TOKENIZER_KEYS.merges, "missing (a gpt2 tokenizer needs merges)");
+    const merges = md.array(KEY.merges, [GgufValueType.STRING]);
+    if (merges === null) md.fail(KEY.merges, "missing (a gpt2 tokenizer needs merges)");
     for (let i = 0; i < merges.length; i++) if (!mergeRanks.has(merges[i] as string)) mergeRanks.set(merges[i] as string, i);
   }
-  addSpacePrefix = md.bool(TOKENIZER_KEYS.addSpacePrefix) ?? addSpacePrefix;
+  addSpacePrefix = md.bool(KEY.addSpacePrefix) ?? addSpacePrefix;
 
   const idOf = (key: string, fallback: number | null): number | null => {
     const dflt = fallback !== null && fallback < numTokens ? fallback : null;
     const id = md.uint(key);
     return id !== null && id < numTokens ? id : dflt;
   };
-  const bosId = idOf(TOKENIZER_KEYS.bosId, defaults.bos);
-  const eosId = idOf(TOKENIZER_KEYS.eosId, defaults.eos);
-  const unkId = idOf(TOKENIZER_KEYS.unkId, defaults.unk);
-  let eotId = idOf(TOKENIZER_KEYS.eotId, null);
-  let eomId = idOf(TOKENIZER_KEYS.eomId, null);
-  addBos = md.bool(TOKENIZER_KEYS.addBos) ?? addBos;
-  const addEos = md.bool(TOKENIZER_KEYS.addEos) ?? false;
+  const bosId = idOf(KEY.bosId, defaults.bos);
+  const eosId = idOf(KEY.eosId, defaults.eos);
+  const unkId = idOf(KEY.unkId, defaults.unk);
+  let eotId = idOf(KEY.eotId, null);
+  let eomId = idOf(EOM_ID_KEY, null);
+  addBos = md.bool(KEY.addBos) ?? addBos;
+  const addEos = md.bool(KEY.addEos) ?? false;
 
   // tokens recognised by their text are control tokens, whatever the converter said
   const markControl = (id: number) => { attrs[id]! |= TokenAttr.CONTROL; };
@@ -204,7 +179,7 @@ export function readVocab(gguf: GgufFile): Vocab {
   specialIds.sort((a, b) => tokens[b]!.length - tokens[a]!.length || a - b);
 
   // phi-3: special tokens swallow the whitespace after them (llama.cpp sets RSTRIP by model name)
-  const generalName = (md.string(TOKENIZER_KEYS.modelName) ?? "").toLowerCase();
+  const generalName = (md.string(KEY.name) ?? "").toLowerCase();
   if (generalName.includes("phi-3") || generalName.includes("phi3")) {
     for (const id of specialIds) attrs[id]! |= TokenAttr.RSTRIP;
     const setRstrip = (text: string, on: boolean) => {
@@ -233,7 +208,7 @@ export function readVocab(gguf: GgufFile): Vocab {
     cleanSpaces,
     eogIds: [...eog].sort((a, b) => a - b),
     specialIds,
-    chatTemplate: md.string(TOKENIZER_KEYS.chatTemplate),
+    chatTemplate: md.string(KEY.chatTemplate),
   };
 }
 

@@ -1,34 +1,17 @@
 /**
  * The default model's tokenizer (stories260K / tok512) against the 40 llama.cpp tokenizations and the greedy text in
- * ../shared/models/stories260K-golden.json. Runs on tok512.bin converted in memory by the test, on the project's
- * converter output (src/gguf/llama2c.ts), and, once the build has written it, on build/default-model.gguf.
+ * ../shared/models/stories260K-golden.json. Runs on the project's converter output (src/gguf/llama2c.ts, in memory)
+ * and, once the build has written it, on build/default-model.gguf.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createTokenizer, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
-import { convertLlama2c } from "../../src/gguf/llama2c.ts";
-import { parseGguf } from "../../src/gguf/reader.ts";
-import { serializeGguf } from "../../src/gguf/writer.ts";
-import { readGgufOrThrow, readGolden, SHARED_MODELS_DIR, tok512Gguf } from "./helpers.ts";
+import { readGgufOrThrow, readGolden, stories260kGguf } from "./helpers.ts";
 
 const DEFAULT_MODEL_GGUF = new URL("../../build/default-model.gguf", import.meta.url).pathname;
 const golden = readGolden();
 
-/** the project's own llama2.c -> GGUF converter, run in memory on the shared files (what the build embeds) */
-function convertedDefaultModel(): Tokenizer {
-  const checkpoint = new Uint8Array(readFileSync(`${SHARED_MODELS_DIR}stories260K.bin`));
-  const tok512 = new Uint8Array(readFileSync(`${SHARED_MODELS_DIR}tok512.bin`));
-  const converted = convertLlama2c(checkpoint, tok512, "stories260K");
-  if (!converted.ok) throw new Error(converted.error);
-  const file = parseGguf(serializeGguf(converted.value), "<converted stories260K>");
-  if (!file.ok) throw new Error(file.error);
-  return createTokenizer(file.value);
-}
-
-const sources: [string, () => Tokenizer][] = [
-  ["tok512.bin (test-side conversion)", () => createTokenizer(tok512Gguf())],
-  ["convertLlama2c(stories260K.bin, tok512.bin)", convertedDefaultModel],
-];
+const sources: [string, () => Tokenizer][] = [["convertLlama2c(stories260K.bin, tok512.bin)", () => createTokenizer(stories260kGguf())]];
 if (existsSync(DEFAULT_MODEL_GGUF)) sources.push(["build/default-model.gguf", () => createTokenizer(readGgufOrThrow(DEFAULT_MODEL_GGUF))]);
 
 describe.each(sources)("stories260K tokenizer from %s", (_name, load) => {

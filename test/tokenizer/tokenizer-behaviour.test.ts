@@ -7,8 +7,9 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { llamaTemplatePath, llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { GgufValueType, type GgufFile, type GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
+import { KEY } from "../../src/gguf/names.ts";
 import { createTokenizer, TokenizerError, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
-import { loadVocabTokenizer, readGgufOrThrow, tok512Gguf } from "./helpers.ts";
+import { loadVocabTokenizer, readGgufOrThrow, stories260kGguf } from "./helpers.ts";
 
 const NO_SPECIAL = { addSpecial: false, parseSpecial: false } as const;
 /** tests that build a fresh 150k-vocab tokenizer (~0.2 s idle, seconds on a busy shared CI box) */
@@ -29,11 +30,11 @@ const qwen2 = createTokenizer(qwen2Gguf);
 const llamaSpm = loadVocabTokenizer("llama-spm");
 const llamaBpe = loadVocabTokenizer("llama-bpe");
 const gpt2 = loadVocabTokenizer("gpt-2");
-const stories = createTokenizer(tok512Gguf());
+const stories = createTokenizer(stories260kGguf());
 
 /** a token's id straight from the GGUF token list (independent of the tokenizer under test) */
 function idOfText(gguf: GgufFile, text: string): number {
-  const entry = gguf.metadata.get("tokenizer.ggml.tokens")!.value;
+  const entry = gguf.metadata.get(KEY.tokens)!.value;
   const id = typeof entry === "object" ? entry.values.indexOf(text) : -1;
   if (id < 0) throw new Error(`no token ${text}`);
   return id;
@@ -85,9 +86,9 @@ describe("add_bos / add_eos from metadata", () => {
   });
 
   test("add_eos_token=true appends EOS; add_bos_token=false drops BOS", () => {
-    const gguf = withMetadata(tok512Gguf(), {
-      "tokenizer.ggml.add_eos_token": { type: GgufValueType.BOOL, value: true },
-      "tokenizer.ggml.add_bos_token": { type: GgufValueType.BOOL, value: false },
+    const gguf = withMetadata(stories260kGguf(), {
+      [KEY.addEos]: { type: GgufValueType.BOOL, value: true },
+      [KEY.addBos]: { type: GgufValueType.BOOL, value: false },
     });
     expect(createTokenizer(gguf).encode("Once upon a time", { addSpecial: true, parseSpecial: false })).toEqual([403, 407, 261, 378, 2]);
   });
@@ -160,7 +161,7 @@ describe("chat templates", () => {
 
   test("Qwen2.5-Instruct template from llama.cpp's models/templates, then tokenized with parseSpecial", () => {
     const template = readFileSync(llamaTemplatePath("Qwen-Qwen2.5-7B-Instruct"), "utf8");
-    const tok = createTokenizer(withMetadata(qwen2Gguf, { "tokenizer.chat_template": str(template) }));
+    const tok = createTokenizer(withMetadata(qwen2Gguf, { [KEY.chatTemplate]: str(template) }));
     const prompt = tok.applyChatTemplate(
       [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }, { role: "assistant", content: "Hello!" }, { role: "user", content: "Bye" }],
       { addGenerationPrompt: true },
@@ -185,7 +186,7 @@ describe("chat templates", () => {
   });
 
   test("a broken template is a one-line TokenizerError naming the file", () => {
-    const tok = createTokenizer(withMetadata(qwen2Gguf, { "tokenizer.chat_template": str("{% for m in messages %}") }));
+    const tok = createTokenizer(withMetadata(qwen2Gguf, { [KEY.chatTemplate]: str("{% for m in messages %}") }));
     expect(() => tok.applyChatTemplate(messages, { addGenerationPrompt: true })).toThrow(TokenizerError);
     try {
       tok.applyChatTemplate(messages, { addGenerationPrompt: true });
@@ -198,11 +199,11 @@ describe("chat templates", () => {
 
 describe("bad metadata gives one clear error", () => {
   const cases: [string, Record<string, GgufMetadataEntry | null>, string][] = [
-    ["no tokenizer", { "tokenizer.ggml.model": null }, "tokenizer.ggml.model: missing"],
-    ["unknown model", { "tokenizer.ggml.model": str("bert") }, 'unsupported tokenizer model "bert"'],
-    ["unknown pre-tokenizer", { "tokenizer.ggml.pre": str("nonesuch") }, 'unsupported pre-tokenizer "nonesuch"'],
-    ["no merges", { "tokenizer.ggml.merges": null }, "tokenizer.ggml.merges: missing"],
-    ["tokens not strings", { "tokenizer.ggml.tokens": { type: GgufValueType.ARRAY, value: { elementType: GgufValueType.INT32, values: [1] } } }, "tokenizer.ggml.tokens: unexpected element type"],
+    ["no tokenizer", { [KEY.tokenizerModel]: null }, "tokenizer.ggml.model: missing"],
+    ["unknown model", { [KEY.tokenizerModel]: str("bert") }, 'unsupported tokenizer model "bert"'],
+    ["unknown pre-tokenizer", { [KEY.tokenizerPre]: str("nonesuch") }, 'unsupported pre-tokenizer "nonesuch"'],
+    ["no merges", { [KEY.merges]: null }, "tokenizer.ggml.merges: missing"],
+    ["tokens not strings", { [KEY.tokens]: { type: GgufValueType.ARRAY, value: { elementType: GgufValueType.INT32, values: [1] } } }, "tokenizer.ggml.tokens: unexpected element type"],
   ];
   test.each(cases)("%s", (_name, changes, message) => {
     expect(() => createTokenizer(withMetadata(qwen2Gguf, changes))).toThrow(message);
