@@ -1,0 +1,46 @@
+/** The metric flags of a real `fennec serve`: --disable-log-stats, --show-hidden-metrics-for-version (good and bad). */
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+
+const CLI = join(import.meta.dir, "../../src/cli.ts");
+
+/** Starts `fennec serve` with `flags`, scrapes /metrics once, stops it. */
+async function scrapeWith(flags: string[]): Promise<string> {
+  const proc = Bun.spawn([process.execPath, CLI, "serve", "--port", "0", "--threads", "1", ...flags], { stdout: "ignore", stderr: "pipe" });
+  try {
+    const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
+    let log = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`fennec serve did not start: ${log}`);
+      log += new TextDecoder().decode(value);
+      const m = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(log);
+      if (m) return await (await fetch(`${m[1]}/metrics`)).text();
+    }
+  } finally {
+    proc.kill();
+    await proc.exited;
+  }
+}
+
+describe("serve metric flags", () => {
+  test("--disable-log-stats: no vllm:* series; process metrics stay", async () => {
+    const text = await scrapeWith(["--disable-log-stats"]);
+    expect(text).not.toContain("vllm:");
+    expect(text).toContain("process_resident_memory_bytes");
+  }, 30_000);
+
+  test("--show-hidden-metrics-for-version=0.1 on 0.2.0 shows the legacy aliases with the DEPRECATED note", async () => {
+    const text = await scrapeWith(["--show-hidden-metrics-for-version=0.1"]);
+    expect(text).toContain("# HELP vllm:gpu_cache_usage_perc GPU KV-cache usage. 1 means 100 percent usage. DEPRECATED: Use vllm:kv_cache_usage_perc instead.");
+    expect(text).toContain('vllm:time_per_output_token_seconds_count{model_name="stories260K",engine="0"} 0');
+  }, 30_000);
+
+  test("an invalid version string fails at start-up: one line, exit 2", async () => {
+    const proc = Bun.spawn([process.execPath, CLI, "serve", "--port", "0", "--show-hidden-metrics-for-version", "zero.one"], { stdout: "pipe", stderr: "pipe" });
+    const code = await proc.exited;
+    const stderr = await new Response(proc.stderr).text();
+    expect(code).toBe(2);
+    expect(stderr.trim().split("\n")).toEqual(['fennec: --show-hidden-metrics-for-version: "zero.one" is not a version (expected MAJOR.MINOR such as 0.1)']);
+  }, 30_000);
+});
