@@ -20,7 +20,7 @@ let client: OpenAI;
 beforeAll(async () => {
   [main, plain] = await Promise.all([
     startServer(["--api-key", KEY, "--enable-per-request-metrics"]),
-    startServer(["--enable-force-include-usage"]),
+    startServer(["--enable-force-include-usage", "--served-model-name", "fennec-e2e"]),
   ]);
   client = new OpenAI({ baseURL: `${main.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
   model = (await client.models.list()).data[0]!.id;
@@ -203,6 +203,13 @@ describe("per-request metrics rules", () => {
     expect(events.slice(0, -1).some((e) => "usage" in (e as Json) || "metrics" in (e as Json))).toBe(false);
   });
 
+  test("--served-model-name names the model; other names are 404", async () => {
+    const models = (await (await fetch(`${plain.url}/v1/models`)).json()) as Json;
+    expect(models.data[0].id).toBe("fennec-e2e");
+    expect((await post(plain, "/v1/completions", { model: "fennec-e2e", prompt: "Once", max_tokens: 2 })).status).toBe(200);
+    expect((await post(plain, "/v1/completions", { model: model, prompt: "Once", max_tokens: 2 })).status).toBe(404);
+  });
+
   test("feature off: bodies carry \"metrics\": null; forced usage puts usage on every chunk and a final usage chunk", async () => {
     const res = await post(plain, "/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }], max_tokens: 3 });
     const raw = await res.text();
@@ -296,15 +303,40 @@ describe("disconnect and shutdown", () => {
     const reader = res.body!.getReader();
     await reader.read();
     controller.abort();
-    // run to the end it would take ~1 s on stories260K and finish with "length"; wait well past that
-    await Bun.sleep(2500);
-    const generated = (await metricValue(main, "vllm:generation_tokens_total")) - tokensBefore;
+    // run to the end it would take ~1 s on stories260K and finish with "length"; check that it stopped instead
+    await Bun.sleep(1000);
+    const settled = await metricValue(main, "vllm:generation_tokens_total");
+    await Bun.sleep(1000);
+    expect(await metricValue(main, "vllm:generation_tokens_total")).toBe(settled);
+    const generated = settled - tokensBefore;
     expect(generated).toBeGreaterThan(0);
     expect(generated).toBeLessThan(500);
     // an aborted-by-client request is in no finished-request metric (vLLM)
     expect(await metricValue(main, "vllm:request_success_total")).toBe(successBefore);
     // and the engine has room again: a new request is answered at once
     expect((await client.completions.create({ model, prompt: "Once", max_tokens: 3 })).choices[0]!.finish_reason).toBe("length");
+  });
+
+  test("a non-streaming request whose client goes away is aborted too", async () => {
+    const successBefore = await metricValue(main, "vllm:request_success_total");
+    const tokensBefore = await metricValue(main, "vllm:generation_tokens_total");
+    const controller = new AbortController();
+    const pending = fetch(`${main.url}/v1/completions`, {
+      method: "POST", signal: controller.signal,
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ prompt: "Once", max_tokens: 500, n: 4, temperature: 1, ignore_eos: true }),
+    }).catch(() => null);
+    // wait until it is generating, then hang up
+    for (let i = 0; i < 100 && (await metricValue(main, "vllm:generation_tokens_total")) === tokensBefore; i++) await Bun.sleep(10);
+    controller.abort();
+    await pending;
+    await Bun.sleep(1000);
+    // stopped: no more tokens are being generated, far fewer than the 2000 asked for, and it never finished
+    const settled = await metricValue(main, "vllm:generation_tokens_total");
+    await Bun.sleep(1000);
+    expect(await metricValue(main, "vllm:generation_tokens_total")).toBe(settled);
+    expect(settled - tokensBefore).toBeLessThan(2000);
+    expect(await metricValue(main, "vllm:request_success_total")).toBe(successBefore);
   });
 
   test("SIGTERM: an in-flight stream ends with an error event and [DONE], the process exits 0", async () => {
