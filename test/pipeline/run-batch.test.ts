@@ -89,6 +89,16 @@ describe("run-batch", () => {
     for (const { transfer } of perRequest.values()) expect(transfer!.headers).toEqual(["Field", "0->1", "1->2"]);
   }, 60_000);
 
+  test("fennec run-batch with a bad stage config: exit 2, one line naming the file, the stage and the problem", async () => {
+    const bad = join(dir, "bad.yaml");
+    writeFileSync(bad, "stage_args:\n  - stage_id: 0\n  - stage_id: 1\n    input_type: kv_blocks\n    engine_args: {block_size: 32}\n");
+    const proc = Bun.spawn([process.execPath, join(import.meta.dir, "../../src/cli.ts"), "run-batch", "-i", input, "-o", join(dir, "never.jsonl"), "--stage-config", bad], { stdout: "pipe", stderr: "pipe" });
+    expect(await proc.exited).toBe(2);
+    const lines = (await new Response(proc.stderr).text()).trim().split("\n");
+    expect(lines.length).toBe(1);
+    expect(lines[0]).toMatch(/^fennec: .*bad\.yaml: stage 1: input_type kv_blocks needs the same block_size as stage 0/);
+  }, 30_000);
+
   test("a missing input file is one CLI error", async () => {
     const parsed = parseCommandArgs("run-batch", ["-i", join(dir, "nope.jsonl"), "-o", join(dir, "x.jsonl")]);
     if (!parsed.ok) throw new Error(parsed.error);
