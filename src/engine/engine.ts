@@ -159,6 +159,22 @@ export class EngineCore {
     }
   }
 
+  /**
+   * Scheduler gauges without a step (vLLM sends SchedulerStats with every output batch, even an empty one): after an
+   * abort leaves the engine idle, this is how running / waiting / KV usage reach 0 on the metrics side.
+   * batchSize 0 marks it: no batch ran, no tokens were computed.
+   */
+  idleStats(): StepStats {
+    const t = this.nowMs();
+    const counts = this.kv.takeCounts();
+    return {
+      engineIndex: this.engineIndex, batchId: this.batchId, stepStartMs: t, stepEndMs: t, batchSize: 0, numPromptTokens: 0,
+      numGenerationTokens: 0, numPreempted: 0, numRunning: this.numRunning, numWaiting: this.numWaiting,
+      kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
+      timeToFirstTokensS: [], interTokenLatenciesS: [],
+    };
+  }
+
   /** One engine step; null when nothing could be scheduled. */
   async step(): Promise<EngineStepResult | null> {
     const stepStartMs = this.nowMs();

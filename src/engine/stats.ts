@@ -26,7 +26,7 @@ export interface StepStats {
   readonly batchId: number;
   readonly stepStartMs: number;
   readonly stepEndMs: number;
-  /** requests in this step's batch */
+  /** requests in this step's batch; 0 for a stats-only record (the engine went idle after an abort, no batch ran) */
   readonly batchSize: number;
   /** prompt tokens computed this step (prefill chunks, excluding prefix-cache hits) */
   readonly numPromptTokens: number;

@@ -42,6 +42,8 @@ class EngineWorker {
       case "abort":
         if (!this.engine) { this.pending.push(message); return; }
         this.engine.abort(message.requestIds);
+        // an idle engine sends no more steps: report the emptied queues and cache once (gauges back to 0)
+        if (!this.engine.hasWork()) post({ type: "step", deltas: [], stats: this.engine.idleStats() });
         return;
       case "shutdown":
         this.stopped = true;

@@ -135,6 +135,7 @@ describe("abort", () => {
     expect(engine.numWaiting).toBe(0);
     expect(engine.kv.pool.numFreeBlocks).toBe(64);
     expect(engine.kv.usage()).toBe(0);
+    expect(engine.idleStats()).toMatchObject({ batchSize: 0, numRunning: 0, numWaiting: 0, kvCacheUsage: 0, numGenerationTokens: 0 });
   });
 });
 

@@ -148,6 +148,10 @@ describe("orchestrator over an engine Worker", () => {
     const aborted = rec.finished.find((f) => f.requestId === "long")!;
     expect(aborted.clientAborted).toBe(true);
     expect(aborted.finishReason).toBe("abort");
+    // the engine reports its emptied queues and cache without another request (a stats-only record if it was idle)
+    const gauges = (): number[] => { const s = rec.steps[rec.steps.length - 1]!; return [s.numRunning, s.numWaiting, s.kvCacheUsage]; };
+    for (let i = 0; i < 100 && gauges().some((g) => g !== 0); i++) await Bun.sleep(10);
+    expect(gauges()).toEqual([0, 0, 0]);
     await gather(orch.generate(gen("after", prompt(4, 1), { maxTokens: 3 })));
     const last = rec.steps[rec.steps.length - 1]!;
     expect([last.numRunning, last.numWaiting, last.kvCacheUsage]).toEqual([0, 0, 0]);
