@@ -36,6 +36,14 @@ function createRequestChecks(options: ServerOptions): (request: Request) => void
   };
 }
 
+/** vLLM's default CORS policy (--allowed-origins '*'): browser clients on any origin may call the API. */
+const CORS_HEADERS = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "GET, POST, OPTIONS",
+  "access-control-allow-headers": "Authorization, Content-Type, X-Request-Id",
+  "access-control-max-age": "600",
+} as const;
+
 /** JSON bodies are parsed here so that malformed JSON and non-object bodies get a clear 400 of their own. */
 async function parseJsonObject(request: Request): Promise<Record<string, unknown>> {
   let value: unknown;
@@ -52,7 +60,11 @@ export function createApp(options: ServerOptions) {
   const checkRequest = createRequestChecks(options);
   const app = new Elysia({ name: "fennec" })
     .use(errorPlugin(options.log))
-    .onRequest(({ request }) => checkRequest(request))
+    .onRequest(({ request, set }) => {
+      if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: CORS_HEADERS });
+      set.headers["access-control-allow-origin"] = "*";
+      checkRequest(request);
+    })
     .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request) : undefined))
     .use(docsRoutes())
     .use(healthRoutes(options))

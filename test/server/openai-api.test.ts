@@ -300,4 +300,14 @@ describe("tokenize, models, health, version", () => {
     const version = (await (await s.call("GET", "/version")).json()) as Json;
     expect(version.version).toMatch(/^\d+\.\d+\.\d+/);
   });
+
+  test("CORS like vLLM's default: preflight answered without the API key, every response allows any origin", async () => {
+    const s = testServer({ apiKey: "k" });
+    const preflight = await s.call("OPTIONS", "/v1/chat/completions", undefined, { origin: "http://ui.example", "access-control-request-method": "POST" });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("Authorization");
+    for (const res of [await s.call("GET", "/health"), await s.call("GET", "/v1/models"), await s.call("POST", "/v1/completions", { prompt: "a", max_tokens: 2, stream: true }, { authorization: "Bearer k" })]) {
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    }
+  });
 });
