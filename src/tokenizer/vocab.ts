@@ -159,8 +159,14 @@ export function readVocab(gguf: GgufFile): Vocab {
 
   // tokens recognised by their text are control tokens, whatever the converter said
   const markControl = (id: number) => { attrs[id]! |= TokenAttr.CONTROL; };
-  if (eotId === null) eotId = firstPresent(tokenToId, EOT_TEXTS);
-  if (eomId === null) eomId = firstPresent(tokenToId, EOM_TEXTS);
+  if (eotId === null) {
+    eotId = firstPresent(tokenToId, EOT_TEXTS);
+    if (eotId !== null) markControl(eotId);
+  }
+  if (eomId === null) {
+    eomId = firstPresent(tokenToId, EOM_TEXTS);
+    if (eomId !== null) markControl(eomId);
+  }
   const eog = new Set<number>();
   for (const text of FIM_EOG_TEXTS) {
     const id = tokenToId.get(text);
@@ -170,7 +176,7 @@ export function readVocab(gguf: GgufFile): Vocab {
     const id = tokenToId.get(text);
     if (id !== undefined) { eog.add(id); markControl(id); }
   }
-  for (const id of [eosId, eotId, eomId]) if (id !== null) { eog.add(id); markControl(id); }
+  for (const id of [eosId, eotId, eomId]) if (id !== null) eog.add(id);
 
   const specialIds: number[] = [];
   for (let id = 0; id < numTokens; id++) {
