@@ -11,6 +11,7 @@ import { RequestState } from "./request.ts";
 import { Scheduler, type ScheduledChunk } from "./scheduler.ts";
 import { positionLogprobs, Sampler } from "./sampler.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { nowMs as clockNowMs } from "../util/clock.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -79,7 +80,7 @@ export class EngineCore {
     private readonly runner: ModelRunner,
     config: EngineConfig,
     private readonly engineIndex = 0,
-    private readonly nowMs: () => number = () => performance.timeOrigin + performance.now(),
+    private readonly nowMs: () => number = clockNowMs,
     seed = Date.now(),
   ) {
     this.config = config;

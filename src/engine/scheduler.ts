@@ -51,7 +51,6 @@ export class Scheduler {
   schedule(): SchedulerOutput {
     let budget = this.config.maxNumBatchedTokens;
     const chunks: ScheduledChunk[] = [];
-    const scheduled = new Set<RequestState>();
     let numPreempted = 0;
 
     for (let i = 0; i < this.running.length && budget > 0; ) {
@@ -68,7 +67,6 @@ export class Scheduler {
       }
       if (!fits) break; // the request itself was the newest: it went back to waiting
       chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew });
-      scheduled.add(request);
       budget -= numNew;
       i++;
     }
