@@ -58,6 +58,13 @@ describe("request validation -> 400 naming the field", () => {
     await expectError(await s.call("POST", "/v1/completions", { prompt: "Hi", logprobs: 21 }), 400, "logprobs", /greater than max allowed: 20/);
   });
 
+  test("a chat template that refuses the conversation -> 400 on messages, not 500", async () => {
+    const s = testServer();
+    s.fake.tokenizer.applyChatTemplate = () => { throw new Error("model.gguf: tokenizer.chat_template: Conversation roles must alternate user/assistant"); };
+    await expectError(await s.call("POST", "/v1/chat/completions", chat()), 400, "messages", /Conversation roles must alternate/);
+    await expectError(await s.call("POST", "/tokenize", { messages: [{ role: "user", content: "x" }] }), 400, "messages", /Conversation roles must alternate/);
+  });
+
   test("wrong Content-Type is refused with vLLM's message", async () => {
     const s = testServer();
     const res = await s.app.handle(new Request("http://localhost/v1/chat/completions", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "a=b" }));

@@ -3,7 +3,7 @@
  * chunks in vLLM's order (role chunk, content deltas, one finish chunk per choice, optional usage chunk, [DONE]).
  */
 import { Elysia } from "elysia";
-import type { ChatMessage } from "../../tokenizer/tokenizer.ts";
+import type { ChatMessage, Tokenizer } from "../../tokenizer/tokenizer.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
@@ -29,6 +29,20 @@ export function toChatMessages(messages: readonly ChatMessageBody[]): ChatMessag
   });
 }
 
+/**
+ * The chat template turned into prompt text. Templates may refuse a conversation (`raise_exception`, e.g. roles that
+ * do not alternate): that is the client's input, so a 400 naming `messages`, as vLLM answers.
+ */
+export function renderChat(tokenizer: Tokenizer, messages: readonly ChatMessageBody[], addGenerationPrompt: boolean): string {
+  const chat = toChatMessages(messages);
+  try {
+    return tokenizer.applyChatTemplate(chat, { addGenerationPrompt });
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split("\n")[0]! : String(error);
+    throw new ApiError("badRequest", `The chat template could not render these messages: ${message}`, "messages");
+  }
+}
+
 function choiceLogprobs(options: ServerOptions, body: ChatCompletionBody, choice: Pick<ChoiceResult, "logprobs">) {
   if (body.logprobs !== true) return null;
   return { content: chatLogprobs(options.orchestrator.tokenizer, choice.logprobs, body.top_logprobs ?? 0) };
@@ -52,7 +66,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
     logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
     vocabSize: orchestrator.tokenizer.vocabSize,
   });
-  const prompt = orchestrator.tokenizer.applyChatTemplate(toChatMessages(body.messages), { addGenerationPrompt: body.add_generation_prompt ?? true });
+  const prompt = renderChat(orchestrator.tokenizer, body.messages, body.add_generation_prompt ?? true);
   const promptTokenIds = orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
   if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
   const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);

@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { toChatMessages } from "./chat-completions.ts";
+import { renderChat } from "./chat-completions.ts";
 import { DetokenizeRequest, TokenizeRequest, type DetokenizeBody, type TokenizeBody } from "./schemas.ts";
 import { checkModel } from "./to-engine.ts";
 
@@ -14,7 +14,7 @@ export function tokenize(options: ServerOptions, body: TokenizeBody) {
   }
   let tokens: number[];
   if (body.messages !== undefined) {
-    const text = tokenizer.applyChatTemplate(toChatMessages(body.messages), { addGenerationPrompt: body.add_generation_prompt ?? true });
+    const text = renderChat(tokenizer, body.messages, body.add_generation_prompt ?? true);
     tokens = tokenizer.encode(text, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
   } else {
     tokens = tokenizer.encode(body.prompt ?? "", { addSpecial: body.add_special_tokens ?? true, parseSpecial: true });
