@@ -157,6 +157,32 @@ describe("orchestrator over an engine Worker", () => {
     expect([last.numRunning, last.numWaiting, last.kvCacheUsage]).toEqual([0, 0, 0]);
   });
 
+  test("200 requests aborted at random points through the Worker leave an empty engine that still serves", async () => {
+    const { orch, rec } = await start({ stepDelayMs: 1 }, { kvCacheMemoryBytes: 64 * 16 * 4, maxNumSeqs: 8 });
+    let s = 99;
+    const rand = (n: number): number => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s % n; };
+    let numPreAborted = 0;
+    const runs = Array.from({ length: 200 }, async (_, i) => {
+      const controller = new AbortController();
+      const abortAfter = rand(12);
+      let seen = 0;
+      // aborted before it started: never reaches the engine, counts nowhere
+      if (abortAfter === 0) { controller.abort(); numPreAborted++; }
+      for await (const out of orch.generate(gen(`r${i}`, prompt(1 + rand(60), i), { maxTokens: 200, ignoreEos: true }), controller.signal)) {
+        seen += out.outputs.length;
+        if (seen >= abortAfter) controller.abort();
+      }
+    });
+    await Promise.all(runs);
+    expect(numPreAborted).toBeGreaterThan(0);
+    expect(rec.finished.filter((f) => f.requestId.startsWith("r") && f.clientAborted).length).toBe(200 - numPreAborted);
+    const gauges = (): number[] => { const x = rec.steps[rec.steps.length - 1]!; return [x.numRunning, x.numWaiting, x.kvCacheUsage]; };
+    for (let i = 0; i < 100 && gauges().some((g) => g !== 0); i++) await Bun.sleep(10);
+    expect(gauges()).toEqual([0, 0, 0]);
+    const fresh = await gather(orch.generate(gen("fresh", prompt(30, 2), { maxTokens: 5 })));
+    expect(fresh.finish[0]).not.toBeNull();
+  });
+
   test("a request the engine refuses fails alone; the engine stays healthy", async () => {
     const { orch } = await start({}, { maxModelLen: 64 });
     const tooLong = await failure(gather(orch.generate(gen("toolong", prompt(80, 1)))));
