@@ -1,9 +1,9 @@
 /**
- * Starts the real server as a child process for black-box tests: `dist/fennec serve` when the binary exists, else
- * `bun run src/cli.ts serve`. Waits for /health, keeps the log, and stops it (SIGTERM, then SIGKILL).
+ * Starts the real server as a child process for black-box tests: `dist/fennec serve` when the binary is built from
+ * the current sources, else `bun run src/cli.ts serve`. Waits for /health, keeps the log, and stops it (SIGTERM, then SIGKILL).
  * @example const server = await startServer(["--api-key", "k"]); ...; await server.stop();
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -20,9 +20,23 @@ export interface ServerProcess {
   readonly process: ReturnType<typeof Bun.spawn>;
 }
 
-/** The binary when built (FENNEC_E2E_SOURCE=1 forces the sources, e.g. while a build is stale). */
+/** Newest modification time of any file under `dir` (ms). */
+function newestMtimeMs(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtimeMs(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * The binary when it is built from the current sources; the sources otherwise (a binary older than src/ would test
+ * old code). FENNEC_E2E_SOURCE=1 forces the sources.
+ */
 export function serverCommand(): string[] {
-  return existsSync(BINARY) && process.env.FENNEC_E2E_SOURCE !== "1" ? [BINARY, "serve"] : [process.execPath, "run", join(ROOT, "src", "cli.ts"), "serve"];
+  const fresh = existsSync(BINARY) && statSync(BINARY).mtimeMs >= newestMtimeMs(join(ROOT, "src"));
+  return fresh && process.env.FENNEC_E2E_SOURCE !== "1" ? [BINARY, "serve"] : [process.execPath, "run", join(ROOT, "src", "cli.ts"), "serve"];
 }
 
 /** A port nothing listens on right now (the kernel's pick for port 0). */
