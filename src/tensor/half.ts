@@ -1,13 +1,8 @@
 /**
  * 16-bit floats as ggml stores them: IEEE binary16 (`ggml_half`, round-to-nearest-even) and bfloat16 (the top half
- * of an f32, rounded to nearest even; NaN kept quiet), little-endian. f16 itself needs no helper: Bun's DataView has getFloat16/setFloat16 (round to nearest even).
+ * of an f32, rounded to nearest even; NaN kept quiet), little-endian. f16 itself needs no helper: Bun's DataView
+ * has getFloat16/setFloat16 (round to nearest even), and Float16Array reads aligned data.
  */
-
-/** The f32 value of the bf16 bit pattern `bits`. */
-export function bf16ToF32(bits: number, scratch: DataView): number {
-  scratch.setUint32(0, (bits & 0xffff) << 16, true);
-  return scratch.getFloat32(0, true);
-}
 
 /** The bf16 bit pattern of `value` (ggml_compute_fp32_to_bf16: round to nearest even, NaN -> quiet NaN). */
 export function f32ToBf16(value: number, scratch: DataView): number {
@@ -22,7 +17,7 @@ export function viewOf(bytes: Uint8Array): DataView {
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** A 4-byte scratch view for the bf16 helpers (one per caller, never shared module state). */
+/** A 4-byte scratch view for f32ToBf16 (one per caller, never shared module state). */
 export function newScratch(): DataView {
   return new DataView(new ArrayBuffer(4));
 }

@@ -2,7 +2,7 @@
  * The unquantized weight types: f32, f16, bf16 (blockSize 1). Bytes are little-endian and may start at any offset,
  * so the slow-but-general DataView path is used when a typed view would be misaligned.
  */
-import { bf16ToF32, f32ToBf16, newScratch, viewOf } from "./half.ts";
+import { f32ToBf16, newScratch, viewOf } from "./half.ts";
 
 export function dequantizeF32(src: Uint8Array, dst: Float32Array, n: number): void {
   if (src.byteOffset % 4 === 0) {
@@ -33,9 +33,10 @@ export function quantizeF16(src: Float32Array, dst: Uint8Array, n: number): void
 }
 
 export function dequantizeBf16(src: Uint8Array, dst: Float32Array, n: number): void {
+  // bf16 is the top half of an f32: write the bits straight into dst's memory
+  const bits = new Uint32Array(dst.buffer, dst.byteOffset, n); // [n] aliases dst
   const view = viewOf(src);
-  const scratch = newScratch();
-  for (let i = 0; i < n; i++) dst[i] = bf16ToF32(view.getUint16(2 * i, true), scratch);
+  for (let i = 0; i < n; i++) bits[i] = view.getUint16(2 * i, true) << 16;
 }
 
 export function quantizeBf16(src: Float32Array, dst: Uint8Array, n: number): void {
