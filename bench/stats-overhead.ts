@@ -3,8 +3,9 @@
  * The cost of observability: output tokens/s of the serving stack (HTTP app via app.handle -> orchestrator -> engine
  * Worker, /metrics recorder on in both) without and with `--log-stats --enable-per-request-metrics` (the pipeline
  * wrapper, the omni tables rendered and written after every request, the per-request `metrics` object). Rounds
- * alternate plain / observed so drift on a shared machine hits both; the figure is the median of the per-round ratios.
- * Target: observed throughput within 3% of plain.
+ * alternate plain / observed so drift on a shared machine hits both (median of per-round ratios, and best-of). Then the
+ * observability work alone: the same app over a zero-cost engine, its extra CPU time per token set against the real
+ * engine's. Target: observed throughput within 3% of plain.
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { parseCommandArgs } from "../src/config.ts";
@@ -17,6 +18,8 @@ import { createApp } from "../src/server/app.ts";
 import { metricsRoute } from "../src/server/metrics-route.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../src/server/server-options.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../src/engine/stats.ts";
+import type { GenerateRequest, Orchestrator, RequestOutput } from "../src/pipeline/request-output.ts";
+import { nowMs } from "../src/util/clock.ts";
 import pkg from "../package.json" with { type: "json" };
 
 interface Args { rounds: number; requests: number; maxTokens: number; concurrency: number; model: string | null; threads: number }
@@ -104,6 +107,8 @@ const ratios: number[] = [];
 const cpuRatios: number[] = [];
 const plainTps: number[] = [];
 const observedTps: number[] = [];
+const plainCpu: number[] = [];
+const observedCpu: number[] = [];
 for (let r = 0; r < args.rounds; r++) {
   // alternate the order so neither side always runs second
   const [a, b] = r % 2 === 0 ? [plain, observed] : [observed, plain];
@@ -112,6 +117,8 @@ for (let r = 0; r < args.rounds; r++) {
   const [mp, mo] = r % 2 === 0 ? [ma, mb] : [mb, ma];
   plainTps.push(mp.tokensPerS);
   observedTps.push(mo.tokensPerS);
+  plainCpu.push(mp.cpuUsPerToken);
+  observedCpu.push(mo.cpuUsPerToken);
   ratios.push(mo.tokensPerS / mp.tokensPerS);
   cpuRatios.push(mo.cpuUsPerToken / mp.cpuUsPerToken);
   console.log(`round ${r}: plain ${mp.tokensPerS.toFixed(1)} tok/s ${mp.cpuUsPerToken.toFixed(1)} cpu-us/tok, observed ${mo.tokensPerS.toFixed(1)} tok/s ${mo.cpuUsPerToken.toFixed(1)} cpu-us/tok`);
@@ -119,7 +126,57 @@ for (let r = 0; r < args.rounds; r++) {
 const overheadPct = (1 - median(ratios)) * 100;
 const cpuOverheadPct = (median(cpuRatios) - 1) * 100;
 console.log(`wall: plain ${median(plainTps).toFixed(1)} tok/s, observed ${median(observedTps).toFixed(1)} tok/s, throughput overhead ${overheadPct.toFixed(2)}% (median of ${args.rounds} paired rounds)`);
-console.log(`cpu: extra CPU time per output token ${cpuOverheadPct.toFixed(2)}% (target < 3%) ${Math.abs(cpuOverheadPct) < 3 ? "OK" : "OVER"}`);
+console.log(`cpu: extra CPU time per output token ${cpuOverheadPct.toFixed(2)}% (median of per-round ratios; target < 3%) ${Math.abs(cpuOverheadPct) < 3 ? "OK" : "OVER"}`);
+// best-of: on an oversubscribed machine the least-disturbed round of each side is the closest to its true cost
+const max = (xs: number[]) => xs.reduce((a, b) => Math.max(a, b));
+const min = (xs: number[]) => xs.reduce((a, b) => Math.min(a, b));
+const bestWallPct = (1 - max(observedTps) / max(plainTps)) * 100;
+const bestCpuPct = (min(observedCpu) / min(plainCpu) - 1) * 100;
+console.log(`best-of ${args.rounds}: throughput overhead ${bestWallPct.toFixed(2)}%, CPU-per-token overhead ${bestCpuPct.toFixed(2)}%`);
+// Isolated: the same app and observability code over an engine that costs nothing (outputs ready at once), so the
+// CPU time per token that --log-stats --enable-per-request-metrics adds is measured alone, then set against the real
+// engine's best CPU time per token above. Contention inflates both sides of this difference alike.
+const fakeEngine = (tokenizer: Orchestrator["tokenizer"], base: Orchestrator): Orchestrator => ({
+  modelConfig: base.modelConfig, maxModelLen: base.maxModelLen, tokenizer, isHealthy: () => true, shutdown: async () => {},
+  async *generate(request: GenerateRequest): AsyncIterable<RequestOutput> {
+    const maxTokens = request.sampling.maxTokens ?? 16;
+    let first: number | null = null;
+    for (let n = 1; n <= maxTokens; n++) {
+      const now = nowMs();
+      first ??= now;
+      yield {
+        requestId: request.requestId, numPromptTokens: request.promptTokenIds.length, numCachedTokens: 0, finished: n === maxTokens,
+        outputs: [{ index: 0, textDelta: " a", tokenIdsDelta: [n % 100 + 10], numGeneratedTokens: n, finishReason: n === maxTokens ? "length" : null, stopReason: null }],
+        times: { arrivalMs: request.arrivalMs, queuedMs: now, scheduledMs: now, firstTokenMs: first, lastTokenMs: now },
+      };
+    }
+  },
+});
+async function isolatedCpuPerToken(observedMode: boolean): Promise<number> {
+  const parsed = parseCommandArgs("serve", observedMode ? ["--log-stats"] : []);
+  if (!parsed.ok) throw new Error(parsed.error);
+  const gate = makeDeprecationGate(pkg.version, null);
+  if (!gate.ok) throw new Error(gate.error);
+  const forward = new Forward();
+  const { orchestrator } = await createServingPipeline({
+    options: parsed.value, engineArgs: engineArgsOf(parsed.value), listener: forward,
+    tables: observedMode ? (n) => onlineTables(n, (t) => void writeSync(devNull, t)) : null,
+    factory: async () => fakeEngine(plain.orchestrator.tokenizer, plain.orchestrator),
+  });
+  const recorder = new MetricsRecorder({ modelName: "bench", maxModelLen: orchestrator.maxModelLen, logStats: true, enableMfuMetrics: false, deprecation: gate.value, processMetrics: false });
+  forward.target = recorder;
+  const app = createApp({
+    orchestrator, servedModelName: orchestrator.modelConfig.name, modelPath: "bench", apiKey: null, enablePerRequestMetrics: observedMode,
+    forceIncludeUsage: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: new AbortController().signal, log: () => {}, metricsRoute: metricsRoute(recorder),
+  });
+  const samples: number[] = [];
+  for (let r = 0; r < 9; r++) samples.push((await measure(app, { ...args, requests: 64 }, r)).cpuUsPerToken);
+  return min(samples);
+}
+const isoPlain = await isolatedCpuPerToken(false);
+const isoObserved = await isolatedCpuPerToken(true);
+const engineCpu = min(plainCpu);
+console.log(`isolated: serving path ${isoPlain.toFixed(2)} cpu-us/tok plain, ${isoObserved.toFixed(2)} observed; observability adds ${(isoObserved - isoPlain).toFixed(2)} cpu-us/tok = ${(((isoObserved - isoPlain) / engineCpu) * 100).toFixed(2)}% of the engine's ${engineCpu.toFixed(1)} cpu-us/tok (target < 3%)`);
 await plain.orchestrator.shutdown();
 await observed.orchestrator.shutdown();
 closeSync(devNull);
