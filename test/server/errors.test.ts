@@ -173,5 +173,8 @@ describe("docs", () => {
       expect(chatBody).toContain(`"${field}"`);
     }
     expect(chatBody).toContain("Once upon a time");
+    const responses = spec.paths["/v1/chat/completions"].post.responses;
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(["200", "400", "401", "404", "500"]));
+    expect(Object.keys(responses["200"].content)).toEqual(["application/json", "text/event-stream"]);
   });
 });

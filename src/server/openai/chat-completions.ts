@@ -10,6 +10,7 @@ import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, type ChoiceResult } from "./generation.ts";
 import { chatLogprobs } from "./logprobs.ts";
 import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } from "./schemas.ts";
+import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
@@ -148,6 +149,7 @@ export function chatCompletionsRoutes(options: ServerOptions) {
         summary: "Create a chat completion",
         description: "OpenAI Chat Completions with vLLM's extra sampling fields. With `stream: true` the answer comes as server-sent events. With `--enable-per-request-metrics` the response carries a top-level `metrics` object.",
         security: [{ bearerAuth: [] }],
+        responses: CHAT_COMPLETION_RESPONSES,
       },
     },
   );

@@ -11,6 +11,7 @@ import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync, newChoice, type ChoiceResult, type RequestAbort } from "./generation.ts";
 import { appendCompletionLogprobs, emptyCompletionLogprobs, type CompletionLogprobs } from "./logprobs.ts";
 import { CompletionRequest, type CompletionBody } from "./schemas.ts";
+import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
@@ -146,6 +147,7 @@ export function completionsRoutes(options: ServerOptions) {
         summary: "Create a completion (legacy)",
         description: "OpenAI Completions: `prompt` is a string, a list of strings, a token-id list or a list of token-id lists. Streams as server-sent events with `stream: true`.",
         security: [{ bearerAuth: [] }],
+        responses: COMPLETION_RESPONSES,
       },
     },
   );

@@ -1,6 +1,7 @@
 /** GET /v1/models: the one served model, in vLLM's shape (reference §5.1). */
 import { Elysia } from "elysia";
 import type { ServerOptions } from "../server-options.ts";
+import { MODELS_RESPONSES } from "./response-docs.ts";
 import { unixSeconds } from "./to-engine.ts";
 import { nowMs } from "../../util/clock.ts";
 
@@ -27,6 +28,6 @@ export function listModels(options: ServerOptions) {
 
 export function modelsRoutes(options: ServerOptions) {
   return new Elysia({ name: "openai-models" }).get("/v1/models", () => listModels(options), {
-    detail: { tags: ["OpenAI"], summary: "List the served model", security: [{ bearerAuth: [] }] },
+    detail: { tags: ["OpenAI"], summary: "List the served model", security: [{ bearerAuth: [] }], responses: MODELS_RESPONSES },
   });
 }

@@ -4,6 +4,7 @@ import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { renderChat } from "./chat-completions.ts";
 import { DetokenizeRequest, TokenizeRequest, type DetokenizeBody, type TokenizeBody } from "./schemas.ts";
+import { DETOKENIZE_RESPONSES, TOKENIZE_RESPONSES } from "./response-docs.ts";
 import { checkModel } from "./to-engine.ts";
 
 export function tokenize(options: ServerOptions, body: TokenizeBody) {
@@ -39,10 +40,10 @@ export function tokenizeRoutes(options: ServerOptions) {
   return new Elysia({ name: "vllm-tokenize" })
     .post("/tokenize", ({ body }) => tokenize(options, body), {
       body: TokenizeRequest,
-      detail: { tags: ["vLLM"], summary: "Tokenize a prompt or a chat", description: "Returns the token ids (and with `return_token_strs` their texts) the model would see." },
+      detail: { tags: ["vLLM"], summary: "Tokenize a prompt or a chat", description: "Returns the token ids (and with `return_token_strs` their texts) the model would see.", responses: TOKENIZE_RESPONSES },
     })
     .post("/detokenize", ({ body }) => detokenize(options, body), {
       body: DetokenizeRequest,
-      detail: { tags: ["vLLM"], summary: "Turn token ids back into text" },
+      detail: { tags: ["vLLM"], summary: "Turn token ids back into text", responses: DETOKENIZE_RESPONSES },
     });
 }
