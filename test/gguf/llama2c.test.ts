@@ -84,6 +84,31 @@ describe("stories260K converted to GGUF", () => {
     expect(unwrap(getBool(file, "tokenizer.ggml.add_bos_token"))).toBe(true);
   });
 
+  test("an untied checkpoint (negative vocab size) gets output.weight from after the freq_cis tables", () => {
+    // dim 8, hidden 16, 1 layer, 2 heads, 1 kv head (kvDim 4), vocab -4 (untied), seqLen 2 (freq_cis 2 x 2 x 2 floats)
+    const header = [8, 16, 1, 2, 1, -4, 2];
+    const counts = [4 * 8, 8, 8 * 8, 4 * 8, 4 * 8, 8 * 8, 8, 16 * 8, 8 * 16, 16 * 8, 8, 2 * 2, 2 * 2, 4 * 8];
+    const floats = counts.flatMap((n, part) => Array.from({ length: n }, (_, i) => part * 1000 + i));
+    const ckpt = new Uint8Array(4 * (header.length + floats.length));
+    const view = new DataView(ckpt.buffer);
+    header.forEach((v, i) => view.setInt32(4 * i, v, true));
+    floats.forEach((v, i) => view.setFloat32(4 * (header.length + i), v, true));
+    const tok = new Uint8Array(4 + 4 * 9);
+    const tv = new DataView(tok.buffer);
+    for (let id = 0; id < 4; id++) { tv.setFloat32(4 + 9 * id, -id, true); tv.setInt32(8 + 9 * id, 1, true); tok[12 + 9 * id] = 0x61 + id; }
+    const gguf = unwrap(convertLlama2c(ckpt, tok, "untied"));
+    const output = gguf.tensors.find((t) => t.name === "output.weight")!;
+    expect(output.shape).toEqual([8, 4]);
+    expect(Array.from(new Float32Array((output.data as Uint8Array).slice().buffer))).toEqual(Array.from({ length: 32 }, (_, i) => 13 * 1000 + i));
+    expect(gguf.tensors.map((t) => t.name)).toEqual(["token_embd.weight", "blk.0.attn_norm.weight", "blk.0.attn_q.weight",
+      "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight", "blk.0.ffn_norm.weight", "blk.0.ffn_gate.weight",
+      "blk.0.ffn_down.weight", "blk.0.ffn_up.weight", "output_norm.weight", "output.weight"]);
+    const ffnDown = gguf.tensors.find((t) => t.name === "blk.0.ffn_down.weight")!;
+    expect(ffnDown.shape).toEqual([16, 8]);
+    expect(new Float32Array((ffnDown.data as Uint8Array).slice().buffer)[0]).toBe(8 * 1000);
+    expect((gguf.metadata.get("tokenizer.ggml.tokens")!.value as { values: string[] }).values).toEqual(["<unk>", "<s>", "</s>", "d"]);
+  });
+
   test("bad inputs give one-line errors", () => {
     const ckpt = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[0].name));
     const tok = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[1].name));
