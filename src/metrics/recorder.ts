@@ -54,6 +54,11 @@ function extraLabelCombinations(def: MetricDef): Labels[] {
   return combos;
 }
 
+/** `${index}_${parentId}` -> parentId */
+function parentIdOf(childId: string): string {
+  return childId.slice(childId.indexOf("_") + 1);
+}
+
 export class MetricsRecorder implements StatsListener {
   readonly registry = new Registry();
   private readonly metrics = new Map<MetricKey, AnyMetric>();
@@ -62,6 +67,8 @@ export class MetricsRecorder implements StatsListener {
   private readonly pendingPromptTokens = new Map<number, number>();
   private readonly mfuCost: ModelShapeCost | null;
   private meanContextTokens = 0;
+  /** n > 1 requests with children still running: parent id -> children finished so far */
+  private readonly openParents = new Map<string, { numFinished: number; maxGenerationTokens: number }>();
   private numFinished = 0;
 
   constructor(private readonly options: RecorderOptions) {
@@ -187,7 +194,11 @@ export class MetricsRecorder implements StatsListener {
 
   /** Finished requests count on the last engine (the final stage of a pipeline). */
   onRequestFinished(stats: FinishedRequestStats): void {
-    if (!this.options.logStats || stats.clientAborted) return;
+    if (!this.options.logStats) return;
+    if (stats.clientAborted) {
+      if (stats.n > 1) this.openParents.delete(parentIdOf(stats.requestId));
+      return;
+    }
     const engine = Number(this.engineLabels[this.engineLabels.length - 1]);
     const labels = this.labels(engine);
     const reason = (FINISHED_REASONS as readonly string[]).includes(stats.finishReason) ? stats.finishReason : "error";
@@ -202,12 +213,32 @@ export class MetricsRecorder implements StatsListener {
     this.observe("request_generation_tokens", labels, stats.numGenerationTokens);
     this.observe("request_prefill_kv_computed_tokens", labels, stats.numPromptTokens - Math.max(stats.numCachedTokens, 0));
     if (stats.maxTokensParam) this.observe("request_params_max_tokens", labels, stats.maxTokensParam);
-    this.observe("request_params_n", labels, stats.n);
-    this.observe("request_max_num_generation_tokens", labels, stats.numGenerationTokens);
+    this.observeParent(stats, labels);
     // running mean context for the MFU estimate (a decode token's context is half its request's length on average)
     this.numFinished++;
     const contextTokens = stats.numPromptTokens + stats.numGenerationTokens / 2;
     this.meanContextTokens += (contextTokens - this.meanContextTokens) / this.numFinished;
+  }
+
+  /** vLLM records n and the longest child once per parent request, when its last child finishes (children of an
+   * n > 1 request are `${index}_${parentId}`, as the orchestrator names them). */
+  private observeParent(stats: FinishedRequestStats, labels: Labels): void {
+    if (stats.n <= 1) {
+      this.observe("request_params_n", labels, 1);
+      this.observe("request_max_num_generation_tokens", labels, stats.numGenerationTokens);
+      return;
+    }
+    const parentId = parentIdOf(stats.requestId);
+    const parent = this.openParents.get(parentId) ?? { numFinished: 0, maxGenerationTokens: 0 };
+    parent.numFinished++;
+    parent.maxGenerationTokens = Math.max(parent.maxGenerationTokens, stats.numGenerationTokens);
+    if (parent.numFinished < stats.n) {
+      this.openParents.set(parentId, parent);
+      return;
+    }
+    this.openParents.delete(parentId);
+    this.observe("request_params_n", labels, stats.n);
+    this.observe("request_max_num_generation_tokens", labels, parent.maxGenerationTokens);
   }
 
   /** The Prometheus text exposition (what GET /metrics returns). */

@@ -99,6 +99,23 @@ describe("recorder: vLLM semantics after N sequential requests", () => {
     expect(sampleValue(s, "vllm:time_to_first_token_seconds_count")).toBe(2);
   });
 
+  test("n > 1: request_params_n and request_max_num_generation_tokens once per parent, when its last child finishes", async () => {
+    const r = recorder();
+    r.onRequestFinished(finished("0_p", 4, 3, { n: 3 }));
+    r.onRequestFinished(finished("1_p", 4, 9, { n: 3 }));
+    let s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:request_params_n_count")).toBe(0);
+    r.onRequestFinished(finished("2_p", 4, 5, { n: 3 }));
+    r.onRequestFinished(finished("solo", 4, 2));
+    s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:request_params_n_count")).toBe(2);
+    expect(sampleValue(s, "vllm:request_params_n_sum")).toBe(3 + 1);
+    expect(sampleValue(s, "vllm:request_max_num_generation_tokens_sum")).toBe(9 + 2);
+    // every child counts in the per-sequence metrics
+    expect(sampleValue(s, "vllm:request_success_total")).toBe(4);
+    expect(sampleValue(s, "vllm:request_generation_tokens_count")).toBe(4);
+  });
+
   test("a chunked prefill step without output is folded into the next observed iteration", async () => {
     const r = recorder();
     r.onStep(step({ numPromptTokens: 300 }));
