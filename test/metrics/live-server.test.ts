@@ -92,10 +92,8 @@ describe("live fennec serve /metrics", () => {
     expect(sampleValue(after, "vllm:prompt_tokens_cached_total") - sampleValue(before, "vllm:prompt_tokens_cached_total")).toBe(hits);
   }, 60_000);
 
-  // KNOWN GAP (engine): the engine Worker posts no stats after an abort leaves it idle, so the gauges keep the last
-  // step's values. Marked failing until engine/worker.ts posts a stats-only step after `abort` (as vLLM sends
-  // SchedulerStats); then bun reports this test as unexpectedly passing: turn it back into `test`.
-  test.failing("running / waiting / KV-usage gauges are back at 0 after aborted requests", async () => {
+  // the engine Worker posts a stats-only step when an abort leaves it idle (as vLLM sends SchedulerStats)
+  test("running / waiting / KV-usage gauges are back at 0 after aborted requests", async () => {
     const controllers = [0, 1, 2, 3, 4, 5].map(() => new AbortController());
     const streams = controllers.map(async (c) => {
       try {
