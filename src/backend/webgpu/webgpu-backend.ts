@@ -17,7 +17,7 @@ import { ATTENTION_WGSL, MAX_HEAD_DIM } from "./shaders/attention-wgsl.ts";
 import {
   ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, inPlaceVariant,
 } from "./shaders/elementwise-wgsl.ts";
-import { embedWgsl, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
+import { embedWgsl, MATMUL_TILE_J, MATMUL_TILE_R, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
 import { StepEncoder, foldGroups, type BufferRange } from "./step-encoder.ts";
 import { GPU_WEIGHT_LAYOUTS, layoutFor, repackRows, rowWords, type GpuWeightLayout } from "./weight-layouts.ts";
 
@@ -363,7 +363,7 @@ export class WebGpuBackend implements Backend {
     if (same(out, x)) throw new Error("matmul: out must not alias x");
     const pipeline = this.pipeline(`matmul:${gw.storedType}`, () => matmulWgsl(gw.layout));
     for (const c of gw.chunks) {
-      const numGroups = c.numRows * numRows;
+      const numGroups = Math.ceil(c.numRows / MATMUL_TILE_J) * Math.ceil(numRows / MATMUL_TILE_R);
       const params = new Uint32Array([c.numRows, gw.cols, numRows, rowWords(gw.layout, gw.cols), gw.cols / gw.layout.unitElems, gw.rows, c.rowStart, foldGroups(numGroups)[0]]);
       this.enc.dispatch(pipeline, params, [{ buffer: c.buffer }, range(x), range(out)], numGroups);
     }
