@@ -97,8 +97,62 @@ function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext): void
   }
 }
 
+/** log2 buckets of probabilities (16 per octave, the best token = 1 in bucket 0) for selection without a full sort */
+const BUCKETS_PER_OCTAVE = 16;
+const NUM_BUCKETS = 64 * BUCKETS_PER_OCTAVE + 1;
+
+/** Scratch for selecting the best tokens of a vocabulary. */
+interface SelectScratch {
+  /** [vocabSize] 1 where a token is kept */
+  readonly keep: Uint8Array;
+  /** [vocabSize] bucket of each token */
+  readonly bucketOf: Uint16Array;
+}
+
+/**
+ * Narrows `keep` to its best tokens (probability first, lower id first among equals) until `maxCount` tokens or
+ * `massTarget` probability mass are reached: the same set a full sort would give, found with one bucketing pass
+ * and a sort of the one bucket the boundary falls in. Returns the kept mass.
+ * probs: [vocabSize] unnormalized, at most 1.
+ */
+function keepBest(probs: Float64Array, scratch: SelectScratch, maxCount: number, massTarget: number): number {
+  const { keep, bucketOf } = scratch;
+  const counts = new Float64Array(NUM_BUCKETS); // [NUM_BUCKETS]
+  const masses = new Float64Array(NUM_BUCKETS); // [NUM_BUCKETS]
+  for (let i = 0; i < probs.length; i++) {
+    if (!keep[i]) continue;
+    const p = probs[i]!;
+    const b = p >= 1 ? 0 : Math.min(NUM_BUCKETS - 1, Math.floor(-Math.log2(p) * BUCKETS_PER_OCTAVE));
+    bucketOf[i] = b;
+    counts[b]! += 1;
+    masses[b]! += p;
+  }
+  let count = 0;
+  let mass = 0;
+  let boundary = NUM_BUCKETS;
+  for (let b = 0; b < NUM_BUCKETS; b++) {
+    if (count + counts[b]! >= maxCount || mass + masses[b]! >= massTarget) { boundary = b; break; }
+    count += counts[b]!;
+    mass += masses[b]!;
+  }
+  const inBoundary: number[] = [];
+  for (let i = 0; i < probs.length; i++) {
+    if (!keep[i] || bucketOf[i]! < boundary) continue;
+    if (bucketOf[i] === boundary) inBoundary.push(i);
+    keep[i] = 0;
+  }
+  inBoundary.sort((a, b) => probs[b]! - probs[a]! || a - b);
+  for (const id of inBoundary) {
+    if (count >= maxCount || mass >= massTarget) break;
+    keep[id] = 1;
+    count++;
+    mass += probs[id]!;
+  }
+  return mass;
+}
+
 /** Samples from the processed logits with temperature, min_p, top_k and top_p (vLLM semantics). */
-function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: Float64Array): number {
+function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: Float64Array, scratch: SelectScratch): number {
   const vocabSize = logits.length;
   const invTemp = 1 / p.temperature;
   let max = -Infinity;
@@ -116,27 +170,20 @@ function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: 
   }
   const topK = p.topK > 0 ? Math.min(p.topK, vocabSize) : vocabSize;
   if (topK < vocabSize || p.topP < 1) {
-    // candidates best first (ties: lower id first), cut by top_k then by top_p over the renormalized mass
-    const order: number[] = [];
-    for (let i = 0; i < vocabSize; i++) if (probs[i]! > 0) order.push(i);
-    order.sort((a, b) => probs[b]! - probs[a]! || a - b);
-    const keep = order.slice(0, topK);
-    let keptMass = 0;
-    for (const id of keep) keptMass += probs[id]!;
-    let cut = keep.length;
-    if (p.topP < 1) {
-      let cum = 0;
-      for (let r = 0; r < keep.length; r++) {
-        cum += probs[keep[r]!]!;
-        if (cum >= p.topP * keptMass) { cut = r + 1; break; }
-      }
+    const keep = scratch.keep;
+    for (let i = 0; i < vocabSize; i++) keep[i] = probs[i]! > 0 ? 1 : 0;
+    // top_p applies to the renormalized mass top_k left
+    let mass = topK < vocabSize ? keepBest(probs, scratch, topK, Infinity) : total;
+    if (p.topP < 1) mass = keepBest(probs, scratch, Infinity, p.topP * mass);
+    let last = 0;
+    let u = rng.nextFloat() * mass;
+    for (let i = 0; i < vocabSize; i++) {
+      if (!keep[i]) continue;
+      last = i;
+      u -= probs[i]!;
+      if (u < 0) return i;
     }
-    let u = rng.nextFloat() * keep.slice(0, cut).reduce((s, id) => s + probs[id]!, 0);
-    for (let r = 0; r < cut; r++) {
-      u -= probs[keep[r]!]!;
-      if (u < 0) return keep[r]!;
-    }
-    return keep[cut - 1]!;
+    return last;
   }
   let u = rng.nextFloat() * total;
   let last = 0;
@@ -165,6 +212,7 @@ function needsProcessing(ctx: SamplingContext): boolean {
 export class Sampler {
   private processed = new Float32Array(0); // [vocabSize] logits after the processors
   private probs = new Float64Array(0); // [vocabSize] unnormalized probabilities
+  private select: SelectScratch = { keep: new Uint8Array(0), bucketOf: new Uint16Array(0) };
 
   /** Picks the next token for one sequence from its logits row (not modified). */
   sample(row: Float32Array, ctx: SamplingContext): SampleResult {
@@ -172,6 +220,7 @@ export class Sampler {
     if (this.processed.length !== row.length) {
       this.processed = new Float32Array(row.length);
       this.probs = new Float64Array(row.length);
+      this.select = { keep: new Uint8Array(row.length), bucketOf: new Uint16Array(row.length) };
     }
     let logits = row;
     if (needsProcessing(ctx)) {
@@ -179,7 +228,7 @@ export class Sampler {
       logits.set(row);
       applyLogitsProcessors(logits, ctx);
     }
-    const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs);
+    const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs, this.select);
     if (p.logprobs === null) return { tokenId };
     return { tokenId, logprobs: positionLogprobs(row, tokenId, p.logprobs) };
   }

@@ -44,6 +44,27 @@ describe("sampler", () => {
     expect(distinct({ temperature: 1, topP: 0.3 })).toEqual(new Set([5]));
     expect(distinct({ temperature: 1, topP: 0.7 })).toEqual(new Set([5, 6]));
   });
+  test("top_k and top_p select exactly the set a full sort gives, ties broken by lower id (large vocabulary)", () => {
+    const V = 5000;
+    const r = new Float32Array(V);
+    let x = 7;
+    for (let i = 0; i < V; i++) { x = (Math.imul(x, 1103515245) + 12345) >>> 0; r[i] = Math.round(((x >>> 8) / 0x1000000) * 40) / 10; } // ties
+    const expectedSet = (topK: number, topP: number): Set<number> => {
+      const probs = Array.from(r, (v) => Math.exp(v - 4));
+      const order = [...probs.keys()].sort((a, b) => probs[b]! - probs[a]! || a - b).slice(0, topK > 0 ? topK : V);
+      const mass = order.reduce((m, id) => m + probs[id]!, 0);
+      let cum = 0;
+      const keep: number[] = [];
+      for (const id of order) { if (topP < 1 && cum >= topP * mass) break; keep.push(id); cum += probs[id]!; }
+      return new Set(keep);
+    };
+    for (const [topK, topP] of [[37, 1], [0, 0.3], [300, 0.5]] as const) {
+      const want = expectedSet(topK, topP);
+      const got = distinct({ temperature: 1, topK, topP }, r);
+      for (const id of got) expect(want.has(id)).toBe(true);
+      expect(got.size).toBeGreaterThan(Math.min(want.size, 300) / 4);
+    }
+  });
   test("min_p drops tokens below min_p x the top probability", () => {
     // p6/p5 = e^-0.5 = 0.61, p7/p5 = e^-1 = 0.37
     expect(distinct({ temperature: 1, minP: 0.5 })).toEqual(new Set([5, 6]));
