@@ -311,3 +311,20 @@ describe("tokenize, models, health, version", () => {
     }
   });
 });
+
+describe("several prompts, one failing", () => {
+  test("the siblings of a failed prompt are aborted, not left running", async () => {
+    const s = testServer({}, { stepDelayMs: 3 });
+    const generate = s.fake.generate.bind(s.fake);
+    // the second prompt's request fails at once; the first would run for 200 tokens
+    (s.fake as { generate: typeof generate }).generate = (request, signal) => {
+      if (request.promptTokenIds.length === 3) return (async function* () { throw new Error("boom"); })();
+      return generate(request, signal);
+    };
+    const res = await s.call("POST", "/v1/completions", { prompt: [[1, 70, 71, 72, 73], [1, 70, 71]], max_tokens: 200 });
+    expect(res.status).toBe(500);
+    for (let i = 0; i < 50 && s.fake.running() > 0; i++) await Bun.sleep(5);
+    expect(s.fake.running()).toBe(0);
+    expect(s.fake.abortedIds).toHaveLength(1);
+  });
+});

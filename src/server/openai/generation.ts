@@ -15,7 +15,7 @@ export interface RequestAbort {
   readonly controller: AbortController;
   /** true when the abort came from the server shutting down (the client gets an error, not a silent end) */
   readonly shuttingDown: () => boolean;
-  /** detach from the shutdown signal once the request is over */
+  /** the HTTP exchange is over: detach from the signals and abort whatever still runs (a no-op once finished) */
   readonly dispose: () => void;
 }
 
@@ -31,6 +31,8 @@ export function linkAbort(clientSignal: AbortSignal | undefined, shutdownSignal:
     dispose: () => {
       clientSignal?.removeEventListener("abort", abort);
       shutdownSignal.removeEventListener("abort", abort);
+      // e.g. one prompt of several failed: its siblings must not keep the engine busy
+      controller.abort();
     },
   };
 }
