@@ -29,8 +29,9 @@ export interface RecorderOptions {
   readonly deprecation: DeprecationGate;
   /** process_* and nodejs_* metrics (prom-client defaults) */
   readonly processMetrics?: boolean;
-  /** for the MFU estimate: the model and its average stored bytes per weight / per KV element */
-  readonly model?: { readonly config: ModelConfig; readonly bytesPerWeight: number; readonly bytesPerKvElement: number };
+  /** for the MFU estimate: the model, and its average stored bytes per weight / per KV element (default 4: f32, an
+   * upper bound for quantized weights) */
+  readonly model?: { readonly config: ModelConfig; readonly bytesPerWeight?: number; readonly bytesPerKvElement?: number };
   /** CacheConfig facts for vllm:cache_config_info, per engine */
   readonly cacheConfig?: Readonly<Partial<Record<(typeof CACHE_CONFIG_LABELS)[number], string | number | boolean | null>>>;
 }
@@ -83,7 +84,7 @@ export class MetricsRecorder implements StatsListener {
       }
     }
     this.mfuCost = options.enableMfuMetrics && options.model
-      ? shapeCost(options.model.config, options.model.bytesPerWeight, options.model.bytesPerKvElement)
+      ? shapeCost(options.model.config, options.model.bytesPerWeight ?? 4, options.model.bytesPerKvElement ?? 4)
       : null;
     if (!options.logStats) return;
     for (const key of METRIC_KEYS) {
