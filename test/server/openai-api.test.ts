@@ -256,6 +256,16 @@ describe("aborts and shutdown", () => {
     expect(s.fake.abortedIds).toHaveLength(1);
   });
 
+  test("shutdown answers an in-flight non-streaming request with a 503 error object", async () => {
+    const s = testServer({}, { stepDelayMs: 5 });
+    const pending = s.call("POST", "/v1/chat/completions", chat({ max_tokens: 200 }));
+    setTimeout(() => s.shutdown.abort(), 40);
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as Json).error.type).toBe("ServiceUnavailableError");
+    expect(s.fake.running()).toBe(0);
+  });
+
   test("shutdown ends an in-flight stream with an error event, then [DONE]", async () => {
     const s = testServer({}, { stepDelayMs: 5 });
     const res = await s.call("POST", "/v1/chat/completions", chat({ max_tokens: 200, stream: true }));
