@@ -6,7 +6,7 @@
  * Matmul activations are quantized to int8 per 32 once per matmul input (quantize_q8), as llama.cpp does.
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
-import { weightType, type GgmlType } from "../../tensor/dtypes.ts";
+import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
 import { dequantizeWeight } from "../reference.ts";
 import { loadKernelModule, type KernelExports, type SimdLevel } from "./kernel-module.ts";
@@ -130,18 +130,21 @@ export class WasmBackend implements Backend {
       const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
       if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
       const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
+      // KIND_I8 has no offsets: its kernels never read wm, so it gets no memory (Q8_0 stays at 36 bytes per 32 weights)
+      const mBytes = spec.kind === KernelKind.I8 ? 0 : scaleFloats * 4;
       const wq = this.heap.alloc(quantBytes);
       const ws = this.heap.alloc(scaleFloats * 4);
-      const wm = this.heap.alloc(scaleFloats * 4);
+      const wm = mBytes > 0 ? this.heap.alloc(mBytes) : ws;
       const bytes = this.heap.bytes;
       bytes.fill(0, wq, wq + quantBytes);
       const floats = this.heap.floats;
       floats.fill(0, ws / 4, ws / 4 + scaleFloats);
-      floats.fill(0, wm / 4, wm / 4 + scaleFloats);
-      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes),
-        floats.subarray(ws / 4, ws / 4 + scaleFloats), floats.subarray(wm / 4, wm / 4 + scaleFloats));
-      return new WasmWeight(rows, cols, type, { kind: spec.kind, wq, ws, wm }, 0,
-        [[wq, quantBytes], [ws, scaleFloats * 4], [wm, scaleFloats * 4]]);
+      const mins = mBytes > 0 ? floats.subarray(wm / 4, wm / 4 + scaleFloats) : new Float32Array(scaleFloats);
+      mins.fill(0);
+      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), floats.subarray(ws / 4, ws / 4 + scaleFloats), mins);
+      const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleFloats * 4]];
+      if (mBytes > 0) allocations.push([wm, mBytes]);
+      return new WasmWeight(rows, cols, type, { kind: spec.kind, wq, ws, wm }, 0, allocations);
     }
     const values = dequantizeWeight(source); // [rows, cols]
     const rowsPadded = Math.ceil(rows / 4) * 4;
@@ -360,6 +363,29 @@ export class WasmBackend implements Backend {
     rows.forEach((row, i) => floats.set(row, d + i * cols));
   }
 
+  /**
+   * Runs every kernel kind a few hundred times on small shapes so JSC tiers them up to its optimizing JIT before the
+   * first request (its thresholds count loop iterations). About 20-50 ms on a quiet 2-core machine.
+   */
+  warmUp(): void {
+    const cols = 256;
+    const rows = 64;
+    const numTokens = 4;
+    const x = this.alloc(numTokens * cols);
+    const out = this.alloc(numTokens * rows);
+    const xp = asBuffer(x).ptr / 4;
+    this.heap.floats.fill(0.5, xp, xp + numTokens * cols);
+    for (const type of [GgmlType.F32, GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q5_0, GgmlType.Q6_K]) {
+      const wt = weightType(type)!;
+      const data = new Uint8Array((rows * cols / wt.blockSize) * wt.bytesPerBlock); // zeros: valid blocks of every type
+      const w = this.loadWeight({ name: "warm-up", type, rows, cols, data });
+      for (let i = 0; i < 40; i++) this.matmul(out, w, x, 1 + (i % numTokens));
+      this.freeWeight(w);
+    }
+    this.free(x);
+    this.free(out);
+  }
+
   /** Reads the whole buffer once with v128 loads on this thread (the bandwidth yardstick of bench/kernels.ts). */
   streamRead(buffer: DeviceBuffer): number {
     const b = asBuffer(buffer);
@@ -399,5 +425,7 @@ export async function createWasmBackend(options: WasmBackendOptions = {}): Promi
   const kernels = instance.exports as unknown as KernelExports;
   heap.setBase(kernels.heap_base());
   const pool = await ThreadPool.start(module, heap, kernels, threads);
-  return new WasmBackend(level, heap, kernels, pool);
+  const backend = new WasmBackend(level, heap, kernels, pool);
+  backend.warmUp();
+  return backend;
 }
