@@ -2,13 +2,16 @@
  * The default model as the program sees it: parsed in memory from the build output, and readable from inside a
  * compiled binary run from another directory (scripts/check-embedded-model.ts compiled with bun build --compile).
  */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { $ } from "bun";
 import { DEFAULT_MODEL_SOURCE, defaultModelPath, loadDefaultModelBytes, openDefaultModel } from "../../src/default-model.ts";
+
+// llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
+setDefaultTimeout(120_000);
 
 const root = join(import.meta.dir, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "fennec-embed-"));

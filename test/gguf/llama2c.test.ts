@@ -3,7 +3,7 @@
  * (node-llama-cpp) loaded on it reproduces the golden greedy ids and tokenizations. This proves the converter; the
  * model's own forward pass is checked against the same golden file elsewhere.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,9 @@ import { convertLlama2c } from "../../src/gguf/llama2c.ts";
 import { getArray, getBool, getF32, getString, getU32 } from "../../src/gguf/metadata.ts";
 import { readGguf, tensorData } from "../../src/gguf/reader.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
+
+// llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
+setDefaultTimeout(120_000);
 
 const SHARED = join(import.meta.dir, "../../../shared/models");
 const golden = JSON.parse(readFileSync(join(SHARED, "stories260K-golden.json"), "utf8")) as {

@@ -3,7 +3,7 @@
  * generate; the q4_k_m recipe reproduces the type mix and size the kernels reference (§1.1) reconstructs for the
  * real shapes; the CLI writes a file and rejects bad flags with one line and exit 2.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +17,9 @@ import { getU32 } from "../../src/gguf/metadata.ts";
 import { readGguf, tensorData } from "../../src/gguf/reader.ts";
 import { writeGgufFile } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
+
+// llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
+setDefaultTimeout(120_000);
 
 const root = join(import.meta.dir, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "fennec-make-model-"));

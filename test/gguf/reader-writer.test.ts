@@ -2,7 +2,7 @@
  * GGUF reader and writer: every metadata value type and tensor types round-trip exactly; real llama.cpp files
  * re-serialize byte for byte; bad files give one error naming the file and the problem (never a throw).
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,9 @@ import { getArray, getBool, getF32, getString, getU32, mdArray, mdBool, mdF32, m
 import { parseGguf, readGguf, tensorData } from "../../src/gguf/reader.ts";
 import { serializeGguf, writeGgufFile, type GgufTensorToWrite } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
+
+// llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
+setDefaultTimeout(120_000);
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-gguf-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

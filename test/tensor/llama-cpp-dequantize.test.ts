@@ -5,7 +5,7 @@
  * keeps the scale visible: a wrong block scale changes the direction of x + b, not just its length. (b reaches the
  * residual through llama.cpp's f16 KV cache, hence f16-rounded; everything else is f32.)
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,9 @@ import { mdF32, mdU32 } from "../../src/gguf/metadata.ts";
 import { writeGgufFile, type GgufTensorToWrite } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, WEIGHT_TYPES, type WeightType } from "../../src/tensor/dtypes.ts";
 import { readFileSync } from "node:fs";
+
+// llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
+setDefaultTimeout(120_000);
 
 const SHARED = join(import.meta.dir, "../../../shared/models");
 const DIM = 256; // one K super-block or eight 32-blocks per row
