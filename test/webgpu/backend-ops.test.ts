@@ -124,6 +124,19 @@ describe("matmul and embed over every weight type", () => {
     }
   });
 
+  test("weights over the binding limit are split by rows: same matmul and embed", async () => {
+    const chunked = await createWebGpuBackend({ log: () => {}, maxWeightChunkBytes: 1024 });
+    try {
+      for (const wt of WEIGHT_TYPES.filter((w) => w.type === GgmlType.Q6_K || w.type === GgmlType.F16)) {
+        const source = weightSource(wt, ROWS, COLS, 21);
+        // 1024-byte chunks hold 2 rows of 512 f16 values or 2 rows of Q6_K (424 bytes each)
+        await expectSameMatmulAndEmbed(chunked, chunked.loadWeight(source), ref.loadWeight(source));
+      }
+    } finally {
+      chunked.dispose();
+    }
+  });
+
   test("out row r does not depend on the batch size (batch invariance), bit for bit", async () => {
     const wt = WEIGHT_TYPES.find((w) => w.type === GgmlType.Q4_K)!;
     const w = gpu.loadWeight(weightSource(wt, ROWS, COLS, 3));

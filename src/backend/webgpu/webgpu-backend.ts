@@ -60,13 +60,15 @@ export interface WebGpuBackendOptions {
   readonly mirrorKv?: boolean;
   /** weight types kept as they are (default: every type with a shader); the others are converted to f16 at load */
   readonly nativeTypes?: readonly GgmlType[];
+  /** largest weight buffer (default: the adapter's binding limit); larger weights are split by rows */
+  readonly maxWeightChunkBytes?: number;
 }
 
 /** Opens the adapter and returns the backend; throws CliError (one line, exit 2) when there is no usable adapter. */
 export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
   const dawn = await openDawnDevice({ timeoutMs: options.timeoutMs });
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  return new WebGpuBackend(dawn, log, options.mirrorKv ?? true, options.nativeTypes ?? GPU_WEIGHT_LAYOUTS.map((l) => l.type));
+  return new WebGpuBackend(dawn, log, options.mirrorKv ?? true, options.nativeTypes ?? GPU_WEIGHT_LAYOUTS.map((l) => l.type), options.maxWeightChunkBytes);
 }
 
 /** writeBuffer's typing wants views over plain ArrayBuffers; Dawn copies shared ones (WASM memory) just as well */
@@ -94,6 +96,7 @@ export class WebGpuBackend implements Backend {
   private readonly ropeTables = new Map<string, RopeTable>();
   private readonly convertedTypes = new Set<GgmlType>();
   private readonly maxBindingBytes: number;
+  private readonly maxWeightChunkBytes: number;
   private readonly uncaptured: string[] = [];
   private kv: GpuKvCache | null = null;
   private gatherScratch: GpuBuffer | null = null;
@@ -103,10 +106,12 @@ export class WebGpuBackend implements Backend {
     private readonly log: (line: string) => void,
     private readonly mirrorKv: boolean,
     private readonly nativeTypes: readonly GgmlType[],
+    maxWeightChunkBytes?: number,
   ) {
     this.device = dawn.device;
     this.adapterDescription = dawn.description;
     this.maxBindingBytes = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
+    this.maxWeightChunkBytes = Math.min(this.maxBindingBytes, maxWeightChunkBytes ?? this.maxBindingBytes);
     this.enc = new StepEncoder(this.device);
     this.device.onuncapturederror = (ev) => { this.uncaptured.push(ev.error.message.split("\n")[0]!); };
     this.lost = this.device.lost.then((info) => {
@@ -175,7 +180,7 @@ export class WebGpuBackend implements Backend {
       }
     }
     const bytesPerRow = rowWords(layout, cols) * 4;
-    const rowsPerChunk = Math.max(1, Math.floor(this.maxBindingBytes / bytesPerRow));
+    const rowsPerChunk = Math.max(1, Math.floor(this.maxWeightChunkBytes / bytesPerRow));
     const chunks: WeightChunk[] = [];
     for (let rowStart = 0; rowStart < rows; rowStart += rowsPerChunk) {
       const numRows = Math.min(rowsPerChunk, rows - rowStart);
