@@ -26,7 +26,6 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       return ok({ runner: await mod.createRunner(spec.options), backend: `module ${spec.moduleUrl}` });
     }
     case "model": {
-      if (args.device !== "cpu") return err(`--device ${args.device}: no such backend in this build yet`);
       const { openModelGguf } = await import("./model-source.ts");
       const { loadModel } = await import("../model/load-model.ts");
       const { Runner } = await import("../model/runner.ts");
@@ -35,7 +34,13 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       if (!gguf.ok) return gguf;
       const model = loadModel(gguf.value);
       if (!model.ok) return model;
-      const backend = await createBackend({ kind: "wasm", threads: args.threads });
+      let backend: Awaited<ReturnType<typeof createBackend>>;
+      try {
+        // --device cpu: the WASM kernels on a thread pool; webgpu: the WGSL backend (one line when there is no adapter)
+        backend = await createBackend(args.device === "webgpu" ? { kind: "webgpu" } : { kind: "wasm", threads: args.threads });
+      } catch (e) {
+        return err(e instanceof Error ? e.message : String(e));
+      }
       return ok({ runner: new Runner(model.value.config, model.value.weights, backend), backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}) });
     }
   }
