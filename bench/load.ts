@@ -4,17 +4,19 @@
  * tokens of each chunk (nothing lost or repeated), one finish, [DONE] last, and the greedy text equal to the same
  * prompt's non-streamed answer. Reports throughput, TTFT percentiles and the server's memory before and after.
  *   bun run bench/load.ts [--clients 32] [--duration-s 60] [--max-tokens 64] [--url http://127.0.0.1:8000] [--json]
+ *                         [-- <fennec serve flags, e.g. --max-num-seqs 32>]
  * Exits 1 on any error or broken stream. Starts its own server unless --url is given.
  */
 import { readFileSync } from "node:fs";
 import { startServer, type ServerProcess } from "../test/e2e/server-process.ts";
 
-interface Args { clients: number; durationS: number; maxTokens: number; url: string | null; json: boolean }
+interface Args { clients: number; durationS: number; maxTokens: number; url: string | null; json: boolean; serveArgs: string[] }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { clients: 32, durationS: 60, maxTokens: 64, url: null, json: false };
+  const args: Args = { clients: 32, durationS: 60, maxTokens: 64, url: null, json: false, serveArgs: [] };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
+    if (flag === "--") { args.serveArgs = argv.slice(i + 1) as string[]; break; }
     const value = () => {
       const v = argv[++i];
       if (v === undefined) throw new Error(`${flag} needs a value`);
@@ -111,7 +113,7 @@ const mib = (bytes: number | null) => (bytes === null ? "n/a" : `${(bytes / 1048
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const server = args.url === null ? await startServer([]) : null;
+  const server = args.url === null ? await startServer(args.serveArgs) : null;
   const url = args.url ?? server!.url;
   try {
     const expected = await referenceTexts(url, args.maxTokens);
