@@ -206,56 +206,15 @@ export class StagePipeline implements Orchestrator {
           while (j < this.stages.length && this.stages[j]!.spec.input === "kv_blocks") j++;
           if (j >= this.stages.length) { finished = true; break; }
         }
-        const target = this.stages[j]!;
-        const edge = this.edges[j - 1]!;
-        // postprocess: turn this stage's output into the next stage's input (timed on this stage, as omni does)
-        const postStartMs = this.nowMs();
-        let nextPrompt: readonly number[];
-        let payload: Uint8Array;
-        const txStartMs = this.nowMs();
-        if (target.spec.input === "kv_blocks") {
-          nextPrompt = [...prompt, ...result.tokenIds];
-          if (result.kv) {
-            payload = encodeKv(result.kv);
-          } else {
-            // the stage's engine cannot export KV blocks: send the token ids and let the next stage recompute them
-            this.warnOnce(`fennec: stage ${i}'s engine returned no KV blocks; stage ${j} recomputes the prompt (edge ${i}->${j} carries token ids)`);
-            payload = new Uint8Array(Int32Array.from(nextPrompt).buffer); // [numTokens] int32
-          }
-        } else {
-          payload = encodeText(runText);
-          nextPrompt = [];
-        }
-        const { sizeBytes } = edge.send(request.requestId, payload);
-        const txTimeMs = this.nowMs() - txStartMs;
-        const received = await edge.receive(request.requestId);
-        const rxStartMs = this.nowMs();
-        let receivedText = "";
-        if (target.spec.input === "kv_blocks") {
-          if (result.kv) {
-            const kv = decodeKv(received.payload);
-            if (!kv.ok) throw new PipelineRequestError(`edge ${i}->${j}: ${kv.error}`);
-            importKv = kv.value;
-          } else {
-            nextPrompt = [...new Int32Array(received.payload.buffer, received.payload.byteOffset, received.payload.byteLength / 4)];
-            importKv = undefined;
-          }
-        } else {
-          receivedText = decodeText(received.payload);
-        }
-        const rxDecodeTimeMs = this.nowMs() - rxStartMs;
-        // turning the text into the next stage's prompt is the upstream stage's postprocess (omni's custom_process_input_func)
-        const tokenizeStartMs = this.nowMs();
-        if (target.spec.input === "text") {
-          importKv = undefined;
-          nextPrompt = target.orchestrator.tokenizer.encode(receivedText, { addSpecial: true, parseSpecial: false });
+        const handoff = await this.handOff(request.requestId, i, j, result, prompt, runText);
+        stageStats[stageStats.length - 1] = { ...stats, postprocessTimeMs: handoff.postprocessTimeMs };
+        edgeStats.push(handoff.edge);
+        importKv = handoff.importKv;
+        if (this.stages[j]!.spec.input === "text") {
           runTokenIds = [];
           runText = "";
         }
-        const postprocessTimeMs = (txStartMs - postStartMs) + (this.nowMs() - tokenizeStartMs);
-        stageStats[stageStats.length - 1] = { ...stats, postprocessTimeMs };
-        edgeStats.push({ fromStage: i, toStage: j, sizeBytes, txTimeMs, inFlightTimeMs: received.inFlightTimeMs, rxDecodeTimeMs });
-        prompt = nextPrompt;
+        prompt = handoff.nextPrompt;
         i = j - 1;
       }
       const finalizeMs = this.nowMs();
@@ -274,6 +233,54 @@ export class StagePipeline implements Orchestrator {
         this.options.listener.onRequestFinished(this.finishedStats(request, stage0, last, last.tokenIds.length, this.nowMs(), firstVisibleTokenMs, true));
       }
     }
+  }
+
+  /**
+   * Moves stage i's result over edge i -> j: the KV blocks (plus the prompt extended by the generated tokens) or the
+   * run's text (tokenized for stage j). Times tx / in-flight / rx-decode on the edge, and the upstream postprocess.
+   */
+  private async handOff(requestId: string, i: number, j: number, result: StageResult, prompt: readonly number[], runText: string): Promise<{
+    nextPrompt: readonly number[]; importKv: KvHandoff | undefined; edge: TransferEdgeStats; postprocessTimeMs: number;
+  }> {
+    const target = this.stages[j]!;
+    const channel = this.edges[j - 1]!;
+    const kvEdge = target.spec.input === "kv_blocks";
+    const kvPrompt = [...prompt, ...result.tokenIds];
+    const txStartMs = this.nowMs();
+    let payload: Uint8Array;
+    if (!kvEdge) {
+      payload = encodeText(runText);
+    } else if (result.kv) {
+      payload = encodeKv(result.kv);
+    } else {
+      // the stage's engine cannot export KV blocks: send the token ids and let the next stage recompute them
+      this.warnOnce(`fennec: stage ${i}'s engine returned no KV blocks; stage ${j} recomputes the prompt (edge ${i}->${j} carries token ids)`);
+      payload = new Uint8Array(Int32Array.from(kvPrompt).buffer); // [numTokens] int32
+    }
+    const { sizeBytes } = channel.send(requestId, payload);
+    const txTimeMs = this.nowMs() - txStartMs;
+    const received = await channel.receive(requestId);
+
+    const rxStartMs = this.nowMs();
+    let importKv: KvHandoff | undefined;
+    let receivedText = "";
+    let nextPrompt: readonly number[] = kvPrompt;
+    if (!kvEdge) {
+      receivedText = decodeText(received.payload);
+    } else if (result.kv) {
+      const kv = decodeKv(received.payload);
+      if (!kv.ok) throw new PipelineRequestError(`edge ${i}->${j}: ${kv.error}`);
+      importKv = kv.value;
+    } else {
+      nextPrompt = [...new Int32Array(received.payload.buffer, received.payload.byteOffset, received.payload.byteLength / 4)];
+    }
+    const rxDecodeTimeMs = this.nowMs() - rxStartMs;
+
+    // turning text into the next stage's prompt is the upstream stage's postprocess (omni's custom_process_input_func)
+    const postStartMs = this.nowMs();
+    if (!kvEdge) nextPrompt = target.orchestrator.tokenizer.encode(receivedText, { addSpecial: true, parseSpecial: false });
+    const postprocessTimeMs = this.nowMs() - postStartMs;
+    return { nextPrompt, importKv, postprocessTimeMs, edge: { fromStage: i, toStage: j, sizeBytes, txTimeMs, inFlightTimeMs: received.inFlightTimeMs, rxDecodeTimeMs } };
   }
 
   /** whether stage i's sequence goes on in stage i+1: never after the last stage, always into a text stage, and into a
