@@ -10,25 +10,41 @@
  * then logits = rmsnorm(x).Wout.
  */
 import type { WeightSource } from "../backend/backend.ts";
+import type { GgmlType } from "../tensor/dtypes.ts";
 import type { ModelConfig } from "./model-config.ts";
 import { dequantizeTensor, type ModelWeights } from "./weights.ts";
 
-/** One layer's weights as f32, [rows, cols] row-major (rows = output features). */
+/** A matrix dequantized to f32 [rows, cols] row-major (rows = output features), and the type it came from. */
+interface Matrix {
+  readonly data: Float32Array;
+  readonly type: GgmlType;
+}
+
+/** One layer's weights as f32. */
 interface LayerF32 {
   attnNorm: Float32Array; // [dim]
-  wq: Float32Array; // [qDim, dim]
-  wk: Float32Array; // [kvDim, dim]
-  wv: Float32Array; // [kvDim, dim]
-  wo: Float32Array; // [dim, qDim]
+  wq: Matrix; // [qDim, dim]
+  wk: Matrix; // [kvDim, dim]
+  wv: Matrix; // [kvDim, dim]
+  wo: Matrix; // [dim, qDim]
   bq: Float32Array | null; // [qDim]
   bk: Float32Array | null; // [kvDim]
   bv: Float32Array | null; // [kvDim]
   qNorm: Float32Array | null; // [headDim]
   kNorm: Float32Array | null; // [headDim]
   ffnNorm: Float32Array; // [dim]
-  wGate: Float32Array; // [hiddenDim, dim]
-  wUp: Float32Array; // [hiddenDim, dim]
-  wDown: Float32Array; // [dim, hiddenDim]
+  wGate: Matrix; // [hiddenDim, dim]
+  wUp: Matrix; // [hiddenDim, dim]
+  wDown: Matrix; // [dim, hiddenDim]
+}
+
+export interface ReferenceForwardOptions {
+  /**
+   * Rounds a matmul's input vector [cols] before the product, given the weight's type. Off by default (exact f32
+   * math). The llama.cpp cross-check uses it to round like ggml's CPU kernels (q8_0 / q8_K / f16 activations), so
+   * both sides compute the same numbers.
+   */
+  readonly roundMatmulInput?: (x: Float32Array, weightType: GgmlType) => Float32Array;
 }
 
 // ---- leaf ops (llama2.c names) ----
@@ -99,7 +115,8 @@ export class ReferenceForward {
   private readonly tokenEmbd: Float32Array; // [vocabSize, dim]
   private readonly layers: LayerF32[];
   private readonly outputNorm: Float32Array; // [dim]
-  private readonly output: Float32Array; // [vocabSize, dim] (the same array as tokenEmbd when tied)
+  private readonly output: Matrix; // [vocabSize, dim] (the same data as tokenEmbd when tied)
+  private readonly roundInput: ReferenceForwardOptions["roundMatmulInput"];
 
   // run state (llama2.c RunState)
   private readonly x: Float32Array; // [dim] the residual stream
@@ -115,17 +132,19 @@ export class ReferenceForward {
   private readonly keyCache: Float32Array; // [numLayers, maxSeqLen, kvDim]
   private readonly valueCache: Float32Array; // [numLayers, maxSeqLen, kvDim]
 
-  constructor(readonly config: ModelConfig, weights: ModelWeights, readonly maxSeqLen = config.contextLength) {
+  constructor(readonly config: ModelConfig, weights: ModelWeights, readonly maxSeqLen = config.contextLength, options: ReferenceForwardOptions = {}) {
     const f32 = (w: WeightSource): Float32Array => dequantizeTensor(w);
     const maybe = (w: WeightSource | null): Float32Array | null => (w === null ? null : f32(w));
+    const matrix = (w: WeightSource): Matrix => ({ data: f32(w), type: w.type });
     this.tokenEmbd = f32(weights.tokenEmbd);
-    this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : f32(weights.output);
+    this.output = weights.output === weights.tokenEmbd ? { data: this.tokenEmbd, type: weights.tokenEmbd.type } : matrix(weights.output);
     this.outputNorm = f32(weights.outputNorm);
     this.layers = weights.layers.map((l) => ({
-      attnNorm: f32(l.attnNorm), wq: f32(l.wq), wk: f32(l.wk), wv: f32(l.wv), wo: f32(l.wo),
+      attnNorm: f32(l.attnNorm), wq: matrix(l.wq), wk: matrix(l.wk), wv: matrix(l.wv), wo: matrix(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
-      ffnNorm: f32(l.ffnNorm), wGate: f32(l.wGate), wUp: f32(l.wUp), wDown: f32(l.wDown),
+      ffnNorm: f32(l.ffnNorm), wGate: matrix(l.wGate), wUp: matrix(l.wUp), wDown: matrix(l.wDown),
     }));
+    this.roundInput = options.roundMatmulInput;
 
     const { dim, hiddenDim, numLayers, vocabSize } = config;
     const qDim = config.numHeads * config.headDim;
@@ -142,6 +161,12 @@ export class ReferenceForward {
     this.logits = new Float32Array(vocabSize);
     this.keyCache = new Float32Array(numLayers * maxSeqLen * kvDim);
     this.valueCache = new Float32Array(numLayers * maxSeqLen * kvDim);
+  }
+
+  /** out[rows] = W[rows, cols] . x[cols], with the optional input rounding */
+  private matmul(out: Float32Array, x: Float32Array, w: Matrix, cols: number, rows: number): void {
+    const input = this.roundInput ? this.roundInput(x.subarray(0, cols), w.type) : x;
+    matmul(out, input, w.data, cols, rows);
   }
 
   /** Forget the sequence (the cache is simply overwritten from pos 0). */
@@ -168,9 +193,9 @@ export class ReferenceForward {
 
       // attention: qkv (+ bias), QK-norm, rope
       rmsnorm(xb, x, w.attnNorm, dim, rmsEps);
-      matmul(q, xb, w.wq, dim, qDim);
-      matmul(k, xb, w.wk, dim, kvDim);
-      matmul(v, xb, w.wv, dim, kvDim);
+      this.matmul(q, xb, w.wq, dim, qDim);
+      this.matmul(k, xb, w.wk, dim, kvDim);
+      this.matmul(v, xb, w.wv, dim, kvDim);
       if (w.bq && w.bk && w.bv) {
         addInPlace(q, w.bq);
         addInPlace(k, w.bk);
@@ -207,20 +232,20 @@ export class ReferenceForward {
           for (let i = 0; i < headDim; i++) xb[qOffset + i]! += a * this.valueCache[vOffset + i]!;
         }
       }
-      matmul(xb2, xb, w.wo, qDim, dim);
+      this.matmul(xb2, xb, w.wo, qDim, dim);
       addInPlace(x, xb2);
 
       // feed-forward: SwiGLU
       rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
-      matmul(hb, xb, w.wGate, dim, hiddenDim);
-      matmul(hb2, xb, w.wUp, dim, hiddenDim);
+      this.matmul(hb, xb, w.wGate, dim, hiddenDim);
+      this.matmul(hb2, xb, w.wUp, dim, hiddenDim);
       for (let i = 0; i < hiddenDim; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
-      matmul(xb2, hb, w.wDown, hiddenDim, dim);
+      this.matmul(xb2, hb, w.wDown, hiddenDim, dim);
       addInPlace(x, xb2);
     }
 
     rmsnorm(x, x, this.outputNorm, dim, rmsEps);
-    matmul(this.logits, x, this.output, dim, c.vocabSize);
+    this.matmul(this.logits, x, this.output, dim, c.vocabSize);
     return this.logits;
   }
 }

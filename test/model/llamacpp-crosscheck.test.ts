@@ -1,21 +1,22 @@
 /**
- * Cross-check of the reference forward (the oracle) against llama.cpp (node-llama-cpp, CPU, 1 thread) on small random
- * models with real vocabularies: every weight type of the table plus q4_k_m on llama, and the qwen2 / qwen3 paths
- * (biases, NEOX rope, QK-norm, untied output) on a few types.
+ * Cross-check of the reference forward (the oracle) against llama.cpp (node-llama-cpp, CPU, 1 thread, f32 KV cache)
+ * on small random models with real vocabularies: every weight type of the table plus q4_k_m on llama (llama-spm
+ * vocab, untied output), and the qwen2 / qwen3 paths (biases, NEOX rope, QK-norm, wide heads) on f32, q8_0, q4_k_m
+ * with the qwen2 vocab.
  *
- * What is compared, for 32 greedy steps after a short prompt:
- *  - tokens: llama.cpp's greedy continuation A is fed to our forward (teacher forcing) and our argmax must be A[k]
- *    at every step, which is the same as both greedy runs giving the same 32 tokens. llama.cpp quantizes the
- *    activations of quantized matmuls (q8_0 / q8_K, f16 for f16 weights), our oracle does not, so for those types a
- *    step may differ only where our own top two logits are within `tieTolerance` (a numerical tie); f32 must match.
- *  - logits: at a few positions, llama.cpp's full softmax (temperature 1, no top-k/p) against ours, as log-probs of
- *    every token with p > 1e-4: max |difference| < `logprobTolerance`.
+ * For 32 greedy steps after a short prompt:
+ *  - tokens: llama.cpp's greedy continuation is fed to our forward (teacher forcing); our argmax must be llama.cpp's
+ *    token at every step, which is the same as both greedy runs giving the same 32 tokens. llama.cpp rounds each
+ *    matmul input to the weight type's vec_dot_type (q8_0, q8_K, f16, bf16) and our oracle does not, so this run
+ *    rounds inputs the same way (ggml-activation-rounding.ts); otherwise near-ties flip a token now and then.
+ *  - logits: at 4 positions, llama.cpp's full softmax (temperature 1, no top-k/top-p/min-p) against ours, as log-probs
+ *    of every token with p > 1e-4; and the plain oracle (no rounding) at the end of the prompt. Bounds: TOLERANCE.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getLlama, LlamaLogLevel, type ControlledEvaluateInputItem, type Llama, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel, type ControlledEvaluateIndexOutput, type ControlledEvaluateInputItem, type Llama, type Token } from "node-llama-cpp";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { argmax } from "../../src/model/decode-loop.ts";
 import { loadModel } from "../../src/model/load-model.ts";
@@ -23,24 +24,73 @@ import type { Architecture } from "../../src/model/model-config.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { WEIGHT_TYPES } from "../../src/tensor/dtypes.ts";
 import { llamaModelsDir } from "../../scripts/llama-vocab.ts";
+import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { writeVocabModel } from "./llamacpp-models.ts";
 import type { TinyShape } from "./tiny-model.ts";
 
 const STEPS = 32;
 const PROMPT = "Once upon a time";
 
+/**
+ * Per type: the largest allowed |log p_ours - log p_llama.cpp| over tokens with p > 1e-4, for our forward with ggml's
+ * input rounding (`emulated`) and for the plain oracle at the end of the prompt (`plain`), and `tieGap`: where the
+ * greedy tokens may differ at all, the largest allowed gap between our logit of our pick and of llama.cpp's pick.
+ * Measured maxima (2026-11-29, node-llama-cpp 3.21.1, this test's models), with headroom:
+ *  - emulated: 2e-6..3e-5 for f32, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, q4_k_m; but llama.cpp's choice of kernel per
+ *    batch row differs for some rows (seen on f16 1.2e-3, bf16 1.2e-2 and qwen3 q8_0 1.8e-2 at 1 or 2 of 4 rows), so
+ *    the logit bound is 3e-2 and the exact-token check carries the weight.
+ *  - q4_1 / q5_1 use q8_1 activations whose block sum is rounded to f16 separately (the min term); rounding the input
+ *    alone cannot reproduce that: 5e-2..6e-2 and up to 4 teacher-forced steps that are near ties (gap <= 0.03).
+ *  - plain: 3e-6 for f32, 1.6e-3 f16, 1.3e-2 bf16, 2e-2..6e-2 for the quantized types (llama.cpp's rounding is the
+ *    whole difference).
+ */
 interface Tolerance {
-  /** our top-1 minus our logit of llama.cpp's pick, allowed where the picks differ */
-  readonly tieTolerance: number;
-  readonly logprobTolerance: number;
+  readonly emulated: number;
+  readonly plain: number;
+  readonly tieGap: number;
 }
-/** measured maxima on these models, with headroom; f32 is exact math on both sides up to summation order */
+const DEFAULT_TOLERANCE: Tolerance = { emulated: 3e-2, plain: 0.1, tieGap: 0 };
 const TOLERANCE: Readonly<Record<string, Tolerance>> = {
-  f32: { tieTolerance: 0, logprobTolerance: 1e-3 },
-  f16: { tieTolerance: 0.02, logprobTolerance: 0.02 },
-  bf16: { tieTolerance: 0.05, logprobTolerance: 0.05 },
+  f32: { emulated: 1e-3, plain: 1e-3, tieGap: 0 },
+  f16: { emulated: 1e-2, plain: 1e-2, tieGap: 0 },
+  q4_1: { emulated: 0.1, plain: 0.1, tieGap: 0.05 },
+  q5_1: { emulated: 0.1, plain: 0.1, tieGap: 0.05 },
 };
-const QUANTIZED_TOLERANCE: Tolerance = { tieTolerance: 0.1, logprobTolerance: 0.1 };
+
+interface Comparison {
+  /** greedy steps where our argmax is not llama.cpp's token */
+  readonly differingSteps: number;
+  /** over those steps: our logit of our pick minus our logit of llama.cpp's pick */
+  readonly worstGap: number;
+  readonly worstLogprob: number;
+}
+
+/** Runs `forward` along `tokens` and compares each step's argmax and, at `checked` positions, the log-probs. */
+function compare(
+  forward: ReferenceForward, tokens: readonly number[], promptLength: number, theirs: readonly number[],
+  evaluated: readonly (ControlledEvaluateIndexOutput | undefined)[], checked: ReadonlySet<number>,
+): Comparison {
+  let differingSteps = 0;
+  let worstGap = 0;
+  let worstLogprob = 0;
+  for (let pos = 0; pos < tokens.length; pos++) {
+    const logits = forward.forward(tokens[pos]!, pos);
+    const step = pos - (promptLength - 1);
+    const ours = argmax(logits);
+    if (step >= 0 && ours !== theirs[step]) {
+      differingSteps++;
+      worstGap = Math.max(worstGap, logits[ours]! - logits[theirs[step]!]!);
+    }
+    if (!checked.has(pos)) continue;
+    const probabilities = evaluated[pos]?.next.probabilities;
+    if (probabilities === undefined || probabilities.size !== logits.length) throw new Error(`no full distribution from llama.cpp at position ${pos}`);
+    const logprobs = logSoftmax(logits);
+    for (const [id, p] of probabilities) {
+      if (p > 1e-4) worstLogprob = Math.max(worstLogprob, Math.abs(Math.log(p) - logprobs[id]!));
+    }
+  }
+  return { differingSteps, worstGap, worstLogprob };
+}
 
 interface Case {
   readonly architecture: Architecture;
@@ -89,7 +139,6 @@ afterAll(async () => {
 describe.each(CASES)("$architecture ($vocab vocab)", (c) => {
   test.each(c.types)("%s: same greedy tokens for 32 steps and close logits", async (typeName) => {
     const path = writeVocabModel(dir, shapeOf(c), c.vocab, typeName, 1);
-    const tol = TOLERANCE[typeName] ?? QUANTIZED_TOLERANCE;
 
     // llama.cpp: greedy continuation, then the full distributions along it
     const model = await llama.loadModel({ modelPath: path });
@@ -115,37 +164,20 @@ describe.each(CASES)("$architecture ($vocab vocab)", (c) => {
     await context.dispose();
     await model.dispose();
 
-    // ours, teacher-forced along llama.cpp's tokens
+    // ours, teacher-forced along llama.cpp's tokens: once rounding matmul inputs like ggml, once as the plain oracle
     const file = readGguf(path);
     if (!file.ok) throw new Error(file.error);
     const loaded = loadModel(file.value);
     if (!loaded.ok) throw new Error(loaded.error);
-    const ref = new ReferenceForward(loaded.value.config, loaded.value.weights, all.length);
-    let worstTie = 0;
-    let differingSteps = 0;
-    let worstLogprob = 0;
-    for (let pos = 0; pos < all.length; pos++) {
-      const logits = ref.forward(all[pos]!, pos);
-      const step = pos - (prompt.length - 1);
-      if (step >= 0) {
-        const ours = argmax(logits);
-        if (ours !== theirs[step]) {
-          differingSteps++;
-          worstTie = Math.max(worstTie, logits[ours]! - logits[theirs[step]!]!);
-        }
-      }
-      const probabilities = evaluated[pos]?.next.probabilities;
-      if (checked.has(pos)) {
-        expect(probabilities?.size).toBe(c.vocabSize);
-        const logprobs = logSoftmax(logits);
-        for (const [id, p] of probabilities!) {
-          if (p > 1e-4) worstLogprob = Math.max(worstLogprob, Math.abs(Math.log(p) - logprobs[id]!));
-        }
-      }
-    }
-    console.log(`${c.architecture} ${typeName}: ${differingSteps} near-tie steps (worst gap ${worstTie.toFixed(4)}), max |dlogprob| ${worstLogprob.toFixed(5)}`);
-    if (tol.tieTolerance === 0) expect(differingSteps).toBe(0);
-    expect(worstTie).toBeLessThanOrEqual(tol.tieTolerance);
-    expect(worstLogprob).toBeLessThan(tol.logprobTolerance);
+    const { config, weights } = loaded.value;
+    const emulated = compare(new ReferenceForward(config, weights, all.length, { roundMatmulInput: roundLikeGgml }), all, prompt.length, theirs, evaluated, checked);
+    const plainChecked = new Set([prompt.length - 1]);
+    const plain = compare(new ReferenceForward(config, weights, prompt.length), all.slice(0, prompt.length), prompt.length, theirs, evaluated, plainChecked);
+    const tol = TOLERANCE[typeName] ?? DEFAULT_TOLERANCE;
+    console.log(`${c.architecture} ${typeName}: ggml rounding: ${emulated.differingSteps} differing steps (worst gap ${emulated.worstGap.toExponential(2)}), max |dlogprob| ${emulated.worstLogprob.toExponential(2)}; plain oracle: max |dlogprob| ${plain.worstLogprob.toExponential(2)}`);
+    if (tol.tieGap === 0) expect(emulated.differingSteps).toBe(0);
+    expect(emulated.worstGap).toBeLessThanOrEqual(tol.tieGap);
+    expect(emulated.worstLogprob).toBeLessThan(tol.emulated);
+    expect(plain.worstLogprob).toBeLessThan(tol.plain);
   }, 60_000);
 });
