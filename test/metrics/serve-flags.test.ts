@@ -1,5 +1,8 @@
-/** The metric flags of a real `fennec serve`: --disable-log-stats, --show-hidden-metrics-for-version (good and bad). */
+/** Flags of a real `fennec serve` this helper owns: --disable-log-stats, --show-hidden-metrics-for-version (good and
+ * bad), and a bad --stage-config. */
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const CLI = join(import.meta.dir, "../../src/cli.ts");
@@ -34,6 +37,20 @@ describe("serve metric flags", () => {
     const text = await scrapeWith(["--show-hidden-metrics-for-version=0.1"]);
     expect(text).toContain("# HELP vllm:gpu_cache_usage_perc GPU KV-cache usage. 1 means 100 percent usage. DEPRECATED: Use vllm:kv_cache_usage_perc instead.");
     expect(text).toContain('vllm:time_per_output_token_seconds_count{model_name="stories260K",engine="0"} 0');
+  }, 30_000);
+
+  test("a bad --stage-config fails at start-up: one line naming the file, the stage and the problem, exit 2", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "fennec-serve-flags-"));
+    try {
+      const file = join(dir, "stages.yaml");
+      writeFileSync(file, "stage_args:\n  - stage_id: 0\n  - stage_id: 1\n    input_type: kv_blocks\n    engine_args: {model: missing.gguf}\n");
+      const proc = Bun.spawn([process.execPath, CLI, "serve", "--port", "0", "--stage-config", file], { stdout: "pipe", stderr: "pipe" });
+      expect(await proc.exited).toBe(2);
+      const stderr = await new Response(proc.stderr).text();
+      expect(stderr.trim().split("\n")).toEqual([`fennec: ${file}: stage 1: model file not found: ${join(dir, "missing.gguf")}`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 30_000);
 
   test("an invalid version string fails at start-up: one line, exit 2", async () => {
