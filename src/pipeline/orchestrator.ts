@@ -173,12 +173,13 @@ class PipelineOrchestrator implements Orchestrator {
 
   private onStep(deltas: readonly RequestDelta[], stats: StepStats): void {
     const iterationMs = nowMs();
-    const stepStats = this.tracker.observeStep(stats, deltas, iterationMs);
+    // outputs of sequences that already ended here (a stop string, then the engine ran one more step) count nowhere
+    const live = deltas.filter((d) => this.sequences.get(d.requestId)?.finished === false);
+    const stepStats = this.tracker.observeStep(stats, live, iterationMs);
     const changed = new Map<ParentState, CompletionOutput[]>();
     const finishedSeqs: SequenceState[] = [];
-    for (const delta of deltas) {
-      const seq = this.sequences.get(delta.requestId);
-      if (!seq || seq.finished) continue;
+    for (const delta of live) {
+      const seq = this.sequences.get(delta.requestId)!;
       const parent = seq.parent;
       seq.times = delta.times;
       seq.numCachedTokens = delta.numCachedTokens;
