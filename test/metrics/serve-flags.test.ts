@@ -1,9 +1,11 @@
-/** Flags of a real `fennec serve` this helper owns: --disable-log-stats, --show-hidden-metrics-for-version (good and
- * bad), and a bad --stage-config. */
+/** Observability flags of a real `fennec serve`: --pipeline pd --log-stats (online tables on stdout),
+ * --disable-log-stats, --show-hidden-metrics-for-version (good and bad), and a bad --stage-config. */
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { checkTables } from "./omni-invariants.ts";
+import { parseTables } from "./omni-table-parser.ts";
 
 const CLI = join(import.meta.dir, "../../src/cli.ts");
 
@@ -27,6 +29,37 @@ async function scrapeWith(flags: string[]): Promise<string> {
 }
 
 describe("serve metric flags", () => {
+  test("fennec serve --pipeline pd --log-stats: a block of tables on stdout after each request", async () => {
+    const proc = Bun.spawn([process.execPath, CLI, "serve", "--port", "0", "--threads", "1", "--pipeline", "pd", "--log-stats"], { stdout: "pipe", stderr: "pipe" });
+    try {
+      const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
+      let log = "";
+      let base = "";
+      while (!base) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`fennec serve did not start: ${log}`);
+        log += new TextDecoder().decode(value);
+        base = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(log)?.[1] ?? "";
+      }
+      for (const prompt of ["Once upon a time", "The dog"]) {
+        const res = await fetch(`${base}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt, max_tokens: 6, temperature: 0 }) });
+        expect(res.status).toBe(200);
+        await res.json();
+      }
+      proc.kill("SIGTERM");
+      await proc.exited;
+      const stdout = await new Response(proc.stdout).text();
+      const tables = parseTables(stdout);
+      const overall = tables.map((t, k) => (t.title === "Overall Summary" ? k : -1)).filter((k) => k >= 0);
+      expect(overall.length).toBe(2);
+      checkTables(tables.slice(0, overall[1]), { numRequests: 1, numStages: 2, transfers: true });
+      checkTables(tables.slice(overall[1]), { numRequests: 1, numStages: 2, transfers: true });
+      expect(stdout).toContain(`(APIServer pid=${proc.pid}) INFO `);
+    } finally {
+      proc.kill();
+    }
+  }, 30_000);
+
   test("--disable-log-stats: no vllm:* series; process metrics stay", async () => {
     const text = await scrapeWith(["--disable-log-stats"]);
     expect(text).not.toContain("vllm:");
