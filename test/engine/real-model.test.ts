@@ -97,6 +97,23 @@ describe("real model (stories260K, kernel backend)", () => {
     expect(last.kvCacheUsage).toBe(0);
   });
 
+  test("seeded sampling is reproducible and n = 3 children differ", async () => {
+    const p = prompts[3]!;
+    const run = async (id: string): Promise<{ texts: string[] }> => {
+      const texts: string[] = ["", "", ""];
+      const sampling = { ...DEFAULT_SAMPLING_PARAMS, n: 3, temperature: 1, topP: 0.9, seed: 1234, maxTokens: 24 };
+      for await (const out of base.generate({ requestId: id, promptTokenIds: p, sampling, arrivalMs: nowMs() })) {
+        for (const c of out.outputs) texts[c.index] += c.textDelta;
+      }
+      return { texts };
+    };
+    const a = await run("seeded-a");
+    const b = await run("seeded-b");
+    expect(a.texts).toEqual(b.texts);
+    expect(new Set(a.texts).size).toBeGreaterThan(1);
+    expect(a.texts.every((t) => t.length > 0)).toBe(true);
+  });
+
   test("a KV cache too small for all running requests preempts and keeps the greedy output", async () => {
     const c = base.modelConfig;
     const bytesPerBlock = c.numLayers * 2 * 16 * c.numKvHeads * c.headDim * 4; // layers x K,V x blockSize x kvDim x f32
