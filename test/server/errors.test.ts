@@ -134,6 +134,20 @@ describe("model, auth, size, internal errors", () => {
     expect((await s.call("GET", "/health")).status).toBe(200);
   });
 
+  test("a request the engine refuses at once is a JSON 400 even when streaming (no 200 + error event)", async () => {
+    const s = testServer();
+    const refuse = class extends Error { override name = "EngineRequestError"; };
+    s.fake.generate = () => (async function* () { throw new refuse("prompt is longer than the KV cache can ever hold"); })();
+    for (const path of ["/v1/chat/completions", "/v1/completions"]) {
+      const body = path === "/v1/completions" ? { prompt: "Hi", stream: true } : chat({ stream: true });
+      const err = await expectError(await s.call("POST", path, body), 400, null, /longer than the KV cache/);
+      expect(err.error.type).toBe("BadRequestError");
+    }
+    s.fake.setHealthy(false);
+    s.fake.generate = () => (async function* () { throw Object.assign(new Error("engine is dead: worker exited"), { name: "EngineDeadError" }); })();
+    await expectError(await s.call("POST", "/v1/chat/completions", chat({ stream: true })), 500, null, /engine is not running/);
+  });
+
   test("unknown route -> 404 in the same shape", async () => {
     const s = testServer();
     await expectError(await s.call("GET", "/v1/nothing"), 404, null, /Not Found/);

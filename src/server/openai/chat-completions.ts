@@ -7,7 +7,7 @@ import type { ChatMessage, Tokenizer } from "../../tokenizer/tokenizer.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, type ChoiceResult } from "./generation.ts";
+import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, primed, type ChoiceResult } from "./generation.ts";
 import { chatLogprobs } from "./logprobs.ts";
 import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } from "./schemas.ts";
 import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
@@ -107,6 +107,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const usage = usageMode(body.stream_options, options.forceIncludeUsage);
   const numPromptTokens = promptTokenIds.length;
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: "chat.completion.chunk", created, model, choices, ...extra });
+  const outputs = await primed(generateOutputs(orchestrator, request, abort));
   async function* chunks() {
     const choices: ChoiceResult[] = Array.from({ length: n }, (_, i) => newChoice(i));
     for (let i = 0; i < n; i++) {
@@ -114,7 +115,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
         usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
     }
     let times = null;
-    for await (const output of generateOutputs(orchestrator, request, abort)) {
+    for await (const output of outputs) {
       applyOutput(choices, output);
       times = output.times;
       for (const o of output.outputs) {

@@ -8,7 +8,7 @@ import type { RequestOutput } from "../../pipeline/request-output.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync, newChoice, type ChoiceResult, type RequestAbort } from "./generation.ts";
+import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync, newChoice, primed, type ChoiceResult, type RequestAbort } from "./generation.ts";
 import { appendCompletionLogprobs, emptyCompletionLogprobs, type CompletionLogprobs } from "./logprobs.ts";
 import { CompletionRequest, type CompletionBody } from "./schemas.ts";
 import { COMPLETION_RESPONSES } from "./response-docs.ts";
@@ -102,6 +102,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   const tagged = prompts.map((p, i) => (async function* () {
     for await (const output of generateOutputs(orchestrator, requestOf(p, i), aborts[i]!)) yield { promptIndex: i, output };
   })());
+  const outputs = await primed(mergeAsync(tagged));
   async function* chunks() {
     let times: RequestTimes | null = null;
     if (echo) {
@@ -109,7 +110,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
         for (let i = 0; i < n; i++) yield chunk([{ index: p * n + i, text: prompts[p]!.text, logprobs: null, finish_reason: null }]);
       }
     }
-    for await (const { promptIndex, output } of mergeAsync(tagged)) {
+    for await (const { promptIndex, output } of outputs) {
       applyOutput(states[promptIndex]!, output);
       times = output.times;
       for (const o of output.outputs) {

@@ -118,6 +118,30 @@ export async function collectGeneration(orchestrator: Orchestrator, request: Gen
   return { choices, numPromptTokens: last?.numPromptTokens ?? request.promptTokenIds.length, numCachedTokens: last?.numCachedTokens ?? 0, times: last?.times ?? null };
 }
 
+/**
+ * Waits for the first item before the HTTP response starts, so that a request the engine refuses at once gets a
+ * normal JSON error instead of a 200 stream holding an error event (vLLM validates before streaming, too; and its
+ * role chunk is also sent with the first output).
+ */
+export async function primed<T>(source: AsyncIterable<T>): Promise<AsyncIterable<T>> {
+  const iterator = source[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  return {
+    async *[Symbol.asyncIterator]() {
+      if (first.done) return;
+      let finished = false;
+      try {
+        yield first.value;
+        for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+        finished = true;
+      } finally {
+        // the consumer stopped early (client gone): let the source clean up, as for-await would
+        if (!finished) await iterator.return?.(undefined);
+      }
+    },
+  };
+}
+
 /** Interleaves several async streams (completions with several prompts), in arrival order. */
 export async function* mergeAsync<T>(sources: readonly AsyncIterable<T>[]): AsyncGenerator<T> {
   const iterators = sources.map((s) => s[Symbol.asyncIterator]());
