@@ -11,17 +11,10 @@ export type TextSink = (text: string) => void;
 
 /** `fennec serve --log-stats`: a fresh aggregator per request, printed when the request is finalized. */
 export function onlineTables(numStages: number, write: TextSink, pid: number = process.pid): PipelineStatsSink {
-  const open = new Map<string, StageStatsAggregator>();
+  // nothing is kept here: the pipeline holds each request's aggregator, so an aborted request leaves nothing behind
   return {
-    aggregatorFor(requestId) {
-      const aggregator = new StageStatsAggregator(numStages);
-      open.set(requestId, aggregator);
-      return aggregator;
-    },
-    finalized(requestId, aggregator) {
-      open.delete(requestId);
-      write(renderSummary(aggregator.summary(), new Date(), pid));
-    },
+    aggregatorFor: () => new StageStatsAggregator(numStages),
+    finalized: (_requestId, aggregator) => write(renderSummary(aggregator.summary(), new Date(), pid)),
   };
 }
 
