@@ -4,14 +4,18 @@
  * tensor count as JSON (exit 1 if it cannot be read).
  */
 import { createHash } from "node:crypto";
+import { readGguf } from "../src/gguf/reader.ts";
 import { DEFAULT_MODEL_SOURCE, defaultModelPath, loadDefaultModelBytes, openDefaultModel } from "../src/default-model.ts";
 
 const bytes = await loadDefaultModelBytes();
 const file = openDefaultModel();
+const byPath = readGguf(defaultModelPath()); // the path API too (no mmap inside the binary: falls back to reading)
+if (!byPath.ok) throw new Error(byPath.error);
 console.log(JSON.stringify({
   path: defaultModelPath(),
   source: DEFAULT_MODEL_SOURCE,
   sizeBytes: bytes.length,
   sha256: createHash("sha256").update(bytes).digest("hex"),
   numTensors: file.tensors.length,
+  numTensorsByPath: byPath.value.tensors.length,
 }));

@@ -8,7 +8,7 @@
  * general.alignment (default 32), then the data section; tensor offsets are relative to it and aligned.
  * Strings are u64 length + UTF-8 bytes (no NUL). v1 (u32 counts) is not supported; v2 and v3 share this layout.
  */
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { byteSize, ggmlTypeName, WEIGHT_TYPES, weightType } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import {
@@ -203,7 +203,7 @@ export function parseGguf(bytes: Uint8Array, source: string): Result<GgufFile> {
 }
 
 /**
- * Maps the file at `path` (Bun.mmap, zero copy) and parses it.
+ * Maps the file at `path` (Bun.mmap, zero copy; read instead where it cannot be mapped) and parses it.
  * @example const file = readGguf("model.gguf"); if (!file.ok) throw new CliError(file.error);
  */
 export function readGguf(path: string): Result<GgufFile> {
@@ -219,8 +219,13 @@ export function readGguf(path: string): Result<GgufFile> {
   let bytes: Uint8Array;
   try {
     bytes = Bun.mmap(path, { shared: false });
-  } catch (e) {
-    return err(`${path}: cannot map the file (${e instanceof Error ? e.message : String(e)})`);
+  } catch {
+    // files embedded in a compiled binary ($bunfs) cannot be mapped, but can be read
+    try {
+      bytes = new Uint8Array(readFileSync(path));
+    } catch (e) {
+      return err(`${path}: cannot read the file (${e instanceof Error ? e.message : String(e)})`);
+    }
   }
   return parseGguf(bytes, path);
 }

@@ -29,10 +29,11 @@ test("a compiled binary reads the embedded model from any directory", async () =
   const exe = join(dir, "check-embedded-model");
   await $`${process.execPath} build --compile ${join(root, "scripts/check-embedded-model.ts")} --outfile ${exe}`.cwd(root).quiet();
   const out = await $`${exe}`.cwd("/").text();
-  const report = JSON.parse(out) as { path: string; sizeBytes: number; sha256: string; numTensors: number };
+  const report = JSON.parse(out) as { path: string; sizeBytes: number; sha256: string; numTensors: number; numTensorsByPath: number };
   const onDisk = readFileSync(defaultModelPath());
   expect(report.path).toStartWith("/$bunfs/");
   expect(report.numTensors).toBe(47);
+  expect(report.numTensorsByPath).toBe(47);
   expect(report.sizeBytes).toBe(onDisk.length);
   expect(report.sha256).toBe(createHash("sha256").update(onDisk).digest("hex"));
 }, 120_000);
