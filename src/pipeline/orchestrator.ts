@@ -122,15 +122,18 @@ class PipelineOrchestrator implements Orchestrator {
     if (!this.isHealthy()) throw new EngineDeadError(`engine is dead: ${this.fatalMessage ?? "shut down"}`);
     const invalid = validateSamplingParams(request.sampling, { vocabSize: this.modelConfig.vocabSize });
     if (invalid) throw new EngineRequestError("invalid_sampling_params", invalid.message);
-    if (this.parents.has(request.requestId)) throw new EngineRequestError("duplicate_request_id", `request id ${request.requestId} is already running`);
+    const n = request.sampling.n;
+    const sequenceIds = Array.from({ length: n }, (_, index) => (n === 1 ? request.requestId : `${index}_${request.requestId}`));
+    if (this.parents.has(request.requestId) || sequenceIds.some((id) => this.sequences.has(id))) {
+      throw new EngineRequestError("duplicate_request_id", `request id ${request.requestId} is already running`);
+    }
     if (signal?.aborted) return;
     const parent: ParentState = {
       request, sequences: [], queue: new OutputQueue(), stageSubmitMs: [], promptLogprobs: null, promptLogprobsSent: false, kv: null,
       lastBatchId: 0, lastBatchSize: 0, done: false,
     };
-    const n = request.sampling.n;
     for (let index = 0; index < n; index++) {
-      const sequenceId = n === 1 ? request.requestId : `${index}_${request.requestId}`;
+      const sequenceId = sequenceIds[index]!;
       const sampling = childSampling(request.sampling, index);
       const seq: SequenceState = {
         sequenceId, parent, processor: new SequenceOutputProcessor(this.tokenizer, index, sampling), sampling,
