@@ -143,7 +143,11 @@ export async function main(options: Options): Promise<number> {
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
+    if (stopping) {
+      // a second signal while draining: the operator wants out now
+      log(`fennec: ${signal} again, exiting without waiting`);
+      process.exit(1);
+    }
     stopping = true;
     log(`fennec: ${signal} received, shutting down`);
     shutdown.abort();
