@@ -1,5 +1,6 @@
 /**
- * `fennec generate`: one prompt, one sequence, in-process on the model runner (no engine, no server).
+ * `fennec generate`: one prompt, one sequence, in-process on the model runner (no engine, no server), on the backend
+ * --device / --threads choose.
  * Greedy at temperature 0, otherwise seeded temperature sampling. `--json` prints exactly
  * `{"token_ids": [...], "text": "..."}` with the generated ids only; otherwise the prompt and the continuation are
  * streamed as text.
@@ -12,12 +13,15 @@ import { loadModel } from "../model/load-model.ts";
 import { Runner } from "../model/runner.ts";
 import { createTokenizer, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
-import { createBackend, type BackendKind } from "../backend/create-backend.ts";
+import { createBackend, type BackendOptions } from "../backend/create-backend.ts";
 import { openDefaultModel } from "../gguf/default-model.ts";
 import { createProgressBar } from "../util/progress.ts";
 
-/** The one place generate picks its backend (the kernels engineer switches this to "wasm"). */
-const GENERATE_BACKEND: BackendKind = "reference";
+/** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
+function backendOptions(options: Options): BackendOptions {
+  if (options.device === "webgpu") return { kind: "webgpu" };
+  return { kind: "wasm", threads: typeof options.threads === "number" ? options.threads : undefined };
+}
 
 /** Small seeded generator (mulberry32) for temperature sampling; same seed, same text. */
 function seededRandom(seed: number): () => number {
@@ -94,7 +98,13 @@ export async function main(options: Options): Promise<number> {
     throw new CliError(`the prompt has ${ids.length} tokens, more than the model's context length ${model.value.config.contextLength}`);
   }
 
-  const backend = await createBackend({ kind: GENERATE_BACKEND });
+  let backend: Awaited<ReturnType<typeof createBackend>>;
+  try {
+    backend = await createBackend(backendOptions(options));
+  } catch (e) {
+    if (e instanceof CliError) throw e;
+    throw new CliError(e instanceof Error ? e.message : String(e)); // e.g. a bad --threads: one line, not a stack trace
+  }
   const progress = createProgressBar(`loading ${model.value.config.name}`);
   const runner = new Runner(model.value.config, model.value.weights, backend, (done, total) => progress.update(done, total));
   progress.done();
@@ -102,10 +112,16 @@ export async function main(options: Options): Promise<number> {
   const generated: number[] = [];
   const detokenizer = tokenizer.createDetokenizer({ skipSpecialTokens: true });
   if (!json) process.stdout.write(prompt);
+  // from BOS, a SentencePiece first piece's space prefix is not text: drop it where decode() drops it
+  let atStart = prompt === "";
   const stream = decodeTokens(runner, ids, { maxTokens, stopIds: tokenizer.stopIds, pick: createPick(temperature, seed) });
   for await (const id of stream) {
     generated.push(id);
-    const piece = detokenizer.push([id]);
+    let piece = detokenizer.push([id]);
+    if (atStart && piece !== "") {
+      if (piece.startsWith(" ") && !tokenizer.decode(generated, { skipSpecialTokens: true }).startsWith(" ")) piece = piece.slice(1);
+      atStart = false;
+    }
     if (!json) process.stdout.write(piece);
   }
   const tail = detokenizer.flush();
