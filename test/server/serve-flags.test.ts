@@ -1,0 +1,40 @@
+// `fennec serve` flag checks that run before any model loads (vLLM's validate_parsed_serve_args and friends).
+import { describe, expect, test } from "bun:test";
+import { engineArgsOf, PER_REQUEST_METRICS_NEED_STATS, readServeFlags } from "../../src/commands/serve.ts";
+import { parseCommandArgs } from "../../src/config.ts";
+import { CliError } from "../../src/util/cli-error.ts";
+
+function options(argv: string[]) {
+  const parsed = parseCommandArgs("serve", argv);
+  if (!parsed.ok) throw new Error(parsed.error);
+  return parsed.value;
+}
+
+describe("serve flags", () => {
+  test("defaults: loopback, port 8000, features off", () => {
+    const flags = readServeFlags(options([]));
+    expect(flags).toMatchObject({ host: "127.0.0.1", port: 8000, apiKey: null, model: null, enablePerRequestMetrics: false, forceIncludeUsage: false });
+  });
+
+  test("--enable-per-request-metrics with --disable-log-stats is refused with vLLM's message", () => {
+    expect(() => readServeFlags(options(["--enable-per-request-metrics", "--disable-log-stats"]))).toThrow(new CliError(PER_REQUEST_METRICS_NEED_STATS));
+    expect(PER_REQUEST_METRICS_NEED_STATS).toBe("Error: --enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable per-request metrics.");
+    expect(readServeFlags(options(["--enable-per-request-metrics"])).enablePerRequestMetrics).toBe(true);
+    expect(readServeFlags(options(["--enable-force-include-usage", "--disable-log-stats"])).forceIncludeUsage).toBe(true);
+  });
+
+  test.each([
+    [["--port", "70000"], /--port must be in 0\.\.65535/],
+    [["--api-key", ""], /--api-key must not be empty/],
+    [["--served-model-name", ""], /--served-model-name must not be empty/],
+  ])("%p is one line", (argv, message) => {
+    expect(() => readServeFlags(options(argv))).toThrow(message);
+  });
+
+  test("engine flags map to EngineArgs; bad values are one-line errors", () => {
+    const args = engineArgsOf(options(["--max-model-len", "256", "--max-num-seqs", "4", "--threads", "2", "--no-enable-prefix-caching"]));
+    expect(args).toMatchObject({ maxModelLen: 256, maxNumSeqs: 4, threads: 2, enablePrefixCaching: false, blockSize: 16, device: "cpu" });
+    expect(() => engineArgsOf(options(["--max-num-seqs", "0"]))).toThrow(/--max-num-seqs must be a positive integer/);
+    expect(() => engineArgsOf(options(["--max-model-len", "-1"]))).toThrow(/--max-model-len must be a positive integer/);
+  });
+});
