@@ -20,14 +20,25 @@ function scaleMinK4(j: number, bytes: Uint8Array, at: number): [number, number] 
   return [sc, m];
 }
 
+/** Per-call work space of the Q4_K/Q5_K quantizers (allocated once per quantize call, not per block). */
+interface ScratchK4 {
+  readonly view: DataView;
+  readonly scales: Float32Array; // [8] per sub-block
+  readonly mins: Float32Array; // [8] per sub-block, stored negated as in ggml (w = scale*q - min)
+  readonly levels: Uint8Array; // [256] quantized values 0..nmax
+}
+const newScratchK4 = (dst: Uint8Array): ScratchK4 => ({
+  view: viewOf(dst), scales: new Float32Array(8), mins: new Float32Array(8), levels: new Uint8Array(QK_K),
+});
+
 /**
  * Chooses the 8 sub-block (scale, min) pairs of one super-block for `nmax` levels, packs them into 12 bytes at
  * `dst[b + 4]`, writes d and dmin at `dst[b]`, and returns the quantized levels (256) rounded against the packed values.
  */
-function quantizeScalesK4(src: Float32Array, o: number, nmax: number, dst: Uint8Array, b: number): Uint8Array {
-  const view = viewOf(dst);
-  const scales = new Float32Array(8); // [sub-block]
-  const mins = new Float32Array(8); // [sub-block], stored negated as in ggml (w = scale*q - min)
+function quantizeScalesK4(src: Float32Array, o: number, nmax: number, dst: Uint8Array, b: number, scratch: ScratchK4): Uint8Array {
+  const view = scratch.view;
+  const { scales, mins, levels } = scratch;
+  levels.fill(0);
   for (let j = 0; j < 8; j++) {
     let min = src[o + 32 * j]!;
     let max = min;
@@ -65,7 +76,6 @@ function quantizeScalesK4(src: Float32Array, o: number, nmax: number, dst: Uint8
   view.setFloat16(b + 2, maxMin / 63, true);
   const d = view.getFloat16(b, true);
   const dmin = view.getFloat16(b + 2, true);
-  const levels = new Uint8Array(QK_K); // [256] quantized values 0..nmax
   for (let j = 0; j < 8; j++) {
     const [sc, m] = scaleMinK4(j, dst, b + 4);
     const dj = d * sc;
@@ -100,8 +110,9 @@ export function dequantizeQ4_K(src: Uint8Array, dst: Float32Array, n: number): v
 }
 
 export function quantizeQ4_K(src: Float32Array, dst: Uint8Array, n: number): void {
+  const scratch = newScratchK4(dst);
   for (let b = 0, o = 0; o < n; b += 144, o += QK_K) {
-    const levels = quantizeScalesK4(src, o, 15, dst, b);
+    const levels = quantizeScalesK4(src, o, 15, dst, b, scratch);
     let q = b + 16;
     for (let j = 0; j < QK_K; j += 64) {
       for (let l = 0; l < 32; l++) dst[q + l] = levels[j + l]! | (levels[j + l + 32]! << 4);
@@ -136,8 +147,9 @@ export function dequantizeQ5_K(src: Uint8Array, dst: Float32Array, n: number): v
 }
 
 export function quantizeQ5_K(src: Float32Array, dst: Uint8Array, n: number): void {
+  const scratch = newScratchK4(dst);
   for (let b = 0, o = 0; o < n; b += 176, o += QK_K) {
-    const levels = quantizeScalesK4(src, o, 31, dst, b);
+    const levels = quantizeScalesK4(src, o, 31, dst, b, scratch);
     const qh = b + 16;
     let ql = b + 48;
     dst.fill(0, qh, qh + 32);

@@ -5,7 +5,7 @@ export function nearestInt(x: number): number {
   return Math.fround(x + 12582912) - 12582912;
 }
 
-/** C `roundf`: half away from zero (Math.round rounds half up). */
+/** C `roundf`: half away from zero (Math.round rounds half up; trunc(x +- 0.5) differs only within 2^-53 of a half). */
 export function roundAway(x: number): number {
-  return x < 0 ? -Math.round(-x) : Math.round(x);
+  return Math.trunc(x < 0 ? x - 0.5 : x + 0.5);
 }
