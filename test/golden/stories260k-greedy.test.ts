@@ -2,10 +2,10 @@
  * The whole-stack golden check (llama2.c's test_all.py): greedy generation from BOS on the embedded default model
  * (stories260K, converted by our own converter) reproduces the 255 token ids llama.cpp produced
  * (../shared/models/stories260K-golden.json), with the reference forward, with the batched runner, and through the
- * `fennec generate --json` command line.
+ * `fennec generate --json` command line (from source, and the compiled binary when it is built).
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
 import { openDefaultModel } from "../../src/gguf/default-model.ts";
@@ -16,6 +16,7 @@ import { Runner } from "../../src/model/runner.ts";
 import { createTokenizer } from "../../src/tokenizer/tokenizer.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
+const BINARY = join(ROOT, "dist", "fennec");
 const GOLDEN_PATH = join(ROOT, "..", "shared", "models", "stories260K-golden.json");
 
 interface Golden {
@@ -58,13 +59,22 @@ describe("stories260K greedy from BOS", () => {
     expect(ids).toEqual([...expectedIds]);
   });
 
-  test("`fennec generate --prompt '' --max-tokens 255 --temperature 0 --json` prints the golden ids and text", () => {
-    const run = Bun.spawnSync([process.execPath, "run", join(ROOT, "src", "cli.ts"), "generate", "--prompt", "", "--max-tokens", "255", "--temperature", "0", "--json"], { cwd: ROOT });
-    expect(run.stderr.toString()).toBe("");
+  const GENERATE_ARGS = ["generate", "--prompt", "", "--max-tokens", "255", "--temperature", "0", "--json"];
+  const expectGolden = (run: ReturnType<typeof Bun.spawnSync>): void => {
+    expect(run.stderr?.toString()).toBe("");
     expect(run.exitCode).toBe(0);
-    const out = JSON.parse(run.stdout.toString()) as { token_ids: number[]; text: string };
+    const out = JSON.parse(run.stdout!.toString()) as { token_ids: number[]; text: string };
     expect(Object.keys(out)).toEqual(["token_ids", "text"]);
     expect(out.token_ids).toEqual([...expectedIds]);
     expect(out.text).toBe(golden.greedyFromBos.text);
+  };
+
+  test("`fennec generate --prompt '' --max-tokens 255 --temperature 0 --json` (source, WASM kernels) prints the golden ids and text", () => {
+    expectGolden(Bun.spawnSync([process.execPath, "run", join(ROOT, "src", "cli.ts"), ...GENERATE_ARGS], { cwd: ROOT }));
+  });
+
+  // the compiled binary, run from / with nothing beside it, when `bun run build.ts` has made it
+  test.skipIf(!existsSync(BINARY))("dist/fennec generate ... --json (compiled binary, from /) prints the golden ids and text", () => {
+    expectGolden(Bun.spawnSync([BINARY, ...GENERATE_ARGS], { cwd: "/" }));
   });
 });
