@@ -174,6 +174,23 @@ describe("generation through the openai client", () => {
     expect(content[0]!.logprob).toBeCloseTo(Math.max(...content[0]!.top_logprobs.map((t) => t.logprob)), 5);
   });
 
+  test("return_token_ids and prompt_logprobs agree with /tokenize and with the text", async () => {
+    const body = (await (await post(main, "/v1/completions", { prompt: "Once upon a time", max_tokens: 6, temperature: 0, return_token_ids: true, prompt_logprobs: 1 })).json()) as Json;
+    const choice = body.choices[0];
+    const tok = (await (await post(main, "/tokenize", { prompt: "Once upon a time" })).json()) as Json;
+    expect(choice.prompt_token_ids).toEqual(tok.tokens);
+    expect(choice.token_ids).toHaveLength(6);
+    const detok = (await (await post(main, "/detokenize", { tokens: choice.token_ids })).json()) as Json;
+    expect(detok.prompt).toBe(choice.text);
+    expect(choice.prompt_logprobs).toHaveLength(tok.count);
+    expect(choice.prompt_logprobs[0]).toBeNull();
+    for (let k = 1; k < tok.count; k++) {
+      const entry = choice.prompt_logprobs[k];
+      expect(entry[String(tok.tokens[k])]).toBeDefined(); // the actual prompt token is always listed
+      expect(Object.values(entry as Record<string, { logprob: number }>).every((e) => e.logprob <= 0)).toBe(true);
+    }
+  });
+
   test("tokenize -> detokenize round trip", async () => {
     const text = "The little fox ran home.";
     const tok = (await (await post(main, "/tokenize", { prompt: text, add_special_tokens: false, return_token_strs: true })).json()) as Json;

@@ -119,7 +119,11 @@ export function createFakeOrchestrator(fake: FakeOptions = {}): FakeOrchestrator
           }];
           outputs.push({ index: i, textDelta, tokenIdsDelta: [tokenId], logprobsDelta, numGeneratedTokens: counts[i]!, finishReason, stopReason });
         }
+        const promptLogprobs = step === 0 && s.promptLogprobs !== null
+          ? request.promptTokenIds.map((id, k) => (k === 0 ? null : { chosen: { tokenId: id, logprob: -1.5, rank: 3 }, top: Array.from({ length: s.promptLogprobs! }, (_, j) => ({ tokenId: OFFSET + 97 + j, logprob: -0.5 - j, rank: j + 1 })) }))
+          : undefined;
         yield {
+          ...(promptLogprobs ? { promptLogprobs } : {}),
           requestId: request.requestId, outputs, numPromptTokens: request.promptTokenIds.length, numCachedTokens: 0,
           finished: done.every((d) => d), times: { arrivalMs: request.arrivalMs, queuedMs, scheduledMs, firstTokenMs, lastTokenMs },
         };

@@ -184,6 +184,46 @@ describe("completions", () => {
   });
 });
 
+describe("vLLM extras: return_token_ids, prompt_logprobs, response_format", () => {
+  test("return_token_ids: generated ids per choice and the prompt ids, in bodies and stream chunks", async () => {
+    const s = testServer();
+    const chatBody = (await (await s.call("POST", "/v1/chat/completions", chat({ return_token_ids: true }))).json()) as Json;
+    expect(chatBody.prompt_token_ids).toEqual(s.fake.requests[0]!.promptTokenIds);
+    expect(s.fake.tokenizer.decode(chatBody.choices[0].token_ids)).toBe(chatBody.choices[0].message.content);
+    const comp = (await (await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 3, return_token_ids: true })).json()) as Json;
+    expect(comp.choices[0].prompt_token_ids).toEqual([1, 75, 108]);
+    expect(comp.choices[0].token_ids).toHaveLength(3);
+    const chunks = (await readSse(await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 3, return_token_ids: true, stream: true }))).slice(0, -1) as Json[];
+    expect(chunks.flatMap((c) => c.choices[0].token_ids)).toEqual(comp.choices[0].token_ids);
+    const plain = (await (await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 3 })).json()) as Json;
+    expect(plain.choices[0].token_ids).toBeNull();
+  });
+
+  test("prompt_logprobs: one entry per prompt token, the first null; refused with streaming", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 2, prompt_logprobs: 2 })).json()) as Json;
+    const plp = body.choices[0].prompt_logprobs;
+    expect(plp).toHaveLength(3);
+    expect(plp[0]).toBeNull();
+    expect(plp[1]["75"]).toEqual({ logprob: -1.5, rank: 3, decoded_token: "H" });
+    expect(Object.keys(plp[1])).toHaveLength(3);
+    expect(s.fake.requests[0]!.sampling.promptLogprobs).toBe(2);
+    const chatBody = (await (await s.call("POST", "/v1/chat/completions", chat({ prompt_logprobs: 0 }))).json()) as Json;
+    expect(chatBody.prompt_logprobs).toHaveLength(chatBody.usage.prompt_tokens);
+    const refused = await s.call("POST", "/v1/completions", { prompt: "Hi", prompt_logprobs: 1, stream: true });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as Json).error.param).toBe("prompt_logprobs");
+  });
+
+  test("response_format: text is fine, JSON modes are refused (no structured decoding)", async () => {
+    const s = testServer();
+    expect((await s.call("POST", "/v1/chat/completions", chat({ response_format: { type: "text" } }))).status).toBe(200);
+    const res = await s.call("POST", "/v1/chat/completions", chat({ response_format: { type: "json_object" } }));
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as Json).error.param).toBe("response_format");
+  });
+});
+
 describe("per-request metrics", () => {
   test("non-streaming: fields obey vLLM's arithmetic", async () => {
     const s = testServer({ enablePerRequestMetrics: true }, { stepDelayMs: 3 });

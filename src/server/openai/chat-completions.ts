@@ -8,11 +8,11 @@ import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, primed, type ChoiceResult } from "./generation.ts";
-import { chatLogprobs } from "./logprobs.ts";
+import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
 import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } from "./schemas.ts";
 import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
-import { checkModel, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 /** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
@@ -54,6 +54,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const { orchestrator } = options;
   checkModel(body.model, options.servedModelName);
   checkStreamOptions(body.stream, body.stream_options);
+  checkRequestOptions(body);
   if (body.messages.length === 0) throw new ApiError("badRequest", "messages must not be empty", "messages");
   if (body.logprobs !== true && (body.top_logprobs ?? 0) > 0) {
     throw new ApiError("badRequest", "when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
@@ -79,6 +80,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, promptTokenIds, sampling: { ...sampling, maxTokens }, arrivalMs };
   const abort = linkAbort(clientSignal, options.shutdownSignal);
   const n = sampling.n;
+  const returnTokenIds = body.return_token_ids === true;
 
   if (body.stream !== true) {
     try {
@@ -92,11 +94,13 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
           logprobs: choiceLogprobs(options, body, c),
           finish_reason: c.finishReason,
           stop_reason: c.stopReason,
-          token_ids: null,
+          token_ids: returnTokenIds ? c.tokenIds : null,
         })),
         service_tier: null, system_fingerprint: null,
         usage: { ...usageWire(result.numPromptTokens, completionTokens), prompt_tokens_details: null },
-        prompt_logprobs: null, prompt_token_ids: null, kv_transfer_params: null,
+        prompt_logprobs: result.promptLogprobs ? promptLogprobsWire(orchestrator.tokenizer, result.promptLogprobs) : null,
+        prompt_token_ids: returnTokenIds ? promptTokenIds : null,
+        kv_transfer_params: null,
         metrics: metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times: result.times, numGenerationTokens: completionTokens }, false),
       };
     } finally {
@@ -123,9 +127,10 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
         if (o.finishReason === null && o.textDelta === "" && !hasLogprobs) continue;
         const logprobs = body.logprobs === true ? choiceLogprobs(options, body, { logprobs: [...(o.logprobsDelta ?? [])] }) : null;
         const delta = o.textDelta === "" && o.finishReason !== null ? {} : { content: o.textDelta };
+        const ids = returnTokenIds ? { token_ids: o.tokenIdsDelta } : {};
         const choice = o.finishReason === null
-          ? { index: o.index, delta, logprobs, finish_reason: null }
-          : { index: o.index, delta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason };
+          ? { index: o.index, delta, logprobs, finish_reason: null, ...ids }
+          : { index: o.index, delta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason, ...ids };
         yield chunk([choice], usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {});
       }
     }

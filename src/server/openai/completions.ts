@@ -9,11 +9,11 @@ import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync, newChoice, primed, type ChoiceResult, type RequestAbort } from "./generation.ts";
-import { appendCompletionLogprobs, emptyCompletionLogprobs, type CompletionLogprobs } from "./logprobs.ts";
+import { appendCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, type CompletionLogprobs } from "./logprobs.ts";
 import { CompletionRequest, type CompletionBody } from "./schemas.ts";
 import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
-import { checkModel, checkPromptTokenIds, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 type RequestTimes = RequestOutput["times"];
@@ -37,6 +37,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   const { tokenizer } = orchestrator;
   checkModel(body.model, options.servedModelName);
   checkStreamOptions(body.stream, body.stream_options);
+  checkRequestOptions(body);
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
@@ -61,6 +62,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   const model = options.servedModelName;
   const n = sampling.n;
   const echo = body.echo === true;
+  const returnTokenIds = body.return_token_ids === true;
   const numTop = body.logprobs ?? null;
   const suffix = crypto.randomUUID().slice(0, 8);
   const requestOf = (p: PreparedPrompt, i: number) => ({ requestId: `${id}-${i}-${suffix}`, promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs });
@@ -78,7 +80,9 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
         logprobs: logprobsOf(options, numTop, c, echo ? prompts[p]!.text.length : 0),
         finish_reason: c.finishReason,
         stop_reason: c.stopReason,
-        token_ids: null, prompt_logprobs: null, prompt_token_ids: null,
+        token_ids: returnTokenIds ? c.tokenIds : null,
+        prompt_logprobs: r.promptLogprobs ? promptLogprobsWire(tokenizer, r.promptLogprobs) : null,
+        prompt_token_ids: returnTokenIds ? prompts[p]!.tokenIds : null,
       })));
       const promptTokens = results.reduce((s, r) => s + r.numPromptTokens, 0);
       const completionTokens = results.reduce((s, r) => s + r.choices.reduce((t, c) => t + c.numGeneratedTokens, 0), 0);
@@ -121,9 +125,10 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
           offsets[promptIndex]![o.index] = appendCompletionLogprobs(logprobs, tokenizer, o.logprobsDelta ?? [], numTop, offsets[promptIndex]![o.index]!);
         }
         const index = promptIndex * n + o.index;
+        const ids = returnTokenIds ? { token_ids: o.tokenIdsDelta } : {};
         const choice = o.finishReason === null
-          ? { index, text: o.textDelta, logprobs, finish_reason: null }
-          : { index, text: o.textDelta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason };
+          ? { index, text: o.textDelta, logprobs, finish_reason: null, ...ids }
+          : { index, text: o.textDelta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason, ...ids };
         yield chunk([choice], usage.continuousUsage ? { usage: usageWire(prompts[promptIndex]!.tokenIds.length, o.numGeneratedTokens) } : {});
       }
     }

@@ -84,6 +84,8 @@ export interface GenerationResult {
   readonly numPromptTokens: number;
   readonly numCachedTokens: number;
   readonly times: RequestTimes | null;
+  /** with sampling.promptLogprobs: one entry per prompt token (the first null) */
+  readonly promptLogprobs: readonly (PositionLogprobs | null)[] | null;
 }
 
 export function newChoice(index: number): ChoiceResult {
@@ -110,12 +112,14 @@ export async function collectGeneration(orchestrator: Orchestrator, request: Gen
   const choices: ChoiceResult[] = [];
   for (let i = 0; i < request.sampling.n; i++) choices.push(newChoice(i));
   let last: RequestOutput | null = null;
+  let promptLogprobs: readonly (PositionLogprobs | null)[] | null = null;
   for await (const output of generateOutputs(orchestrator, request, abort)) {
     applyOutput(choices, output);
+    promptLogprobs ??= output.promptLogprobs ?? null;
     last = output;
   }
   for (const c of choices) if (c.finishReason === null) c.finishReason = "abort";
-  return { choices, numPromptTokens: last?.numPromptTokens ?? request.promptTokenIds.length, numCachedTokens: last?.numCachedTokens ?? 0, times: last?.times ?? null };
+  return { choices, numPromptTokens: last?.numPromptTokens ?? request.promptTokenIds.length, numCachedTokens: last?.numCachedTokens ?? 0, times: last?.times ?? null, promptLogprobs };
 }
 
 /**

@@ -30,6 +30,18 @@ export function chatLogprobs(tokenizer: Tokenizer, positions: readonly PositionL
   }));
 }
 
+/** vLLM's prompt_logprobs: per prompt position null (the first) or {"<token id>": {logprob, rank, decoded_token}}. */
+export type PromptLogprobsWire = (Record<string, { logprob: number; rank: number; decoded_token: string }> | null)[];
+
+export function promptLogprobsWire(tokenizer: Tokenizer, positions: readonly (PositionLogprobs | null)[]): PromptLogprobsWire {
+  return positions.map((p) => {
+    if (p === null) return null;
+    const out: Record<string, { logprob: number; rank: number; decoded_token: string }> = {};
+    for (const e of [p.chosen, ...p.top]) out[String(e.tokenId)] = { logprob: finite(e.logprob), rank: e.rank, decoded_token: tokenizer.tokenText(e.tokenId) };
+    return out;
+  });
+}
+
 export interface CompletionLogprobs {
   text_offset: number[];
   token_logprobs: number[];

@@ -47,6 +47,11 @@ const samplingFields = {
   user: t.Optional(t.Nullable(t.String({ description: "End-user id (accepted, unused)." }))),
   request_id: t.Optional(t.Nullable(t.String({ description: "vLLM extra: id used in the response (`X-Request-Id` header wins)." }))),
   priority: nullableInteger("vLLM extra: accepted; fennec schedules first come, first served.", 0),
+  prompt_logprobs: nullableInteger("vLLM extra: log probabilities of the top 0..20 tokens at every prompt position (not with streaming).", 1),
+  return_token_ids: nullableBoolean("vLLM extra: also return the generated token ids (`token_ids` per choice) and the prompt's (`prompt_token_ids`)."),
+  response_format: t.Optional(t.Nullable(t.Object({
+    type: t.String({ description: "Only `text`: fennec has no structured-output decoding, so json_object / json_schema are refused.", example: "text" }),
+  }, { description: "Output format." }))),
 };
 
 export const ChatContentPart = t.Object({

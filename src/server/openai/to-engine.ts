@@ -34,10 +34,21 @@ export function checkStreamOptions(stream: boolean | null | undefined, streamOpt
   }
 }
 
+/** Request-level rules vLLM checks besides the sampling ranges. */
+export function checkRequestOptions(body: { stream?: boolean | null; prompt_logprobs?: number | null; response_format?: { type: string } | null }): void {
+  if (body.stream === true && body.prompt_logprobs !== undefined && body.prompt_logprobs !== null) {
+    throw new ApiError("badRequest", "`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
+  }
+  const format = body.response_format?.type;
+  if (format !== undefined && format !== "text") {
+    throw new ApiError("badRequest", `response_format type "${format}" is not supported: fennec has no structured-output decoding (use "text").`, "response_format");
+  }
+}
+
 /** Fields chat and completions share, already past the schema (types are right, ranges not yet checked). */
 type SharedBody = Pick<ChatCompletionBody, "n" | "temperature" | "top_p" | "top_k" | "min_p" | "presence_penalty"
   | "frequency_penalty" | "repetition_penalty" | "logit_bias" | "seed" | "stop" | "stop_token_ids"
-  | "include_stop_str_in_output" | "ignore_eos" | "min_tokens" | "skip_special_tokens">;
+  | "include_stop_str_in_output" | "ignore_eos" | "min_tokens" | "skip_special_tokens" | "prompt_logprobs">;
 
 export interface SamplingInput {
   readonly body: SharedBody;
@@ -92,7 +103,7 @@ export function toSamplingParams(input: SamplingInput): SamplingParams {
     logitBias,
     seed: b.seed ?? null,
     logprobs: input.logprobs,
-    promptLogprobs: null,
+    promptLogprobs: b.prompt_logprobs ?? null,
     stop: b.stop === undefined || b.stop === null ? [] : typeof b.stop === "string" ? [b.stop] : [...b.stop],
     stopTokenIds: [...(b.stop_token_ids ?? [])],
     includeStopStrInOutput: b.include_stop_str_in_output ?? d.includeStopStrInOutput,
