@@ -22,11 +22,13 @@ import type { GenerateRequest, Orchestrator, RequestOutput } from "../src/pipeli
 import { nowMs } from "../src/util/clock.ts";
 import pkg from "../package.json" with { type: "json" };
 
-interface Args { rounds: number; requests: number; maxTokens: number; concurrency: number; model: string | null; threads: number }
+interface Args { rounds: number; requests: number; maxTokens: number; concurrency: number; model: string | null; threads: number; aa: boolean }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { rounds: 6, requests: 16, maxTokens: 64, concurrency: 8, model: null, threads: 1 };
+  const a: Args = { rounds: 6, requests: 16, maxTokens: 64, concurrency: 8, model: null, threads: 1, aa: false };
   for (let i = 0; i < argv.length; i++) {
+    // --aa: both sides plain (an A/A run shows how far two identical engines drift apart on this machine)
+    if (argv[i] === "--aa") { a.aa = true; continue; }
     const v = argv[++i];
     const n = Number(v);
     switch (argv[i - 1]) {
@@ -100,7 +102,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const args = parseArgs(process.argv.slice(2));
 const devNull = openSync("/dev/null", "w");
 const plain = await setUp(args, false, devNull);
-const observed = await setUp(args, true, devNull);
+const observed = await setUp(args, !args.aa, devNull);
 await measure(plain.app, { ...args, requests: args.concurrency }, -1); // warm-up
 await measure(observed.app, { ...args, requests: args.concurrency }, -1);
 const ratios: number[] = [];
