@@ -111,7 +111,10 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const usage = usageMode(body.stream_options, options.forceIncludeUsage);
   const numPromptTokens = promptTokenIds.length;
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: "chat.completion.chunk", created, model, choices, ...extra });
-  const outputs = await primed(generateOutputs(orchestrator, request, abort));
+  const outputs = await primed(generateOutputs(orchestrator, request, abort)).catch((error: unknown) => {
+    abort.dispose();
+    throw error;
+  });
   async function* chunks() {
     const choices: ChoiceResult[] = Array.from({ length: n }, (_, i) => newChoice(i));
     for (let i = 0; i < n; i++) {

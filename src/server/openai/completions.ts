@@ -106,7 +106,10 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   const tagged = prompts.map((p, i) => (async function* () {
     for await (const output of generateOutputs(orchestrator, requestOf(p, i), aborts[i]!)) yield { promptIndex: i, output };
   })());
-  const outputs = await primed(mergeAsync(tagged));
+  const outputs = await primed(mergeAsync(tagged)).catch((error: unknown) => {
+    disposeAll();
+    throw error;
+  });
   async function* chunks() {
     let times: RequestTimes | null = null;
     if (echo) {
