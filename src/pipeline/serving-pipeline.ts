@@ -45,6 +45,7 @@ export function stageEngineArgs(base: EngineArgs, stage: StageSpec): EngineArgs 
     kvCacheMemoryBytes: a.kvCacheMemoryBytes ?? base.kvCacheMemoryBytes,
     enablePrefixCaching: a.enablePrefixCaching ?? base.enablePrefixCaching,
     threads: a.threads ?? base.threads,
+    device: a.device ?? base.device,
   };
 }
 

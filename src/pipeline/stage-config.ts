@@ -26,6 +26,8 @@ export interface StageEngineArgs {
   readonly kvCacheMemoryBytes: number | null;
   readonly enablePrefixCaching: boolean | null;
   readonly threads: number | null;
+  /** the stage's backend (a prefill stage on a GPU, a decode stage on the CPU, ...) */
+  readonly device: "cpu" | "webgpu" | null;
 }
 
 export interface StageSpec {
@@ -56,7 +58,8 @@ const ENGINE_NUMBER_KEYS: Readonly<Record<string, NumberArg>> = {
   max_num_seqs: "maxNumSeqs", max_num_batched_tokens: "maxNumBatchedTokens", max_model_len: "maxModelLen",
   block_size: "blockSize", kv_cache_memory: "kvCacheMemoryBytes", threads: "threads",
 };
-const ENGINE_KEYS = ["model", "model_stage", "enable_prefix_caching", ...Object.keys(ENGINE_NUMBER_KEYS)];
+const ENGINE_KEYS = ["model", "model_stage", "enable_prefix_caching", "device", ...Object.keys(ENGINE_NUMBER_KEYS)];
+const DEVICES = ["cpu", "webgpu"] as const;
 /** default_sampling_params: wire name -> SamplingParams field and kind */
 const SAMPLING_KEYS: Readonly<Record<string, readonly [keyof SamplingParams, "number" | "int" | "bool" | "strings" | "ints"]>> = {
   temperature: ["temperature", "number"], top_p: ["topP", "number"], top_k: ["topK", "int"], min_p: ["minP", "number"],
@@ -80,7 +83,7 @@ function unknownKey(obj: Record<string, Json>, known: readonly string[]): string
 function parseEngineArgs(raw: Json, baseDir: string, where: string): Result<StageEngineArgs> {
   const args: { -readonly [K in keyof StageEngineArgs]: StageEngineArgs[K] } = {
     model: null, maxNumSeqs: null, maxNumBatchedTokens: null, maxModelLen: null, blockSize: null, kvCacheMemoryBytes: null,
-    enablePrefixCaching: null, threads: null,
+    enablePrefixCaching: null, threads: null, device: null,
   };
   if (raw === undefined || raw === null) return ok(args);
   if (!isRecord(raw)) return err(`${where}: engine_args must be a mapping`);
@@ -97,6 +100,11 @@ function parseEngineArgs(raw: Json, baseDir: string, where: string): Result<Stag
     if (v === undefined || v === null) continue;
     if (typeof v !== "number" || !Number.isInteger(v) || v < 1) return err(`${where}: engine_args.${key} must be a positive integer (got ${JSON.stringify(v)})`);
     args[field] = v;
+  }
+  const device = raw["device"];
+  if (device !== undefined && device !== null) {
+    if (!(DEVICES as readonly unknown[]).includes(device)) return err(`${where}: engine_args.device must be one of ${DEVICES.join(", ")} (got ${JSON.stringify(device)})`);
+    args.device = device as (typeof DEVICES)[number];
   }
   const prefix = raw["enable_prefix_caching"];
   if (prefix !== undefined && prefix !== null) {
@@ -213,7 +221,7 @@ export function loadStageConfig(file: string): Result<StageChain> {
 export function pdChain(): StageChain {
   const engineArgs: StageEngineArgs = {
     model: null, maxNumSeqs: null, maxNumBatchedTokens: null, maxModelLen: null, blockSize: null, kvCacheMemoryBytes: null,
-    enablePrefixCaching: null, threads: null,
+    enablePrefixCaching: null, threads: null, device: null,
   };
   return {
     source: "--pipeline pd",

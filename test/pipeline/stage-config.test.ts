@@ -50,6 +50,7 @@ describe("stage configs", () => {
     ["stage0-input.yaml", "stage_args:\n  - stage_id: 0\n    input_type: text\n", /stage 0: stage 0 reads the request/],
     ["final.yaml", "stage_args:\n  - stage_id: 0\n    final_output: true\n  - stage_id: 1\n", /stage 0: final_output must be false/],
     ["diffusion.yaml", "stage_args:\n  - stage_id: 0\n    stage_type: diffusion\n", /stage 0: stage_type "diffusion" is not supported/],
+    ["bad-device.yaml", "stage_args:\n  - stage_id: 0\n    engine_args: {device: tpu}\n", /stage 0: engine_args\.device must be one of cpu, webgpu/],
     ["bad-int.yaml", "stage_args:\n  - stage_id: 0\n    engine_args: {max_num_seqs: -1}\n", /stage 0: engine_args\.max_num_seqs must be a positive integer/],
     ["bad-sampling.yaml", "stage_args:\n  - stage_id: 0\n    default_sampling_params: {temperature: hot}\n", /stage 0: default_sampling_params\.temperature must be a number/],
     ["not-yaml.yaml", "stage_args: [\n", /not-yaml\.yaml: not valid YAML or JSON: /],
