@@ -31,7 +31,7 @@ function createRequestChecks(options: ServerOptions): (request: Request) => void
     if (!JSON_BODY_PATHS.has(new URL(request.url).pathname)) return;
     const mediaType = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     if (mediaType !== "application/json") {
-      throw new ApiError("invalidBody", "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed", "Content-Type");
+      throw new ApiError("invalidBody", "1 validation error: Unsupported Media Type: Only 'application/json' is allowed", "Content-Type");
     }
   };
 }
