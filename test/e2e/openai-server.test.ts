@@ -13,14 +13,14 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 type Metrics = Record<string, number | null>;
 
 let main: ServerProcess; // --api-key KEY --enable-per-request-metrics
-let plain: ServerProcess; // --enable-force-include-usage, per-request metrics off
+let plain: ServerProcess; // --enable-force-include-usage --served-model-name fennec-e2e --max-model-len 128; metrics off
 let model = "";
 let client: OpenAI;
 
 beforeAll(async () => {
   [main, plain] = await Promise.all([
     startServer(["--api-key", KEY, "--enable-per-request-metrics"]),
-    startServer(["--enable-force-include-usage", "--served-model-name", "fennec-e2e"]),
+    startServer(["--enable-force-include-usage", "--served-model-name", "fennec-e2e", "--max-model-len", "128"]),
   ]);
   client = new OpenAI({ baseURL: `${main.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
   model = (await client.models.list()).data[0]!.id;
@@ -220,9 +220,13 @@ describe("per-request metrics rules", () => {
     expect(events.slice(0, -1).some((e) => "usage" in (e as Json) || "metrics" in (e as Json))).toBe(false);
   });
 
-  test("--served-model-name names the model; other names are 404", async () => {
+  test("--served-model-name names the model (other names are 404); --max-model-len bounds the context", async () => {
     const models = (await (await fetch(`${plain.url}/v1/models`)).json()) as Json;
     expect(models.data[0].id).toBe("fennec-e2e");
+    expect(models.data[0].max_model_len).toBe(128);
+    const tooLong = await post(plain, "/v1/completions", { prompt: "Once", max_tokens: 128 });
+    expect(tooLong.status).toBe(400);
+    expect(((await tooLong.json()) as Json).error.message).toMatch(/^This model's maximum context length is 128 tokens/);
     expect((await post(plain, "/v1/completions", { model: "fennec-e2e", prompt: "Once", max_tokens: 2 })).status).toBe(200);
     expect((await post(plain, "/v1/completions", { model: model, prompt: "Once", max_tokens: 2 })).status).toBe(404);
   });
@@ -357,8 +361,8 @@ describe("disconnect and shutdown", () => {
   });
 
   test("SIGTERM: an in-flight stream ends with an error event and [DONE], the process exits 0", async () => {
-    // 8 x 500 tokens: seconds of work, so the signal lands mid-stream
-    const res = await post(plain, "/v1/completions", { prompt: "Once", max_tokens: 500, n: 8, ignore_eos: true, stream: true });
+    // 16 x 120 tokens: seconds of work, so the signal lands mid-stream
+    const res = await post(plain, "/v1/completions", { prompt: "Once", max_tokens: 120, n: 16, temperature: 1, ignore_eos: true, stream: true });
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     let text = decoder.decode((await reader.read()).value, { stream: true });
@@ -369,7 +373,7 @@ describe("disconnect and shutdown", () => {
       text += decoder.decode(value, { stream: true });
     }
     expect(await exit).toBe(0);
-    expect(text.split('"finish_reason":"length"').length - 1).toBeLessThan(8);
+    expect(text.split('"finish_reason":"length"').length - 1).toBeLessThan(16);
     const events = text.trimEnd().split("\n\n");
     expect(events.at(-1)).toBe("data: [DONE]");
     expect(JSON.parse(events.at(-2)!.slice(6)).error.code).toBe(503);
