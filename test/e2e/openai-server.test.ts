@@ -360,6 +360,22 @@ describe("disconnect and shutdown", () => {
     expect(await metricValue(main, "vllm:request_success_total")).toBe(successBefore);
   });
 
+  test("vLLM's cancellation check: many clients time out, the engine frees them and answers a new request at once", async () => {
+    const successBefore = await metricValue(main, "vllm:request_success_total");
+    const slow = Array.from({ length: 32 }, () => fetch(`${main.url}/v1/completions`, {
+      method: "POST", signal: AbortSignal.timeout(300),
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ prompt: "Once", max_tokens: 500, ignore_eos: true }),
+    }).then(() => "answered", () => "timed out"));
+    expect(new Set(await Promise.all(slow))).toEqual(new Set(["timed out"]));
+    const t0 = performance.now();
+    const fresh = await client.completions.create({ model, prompt: "Once", max_tokens: 5 });
+    expect(fresh.choices[0]!.finish_reason).toBe("length");
+    expect(performance.now() - t0).toBeLessThan(5000);
+    await Bun.sleep(500);
+    expect(await metricValue(main, "vllm:request_success_total")).toBe(successBefore + 1);
+  });
+
   test("SIGTERM: an in-flight stream ends with an error event and [DONE], the process exits 0", async () => {
     // 16 x 120 tokens: seconds of work, so the signal lands mid-stream
     const res = await post(plain, "/v1/completions", { prompt: "Once", max_tokens: 120, n: 16, temperature: 1, ignore_eos: true, stream: true });
