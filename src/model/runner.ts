@@ -9,7 +9,6 @@ import type { ModelConfig } from "./model-config.ts";
 import { BatchedForward, type ForwardInputs, type LoadProgress } from "./forward.ts";
 import type { ModelWeights } from "./weights.ts";
 
-const BYTES_PER_F32 = 4;
 
 interface KvLayout {
   readonly numBlocks: number;
@@ -23,14 +22,19 @@ interface KvLayout {
 export class Runner implements ModelRunner {
   private readonly forward: BatchedForward;
   private kv: KvLayout | null = null;
+  /** bytes one position takes in the backend's KV cache, over all layers, K and V (f32 or f16: the backend's choice) */
+  private readonly kvBytesPerPosition: number;
 
   constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress) {
     this.forward = new BatchedForward(config, weights, backend, onProgress);
+    // the backend keeps its KV layout to itself: measure one position with a 1-block, 1-slot cache (replaced at allocateKvCache)
+    const { numLayers, numKvHeads, headDim } = config;
+    backend.allocKvCache({ numLayers, numBlocks: 1, blockSize: 1, numKvHeads, headDim });
+    this.kvBytesPerPosition = backend.exportKvBlocks(Int32Array.of(0)).length;
   }
 
   kvBytesPerBlock(blockSize: number): number {
-    const kvDim = this.config.numKvHeads * this.config.headDim;
-    return this.config.numLayers * 2 * blockSize * kvDim * BYTES_PER_F32;
+    return blockSize * this.kvBytesPerPosition;
   }
 
   allocateKvCache(numBlocks: number, blockSize: number): void {
