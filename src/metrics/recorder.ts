@@ -55,6 +55,26 @@ function extraLabelCombinations(def: MetricDef): Labels[] {
   return combos;
 }
 
+const LE_LABEL = /le="([^"]*)"/g;
+
+/**
+ * prometheus_client's floatToGoString for a bucket bound: `1` -> `1.0`, `0.005` -> `0.005`, `1000000` -> `1e+06`,
+ * `+Inf` unchanged. Without it, `sum by (le)` over a fleet of vLLM and fennec targets would split `le="1.0"` from
+ * `le="1"` (Prometheus 2 compares label strings).
+ * @example goFloat("2560") // "2560.0"
+ */
+export function goFloat(bound: string): string {
+  const value = Number(bound);
+  if (!Number.isFinite(value)) return bound;
+  const python = Number.isInteger(value) ? `${value}.0` : String(value);
+  const dot = python.indexOf(".");
+  if (value > 0 && dot > 6 && !python.includes("e")) {
+    const mantissa = `${python[0]}.${python.slice(1, dot)}${python.slice(dot + 1)}`.replace(/[0.]+$/, "");
+    return `${mantissa}e+0${dot - 1}`;
+  }
+  return python;
+}
+
 /** `${index}_${parentId}` -> parentId */
 function parentIdOf(childId: string): string {
   return childId.slice(childId.indexOf("_") + 1);
@@ -242,9 +262,9 @@ export class MetricsRecorder implements StatsListener {
     this.observe("request_max_num_generation_tokens", labels, parent.maxGenerationTokens);
   }
 
-  /** The Prometheus text exposition (what GET /metrics returns). */
+  /** The Prometheus text exposition (what GET /metrics returns), bucket bounds written as vLLM writes them. */
   async exposition(): Promise<string> {
-    return this.registry.metrics();
+    return (await this.registry.metrics()).replace(LE_LABEL, (_match, bound: string) => `le="${goFloat(bound)}"`);
   }
 
   get contentType(): string {

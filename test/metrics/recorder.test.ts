@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import type { FinishedRequestStats, StepStats } from "../../src/engine/stats.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
-import { MetricsRecorder, type RecorderOptions } from "../../src/metrics/recorder.ts";
+import { goFloat, MetricsRecorder, type RecorderOptions } from "../../src/metrics/recorder.ts";
 import { CATALOGUE, FINISHED_REASONS, METRIC_KEYS } from "../../src/metrics/catalogue.ts";
 import { tokenBuckets } from "../../src/metrics/buckets.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
@@ -127,6 +127,9 @@ describe("recorder: vLLM semantics after N sequential requests", () => {
 });
 
 describe("recorder: series and flags", () => {
+  test.each([["1", "1.0"], ["0.005", "0.005"], ["2560", "2560.0"], ["100000", "100000.0"], ["1000000", "1e+06"], ["2147483648", "2.147483648e+09"], ["+Inf", "+Inf"]])(
+    "bucket bound %p is written %p (prometheus_client's floatToGoString)", (bound, printed) => expect(goFloat(bound)).toBe(printed));
+
   test("every visible catalogue metric is pre-created at 0 for every engine and enumerated label", async () => {
     const r = recorder({ engineIndices: [0, 1] });
     const text = await r.exposition();
@@ -141,7 +144,11 @@ describe("recorder: series and flags", () => {
     expect(sampleValue(s, "vllm:engine_sleep_state", { sleep_state: "awake", engine: "0" })).toBe(1);
     // 1-2-5 token buckets capped at max_model_len (512 -> ..., 200, 500)
     const les = s.filter((x) => x.name === "vllm:request_prompt_tokens_bucket" && x.labels["engine"] === "0").map((x) => x.labels["le"]);
-    expect(les).toEqual([...tokenBuckets(512).map(String), "+Inf"]);
+    // bounds printed as vLLM (prometheus_client) prints them
+    expect(les).toEqual(["1.0", "2.0", "5.0", "10.0", "20.0", "50.0", "100.0", "200.0", "500.0", "+Inf"]);
+    const ttftLes = s.filter((x) => x.name === "vllm:time_to_first_token_seconds_bucket" && x.labels["engine"] === "0").map((x) => x.labels["le"]);
+    expect(ttftLes.slice(0, 3)).toEqual(["0.001", "0.005", "0.01"]);
+    expect(ttftLes.slice(-3)).toEqual(["640.0", "2560.0", "+Inf"]);
     expect(tokenBuckets(512)).toEqual([1, 2, 5, 10, 20, 50, 100, 200, 500]);
     expect(tokenBuckets(1024).at(-1)).toBe(1000);
     expect(tokenBuckets(131072).at(-1)).toBe(100000);
