@@ -1,15 +1,22 @@
 /**
- * The operations the thread pool runs, and the shared control block both sides read. Every thread runs the same
- * function over its own share of the work units (row groups of 4 for matmuls, (row, head) tasks for attention).
+ * The operations the thread pool runs, and the shared control block every thread reads. An op's work units (row
+ * groups of 4 for matmuls, (row, KV head) tasks for attention) are cut into chunks that threads claim one at a time
+ * from a ticket counter, so a thread the OS has descheduled does not hold the others up: whoever is running takes
+ * the remaining chunks (the caller may end up doing all of them). Results never depend on who ran which chunk.
  *
  * Control block, i32 [CONTROL_INTS] at a fixed address in the shared memory:
- *   [0] generation (bumped by the caller to start an op)   [1] threads finished   [2] op   [3] number of threads
- *   [4] per-thread scratch base   [5] scratch stride (bytes)   [6] error flag   [8 ..] op arguments (f32 args as bits)
+ *   [0] generation (bumped by the caller to start an op)   [1] chunks completed   [2] op   [3] number of threads
+ *   [4] per-thread scratch base   [5] scratch stride (bytes)   [6] error flag
+ *   [7] ticket = (generation & 0xffff) << 16 | next chunk   [8 ..] op arguments (f32 args as bits)
+ *   [40] number of chunks   [41] number of work units
  */
 import type { KernelExports } from "./kernel-module.ts";
 
 export const CONTROL_INTS = 64;
-export const CTL = { generation: 0, done: 1, op: 2, numThreads: 3, scratchBase: 4, scratchStride: 5, error: 6, args: 8 } as const;
+export const CTL = {
+  generation: 0, completed: 1, op: 2, numThreads: 3, scratchBase: 4, scratchStride: 5, error: 6, ticket: 7, args: 8,
+  numChunks: 40, numUnits: 41,
+} as const;
 
 export enum PoolOp {
   MatmulQuant = 1,
@@ -18,39 +25,57 @@ export enum PoolOp {
   Exit = 9,
 }
 
-/** [start, end) of `total` units for thread `tid` of `numThreads`. */
-export function share(total: number, tid: number, numThreads: number): [number, number] {
-  return [Math.floor((total * tid) / numThreads), Math.floor((total * (tid + 1)) / numThreads)];
+/** [start, end) of `total` units for part `index` of `numParts`. */
+export function share(total: number, index: number, numParts: number): [number, number] {
+  return [Math.floor((total * index) / numParts), Math.floor((total * (index + 1)) / numParts)];
 }
 
-/** Runs thread `tid`'s share of the op in the control block. */
-export function runShare(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: number): void {
-  const n = ctl[CTL.numThreads]!;
+/** The ticket value that opens generation `generation` at chunk 0. */
+export function openTicket(generation: number): number {
+  return (generation & 0xffff) << 16;
+}
+
+/** Runs units [start, end) of the op in the control block on thread `tid`'s scratch. */
+function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: number, start: number, end: number): void {
   const a = CTL.args;
   const scratch = (ctl[CTL.scratchBase]! >>> 0) + tid * ctl[CTL.scratchStride]!;
   switch (ctl[CTL.op]! as PoolOp) {
-    case PoolOp.MatmulQuant: {
-      const [start, end] = share(ctl[a + 12]!, tid, n);
-      if (start < end) {
-        k.matmul_quant(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-          ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, start, end, scratch);
-      }
+    case PoolOp.MatmulQuant:
+      k.matmul_quant(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, start, end, scratch);
       return;
-    }
-    case PoolOp.MatmulF32: {
-      const [start, end] = share(ctl[a + 6]!, tid, n);
-      if (start < end) k.matmul_f32(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end, scratch);
+    case PoolOp.MatmulF32:
+      k.matmul_f32(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end, scratch);
       return;
-    }
-    case PoolOp.Attention: {
-      const [start, end] = share(ctl[a + 9]!, tid, n);
-      if (start < end) {
-        k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-          ctl[a + 8]!, ctlF[a + 10]!, scratch + 64, start, end);
-      }
+    case PoolOp.Attention:
+      k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
+        ctl[a + 8]!, ctlF[a + 10]!, scratch + 64, start, end);
       return;
-    }
     case PoolOp.Exit:
       return;
+  }
+}
+
+/**
+ * Claims and runs chunks of generation `generation` until none is left. A thread that wakes after its generation
+ * has ended finds a ticket of another generation and returns without touching anything.
+ */
+export function workChunks(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: number, generation: number): void {
+  const stamp = generation & 0xffff;
+  for (;;) {
+    const ticket = Atomics.load(ctl, CTL.ticket);
+    if (ticket >>> 16 !== stamp) return;
+    const chunk = ticket & 0xffff;
+    const numChunks = ctl[CTL.numChunks]!;
+    if (chunk >= numChunks) return;
+    if (Atomics.compareExchange(ctl, CTL.ticket, ticket, ticket + 1) !== ticket) continue;
+    // the claimed chunk keeps the op (and its arguments) alive until it is counted complete
+    const [start, end] = share(ctl[CTL.numUnits]!, chunk, numChunks);
+    try {
+      runRange(k, ctl, ctlF, tid, start, end);
+    } catch {
+      Atomics.store(ctl, CTL.error, 1);
+    }
+    if (Atomics.add(ctl, CTL.completed, 1) + 1 === numChunks) Atomics.notify(ctl, CTL.completed);
   }
 }

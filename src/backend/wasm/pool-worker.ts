@@ -1,10 +1,10 @@
 /**
- * A kernel thread: instantiates the kernel module on the shared memory, then loops forever on the control block
- * (pool-ops.ts): wait for a new generation (spin a little, then Atomics.wait), run its share, count itself done.
- * No postMessage per op. Listed as an entry point of the compiled binary in build.ts.
+ * A kernel thread: instantiates the kernel module on the shared memory, then loops on the control block
+ * (pool-ops.ts): wait for a new generation (spin a little, then Atomics.wait), claim and run chunks until none is
+ * left. No postMessage per op. Listed as an entry point of the compiled binary in build.ts.
  */
 import type { KernelExports } from "./kernel-module.ts";
-import { CONTROL_INTS, CTL, PoolOp, runShare } from "./pool-ops.ts";
+import { CONTROL_INTS, CTL, PoolOp, workChunks } from "./pool-ops.ts";
 
 export interface PoolWorkerInit {
   readonly module: WebAssembly.Module;
@@ -34,14 +34,8 @@ self.onmessage = (event: MessageEvent<PoolWorkerInit>) => {
       }
     }
     seen = Atomics.load(ctl, CTL.generation);
-    const op = ctl[CTL.op] as PoolOp;
-    try {
-      runShare(kernels, ctl, ctlF, tid);
-    } catch {
-      Atomics.store(ctl, CTL.error, 1);
-    }
-    if (Atomics.add(ctl, CTL.done, 1) + 1 === ctl[CTL.numThreads]! - 1) Atomics.notify(ctl, CTL.done);
-    if (op === PoolOp.Exit) break;
+    if (ctl[CTL.op] === PoolOp.Exit) break;
+    workChunks(kernels, ctl, ctlF, tid, seen);
   }
   self.postMessage("exited");
 };

@@ -1,18 +1,19 @@
 /**
  * Persistent kernel threads on the one shared memory. The caller is thread 0: `run` writes the op into the control
- * block, bumps the generation and wakes the workers, runs its own share, then waits (spin, then Atomics.wait) until
- * every worker has counted itself done. With one thread there are no workers and `run` is a plain call.
+ * block, opens its chunk ticket, bumps the generation and wakes the workers, claims chunks itself like any worker,
+ * then waits (spin, then Atomics.wait) until every chunk is complete. With one thread there are no workers.
  * @example const pool = await ThreadPool.start(module, heap, kernels, 2); pool.run(PoolOp.MatmulF32, args);
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { KernelExports } from "./kernel-module.ts";
-import { CONTROL_INTS, CTL, PoolOp, runShare } from "./pool-ops.ts";
+import { CONTROL_INTS, CTL, openTicket, PoolOp, workChunks } from "./pool-ops.ts";
 import type { PoolWorkerInit } from "./pool-worker.ts";
 import type { WasmHeap } from "./wasm-memory.ts";
 
 /** Spin this many polls before sleeping in Atomics.wait: a futex wake costs tens of us, an op a few hundred. */
 const SPIN_ITERATIONS = 20000;
+const CHUNKS_PER_THREAD = 4;
 
 /**
  * Where the worker's code is. From source: next to this file. Inside a `bun build --compile` binary every entry point
@@ -67,35 +68,44 @@ export class ThreadPool {
     this.ctl[CTL.scratchStride] = strideBytes;
   }
 
-  /** Runs `op` on every thread; args are i32 (addresses, counts) except the f32 slots listed in floatArgs. */
-  run(op: PoolOp, args: readonly number[], floatArgs: ReadonlyMap<number, number> = new Map()): void {
+  /**
+   * Runs `op` over `numUnits` work units on every thread that is running (the caller included) and returns when all
+   * are done; args are i32 (addresses, counts) except the f32 slots listed in floatArgs.
+   */
+  run(op: PoolOp, args: readonly number[], numUnits: number, floatArgs: ReadonlyMap<number, number> = new Map()): void {
     const { ctl, ctlF } = this;
     ctl[CTL.op] = op;
     for (let i = 0; i < args.length; i++) ctl[CTL.args + i] = args[i]!;
     for (const [i, v] of floatArgs) ctlF[CTL.args + i] = v;
-    const numWorkers = this.workers.length;
-    if (numWorkers > 0) {
-      Atomics.store(ctl, CTL.done, 0);
-      Atomics.add(ctl, CTL.generation, 1);
-      Atomics.notify(ctl, CTL.generation);
-    }
-    runShare(this.kernels, ctl, ctlF, 0);
-    if (numWorkers === 0) return;
+    // a few chunks per thread: small enough that a descheduled thread's chunk is a small loss
+    const numChunks = Math.max(1, Math.min(numUnits, this.numThreads * CHUNKS_PER_THREAD, 0xffff));
+    ctl[CTL.numChunks] = numChunks;
+    ctl[CTL.numUnits] = numUnits;
+    Atomics.store(ctl, CTL.completed, 0);
+    const generation = (ctl[CTL.generation]! + 1) | 0;
+    Atomics.store(ctl, CTL.ticket, openTicket(generation));
+    Atomics.store(ctl, CTL.generation, generation);
+    if (this.workers.length > 0) Atomics.notify(ctl, CTL.generation);
+    workChunks(this.kernels, ctl, ctlF, 0, generation);
     let spins = 0;
     for (;;) {
-      const done = Atomics.load(ctl, CTL.done);
-      if (done >= numWorkers) break;
-      if (++spins > SPIN_ITERATIONS) Atomics.wait(ctl, CTL.done, done, 1000);
+      const completed = Atomics.load(ctl, CTL.completed);
+      if (completed >= numChunks) break;
+      if (++spins > SPIN_ITERATIONS) Atomics.wait(ctl, CTL.completed, completed, 1000);
     }
     if (ctl[CTL.error] !== 0) {
       ctl[CTL.error] = 0;
-      throw new Error(`wasm backend: a kernel thread trapped during op ${PoolOp[op]}`);
+      throw new Error(`wasm backend: a kernel trapped during op ${PoolOp[op]}`);
     }
   }
 
   /** Stops the workers (they leave their loop on the Exit op) and terminates them. */
   stop(): void {
-    if (this.workers.length > 0) this.run(PoolOp.Exit, []);
+    if (this.workers.length > 0) {
+      this.ctl[CTL.op] = PoolOp.Exit;
+      Atomics.add(this.ctl, CTL.generation, 1);
+      Atomics.notify(this.ctl, CTL.generation);
+    }
     for (const w of this.workers) w.terminate();
     this.workers.length = 0;
   }

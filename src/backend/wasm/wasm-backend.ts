@@ -268,8 +268,8 @@ export class WasmBackend implements Backend {
     const rowGroups = Math.ceil(rows / 4);
     const parallel = rows * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1;
     if (wt.quant === null) {
-      const args = [o, wt.f32Ptr, xp, rows, cols, numRows, rowGroups];
-      if (parallel) this.pool.run(PoolOp.MatmulF32, args);
+      const args = [o, wt.f32Ptr, xp, rows, cols, numRows];
+      if (parallel) this.pool.run(PoolOp.MatmulF32, args, rowGroups);
       else this.k.matmul_f32(o, wt.f32Ptr, xp, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
       return;
     }
@@ -285,7 +285,7 @@ export class WasmBackend implements Backend {
     const q = wt.quant;
     const sa = q.kind === KernelKind.U8G16 ? sa16 : sa32;
     if (parallel) {
-      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, 0, rowGroups]);
+      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows], rowGroups);
     } else {
       this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
     }
@@ -343,8 +343,8 @@ export class WasmBackend implements Backend {
     const tasks = numRows * numKvHeads; // (row, KV head): the query heads of a group share each widened K/V row
     const scale = 1 / Math.sqrt(headDim);
     const args = [asBuffer(out).ptr, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
-      numHeads, numKvHeads, headDim, blockSize, tasks];
-    this.pool.run(PoolOp.Attention, args, new Map([[10, scale]]));
+      numHeads, numKvHeads, headDim, blockSize];
+    this.pool.run(PoolOp.Attention, args, tasks, new Map([[10, scale]]));
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
