@@ -124,6 +124,27 @@ describe("matmul and embed over every weight type", () => {
     }
   });
 
+  test("the GPU matmul variant (16 lanes per output row) matches too, and is batch invariant", async () => {
+    const gpuStyle = await createWebGpuBackend({ log: () => {}, matmulLanes: 16 });
+    try {
+      expect(gpuStyle.matmulLanes).toBe(16);
+      for (const wt of WEIGHT_TYPES.filter((w) => [GgmlType.F16, GgmlType.Q8_0, GgmlType.Q4_K].includes(w.type))) {
+        const source = weightSource(wt, ROWS, COLS, 31);
+        const w = gpuStyle.loadWeight(source);
+        await expectSameMatmulAndEmbed(gpuStyle, w, ref.loadWeight(source));
+        const xs = randn(9 * COLS, 32);
+        const x9 = gpuStyle.alloc(9 * COLS); gpuStyle.write(x9, xs);
+        const x1 = gpuStyle.alloc(COLS); gpuStyle.write(x1, xs.subarray(8 * COLS));
+        const o9 = gpuStyle.alloc(9 * ROWS); const o1 = gpuStyle.alloc(ROWS);
+        gpuStyle.matmul(o9, w, x9, 9);
+        gpuStyle.matmul(o1, w, x1, 1);
+        expect(Array.from(await gpuStyle.read(o9, ROWS, 8 * ROWS))).toEqual(Array.from(await gpuStyle.read(o1, ROWS)));
+      }
+    } finally {
+      gpuStyle.dispose();
+    }
+  });
+
   test("weights over the binding limit are split by rows: same matmul and embed", async () => {
     const chunked = await createWebGpuBackend({ log: () => {}, maxWeightChunkBytes: 1024 });
     try {

@@ -17,7 +17,7 @@ import { ATTENTION_WGSL, MAX_HEAD_DIM } from "./shaders/attention-wgsl.ts";
 import {
   ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, inPlaceVariant,
 } from "./shaders/elementwise-wgsl.ts";
-import { embedWgsl, MATMUL_TILE_J, MATMUL_TILE_R, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
+import { embedWgsl, MATMUL_TILE_R, matmulTileJ, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
 import { StepEncoder, foldGroups, type BufferRange } from "./step-encoder.ts";
 import { GPU_WEIGHT_LAYOUTS, layoutFor, repackRows, rowWords, type GpuWeightLayout } from "./weight-layouts.ts";
 
@@ -62,13 +62,25 @@ export interface WebGpuBackendOptions {
   readonly nativeTypes?: readonly GgmlType[];
   /** largest weight buffer (default: the adapter's binding limit); larger weights are split by rows */
   readonly maxWeightChunkBytes?: number;
+  /** threads per matmul output row: 16 (GPUs) or 1 (CPU adapters); default from the adapter (see isCpuAdapter) */
+  readonly matmulLanes?: 1 | 16;
+}
+
+/** Software adapters (lavapipe / llvmpipe, SwiftShader) run workgroups on CPU threads, where barriers are costly. */
+export function isCpuAdapter(description: string): boolean {
+  return /llvmpipe|lavapipe|swiftshader/i.test(description);
 }
 
 /** Opens the adapter and returns the backend; throws CliError (one line, exit 2) when there is no usable adapter. */
 export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
   const dawn = await openDawnDevice({ timeoutMs: options.timeoutMs });
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  return new WebGpuBackend(dawn, log, options.mirrorKv ?? true, options.nativeTypes ?? GPU_WEIGHT_LAYOUTS.map((l) => l.type), options.maxWeightChunkBytes);
+  return new WebGpuBackend(dawn, log, {
+    mirrorKv: options.mirrorKv ?? true,
+    nativeTypes: options.nativeTypes ?? GPU_WEIGHT_LAYOUTS.map((l) => l.type),
+    maxWeightChunkBytes: options.maxWeightChunkBytes,
+    matmulLanes: options.matmulLanes ?? (isCpuAdapter(dawn.description) ? 1 : 16),
+  });
 }
 
 /** writeBuffer's typing wants views over plain ArrayBuffers; Dawn copies shared ones (WASM memory) just as well */
@@ -101,13 +113,20 @@ export class WebGpuBackend implements Backend {
   private kv: GpuKvCache | null = null;
   private gatherScratch: GpuBuffer | null = null;
 
+  private readonly mirrorKv: boolean;
+  private readonly nativeTypes: readonly GgmlType[];
+  /** threads per matmul output row */
+  readonly matmulLanes: 1 | 16;
+
   constructor(
     private readonly dawn: DawnDevice,
     private readonly log: (line: string) => void,
-    private readonly mirrorKv: boolean,
-    private readonly nativeTypes: readonly GgmlType[],
-    maxWeightChunkBytes?: number,
+    settings: { mirrorKv: boolean; nativeTypes: readonly GgmlType[]; maxWeightChunkBytes?: number; matmulLanes: 1 | 16 },
   ) {
+    this.mirrorKv = settings.mirrorKv;
+    this.nativeTypes = settings.nativeTypes;
+    this.matmulLanes = settings.matmulLanes;
+    const maxWeightChunkBytes = settings.maxWeightChunkBytes;
     this.device = dawn.device;
     this.adapterDescription = dawn.description;
     this.maxBindingBytes = Math.min(this.device.limits.maxStorageBufferBindingSize, this.device.limits.maxBufferSize);
@@ -366,9 +385,10 @@ export class WebGpuBackend implements Backend {
     this.live();
     const gw = gpuWeight(w);
     if (same(out, x)) throw new Error("matmul: out must not alias x");
-    const pipeline = this.pipeline(`matmul:${gw.storedType}`, () => matmulWgsl(gw.layout));
+    const lanes = this.matmulLanes;
+    const pipeline = this.pipeline(`matmul:${gw.storedType}:${lanes}`, () => matmulWgsl(gw.layout, lanes));
     for (const c of gw.chunks) {
-      const numGroups = Math.ceil(c.numRows / MATMUL_TILE_J) * Math.ceil(numRows / MATMUL_TILE_R);
+      const numGroups = Math.ceil(c.numRows / matmulTileJ(lanes)) * Math.ceil(numRows / MATMUL_TILE_R);
       const params = new Uint32Array([c.numRows, gw.cols, numRows, rowWords(gw.layout, gw.cols), gw.cols / gw.layout.unitElems, gw.rows, c.rowStart, foldGroups(numGroups)[0]]);
       this.enc.dispatch(pipeline, params, [{ buffer: c.buffer }, range(x), range(out)], numGroups);
     }
