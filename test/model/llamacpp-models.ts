@@ -1,6 +1,8 @@
 /**
  * Tiny random models with a real llama.cpp vocab, written as GGUF files, for the llama.cpp cross-check: the weights
- * come from tiny-model.ts (seeded), the `tokenizer.*` metadata is copied from llama.cpp's ggml-vocab-*.gguf.
+ * come from tiny-model.ts (seeded), the `tokenizer.*` metadata is copied from llama.cpp's ggml-vocab-*.gguf, and q4_k_m
+ * follows make-model's port of llama.cpp's recipe. (make-model's own tiny shapes use larger vocabs; these keep the
+ * test within a couple of minutes.)
  */
 import { join } from "node:path";
 import type { GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
@@ -8,14 +10,19 @@ import { readGguf } from "../../src/gguf/reader.ts";
 import { writeGgufFile } from "../../src/gguf/writer.ts";
 import { GgmlType, weightTypeByName } from "../../src/tensor/dtypes.ts";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
+import { tensorTypeFor } from "../../scripts/random-model.ts";
+import { tensorName } from "../../src/gguf/names.ts";
 import { makeTinyModel, type TinyShape } from "./tiny-model.ts";
 
-/** "q4_k_m": llama.cpp's mixed recipe on a 2-layer model: Q4_K everywhere, Q6_K for output and for attn_v / ffn_down of layer 0 (use_more_bits). */
-function q4kmType(name: string): number {
-  if (name === "output.weight") return GgmlType.Q6_K;
-  if (name === "blk.0.attn_v.weight" || name === "blk.0.ffn_down.weight") return GgmlType.Q6_K;
-  return GgmlType.Q4_K;
+/** A tensor's type under llama.cpp's q4_k_m recipe (make-model's implementation of llama_tensor_get_type). */
+function q4kmType(name: string, cols: number, numLayers: number, tied: boolean): number {
+  const layer = layerOf(name);
+  const role = name === tensorName("tokenEmbd") ? "tokenEmbd" : name === tensorName("output") ? "output"
+    : name === tensorName("attnV", layer) ? "attnV" : name === tensorName("ffnDown", layer) ? "ffnDown" : "other";
+  return tensorTypeFor("q4_k_m", role, layer, numLayers, cols, tied);
 }
+
+const layerOf = (name: string): number => Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? 0);
 
 /** Writes `<dir>/<arch>-<type>.gguf` and returns its path. */
 export function writeVocabModel(dir: string, shape: TinyShape, vocabName: string, typeName: string, seed: number): string {
@@ -30,7 +37,8 @@ export function writeVocabModel(dir: string, shape: TinyShape, vocabName: string
     seed,
     matrixType: wt?.type ?? GgmlType.Q4_K,
     metadata,
-    tensorType: mixed ? (name, t) => (t === GgmlType.F32 ? t : q4kmType(name)) : undefined, // norms and biases stay f32
+    // norms and biases stay f32
+    tensorType: mixed ? (name, t, tensorShape) => (t === GgmlType.F32 ? t : q4kmType(name, tensorShape[0]!, shape.numLayers, shape.tied)) : undefined,
   });
   const path = join(dir, `${shape.architecture}-${typeName}.gguf`);
   writeGgufFile(path, {

@@ -74,8 +74,8 @@ export interface TinyModelOptions {
   readonly matrixType?: GgmlType;
   /** extra or replaced metadata entries (for error tests) */
   readonly metadata?: Readonly<Record<string, GgufMetadataEntry | null>>;
-  /** per-tensor type override (mixed recipes such as q4_k_m); gets the name and the default type */
-  readonly tensorType?: (name: string, defaultType: number) => number;
+  /** per-tensor type override (mixed recipes such as q4_k_m); gets the name, the default type and the ggml shape */
+  readonly tensorType?: (name: string, defaultType: number, shape: readonly number[]) => number;
   /** edit the tensor list before layout (for error tests) */
   readonly editTensors?: (tensors: PlannedTensor[]) => PlannedTensor[];
 }
@@ -91,7 +91,7 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
   const matrixType = options.matrixType ?? GgmlType.F32;
   let planned = planTensors(s, matrixType);
   const typeOf = options.tensorType;
-  if (typeOf) planned = planned.map((t) => ({ ...t, type: typeOf(t.name, t.type) }));
+  if (typeOf) planned = planned.map((t) => ({ ...t, type: typeOf(t.name, t.type, t.shape) }));
   if (options.editTensors) planned = options.editTensors(planned);
 
   const p = s.architecture;
