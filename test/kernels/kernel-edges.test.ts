@@ -1,0 +1,62 @@
+/**
+ * Kernel edge cases the conformance suite's random data rarely hits: the f32 -> f16 rounding of the KV cache
+ * (ties, subnormals, overflow) against DataView.setFloat16, and thread counts above the core count and above the
+ * number of work units, which must give the same bits as one thread.
+ */
+import { describe, expect, test } from "bun:test";
+import { GgmlType, weightType } from "../../src/tensor/dtypes.ts";
+import { randomFloats, randomWeight, rng } from "../conformance/random-weights.ts";
+import { ensureKernels } from "./ensure-kernels.ts";
+
+await ensureKernels();
+const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");
+
+describe("f16 KV cache store", () => {
+  test.each(["scalar", "simd", "relaxed-simd"] as const)("%s: kvStore rounds like setFloat16 (ties, subnormals, overflow)", async (simd) => {
+    const be = await createWasmBackend({ threads: 1, simd });
+    const kvDim = 64;
+    be.allocKvCache({ numLayers: 1, numBlocks: 1, blockSize: 1, numKvHeads: 1, headDim: kvDim });
+    const special = [0, -0, 1, -1, 65504, 65520, 1e6, -1e6, 5.96e-8, 2.98e-8, 1e-9, 6.1e-5, 6.09e-5, 1 + 2 ** -11, 1 + 3 * 2 ** -11,
+      2049, 2051, 0.1, -0.3333, Infinity, -Infinity];
+    const values = new Float32Array(kvDim); // [kvDim]
+    values.set(special);
+    values.set(randomFloats(kvDim - special.length, rng(3), 100), special.length);
+    const k = be.alloc(kvDim);
+    be.write(k, values);
+    be.kvStore(0, k, k, new Int32Array([0]));
+    const bytes = be.exportKvBlocks(new Int32Array([0])); // [K|V, 1, kvDim] f16
+    const want = new DataView(new ArrayBuffer(kvDim * 2));
+    values.forEach((v, i) => want.setFloat16(i * 2, v, true));
+    const got = new DataView(bytes.buffer, bytes.byteOffset, kvDim * 2);
+    for (let i = 0; i < kvDim; i++) expect([i, got.getUint16(i * 2, true)]).toEqual([i, want.getUint16(i * 2, true)]);
+    be.dispose();
+  });
+});
+
+describe("thread counts", () => {
+  test("7 threads on a [9 x 8192] matmul (3 row groups, fewer than threads) and 5 threads on [1001 x 256] give one thread's bits", async () => {
+    const random = rng(9);
+    const wt = weightType(GgmlType.Q4_K)!;
+    // both shapes are above the backend's parallel threshold (64 Ki multiply-adds), so the pool runs them
+    for (const [rows, cols, threads] of [[9, 8192, 7], [1001, 256, 5]] as const) {
+      const src = randomWeight(wt, rows, cols, random);
+      const x = randomFloats(3 * cols, random);
+      const results: Float32Array[] = [];
+      for (const n of [1, threads]) {
+        const be = await createWasmBackend({ threads: n });
+        const xb = be.alloc(x.length);
+        be.write(xb, x);
+        const out = be.alloc(3 * rows);
+        const w = be.loadWeight(src);
+        for (let rep = 0; rep < 50; rep++) be.matmul(out, w, xb, 3); // many generations in a row
+        results.push(await be.read(out, 3 * rows));
+        be.dispose();
+      }
+      expect(results[1]).toEqual(results[0]!);
+    }
+  });
+
+  test("createWasmBackend rejects a bad thread count with one line", async () => {
+    expect(createWasmBackend({ threads: 0 })).rejects.toThrow("--threads: 0 is not a thread count (1..256)");
+  });
+});
