@@ -334,6 +334,8 @@ describe("disconnect and shutdown", () => {
     expect(generated).toBeLessThan(500);
     // an aborted-by-client request is in no finished-request metric (vLLM)
     expect(await metricValue(main, "vllm:request_success_total")).toBe(successBefore);
+    // the server log says so
+    expect(main.log()).toMatch(/cmpl-\S+ aborted: the client disconnected/);
     // and the engine has room again: a new request is answered at once
     expect((await client.completions.create({ model, prompt: "Once", max_tokens: 3 })).choices[0]!.finish_reason).toBe("length");
   });
@@ -357,6 +359,7 @@ describe("disconnect and shutdown", () => {
     await Bun.sleep(1000);
     expect(await metricValue(main, "vllm:generation_tokens_total")).toBe(settled);
     expect(settled - tokensBefore).toBeLessThan(2000);
+    expect(main.log().split("aborted: the client disconnected").length - 1).toBeGreaterThanOrEqual(2);
     expect(await metricValue(main, "vllm:request_success_total")).toBe(successBefore);
   });
 

@@ -280,6 +280,8 @@ describe("aborts and shutdown", () => {
     for (let i = 0; i < 50 && s.fake.running() > 0; i++) await Bun.sleep(5);
     expect(s.fake.running()).toBe(0);
     expect(s.fake.abortedIds).toHaveLength(1);
+    const publicId = s.fake.abortedIds[0]!.replace(/-[0-9a-f]{8}$/, "");
+    expect(s.logs.filter((l) => l.endsWith("aborted: the client disconnected"))).toEqual([`fennec: ${publicId} aborted: the client disconnected`]);
   });
 
   test("an aborted request signal (client gone before the body) aborts a non-streaming request", async () => {
@@ -294,6 +296,7 @@ describe("aborts and shutdown", () => {
     for (let i = 0; i < 50 && s.fake.running() > 0; i++) await Bun.sleep(5);
     expect(s.fake.running()).toBe(0);
     expect(s.fake.abortedIds).toHaveLength(1);
+    expect(s.logs.filter((l) => l.endsWith("aborted: the client disconnected"))).toHaveLength(1);
   });
 
   test("shutdown answers an in-flight non-streaming request with a 503 error object", async () => {
@@ -315,6 +318,7 @@ describe("aborts and shutdown", () => {
     const error = events.at(-2) as Json;
     expect(error.error.code).toBe(503);
     expect(error.error.message).toContain("shutting down");
+    expect(s.logs.some((l) => l.includes("client disconnected"))).toBe(false);
   });
 });
 

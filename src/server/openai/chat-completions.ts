@@ -78,7 +78,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const created = unixSeconds(arrivalMs);
   const model = options.servedModelName;
   const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, promptTokenIds, sampling: { ...sampling, maxTokens }, arrivalMs };
-  const abort = linkAbort(clientSignal, options.shutdownSignal);
+  const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`fennec: ${id} aborted: the client disconnected`));
   const n = sampling.n;
   const returnTokenIds = body.return_token_ids === true;
 
@@ -144,7 +144,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
       yield chunk([], { usage: usageWire(numPromptTokens, completionTokens), ...(metrics === null ? {} : { metrics }) });
     }
   }
-  return sseResponse(chunks(), { onCancel: () => abort.controller.abort(), onEnd: () => abort.dispose(), log: options.log });
+  return sseResponse(chunks(), { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });
 }
 
 export function chatCompletionsRoutes(options: ServerOptions) {

@@ -65,8 +65,9 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   const returnTokenIds = body.return_token_ids === true;
   const numTop = body.logprobs ?? null;
   const suffix = crypto.randomUUID().slice(0, 8);
-  const requestOf = (p: PreparedPrompt, i: number) => ({ requestId: `${id}-${i}-${suffix}`, promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs });
-  const aborts: RequestAbort[] = prompts.map(() => linkAbort(clientSignal, options.shutdownSignal));
+  const engineId = (i: number) => `${id}-${i}-${suffix}`;
+  const requestOf = (p: PreparedPrompt, i: number) => ({ requestId: engineId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs });
+  const aborts: RequestAbort[] = prompts.map((_, i) => linkAbort(clientSignal, options.shutdownSignal, () => options.log(`fennec: ${engineId(i)} aborted: the client disconnected`)));
   const disposeAll = () => aborts.forEach((a) => a.dispose());
   const metricsInput = (times: RequestTimes | null, numGenerationTokens: number) =>
     ({ enabled: options.enablePerRequestMetrics, n, numPrompts: prompts.length, times, numGenerationTokens });
@@ -142,7 +143,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
       yield chunk([], { usage: usageWire(promptTokens, completionTokens), ...(metrics === null ? {} : { metrics }) });
     }
   }
-  return sseResponse(chunks(), { onCancel: () => aborts.forEach((a) => a.controller.abort()), onEnd: disposeAll, log: options.log });
+  return sseResponse(chunks(), { onCancel: () => aborts.forEach((a) => a.clientGone()), onEnd: disposeAll, log: options.log });
 }
 
 export function completionsRoutes(options: ServerOptions) {

@@ -15,21 +15,31 @@ export interface RequestAbort {
   readonly controller: AbortController;
   /** true when the abort came from the server shutting down (the client gets an error, not a silent end) */
   readonly shuttingDown: () => boolean;
+  /** the client went away (request signal, or the stream was cancelled): abort, and say so once */
+  readonly clientGone: () => void;
   /** the HTTP exchange is over: detach from the signals and abort whatever still runs (a no-op once finished) */
   readonly dispose: () => void;
 }
 
-export function linkAbort(clientSignal: AbortSignal | undefined, shutdownSignal: AbortSignal): RequestAbort {
+/** `onClientGone` runs once if the client leaves before the exchange is over (the server logs it). */
+export function linkAbort(clientSignal: AbortSignal | undefined, shutdownSignal: AbortSignal, onClientGone: () => void = () => {}): RequestAbort {
   const controller = new AbortController();
+  let over = false;
   const abort = () => controller.abort();
-  clientSignal?.addEventListener("abort", abort, { once: true });
+  const clientGone = () => {
+    if (!over && !controller.signal.aborted) onClientGone();
+    controller.abort();
+  };
+  clientSignal?.addEventListener("abort", clientGone, { once: true });
   shutdownSignal.addEventListener("abort", abort, { once: true });
   if (clientSignal?.aborted || shutdownSignal.aborted) controller.abort();
   return {
     controller,
     shuttingDown: () => shutdownSignal.aborted,
+    clientGone,
     dispose: () => {
-      clientSignal?.removeEventListener("abort", abort);
+      over = true;
+      clientSignal?.removeEventListener("abort", clientGone);
       shutdownSignal.removeEventListener("abort", abort);
       // e.g. one prompt of several failed: its siblings must not keep the engine busy
       controller.abort();
