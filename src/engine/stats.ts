@@ -44,6 +44,9 @@ export interface StepStats {
   /** per-token latencies observed this step (main side fills these; seconds like vLLM's histograms) */
   readonly timeToFirstTokensS: readonly number[];
   readonly interTokenLatenciesS: readonly number[];
+  /** prompt tokens whose KV came over a pipeline edge instead of being computed (the decode stage of pd), counted in
+   * the step that produced their request's first output; vLLM's prompt_tokens_by_source{source="external_kv_transfer"} */
+  readonly numExternalKvTokens?: number;
 }
 
 /** Emitted once when a request finishes (vLLM FinishedRequestStats); aborted-by-client requests are flagged. */

@@ -184,11 +184,14 @@ export class MetricsRecorder implements StatsListener {
     this.inc("gpu_prefix_cache_queries", labels, stats.prefixCacheQueries);
     this.inc("gpu_prefix_cache_hits", labels, stats.prefixCacheHits);
     this.inc("num_preemptions", labels, stats.numPreempted);
-    // prompt tokens: computed ones plus the prefix-cache hits looked up this step (§4.3: sum of sources = total)
-    this.inc("prompt_tokens", labels, stats.numPromptTokens + stats.prefixCacheHits);
+    // prompt tokens: computed, prefix-cache hits looked up this step, and KV received over a pipeline edge
+    // (§4.3: the sources sum to the total; cached = local + external)
+    const external = stats.numExternalKvTokens ?? 0;
+    this.inc("prompt_tokens", labels, stats.numPromptTokens + stats.prefixCacheHits + external);
     this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_compute" }), stats.numPromptTokens);
     this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_cache_hit" }), stats.prefixCacheHits);
-    this.inc("prompt_tokens_cached", labels, stats.prefixCacheHits);
+    this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "external_kv_transfer" }), external);
+    this.inc("prompt_tokens_cached", labels, stats.prefixCacheHits + external);
     this.inc("generation_tokens", labels, stats.numGenerationTokens);
     for (const ttft of stats.timeToFirstTokensS) this.observe("time_to_first_token", labels, ttft);
     for (const itl of stats.interTokenLatenciesS) {

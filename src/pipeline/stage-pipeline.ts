@@ -38,15 +38,22 @@ export class PipelineRequestError extends Error {
   override readonly name = "PipelineRequestError";
 }
 
-/** How a stage's step stats reach /metrics: the request's TTFT is stage 0's; a KV continuation's first token is an
- * inter-token gap of the same sequence; a text stage starts a new generation whose TTFT is not the request's. */
-function stageListener(listener: StatsListener, stage: StageSpec): StatsListener {
+/**
+ * How a stage's step stats reach /metrics: the request's TTFT is stage 0's; a KV continuation's first token is an
+ * inter-token gap of the same sequence, and the positions it imported count as external_kv_transfer prompt tokens in
+ * the step of its first output (`importedTokens`: per request submitted with KV, in submission order); a text stage
+ * starts a new generation whose TTFT is not the request's.
+ */
+function stageListener(listener: StatsListener, stage: StageSpec, importedTokens: number[]): StatsListener {
   const role = stage.stageId === 0 ? "first" : stage.input === "kv_blocks" ? "continuation" : "new-generation";
   return {
     onStep(stats: StepStats): void {
       if (role === "first") return listener.onStep(stats);
-      const interTokenLatenciesS = role === "continuation" ? [...stats.timeToFirstTokensS, ...stats.interTokenLatenciesS] : stats.interTokenLatenciesS;
-      listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [], interTokenLatenciesS });
+      if (role === "new-generation") return listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [] });
+      // FCFS: requests produce their first output in the order they were submitted
+      const numExternalKvTokens = importedTokens.splice(0, stats.timeToFirstTokensS.length).reduce((a, b) => a + b, 0);
+      const interTokenLatenciesS = [...stats.timeToFirstTokensS, ...stats.interTokenLatenciesS];
+      listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [], interTokenLatenciesS, numExternalKvTokens });
     },
     // the pipeline reports each request once, as a whole
     onRequestFinished(): void {},
@@ -56,16 +63,17 @@ function stageListener(listener: StatsListener, stage: StageSpec): StatsListener
 /** Builds every stage (shutting down the built ones if one fails) and the pipeline over them. */
 export async function buildPipeline(chain: StageChain, factory: StageFactory, options: StagePipelineOptions = {}): Promise<StagePipeline> {
   const built: Orchestrator[] = [];
+  const importedTokens: number[][] = chain.stages.map(() => []);
   try {
     for (const stage of chain.stages) {
-      const listener = options.listener ? stageListener(options.listener, stage) : null;
+      const listener = options.listener ? stageListener(options.listener, stage, importedTokens[stage.stageId]!) : null;
       built.push(await factory(stage, stage.stageId, listener));
     }
   } catch (e) {
     await Promise.all(built.map((o) => o.shutdown()));
     throw e;
   }
-  return new StagePipeline(chain.stages.map((spec, i) => ({ spec, orchestrator: built[i]! })), options);
+  return new StagePipeline(chain.stages.map((spec, i) => ({ spec, orchestrator: built[i]! })), options, importedTokens);
 }
 
 interface Stage {
@@ -90,7 +98,11 @@ export class StagePipeline implements Orchestrator {
   /** per stage: requests finished so far (batch_id, the Mar-2026+ definition: 1-based finished count per stage) */
   private readonly finishedPerStage: number[];
 
-  constructor(private readonly stages: readonly Stage[], private readonly options: StagePipelineOptions = {}) {
+  /**
+   * @param importedTokens per stage, the imported KV positions of requests submitted to it and not yet seen in its step
+   *   stats (buildPipeline shares these queues with the stages' listeners)
+   */
+  constructor(private readonly stages: readonly Stage[], private readonly options: StagePipelineOptions = {}, private readonly importedTokens: number[][] = stages.map(() => [])) {
     this.nowMs = options.nowMs ?? clockNowMs;
     this.edges = stages.slice(1).map((_, i) => new EdgeChannel(i, i + 1));
     this.finishedPerStage = stages.map(() => 0);
@@ -145,6 +157,8 @@ export class StagePipeline implements Orchestrator {
     let finished = false;
     let held: RequestOutput | null = null;
     let reported = false;
+    /** an import whose first output the stage's step stats have not shown yet (dropped if the request ends first) */
+    let unconsumedImport: { stage: number; numTokens: number } | null = null;
 
     try {
       for (let i = 0; i < this.stages.length; i++) {
@@ -161,9 +175,14 @@ export class StagePipeline implements Orchestrator {
         };
         const stageSubmitMs = this.nowMs();
         aggregator?.onStageInput(i, stageSubmitMs);
+        if (importKv) {
+          this.importedTokens[i]!.push(importKv.numTokens);
+          unconsumedImport = { stage: i, numTokens: importKv.numTokens };
+        }
         const result: StageResult = { tokenIds: [], text: "", finishReason: null, stopReason: null, kv: undefined, times: null, numCachedTokens: 0 };
         for await (const out of orchestrator.generate(stageRequest, signal)) {
           aggregator?.onStageOutput(i, this.nowMs());
+          if (out.outputs.some((o) => o.tokenIdsDelta.length > 0)) unconsumedImport = null;
           const choice = out.outputs[0];
           if (choice) {
             result.tokenIds.push(...choice.tokenIdsDelta);
@@ -228,6 +247,11 @@ export class StagePipeline implements Orchestrator {
       }
       if (held) yield held;
     } finally {
+      if (unconsumedImport) {
+        const queue = this.importedTokens[unconsumedImport.stage]!;
+        const at = queue.lastIndexOf(unconsumedImport.numTokens);
+        if (at >= 0) queue.splice(at, 1);
+      }
       // the consumer went away (or a stage failed) before the end: count it in no finished-request metric
       if (!reported && this.options.listener && stage0 && last) {
         this.options.listener.onRequestFinished(this.finishedStats(request, stage0, last, last.tokenIds.length, this.nowMs(), firstVisibleTokenMs, true));

@@ -152,6 +152,12 @@ describe("what /metrics sees of a pipeline", () => {
     expect(sampleValue(s, "vllm:request_success_total", { finished_reason: "length" })).toBe(N);
     expect(sampleValue(s, "vllm:request_generation_tokens_sum")).toBe(N * MAX);
     expect(sampleValue(s, "vllm:generation_tokens_total", { engine: "1" })).toBe(N * (MAX - 1));
+    // the decode stage's prompt: the 3 prompt positions arrived as KV (external), the first token it computed itself
+    expect(sampleValue(s, "vllm:prompt_tokens_by_source_total", { engine: "1", source: "external_kv_transfer" })).toBe(N * 3);
+    expect(sampleValue(s, "vllm:prompt_tokens_by_source_total", { engine: "1", source: "local_compute" })).toBe(N * 1);
+    expect(sampleValue(s, "vllm:prompt_tokens_total", { engine: "1" })).toBe(N * 4);
+    expect(sampleValue(s, "vllm:prompt_tokens_cached_total", { engine: "1" })).toBe(N * 3);
+    expect(sampleValue(s, "vllm:prompt_tokens_total", { engine: "0" })).toBe(N * 3);
   });
 
   test("a client abort mid-request: no tables, no finished-request metric", async () => {
