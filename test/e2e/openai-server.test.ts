@@ -334,7 +334,8 @@ describe("disconnect and shutdown", () => {
     expect(generated).toBeLessThan(500);
     // an aborted-by-client request is in no finished-request metric (vLLM)
     expect(await metricValue(main, "vllm:request_success_total")).toBe(successBefore);
-    // the server log says so
+    // the engine's running count is back to 0, and the server log says why
+    expect(await metricValue(main, "vllm:num_requests_running")).toBe(0);
     expect(main.log()).toMatch(/cmpl-\S+ aborted: the client disconnected/);
     // and the engine has room again: a new request is answered at once
     expect((await client.completions.create({ model, prompt: "Once", max_tokens: 3 })).choices[0]!.finish_reason).toBe("length");
