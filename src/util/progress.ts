@@ -10,9 +10,15 @@ export interface ProgressBar {
   done(): void;
 }
 
+/** the part of a terminal stream the bar uses (process.stderr, or a fake in tests) */
+export interface ProgressStream {
+  readonly isTTY?: boolean;
+  write(text: string): unknown;
+}
+
 export interface ProgressOptions {
   /** where to draw; default process.stderr */
-  readonly stream?: NodeJS.WriteStream;
+  readonly stream?: ProgressStream;
   /** draw only when the total is at least this (bytes); default 64 MiB */
   readonly minTotal?: number;
   readonly widthChars?: number;
@@ -22,7 +28,7 @@ export interface ProgressOptions {
 const MIB = 1024 * 1024;
 
 export function createProgressBar(label: string, options: ProgressOptions = {}): ProgressBar {
-  const stream = options.stream ?? process.stderr;
+  const stream: ProgressStream = options.stream ?? process.stderr;
   const minTotal = options.minTotal ?? 64 * MIB;
   const width = options.widthChars ?? 30;
   const intervalMs = options.redrawIntervalMs ?? 100;
