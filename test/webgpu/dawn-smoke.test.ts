@@ -54,3 +54,16 @@ test("a compute shader adds two buffers", async () => {
   staging.unmap();
   for (let i = 0; i < n; i++) expect(got[i]).toBe(a[i]! + b[i]!);
 });
+
+test("the backend also runs inside a Worker (where the engine lives)", async () => {
+  const worker = new Worker(new URL("./fixtures/worker-matmul.ts", import.meta.url).href);
+  try {
+    const result = await new Promise<unknown>((resolve, reject) => {
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => reject(new Error(e.message));
+    });
+    expect(result).toEqual([12, 34]); // [[1, 2], [3, 4]] . [10, 1]
+  } finally {
+    worker.terminate();
+  }
+});
