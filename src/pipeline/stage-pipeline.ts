@@ -16,6 +16,7 @@ import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { nowMs as clockNowMs } from "../util/clock.ts";
 import { EdgeChannel } from "./edge-channel.ts";
+import { EngineRequestError } from "./orchestrator.ts";
 import { decodeKv, encodeKv } from "./kv-handoff.ts";
 import type { CompletionOutput, GenerateRequest, Orchestrator, RequestOutput } from "./request-output.ts";
 import { stageSampling, type StageChain, type StageSpec } from "./stage-config.ts";
@@ -139,7 +140,8 @@ export class StagePipeline implements Orchestrator {
   }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {
-    if (this.stages.length > 1 && request.sampling.n !== 1) throw new PipelineRequestError(`multi-stage pipelines take n = 1 (got n = ${request.sampling.n})`);
+    // a bad request for this pipeline (400), not a pipeline failure
+    if (this.stages.length > 1 && request.sampling.n !== 1) throw new EngineRequestError("invalid_request", `multi-stage pipelines take n = 1 (got n = ${request.sampling.n})`);
     const aggregator = this.options.tables?.aggregatorFor(request.requestId) ?? null;
     aggregator?.markWallStart(this.nowMs());
     const submitMs = this.nowMs();

@@ -90,6 +90,12 @@ describe("pd: disaggregated prefill and decode", () => {
     expect(warnings[0]).toContain("recomputes");
   });
 
+  test("n > 1 is a request error (400 at the server) on a multi-stage pipeline", async () => {
+    const pd = await buildPipeline(pdChain(), factory());
+    const req = { ...request("n2", [1, 2], 4), sampling: { ...greedy(4), n: 2, temperature: 1 } };
+    await expect(collect(pd, req)).rejects.toMatchObject({ name: "EngineRequestError", message: "multi-stage pipelines take n = 1 (got n = 2)" });
+  });
+
   test("an EOS from the prefill stage ends the request without running decode", async () => {
     const pd = await buildPipeline(pdChain(), factory({ eosAfter: 0 }));
     const out = await collect(pd, request("x", [4, 4], 10));
