@@ -83,7 +83,8 @@ function parentIdOf(childId: string): string {
 export class MetricsRecorder implements StatsListener {
   readonly registry = new Registry();
   private readonly metrics = new Map<MetricKey, AnyMetric>();
-  private readonly engineLabels: readonly string[];
+  /** engines whose series exist (pre-created at start-up, or when a stage first reports) */
+  private readonly engineLabels: string[];
   /** per engine: prompt tokens computed in steps that produced no output yet (chunked prefill) */
   private readonly pendingPromptTokens = new Map<number, number>();
   private readonly mfuCost: ModelShapeCost | null;
@@ -113,7 +114,7 @@ export class MetricsRecorder implements StatsListener {
       if (!isVisible(def.deprecatedIn, options.deprecation)) continue;
       this.metrics.set(key, this.create(def));
     }
-    this.precreate();
+    for (const engine of this.engineLabels) this.precreate(engine);
   }
 
   private create(def: MetricDef): AnyMetric {
@@ -132,22 +133,22 @@ export class MetricsRecorder implements StatsListener {
   }
 
   /** vLLM creates every child at start-up, so dashboards see 0 before the first request. */
-  private precreate(): void {
+  /** `withInfo`: the CacheConfig facts describe the configured engines, not a stage that shows up later */
+  private precreate(engine: string, withInfo = true): void {
     for (const [key, metric] of this.metrics) {
       const def = CATALOGUE[key];
-      for (const engine of this.engineLabels) {
-        if (def.infoLabels !== undefined) {
-          const info: Labels = { engine };
-          for (const name of def.infoLabels) info[name] = pythonString(this.options.cacheConfig?.[name as (typeof CACHE_CONFIG_LABELS)[number]]);
-          (metric as Gauge<string>).set(info, 1);
-          continue;
-        }
-        for (const extra of extraLabelCombinations(def)) {
-          const labels = { model_name: this.options.modelName, engine, ...extra };
-          if (metric instanceof Histogram) metric.zero(labels);
-          else if (metric instanceof Counter) metric.inc(labels, 0);
-          else metric.set(labels, key === "engine_sleep_state" && extra["sleep_state"] === "awake" ? 1 : 0);
-        }
+      if (def.infoLabels !== undefined) {
+        if (!withInfo) continue;
+        const info: Labels = { engine };
+        for (const name of def.infoLabels) info[name] = pythonString(this.options.cacheConfig?.[name as (typeof CACHE_CONFIG_LABELS)[number]]);
+        (metric as Gauge<string>).set(info, 1);
+        continue;
+      }
+      for (const extra of extraLabelCombinations(def)) {
+        const labels = { model_name: this.options.modelName, engine, ...extra };
+        if (metric instanceof Histogram) metric.zero(labels);
+        else if (metric instanceof Counter) metric.inc(labels, 0);
+        else metric.set(labels, key === "engine_sleep_state" && extra["sleep_state"] === "awake" ? 1 : 0);
       }
     }
   }
@@ -173,6 +174,12 @@ export class MetricsRecorder implements StatsListener {
 
   onStep(stats: StepStats): void {
     if (!this.options.logStats) return;
+    // a pipeline stage the recorder was not told about: give it the full set of series too
+    const engineLabel = String(stats.engineIndex);
+    if (!this.engineLabels.includes(engineLabel)) {
+      this.engineLabels.push(engineLabel);
+      this.precreate(engineLabel, false);
+    }
     const labels = this.labels(stats.engineIndex);
     this.set("num_requests_running", labels, stats.numRunning);
     this.set("num_requests_waiting", labels, stats.numWaiting);
@@ -223,7 +230,7 @@ export class MetricsRecorder implements StatsListener {
       if (stats.n > 1) this.openParents.delete(parentIdOf(stats.requestId));
       return;
     }
-    const engine = Number(this.engineLabels[this.engineLabels.length - 1]);
+    const engine = Math.max(...this.engineLabels.map(Number));
     const labels = this.labels(engine);
     const reason = (FINISHED_REASONS as readonly string[]).includes(stats.finishReason) ? stats.finishReason : "error";
     this.inc("request_success", this.labels(engine, { finished_reason: reason }), 1);

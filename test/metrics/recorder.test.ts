@@ -156,6 +156,17 @@ describe("recorder: series and flags", () => {
     expect(text).toContain("# TYPE vllm:prompt_tokens_total counter");
   });
 
+  test("an engine (pipeline stage) the recorder was not told about gets every series at its first step; finished requests count on the last engine", async () => {
+    const r = recorder();
+    r.onStep(step({ engineIndex: 1, numGenerationTokens: 1 }));
+    r.onRequestFinished(finished("x", 3, 1));
+    const s = parseExposition(await r.exposition());
+    for (const reason of FINISHED_REASONS) expect(hasSeries(s, "vllm:request_success_total", { engine: "1", finished_reason: reason })).toBe(true);
+    expect(hasSeries(s, "vllm:prompt_tokens_by_source_total", { engine: "1", source: "external_kv_transfer" })).toBe(true);
+    expect(sampleValue(s, "vllm:request_success_total", { engine: "1", finished_reason: "length" })).toBe(1);
+    expect(sampleValue(s, "vllm:request_success_total", { engine: "0" })).toBe(0);
+  });
+
   test("--disable-log-stats: no vllm:* series, process metrics stay", async () => {
     const r = recorder({ logStats: false, processMetrics: true });
     runRequest(r, "x", 4, 3);
