@@ -215,6 +215,43 @@ describe("vLLM extras: return_token_ids, prompt_logprobs, response_format", () =
     expect(((await refused.json()) as Json).error.param).toBe("prompt_logprobs");
   });
 
+  test("truncate_prompt_tokens keeps the last k prompt tokens (-1: what fits beside the output)", async () => {
+    const s = testServer({}, { maxModelLen: 64 });
+    const body = (await (await s.call("POST", "/v1/completions", { prompt: "Hello there", max_tokens: 2, truncate_prompt_tokens: 4, return_token_ids: true, echo: true })).json()) as Json;
+    expect(s.fake.requests[0]!.promptTokenIds).toHaveLength(4);
+    expect(body.usage.prompt_tokens).toBe(4);
+    expect(body.choices[0].text.startsWith("here")).toBe(true);
+    await s.call("POST", "/v1/chat/completions", chat({ truncate_prompt_tokens: 3 }));
+    expect(s.fake.requests[1]!.promptTokenIds).toHaveLength(3);
+    // a prompt longer than the context fits once truncated to the context's size
+    expect((await s.call("POST", "/v1/completions", { prompt: "x".repeat(100), max_tokens: 4 })).status).toBe(400);
+    expect((await s.call("POST", "/v1/completions", { prompt: "x".repeat(100), truncate_prompt_tokens: 10, max_tokens: 4 })).status).toBe(200);
+    const chatRes = (await (await s.call("POST", "/v1/chat/completions", { messages: [{ role: "user", content: "x".repeat(100) }], truncate_prompt_tokens: -1 })).json()) as Json;
+    expect(chatRes.usage).toEqual({ prompt_tokens: 63, completion_tokens: 1, total_tokens: 64, prompt_tokens_details: null });
+    await s.call("POST", "/v1/completions", { prompt: "x".repeat(100), truncate_prompt_tokens: -1, max_tokens: 8 });
+    expect(s.fake.requests.at(-1)!.promptTokenIds).toHaveLength(56);
+  });
+
+  test("what fennec cannot do is refused, not ignored: tool calls, beam search, best_of != n", async () => {
+    const s = testServer();
+    const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }];
+    expect((await s.call("POST", "/v1/chat/completions", chat({ tools }))).status).toBe(200);
+    expect((await s.call("POST", "/v1/chat/completions", chat({ tools, tool_choice: "none" }))).status).toBe(200);
+    for (const [body, param] of [
+      [chat({ tools, tool_choice: "auto" }), "tool_choice"],
+      [chat({ tools, tool_choice: { type: "function", function: { name: "get_weather" } } }), "tool_choice"],
+      [chat({ use_beam_search: true }), "use_beam_search"],
+    ] as const) {
+      const res = await s.call("POST", "/v1/chat/completions", body);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as Json).error.param).toBe(param);
+    }
+    expect((await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 2, best_of: 1 })).status).toBe(200);
+    const bestOf = await s.call("POST", "/v1/completions", { prompt: "Hi", best_of: 3 });
+    expect(bestOf.status).toBe(400);
+    expect(((await bestOf.json()) as Json).error.param).toBe("best_of");
+  });
+
   test("response_format: text is fine, JSON modes are refused (no structured decoding)", async () => {
     const s = testServer();
     expect((await s.call("POST", "/v1/chat/completions", chat({ response_format: { type: "text" } }))).status).toBe(200);

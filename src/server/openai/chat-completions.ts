@@ -12,7 +12,7 @@ import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
 import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } from "./schemas.ts";
 import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
-import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 /** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
@@ -69,7 +69,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
     vocabSize: orchestrator.tokenizer.vocabSize,
   });
   const prompt = renderChat(orchestrator.tokenizer, body.messages, body.add_generation_prompt ?? true);
-  const promptTokenIds = orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
+  const promptTokenIds = truncatePrompt(orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true }), body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
   if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
   const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);
   checkSamplingParams({ ...sampling, maxTokens }, orchestrator.tokenizer.vocabSize);

@@ -13,7 +13,7 @@ import { appendCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, 
 import { CompletionRequest, type CompletionBody } from "./schemas.ts";
 import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
-import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, unixSeconds, usageMode } from "./to-engine.ts";
+import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 type RequestTimes = RequestOutput["times"];
@@ -48,12 +48,13 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
     if (isText ? input.text === "" : input.tokenIds.length === 0) {
       throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
     }
-    const tokenIds = isText ? tokenizer.encode(input.text, { addSpecial, parseSpecial: true }) : input.tokenIds;
-    if (!isText) checkPromptTokenIds(tokenIds, tokenizer.vocabSize);
+    const fullIds = isText ? tokenizer.encode(input.text, { addSpecial, parseSpecial: true }) : input.tokenIds;
+    if (!isText) checkPromptTokenIds(fullIds, tokenizer.vocabSize);
+    const tokenIds = truncatePrompt(fullIds, body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
     if (tokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "prompt");
     const maxTokens = resolveMaxTokens(tokenIds.length, sampling.maxTokens, "max_tokens", orchestrator.maxModelLen);
     checkSamplingParams({ ...sampling, maxTokens }, tokenizer.vocabSize);
-    const text = isText ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
+    const text = isText && tokenIds === fullIds ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
     return { text, tokenIds, sampling: { ...sampling, maxTokens } };
   });
 

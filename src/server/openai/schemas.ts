@@ -49,6 +49,12 @@ const samplingFields = {
   priority: nullableInteger("vLLM extra: accepted; fennec schedules first come, first served.", 0),
   prompt_logprobs: nullableInteger("vLLM extra: log probabilities of the top 0..20 tokens at every prompt position (not with streaming).", 1),
   return_token_ids: nullableBoolean("vLLM extra: also return the generated token ids (`token_ids` per choice) and the prompt's (`prompt_token_ids`)."),
+  truncate_prompt_tokens: nullableInteger("vLLM extra: keep only the last k prompt tokens; -1 keeps as many as the context holds.", 64),
+  use_beam_search: nullableBoolean("vLLM extra: beam search is not supported; true is refused."),
+  length_penalty: nullableNumber("vLLM extra: beam search only; accepted and unused."),
+  store: nullableBoolean("OpenAI: accepted; fennec stores nothing."),
+  metadata: t.Optional(t.Nullable(t.Record(t.String(), t.String(), { description: "OpenAI: accepted, unused." }))),
+  service_tier: t.Optional(t.Nullable(t.String({ description: "OpenAI: accepted, unused." }))),
   response_format: t.Optional(t.Nullable(t.Object({
     type: t.String({ description: "Only `text`: fennec has no structured-output decoding, so json_object / json_schema are refused.", example: "text" }),
   }, { description: "Output format." }))),
@@ -74,6 +80,10 @@ export const ChatCompletionRequest = t.Object({
   top_logprobs: nullableInteger("With logprobs: also return the top 0..20 alternatives per position.", 2),
   add_generation_prompt: nullableBoolean("vLLM extra: end the rendered prompt with the assistant turn opener (default true)."),
   add_special_tokens: nullableBoolean("vLLM extra: add BOS/EOS when tokenizing the rendered chat (default false: the template adds them)."),
+  tools: t.Optional(t.Nullable(t.Array(t.Record(t.String(), t.Unknown()), { description: "OpenAI: tool definitions. Accepted with tool_choice none (the tools are not shown to the model); fennec has no tool-call parser." }))),
+  tool_choice: t.Optional(t.Nullable(t.Union([t.String(), t.Record(t.String(), t.Unknown())], { description: "Only `none`: auto, required and named tools need a tool-call parser (refused, as vLLM without --enable-auto-tool-choice)." }))),
+  parallel_tool_calls: nullableBoolean("OpenAI: accepted, unused (no tool calls)."),
+  reasoning_effort: t.Optional(t.Nullable(t.String({ description: "OpenAI: accepted, unused (no reasoning models)." }))),
 }, {
   description: "OpenAI Chat Completions request, plus vLLM's extra sampling fields.",
   example: { messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 32, temperature: 0.8 },
@@ -92,6 +102,7 @@ export const CompletionRequest = t.Object({
   echo: nullableBoolean("Prefix each choice's text with its prompt."),
   suffix: t.Optional(t.Nullable(t.String({ description: "Accepted, not supported: must be empty." }))),
   add_special_tokens: nullableBoolean("vLLM extra: add BOS/EOS when tokenizing the prompt (default true)."),
+  best_of: nullableInteger("OpenAI: only best_of = n (or unset) is accepted; vLLM's V1 engine dropped best_of too."),
 }, {
   description: "OpenAI (legacy) Completions request, plus vLLM's extra sampling fields.",
   example: { prompt: "Once upon a time", max_tokens: 32, temperature: 0 },

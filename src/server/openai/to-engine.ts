@@ -34,8 +34,32 @@ export function checkStreamOptions(stream: boolean | null | undefined, streamOpt
   }
 }
 
-/** Request-level rules vLLM checks besides the sampling ranges. */
-export function checkRequestOptions(body: { stream?: boolean | null; prompt_logprobs?: number | null; response_format?: { type: string } | null }): void {
+/** The request-level fields checkRequestOptions reads (chat and completions). */
+interface RequestOptionsBody {
+  readonly stream?: boolean | null;
+  readonly n?: number | null;
+  readonly prompt_logprobs?: number | null;
+  readonly response_format?: { type: string } | null;
+  readonly use_beam_search?: boolean | null;
+  readonly truncate_prompt_tokens?: number | null;
+  readonly tool_choice?: string | Record<string, unknown> | null;
+  readonly best_of?: number | null;
+}
+
+/** Request-level rules vLLM checks besides the sampling ranges, and what fennec does not do (refused, not ignored). */
+export function checkRequestOptions(body: RequestOptionsBody): void {
+  if (body.use_beam_search === true) throw new ApiError("badRequest", "use_beam_search is not supported by fennec.", "use_beam_search");
+  if (body.truncate_prompt_tokens !== undefined && body.truncate_prompt_tokens !== null && body.truncate_prompt_tokens < -1) {
+    throw invalidParam("truncate_prompt_tokens", `truncate_prompt_tokens must be -1 or at least 0, got ${body.truncate_prompt_tokens}.`, body.truncate_prompt_tokens);
+  }
+  const toolChoice = body.tool_choice;
+  if (toolChoice !== undefined && toolChoice !== null && toolChoice !== "none") {
+    const what = typeof toolChoice === "string" ? `"${toolChoice}" tool choice` : "a named tool choice";
+    throw new ApiError("badRequest", `${what} requires a tool-call parser, which fennec does not have (use tool_choice "none").`, "tool_choice");
+  }
+  if (body.best_of !== undefined && body.best_of !== null && body.best_of !== (body.n ?? 1)) {
+    throw invalidParam("best_of", `best_of must equal n (${body.n ?? 1}) or be unset, got ${body.best_of}.`, body.best_of);
+  }
   if (body.stream === true && body.prompt_logprobs !== undefined && body.prompt_logprobs !== null) {
     throw new ApiError("badRequest", "`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
   }
@@ -138,6 +162,17 @@ export function resolveMaxTokens(numPromptTokens: number, maxTokens: number | nu
     throw invalidParam("input_tokens", `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${maxTokens} output tokens and your prompt contains ${numPromptTokens} input tokens, for a total of ${numPromptTokens + maxTokens} tokens. Please reduce the length of the input prompt or the number of requested output tokens.`, numPromptTokens);
   }
   return maxTokens;
+}
+
+/**
+ * vLLM's truncate_prompt_tokens: keep the last k tokens (left truncation); -1 keeps as many as fit beside the
+ * requested output (at least one token when max_tokens is unset).
+ * @example truncatePrompt([1, 2, 3, 4], 2, 512, 16) // [3, 4]
+ */
+export function truncatePrompt(tokenIds: readonly number[], keep: number | null | undefined, maxModelLen: number, maxTokens: number | null): readonly number[] {
+  if (keep === undefined || keep === null) return tokenIds;
+  const limit = keep === -1 ? Math.max(0, maxModelLen - (maxTokens ?? 1)) : keep;
+  return tokenIds.length > limit ? tokenIds.slice(tokenIds.length - limit) : tokenIds;
 }
 
 /** Completions prompt forms -> one list of prompts, each text or token ids. */
