@@ -43,7 +43,10 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize);
   const maxUsefulBlocks = args.maxNumSeqs * Math.ceil(maxModelLen / args.blockSize);
   let numBlocks: number;
-  if (args.kvCacheMemoryBytes !== null) {
+  if (args.numKvBlocksOverride !== undefined && args.numKvBlocksOverride !== null) {
+    numBlocks = args.numKvBlocksOverride;
+    if (!Number.isInteger(numBlocks) || numBlocks < 1) return err(`the KV block override must be a positive integer (got ${numBlocks})`);
+  } else if (args.kvCacheMemoryBytes !== null) {
     numBlocks = Math.floor(args.kvCacheMemoryBytes / bytesPerBlock);
     if (numBlocks < 1) return err(`--kv-cache-memory ${args.kvCacheMemoryBytes} bytes holds no KV block (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
   } else {

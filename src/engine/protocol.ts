@@ -15,6 +15,8 @@ export interface EngineArgs {
   /** bytes for the KV cache pool; null = sensible default from free memory */
   readonly kvCacheMemoryBytes: number | null;
   readonly enablePrefixCaching: boolean;
+  /** use exactly this many KV blocks, whatever the memory sizing says (vLLM num_gpu_blocks_override; tests) */
+  readonly numKvBlocksOverride?: number | null;
   readonly threads: number;
   readonly device: "cpu" | "webgpu";
 }
