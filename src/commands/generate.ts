@@ -1,14 +1,17 @@
 /**
  * `fennec generate`: one prompt, one sequence, in-process on the model runner (no engine, no server), on the backend
  * --device / --threads choose.
- * Greedy at temperature 0, otherwise seeded temperature sampling. `--json` prints exactly
+ * Greedy at temperature 0, otherwise seeded temperature sampling (the engine's sampler). `--json` prints exactly
  * `{"token_ids": [...], "text": "..."}` with the generated ids only; otherwise the prompt and the continuation are
  * streamed as text.
  */
 import type { Options } from "../config.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { readGguf } from "../gguf/reader.ts";
-import { argmax, decodeTokens } from "../model/decode-loop.ts";
+import { createRng } from "../engine/rng.ts";
+import { Sampler, type SamplingContext } from "../engine/sampler.ts";
+import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
+import { decodeTokens } from "../model/decode-loop.ts";
 import { loadModel } from "../model/load-model.ts";
 import { Runner } from "../model/runner.ts";
 import { createTokenizer, type Tokenizer } from "../tokenizer/tokenizer.ts";
@@ -23,37 +26,23 @@ function backendOptions(options: Options): BackendOptions {
   return { kind: "wasm", threads: typeof options.threads === "number" ? options.threads : undefined };
 }
 
-/** Small seeded generator (mulberry32) for temperature sampling; same seed, same text. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+/**
+ * logits -> token with the engine's own sampler and per-request generator (vLLM semantics, temperature < 1e-5 is
+ * greedy), so `generate --seed N` draws what a served request with seed N draws.
+ */
+function createPick(temperature: number, seed: number, promptIds: readonly number[], stopIds: readonly number[]): (logits: Float32Array) => number {
+  const sampler = new Sampler();
+  const allTokenIds = [...promptIds];
+  const outputCounts = new Map<number, number>();
+  const context: SamplingContext = {
+    params: { ...DEFAULT_SAMPLING_PARAMS, temperature, seed, maxTokens: null }, allTokenIds, numPromptTokens: promptIds.length,
+    outputCounts, stopTokenIds: stopIds, rng: createRng(seed),
   };
-}
-
-/** logits -> token: argmax at temperature 0, else a draw from softmax(logits / temperature). */
-function createPick(temperature: number, seed: number): (logits: Float32Array) => number {
-  if (temperature <= 0) return argmax;
-  const random = seededRandom(seed);
   return (logits) => {
-    let max = -Infinity;
-    for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
-    const weights = new Float64Array(logits.length); // [vocabSize] unnormalised probabilities
-    let sum = 0;
-    for (let i = 0; i < logits.length; i++) {
-      weights[i] = Math.exp((logits[i]! - max) / temperature);
-      sum += weights[i]!;
-    }
-    let u = random() * sum;
-    for (let i = 0; i < weights.length; i++) {
-      u -= weights[i]!;
-      if (u < 0) return i;
-    }
-    return argmax(logits);
+    const { tokenId } = sampler.sample(logits, context);
+    allTokenIds.push(tokenId);
+    outputCounts.set(tokenId, (outputCounts.get(tokenId) ?? 0) + 1);
+    return tokenId;
   };
 }
 
@@ -114,7 +103,8 @@ export async function main(options: Options): Promise<number> {
   if (!json) process.stdout.write(prompt);
   // from BOS, a SentencePiece first piece's space prefix is not text: drop it where decode() drops it
   let atStart = prompt === "";
-  const stream = decodeTokens(runner, ids, { maxTokens, stopIds: tokenizer.stopIds, pick: createPick(temperature, seed) });
+  const pick = createPick(temperature, seed, ids, tokenizer.stopIds);
+  const stream = decodeTokens(runner, ids, { maxTokens, stopIds: tokenizer.stopIds, pick });
   for await (const id of stream) {
     generated.push(id);
     let piece = detokenizer.push([id]);
