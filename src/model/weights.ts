@@ -6,6 +6,7 @@
 import type { WeightSource } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { tensorName, type TensorKey } from "../gguf/names.ts";
+import { tensorData } from "../gguf/reader.ts";
 import { byteSize, ggmlTypeName, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { ModelConfig } from "./model-config.ts";
@@ -78,9 +79,9 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
   if (cols % wt.blockSize !== 0) {
     throw new WeightError(`${where}: row length ${cols} is not a multiple of the ${wt.name} block size ${wt.blockSize}`);
   }
-  const sizeBytes = byteSize(wt, rows * cols);
-  if (info.offset + sizeBytes > gguf.bytes.length) throw new WeightError(`${where} runs past the end of the file`);
-  return { name, type: info.type, rows, cols, data: gguf.bytes.subarray(info.offset, info.offset + sizeBytes) };
+  // the reader checked that [offset, offset + sizeBytes) lies in the file
+  if (info.sizeBytes !== byteSize(wt, rows * cols)) throw new WeightError(`${where} has ${info.sizeBytes} bytes, ${wt.name} [${rows}, ${cols}] needs ${byteSize(wt, rows * cols)}`);
+  return { name, type: info.type, rows, cols, data: tensorData(gguf, info) };
 }
 
 /**
