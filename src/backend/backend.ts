@@ -41,6 +41,12 @@ export interface AttentionSequence {
   readonly blockTable: Int32Array;
 }
 
+/** What `topK` reads back: [numRows, k] each. */
+export interface TopK {
+  readonly ids: Int32Array;
+  readonly values: Float32Array;
+}
+
 export interface Backend {
   /** "reference" | "wasm-scalar" | "wasm-simd" | "wasm-relaxed-simd" | "webgpu" */
   readonly name: string;
@@ -78,6 +84,13 @@ export interface Backend {
   gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void;
 
   dispose(): void;
+
+  /**
+   * Optional (WebGPU): the k largest values of each row of src [numRows, cols] and their column ids, value descending
+   * (ties: the lower id first), read back without the rows themselves (greedy sampling needs k = 1). Rows with fewer
+   * than k finite values pad with id -1. @example const { ids } = await backend.topK!(logits, 1, vocabSize, 1);
+   */
+  topK?(src: DeviceBuffer, numRows: number, cols: number, k: number): Promise<TopK>;
 
   /**
    * Optional (WebGPU): resolves with a one-line reason if the device is lost while in use (never after dispose).

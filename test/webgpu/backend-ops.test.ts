@@ -298,3 +298,34 @@ describe("paged KV cache and attention", () => {
     expect(Array.from(gpu.exportKvBlocks(Int32Array.from([5, 6])))).toEqual(Array.from(exported));
   });
 });
+
+describe("top-k read-back (optional Backend.topK)", () => {
+  function cpuTopK(row: Float32Array, k: number): number[] {
+    const order = Array.from(row.keys()).filter((i) => row[i]! > -3e38).sort((a, b) => row[b]! - row[a]! || a - b);
+    return Array.from({ length: k }, (_, i) => order[i] ?? -1);
+  }
+
+  test.each([1, 5, 40])("k = %d over 3 rows of 1000, with ties and -inf, equals a CPU sort", async (k) => {
+    const cols = 1000;
+    const data = randn(3 * cols, 50 + k, 8).map((v) => Math.round(v * 4) / 4); // many exact ties
+    data[cols + 17] = -Infinity;
+    data[2 * cols + 999] = 100; // the winner at the last column
+    const src = gpu.alloc(data.length); gpu.write(src, data);
+    const got = await gpu.topK(src, 3, cols, k);
+    for (let r = 0; r < 3; r++) {
+      const row = data.subarray(r * cols, (r + 1) * cols);
+      const want = cpuTopK(row, k);
+      expect(Array.from(got.ids.subarray(r * k, (r + 1) * k))).toEqual(want);
+      expect(Array.from(got.values.subarray(r * k, (r + 1) * k))).toEqual(want.map((i) => row[i]!));
+    }
+  });
+
+  test("a row of fewer than k finite values pads with id -1; bad k is one line", async () => {
+    const src = gpu.alloc(8);
+    gpu.write(src, Float32Array.from([-Infinity, 2, -Infinity, -Infinity, 2, -Infinity, -Infinity, -Infinity]));
+    const got = await gpu.topK(src, 1, 8, 4);
+    expect(Array.from(got.ids)).toEqual([1, 4, -1, -1]);
+    expect(Array.from(got.values)).toEqual([2, 2, -Infinity, -Infinity]);
+    await expect(gpu.topK(src, 1, 8, 0)).rejects.toThrow("topK: k must be an integer in [1, 8] (got 0)");
+  });
+});

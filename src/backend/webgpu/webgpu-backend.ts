@@ -9,13 +9,13 @@
  * @example const backend = await createWebGpuBackend({}); const w = backend.loadWeight(source);
  */
 import { GgmlType, weightType } from "../../tensor/dtypes.ts";
-import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, TopK, Weight, WeightSource } from "../backend.ts";
 import { dequantizeWeight } from "../reference.ts";
 import { openDawnDevice, type DawnDevice } from "./dawn-device.ts";
 import { KvMirror } from "./kv-mirror.ts";
 import { ATTENTION_WGSL, MAX_HEAD_DIM } from "./shaders/attention-wgsl.ts";
 import {
-  ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, inPlaceVariant,
+  ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, TOP_K_WGSL, inPlaceVariant,
 } from "./shaders/elementwise-wgsl.ts";
 import { embedWgsl, MATMUL_TILE_R, matmulTileJ, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
 import { StepEncoder, foldGroups, type BufferRange } from "./step-encoder.ts";
@@ -249,6 +249,27 @@ export class WebGpuBackend implements Backend {
       return out;
     } finally {
       staging.destroy();
+    }
+  }
+
+  /** The k largest of each row with their ids (see Backend.topK): runs the step and reads back numRows * k pairs. */
+  async topK(src: DeviceBuffer, numRows: number, cols: number, k: number): Promise<TopK> {
+    this.live();
+    if (!(Number.isInteger(k) && k >= 1 && k <= cols)) throw new Error(`topK: k must be an integer in [1, ${cols}] (got ${k})`);
+    const out = new GpuBuffer(this.createBuffer(numRows * k * 8, "the top-k result"), numRows * k * 2);
+    try {
+      this.enc.dispatch(this.pipeline("top_k", () => TOP_K_WGSL), new Uint32Array([cols, k, numRows]), [range(src), range(out)], numRows);
+      const pairs = new Uint32Array((await this.read(out, numRows * k * 2)).buffer); // [numRows, k, (id, value bits)]
+      const ids = new Int32Array(numRows * k); // [numRows, k]
+      const values = new Float32Array(numRows * k); // [numRows, k]
+      const bits = new Float32Array(pairs.buffer);
+      for (let i = 0; i < numRows * k; i++) {
+        ids[i] = pairs[2 * i]! | 0;
+        values[i] = ids[i]! < 0 ? -Infinity : bits[2 * i + 1]!;
+      }
+      return { ids, values };
+    } finally {
+      out.buffer.destroy();
     }
   }
 

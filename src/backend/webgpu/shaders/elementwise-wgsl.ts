@@ -144,3 +144,50 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   if (i >= p.n) { return; }
   D[i] = S[rowIds[i / p.cols] * p.cols + i % p.cols];
 }`;
+
+/**
+ * Top-k of each row, one workgroup per row: k rounds of a parallel argmax, each over the values strictly after the
+ * previous pick in (value descending, id ascending) order, so nothing is stored per pick. Writes (id, value bits)
+ * pairs; a round that finds nothing above -3e38 writes id 0xffffffff (and so do the rounds after it).
+ * params: cols, k, numRows
+ */
+export const TOP_K_WGSL = /* wgsl */ `
+struct Params { cols: u32, k: u32, numRows: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> S: array<f32>;
+@group(0) @binding(2) var<storage, read_write> O: array<u32>; // [numRows, k, (id, value bits)]
+var<workgroup> bestV: array<f32, 64>;
+var<workgroup> bestI: array<u32, 64>;
+const NONE: u32 = 0xffffffffu;
+const NEG_BIG: f32 = -3.0e38;
+fn before(v: f32, i: u32, w: f32, j: u32) -> bool { return v > w || (v == w && i < j); }
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let r = wg.x + wg.y * 65535u;
+  if (r >= p.numRows) { return; }
+  var prevV = 0.0;
+  var prevI = NONE;
+  for (var n = 0u; n < p.k; n++) {
+    var v = NEG_BIG;
+    var i = NONE;
+    for (var c = t; c < p.cols; c += 64u) {
+      let x = S[r * p.cols + c];
+      let eligible = n == 0u || before(prevV, prevI, x, c);
+      if (eligible && x > NEG_BIG && (i == NONE || before(x, c, v, i))) { v = x; i = c; }
+    }
+    bestV[t] = v; bestI[t] = i;
+    workgroupBarrier();
+    for (var s = 32u; s > 0u; s >>= 1u) {
+      if (t < s && bestI[t + s] != NONE && (bestI[t] == NONE || before(bestV[t + s], bestI[t + s], bestV[t], bestI[t]))) {
+        bestV[t] = bestV[t + s]; bestI[t] = bestI[t + s];
+      }
+      workgroupBarrier();
+    }
+    prevV = bestV[0]; prevI = bestI[0];
+    workgroupBarrier();
+    if (t == 0u) {
+      O[(r * p.k + n) * 2u] = prevI;
+      O[(r * p.k + n) * 2u + 1u] = bitcast<u32>(prevV);
+    }
+  }
+}`;
