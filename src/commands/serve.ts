@@ -9,8 +9,7 @@ import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
 import type { EngineArgs } from "../engine/protocol.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
-import { createServingPipeline } from "../pipeline/serving-pipeline.ts";
-import type { Orchestrator } from "../pipeline/request-output.ts";
+import { createServingPipeline, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import { createApp } from "../server/app.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
@@ -99,11 +98,11 @@ export function engineArgsOf(options: Options): EngineArgs {
 }
 
 /** The pipeline the flags ask for (--pipeline, --stage-config; --log-stats tables), built by the pipeline module. */
-async function startOrchestrator(options: Options, flags: ServeFlags, listener: StatsListener): Promise<Orchestrator> {
+async function startPipeline(options: Options, flags: ServeFlags, listener: StatsListener): Promise<ServingPipeline> {
   const engineArgs = engineArgsOf(options);
   const tables = flags.logStats ? (numStages: number) => onlineTables(numStages, (text) => process.stdout.write(text)) : null;
   try {
-    return (await createServingPipeline({ options, engineArgs, listener, tables })).orchestrator;
+    return await createServingPipeline({ options, engineArgs, listener, tables });
   } catch (e) {
     if (e instanceof CliError) throw e;
     throw new CliError(`cannot start the engine: ${e instanceof Error ? e.message : String(e)}`);
@@ -118,11 +117,16 @@ export async function main(options: Options): Promise<number> {
   if (!gate.ok) throw new CliError(gate.error);
 
   const listener = new ForwardingListener();
-  const orchestrator = await startOrchestrator(options, flags, listener);
+  const pipeline = await startPipeline(options, flags, listener);
+  const { orchestrator } = pipeline;
   const servedModelName = flags.servedModelName ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !flags.disableLogStats,
     enableMfuMetrics: flags.enableMfuMetrics, deprecation: gate.value,
+    // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
+    engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
+    model: { config: orchestrator.modelConfig },
+    ...(pipeline.cacheConfig ? { cacheConfig: pipeline.cacheConfig } : {}),
   });
   listener.target = recorder;
 
