@@ -14,6 +14,10 @@ import { loadModel, type LoadedModel } from "../../src/model/load-model.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { createTokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { ensureKernels } from "../kernels/ensure-kernels.ts";
+
+// generate and the wasm runner need build/kernels-*.wasm; `bun test` does not run the build
+await ensureKernels();
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BINARY = join(ROOT, "dist", "fennec");

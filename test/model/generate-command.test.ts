@@ -3,6 +3,10 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ensureKernels } from "../kernels/ensure-kernels.ts";
+
+// generate and the wasm runner need build/kernels-*.wasm; `bun test` does not run the build
+await ensureKernels();
 
 const ROOT = join(import.meta.dir, "..", "..");
 

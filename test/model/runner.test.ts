@@ -14,6 +14,10 @@ import { Runner } from "../../src/model/runner.ts";
 import { loadModelWeights, type ModelWeights } from "../../src/model/weights.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
 import { makeTinyModel, seededRandom, TINY_SHAPES, type TinyShape } from "./tiny-model.ts";
+import { ensureKernels } from "../kernels/ensure-kernels.ts";
+
+// generate and the wasm runner need build/kernels-*.wasm; `bun test` does not run the build
+await ensureKernels();
 
 const BLOCK_SIZE = 4;
 const NUM_BLOCKS = 64;
