@@ -173,7 +173,7 @@ export class EngineCore {
     const counts = this.kv.takeCounts();
     return {
       engineIndex: this.engineIndex, batchId: this.batchId, stepStartMs: t, stepEndMs: t, batchSize: 0, numPromptTokens: 0,
-      numGenerationTokens: 0, numPreempted: 0, numRunning: this.numRunning, numWaiting: this.numWaiting,
+      numGenerationTokens: 0, numPreempted: 0, numRunning: this.numRunning, numWaiting: this.numWaiting, numWaitingDeferred: 0,
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       timeToFirstTokensS: [], interTokenLatenciesS: [],
     };
@@ -182,7 +182,7 @@ export class EngineCore {
   /** One engine step; null when nothing could be scheduled. */
   async step(): Promise<EngineStepResult | null> {
     const stepStartMs = this.nowMs();
-    const { chunks, numPreempted } = this.scheduler.schedule();
+    const { chunks, numPreempted, numDeferred } = this.scheduler.schedule();
     if (chunks.length === 0) return null;
     const batchId = ++this.batchId;
     const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
@@ -241,6 +241,7 @@ export class EngineCore {
     const stats: StepStats = {
       engineIndex: this.engineIndex, batchId, stepStartMs, stepEndMs, batchSize: chunks.length, numPromptTokens,
       numGenerationTokens, numPreempted, numRunning: this.numRunning, numWaiting: this.numWaiting,
+      numWaitingDeferred: Math.min(numDeferred, this.numWaiting),
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       timeToFirstTokensS: [], interTokenLatenciesS: [],
     };

@@ -27,6 +27,8 @@ export interface ScheduledChunk {
 export interface SchedulerOutput {
   readonly chunks: readonly ScheduledChunk[];
   readonly numPreempted: number;
+  /** waiting requests skipped because their next prompt block is being computed by a running request */
+  readonly numDeferred: number;
 }
 
 export class Scheduler {
@@ -52,6 +54,7 @@ export class Scheduler {
     let budget = this.config.maxNumBatchedTokens;
     const chunks: ScheduledChunk[] = [];
     let numPreempted = 0;
+    let numDeferred = 0;
 
     for (let i = 0; i < this.running.length && budget > 0; ) {
       const request = this.running[i]!;
@@ -76,7 +79,7 @@ export class Scheduler {
         const request = this.waiting[w]!;
         const computed = this.kv.getComputedBlocks(request);
         // another running request is computing this prompt's next block: wait for it instead of computing it twice
-        if (this.kv.isNextBlockPending(request, computed)) { w++; continue; }
+        if (this.kv.isNextBlockPending(request, computed)) { w++; numDeferred++; continue; }
         const numNew = Math.min(request.numTokens - request.numComputedTokens - computed.numTokens, budget);
         if (this.kv.allocateSlots(request, numNew, computed) === null) break;
         this.waiting.splice(w, 1);
@@ -89,7 +92,7 @@ export class Scheduler {
         budget -= numNew;
       }
     }
-    return { chunks, numPreempted };
+    return { chunks, numPreempted, numDeferred };
   }
 
   /** Removes a request from whichever queue holds it and frees its blocks at once (finish or abort). */

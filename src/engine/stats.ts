@@ -36,6 +36,9 @@ export interface StepStats {
   /** after the step */
   readonly numRunning: number;
   readonly numWaiting: number;
+  /** of numWaiting: requests the scheduler skipped this step because a running request is computing their prompt's
+   * next block (vLLM's "deferred" waiting reason); the rest wait for capacity */
+  readonly numWaitingDeferred?: number;
   /** fraction of KV blocks in use, 0..1 */
   readonly kvCacheUsage: number;
   /** prefix cache: tokens looked up / tokens hit, this step */

@@ -62,10 +62,13 @@ describe("prefix caching", () => {
   });
 
   test("n > 1 style children share the prompt's blocks instead of computing them again", async () => {
-    const { engine, runner } = makeEngine({ blockSize: 16 });
+    const { engine, runner } = makeEngine({ blockSize: 16, maxNumBatchedTokens: 128 });
     const p = prompt(70, 3);
     for (let i = 0; i < 4; i++) engine.addRequest(request(`${i}_parent`, p, { temperature: 1, seed: i, maxTokens: 5 }));
-    const { outputs } = await runToCompletion(engine);
+    const { outputs, steps } = await runToCompletion(engine);
+    // the others waited ("deferred") while child 0 computed the shared blocks
+    expect(steps[0]!.numWaitingDeferred).toBe(3);
+    expect(steps[steps.length - 1]!.numWaitingDeferred).toBe(0);
     // child 0 computes 70 prompt tokens; the others reuse 4 full blocks and compute 6
     expect([0, 1, 2, 3].map((i) => outputs.get(`${i}_parent`)!.numCachedTokens)).toEqual([0, 64, 64, 64]);
     expect(runner.numTokensComputed).toBe(70 + 3 * 6 + 4 * 4);
