@@ -177,9 +177,20 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   let base = row * p.rowWords + (u >> 3u) * 53u;
   let hk = u & 7u;
   let h = hk >> 2u; let k = hk & 3u;
+  // word i holds elements 4i .. 4i + 3: ql nibbles (high ones for k >= 2) and qh 2-bit fields (bits 2k)
+  let qlw = base + h * 16u + (k & 1u) * 8u;
+  let qhw = base + 32u + h * 8u;
+  let s4 = select(0u, 4u, k >= 2u);
+  let s2 = 2u * k;
   var acc0 = 0.0; var acc1 = 0.0;
-  for (var l = 0u; l < 16u; l++) { acc0 += q6k_q(base, h, k, l) * X[xb + l]; }
-  for (var l = 16u; l < 32u; l++) { acc1 += q6k_q(base, h, k, l) * X[xb + l]; }
+  for (var i = 0u; i < 8u; i++) {
+    let ql = W[qlw + i] >> s4;
+    let qh = W[qhw + i] >> s2;
+    let q = vec4u(ql & 15u, (ql >> 8u) & 15u, (ql >> 16u) & 15u, (ql >> 24u) & 15u)
+      | (vec4u(qh & 3u, (qh >> 8u) & 3u, (qh >> 16u) & 3u, (qh >> 24u) & 3u) << vec4u(4u));
+    let d = dot(vec4f(q) - 32.0, ${X4});
+    if (i < 4u) { acc0 += d; } else { acc1 += d; }
+  }
   let sc = base + 48u;
   return bitcast<f32>(W[base + 52u]) * (f32(i8_at(sc, hk * 2u)) * acc0 + f32(i8_at(sc, hk * 2u + 1u)) * acc1);
 }`,
