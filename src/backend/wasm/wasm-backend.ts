@@ -363,29 +363,6 @@ export class WasmBackend implements Backend {
     rows.forEach((row, i) => floats.set(row, d + i * cols));
   }
 
-  /**
-   * Runs every kernel kind a few hundred times on small shapes so JSC tiers them up to its optimizing JIT before the
-   * first request (its thresholds count loop iterations). About 20-50 ms on a quiet 2-core machine.
-   */
-  warmUp(): void {
-    const cols = 256;
-    const rows = 64;
-    const numTokens = 4;
-    const x = this.alloc(numTokens * cols);
-    const out = this.alloc(numTokens * rows);
-    const xp = asBuffer(x).ptr / 4;
-    this.heap.floats.fill(0.5, xp, xp + numTokens * cols);
-    for (const type of [GgmlType.F32, GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q5_0, GgmlType.Q6_K]) {
-      const wt = weightType(type)!;
-      const data = new Uint8Array((rows * cols / wt.blockSize) * wt.bytesPerBlock); // zeros: valid blocks of every type
-      const w = this.loadWeight({ name: "warm-up", type, rows, cols, data });
-      for (let i = 0; i < 40; i++) this.matmul(out, w, x, 1 + (i % numTokens));
-      this.freeWeight(w);
-    }
-    this.free(x);
-    this.free(out);
-  }
-
   /** Reads the whole buffer once with v128 loads on this thread (the bandwidth yardstick of bench/kernels.ts). */
   streamRead(buffer: DeviceBuffer): number {
     const b = asBuffer(buffer);
@@ -415,6 +392,42 @@ export interface WasmBackendOptions {
   readonly simd?: SimdLevel;
 }
 
+/**
+ * Runs every matmul kernel kind on small zero weights so JSC tiers them up to its optimizing JIT before the first
+ * request (its thresholds count loop iterations). Runs on the calling thread while the pool's workers boot; the
+ * workers' instances share the module's compiled code. About 10 ms once tiered.
+ */
+function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
+  const rows = 64;
+  const cols = 256;
+  const numTokens = 4;
+  const numGroups32 = cols / 32;
+  const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
+  const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
+  const qa = heap.alloc(numTokens * cols); // [numTokens, cols] i8
+  const sums = heap.alloc(numTokens * (cols / 16) * 4 * 3); // da | sa32 | sa16
+  const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
+  const tmp = heap.alloc(64);
+  heap.floats.fill(0.5, x / 4, x / 4 + numTokens * cols);
+  heap.bytes.fill(0, w, w + rows * cols * 4);
+  const da = sums;
+  const sa32 = da + numTokens * numGroups32 * 4;
+  const sa16 = sa32 + numTokens * numGroups32 * 4;
+  const quantBytes = rows * cols; // at most one byte per weight in every kind
+  const scales = w + quantBytes;
+  const offsets = scales + rows * (cols / 16) * 4;
+  for (let i = 0; i < 40; i++) {
+    const n = 1 + (i % numTokens);
+    k.quantize_q8(x, n, cols, qa, da, sa32, sa16);
+    for (const kind of [KernelKind.I8, KernelKind.U8, KernelKind.U4, KernelKind.U8G16]) {
+      k.matmul_quant(kind, out, w, scales, offsets, qa, da, kind === KernelKind.U8G16 ? sa16 : sa32, rows, cols, n, 0, rows / 4, tmp);
+    }
+    k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
+  }
+  for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols],
+    [sums, numTokens * (cols / 16) * 12], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
+}
+
 /** Loads the kernels, starts the thread pool and returns the backend. */
 export async function createWasmBackend(options: WasmBackendOptions = {}): Promise<WasmBackend> {
   const threads = options.threads ?? navigator.hardwareConcurrency;
@@ -424,8 +437,7 @@ export async function createWasmBackend(options: WasmBackendOptions = {}): Promi
   const instance = new WebAssembly.Instance(module, { env: { memory: heap.memory } });
   const kernels = instance.exports as unknown as KernelExports;
   heap.setBase(kernels.heap_base());
-  const pool = await ThreadPool.start(module, heap, kernels, threads);
-  const backend = new WasmBackend(level, heap, kernels, pool);
-  backend.warmUp();
-  return backend;
+  const starting = ThreadPool.start(module, heap, kernels, threads); // workers boot meanwhile
+  warmUpKernels(kernels, heap);
+  return new WasmBackend(level, heap, kernels, await starting);
 }
