@@ -117,3 +117,19 @@ describe.each(SHAPES)("tiny %s", (_name, shape, matrixType) => {
     expect(got.ids).toEqual(want.ids);
   });
 });
+
+test("KV blocks exported after a prefill and imported into another WebGPU runner continue identically (pd handoff)", async () => {
+  const gguf = makeTinyModel(TINY_SHAPES.qwen2!, { seed: 9, matrixType: GgmlType.Q8_0 });
+  const prompt = Int32Array.from([3, 17, 42, 8, 1, 5, 9]);
+  const table = Int32Array.from([2, 0]); // blocks of 16: the prompt and its continuation
+  const prefill = await runnerFor(gguf, "webgpu", 4);
+  const first = await prefill.execute({ sequences: [{ tokenIds: prompt, startPos: 0, blockTable: table, logits: "last" }] });
+  const next = Int32Array.of(argmax(first.logits));
+  const decode = await runnerFor(gguf, "webgpu", 4);
+  decode.importKvBlocks(table, prefill.exportKvBlocks(table));
+  const handedOff = await decode.execute({ sequences: [{ tokenIds: next, startPos: prompt.length, blockTable: table, logits: "last" }] });
+  const stayed = await prefill.execute({ sequences: [{ tokenIds: next, startPos: prompt.length, blockTable: table, logits: "last" }] });
+  expect(Array.from(handedOff.logits)).toEqual(Array.from(stayed.logits));
+  prefill.dispose();
+  decode.dispose();
+});
