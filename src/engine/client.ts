@@ -3,8 +3,7 @@
  * abort, and hands every message coming back to the orchestrator's handlers. Never runs model code.
  * @example const client = await EngineClient.start(spec, handlers); client.add(request);
  */
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { workerEntryUrl } from "../util/compiled-entry.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { EngineRequest, EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "./protocol.ts";
 import type { StepStats } from "./stats.ts";
@@ -24,17 +23,9 @@ export interface EngineReadyInfo {
   readonly backend: string;
 }
 
-/**
- * Where the engine Worker's code is. From source: next to this file. Inside a `bun build --compile` binary each entry
- * point sits under /$bunfs/root at its path relative to the entry points' common folder (src/ for build.ts's list:
- * engine/worker.js) and import.meta.url does not point there, so look the file up beside Bun.main.
- */
+/** Where the engine Worker's code is, from source or inside the compiled binary. */
 export function defaultWorkerUrl(): string {
-  if (!import.meta.url.includes("$bunfs")) return new URL("./worker.ts", import.meta.url).href;
-  const root = dirname(Bun.main);
-  const candidates = ["engine/worker.js", "src/engine/worker.js", "worker.js"];
-  for (const rel of candidates) if (existsSync(join(root, rel))) return join(root, rel);
-  throw new Error(`the engine worker code is not in this binary (looked for ${candidates.join(", ")} under ${root}); build with build.ts`);
+  return workerEntryUrl(import.meta.url, "./worker.ts", "engine/worker.js");
 }
 
 /** How long shutdown waits for the Worker to leave on its own before terminating it. */

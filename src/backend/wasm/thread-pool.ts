@@ -4,8 +4,7 @@
  * then waits (spin, then Atomics.wait) until every chunk is complete. With one thread there are no workers.
  * @example const pool = await ThreadPool.start(module, heap, kernels, 2); pool.run(PoolOp.MatmulF32, args);
  */
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { workerEntryUrl } from "../../util/compiled-entry.ts";
 import type { KernelExports } from "./kernel-module.ts";
 import { CONTROL_INTS, CTL, openTicket, PoolOp, workChunks } from "./pool-ops.ts";
 import type { PoolWorkerInit } from "./pool-worker.ts";
@@ -14,19 +13,6 @@ import type { WasmHeap } from "./wasm-memory.ts";
 /** Spin this many polls before sleeping in Atomics.wait: a futex wake costs tens of us, an op a few hundred. */
 const SPIN_ITERATIONS = 20000;
 const CHUNKS_PER_THREAD = 4;
-
-/**
- * Where the worker's code is. From source: next to this file. Inside a `bun build --compile` binary every entry point
- * sits under /$bunfs/root at its path relative to the entry points' common folder (src/ for build.ts's list, so
- * backend/wasm/pool-worker.js), and import.meta.url names the binary itself, so look the file up there.
- */
-function workerUrl(): string {
-  if (!import.meta.url.includes("$bunfs")) return new URL("./pool-worker.ts", import.meta.url).href;
-  const root = dirname(Bun.main);
-  const candidates = ["backend/wasm/pool-worker.js", "src/backend/wasm/pool-worker.js", "wasm/pool-worker.js", "pool-worker.js"];
-  for (const rel of candidates) if (existsSync(join(root, rel))) return join(root, rel);
-  throw new Error(`wasm backend: the kernel thread code is not in this binary (looked for ${candidates.join(", ")} under ${root}); build with build.ts`);
-}
 
 export class ThreadPool {
   private constructor(
@@ -48,7 +34,7 @@ export class ThreadPool {
     ctl[CTL.numThreads] = numThreads;
     const workers: Worker[] = [];
     const ready: Promise<void>[] = [];
-    const url = numThreads > 1 ? workerUrl() : "";
+    const url = numThreads > 1 ? workerEntryUrl(import.meta.url, "./pool-worker.ts", "backend/wasm/pool-worker.js") : "";
     for (let tid = 1; tid < numThreads; tid++) {
       const worker = new Worker(url);
       ready.push(new Promise((resolve, reject) => {
