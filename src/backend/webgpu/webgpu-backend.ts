@@ -8,45 +8,21 @@
  * makes every later call throw; nothing crashes.
  * @example const backend = await createWebGpuBackend({}); const w = backend.loadWeight(source);
  */
-import { GgmlType, weightType } from "../../tensor/dtypes.ts";
+import type { GgmlType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, TopK, Weight, WeightSource } from "../backend.ts";
-import { dequantizeWeight } from "../reference.ts";
 import { openDawnDevice, type DawnDevice } from "./dawn-device.ts";
-import { KvMirror } from "./kv-mirror.ts";
+import { GpuKvCache } from "./gpu-kv-cache.ts";
+import { f32Weight, gpuWeight, uploadable, uploadWeight } from "./gpu-weight.ts";
 import { ATTENTION_WGSL, MAX_HEAD_DIM } from "./shaders/attention-wgsl.ts";
 import {
   ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, TOP_K_WGSL, inPlaceVariant,
 } from "./shaders/elementwise-wgsl.ts";
 import { embedWgsl, MATMUL_TILE_R, matmulTileJ, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
 import { StepEncoder, foldGroups, type BufferRange } from "./step-encoder.ts";
-import { GPU_WEIGHT_LAYOUTS, layoutFor, repackRows, rowWords, type GpuWeightLayout } from "./weight-layouts.ts";
-
-interface WeightChunk { readonly buffer: GPUBuffer; readonly rowStart: number; readonly numRows: number }
-
-class GpuWeight implements Weight {
-  constructor(
-    readonly rows: number,
-    readonly cols: number,
-    readonly type: GgmlType,
-    /** the type the GPU holds (F16 / F32 for converted types) */
-    readonly storedType: GgmlType,
-    readonly layout: GpuWeightLayout,
-    /** row-ranges, each within the adapter's storage-binding limit */
-    readonly chunks: readonly WeightChunk[],
-  ) {}
-}
+import { GPU_WEIGHT_LAYOUTS, rowWords } from "./weight-layouts.ts";
 
 class GpuBuffer implements DeviceBuffer {
   constructor(readonly buffer: GPUBuffer, readonly length: number) {}
-}
-
-interface GpuKvCache {
-  readonly shape: KvCacheShape;
-  /** per layer: [numBlocks * blockSize, numKvHeads * headDim] f32 */
-  readonly k: GPUBuffer[];
-  readonly v: GPUBuffer[];
-  /** host copy for the synchronous exportKvBlocks; null with mirrorKv: false */
-  readonly mirror: KvMirror | null;
 }
 
 interface RopeTable { readonly buffer: GPUBuffer; readonly numPositions: number }
@@ -83,11 +59,6 @@ export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): P
   });
 }
 
-/** writeBuffer's typing wants views over plain ArrayBuffers; Dawn copies shared ones (WASM memory) just as well */
-function uploadable(view: ArrayBufferView): ArrayBufferView<ArrayBuffer> {
-  return view as ArrayBufferView<ArrayBuffer>;
-}
-
 function f32Bits(value: number): number {
   const f = new Float32Array([value]);
   return new Uint32Array(f.buffer)[0]!;
@@ -119,6 +90,7 @@ export class WebGpuBackend implements Backend {
   readonly matmulLanes: 1 | 16;
 
   constructor(
+    /** held so the GPU object stays reachable: Dawn tears the device down when it is collected */
     private readonly dawn: DawnDevice,
     private readonly log: (line: string) => void,
     settings: { mirrorKv: boolean; nativeTypes: readonly GgmlType[]; maxWeightChunkBytes?: number; matmulLanes: 1 | 16 },
@@ -169,46 +141,16 @@ export class WebGpuBackend implements Backend {
 
   loadWeight(source: WeightSource): Weight {
     this.live();
-    const wt = weightType(source.type);
-    if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${source.type}`);
-    const { rows, cols } = source;
-    let layout = this.nativeTypes.includes(source.type) ? layoutFor(source.type, cols) : undefined;
-    let data = source.data;
-    // 1-D tensors (norms, biases) feed elementwise shaders that read f32
-    const wantF32 = rows === 1;
-    if (layout === undefined || (wantF32 && layout.type !== GgmlType.F32)) {
-      const f32 = dequantizeWeight(source); // [rows, cols]; validates sizes with a one-line error
-      if (!wantF32 && cols % 2 === 0) {
-        if (!this.convertedTypes.has(source.type) && layout === undefined) {
-          this.convertedTypes.add(source.type);
-          this.log(`fennec: webgpu has no ${wt.name} shader; converting ${wt.name} weights to f16 at load`);
-        }
-        const f16 = new Uint8Array(f32.length * 2);
-        const view = new DataView(f16.buffer);
-        for (let i = 0; i < f32.length; i++) view.setFloat16(2 * i, f32[i]!, true);
-        data = f16;
-        layout = layoutFor(GgmlType.F16, cols)!;
-      } else {
-        data = new Uint8Array(f32.buffer);
-        layout = layoutFor(GgmlType.F32, cols)!;
-      }
-    } else {
-      const needBytes = (rows * cols / layout.blockElems) * layout.srcBlockBytes;
-      if (data.length < needBytes) {
-        throw new Error(`weight ${source.name}: ${data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${needBytes}`);
-      }
-    }
-    const bytesPerRow = rowWords(layout, cols) * 4;
-    const rowsPerChunk = Math.max(1, Math.floor(this.maxWeightChunkBytes / bytesPerRow));
-    const chunks: WeightChunk[] = [];
-    for (let rowStart = 0; rowStart < rows; rowStart += rowsPerChunk) {
-      const numRows = Math.min(rowsPerChunk, rows - rowStart);
-      const words = repackRows(layout, data, cols, rowStart, numRows); // [numRows, rowWords]
-      const buffer = this.createBuffer(words.byteLength, `weight ${source.name}`);
-      this.device.queue.writeBuffer(buffer, 0, uploadable(words));
-      chunks.push({ buffer, rowStart, numRows });
-    }
-    return new GpuWeight(rows, cols, source.type, layout.type, layout, chunks);
+    return uploadWeight(this.device, source, {
+      nativeTypes: this.nativeTypes,
+      maxChunkBytes: this.maxWeightChunkBytes,
+      createBuffer: (bytes, what) => this.createBuffer(bytes, what),
+      onConvert: (typeName, type) => {
+        if (this.convertedTypes.has(type)) return;
+        this.convertedTypes.add(type);
+        this.log(`fennec: webgpu has no ${typeName} shader; converting ${typeName} weights to f16 at load`);
+      },
+    });
   }
 
   alloc(numFloats: number): DeviceBuffer {
@@ -279,21 +221,13 @@ export class WebGpuBackend implements Backend {
     this.live();
     if (shape.headDim > MAX_HEAD_DIM) throw new Error(`webgpu: head dim ${shape.headDim} is over the attention shader's ${MAX_HEAD_DIM}`);
     this.releaseKv();
-    const layerBytes = shape.numBlocks * shape.blockSize * shape.numKvHeads * shape.headDim * 4;
-    const k: GPUBuffer[] = [];
-    const v: GPUBuffer[] = [];
-    for (let l = 0; l < shape.numLayers; l++) {
-      k.push(this.createBuffer(layerBytes, `the KV cache of one layer (lower --kv-cache-memory)`));
-      v.push(this.createBuffer(layerBytes, `the KV cache of one layer (lower --kv-cache-memory)`));
-    }
-    this.kv = { shape, k, v, mirror: this.mirrorKv ? new KvMirror(this.device, shape) : null };
+    this.kv = new GpuKvCache(this.device, this.enc, shape, this.mirrorKv, (bytes, what) => this.createBuffer(bytes, what));
   }
 
   private releaseKv(): void {
     if (this.kv === null) return;
     if (this.enc.numPending > 0) this.enc.flush();
-    for (const b of [...this.kv.k, ...this.kv.v]) b.destroy();
-    this.kv.mirror?.destroy();
+    this.kv.destroy();
     this.kv = null;
   }
 
@@ -305,75 +239,18 @@ export class WebGpuBackend implements Backend {
   /** [numBlocks of the ids, layer, K|V, blockSize, kvDim] f32 bytes (the reference layout), from the host mirror. */
   exportKvBlocks(blockIds: Int32Array): Uint8Array {
     this.live();
-    const { shape, mirror } = this.cache();
-    if (mirror === null) throw new Error("webgpu backend: exportKvBlocks needs mirrorKv (or call exportKvBlocksAsync)");
-    if (mirror.behind) throw new Error("webgpu backend: exportKvBlocks before the step's read (the KV mirror is behind)");
-    const blockFloats = shape.blockSize * mirror.kvDim;
-    const out = new Float32Array(blockIds.length * shape.numLayers * 2 * blockFloats); // [ids, layer, K|V, blockSize, kvDim]
-    let o = 0;
-    for (const id of blockIds) {
-      for (let l = 0; l < shape.numLayers; l++) {
-        for (const part of [mirror.k[l]!, mirror.v[l]!]) {
-          out.set(part.subarray(id * blockFloats, (id + 1) * blockFloats), o);
-          o += blockFloats;
-        }
-      }
-    }
-    return new Uint8Array(out.buffer);
+    return this.cache().exportBlocks(blockIds);
   }
 
-  /** [numBlocks of the ids, layer, K|V, blockSize, kvDim] f32 bytes, the reference backend's layout. */
+  /** The same bytes straight from the GPU (works with mirrorKv off too). */
   async exportKvBlocksAsync(blockIds: Int32Array): Promise<Uint8Array> {
     this.live();
-    const { shape, k, v } = this.cache();
-    const blockBytes = shape.blockSize * shape.numKvHeads * shape.headDim * 4;
-    const total = blockIds.length * shape.numLayers * 2 * blockBytes;
-    if (total === 0) return new Uint8Array(0);
-    const staging = this.device.createBuffer({ size: total, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    let o = 0;
-    for (const id of blockIds) {
-      for (let l = 0; l < shape.numLayers; l++) {
-        for (const part of [k[l]!, v[l]!]) {
-          this.enc.copy(part, id * blockBytes, staging, o, blockBytes);
-          o += blockBytes;
-        }
-      }
-    }
-    this.enc.flush();
-    try {
-      await staging.mapAsync(GPUMapMode.READ);
-      const out = new Uint8Array(staging.getMappedRange().slice(0));
-      staging.unmap();
-      await this.enc.checkErrors();
-      return out;
-    } finally {
-      staging.destroy();
-    }
+    return this.cache().exportBlocksAsync(blockIds);
   }
 
   importKvBlocks(blockIds: Int32Array, data: Uint8Array): void {
     this.live();
-    const { shape, k, v, mirror } = this.cache();
-    const blockBytes = shape.blockSize * shape.numKvHeads * shape.headDim * 4;
-    const need = blockIds.length * shape.numLayers * 2 * blockBytes;
-    if (data.length !== need) throw new Error(`importKvBlocks: ${data.length} bytes, expected ${need}`);
-    // rows still on their way to the mirror would land after (and over) the imported ones
-    if (mirror?.behind) throw new Error("webgpu backend: importKvBlocks before the step's read (the KV mirror is behind)");
-    if (this.enc.numPending > 0) this.enc.flush();
-    let o = 0;
-    for (const id of blockIds) {
-      for (let l = 0; l < shape.numLayers; l++) {
-        for (const part of [k[l]!, v[l]!]) {
-          this.device.queue.writeBuffer(part, id * blockBytes, uploadable(data), o, blockBytes);
-          o += blockBytes;
-        }
-        if (mirror !== null) {
-          const floats = new Float32Array(data.slice(o - 2 * blockBytes, o).buffer); // [K|V, blockSize, kvDim]
-          mirror.k[l]!.set(floats.subarray(0, blockBytes / 4), (id * blockBytes) / 4);
-          mirror.v[l]!.set(floats.subarray(blockBytes / 4), (id * blockBytes) / 4);
-        }
-      }
-    }
+    this.cache().importBlocks(blockIds, data);
   }
 
   // ---- ops (recorded, run at the next read) ----------------------------------------------------------------------
@@ -553,18 +430,3 @@ function same(a: DeviceBuffer, b: DeviceBuffer): boolean {
 function range(b: DeviceBuffer): BufferRange {
   return { buffer: gpuBuffer(b).buffer };
 }
-
-function gpuWeight(w: Weight): GpuWeight {
-  if (!(w instanceof GpuWeight)) throw new Error("webgpu backend: weight from another backend");
-  return w;
-}
-
-/** A 1-D weight the elementwise shaders read as f32 (loadWeight stores every 1-row tensor so). */
-function f32Weight(w: Weight, length: number, op: string): BufferRange {
-  const gw = gpuWeight(w);
-  if (gw.storedType !== GgmlType.F32 || gw.chunks.length !== 1 || gw.rows * gw.cols < length) {
-    throw new Error(`${op}: weight must be a 1-D tensor of at least ${length} values`);
-  }
-  return { buffer: gw.chunks[0]!.buffer };
-}
-
