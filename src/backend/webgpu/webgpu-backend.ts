@@ -71,6 +71,8 @@ export class WebGpuBackend implements Backend {
   /** resolves with a one-line reason if the device is lost while in use (never after dispose) */
   readonly lost: Promise<string>;
   private lostReason: string | null = null;
+  /** rejects with the loss reason: one promise raced by every read (a new reaction per read would pile up) */
+  private readonly lostError: Promise<never>;
   private disposed = false;
   /** the Dawn device (diagnostics; tests destroy it to simulate a lost GPU) */
   readonly device: GPUDevice;
@@ -111,6 +113,8 @@ export class WebGpuBackend implements Backend {
       this.log(`fennec: ${this.lostReason}`);
       return this.lostReason;
     });
+    this.lostError = this.lost.then((reason) => { throw new Error(reason); });
+    this.lostError.catch(() => {}); // observed by the reads; never an unhandled rejection
   }
 
   /** Throws once the device is gone, so the engine sees one clear error per call instead of a crash. */
@@ -181,7 +185,7 @@ export class WebGpuBackend implements Backend {
     this.enc.copy(gpuBuffer(src).buffer, srcOffset * 4, staging, 0, numFloats * 4);
     this.enc.flush();
     try {
-      await Promise.race([staging.mapAsync(GPUMapMode.READ), this.lost.then((reason) => { throw new Error(reason); })]);
+      await Promise.race([staging.mapAsync(GPUMapMode.READ), this.lostError]);
       const out = new Float32Array(staging.getMappedRange().slice(0));
       staging.unmap();
       await this.kv?.mirror?.drain();
