@@ -1,5 +1,6 @@
 /**
- * What happens when WebGPU is missing or breaks: no adapter gives one CliError line (exit 2 at the CLI) within
+ * What happens when WebGPU is missing or breaks: no adapter gives one CliError line (exit 2, also through the real
+ * `fennec generate --device webgpu`) within
  * seconds, never a hang; a device lost while in use resolves `backend.lost` and makes later calls throw that
  * reason, without crashing the process.
  */
@@ -42,6 +43,28 @@ test("no Vulkan driver: one 'no WebGPU adapter' line and exit code 2, within sec
   expect(ours).toEqual(["fennec: no WebGPU adapter: install a Vulkan driver (see scripts/install-vulkan.sh)"]);
   expect(code).toBe(2);
   expect(performance.now() - started).toBeLessThan(30_000);
+});
+
+test("the real CLI: `fennec generate --device webgpu` without a driver is one line and exit code 2", async () => {
+  const proc = Bun.spawn([process.execPath, "src/cli.ts", "generate", "--device", "webgpu", "--max-tokens", "2"], {
+    cwd: ROOT,
+    env: { ...process.env, VK_ICD_FILENAMES: "/nonexistent/icd.json", VK_DRIVER_FILES: "/nonexistent/icd.json" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => proc.kill(), 60_000);
+  expect(await proc.exited).toBe(2);
+  clearTimeout(timer);
+  const ours = (await new Response(proc.stderr).text()).split("\n").filter((l) => l.startsWith("fennec:"));
+  expect(ours).toEqual(["fennec: no WebGPU adapter: install a Vulkan driver (see scripts/install-vulkan.sh)"]);
+});
+
+test("the real CLI with the driver: greedy `fennec generate --device webgpu` gives the golden ids", async () => {
+  const golden = JSON.parse(await Bun.file(join(ROOT, "../shared/models/stories260K-golden.json")).text()) as { greedyFromBos: { ids: number[] } };
+  const proc = Bun.spawn([process.execPath, "src/cli.ts", "generate", "--device", "webgpu", "--max-tokens", "24", "--temperature", "0", "--json"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  expect(await proc.exited).toBe(0);
+  const out = JSON.parse(await new Response(proc.stdout).text()) as { token_ids: number[] };
+  expect(out.token_ids).toEqual(golden.greedyFromBos.ids.slice(0, 24));
 });
 
 test("with the driver present the same probe finds the adapter", async () => {
