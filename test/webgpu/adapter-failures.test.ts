@@ -1,8 +1,7 @@
 /**
- * What happens when WebGPU is missing or breaks: no adapter gives one CliError line (exit 2, also through the real
- * `fennec generate --device webgpu`) within
- * seconds, never a hang; a device lost while in use resolves `backend.lost` and makes later calls throw that
- * reason, without crashing the process.
+ * What happens when WebGPU is missing or breaks: no adapter gives one CliError line and exit code 2 (also through the
+ * real `fennec generate --device webgpu`) within seconds, never a hang; a device lost while in use resolves
+ * `backend.lost` and makes later calls throw that reason, without crashing the process.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
