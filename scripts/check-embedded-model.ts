@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { readGguf } from "../src/gguf/reader.ts";
-import { DEFAULT_MODEL_SOURCE, defaultModelPath, loadDefaultModelBytes, openDefaultModel } from "../src/default-model.ts";
+import { DEFAULT_MODEL_SOURCE, defaultModelPath, loadDefaultModelBytes, openDefaultModel } from "../src/gguf/default-model.ts";
 
 const bytes = await loadDefaultModelBytes();
 const file = openDefaultModel();

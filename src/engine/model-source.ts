@@ -10,7 +10,7 @@ import { err, ok, type Result } from "../util/result.ts";
 export async function openModelGguf(modelPath: string | null): Promise<Result<GgufFile>> {
   if (modelPath !== null) return readGguf(modelPath);
   try {
-    const { openDefaultModel } = await import("../default-model.ts");
+    const { openDefaultModel } = await import("../gguf/default-model.ts");
     return ok(openDefaultModel());
   } catch (e) {
     return err(`embedded default model: ${e instanceof Error ? e.message : String(e)}`);

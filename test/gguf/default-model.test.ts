@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { $ } from "bun";
-import { DEFAULT_MODEL_SOURCE, defaultModelPath, loadDefaultModelBytes, openDefaultModel } from "../../src/default-model.ts";
+import { DEFAULT_MODEL_SOURCE, defaultModelPath, loadDefaultModelBytes, openDefaultModel } from "../../src/gguf/default-model.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);

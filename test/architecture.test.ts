@@ -1,0 +1,187 @@
+/**
+ * Who may import whom (docs/architecture.md, adapted to the real tree): every import of every file in src/ is checked
+ * against the row of its folder. A new import across layers fails here; change the table only with a one-line why.
+ */
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, posix, relative } from "node:path";
+import ts from "typescript";
+
+const SRC = join(import.meta.dir, "..", "src");
+
+interface Rule {
+  /** files (path relative to src/) the row is for; the first matching row wins */
+  readonly files: RegExp;
+  /** src files (relative to src/; "../x" is outside src/) this row may import, value or type */
+  readonly may: readonly RegExp[];
+  /** src files this row may import with `import type` only (shared type contracts across layers) */
+  readonly mayTypes?: readonly RegExp[];
+  /** npm packages this row may import (node: and bun builtins are always allowed) */
+  readonly packages?: readonly RegExp[];
+}
+
+const ENGINE_CONTRACTS = /^engine\/(protocol|stats|sampling-params)\.ts$/;
+const MODEL_CONFIG = /^model\/model-config\.ts$/;
+
+const RULES: readonly Rule[] = [
+  { files: /^util\//, may: [/^util\//] },
+  { files: /^tensor\//, may: [/^tensor\//, /^util\//] },
+  // default-model.ts embeds the built GGUF file into the binary
+  { files: /^gguf\//, may: [/^gguf\//, /^tensor\//, /^util\//, /^\.\.\/build\/default-model\.gguf$/] },
+  { files: /^tokenizer\//, may: [/^tokenizer\//, /^gguf\//, /^tensor\//, /^util\//], packages: [/^@huggingface\/jinja$/] },
+  // kernel-files.ts embeds the built kernels; dawn-device.ts loads the webgpu package's native module
+  { files: /^backend\//, may: [/^backend\//, /^tensor\//, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },
+  // the model sees only the Backend interface: the concrete backend is passed in
+  { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/backend\.ts$/] },
+  // main-thread engine files: they see text, never weights or kernels
+  {
+    files: /^engine\/(client|output-processor)\.ts$/,
+    may: [ENGINE_CONTRACTS, /^tokenizer\//, /^util\//],
+    // the worker reports its ModelConfig; the output processor fills the pipeline's CompletionOutput contract
+    mayTypes: [MODEL_CONFIG, /^pipeline\/request-output\.ts$/],
+  },
+  // engine worker files (and the contracts both threads share): never text, HTTP, pipelines or metrics
+  {
+    files: /^engine\//,
+    // load-runner.ts builds the concrete backend in the worker and hands it to the model; model-source.ts opens the GGUF
+    may: [/^engine\/(?!client\.ts|output-processor\.ts)/, /^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/create-backend\.ts$/],
+  },
+  {
+    files: /^pipeline\//,
+    // the orchestrator is the engine's main-thread side: it also uses the shared stats tracker and opens the model
+    // for the tokenizer (model-source.ts, no weights)
+    may: [/^pipeline\//, /^engine\/(client|output-processor|protocol|stats|sampling-params|stats-tracker|model-source)\.ts$/, /^tokenizer\//, /^util\//],
+    // serving-pipeline.ts takes the parsed flags (Options) to build the stages: a type, no flag parsing below commands/
+    mayTypes: [MODEL_CONFIG, /^config\.ts$/],
+    packages: [/^yaml$/],
+  },
+  // mfu.ts and the recorder need the model's shape (FLOPs per token, model info)
+  { files: /^metrics\//, may: [/^metrics\//, /^engine\/stats\.ts$/, /^pipeline\/stage-stats\.ts$/, /^util\//], mayTypes: [MODEL_CONFIG], packages: [/^prom-client$/] },
+  {
+    files: /^server\//,
+    may: [/^server\//, /^pipeline\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/],
+    packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
+  },
+  { files: /^config\.ts$/, may: [/^util\//] },
+  // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
+  { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
+];
+
+const BUILTIN = /^(node:|bun$|bun:)/;
+
+interface Import {
+  readonly specifier: string;
+  readonly typeOnly: boolean;
+}
+
+/** Every import of one source text: static, `export ... from`, dynamic `import()`, `require()` and `typeof import()`. */
+export function importsOf(fileName: string, text: string): Import[] {
+  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const found: Import[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const allTypes = clause !== undefined && (clause.isTypeOnly ||
+        (clause.name === undefined && clause.namedBindings !== undefined && ts.isNamedImports(clause.namedBindings) &&
+          clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      found.push({ specifier: node.moduleSpecifier.text, typeOnly: allTypes });
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push({ specifier: node.moduleSpecifier.text, typeOnly: node.isTypeOnly });
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      found.push({ specifier: node.argument.literal.text, typeOnly: true });
+    } else if (ts.isCallExpression(node) && node.arguments.length > 0 && ts.isStringLiteralLike(node.arguments[0]!)) {
+      const isImport = node.expression.kind === ts.SyntaxKind.ImportKeyword;
+      const isRequire = ts.isIdentifier(node.expression) && node.expression.text === "require";
+      if (isImport || isRequire) found.push({ specifier: (node.arguments[0] as ts.StringLiteralLike).text, typeOnly: false });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** The forbidden imports of one file (path relative to src/), as one line each. */
+export function violationsOf(file: string, text: string): string[] {
+  const rule = RULES.find((r) => r.files.test(file));
+  if (!rule) return [`${file}: no row in the import table for this file (add one to test/architecture.test.ts)`];
+  const out: string[] = [];
+  for (const { specifier, typeOnly } of importsOf(file, text)) {
+    if (specifier.startsWith(".")) {
+      const target = posix.normalize(posix.join(posix.dirname(file), specifier));
+      const ok = rule.may.some((r) => r.test(target)) || (typeOnly && (rule.mayTypes ?? []).some((r) => r.test(target)));
+      if (!ok) out.push(`${file} imports ${target}${typeOnly ? " (type only)" : ""}`);
+    } else if (!BUILTIN.test(specifier) && !(rule.packages ?? []).some((r) => r.test(specifier))) {
+      out.push(`${file} imports the package ${specifier}`);
+    }
+  }
+  return out;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(path);
+    return e.name.endsWith(".ts") ? [relative(SRC, path).split("\\").join("/")] : [];
+  });
+}
+
+describe("architecture: who may import whom", () => {
+  test("no file in src/ imports across a forbidden edge", () => {
+    const files = sourceFiles(SRC);
+    expect(files.length).toBeGreaterThan(50);
+    const violations = files.flatMap((f) => violationsOf(f, readFileSync(join(SRC, f), "utf8")));
+    expect(violations).toEqual([]);
+  });
+
+  test("the parser sees every kind of import", () => {
+    const text = [
+      'import { a } from "./a.ts";',
+      'import type { B } from "./b.ts";',
+      'import { type C, type D } from "./c.ts";',
+      'export { e } from "./e.ts";',
+      'const f = await import("./f.ts");',
+      'const g = require("./g.ts") as typeof import("./h.ts");',
+      '// import { z } from "./commented.ts";',
+    ].join("\n");
+    expect(importsOf("x.ts", text)).toEqual([
+      { specifier: "./a.ts", typeOnly: false },
+      { specifier: "./b.ts", typeOnly: true },
+      { specifier: "./c.ts", typeOnly: true },
+      { specifier: "./e.ts", typeOnly: false },
+      { specifier: "./f.ts", typeOnly: false },
+      { specifier: "./g.ts", typeOnly: false },
+      { specifier: "./h.ts", typeOnly: true },
+    ]);
+  });
+
+  // each row can fail: a forbidden edge per layer is reported, the allowed twin is not
+  const CASES: readonly { file: string; line: string; forbidden: boolean }[] = [
+    { file: "util/x.ts", line: 'import { f } from "../tensor/dtypes.ts";', forbidden: true },
+    { file: "tensor/x.ts", line: 'import { f } from "../gguf/reader.ts";', forbidden: true },
+    { file: "tensor/x.ts", line: 'import { f } from "../util/result.ts";', forbidden: false },
+    { file: "gguf/x.ts", line: 'import { f } from "../model/config.ts";', forbidden: true },
+    { file: "backend/wasm/x.ts", line: 'import type { M } from "../../model/model-config.ts";', forbidden: true },
+    { file: "model/x.ts", line: 'import { f } from "../backend/create-backend.ts";', forbidden: true },
+    { file: "model/x.ts", line: 'import type { Backend } from "../backend/backend.ts";', forbidden: false },
+    { file: "model/x.ts", line: 'const { Engine } = await import("../engine/engine.ts");', forbidden: true },
+    { file: "engine/engine.ts", line: 'import { f } from "../tokenizer/tokenizer.ts";', forbidden: true },
+    { file: "engine/worker.ts", line: 'import { f } from "../pipeline/orchestrator.ts";', forbidden: true },
+    { file: "engine/worker.ts", line: 'import { f } from "./client.ts";', forbidden: true },
+    { file: "engine/client.ts", line: 'import { f } from "../model/runner.ts";', forbidden: true },
+    { file: "engine/client.ts", line: 'import { ModelConfig } from "../model/model-config.ts";', forbidden: true },
+    { file: "engine/client.ts", line: 'import type { ModelConfig } from "../model/model-config.ts";', forbidden: false },
+    { file: "pipeline/x.ts", line: 'import { parseCommandArgs } from "../config.ts";', forbidden: true },
+    { file: "pipeline/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: true },
+    { file: "metrics/x.ts", line: 'import { Elysia } from "elysia";', forbidden: true },
+    { file: "server/x.ts", line: 'import { Counter } from "prom-client";', forbidden: true },
+    { file: "server/x.ts", line: 'import { Elysia } from "elysia";', forbidden: false },
+    { file: "commands/x.ts", line: 'import { Elysia } from "elysia";', forbidden: true },
+    { file: "commands/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: false },
+    { file: "newfolder/x.ts", line: "", forbidden: true },
+  ];
+  for (const c of CASES) {
+    test(`${c.file}: ${c.line || "(no row)"} is ${c.forbidden ? "forbidden" : "allowed"}`, () => {
+      expect(violationsOf(c.file, c.line).length > 0).toBe(c.forbidden);
+    });
+  }
+});
