@@ -52,7 +52,9 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return await main(parsed.value);
   } catch (e) {
     if (e instanceof CliError) return fail(e.message);
-    throw e;
+    // anything else is a bug or an environment failure (a GPU adapter, a Worker): still one line, exit 1
+    process.stderr.write(`fennec: ${command} failed: ${e instanceof Error ? `${e.name}: ${e.message.split("\n")[0]}` : String(e)}\n`);
+    return 1;
   }
 }
 

@@ -26,34 +26,39 @@ export interface FlagSpec {
   readonly choices?: readonly string[];
   /** short alias such as "-i" */
   readonly alias?: string;
+  /** for int and float flags: the smallest and largest accepted value, checked at parse time for every command */
+  readonly min?: number;
+  readonly max?: number;
 }
 
 const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch"];
-const ENGINE: readonly Command[] = ["serve", "generate", "run-batch"];
+/** commands that run the model (generate runs it in-process, without the engine's scheduler or pipelines) */
+const MODEL: readonly Command[] = ["serve", "generate", "run-batch"];
+const ENGINE: readonly Command[] = ["serve", "run-batch"];
 
 export const FLAGS: readonly FlagSpec[] = [
   // model
   { name: "model", kind: "string", default: null, commands: ALL, help: "Path to a GGUF model file. Default: the embedded stories260K model." },
   // generate / tokenize
   { name: "prompt", kind: "string", default: "", commands: ["generate"], help: 'Prompt text. An empty prompt starts from BOS.' },
-  { name: "max-tokens", kind: "int", default: 64, commands: ["generate"], help: "Maximum number of tokens to generate." },
-  { name: "temperature", kind: "float", default: 0.8, commands: ["generate"], help: "Sampling temperature; 0 is greedy." },
+  { name: "max-tokens", kind: "int", default: 64, min: 0, commands: ["generate"], help: "Maximum number of tokens to generate." },
+  { name: "temperature", kind: "float", default: 0.8, min: 0, commands: ["generate"], help: "Sampling temperature; 0 is greedy." },
   { name: "seed", kind: "int", default: null, commands: ["generate"], help: "Random seed for reproducible sampling." },
   { name: "json", kind: "bool", default: false, commands: ["generate", "tokenize"], help: "Print JSON instead of text." },
   { name: "text", kind: "string", default: null, commands: ["tokenize"], help: "Text to tokenize (required)." },
   { name: "add-special", kind: "bool", default: false, commands: ["tokenize"], help: "Add BOS/EOS as the model does and parse special-token texts." },
   // engine (vLLM names)
-  { name: "threads", kind: "int", default: null, commands: ENGINE, help: "Kernel threads. Default: the number of cores." },
-  { name: "device", kind: "string", default: "cpu", commands: ENGINE, choices: ["cpu", "webgpu"], help: "Run the model on the WASM CPU kernels or on a WebGPU adapter." },
-  { name: "max-num-seqs", kind: "int", default: 16, commands: ENGINE, help: "Maximum number of sequences running in one engine step." },
-  { name: "max-num-batched-tokens", kind: "int", default: 512, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens)." },
-  { name: "max-model-len", kind: "int", default: null, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
-  { name: "block-size", kind: "int", default: 16, commands: ENGINE, help: "Tokens per KV cache block." },
-  { name: "kv-cache-memory", kind: "int", default: null, commands: ENGINE, help: "Bytes for the KV cache. Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
+  { name: "threads", kind: "int", default: null, min: 1, max: 256, commands: MODEL, help: "Kernel threads. Default: the number of cores." },
+  { name: "device", kind: "string", default: "cpu", commands: MODEL, choices: ["cpu", "webgpu"], help: "Run the model on the WASM CPU kernels or on a WebGPU adapter." },
+  { name: "max-num-seqs", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Maximum number of sequences running in one engine step." },
+  { name: "max-num-batched-tokens", kind: "int", default: 512, min: 1, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens)." },
+  { name: "max-model-len", kind: "int", default: null, min: 1, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
+  { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
+  { name: "kv-cache-memory", kind: "int", default: null, min: 1, commands: ENGINE, help: "Bytes for the KV cache. Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
   // server
   { name: "host", kind: "string", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
-  { name: "port", kind: "int", default: 8000, commands: ["serve"], help: "Port to listen on." },
+  { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve"], help: "Port to listen on." },
   { name: "served-model-name", kind: "string", default: null, commands: ["serve"], help: "Model name in the API. Default: the model file's name." },
   { name: "api-key", kind: "string", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints." },
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
@@ -82,18 +87,26 @@ export function flagsOf(command: Command): FlagSpec[] {
   return FLAGS.filter((f) => f.commands.includes(command));
 }
 
+function inRange(spec: FlagSpec, n: number): boolean {
+  return (spec.min === undefined || n >= spec.min) && (spec.max === undefined || n <= spec.max);
+}
+
+/** "in 1..256", "0 or more", "a positive integer" */
+function rangeText(spec: FlagSpec): string {
+  if (spec.max !== undefined) return `in ${spec.min ?? "-inf"}..${spec.max}`;
+  return spec.min === 1 && spec.kind === "int" ? "a positive integer" : `${spec.min} or more`;
+}
+
 function convert(spec: FlagSpec, raw: string): Result<FlagValue> {
   switch (spec.kind) {
     case "string":
       if (spec.choices && !spec.choices.includes(raw)) return err(`--${spec.name} must be one of ${spec.choices.join(", ")} (got "${raw}")`);
       return ok(raw);
-    case "int": {
-      const n = Number(raw);
-      return Number.isInteger(n) ? ok(n) : err(`--${spec.name} needs an integer (got "${raw}")`);
-    }
+    case "int":
     case "float": {
-      const n = Number(raw);
-      return raw.trim() !== "" && Number.isFinite(n) ? ok(n) : err(`--${spec.name} needs a number (got "${raw}")`);
+      const n = raw.trim() === "" ? NaN : Number(raw);
+      if (spec.kind === "int" ? !Number.isInteger(n) : !Number.isFinite(n)) return err(`--${spec.name} needs ${spec.kind === "int" ? "an integer" : "a number"} (got "${raw}")`);
+      return inRange(spec, n) ? ok(n) : err(`--${spec.name} must be ${rangeText(spec)} (got ${raw})`);
     }
     case "bool":
       if (raw === "true") return ok(true);
@@ -142,7 +155,8 @@ export function commandHelp(command: Command): string {
   for (const f of flagsOf(command)) {
     const flag = `${f.alias ? `${f.alias}, ` : ""}--${f.name}${f.kind === "bool" ? "" : ` <${f.choices ? f.choices.join("|") : f.kind}>`}`;
     const def = f.default === null || f.default === false ? "" : ` (default: ${JSON.stringify(f.default)})`;
-    lines.push(`  ${flag.padEnd(44)} ${f.help}${def}`);
+    const range = f.min === undefined && f.max === undefined ? "" : ` Must be ${rangeText(f)}.`;
+    lines.push(`  ${flag.padEnd(44)} ${f.help}${range}${def}`);
   }
   lines.push(`  ${"-h, --help".padEnd(44)} Show this help.`);
   return lines.join("\n");

@@ -6,8 +6,6 @@
  * streamed as text.
  */
 import type { Options } from "../config.ts";
-import type { GgufFile } from "../gguf/gguf-file.ts";
-import { readGguf } from "../gguf/reader.ts";
 import { createRng } from "../engine/rng.ts";
 import { Sampler, type SamplingContext } from "../engine/sampler.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
@@ -17,7 +15,7 @@ import { Runner } from "../model/runner.ts";
 import { createTokenizer, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
 import { createBackend, type BackendOptions } from "../backend/create-backend.ts";
-import { openDefaultModel } from "../gguf/default-model.ts";
+import { openModelGguf } from "../engine/model-source.ts";
 import { createProgressBar } from "../util/progress.ts";
 
 /** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
@@ -46,13 +44,6 @@ function createPick(temperature: number, seed: number, promptIds: readonly numbe
   };
 }
 
-function openModelFile(path: string | null): GgufFile {
-  if (path === null) return openDefaultModel();
-  const file = readGguf(path);
-  if (!file.ok) throw new CliError(file.error);
-  return file.value;
-}
-
 function promptIds(tokenizer: Tokenizer, prompt: string): number[] {
   const bos = tokenizer.bosId;
   if (prompt === "") {
@@ -70,10 +61,10 @@ export async function main(options: Options): Promise<number> {
   const temperature = Number(options.temperature);
   const seed = options.seed === null ? Date.now() : Number(options.seed);
   const json = options.json === true;
-  if (!(maxTokens >= 0)) throw new CliError(`--max-tokens must be 0 or more (got ${maxTokens})`);
-  if (!(temperature >= 0)) throw new CliError(`--temperature must be 0 or more (got ${temperature})`);
-
-  const gguf = openModelFile(typeof options.model === "string" ? options.model : null);
+  // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in config.ts
+  const file = await openModelGguf(typeof options.model === "string" ? options.model : null);
+  if (!file.ok) throw new CliError(file.error);
+  const gguf = file.value;
   const model = loadModel(gguf);
   if (!model.ok) throw new CliError(model.error);
   let tokenizer: Tokenizer;

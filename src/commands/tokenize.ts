@@ -5,20 +5,10 @@
  * Missing --text, a missing or bad model file: one-line error, exit 2.
  */
 import type { Options } from "../config.ts";
+import { openModelGguf } from "../engine/model-source.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
-import { readGguf } from "../gguf/reader.ts";
 import { createTokenizer, TokenizerError, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
-
-async function openModelFile(path: string | null): Promise<GgufFile> {
-  if (path === null) {
-    const { openDefaultModel } = await import("../gguf/default-model.ts");
-    return openDefaultModel();
-  }
-  const file = readGguf(path);
-  if (!file.ok) throw new CliError(file.error);
-  return file.value;
-}
 
 function loadTokenizer(file: GgufFile): Tokenizer {
   try {
@@ -33,7 +23,9 @@ export async function main(options: Options): Promise<number> {
   const text = options["text"];
   if (typeof text !== "string") throw new CliError("tokenize needs --text <string> (see fennec tokenize --help)");
   const modelPath = options["model"];
-  const tokenizer = loadTokenizer(await openModelFile(typeof modelPath === "string" ? modelPath : null));
+  const file = await openModelGguf(typeof modelPath === "string" ? modelPath : null);
+  if (!file.ok) throw new CliError(file.error);
+  const tokenizer = loadTokenizer(file.value);
   const addSpecial = options["add-special"] === true;
   const tokenIds = tokenizer.encode(text, { addSpecial, parseSpecial: addSpecial });
   process.stdout.write(options["json"] === true ? `${JSON.stringify({ token_ids: tokenIds })}\n` : `${tokenIds.join(" ")}\n`);
