@@ -1,0 +1,121 @@
+/**
+ * The CLI contract, table-driven, on the real entry point as a subprocess: every command's --help names every flag,
+ * and bad input (unknown flags, bad values, missing or non-GGUF model files) is ONE line on stderr and exit 2, never a
+ * stack trace, for every command.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { COMMANDS, flagsOf, type Command } from "../src/config.ts";
+
+const CLI = join(import.meta.dir, "..", "src", "cli.ts");
+const dir = mkdtempSync(join(tmpdir(), "fennec-cli-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const NOT_GGUF = join(dir, "not-a-model.gguf");
+writeFileSync(NOT_GGUF, "this is not a model file\n");
+const BATCH_IN = join(dir, "in.jsonl");
+writeFileSync(BATCH_IN, `${JSON.stringify({ custom_id: "a", method: "POST", url: "/v1/completions", body: { model: "m", prompt: "hi", max_tokens: 1 } })}\n`);
+const BATCH_OUT = join(dir, "out.jsonl");
+
+function fennec(args: readonly string[]): { code: number | null; stdout: string; stderr: string } {
+  const run = Bun.spawnSync([process.execPath, CLI, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", timeout: 60_000 });
+  return { code: run.exitCode, stdout: run.stdout.toString(), stderr: run.stderr.toString() };
+}
+
+/** What each command needs besides the flag under test, so the failure is the flag's and nothing else's. */
+const BASE: Readonly<Record<Command, readonly string[]>> = {
+  generate: ["--max-tokens", "1"],
+  tokenize: ["--text", "hi"],
+  serve: ["--host", "127.0.0.1", "--port", "0", "--threads", "1"],
+  "run-batch": ["-i", BATCH_IN, "-o", BATCH_OUT, "--threads", "1"],
+};
+
+interface BadCase {
+  readonly name: string;
+  readonly commands: readonly Command[];
+  readonly args: readonly string[];
+  /** a part of the one line the user must see */
+  readonly says: string;
+}
+
+const ALL = Object.keys(COMMANDS) as Command[];
+const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch"];
+
+const BAD: readonly BadCase[] = [
+  { name: "an unknown flag", commands: ALL, args: ["--bogus"], says: "unknown option --bogus" },
+  { name: "a stray argument", commands: ALL, args: ["stray"], says: 'unexpected argument "stray"' },
+  { name: "a flag without its value", commands: ALL, args: ["--model"], says: "--model needs a value" },
+  { name: "a missing model file", commands: ALL, args: ["--model", "/nonexistent/model.gguf"], says: "/nonexistent/model.gguf: file not found" },
+  { name: "a model that is a folder", commands: ALL, args: ["--model", "/"], says: "/: not a regular file" },
+  { name: "a file that is not GGUF", commands: ALL, args: ["--model", NOT_GGUF], says: `${NOT_GGUF}: not a GGUF file` },
+  { name: "--threads 0", commands: MODEL_COMMANDS, args: ["--threads", "0"], says: "--threads must be in 1..256 (got 0)" },
+  { name: "--threads 1000", commands: MODEL_COMMANDS, args: ["--threads", "1000"], says: "--threads must be in 1..256 (got 1000)" },
+  { name: "--threads two", commands: MODEL_COMMANDS, args: ["--threads", "two"], says: '--threads needs an integer (got "two")' },
+  { name: "an unknown --device", commands: MODEL_COMMANDS, args: ["--device", "tpu"], says: "--device must be one of cpu, webgpu" },
+  { name: "--max-tokens -1", commands: ["generate"], args: ["--max-tokens", "-1"], says: "--max-tokens must be 0 or more (got -1)" },
+  { name: "--max-tokens 1.5", commands: ["generate"], args: ["--max-tokens", "1.5"], says: '--max-tokens needs an integer (got "1.5")' },
+  { name: "--temperature abc", commands: ["generate"], args: ["--temperature", "abc"], says: '--temperature needs a number (got "abc")' },
+  { name: "--temperature -1", commands: ["generate"], args: ["--temperature", "-1"], says: "--temperature must be 0 or more (got -1)" },
+  { name: "--seed with an empty value", commands: ["generate"], args: ["--seed="], says: '--seed needs an integer (got "")' },
+  { name: "a flag of another command", commands: ["generate"], args: ["--block-size", "16"], says: "unknown option --block-size for 'generate'" },
+  { name: "--json=maybe", commands: ["generate", "tokenize"], args: ["--json=maybe"], says: '--json takes no value or true/false (got "maybe")' },
+  { name: "--max-num-seqs 0", commands: ["serve", "run-batch"], args: ["--max-num-seqs", "0"], says: "--max-num-seqs must be a positive integer (got 0)" },
+  { name: "--block-size -16", commands: ["serve", "run-batch"], args: ["--block-size", "-16"], says: "--block-size must be a positive integer (got -16)" },
+  { name: "--kv-cache-memory 0", commands: ["serve", "run-batch"], args: ["--kv-cache-memory", "0"], says: "--kv-cache-memory must be a positive integer (got 0)" },
+  { name: "an unknown --pipeline", commands: ["serve", "run-batch"], args: ["--pipeline", "zigzag"], says: "--pipeline must be one of single, pd" },
+  { name: "--port 70000", commands: ["serve"], args: ["--port", "70000"], says: "--port must be in 0..65535 (got 70000)" },
+];
+
+/** Cases with their own argv (no BASE): a missing required flag, a missing input file, an unknown command. */
+const BAD_RAW: readonly { name: string; args: readonly string[]; says: string }[] = [
+  { name: "tokenize without --text", args: ["tokenize"], says: "tokenize needs --text" },
+  { name: "run-batch without -i", args: ["run-batch", "-o", BATCH_OUT], says: "run-batch needs -i/--input-file" },
+  { name: "run-batch without -o", args: ["run-batch", "-i", BATCH_IN], says: "run-batch needs -o/--output-file" },
+  { name: "run-batch with a missing input file", args: ["run-batch", "-i", join(dir, "missing.jsonl"), "-o", BATCH_OUT], says: "missing.jsonl" },
+  { name: "an unknown command", args: ["frobnicate"], says: 'unknown command "frobnicate"' },
+];
+
+function expectOneLineError(r: ReturnType<typeof fennec>, says: string): void {
+  expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: 2 });
+  expect(r.stderr.endsWith("\n")).toBe(true);
+  expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+  expect(r.stderr).toStartWith("fennec: ");
+  expect(r.stderr).toContain(says);
+  expect(r.stderr).not.toMatch(/\n\s+at |\^\n|error: /);
+  expect(r.stdout).toBe("");
+}
+
+describe("fennec <command> --help", () => {
+  for (const command of ALL) {
+    test(`${command} --help names every flag of ${command}, each with a help text`, () => {
+      const r = fennec([command, "--help"]);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toStartWith(`Usage: fennec ${command} [options]`);
+      const flags = flagsOf(command);
+      expect(flags.length).toBeGreaterThan(0);
+      for (const flag of flags) {
+        const line = r.stdout.split("\n").find((l) => new RegExp(`^\\s+(-\\w, )?--${flag.name}( |$)`).test(l));
+        expect({ flag: flag.name, line: line ?? null }).toMatchObject({ line: expect.stringContaining(flag.help) });
+      }
+    });
+  }
+
+  test("fennec --help lists every command", () => {
+    const r = fennec(["--help"]);
+    expect(r.code).toBe(0);
+    for (const command of ALL) expect(r.stdout).toContain(`  ${command} `);
+  });
+});
+
+describe("bad input: one line, exit 2, no stack trace", () => {
+  const rows = BAD.flatMap((c) => c.commands.map((command) => ({ ...c, command })));
+  test.each(rows.map((r) => [`${r.command}: ${r.name}`, r] as const))("%s", (_label, row) => {
+    expectOneLineError(fennec([row.command, ...BASE[row.command], ...row.args]), row.says);
+  });
+  test.each(BAD_RAW.map((r) => [r.name, r] as const))("%s", (_label, row) => {
+    expectOneLineError(fennec(row.args), row.says);
+  });
+});
