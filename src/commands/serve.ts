@@ -137,7 +137,8 @@ export async function main(options: Options): Promise<number> {
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
   });
   try {
-    app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: BUN_BODY_LIMIT_BYTES, idleTimeout: IDLE_TIMEOUT_S });
+    // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic
+    app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: BUN_BODY_LIMIT_BYTES, idleTimeout: IDLE_TIMEOUT_S, reusePort: false });
   } catch (e) {
     await orchestrator.shutdown();
     throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${e instanceof Error ? e.message : String(e)}`);

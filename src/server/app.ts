@@ -45,10 +45,13 @@ const CORS_HEADERS = {
 } as const;
 
 /** JSON bodies are parsed here so that malformed JSON and non-object bodies get a clear 400 of their own. */
-async function parseJsonObject(request: Request): Promise<Record<string, unknown>> {
+async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, string>): Promise<Record<string, unknown>> {
   let value: unknown;
   try {
-    value = JSON.parse(await request.text());
+    const text = await request.text();
+    value = JSON.parse(text);
+    // kept for error messages: Elysia converts values before validating them
+    rawBodies.set(request, text);
   } catch {
     throw new ApiError("invalidBody", "Request body is not valid JSON");
   }
@@ -58,21 +61,36 @@ async function parseJsonObject(request: Request): Promise<Record<string, unknown
 
 export function createApp(options: ServerOptions) {
   const checkRequest = createRequestChecks(options);
+  const rawBodies = new WeakMap<Request, string>();
+  const rawBodyOf = (request: Request): unknown => {
+    const text = rawBodies.get(request);
+    return text === undefined ? undefined : JSON.parse(text);
+  };
+  // filled once the routes exist: the methods each path answers (405 instead of 404 for the others)
+  const methodsByPath = new Map<string, string[]>();
+  const methodsOf = (pathname: string): readonly string[] => methodsByPath.get(pathname) ?? [];
   const app = new Elysia({ name: "fennec" })
-    .use(errorPlugin(options.log))
+    .use(errorPlugin(options.log, { rawBodyOf, methodsOf }))
     .onRequest(({ request, set }) => {
       if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: CORS_HEADERS });
       set.headers["access-control-allow-origin"] = "*";
       checkRequest(request);
     })
-    .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request) : undefined))
+    .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies) : undefined))
     .use(docsRoutes())
     .use(healthRoutes(options))
     .use(modelsRoutes(options))
     .use(chatCompletionsRoutes(options))
     .use(completionsRoutes(options))
     .use(tokenizeRoutes(options));
-  return options.metricsRoute ? app.use(options.metricsRoute) : app;
+  const full = options.metricsRoute ? app.use(options.metricsRoute) : app;
+  for (const route of full.routes) {
+    const methods = methodsByPath.get(route.path) ?? [];
+    methods.push(route.method);
+    if (route.method === "GET") methods.push("HEAD");
+    methodsByPath.set(route.path, methods);
+  }
+  return full;
 }
 
 export type FennecApp = ReturnType<typeof createApp>;

@@ -13,6 +13,9 @@ export const ERROR_TYPES = {
   invalidBody: { status: 400, type: "Bad Request" },
   unauthorized: { status: 401, type: "AuthenticationError" },
   notFound: { status: 404, type: "NotFoundError" },
+  /** no such route, or not with this method: vLLM (Starlette) answers with the HTTP phrase as the type */
+  routeNotFound: { status: 404, type: "Not Found" },
+  methodNotAllowed: { status: 405, type: "Method Not Allowed" },
   payloadTooLarge: { status: 413, type: "PayloadTooLargeError" },
   internal: { status: 500, type: "InternalServerError" },
   unavailable: { status: 503, type: "ServiceUnavailableError" },
@@ -62,29 +65,117 @@ function describeValue(value: unknown): string {
   return ` (got ${text.length > 60 ? `${text.slice(0, 57)}...` : text})`;
 }
 
-/** Elysia's TypeBox error list -> one readable line naming the field (never Elysia's raw JSON shape). */
-export function validationToApiError(error: ValidationError): ApiError {
+/** A JSON-schema node as TypeBox errors carry it (only the parts read here). */
+interface SchemaNode {
+  readonly type?: string;
+  readonly format?: string;
+  readonly anyOf?: readonly SchemaNode[];
+  readonly items?: SchemaNode;
+  readonly minimum?: number;
+  readonly maximum?: number;
+}
+
+/** JSON-schema type -> the words a message uses; `items` nests ("a list of integers"). */
+const TYPE_WORDS: Readonly<Record<string, readonly [string, string]>> = {
+  integer: ["an integer", "integers"],
+  number: ["a number", "numbers"],
+  string: ["a string", "strings"],
+  boolean: ["a boolean", "booleans"],
+  null: ["null", "nulls"],
+  object: ["an object", "objects"],
+  array: ["a list", "lists"],
+};
+
+/** The types a schema accepts, in words; Elysia's coercions (numeric strings, JSON strings) count as what they stand for. */
+function typeWords(schema: SchemaNode, plural = false): string[] {
+  if (schema.anyOf !== undefined) {
+    // Elysia wraps integers as anyOf[numeric string, integer] and arrays as anyOf[JSON string, array]: the last is the real type
+    const coerced = schema.anyOf.length === 2 && schema.anyOf[0]!.type === "string" && schema.anyOf[0]!.format !== undefined;
+    return coerced ? typeWords(schema.anyOf[1]!, plural) : [...new Set(schema.anyOf.flatMap((s) => typeWords(s, plural)))];
+  }
+  const words = schema.type === undefined ? undefined : TYPE_WORDS[schema.type];
+  if (words === undefined) return [];
+  const word = words[plural ? 1 : 0];
+  if (schema.type === "array" && schema.items !== undefined) {
+    const items = typeWords(schema.items, true);
+    if (items.length > 0) return [`${word} of ${items.join(" or ")}`];
+  }
+  return [word];
+}
+
+/** int64 bounds are not exact doubles: print them as pydantic does. */
+function boundText(bound: number): string {
+  if (bound >= 2 ** 63) return "9223372036854775807";
+  if (bound <= -(2 ** 63)) return "-9223372036854775808";
+  return String(bound);
+}
+
+/** pydantic's wording for a number outside a numeric member's range (vLLM clients match `less_than_equal`), or null. */
+function rangeProblem(schema: SchemaNode, value: unknown): string | null {
+  if (typeof value !== "number") return null;
+  const members = schema.anyOf === undefined ? [schema] : schema.anyOf.flatMap((s) => (s.anyOf === undefined ? [s] : s.anyOf));
+  for (const m of members) {
+    if (m.type !== "integer" && m.type !== "number") continue;
+    if (m.maximum !== undefined && value > m.maximum) return `should be less than or equal to ${boundText(m.maximum)} [less_than_equal]`;
+    if (m.minimum !== undefined && value < m.minimum) return `should be greater than or equal to ${boundText(m.minimum)} [greater_than_equal]`;
+  }
+  return null;
+}
+
+/**
+ * Elysia converts some values before validating (a string where a list is expected becomes a list of empty objects):
+ * the first ancestor whose raw value is a scalar where the path goes deeper is the real problem.
+ */
+function scalarAncestor(raw: unknown, segments: readonly string[]): { depth: number; value: unknown } | null {
+  let value = raw;
+  for (let depth = 0; depth < segments.length; depth++) {
+    if (typeof value !== "object" || value === null) return depth === 0 ? null : { depth, value };
+    value = (value as Record<string, unknown>)[segments[depth]!];
+  }
+  return null;
+}
+
+/**
+ * Elysia's TypeBox error list -> one readable line naming the field (never Elysia's raw JSON shape). `rawBody` is
+ * the body as the client sent it, before Elysia's conversions, so that the message shows what was really there.
+ */
+export function validationToApiError(error: ValidationError, rawBody?: unknown): ApiError {
   const first = error.all[0];
   if (first === undefined || !("path" in first)) return new ApiError("invalidBody", "Invalid request body");
-  const field = fieldName(first.path);
-  if (field === "") return new ApiError("invalidBody", "Request body must be a JSON object");
-  const what = first.message === "Expected required property" ? "is required"
-    : first.message === "Expected union value" && first.summary ? first.summary.replace(/^Property '[^']*' /, "")
-    : first.message.charAt(0).toLowerCase() + first.message.slice(1);
+  const segments = first.path.split("/").filter((p) => p !== "");
   const count = error.all.length;
   const prefix = count > 1 ? `${count} validation errors, first` : "1 validation error";
+  const ancestor = rawBody === undefined ? null : scalarAncestor(rawBody, segments);
+  if (ancestor !== null) {
+    const field = fieldName(`/${segments.slice(0, ancestor.depth).join("/")}`);
+    const expected = /^\d+$/.test(segments[ancestor.depth]!) ? "a list" : "an object";
+    return new ApiError("invalidBody", `1 validation error: '${field}' should be ${expected}${describeValue(ancestor.value)}`, field);
+  }
+  const field = fieldName(first.path);
+  if (field === "") return new ApiError("invalidBody", "Request body must be a JSON object");
+  const schema = first.schema as SchemaNode;
+  const expected = typeWords(schema).filter((w) => w !== "");
+  const what = first.message === "Expected required property" ? "is required"
+    : rangeProblem(schema, first.value) ?? (expected.length > 0 ? `should be ${expected.join(" or ")}`
+      : first.message.charAt(0).toLowerCase() + first.message.slice(1));
   return new ApiError("invalidBody", `${prefix}: '${field}' ${what}${describeValue(first.value)}`, field);
 }
 
 /** Anything thrown inside a handler -> the ApiError to send. Unknown errors become a plain 500. */
-export function toApiError(code: string | number, error: unknown, log: (message: string) => void): ApiError {
+/** What the error plugin needs from the app: the raw body of a request, and the methods a path has routes for. */
+export interface ErrorContext {
+  readonly rawBodyOf: (request: Request) => unknown;
+  readonly methodsOf: (pathname: string) => readonly string[];
+}
+
+export function toApiError(code: string | number, error: unknown, log: (message: string) => void, rawBody?: unknown, allowedMethods: readonly string[] = []): ApiError {
   if (error instanceof ApiError) return error;
   // a parse hook's own ApiError arrives wrapped in Elysia's ParseError
   if (error instanceof Error && error.cause instanceof ApiError) return error.cause;
-  if (error instanceof ValidationError) return validationToApiError(error);
+  if (error instanceof ValidationError) return validationToApiError(error, rawBody);
   switch (code) {
     case "PARSE": return new ApiError("invalidBody", "Request body is not valid JSON");
-    case "NOT_FOUND": return new ApiError("notFound", "Not Found");
+    case "NOT_FOUND": return allowedMethods.length > 0 ? new ApiError("methodNotAllowed", "Method Not Allowed") : new ApiError("routeNotFound", "Not Found");
     case "INVALID_FILE_TYPE":
     case "INVALID_COOKIE_SIGNATURE": return new ApiError("invalidBody", "Bad Request");
   }
@@ -93,8 +184,13 @@ export function toApiError(code: string | number, error: unknown, log: (message:
 }
 
 /** The one error plugin: global scope, so routes of every plugin answer with the OpenAI error object. */
-export function errorPlugin(log: (message: string) => void) {
+export function errorPlugin(log: (message: string) => void, context: ErrorContext = { rawBodyOf: () => undefined, methodsOf: () => [] }) {
   return new Elysia({ name: "fennec-errors" })
     .error({ ApiError })
-    .onError({ as: "global" }, ({ code, error }) => errorResponse(toApiError(code, error, log)));
+    .onError({ as: "global" }, ({ code, error, request }) => {
+      const allowed = code === "NOT_FOUND" ? context.methodsOf(new URL(request.url).pathname) : [];
+      const response = errorResponse(toApiError(code, error, log, context.rawBodyOf(request), allowed));
+      if (response.status === 405) response.headers.set("allow", allowed.join(", "));
+      return response;
+    });
 }

@@ -247,6 +247,13 @@ describe("per-request metrics rules", () => {
     expect(output).toContain("Error: --enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable per-request metrics.");
     expect(output).not.toContain("    at ");
   });
+
+  test("a port another server holds is refused in one line (Elysia's reusePort would share it silently)", async () => {
+    const { code, output } = await runServeExpectingExit(["--host", "127.0.0.1", "--port", String(main.port), "--threads", "1"]);
+    expect(code).toBe(2);
+    expect(output).toContain(`cannot listen on 127.0.0.1:${main.port}`);
+    expect(output.trim().split("\n")).toHaveLength(1);
+  });
 });
 
 describe("errors", () => {

@@ -23,7 +23,14 @@ describe("request validation -> 400 naming the field", () => {
     ["missing messages", { max_tokens: 3 }, "messages", /'messages' is required/],
     ["wrong type", chat({ temperature: "hot" }), "temperature", /'temperature'.*"hot"/],
     ["wrong nested type", { messages: [{ role: "user", content: 5 }] }, "messages[0].content", /messages\[0\]\.content/],
-    ["seed beyond int64", chat({ seed: 1e30 }), "seed", /'seed'/],
+    ["seed beyond int64", chat({ seed: 1e30 }), "seed", /'seed' should be less than or equal to 9223372036854775807 \[less_than_equal\]/],
+    ["seed below int64", chat({ seed: -1e30 }), "seed", /'seed' should be greater than or equal to -9223372036854775808 \[greater_than_equal\]/],
+    // nullable fields name the type they want, not Elysia's "one of: 'undefined', 'null'"
+    ["string for an integer", chat({ n: "two" }), "n", /^1 validation error: 'n' should be an integer or null \(got "two"\)$/],
+    ["fraction for an integer", chat({ max_tokens: 5.5 }), "max_tokens", /'max_tokens' should be an integer or null \(got 5\.5\)/],
+    ["number for stop", chat({ stop: 5 }), "stop", /'stop' should be a string or a list of strings or null/],
+    // Elysia turns a string into a list before validating: the message still names the string
+    ["string for messages", { messages: "hi" }, "messages", /^1 validation error: 'messages' should be a list \(got "hi"\)$/],
   ] as const)("%s", async (_, body, param, message) => {
     const s = testServer();
     const res = await s.call("POST", "/v1/chat/completions", body);
@@ -49,6 +56,13 @@ describe("request validation -> 400 naming the field", () => {
     const err = await expectError(await s.call("POST", "/v1/chat/completions", body), 400, param, message);
     expect(err.error.type).toBe("BadRequestError");
     expect(s.fake.requests).toHaveLength(0);
+  });
+
+  test("completions prompt and detokenize tokens of the wrong shape name the accepted forms", async () => {
+    const s = testServer();
+    await expectError(await s.call("POST", "/v1/completions", { prompt: ["a", 1] }), 400, "prompt",
+      /'prompt' should be a string or a list of strings or a list of integers or a list of lists of integers/);
+    await expectError(await s.call("POST", "/detokenize", { tokens: "a" }), 400, "tokens", /'tokens' should be a list \(got "a"\)/);
   });
 
   test("completions: empty prompt, out-of-vocabulary token, too many logprobs", async () => {
@@ -151,6 +165,17 @@ describe("model, auth, size, internal errors", () => {
   test("unknown route -> 404 in the same shape", async () => {
     const s = testServer();
     await expectError(await s.call("GET", "/v1/nothing"), 404, null, /Not Found/);
+  });
+
+  test("a known route with the wrong method -> 405 with Allow (Starlette's answer), not 404", async () => {
+    const s = testServer();
+    for (const [method, path, allow] of [["GET", "/v1/chat/completions", "POST"], ["PUT", "/v1/completions", "POST"], ["GET", "/tokenize", "POST"], ["POST", "/v1/models", "GET, HEAD"], ["DELETE", "/health", "GET, HEAD"]] as const) {
+      const res = await s.call(method, path);
+      expect(res.headers.get("allow")).toBe(allow);
+      const err = await expectError(res, 405, null, /^Method Not Allowed$/);
+      expect(err.error.type).toBe("Method Not Allowed");
+    }
+    expect((await s.call("HEAD", "/health")).status).toBe(200);
   });
 
   test("a burst of bad requests does not disturb a good one running beside it", async () => {
