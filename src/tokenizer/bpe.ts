@@ -6,6 +6,7 @@
 import { byteEncode } from "./byte-level.ts";
 import { PreTokenizer } from "./pretokenize.ts";
 import { PriorityQueue } from "./priority-queue.ts";
+import { SymbolList } from "./symbol-list.ts";
 import type { Vocab } from "./vocab.ts";
 
 interface Bigram {
@@ -48,44 +49,28 @@ export class BpeEncoder {
     const whole = tokenToId.get(word);
     if (this.vocab.pre!.ignoreMerges && whole !== undefined) return [whole];
 
-    // symbols: one per code point, as [start, length] in UTF-16 units, linked left/right
-    const starts: number[] = [];
-    const lengths: number[] = [];
-    for (let i = 0; i < word.length; ) {
-      const len = word.codePointAt(i)! > 0xffff ? 2 : 1;
-      starts.push(i);
-      lengths.push(len);
-      i += len;
-    }
-    const n = starts.length;
-    const prev = Array.from({ length: n }, (_, i) => i - 1);
-    const next = Array.from({ length: n }, (_, i) => (i + 1 < n ? i + 1 : -1));
-    const symbol = (i: number) => word.substr(starts[i]!, lengths[i]!);
-
+    const symbols = new SymbolList(word);
+    const { lengths, prev, next } = symbols;
     const queue = new PriorityQueue<Bigram>(byRank);
     const tryAdd = (left: number, right: number) => {
       if (left < 0 || right < 0) return;
-      const rank = mergeRanks.get(`${symbol(left)} ${symbol(right)}`);
+      const rank = mergeRanks.get(`${symbols.piece(left)} ${symbols.piece(right)}`);
       if (rank === undefined) return;
       queue.push({ left, right, rank, leftLength: lengths[left]!, rightLength: lengths[right]! });
     };
-    for (let i = 1; i < n; i++) tryAdd(i - 1, i);
+    for (let i = 1; i < symbols.count; i++) tryAdd(i - 1, i);
 
     for (let bigram = queue.pop(); bigram !== undefined; bigram = queue.pop()) {
       const { left, right } = bigram;
       // stale: one side has grown or been merged away since this pair was queued
       if (lengths[left] !== bigram.leftLength || lengths[right] !== bigram.rightLength || lengths[right] === 0) continue;
-      lengths[left] = bigram.leftLength + bigram.rightLength;
-      lengths[right] = 0;
-      next[left] = next[right]!;
-      if (next[right]! >= 0) prev[next[right]!] = left;
+      symbols.merge(left, right);
       tryAdd(prev[left]!, left);
       tryAdd(left, next[left]!);
     }
 
     const ids: number[] = [];
-    for (let i = n > 0 ? 0 : -1; i !== -1; i = next[i]!) {
-      const piece = symbol(i);
+    for (const piece of symbols.pieces()) {
       const id = tokenToId.get(piece);
       if (id !== undefined) {
         ids.push(id);

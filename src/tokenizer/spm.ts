@@ -5,6 +5,7 @@
  * <0xXX> of their UTF-8 bytes.
  */
 import { PriorityQueue } from "./priority-queue.ts";
+import { SymbolList } from "./symbol-list.ts";
 import type { Vocab } from "./vocab.ts";
 
 interface Bigram {
@@ -31,18 +32,8 @@ export function buildByteTokens(vocab: Vocab): (number | null)[] {
 /** Tokenizes one raw-text fragment (the caller has already added the prefix space if any). Appends to `out`. */
 export function spmEncode(vocab: Vocab, byteTokens: readonly (number | null)[], rawText: string, out: number[]): void {
   const text = rawText.replaceAll(" ", "\u2581");
-  // symbols: one per code point, as [start, length] in UTF-16 units, linked left/right
-  const starts: number[] = [];
-  const lengths: number[] = [];
-  for (let i = 0; i < text.length; ) {
-    const len = text.codePointAt(i)! > 0xffff ? 2 : 1;
-    starts.push(i);
-    lengths.push(len);
-    i += len;
-  }
-  const n = starts.length;
-  const prev = Array.from({ length: n }, (_, i) => i - 1);
-  const next = Array.from({ length: n }, (_, i) => (i + 1 < n ? i + 1 : -1));
+  const symbols = new SymbolList(text);
+  const { starts, lengths, prev, next } = symbols;
 
   const queue = new PriorityQueue<Bigram>(byScore);
   const tryAdd = (left: number, right: number) => {
@@ -52,21 +43,17 @@ export function spmEncode(vocab: Vocab, byteTokens: readonly (number | null)[], 
     if (id === undefined) return;
     queue.push({ left, right, score: vocab.scores[id]!, length });
   };
-  for (let i = 1; i < n; i++) tryAdd(i - 1, i);
+  for (let i = 1; i < symbols.count; i++) tryAdd(i - 1, i);
 
   for (let bigram = queue.pop(); bigram !== undefined; bigram = queue.pop()) {
     const { left, right } = bigram;
     if (lengths[left] === 0 || lengths[right] === 0 || lengths[left]! + lengths[right]! !== bigram.length) continue;
-    lengths[left] = bigram.length;
-    lengths[right] = 0;
-    next[left] = next[right]!;
-    if (next[right]! >= 0) prev[next[right]!] = left;
+    symbols.merge(left, right);
     tryAdd(prev[left]!, left);
     tryAdd(left, next[left]!);
   }
 
-  for (let i = n > 0 ? 0 : -1; i !== -1; i = next[i]!) {
-    const piece = text.substr(starts[i]!, lengths[i]!);
+  for (const piece of symbols.pieces()) {
     const id = vocab.tokenToId.get(piece);
     if (id !== undefined) {
       out.push(id);
