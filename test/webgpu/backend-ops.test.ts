@@ -283,6 +283,16 @@ describe("paged KV cache and attention", () => {
     expectClose(got, want, 1e-5);
   });
 
+  test("warmUp compiles everything without touching the KV cache", async () => {
+    gpu.allocKvCache(shape);
+    await fill(gpu, 1, tableB, 6, 95);
+    await gpu.read(gpu.alloc(1), 1);
+    const before = gpu.exportKvBlocks(tableB);
+    await gpu.warmUp();
+    expect(Array.from(gpu.exportKvBlocks(tableB))).toEqual(Array.from(before));
+    expect(Array.from(await gpu.exportKvBlocksAsync(tableB))).toEqual(Array.from(before));
+  });
+
   test("exported KV blocks equal the reference's bytes and import back", async () => {
     for (const b of [gpu, ref] as Backend[]) { b.allocKvCache(shape); await fill(b, 0, tableA, 12, 90); await fill(b, 1, tableA, 12, 91); }
     const ids = Int32Array.from([2, 9]);

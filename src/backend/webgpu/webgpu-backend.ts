@@ -8,7 +8,7 @@
  * makes every later call throw; nothing crashes.
  * @example const backend = await createWebGpuBackend({}); const w = backend.loadWeight(source);
  */
-import type { GgmlType } from "../../tensor/dtypes.ts";
+import { byteSize, weightType, type GgmlType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, TopK, Weight, WeightSource } from "../backend.ts";
 import { openDawnDevice, type DawnDevice } from "./dawn-device.ts";
 import { GpuKvCache } from "./gpu-kv-cache.ts";
@@ -411,6 +411,54 @@ export class WebGpuBackend implements Backend {
     this.enc.dispatch(this.pipeline("gather_rows", () => GATHER_ROWS_WGSL), new Uint32Array([total, cols, foldGroups(groups)[0]]),
       [this.enc.indexData(rowIds), range(src), { buffer: target.buffer }], groups);
     if (aliased) this.enc.copy(target.buffer, 0, gpuBuffer(dst).buffer, 0, total * 4);
+  }
+
+  /**
+   * Compiles every pipeline a model of these weight types uses (default: all), by running each op once on tiny
+   * inputs. Drivers compile at first dispatch, which on lavapipe takes seconds per shader: call this at start-up, not
+   * on the first request. The KV cache, if any, is left untouched.
+   */
+  async warmUp(types: readonly GgmlType[] = this.nativeTypes): Promise<void> {
+    this.live();
+    const cols = 256; // a multiple of every block size
+    const x = this.alloc(cols);
+    const y = this.alloc(cols);
+    const out = this.alloc(cols);
+    const f32 = weightType(0)!;
+    const weights = [this.loadWeight({ name: "warm-up norm", type: f32.type, rows: 1, cols, data: new Uint8Array(byteSize(f32, cols)) })];
+    const norm = weights[0]!;
+    for (const type of types) {
+      const wt = weightType(type)!;
+      const w = this.loadWeight({ name: `warm-up ${wt.name}`, type, rows: 2, cols, data: new Uint8Array(byteSize(wt, 2 * cols)) });
+      weights.push(w);
+      this.matmul(out, w, x, 1);
+      this.embed(out, w, Int32Array.of(1));
+    }
+    this.rmsNorm(out, x, norm, 1, cols, 1e-5);
+    this.rmsNorm(x, x, norm, 1, cols, 1e-5);
+    this.addBias(x, norm, 1);
+    this.rope(x, Int32Array.of(3), 2, 8, 8, 10000, false);
+    // each elementwise op in its three forms: a fresh output, in place into the first input, into the second
+    for (const dst of [out, x, y]) {
+      this.add(dst, x, y, cols);
+      this.siluMul(dst, x, y, cols);
+    }
+    this.gatherRows(out, x, Int32Array.of(0), 8);
+    this.gatherRows(x, x, Int32Array.of(0), 8);
+    const kept = this.kv;
+    const scratchKv = new GpuKvCache(this.device, this.enc, { numLayers: 1, numBlocks: 1, blockSize: 4, numKvHeads: 1, headDim: 8 }, false,
+      (bytes, what) => this.createBuffer(bytes, what));
+    this.kv = scratchKv;
+    try {
+      this.kvStore(0, x, y, Int32Array.of(0));
+      this.attention(out, x, 0, 2, [{ rowStart: 0, numRows: 1, startPos: 0, blockTable: Int32Array.of(0) }]);
+      await this.topK(out, 1, 8, 2); // runs (and reads) everything recorded above
+    } finally {
+      this.kv = kept;
+      scratchKv.destroy();
+      for (const w of weights) for (const c of gpuWeight(w).chunks) c.buffer.destroy();
+      for (const b of [x, y, out]) this.free(b);
+    }
   }
 
   dispose(): void {
