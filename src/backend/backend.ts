@@ -93,6 +93,13 @@ export interface Backend {
   topK?(src: DeviceBuffer, numRows: number, cols: number, k: number): Promise<TopK>;
 
   /**
+   * Optional (WebGPU): compile every kernel for these weight types (default: all) now, by running each op once on tiny
+   * inputs; the KV cache is untouched. GPU drivers compile at first use (lavapipe: seconds per shader), so call it
+   * after loading the weights rather than paying on the first request.
+   */
+  warmUp?(types?: readonly GgmlType[]): Promise<void>;
+
+  /**
    * Optional (WebGPU): resolves with a one-line reason if the device is lost while in use (never after dispose).
    * Every later call throws that reason. The engine should fail its running requests and mark /health unhealthy.
    */
