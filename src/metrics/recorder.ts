@@ -75,6 +75,45 @@ export function goFloat(bound: string): string {
   return python;
 }
 
+/**
+ * prometheus_client's `_created` companions (vLLM does not turn them off): after each vllm: counter or histogram
+ * family, a gauge family `<name>_created` (a counter's name without `_total`) with the Unix time each series was
+ * created, under the family's help text. prom-client has no created series, so they are added to its text here.
+ * @example withCreatedSeries(text, (labels) => 1795952611.5)
+ */
+export function withCreatedSeries(text: string, createdS: (labels: string) => number): string {
+  const out: string[] = [];
+  let family: { name: string; type: string; help: string; labelSets: string[] } | null = null;
+  const flush = () => {
+    if (family === null || family.labelSets.length === 0) return;
+    const base = family.type === "counter" ? family.name.replace(/_total$/, "") : family.name;
+    // prom-client separates families with a blank line: keep it after the created family
+    const blank = out.length > 0 && out[out.length - 1] === "" ? out.pop() : undefined;
+    out.push(`# HELP ${base}_created ${family.help}`, `# TYPE ${base}_created gauge`);
+    for (const labels of family.labelSets) out.push(`${base}_created${labels} ${goFloat(String(createdS(labels)))}`);
+    if (blank !== undefined) out.push(blank);
+  };
+  for (const line of text.split("\n")) {
+    const help = /^# HELP (\S+) (.*)$/.exec(line);
+    if (help !== null) {
+      flush();
+      family = { name: help[1]!, type: "", help: help[2]!, labelSets: [] };
+    } else if (family !== null && line.startsWith(`# TYPE ${family.name} `)) {
+      family.type = line.slice(`# TYPE ${family.name} `.length);
+    } else if (family !== null && family.name.startsWith("vllm:") && (family.type === "counter" || family.type === "histogram")) {
+      // one created sample per series: a counter's samples, a histogram's _count samples
+      const sampleName = family.type === "counter" ? family.name : `${family.name}_count`;
+      if (line.startsWith(`${sampleName}{`) || line.startsWith(`${sampleName} `)) {
+        const labels = line.slice(sampleName.length, line.lastIndexOf(" "));
+        family.labelSets.push(labels);
+      }
+    }
+    out.push(line);
+  }
+  flush();
+  return out.join("\n");
+}
+
 /** `${index}_${parentId}` -> parentId */
 function parentIdOf(childId: string): string {
   return childId.slice(childId.indexOf("_") + 1);
@@ -92,6 +131,8 @@ export class MetricsRecorder implements StatsListener {
   /** n > 1 requests with children still running: parent id -> children finished so far */
   private readonly openParents = new Map<string, { numFinished: number; maxGenerationTokens: number }>();
   private numFinished = 0;
+  /** per engine label: when its series were created (Unix seconds), for the `_created` samples */
+  private readonly createdS = new Map<string, number>();
 
   constructor(private readonly options: RecorderOptions) {
     this.engineLabels = (options.engineIndices ?? [0]).map(String);
@@ -135,6 +176,7 @@ export class MetricsRecorder implements StatsListener {
   /** vLLM creates every child at start-up, so dashboards see 0 before the first request. */
   /** `withInfo`: the CacheConfig facts describe the configured engines, not a stage that shows up later */
   private precreate(engine: string, withInfo = true): void {
+    this.createdS.set(engine, Date.now() / 1000);
     for (const [key, metric] of this.metrics) {
       const def = CATALOGUE[key];
       if (def.infoLabels !== undefined) {
@@ -274,7 +316,9 @@ export class MetricsRecorder implements StatsListener {
 
   /** The Prometheus text exposition (what GET /metrics returns), bucket bounds written as vLLM writes them. */
   async exposition(): Promise<string> {
-    return (await this.registry.metrics()).replace(LE_LABEL, (_match, bound: string) => `le="${goFloat(bound)}"`);
+    const text = (await this.registry.metrics()).replace(LE_LABEL, (_match, bound: string) => `le="${goFloat(bound)}"`);
+    const fallbackS = Math.min(...this.createdS.values());
+    return withCreatedSeries(text, (labels) => this.createdS.get(/engine="([^"]*)"/.exec(labels)?.[1] ?? "") ?? fallbackS);
   }
 
   get contentType(): string {

@@ -193,3 +193,34 @@ describe("recorder: series and flags", () => {
     expect(sampleValue(s, "vllm:estimated_read_bytes_per_gpu_total")).toBe(4 * matmulParams * 4);
   });
 });
+
+describe("_created companions (prometheus_client, which vLLM does not turn off)", () => {
+  test("every vllm: counter and histogram series has <name>_created (counter without _total) with its creation time; gauges have none", async () => {
+    const before = Date.now() / 1000;
+    const r = recorder({ engineIndices: [0, 1] });
+    const after = Date.now() / 1000;
+    const text = await r.exposition();
+    const samples = parseExposition(text);
+    for (const key of METRIC_KEYS) {
+      const def = CATALOGUE[key];
+      if (def.flag !== undefined || def.deprecatedIn !== undefined) continue;
+      const base = def.type === "counter" ? def.name.replace(/_total$/, "") : def.name;
+      const created = samples.filter((s) => s.name === `${base}_created`);
+      if (def.type === "gauge") {
+        expect(created).toHaveLength(0);
+        continue;
+      }
+      // one per series: engines x enumerated label values
+      const combos = Object.values(def.extraLabels ?? {}).reduce((n, values) => n * values.length, 1);
+      expect(created).toHaveLength(2 * combos);
+      for (const s of created) {
+        expect(s.value).toBeGreaterThanOrEqual(Math.floor(before) - 1);
+        expect(s.value).toBeLessThanOrEqual(after + 1);
+      }
+      expect(text).toContain(`# HELP ${base}_created ${def.help}\n# TYPE ${base}_created gauge\n`);
+    }
+    // the histogram whose name ends in _total keeps it; values are Go-style floats like prometheus_client's
+    expect(text).toMatch(/\nvllm:iteration_tokens_total_created\{model_name="tiny",engine="0"\} \d\.\d+e\+09\n/);
+    expect(text).not.toContain("vllm:prompt_tokens_total_created");
+  });
+});
