@@ -145,6 +145,25 @@ describe("matmul and embed over every weight type", () => {
     }
   });
 
+  test("a matmul over 65535 workgroups folds into 2-D (16 lanes, 53000 input rows)", async () => {
+    const gpuStyle = await createWebGpuBackend({ log: () => {}, matmulLanes: 16 });
+    try {
+      const f32 = WEIGHT_TYPES.find((w) => w.type === GgmlType.F32)!;
+      const source = weightSource(f32, ROWS, 32, 41);
+      const numRows = 53_000; // ceil(37 / 4) x ceil(53000 / 8) = 66250 groups
+      const xs = randn(numRows * 32, 42);
+      const x = gpuStyle.alloc(xs.length); gpuStyle.write(x, xs);
+      const out = gpuStyle.alloc(numRows * ROWS);
+      gpuStyle.matmul(out, gpuStyle.loadWeight(source), x, numRows);
+      const xr = ref.alloc(xs.length); ref.write(xr, xs);
+      const outR = ref.alloc(numRows * ROWS);
+      ref.matmul(outR, ref.loadWeight(source), xr, numRows);
+      expectClose(await gpuStyle.read(out, numRows * ROWS), await ref.read(outR, numRows * ROWS), 1e-5);
+    } finally {
+      gpuStyle.dispose();
+    }
+  });
+
   test("weights over the binding limit are split by rows: same matmul and embed", async () => {
     const chunked = await createWebGpuBackend({ log: () => {}, maxWeightChunkBytes: 1024 });
     try {
@@ -225,6 +244,24 @@ describe("elementwise ops", () => {
     expect(Array.from((await both(dst, 30))[0])).toEqual(Array.from((await both(dst, 30))[1]));
     const [got, want] = await both(src, 60);
     expect(Array.from(got)).toEqual(Array.from(want));
+  });
+
+  test("grids over 65535 workgroups fold into 2-D (add over 4.5M floats, rmsNorm over 70000 rows)", async () => {
+    const n = 4_500_000; // > 65535 groups x 64 threads
+    const a = Float32Array.from({ length: n }, (_, i) => i % 1000);
+    const b = Float32Array.from({ length: n }, (_, i) => (i % 7) * 0.5);
+    const ga = gpu.alloc(n); gpu.write(ga, a);
+    const gb = gpu.alloc(n); gpu.write(gb, b);
+    gpu.add(ga, ga, gb, n);
+    const sum = await gpu.read(ga, n);
+    for (const i of [0, 1, 65535 * 64 - 1, 65535 * 64, n - 1]) expect(sum[i]).toBe(a[i]! + b[i]!);
+    const rows = 70_000; // > 65535 one-workgroup-per-row groups
+    const [wg, wr] = loadBoth(weightSource(f32, 1, 8, 77));
+    const x = pair(randn(rows * 8, 78));
+    gpu.rmsNorm(x.g, x.g, wg, rows, 8, 1e-5); ref.rmsNorm(x.r, x.r, wr, rows, 8, 1e-5);
+    const [got, want] = await both(x, rows * 8);
+    expectClose(got, want, 1e-5);
+    for (const buf of [ga, gb, x.g]) gpu.free(buf);
   });
 
   test("embed rejects an out-of-range token id with one line", () => {
