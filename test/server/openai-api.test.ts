@@ -182,6 +182,31 @@ describe("completions", () => {
     expect(body.choices[0].text.startsWith("Hi")).toBe(true);
     expect(body.choices[0].text).toHaveLength(4);
   });
+
+  test("echo with logprobs: the prompt's tokens come first in the logprobs (first one null), as vLLM scores the prompt", async () => {
+    const s = testServer();
+    const body = (await (await s.call("POST", "/v1/completions", { prompt: "abc", max_tokens: 2, logprobs: 1, echo: true })).json()) as Json;
+    const lp = body.choices[0].logprobs;
+    const promptIds = s.fake.tokenizer.encode("abc", { addSpecial: true, parseSpecial: true });
+    const promptTokens = promptIds.map((id: number) => s.fake.tokenizer.tokenText(id));
+    expect(lp.tokens).toHaveLength(promptIds.length + 2);
+    expect(lp.tokens.slice(0, promptIds.length)).toEqual(promptTokens);
+    expect(lp.token_logprobs[0]).toBeNull();
+    expect(lp.top_logprobs[0]).toBeNull();
+    for (const v of lp.token_logprobs.slice(1)) expect(typeof v).toBe("number");
+    // offsets run over the token texts from 0, prompt then output
+    const texts: string[] = lp.tokens;
+    expect(lp.text_offset).toEqual(texts.map((_, i) => texts.slice(0, i).join("").length));
+    expect(body.choices[0].prompt_logprobs).toHaveLength(promptIds.length);
+
+    const events = await readSse(await s.call("POST", "/v1/completions", { prompt: "abc", max_tokens: 2, logprobs: 1, echo: true, stream: true }));
+    const first = events[0] as Json;
+    expect(first.choices[0].text).toBe("abc");
+    expect(first.choices[0].logprobs.tokens).toEqual(promptTokens);
+    expect(first.choices[0].logprobs.token_logprobs[0]).toBeNull();
+    const streamed = events.slice(1).filter((e): e is Json => e !== "[DONE]").flatMap((e) => e.choices[0]?.logprobs?.text_offset ?? []);
+    expect(streamed).toEqual(lp.text_offset.slice(promptIds.length));
+  });
 });
 
 describe("vLLM extras: return_token_ids, prompt_logprobs, response_format", () => {

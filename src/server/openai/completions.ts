@@ -3,13 +3,14 @@
  * choices are numbered prompt_index * n + i (vLLM). Per-request metrics only for one prompt with n = 1.
  */
 import { Elysia } from "elysia";
+import type { PositionLogprobs } from "../../engine/protocol.ts";
 import type { SamplingParams } from "../../engine/sampling-params.ts";
 import type { RequestOutput } from "../../pipeline/request-output.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync, newChoice, primed, type ChoiceResult, type RequestAbort } from "./generation.ts";
-import { appendCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, type CompletionLogprobs } from "./logprobs.ts";
+import { appendCompletionLogprobs, appendPromptCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, type CompletionLogprobs } from "./logprobs.ts";
 import { CompletionRequest, type CompletionBody } from "./schemas.ts";
 import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
@@ -24,11 +25,19 @@ interface PreparedPrompt {
   readonly sampling: SamplingParams;
 }
 
-function logprobsOf(options: ServerOptions, numTop: number | null, choice: ChoiceResult, startOffset: number): CompletionLogprobs | null {
+/** With `echo`, `echoed` holds the prompt and its logprobs: they come first, as in vLLM. */
+function logprobsOf(options: ServerOptions, numTop: number | null, choice: ChoiceResult, echoed: EchoedPrompt | null): CompletionLogprobs | null {
   if (numTop === null) return null;
   const out = emptyCompletionLogprobs();
-  appendCompletionLogprobs(out, options.orchestrator.tokenizer, choice.logprobs, numTop, startOffset);
+  const { tokenizer } = options.orchestrator;
+  const offset = echoed === null ? 0 : appendPromptCompletionLogprobs(out, tokenizer, echoed.tokenIds, echoed.logprobs ?? [], numTop, 0);
+  appendCompletionLogprobs(out, tokenizer, choice.logprobs, numTop, offset);
   return out;
+}
+
+interface EchoedPrompt {
+  readonly tokenIds: readonly number[];
+  readonly logprobs: readonly (PositionLogprobs | null)[] | null;
 }
 
 export async function createCompletion(options: ServerOptions, body: CompletionBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined): Promise<Response | Record<string, unknown>> {
@@ -41,7 +50,10 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
-  const sampling = toSamplingParams({ body, maxTokens: body.max_tokens ?? 16, maxTokensParam: "max_tokens", logprobs: body.logprobs ?? null, vocabSize: tokenizer.vocabSize });
+  const checked = toSamplingParams({ body, maxTokens: body.max_tokens ?? 16, maxTokensParam: "max_tokens", logprobs: body.logprobs ?? null, vocabSize: tokenizer.vocabSize });
+  // vLLM: echo with logprobs also scores the prompt (prompt_logprobs = logprobs unless set)
+  const echoLogprobs = body.echo === true && body.logprobs !== undefined && body.logprobs !== null;
+  const sampling = echoLogprobs && checked.promptLogprobs === null ? { ...checked, promptLogprobs: body.logprobs ?? null } : checked;
   const addSpecial = body.add_special_tokens ?? true;
   const prompts: PreparedPrompt[] = inputs.map((input) => {
     const isText = "text" in input;
@@ -79,7 +91,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
       const choices = results.flatMap((r, p) => r.choices.map((c) => ({
         index: p * n + c.index,
         text: echo ? prompts[p]!.text + c.text : c.text,
-        logprobs: logprobsOf(options, numTop, c, echo ? prompts[p]!.text.length : 0),
+        logprobs: logprobsOf(options, numTop, c, echo ? { tokenIds: prompts[p]!.tokenIds, logprobs: r.promptLogprobs } : null),
         finish_reason: c.finishReason,
         stop_reason: c.stopReason,
         token_ids: returnTokenIds ? c.tokenIds : null,
@@ -114,12 +126,20 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   });
   async function* chunks() {
     let times: RequestTimes | null = null;
-    if (echo) {
-      for (let p = 0; p < prompts.length; p++) {
-        for (let i = 0; i < n; i++) yield chunk([{ index: p * n + i, text: prompts[p]!.text, logprobs: null, finish_reason: null }]);
-      }
-    }
+    // each prompt's echo goes out with its first output, which carries the prompt logprobs (with logprobs set)
+    const echoPending = prompts.map(() => echo);
     for await (const { promptIndex, output } of outputs) {
+      if (echoPending[promptIndex]) {
+        echoPending[promptIndex] = false;
+        for (let i = 0; i < n; i++) {
+          let logprobs: CompletionLogprobs | null = null;
+          if (numTop !== null) {
+            logprobs = emptyCompletionLogprobs();
+            offsets[promptIndex]![i] = appendPromptCompletionLogprobs(logprobs, tokenizer, prompts[promptIndex]!.tokenIds, output.promptLogprobs ?? [], numTop, 0);
+          }
+          yield chunk([{ index: promptIndex * n + i, text: prompts[promptIndex]!.text, logprobs, finish_reason: null }]);
+        }
+      }
       applyOutput(states[promptIndex]!, output);
       times = output.times;
       for (const o of output.outputs) {

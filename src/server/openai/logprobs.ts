@@ -44,9 +44,10 @@ export function promptLogprobsWire(tokenizer: Tokenizer, positions: readonly (Po
 
 export interface CompletionLogprobs {
   text_offset: number[];
-  token_logprobs: number[];
+  /** null for the first prompt token of an echoed prompt (nothing precedes it) */
+  token_logprobs: (number | null)[];
   tokens: string[];
-  top_logprobs: Record<string, number>[];
+  top_logprobs: (Record<string, number> | null)[];
 }
 
 export function emptyCompletionLogprobs(): CompletionLogprobs {
@@ -69,5 +70,27 @@ export function appendCompletionLogprobs(into: CompletionLogprobs, tokenizer: To
     into.top_logprobs.push(top);
     offset += token.length;
   }
+  return offset;
+}
+
+/**
+ * Legacy completions with `echo` and `logprobs`: the prompt's tokens come first (vLLM computes prompt logprobs for
+ * them), the first one with null logprobs. Offsets start at `startOffset`; returns the offset after the prompt.
+ */
+export function appendPromptCompletionLogprobs(into: CompletionLogprobs, tokenizer: Tokenizer, promptTokenIds: readonly number[], positions: readonly (PositionLogprobs | null)[], numTop: number, startOffset: number): number {
+  let offset = startOffset;
+  promptTokenIds.forEach((tokenId, i) => {
+    const position = positions[i] ?? null;
+    if (position !== null) {
+      offset = appendCompletionLogprobs(into, tokenizer, [position], numTop, offset);
+      return;
+    }
+    const token = tokenizer.tokenText(tokenId);
+    into.tokens.push(token);
+    into.token_logprobs.push(null);
+    into.top_logprobs.push(null);
+    into.text_offset.push(offset);
+    offset += token.length;
+  });
   return offset;
 }
