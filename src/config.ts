@@ -77,11 +77,6 @@ export const FLAGS: readonly FlagSpec[] = [
 
 export type Options = Readonly<Record<string, FlagValue>>;
 
-export interface ParsedArgs {
-  readonly command: Command;
-  readonly options: Options;
-}
-
 /** Flags of one command, for --help and parsing. */
 export function flagsOf(command: Command): FlagSpec[] {
   return FLAGS.filter((f) => f.commands.includes(command));

@@ -24,7 +24,7 @@ export interface EngineReadyInfo {
 }
 
 /** Where the engine Worker's code is, from source or inside the compiled binary. */
-export function defaultWorkerUrl(): string {
+function defaultWorkerUrl(): string {
   return workerEntryUrl(import.meta.url, "./worker.ts", "engine/worker.js");
 }
 

@@ -94,7 +94,7 @@ export class RequestState {
 }
 
 /** Two independent 32-bit FNV-1a-style lanes over (parent hash, tokens): 64 bits, collisions negligible here. */
-export function hashBlock(parent: BlockHash | null, tokenIds: readonly number[], start: number, count: number): BlockHash {
+function hashBlock(parent: BlockHash | null, tokenIds: readonly number[], start: number, count: number): BlockHash {
   let a = 0x811c9dc5, b = 0x01000193 ^ 0x5bd1e995;
   const feed = (x: number): void => {
     a = Math.imul(a ^ (x & 0xffff), 0x01000193) ^ (x >>> 16);

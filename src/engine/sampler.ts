@@ -28,7 +28,7 @@ export interface SampleResult {
 }
 
 /** log-softmax of `logits` as float64 values: logprob(i) = logits[i] - logSumExp */
-export function logSumExp(logits: Float32Array): number {
+function logSumExp(logits: Float32Array): number {
   let max = -Infinity;
   for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!;
   let sum = 0;

@@ -17,7 +17,7 @@ export const DEFAULT_MODEL_FILES = [
   { name: "stories260K.bin", bytes: 1_056_540, sha256: "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696" },
   { name: "tok512.bin", bytes: 6_227, sha256: "037cb335abb25d1fa9e8ecae30ed2a3a8ace9302862ebcdc05d51a6bbb10c312" },
 ] as const;
-export const DEFAULT_MODEL_NAME = "stories260K";
+const DEFAULT_MODEL_NAME = "stories260K";
 
 const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 

@@ -81,7 +81,7 @@ function layoutOf(c: Llama2cConfig): { key: TensorKey | null; perLayer: boolean;
  * The checkpoint's tensors as GGUF tensors (F32, zero-copy views where the bytes are 4-aligned).
  * Tensors come out grouped per layer (blk.0.*, blk.1.*, ...) like llama.cpp's converters write them.
  */
-export function readLlama2cCheckpoint(bytes: Uint8Array, source: string): Result<{ config: Llama2cConfig; tensors: GgufTensorToWrite[] }> {
+function readLlama2cCheckpoint(bytes: Uint8Array, source: string): Result<{ config: Llama2cConfig; tensors: GgufTensorToWrite[] }> {
   const header = readHeader(bytes, source);
   if (!header.ok) return header;
   const config = header.value;
@@ -111,7 +111,7 @@ export function readLlama2cCheckpoint(bytes: Uint8Array, source: string): Result
 }
 
 /** tokenizer.bin -> SentencePiece-style pieces and scores. */
-export function readLlama2cTokenizer(bytes: Uint8Array, vocabSize: number, source: string): Result<Llama2cTokenizer> {
+function readLlama2cTokenizer(bytes: Uint8Array, vocabSize: number, source: string): Result<Llama2cTokenizer> {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
   const tokens: string[] = [];

@@ -11,7 +11,7 @@ const INTEGER_TYPES: ReadonlySet<GgufValueType> = new Set([
 ]);
 
 /** "u32", "string", "array of f32" ... for error messages. */
-export function valueTypeName(entry: GgufMetadataEntry): string {
+function valueTypeName(entry: GgufMetadataEntry): string {
   const name = (t: GgufValueType) => GgufValueType[t]?.toLowerCase() ?? `type ${t}`;
   if (entry.type === GgufValueType.ARRAY) return `array of ${name((entry.value as GgufArray).elementType)}`;
   return name(entry.type);
@@ -81,10 +81,7 @@ export function optional<T>(file: GgufFile, key: string, get: (file: GgufFile, k
 // ---- constructors (for the writer) ----
 
 const scalar = (type: GgufValueType) => (value: GgufScalar): GgufMetadataEntry => ({ type, value });
-export const mdU8 = scalar(GgufValueType.UINT8);
-export const mdI32 = scalar(GgufValueType.INT32);
 export const mdU32 = scalar(GgufValueType.UINT32);
-export const mdU64 = (value: number | bigint): GgufMetadataEntry => ({ type: GgufValueType.UINT64, value: BigInt(value) });
 export const mdF32 = scalar(GgufValueType.FLOAT32);
 export const mdBool = scalar(GgufValueType.BOOL);
 export const mdString = scalar(GgufValueType.STRING);

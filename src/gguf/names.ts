@@ -28,7 +28,7 @@ export const KEY = {
 } as const;
 
 /** Keys under the architecture's prefix: `${arch}.${ARCH_KEY.x}`; use archKey(). */
-export const ARCH_KEY = {
+const ARCH_KEY = {
   contextLength: "context_length",
   embeddingLength: "embedding_length",
   blockCount: "block_count",
@@ -49,7 +49,7 @@ export function archKey(arch: string, key: keyof typeof ARCH_KEY): string {
 }
 
 /** Tensor names; `{n}` is the layer index. Use tensorName(). */
-export const TENSOR = {
+const TENSOR = {
   tokenEmbd: "token_embd.weight",
   outputNorm: "output_norm.weight",
   output: "output.weight",

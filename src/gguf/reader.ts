@@ -22,7 +22,7 @@ const SUPPORTED_VERSIONS = [2, 3];
 const MAX_DIMS = 4;
 
 /** Bytes of each fixed-size metadata value type (strings and arrays are variable). */
-export const GGUF_VALUE_SIZES: Readonly<Partial<Record<GgufValueType, number>>> = {
+const GGUF_VALUE_SIZES: Readonly<Partial<Record<GgufValueType, number>>> = {
   [GgufValueType.UINT8]: 1, [GgufValueType.INT8]: 1, [GgufValueType.UINT16]: 2, [GgufValueType.INT16]: 2,
   [GgufValueType.UINT32]: 4, [GgufValueType.INT32]: 4, [GgufValueType.FLOAT32]: 4, [GgufValueType.BOOL]: 1,
   [GgufValueType.UINT64]: 8, [GgufValueType.INT64]: 8, [GgufValueType.FLOAT64]: 8,

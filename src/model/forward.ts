@@ -29,7 +29,7 @@ export interface ForwardInputs {
 export type LoadProgress = (loadedBytes: number, totalBytes: number) => void;
 
 /** Bytes of every distinct weight tensor (a tied output counts once). */
-export function modelBytes(weights: ModelWeights): number {
+function modelBytes(weights: ModelWeights): number {
   const all = new Set<WeightSource>([weights.tokenEmbd, weights.output, weights.outputNorm]);
   for (const layer of weights.layers) for (const w of Object.values(layer)) if (w !== null) all.add(w);
   let total = 0;

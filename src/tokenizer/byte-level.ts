@@ -13,10 +13,10 @@ function buildByteToChar(): string[] {
 }
 
 /** byte (0..255) -> its one-character stand-in */
-export const BYTE_TO_CHAR: readonly string[] = buildByteToChar();
+const BYTE_TO_CHAR: readonly string[] = buildByteToChar();
 
 /** code point of a stand-in character -> byte */
-export const CHAR_CODE_TO_BYTE: ReadonlyMap<number, number> = new Map(BYTE_TO_CHAR.map((c, b) => [c.codePointAt(0)!, b]));
+const CHAR_CODE_TO_BYTE: ReadonlyMap<number, number> = new Map(BYTE_TO_CHAR.map((c, b) => [c.codePointAt(0)!, b]));
 
 const utf8Encoder = new TextEncoder();
 

@@ -20,7 +20,7 @@ export interface ChatTemplateOptions {
   readonly addGenerationPrompt: boolean;
 }
 
-export function renderPlainChat(messages: readonly ChatMessage[], addGenerationPrompt: boolean, bosToken = ""): string {
+function renderPlainChat(messages: readonly ChatMessage[], addGenerationPrompt: boolean, bosToken = ""): string {
   let text = bosToken;
   for (const m of messages) text += `${m.role}: ${m.content}\n`;
   return addGenerationPrompt ? `${text}assistant:` : text;

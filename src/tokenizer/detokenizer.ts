@@ -66,7 +66,7 @@ function withoutLeadingSpace(piece: Uint8Array): Uint8Array {
 }
 
 /** llama.cpp's clean_spaces passes (GPT-2 style): " ?" " !" " ." " ," -> no space; " ' " -> "'"; " 's" " 'm" " 're" " 've". */
-export function cleanUpSpaces(text: string): string {
+function cleanUpSpaces(text: string): string {
   return text
     .replace(/ ([?!.,])/g, "$1")
     .replace(/ ' /g, "'")

@@ -6,6 +6,7 @@ import { GgufValueType, type GgufFile, type GgufMetadataEntry, type GgufTensorIn
 import { archKey, KEY, tensorName, type TensorKey } from "../../src/gguf/names.ts";
 import type { Architecture } from "../../src/model/model-config.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
+import { rng } from "../conformance/random-weights.ts";
 
 export interface TinyShape {
   readonly architecture: Architecture;
@@ -20,17 +21,8 @@ export interface TinyShape {
   readonly contextLength: number;
 }
 
-/** Small seeded generator (mulberry32): the same seed gives the same model on every machine. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Small seeded generator (mulberry32, shared with the conformance suite): the same seed gives the same model on every machine. */
+export const seededRandom = rng;
 
 const u32 = (value: number): GgufMetadataEntry => ({ type: GgufValueType.UINT32, value });
 const f32 = (value: number): GgufMetadataEntry => ({ type: GgufValueType.FLOAT32, value });

@@ -4,18 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { byteSize, GgmlType, ggmlTypeName, WEIGHT_TYPES, weightType, weightTypeByName, type WeightType } from "../../src/tensor/dtypes.ts";
-
-/** mulberry32: a small seeded generator so failures reproduce. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from "../conformance/random-weights.ts"; // mulberry32, seeded, so failures reproduce
 
 const N = 1024; // 4 super-blocks, 32 small blocks
 

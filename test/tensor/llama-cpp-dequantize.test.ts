@@ -5,7 +5,7 @@
  * keeps the scale visible: a wrong block scale changes the direction of x + b, not just its length. (b reaches the
  * residual through llama.cpp's f16 KV cache, hence f16-rounded; everything else is f32.)
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, beforeAll, describe, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
