@@ -29,23 +29,19 @@ function numberKey(gguf: GgufFile, key: string): Result<number | undefined> {
   return err(`${gguf.source}: metadata ${key} is not a number (got ${typeof value})`);
 }
 
-function positiveInt(gguf: GgufFile, key: string, fallback?: number): Result<number> {
+/** A required (or defaulted) metadata number > 0: an integer for sizes, any finite number for rope base and eps. */
+function positive(kind: "integer" | "number", gguf: GgufFile, key: string, fallback?: number): Result<number> {
   const read = numberKey(gguf, key);
   if (!read.ok) return read;
   const value = read.value ?? fallback;
   if (value === undefined) return err(`${gguf.source}: missing metadata ${key}`);
-  if (!Number.isInteger(value) || value <= 0) return err(`${gguf.source}: metadata ${key} must be a positive integer (got ${value})`);
+  const valid = value > 0 && (kind === "integer" ? Number.isInteger(value) : Number.isFinite(value));
+  if (!valid) return err(`${gguf.source}: metadata ${key} must be a positive ${kind} (got ${value})`);
   return ok(value);
 }
 
-function positiveFloat(gguf: GgufFile, key: string, fallback?: number): Result<number> {
-  const read = numberKey(gguf, key);
-  if (!read.ok) return read;
-  const value = read.value ?? fallback;
-  if (value === undefined) return err(`${gguf.source}: missing metadata ${key}`);
-  if (!(value > 0) || !Number.isFinite(value)) return err(`${gguf.source}: metadata ${key} must be a positive number (got ${value})`);
-  return ok(value);
-}
+const positiveInt = (gguf: GgufFile, key: string, fallback?: number) => positive("integer", gguf, key, fallback);
+const positiveFloat = (gguf: GgufFile, key: string, fallback?: number) => positive("number", gguf, key, fallback);
 
 /**
  * Reads and checks the model's shape from GGUF metadata.
