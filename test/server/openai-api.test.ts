@@ -25,6 +25,36 @@ describe("chat completions", () => {
     expect(body.metrics).toBeNull();
   });
 
+  test("every nullable vLLM field is present (chat and completions), system_fingerprint is fennec-<version>-<8 hex> and stable", async () => {
+    const s = testServer();
+    const chatBody = (await (await s.call("POST", "/v1/chat/completions", chat())).json()) as Json;
+    for (const key of ["service_tier", "prompt_logprobs", "prompt_token_ids", "prompt_text", "kv_transfer_params", "ec_transfer_params", "metrics"]) {
+      expect(chatBody).toHaveProperty(key, null);
+    }
+    for (const key of ["stop_reason", "token_ids", "routed_experts", "logprobs"]) expect(chatBody.choices[0]).toHaveProperty(key, null);
+    expect(chatBody.system_fingerprint).toMatch(/^fennec-\d+\.\d+\.\d+-[0-9a-f]{8}$/);
+    const completion = (await (await s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 2 })).json()) as Json;
+    for (const key of ["service_tier", "kv_transfer_params", "ec_transfer_params", "metrics"]) expect(completion).toHaveProperty(key, null);
+    for (const key of ["stop_reason", "token_ids", "routed_experts", "logprobs", "prompt_logprobs", "prompt_token_ids"]) expect(completion.choices[0]).toHaveProperty(key, null);
+    expect(completion.system_fingerprint).toBe(chatBody.system_fingerprint);
+    // another served name is another configuration
+    const other = (await (await testServer({ servedModelName: "other" }).call("POST", "/v1/chat/completions", chat())).json()) as Json;
+    expect(other.system_fingerprint).not.toBe(chatBody.system_fingerprint);
+  });
+
+  test("stream: the fingerprint rides on the finish chunk, or on the usage chunk when there is one", async () => {
+    const s = testServer();
+    const plain = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true })))).filter((e): e is Json => e !== "[DONE]");
+    const finish = plain.filter((e) => e.choices[0]?.finish_reason);
+    expect(finish).toHaveLength(1);
+    expect(finish[0]!.system_fingerprint).toMatch(/^fennec-/);
+    expect(plain.filter((e) => "system_fingerprint" in e)).toHaveLength(1);
+    const withUsage = (await readSse(await s.call("POST", "/v1/chat/completions", chat({ stream: true, stream_options: { include_usage: true } })))).filter((e): e is Json => e !== "[DONE]");
+    const carriers = withUsage.filter((e) => "system_fingerprint" in e);
+    expect(carriers).toHaveLength(1);
+    expect(carriers[0]!.choices).toEqual([]);
+  });
+
   test("sampling fields reach the engine in camelCase", async () => {
     const s = testServer();
     await s.call("POST", "/v1/chat/completions", chat({ temperature: 0.5, top_k: 7, min_p: 0.1, repetition_penalty: 1.2, stop: "x", stop_token_ids: [5], ignore_eos: true, min_tokens: 2 }));

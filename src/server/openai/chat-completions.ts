@@ -13,6 +13,7 @@ import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } 
 import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
+import { systemFingerprint } from "./fingerprint.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 /** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
@@ -81,6 +82,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`fennec: ${id} aborted: the client disconnected`));
   const n = sampling.n;
   const returnTokenIds = body.return_token_ids === true;
+  const fingerprint = systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen });
 
   if (body.stream !== true) {
     try {
@@ -95,12 +97,15 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
           finish_reason: c.finishReason,
           stop_reason: c.stopReason,
           token_ids: returnTokenIds ? c.tokenIds : null,
+          routed_experts: null,
         })),
-        service_tier: null, system_fingerprint: null,
+        service_tier: null, system_fingerprint: fingerprint,
         usage: { ...usageWire(result.numPromptTokens, completionTokens), prompt_tokens_details: null },
         prompt_logprobs: result.promptLogprobs ? promptLogprobsWire(orchestrator.tokenizer, result.promptLogprobs) : null,
         prompt_token_ids: returnTokenIds ? promptTokenIds : null,
+        prompt_text: null,
         kv_transfer_params: null,
+        ec_transfer_params: null,
         metrics: metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times: result.times, numGenerationTokens: completionTokens }, false),
       };
     } finally {
@@ -134,14 +139,19 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
         const choice = o.finishReason === null
           ? { index: o.index, delta, logprobs, finish_reason: null, ...ids }
           : { index: o.index, delta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason, ...ids };
-        yield chunk([choice], usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {});
+        // vLLM puts the fingerprint on the finish chunk unless a usage chunk will carry it
+        const extra = {
+          ...(usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {}),
+          ...(o.finishReason !== null && !usage.includeUsage ? { system_fingerprint: fingerprint } : {}),
+        };
+        yield chunk([choice], extra);
       }
     }
     if (abort.controller.signal.aborted) return;
     if (usage.includeUsage) {
       const completionTokens = choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
       const metrics = metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times, numGenerationTokens: completionTokens }, true);
-      yield chunk([], { usage: usageWire(numPromptTokens, completionTokens), ...(metrics === null ? {} : { metrics }) });
+      yield chunk([], { usage: usageWire(numPromptTokens, completionTokens), system_fingerprint: fingerprint, ...(metrics === null ? {} : { metrics }) });
     }
   }
   return sseResponse(chunks(), { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });

@@ -15,6 +15,7 @@ import { CompletionRequest, type CompletionBody } from "./schemas.ts";
 import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
+import { systemFingerprint } from "./fingerprint.ts";
 import { metricsWire, usageWire } from "./usage.ts";
 
 type RequestTimes = RequestOutput["times"];
@@ -97,14 +98,16 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
         token_ids: returnTokenIds ? c.tokenIds : null,
         prompt_logprobs: r.promptLogprobs ? promptLogprobsWire(tokenizer, r.promptLogprobs) : null,
         prompt_token_ids: returnTokenIds ? prompts[p]!.tokenIds : null,
+        routed_experts: null,
       })));
       const promptTokens = results.reduce((s, r) => s + r.numPromptTokens, 0);
       const completionTokens = results.reduce((s, r) => s + r.choices.reduce((t, c) => t + c.numGeneratedTokens, 0), 0);
       return {
         id, object: "text_completion", created, model, choices,
-        service_tier: null, system_fingerprint: null,
+        service_tier: null, system_fingerprint: systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen }),
         usage: { ...usageWire(promptTokens, completionTokens), prompt_tokens_details: null },
         kv_transfer_params: null,
+        ec_transfer_params: null,
         metrics: metricsWire(metricsInput(results[0]!.times, completionTokens), false),
       };
     } finally {

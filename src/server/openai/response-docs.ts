@@ -26,7 +26,7 @@ export const CHAT_COMPLETION_RESPONSES = {
         example: {
           id: "chatcmpl-8f1c", object: "chat.completion", created: 1764400000, model: "stories260K",
           choices: [{ index: 0, message: { role: "assistant", content: " there was a little girl", refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning: null }, logprobs: null, finish_reason: "length", stop_reason: null, token_ids: null }],
-          service_tier: null, system_fingerprint: null, usage, prompt_logprobs: null, prompt_token_ids: null, kv_transfer_params: null, metrics,
+          service_tier: null, system_fingerprint: "fennec-0.2.0-1a2b3c4d", usage, prompt_logprobs: null, prompt_token_ids: null, kv_transfer_params: null, metrics,
         },
       },
       "text/event-stream": {
@@ -50,7 +50,7 @@ export const COMPLETION_RESPONSES = {
         example: {
           id: "cmpl-5a2e", object: "text_completion", created: 1764400000, model: "stories260K",
           choices: [{ index: 0, text: ", there was a little girl", logprobs: null, finish_reason: "length", stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null }],
-          service_tier: null, system_fingerprint: null, usage, kv_transfer_params: null, metrics: null,
+          service_tier: null, system_fingerprint: "fennec-0.2.0-1a2b3c4d", usage, kv_transfer_params: null, metrics: null,
         },
       },
     },
