@@ -41,7 +41,10 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       } catch (e) {
         return err(e instanceof Error ? e.message : String(e));
       }
-      return ok({ runner: new Runner(model.value.config, model.value.weights, backend), backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}) });
+      const runner = new Runner(model.value.config, model.value.weights, backend);
+      // compile every kernel the model's weight types need now, so the first request does not pay for it (WebGPU)
+      await backend.warmUp?.([...new Set(gguf.value.tensors.map((t) => t.type))]);
+      return ok({ runner, backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}) });
     }
   }
 }
