@@ -46,6 +46,7 @@ export class ThreadPool {
       workers.push(worker);
     }
     await Promise.all(ready);
+    for (const w of workers) (w as Worker & { unref(): void }).unref(); // a backend nobody disposed must not keep the process alive
     return new ThreadPool(kernels, workers, ctl, ctlF);
   }
 
