@@ -425,6 +425,9 @@ describe("tokenize, models, health, version", () => {
     expect(detok.prompt).toBe("Hello fox");
     const chatTok = (await (await s.call("POST", "/tokenize", { messages: [{ role: "user", content: "Hi" }] })).json()) as Json;
     expect(chatTok.count).toBe("user: Hi\nassistant:".length);
+    // vLLM's response model always has the key: null when not asked for
+    expect(Object.keys(chatTok).sort()).toEqual(["count", "max_model_len", "token_strs", "tokens"]);
+    expect(chatTok.token_strs).toBeNull();
   });
 
   test("/v1/models lists the served model with max_model_len", async () => {

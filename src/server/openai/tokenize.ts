@@ -24,7 +24,8 @@ export function tokenize(options: ServerOptions, body: TokenizeBody) {
     count: tokens.length,
     max_model_len: options.orchestrator.maxModelLen,
     tokens,
-    ...(body.return_token_strs === true ? { token_strs: tokens.map((id) => tokenizer.tokenText(id)) } : {}),
+    // vLLM serializes the whole response model: null when not asked for
+    token_strs: body.return_token_strs === true ? tokens.map((id) => tokenizer.tokenText(id)) : null,
   };
 }
 
