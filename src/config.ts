@@ -26,6 +26,8 @@ export interface FlagSpec {
   readonly choices?: readonly string[];
   /** short alias such as "-i" */
   readonly alias?: string;
+  /** what the value is, for --help (default: the choices, else the kind) */
+  readonly metavar?: string;
   /** for int and float flags: the smallest and largest accepted value, checked at parse time for every command */
   readonly min?: number;
   readonly max?: number;
@@ -38,14 +40,14 @@ const ENGINE: readonly Command[] = ["serve", "run-batch"];
 
 export const FLAGS: readonly FlagSpec[] = [
   // model
-  { name: "model", kind: "string", default: null, commands: ALL, help: "Path to a GGUF model file. Default: the embedded stories260K model." },
+  { name: "model", kind: "string", metavar: "path", default: null, commands: ALL, help: "Path to a GGUF model file. Default: the embedded stories260K model." },
   // generate / tokenize
-  { name: "prompt", kind: "string", default: "", commands: ["generate"], help: 'Prompt text. An empty prompt starts from BOS.' },
+  { name: "prompt", kind: "string", metavar: "text", default: "", commands: ["generate"], help: 'Prompt text. An empty prompt starts from BOS.' },
   { name: "max-tokens", kind: "int", default: 64, min: 0, commands: ["generate"], help: "Maximum number of tokens to generate." },
   { name: "temperature", kind: "float", default: 0.8, min: 0, commands: ["generate"], help: "Sampling temperature; 0 is greedy." },
-  { name: "seed", kind: "int", default: null, commands: ["generate"], help: "Random seed for reproducible sampling." },
-  { name: "json", kind: "bool", default: false, commands: ["generate", "tokenize"], help: "Print JSON instead of text." },
-  { name: "text", kind: "string", default: null, commands: ["tokenize"], help: "Text to tokenize (required)." },
+  { name: "seed", kind: "int", default: null, commands: ["generate"], help: "Random seed for reproducible sampling. Default: a new seed each run." },
+  { name: "json", kind: "bool", default: false, commands: ["generate", "tokenize"], help: 'Print one JSON line instead of text: {"token_ids": [...]} (generate adds "text": the generated ids and text only).' },
+  { name: "text", kind: "string", metavar: "text", default: null, commands: ["tokenize"], help: "Text to tokenize (required)." },
   { name: "add-special", kind: "bool", default: false, commands: ["tokenize"], help: "Add BOS/EOS as the model does and parse special-token texts." },
   // engine (vLLM names)
   { name: "threads", kind: "int", default: null, min: 1, max: 256, commands: MODEL, help: "Kernel threads. Default: the number of cores." },
@@ -54,25 +56,25 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "max-num-batched-tokens", kind: "int", default: 512, min: 1, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens)." },
   { name: "max-model-len", kind: "int", default: null, min: 1, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
-  { name: "kv-cache-memory", kind: "int", default: null, min: 1, commands: ENGINE, help: "Bytes for the KV cache. Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
+  { name: "kv-cache-memory", kind: "int", metavar: "bytes", default: null, min: 1, commands: ENGINE, help: "Bytes for the KV cache. Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
   // server
-  { name: "host", kind: "string", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
+  { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
   { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve"], help: "Port to listen on." },
-  { name: "served-model-name", kind: "string", default: null, commands: ["serve"], help: "Model name in the API. Default: the model file's name." },
-  { name: "api-key", kind: "string", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints." },
+  { name: "served-model-name", kind: "string", metavar: "name", default: null, commands: ["serve"], help: "Model name in the API. Default: the model file's name." },
+  { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints." },
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
   { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
   { name: "disable-log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Disable engine stats (and the engine series on /metrics)." },
   { name: "log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Print the omni stats tables after each request (online) or after the batch (offline)." },
   { name: "enable-mfu-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add the estimated FLOPs / bytes counters to /metrics." },
-  { name: "show-hidden-metrics-for-version", kind: "string", default: null, commands: ["serve"], help: "Show metrics hidden since the given previous version (e.g. 0.1)." },
+  { name: "show-hidden-metrics-for-version", kind: "string", metavar: "version", default: null, commands: ["serve"], help: "Show metrics hidden since the given previous version (e.g. 0.1)." },
   // pipelines
   { name: "pipeline", kind: "string", default: "single", commands: ENGINE, choices: ["single", "pd"], help: "single: one engine; pd: disaggregated prefill and decode stages." },
-  { name: "stage-config", kind: "string", default: null, commands: ENGINE, help: "YAML or JSON file describing a chain of stages (see docs/pipelines.md)." },
+  { name: "stage-config", kind: "string", metavar: "path", default: null, commands: ENGINE, help: "YAML or JSON file describing a chain of stages (see docs/pipelines.md)." },
   // run-batch
-  { name: "input-file", alias: "-i", kind: "string", default: null, commands: ["run-batch"], help: "Input JSONL batch file (required)." },
-  { name: "output-file", alias: "-o", kind: "string", default: null, commands: ["run-batch"], help: "Output JSONL file (required)." },
+  { name: "input-file", alias: "-i", kind: "string", metavar: "path", default: null, commands: ["run-batch"], help: "Input JSONL batch file (required)." },
+  { name: "output-file", alias: "-o", kind: "string", metavar: "path", default: null, commands: ["run-batch"], help: "Output JSONL file (required)." },
 ];
 
 export type Options = Readonly<Record<string, FlagValue>>;
@@ -148,7 +150,7 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
 export function commandHelp(command: Command): string {
   const lines = [`Usage: fennec ${command} [options]`, "", COMMANDS[command], "", "Options:"];
   for (const f of flagsOf(command)) {
-    const flag = `${f.alias ? `${f.alias}, ` : ""}--${f.name}${f.kind === "bool" ? "" : ` <${f.choices ? f.choices.join("|") : f.kind}>`}`;
+    const flag = `${f.alias ? `${f.alias}, ` : ""}--${f.name}${f.kind === "bool" ? "" : ` <${f.metavar ?? (f.choices ? f.choices.join("|") : f.kind)}>`}`;
     const def = f.default === null || f.default === false ? "" : ` (default: ${JSON.stringify(f.default)})`;
     const range = f.min === undefined && f.max === undefined ? "" : ` Must be ${rangeText(f)}.`;
     lines.push(`  ${flag.padEnd(44)} ${f.help}${range}${def}`);
