@@ -60,6 +60,17 @@ const METRICS = {
   // counters
   prefix_cache_queries: { name: "vllm:prefix_cache_queries_total", type: "counter", help: "Prefix cache queries, in terms of number of queried tokens." },
   prefix_cache_hits: { name: "vllm:prefix_cache_hits_total", type: "counter", help: "Prefix cache hits, in terms of number of cached tokens." },
+  // vLLM registers these whether or not a KV connector / multi-modal model exists; in fennec they stay at 0
+  external_prefix_cache_queries: {
+    name: "vllm:external_prefix_cache_queries_total", type: "counter",
+    help: "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.",
+  },
+  external_prefix_cache_hits: {
+    name: "vllm:external_prefix_cache_hits_total", type: "counter",
+    help: "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.",
+  },
+  mm_cache_queries: { name: "vllm:mm_cache_queries_total", type: "counter", help: "Multi-modal cache queries, in terms of number of queried items." },
+  mm_cache_hits: { name: "vllm:mm_cache_hits_total", type: "counter", help: "Multi-modal cache hits, in terms of number of cached items." },
   num_preemptions: { name: "vllm:num_preemptions_total", type: "counter", help: "Cumulative number of preemption from the engine." },
   prompt_tokens: { name: "vllm:prompt_tokens_total", type: "counter", help: "Number of prefill tokens processed." },
   prompt_tokens_by_source: {

@@ -224,3 +224,19 @@ describe("_created companions (prometheus_client, which vLLM does not turn off)"
     expect(text).not.toContain("vllm:prompt_tokens_total_created");
   });
 });
+
+describe("the series a fresh vLLM server shows", () => {
+  test("before any request: vLLM's EXPECTED_METRICS_V1 names and the connector / multi-modal counters vLLM always registers, at 0", async () => {
+    const samples = parseExposition(await recorder().exposition());
+    const names = [
+      "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:num_requests_waiting_by_reason", "vllm:kv_cache_usage_perc",
+      "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "vllm:num_preemptions_total", "vllm:prompt_tokens_total",
+      "vllm:generation_tokens_total", "vllm:iteration_tokens_total_count", "vllm:request_success_total",
+      "vllm:external_prefix_cache_queries_total", "vllm:external_prefix_cache_hits_total", "vllm:mm_cache_queries_total", "vllm:mm_cache_hits_total",
+    ];
+    for (const name of names) {
+      expect(hasSeries(samples, name, { model_name: "tiny", engine: "0" })).toBe(true);
+      expect(sampleValue(samples, name)).toBe(0);
+    }
+  });
+});
