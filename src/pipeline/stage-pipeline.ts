@@ -303,9 +303,14 @@ export class StagePipeline implements Orchestrator {
     const rxDecodeTimeMs = this.nowMs() - rxStartMs;
 
     // turning text into the next stage's prompt is the upstream stage's postprocess (omni's custom_process_input_func)
-    const postStartMs = this.nowMs();
-    if (!kvEdge) nextPrompt = target.orchestrator.tokenizer.encode(receivedText, { addSpecial: true, parseSpecial: false });
-    const postprocessTimeMs = this.nowMs() - postStartMs;
+    // a KV edge has nothing to post-process: 0 (not two clock reads apart), so the row drops out of the table as
+    // vLLM-Omni's does instead of printing 0.000 for a value that is only clock noise
+    let postprocessTimeMs = 0;
+    if (!kvEdge) {
+      const postStartMs = this.nowMs();
+      nextPrompt = target.orchestrator.tokenizer.encode(receivedText, { addSpecial: true, parseSpecial: false });
+      postprocessTimeMs = this.nowMs() - postStartMs;
+    }
     return { nextPrompt, importKv, postprocessTimeMs, edge: { fromStage: i, toStage: j, sizeBytes, txTimeMs, inFlightTimeMs: received.inFlightTimeMs, rxDecodeTimeMs } };
   }
 

@@ -112,6 +112,8 @@ describe("pd: disaggregated prefill and decode", () => {
     const { stage, transfer } = perRequest.get("chatcmpl-b")!;
     expect(stage.rows.get("num_tokens_out")).toEqual(new Map([["0", "1"], ["1", "5"]]));
     expect(stage.rows.get("num_tokens_in")).toEqual(new Map([["0", "4"], ["1", "5"]]));
+    // a KV edge has nothing to post-process: no postprocess_time_ms row (it printed 0.000 | 0.000 from clock noise)
+    expect(stage.rows.has("postprocess_time_ms")).toBe(false);
     // header (16 bytes) + 4 prompt positions of the fake KV = 20 bytes = 0.020 KiB (rounded)
     expect(transfer!.rows.get("size_kbytes")!.get("0->1")).toBe((20 / 1024).toFixed(3));
     expect(printed.split("\r\n").every((l) => l.startsWith("(APIServer pid=77) INFO ") || l.startsWith("\n") || l === "")).toBe(true);
