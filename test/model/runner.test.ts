@@ -6,12 +6,12 @@
 import { describe, expect, test } from "bun:test";
 import { createBackend } from "../../src/backend/create-backend.ts";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
-import { readModelConfig } from "../../src/model/config.ts";
+import { loadModel } from "../../src/model/load-model.ts";
 import type { SequenceChunk } from "../../src/model/model-batch.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { Runner } from "../../src/model/runner.ts";
-import { loadModelWeights, type ModelWeights } from "../../src/model/weights.ts";
+import type { ModelWeights } from "../../src/model/weights.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
 import { makeTinyModel, seededRandom, TINY_SHAPES, type TinyShape } from "./tiny-model.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
@@ -24,11 +24,9 @@ const NUM_BLOCKS = 64;
 
 function loadTiny(shape: TinyShape, matrixType = GgmlType.F32): { config: ModelConfig; weights: ModelWeights } {
   const gguf = makeTinyModel(shape, { seed: 7, matrixType });
-  const config = readModelConfig(gguf);
-  if (!config.ok) throw new Error(config.error);
-  const weights = loadModelWeights(gguf, config.value);
-  if (!weights.ok) throw new Error(weights.error);
-  return { config: config.value, weights: weights.value };
+  const model = loadModel(gguf);
+  if (!model.ok) throw new Error(model.error);
+  return model.value;
 }
 
 /**
