@@ -17,6 +17,7 @@ import { CliError } from "../util/cli-error.ts";
 import { createBackend, type BackendOptions } from "../backend/create-backend.ts";
 import { openModelGguf } from "../engine/model-source.ts";
 import { createProgressBar } from "../util/progress.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 /** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
 function backendOptions(options: Options): BackendOptions {
@@ -71,7 +72,7 @@ export async function main(options: Options): Promise<number> {
   try {
     tokenizer = createTokenizer(gguf);
   } catch (e) {
-    throw new CliError(`${gguf.source}: cannot build the tokenizer (${e instanceof Error ? e.message : String(e)})`);
+    throw new CliError(`${gguf.source}: cannot build the tokenizer (${errorMessage(e)})`);
   }
   const ids = promptIds(tokenizer, prompt);
   if (ids.length > model.value.config.contextLength) {
@@ -83,7 +84,7 @@ export async function main(options: Options): Promise<number> {
     backend = await createBackend(backendOptions(options));
   } catch (e) {
     if (e instanceof CliError) throw e;
-    throw new CliError(e instanceof Error ? e.message : String(e)); // e.g. a bad --threads: one line, not a stack trace
+    throw new CliError(errorMessage(e)); // e.g. a bad --threads: one line, not a stack trace
   }
   const progress = createProgressBar(`loading ${model.value.config.name}`);
   const runner = new Runner(model.value.config, model.value.weights, backend, (done, total) => progress.update(done, total));

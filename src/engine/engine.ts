@@ -12,6 +12,7 @@ import { Scheduler, type ScheduledChunk } from "./scheduler.ts";
 import { positionLogprobs, Sampler } from "./sampler.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { nowMs as clockNowMs } from "../util/clock.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -139,7 +140,7 @@ export class EngineCore {
       this.runner.importKvBlocks(Int32Array.from(blockIds), kv.data);
     } catch (e) {
       this.kv.free(state);
-      return { code: "kv_handoff", message: `KV handoff rejected by the model runner: ${e instanceof Error ? e.message : String(e)}` };
+      return { code: "kv_handoff", message: `KV handoff rejected by the model runner: ${errorMessage(e)}` };
     }
     state.numComputedTokens = kv.numTokens;
     this.kv.cacheFullBlocks(state);

@@ -5,6 +5,7 @@
 import type { ModelRunner } from "../model/model-batch.ts";
 import type { EngineArgs, RunnerSpec } from "./protocol.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 function isRunnerModule(m: unknown): m is { createRunner: (options: unknown) => ModelRunner | Promise<ModelRunner> } {
   return typeof m === "object" && m !== null && typeof (m as { createRunner?: unknown }).createRunner === "function";
@@ -39,7 +40,7 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
         // --device cpu: the WASM kernels on a thread pool; webgpu: the WGSL backend (one line when there is no adapter)
         backend = await createBackend(args.device === "webgpu" ? { kind: "webgpu" } : { kind: "wasm", threads: args.threads });
       } catch (e) {
-        return err(e instanceof Error ? e.message : String(e));
+        return err(errorMessage(e));
       }
       const runner = new Runner(model.value.config, model.value.weights, backend);
       // compile every kernel the model's weight types need now, so the first request does not pay for it (WebGPU)

@@ -6,6 +6,7 @@
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { readGguf } from "../gguf/reader.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 export async function openModelGguf(modelPath: string | null): Promise<Result<GgufFile>> {
   if (modelPath !== null) return readGguf(modelPath);
@@ -13,6 +14,6 @@ export async function openModelGguf(modelPath: string | null): Promise<Result<Gg
     const { openDefaultModel } = await import("../gguf/default-model.ts");
     return ok(openDefaultModel());
   } catch (e) {
-    return err(`embedded default model: ${e instanceof Error ? e.message : String(e)}`);
+    return err(`embedded default model: ${errorMessage(e)}`);
   }
 }

@@ -10,6 +10,7 @@ import type { EngineWorkerSpec, FromEngine, ToEngine } from "./protocol.ts";
 import type { ModelRunner } from "../model/model-batch.ts";
 import { nowMs } from "../util/clock.ts";
 import { unreachable } from "../util/result.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 declare const self: Worker;
 
@@ -78,7 +79,7 @@ class EngineWorker {
       for (const m of this.pending.splice(0)) this.handle(m);
       await this.loop(this.engine);
     } catch (e) {
-      post({ type: "fatal", message: e instanceof Error ? e.message : String(e) });
+      post({ type: "fatal", message: errorMessage(e) });
     } finally {
       this.runner?.dispose();
       globalThis.close();

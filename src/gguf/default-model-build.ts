@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { dirname, join } from "node:path";
 import { convertLlama2c } from "./llama2c.ts";
 import { writeGgufFile } from "./writer.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 const UPSTREAM = "https://huggingface.co/karpathy/tinyllamas/resolve/0bd21da7698eaf29a0d7de3992de8a46ef624add/stories260K";
 
@@ -79,7 +80,7 @@ export function buildDefaultModelFromLocalFiles(sharedModelsDir: string, outPath
 if (import.meta.main) {
   const [shared = join(import.meta.dir, "../../../shared/models"), out = join(import.meta.dir, "../../build/default-model.gguf")] = process.argv.slice(2);
   buildDefaultModel(shared, out).then(() => console.log(out), (e: unknown) => {
-    console.error(e instanceof Error ? e.message : String(e));
+    console.error(errorMessage(e));
     process.exitCode = 1;
   });
 }

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { CliError } from "../util/cli-error.ts";
 import type { GgufFile } from "./gguf-file.ts";
 import { parseGguf } from "./reader.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 /** The label errors use for the embedded model instead of a path. */
 export const DEFAULT_MODEL_SOURCE = "<embedded default model stories260K>";
@@ -34,7 +35,7 @@ export function defaultModelPath(): string {
   try {
     buildDefaultModelFromLocalFiles(join(ROOT, "..", "shared", "models"), out);
   } catch (e) {
-    throw new CliError(e instanceof Error ? e.message : String(e));
+    throw new CliError(errorMessage(e));
   }
   return out;
 }

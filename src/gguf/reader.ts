@@ -14,6 +14,7 @@ import { err, ok, type Result } from "../util/result.ts";
 import {
   GgufValueType, type GgufArray, type GgufFile, type GgufMetadataEntry, type GgufScalar, type GgufTensorInfo,
 } from "./gguf-file.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 export const GGUF_MAGIC = "GGUF";
 export const GGUF_DEFAULT_ALIGNMENT = 32;
@@ -224,7 +225,7 @@ export function readGguf(path: string): Result<GgufFile> {
     try {
       bytes = new Uint8Array(readFileSync(path));
     } catch (e) {
-      return err(`${path}: cannot read the file (${e instanceof Error ? e.message : String(e)})`);
+      return err(`${path}: cannot read the file (${errorMessage(e)})`);
     }
   }
   return parseGguf(bytes, path);

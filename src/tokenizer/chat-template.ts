@@ -15,6 +15,7 @@
 import { Template } from "@huggingface/jinja";
 import type { ChatMessage } from "./tokenizer.ts";
 import { TokenizerError } from "./vocab.ts";
+import { errorMessage } from "../util/error-message.ts";
 
 export interface ChatTemplateOptions {
   readonly addGenerationPrompt: boolean;
@@ -51,7 +52,7 @@ export class ChatTemplate {
         eos_token: this.specialTexts.eosToken,
       });
     } catch (e) {
-      const message = e instanceof Error ? e.message : String(e);
+      const message = errorMessage(e);
       throw new TokenizerError(`${this.where}: tokenizer.chat_template: ${message.split("\n")[0]}`);
     }
   }
