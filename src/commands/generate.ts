@@ -84,7 +84,7 @@ export async function main(options: Options): Promise<number> {
     backend = await createBackend(backendOptions(options));
   } catch (e) {
     if (e instanceof CliError) throw e;
-    throw new CliError(errorMessage(e)); // e.g. a bad --threads: one line, not a stack trace
+    throw new CliError(errorMessage(e)); // e.g. no WebGPU adapter: one line, exit 2
   }
   const progress = createProgressBar(`loading ${model.value.config.name}`);
   const runner = new Runner(model.value.config, model.value.weights, backend, (done, total) => progress.update(done, total));
