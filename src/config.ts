@@ -62,7 +62,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
   { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve"], help: "Port to listen on." },
   { name: "served-model-name", kind: "string", metavar: "name", default: null, commands: ["serve"], help: "Model name in the API. Default: the model file's name." },
-  { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints." },
+  { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints. Default: $VLLM_API_KEY, if set." },
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
   { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
   { name: "disable-log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Disable engine stats (and the engine series on /metrics)." },

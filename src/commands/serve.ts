@@ -43,14 +43,18 @@ export interface ServeFlags {
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
 
-/** Flags of `serve` that this module reads, checked before anything is loaded (vLLM checks before the model too). */
-export function readServeFlags(options: Options): ServeFlags {
+/**
+ * Flags of `serve` that this module reads, checked before anything is loaded (vLLM checks before the model too).
+ * `env` supplies VLLM_API_KEY, which vLLM reads when --api-key is not given.
+ */
+export function readServeFlags(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): ServeFlags {
   const flags: ServeFlags = {
     model: str(options.model),
     servedModelName: str(options["served-model-name"]),
     host: str(options.host) ?? "127.0.0.1",
     port: Number(options.port),
-    apiKey: str(options["api-key"]),
+    // an empty VLLM_API_KEY is no key (Python's `or`), an empty --api-key an error
+    apiKey: str(options["api-key"]) ?? (env["VLLM_API_KEY"] || null),
     enablePerRequestMetrics: options["enable-per-request-metrics"] === true,
     forceIncludeUsage: options["enable-force-include-usage"] === true,
     disableLogStats: options["disable-log-stats"] === true,

@@ -16,6 +16,13 @@ describe("serve flags", () => {
     expect(flags).toMatchObject({ host: "127.0.0.1", port: 8000, apiKey: null, model: null, enablePerRequestMetrics: false, forceIncludeUsage: false });
   });
 
+  test("VLLM_API_KEY is the key when --api-key is not given (vLLM); the flag wins", () => {
+    expect(readServeFlags(options([]), { VLLM_API_KEY: "from-env" }).apiKey).toBe("from-env");
+    expect(readServeFlags(options(["--api-key", "from-flag"]), { VLLM_API_KEY: "from-env" }).apiKey).toBe("from-flag");
+    expect(readServeFlags(options([]), {}).apiKey).toBeNull();
+    expect(readServeFlags(options([]), { VLLM_API_KEY: "" }).apiKey).toBeNull();
+  });
+
   test("--enable-per-request-metrics with --disable-log-stats is refused with vLLM's message", () => {
     expect(() => readServeFlags(options(["--enable-per-request-metrics", "--disable-log-stats"]))).toThrow(new CliError(PER_REQUEST_METRICS_NEED_STATS));
     expect(PER_REQUEST_METRICS_NEED_STATS).toBe("Error: --enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable per-request metrics.");
