@@ -1,7 +1,7 @@
 /**
- * Every CLI flag once: name, kind, default, the commands that take it, and its help text. `parseCommandArgs` turns argv into
- * one validated options object; nothing else reads argv. The one environment variable vLLM honours (VLLM_API_KEY) is
- * read by serve, where --api-key is, and named in that flag's help.
+ * Every CLI flag once: name, kind, default, the commands that take it, and its help text. `parseCommandArgs` turns
+ * argv into one validated options object; nothing else reads argv. The one environment variable vLLM honours
+ * (VLLM_API_KEY) is read by serve, where --api-key is, and named in that flag's help.
  * To add a flag: add one row to FLAGS (keep rows grouped by the command family that owns them; give numbers their
  * min/max there, so every command rejects a bad value with the same one line).
  */
