@@ -139,6 +139,7 @@ export async function main(options: Options): Promise<number> {
     orchestrator, servedModelName, modelPath: flags.model ?? "embedded:stories260K", apiKey: flags.apiKey,
     enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
+    onHttpResponse: (event) => recorder.onHttpResponse(event),
   });
   try {
     // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic

@@ -8,7 +8,9 @@ export type BucketFamily =
   | "inter_token_latency"
   | "iteration_tokens"
   | "request_params_n"
-  | "request_tokens";
+  | "request_tokens"
+  | "http_duration_highr"
+  | "http_duration";
 
 /** Fixed families; `request_tokens` depends on max_model_len and is filled by `bucketsFor`. */
 const FIXED_BUCKETS: Readonly<Record<Exclude<BucketFamily, "request_tokens">, readonly number[]>> = {
@@ -17,6 +19,9 @@ const FIXED_BUCKETS: Readonly<Record<Exclude<BucketFamily, "request_tokens">, re
   inter_token_latency: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0],
   iteration_tokens: [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
   request_params_n: [1, 2, 5, 10, 20],
+  // prometheus-fastapi-instrumentator's defaults (vLLM's HTTP metrics, reference §1.8)
+  http_duration_highr: [0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 7.5, 10, 30, 60],
+  http_duration: [0.1, 0.5, 1],
 };
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { BucketFamily } from "./buckets.ts";
 
-export type MetricType = "counter" | "gauge" | "histogram";
+export type MetricType = "counter" | "gauge" | "histogram" | "summary";
 
 /** The CLI flag (config.ts) that must be on for a metric to exist; engine metrics also need stats not disabled. */
 export type MetricFlag = "enable-mfu-metrics";
@@ -19,8 +19,12 @@ export interface MetricDef {
   readonly help: string;
   /** labels after model_name and engine, each with every value it can take (series are pre-created) */
   readonly extraLabels?: Readonly<Record<string, readonly string[]>>;
-  /** "engine-only": vLLM's info gauges carry `engine` but no `model_name` */
-  readonly defaultLabels?: "model-engine" | "engine-only";
+  /** "engine-only": vLLM's info gauges carry `engine` but no `model_name`; "none": the HTTP metrics */
+  readonly defaultLabels?: "model-engine" | "engine-only" | "none";
+  /** "http": prometheus-fastapi-instrumentator's request metrics, kept with --disable-log-stats, created per request */
+  readonly scope?: "engine" | "http";
+  /** labels whose values are only known per request (no pre-created series), after the default labels */
+  readonly requestLabels?: readonly string[];
   /** info gauges: labels whose values come from the running config (value is always 1) */
   readonly infoLabels?: readonly string[];
   readonly buckets?: BucketFamily;
@@ -149,7 +153,31 @@ const METRICS = {
     name: "vllm:time_per_output_token_seconds", type: "histogram", buckets: "inter_token_latency",
     help: "Histogram of time per output token in seconds.", deprecatedIn: "0.1", replacedBy: "inter_token_latency",
   },
+  // HTTP metrics of prometheus-fastapi-instrumentator, which vLLM mounts (reference §1.8); status is grouped as 2xx/4xx/5xx
+  http_requests_total: {
+    name: "http_requests_total", type: "counter", scope: "http", defaultLabels: "none", requestLabels: ["method", "status", "handler"],
+    help: "Total number of requests by method, status and handler.",
+  },
+  http_request_size_bytes: {
+    name: "http_request_size_bytes", type: "summary", scope: "http", defaultLabels: "none", requestLabels: ["handler"],
+    help: "Content length of incoming requests by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. ",
+  },
+  http_response_size_bytes: {
+    name: "http_response_size_bytes", type: "summary", scope: "http", defaultLabels: "none", requestLabels: ["handler"],
+    help: "Content length of outgoing responses by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. ",
+  },
+  http_request_duration_highr_seconds: {
+    name: "http_request_duration_highr_seconds", type: "histogram", scope: "http", defaultLabels: "none", buckets: "http_duration_highr",
+    help: "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations. ",
+  },
+  http_request_duration_seconds: {
+    name: "http_request_duration_seconds", type: "histogram", scope: "http", defaultLabels: "none", requestLabels: ["method", "handler"], buckets: "http_duration",
+    help: "Latency with only few buckets by handler. Made to be only used if aggregation by handler is important. ",
+  },
 } as const satisfies Record<string, MetricDef>;
+
+/** Paths vLLM's instrumentator leaves out of the HTTP metrics. */
+export const HTTP_EXCLUDED_HANDLERS: readonly string[] = ["/metrics", "/health", "/load", "/ping", "/version", "/server_info"];
 
 export type MetricKey = keyof typeof METRICS;
 
@@ -160,6 +188,6 @@ export const METRIC_KEYS = Object.keys(METRICS) as MetricKey[];
 
 /** Label names of a metric, default labels first (vLLM's order). */
 export function labelNamesOf(def: MetricDef): string[] {
-  const defaults = def.defaultLabels === "engine-only" ? ["engine"] : ["model_name", "engine"];
-  return [...defaults, ...Object.keys(def.extraLabels ?? {}), ...(def.infoLabels ?? [])];
+  const defaults = def.defaultLabels === "none" ? [] : def.defaultLabels === "engine-only" ? ["engine"] : ["model_name", "engine"];
+  return [...defaults, ...(def.requestLabels ?? []), ...Object.keys(def.extraLabels ?? {}), ...(def.infoLabels ?? [])];
 }

@@ -9,11 +9,11 @@
  * - finished-request metrics skip requests whose client went away;
  * - `--disable-log-stats` registers no engine series at all (process metrics stay).
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import { bucketsFor } from "./buckets.ts";
-import { CACHE_CONFIG_LABELS, CATALOGUE, FINISHED_REASONS, labelNamesOf, METRIC_KEYS, type MetricDef, type MetricKey } from "./catalogue.ts";
+import { CACHE_CONFIG_LABELS, CATALOGUE, FINISHED_REASONS, HTTP_EXCLUDED_HANDLERS, labelNamesOf, METRIC_KEYS, type MetricDef, type MetricKey } from "./catalogue.ts";
 import { helpWithDeprecation, isVisible, type DeprecationGate } from "./deprecation.ts";
 import { shapeCost, stepCost, type ModelShapeCost } from "./mfu.ts";
 
@@ -29,6 +29,8 @@ export interface RecorderOptions {
   readonly deprecation: DeprecationGate;
   /** process_* and nodejs_* metrics (prom-client defaults) */
   readonly processMetrics?: boolean;
+  /** http_* request metrics (vLLM's instrumentator); default true */
+  readonly httpMetrics?: boolean;
   /** for the MFU estimate: the model, and its average stored bytes per weight / per KV element (default 4: f32, an
    * upper bound for quantized weights) */
   readonly model?: { readonly config: ModelConfig; readonly bytesPerWeight?: number; readonly bytesPerKvElement?: number };
@@ -36,7 +38,19 @@ export interface RecorderOptions {
   readonly cacheConfig?: Readonly<Partial<Record<(typeof CACHE_CONFIG_LABELS)[number], string | number | boolean | null>>>;
 }
 
-type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
+type AnyMetric = Counter<string> | Gauge<string> | Histogram<string> | Summary<string>;
+
+/** One answered HTTP request, for the instrumentator's metrics. */
+export interface HttpResponseEvent {
+  /** the route's path, or null when no route matched */
+  readonly handler: string | null;
+  readonly method: string;
+  readonly status: number;
+  readonly durationS: number;
+  /** Content-Length values; null when the header was absent */
+  readonly requestBytes: number | null;
+  readonly responseBytes: number | null;
+}
 type Labels = Record<string, string>;
 
 /** Python str() of a label value, as vLLM prints CacheConfig fields. */
@@ -76,7 +90,7 @@ export function goFloat(bound: string): string {
 }
 
 /**
- * prometheus_client's `_created` companions (vLLM does not turn them off): after each vllm: counter or histogram
+ * prometheus_client's `_created` companions (vLLM does not turn them off): after each vllm: or http_ counter, histogram or summary
  * family, a gauge family `<name>_created` (a counter's name without `_total`) with the Unix time each series was
  * created, under the family's help text. prom-client has no created series, so they are added to its text here.
  * @example withCreatedSeries(text, (labels) => 1795952611.5)
@@ -100,8 +114,8 @@ export function withCreatedSeries(text: string, createdS: (labels: string) => nu
       family = { name: help[1]!, type: "", help: help[2]!, labelSets: [] };
     } else if (family !== null && line.startsWith(`# TYPE ${family.name} `)) {
       family.type = line.slice(`# TYPE ${family.name} `.length);
-    } else if (family !== null && family.name.startsWith("vllm:") && (family.type === "counter" || family.type === "histogram")) {
-      // one created sample per series: a counter's samples, a histogram's _count samples
+    } else if (family !== null && /^(vllm:|http_)/.test(family.name) && (family.type === "counter" || family.type === "histogram" || family.type === "summary")) {
+      // one created sample per series: a counter's samples, a histogram's or summary's _count samples
       const sampleName = family.type === "counter" ? family.name : `${family.name}_count`;
       if (line.startsWith(`${sampleName}{`) || line.startsWith(`${sampleName} `)) {
         const labels = line.slice(sampleName.length, line.lastIndexOf(" "));
@@ -148,9 +162,12 @@ export class MetricsRecorder implements StatsListener {
     this.mfuCost = options.enableMfuMetrics && options.model
       ? shapeCost(options.model.config, options.model.bytesPerWeight ?? 4, options.model.bytesPerKvElement ?? 4)
       : null;
+    // HTTP metrics exist with or without engine stats (vLLM's instrumentator is independent of --disable-log-stats)
+    for (const key of METRIC_KEYS) if (CATALOGUE[key].scope === "http" && (options.httpMetrics ?? true)) this.metrics.set(key, this.create(CATALOGUE[key]));
     if (!options.logStats) return;
     for (const key of METRIC_KEYS) {
       const def = CATALOGUE[key];
+      if (def.scope === "http") continue;
       if (def.flag === "enable-mfu-metrics" && !options.enableMfuMetrics) continue;
       if (!isVisible(def.deprecatedIn, options.deprecation)) continue;
       this.metrics.set(key, this.create(def));
@@ -170,6 +187,8 @@ export class MetricsRecorder implements StatsListener {
       case "counter": return new Counter(config);
       case "gauge": return new Gauge(config);
       case "histogram": return new Histogram({ ...config, buckets: [...bucketsFor(def.buckets ?? "request_latency", this.options.maxModelLen)] });
+      // Python's Summary has no quantiles: only _count and _sum
+      case "summary": return new Summary({ ...config, percentiles: [] });
     }
   }
 
@@ -179,6 +198,7 @@ export class MetricsRecorder implements StatsListener {
     this.createdS.set(engine, Date.now() / 1000);
     for (const [key, metric] of this.metrics) {
       const def = CATALOGUE[key];
+      if (def.scope === "http") continue;
       if (def.infoLabels !== undefined) {
         if (!withInfo) continue;
         const info: Labels = { engine };
@@ -190,7 +210,7 @@ export class MetricsRecorder implements StatsListener {
         const labels = { model_name: this.options.modelName, engine, ...extra };
         if (metric instanceof Histogram) metric.zero(labels);
         else if (metric instanceof Counter) metric.inc(labels, 0);
-        else metric.set(labels, key === "engine_sleep_state" && extra["sleep_state"] === "awake" ? 1 : 0);
+        else if (metric instanceof Gauge) metric.set(labels, key === "engine_sleep_state" && extra["sleep_state"] === "awake" ? 1 : 0);
       }
     }
   }
@@ -312,6 +332,21 @@ export class MetricsRecorder implements StatsListener {
     this.openParents.delete(parentId);
     this.observe("request_params_n", labels, stats.n);
     this.observe("request_max_num_generation_tokens", labels, parent.maxGenerationTokens);
+  }
+
+  /**
+   * prometheus-fastapi-instrumentator's bookkeeping for one response: status grouped as `2xx`, unmatched routes as
+   * handler `none`, vLLM's excluded paths (/metrics, /health, ...) left out, sizes only from Content-Length.
+   */
+  onHttpResponse(event: HttpResponseEvent): void {
+    if (event.handler !== null && HTTP_EXCLUDED_HANDLERS.includes(event.handler)) return;
+    const handler = event.handler ?? "none";
+    const status = `${Math.floor(event.status / 100)}xx`;
+    (this.metrics.get("http_requests_total") as Counter<string> | undefined)?.inc({ method: event.method, status, handler });
+    if (event.requestBytes !== null) (this.metrics.get("http_request_size_bytes") as Summary<string> | undefined)?.observe({ handler }, event.requestBytes);
+    if (event.responseBytes !== null) (this.metrics.get("http_response_size_bytes") as Summary<string> | undefined)?.observe({ handler }, event.responseBytes);
+    (this.metrics.get("http_request_duration_highr_seconds") as Histogram<string> | undefined)?.observe(event.durationS);
+    (this.metrics.get("http_request_duration_seconds") as Histogram<string> | undefined)?.observe({ method: event.method, handler }, event.durationS);
   }
 
   /** The Prometheus text exposition (what GET /metrics returns), bucket bounds written as vLLM writes them. */

@@ -69,14 +69,37 @@ export function createApp(options: ServerOptions) {
   // filled once the routes exist: the methods each path answers (405 instead of 404 for the others)
   const methodsByPath = new Map<string, string[]>();
   const methodsOf = (pathname: string): readonly string[] => methodsByPath.get(pathname) ?? [];
+  // for the HTTP metrics: when each request started, and the error response it got (onAfterResponse cannot see it)
+  const startedMs = new WeakMap<Request, number>();
+  const errorResponses = new WeakMap<Request, Response>();
+  const noteError = (request: Request, response: Response) => void errorResponses.set(request, response);
   const app = new Elysia({ name: "fennec" })
-    .use(errorPlugin(options.log, { rawBodyOf, methodsOf }))
+    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError }))
     .onRequest(({ request, set }) => {
+      startedMs.set(request, performance.now());
       if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: CORS_HEADERS });
       set.headers["access-control-allow-origin"] = "*";
       checkRequest(request);
     })
     .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies) : undefined))
+    // before the routes: Elysia applies a hook only to routes registered after it
+    .onAfterResponse({ as: "global" }, ({ request, route, set, ...rest }) => {
+      if (options.onHttpResponse === undefined) return;
+      const response = errorResponses.get(request) ?? ("response" in rest && rest.response instanceof Response ? rest.response : null);
+      const value = "responseValue" in rest ? rest.responseValue : undefined;
+      const status = response?.status ?? (typeof set.status === "number" ? set.status : 200);
+      const headerBytes = (h: string | null | undefined) => (h === null || h === undefined || h === "" ? null : Number(h));
+      options.onHttpResponse({
+        handler: errorResponses.has(request) && status >= 404 && status <= 405 ? null : (route || null),
+        method: request.method,
+        status,
+        durationS: (performance.now() - (startedMs.get(request) ?? performance.now())) / 1000,
+        requestBytes: headerBytes(request.headers.get("content-length")),
+        // streams have no length; JSON bodies are measured as Elysia will send them
+        responseBytes: response !== null ? headerBytes(response.headers.get("content-length"))
+          : value !== undefined && !(value instanceof Response) ? Buffer.byteLength(typeof value === "string" ? value : JSON.stringify(value)) : null,
+      });
+    })
     .use(docsRoutes())
     .use(healthRoutes(options))
     .use(modelsRoutes(options))

@@ -51,7 +51,11 @@ export function invalidParam(param: string, message: string, value?: unknown): A
 }
 
 export function errorResponse(error: ApiError): Response {
-  return Response.json(error.toBody(), { status: error.status });
+  const text = JSON.stringify(error.toBody());
+  return new Response(text, {
+    status: error.status,
+    headers: { "content-type": "application/json;charset=utf-8", "content-length": String(Buffer.byteLength(text)) },
+  });
 }
 
 /** "/messages/0/content" -> "messages[0].content" */
@@ -166,6 +170,8 @@ export function validationToApiError(error: ValidationError, rawBody?: unknown):
 export interface ErrorContext {
   readonly rawBodyOf: (request: Request) => unknown;
   readonly methodsOf: (pathname: string) => readonly string[];
+  /** the error response a request got (for the HTTP metrics, which run after the response) */
+  readonly noteError?: (request: Request, response: Response) => void;
 }
 
 export function toApiError(code: string | number, error: unknown, log: (message: string) => void, rawBody?: unknown, allowedMethods: readonly string[] = []): ApiError {
@@ -191,6 +197,7 @@ export function errorPlugin(log: (message: string) => void, context: ErrorContex
       const allowed = code === "NOT_FOUND" ? context.methodsOf(new URL(request.url).pathname) : [];
       const response = errorResponse(toApiError(code, error, log, context.rawBodyOf(request), allowed));
       if (response.status === 405) response.headers.set("allow", allowed.join(", "));
+      context.noteError?.(request, response);
       return response;
     });
 }

@@ -24,6 +24,8 @@ export interface ServerOptions {
   readonly log: (line: string) => void;
   /** the /metrics route (observability helper), mounted when given; it stays open without the API key */
   readonly metricsRoute?: import("elysia").AnyElysia;
+  /** called once per answered request (the recorder's HTTP metrics) */
+  readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }
 
 /** 16 MiB: far above any prompt a context window can hold, small enough that a flood of bodies cannot exhaust memory. */

@@ -136,7 +136,8 @@ describe("recorder: series and flags", () => {
     const s = parseExposition(text);
     for (const key of METRIC_KEYS) {
       const def = CATALOGUE[key];
-      if (def.deprecatedIn !== undefined || def.flag !== undefined) continue;
+      // HTTP metrics get their series per request (the instrumentator's), tested below
+      if (def.deprecatedIn !== undefined || def.flag !== undefined || def.scope === "http") continue;
       const sample = def.type === "histogram" ? `${def.name}_count` : def.name;
       for (const engine of ["0", "1"]) expect(hasSeries(s, sample, { engine })).toBe(true);
     }
@@ -203,7 +204,7 @@ describe("_created companions (prometheus_client, which vLLM does not turn off)"
     const samples = parseExposition(text);
     for (const key of METRIC_KEYS) {
       const def = CATALOGUE[key];
-      if (def.flag !== undefined || def.deprecatedIn !== undefined) continue;
+      if (def.flag !== undefined || def.deprecatedIn !== undefined || def.scope === "http") continue;
       const base = def.type === "counter" ? def.name.replace(/_total$/, "") : def.name;
       const created = samples.filter((s) => s.name === `${base}_created`);
       if (def.type === "gauge") {
@@ -237,6 +238,38 @@ describe("the series a fresh vLLM server shows", () => {
     for (const name of names) {
       expect(hasSeries(samples, name, { model_name: "tiny", engine: "0" })).toBe(true);
       expect(sampleValue(samples, name)).toBe(0);
+    }
+  });
+});
+
+describe("HTTP metrics (prometheus-fastapi-instrumentator's, which vLLM mounts)", () => {
+  test("requests by method, grouped status and route; unmatched routes are `none`; /metrics, /health, ... left out; kept with --disable-log-stats", async () => {
+    for (const logStats of [true, false]) {
+      const r = recorder({ logStats });
+      const ok = { handler: "/v1/completions", method: "POST", status: 200, durationS: 0.2, requestBytes: 40, responseBytes: 300 };
+      r.onHttpResponse(ok);
+      r.onHttpResponse({ ...ok, status: 400, durationS: 0.7, responseBytes: 120 });
+      r.onHttpResponse({ ...ok, handler: null, method: "GET", status: 404, requestBytes: null, responseBytes: null });
+      r.onHttpResponse({ ...ok, handler: "/health", method: "GET" });
+      r.onHttpResponse({ ...ok, handler: "/metrics", method: "GET" });
+      const text = await r.exposition();
+      const s = parseExposition(text);
+      expect(sampleValue(s, "http_requests_total", { method: "POST", status: "2xx", handler: "/v1/completions" })).toBe(1);
+      expect(sampleValue(s, "http_requests_total", { method: "POST", status: "4xx", handler: "/v1/completions" })).toBe(1);
+      expect(sampleValue(s, "http_requests_total", { method: "GET", status: "4xx", handler: "none" })).toBe(1);
+      expect(sampleValue(s, "http_requests_total")).toBe(3);
+      expect(sampleValue(s, "http_request_size_bytes_sum", { handler: "/v1/completions" })).toBe(80);
+      expect(sampleValue(s, "http_response_size_bytes_count", { handler: "/v1/completions" })).toBe(2);
+      expect(hasSeries(s, "http_response_size_bytes_count", { handler: "none" })).toBe(false);
+      // lowr buckets 0.1 / 0.5 / 1 by method and handler; highr without labels
+      expect(sampleValue(s, "http_request_duration_seconds_bucket", { handler: "/v1/completions", le: "0.5" })).toBe(1);
+      expect(sampleValue(s, "http_request_duration_seconds_bucket", { handler: "/v1/completions", le: "1.0" })).toBe(2);
+      expect(sampleValue(s, "http_request_duration_highr_seconds_count")).toBe(3);
+      expect(s.filter((x) => x.name === "http_request_duration_highr_seconds_bucket").map((x) => x.labels["le"]).slice(0, 3)).toEqual(["0.01", "0.025", "0.05"]);
+      // Python's Summary has no quantiles; the counter's created companion drops _total like prometheus_client's
+      expect(s.some((x) => x.name === "http_request_size_bytes" && "quantile" in x.labels)).toBe(false);
+      expect(hasSeries(s, "http_requests_created", { handler: "none" })).toBe(true);
+      expect(hasSeries(s, "vllm:num_requests_running")).toBe(logStats);
     }
   });
 });

@@ -167,6 +167,20 @@ describe("model, auth, size, internal errors", () => {
     await expectError(await s.call("GET", "/v1/nothing"), 404, null, /Not Found/);
   });
 
+  test("every answered request reaches onHttpResponse with its route, method, status and sizes (the HTTP metrics)", async () => {
+    const events: { handler: string | null; method: string; status: number; responseBytes: number | null }[] = [];
+    const s = testServer({ onHttpResponse: (e) => void events.push(e) });
+    await (await s.call("POST", "/v1/chat/completions", chat())).text();
+    await (await s.call("POST", "/v1/chat/completions", chat({ n: 0 }))).text();
+    await (await s.call("GET", "/v1/chat/completions")).text();
+    await (await s.call("GET", "/v1/nothing")).text();
+    await Bun.sleep(10);
+    expect(events.map((e) => [e.handler, e.method, e.status])).toEqual([
+      ["/v1/chat/completions", "POST", 200], ["/v1/chat/completions", "POST", 400], [null, "GET", 405], [null, "GET", 404],
+    ]);
+    for (const e of events) expect(e.responseBytes).toBeGreaterThan(0);
+  });
+
   test("a known route with the wrong method -> 405 with Allow (Starlette's answer), not 404", async () => {
     const s = testServer();
     for (const [method, path, allow] of [["GET", "/v1/chat/completions", "POST"], ["PUT", "/v1/completions", "POST"], ["GET", "/tokenize", "POST"], ["POST", "/v1/models", "GET, HEAD"], ["DELETE", "/health", "GET, HEAD"]] as const) {
