@@ -90,7 +90,8 @@ export function createApp(options: ServerOptions) {
       const status = response?.status ?? (typeof set.status === "number" ? set.status : 200);
       const headerBytes = (h: string | null | undefined) => (h === null || h === undefined || h === "" ? null : Number(h));
       options.onHttpResponse({
-        handler: errorResponses.has(request) && status >= 404 && status <= 405 ? null : (route || null),
+        // the matched route, also for requests refused before routing (401, 413): the instrumentator labels those too
+        handler: route || (methodsOf(new URL(request.url).pathname).includes(request.method) ? new URL(request.url).pathname : null),
         method: request.method,
         status,
         durationS: (performance.now() - (startedMs.get(request) ?? performance.now())) / 1000,

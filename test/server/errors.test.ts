@@ -169,14 +169,17 @@ describe("model, auth, size, internal errors", () => {
 
   test("every answered request reaches onHttpResponse with its route, method, status and sizes (the HTTP metrics)", async () => {
     const events: { handler: string | null; method: string; status: number; responseBytes: number | null }[] = [];
-    const s = testServer({ onHttpResponse: (e) => void events.push(e) });
+    const s = testServer({ onHttpResponse: (e) => void events.push(e), apiKey: "k" });
+    const auth = { authorization: "Bearer k" };
+    await (await s.call("POST", "/v1/chat/completions", chat(), auth)).text();
+    await (await s.call("POST", "/v1/chat/completions", chat({ n: 0 }), auth)).text();
+    await (await s.call("GET", "/v1/chat/completions", undefined, auth)).text();
+    await (await s.call("GET", "/v1/nothing", undefined, auth)).text();
+    // refused before routing, still labelled with its route
     await (await s.call("POST", "/v1/chat/completions", chat())).text();
-    await (await s.call("POST", "/v1/chat/completions", chat({ n: 0 }))).text();
-    await (await s.call("GET", "/v1/chat/completions")).text();
-    await (await s.call("GET", "/v1/nothing")).text();
     await Bun.sleep(10);
     expect(events.map((e) => [e.handler, e.method, e.status])).toEqual([
-      ["/v1/chat/completions", "POST", 200], ["/v1/chat/completions", "POST", 400], [null, "GET", 405], [null, "GET", 404],
+      ["/v1/chat/completions", "POST", 200], ["/v1/chat/completions", "POST", 400], [null, "GET", 405], [null, "GET", 404], ["/v1/chat/completions", "POST", 401],
     ]);
     for (const e of events) expect(e.responseBytes).toBeGreaterThan(0);
   });
