@@ -4,7 +4,9 @@
 //   wq [numRows / 4, numGroups, 4 rows, groupBytes]  quants of 4 interleaved rows, group by group
 //   ws [numRows / 4, numGroups, 4 rows] f32           scale per group
 //   wm [numRows / 4, numGroups, 4 rows] f32           offset per group ("min"), absent for KIND_I8
-// so w = ws * q + wm for every weight of a group. Kinds:
+// so w = ws * q + wm for every weight of a group; or, for types whose offset is a fixed multiple of the scale
+// (Q4_0: -8, Q5_0: -16, Q6_K: -32), w = ws * (q - zeroPoint) with no wm at all: the zero point is applied to the
+// exact integer sum (isum - zeroPoint * sum(qa)), which saves the offset array and two float ops per group. Kinds:
 //   KIND_I8   signed int8, 32 per group, no offset (Q8_0)
 //   KIND_U8   unsigned 0..63 in bytes, 32 per group (Q5_0, Q5_1, Q5_K)
 //   KIND_U4   unsigned nibbles, 32 per group in 16 bytes: byte j = q[j] | q[j + 16] << 4 (Q4_0, Q4_1, Q4_K)
@@ -12,7 +14,7 @@
 // Unsigned quants stay below 128, so they are valid i7 operands of the relaxed dot product.
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
-//   acc += (f32(isum) * ws) * da  [+ wm * sa]
+//   acc += (f32(isum [- zeroPoint * qs]) * ws) * da  [+ wm * sa]
 // The same sequence runs in every build and for any number of tokens, so out[t, r] never depends on numTokens,
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
 import { reduce4i } from "./common";
@@ -77,7 +79,8 @@ function simdI8(q: usize, s: usize, qa: usize, da: usize, numGroups: i32): v128 
   return acc;
 }
 
-function simdU8(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32): v128 {
+// @ts-ignore: decorator
+@inline function simdU8(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, zeroPoint: i32, qs: usize): v128 {
   let acc = f32x4.splat(0);
   for (let g = 0; g < numGroups; g++) {
     const a0 = v128.load(qa);
@@ -93,20 +96,27 @@ function simdU8(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, n
     const d1 = dot32u(v128.load(q, 32), v128.load(q, 48), a0, a1, a0l, a0h, a1l, a1h);
     const d2 = dot32u(v128.load(q, 64), v128.load(q, 80), a0, a1, a0l, a0h, a1l, a1h);
     const d3 = dot32u(v128.load(q, 96), v128.load(q, 112), a0, a1, a0l, a0h, a1l, a1h);
-    const f = f32x4.convert_i32x4_s(reduce4i(d0, d1, d2, d3));
-    const t = f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(da)), f32x4.mul(v128.load(m), v128.load32_splat(sa)));
-    acc = f32x4.add(acc, t);
+    let isum = reduce4i(d0, d1, d2, d3);
+    if (zeroPoint != 0) {
+      isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qs)));
+      acc = f32x4.add(acc, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(da)));
+    } else {
+      const f = f32x4.convert_i32x4_s(isum);
+      acc = f32x4.add(acc, f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(da)), f32x4.mul(v128.load(m), v128.load32_splat(sa))));
+    }
     q += 128;
     s += 16;
     m += 16;
     qa += 32;
     da += 4;
     sa += 4;
+    qs += 4;
   }
   return acc;
 }
 
-function simdU4(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32): v128 {
+// @ts-ignore: decorator
+@inline function simdU4(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, zeroPoint: i32, qs: usize): v128 {
   let acc = f32x4.splat(0);
   const lowMask = i8x16.splat(0x0f);
   for (let g = 0; g < numGroups; g++) {
@@ -127,20 +137,27 @@ function simdU4(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, n
     const d1 = dot32u(v128.and(p1, lowMask), i8x16.shr_u(p1, 4), a0, a1, a0l, a0h, a1l, a1h);
     const d2 = dot32u(v128.and(p2, lowMask), i8x16.shr_u(p2, 4), a0, a1, a0l, a0h, a1l, a1h);
     const d3 = dot32u(v128.and(p3, lowMask), i8x16.shr_u(p3, 4), a0, a1, a0l, a0h, a1l, a1h);
-    const f = f32x4.convert_i32x4_s(reduce4i(d0, d1, d2, d3));
-    const t = f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(da)), f32x4.mul(v128.load(m), v128.load32_splat(sa)));
-    acc = f32x4.add(acc, t);
+    let isum = reduce4i(d0, d1, d2, d3);
+    if (zeroPoint != 0) {
+      isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qs)));
+      acc = f32x4.add(acc, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(da)));
+    } else {
+      const f = f32x4.convert_i32x4_s(isum);
+      acc = f32x4.add(acc, f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(da)), f32x4.mul(v128.load(m), v128.load32_splat(sa))));
+    }
     q += 64;
     s += 16;
     m += 16;
     qa += 32;
     da += 4;
     sa += 4;
+    qs += 4;
   }
   return acc;
 }
 
-function simdU8G16(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32): v128 {
+// @ts-ignore: decorator
+@inline function simdU8G16(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, zeroPoint: i32, qs: usize): v128 {
   let acc = f32x4.splat(0);
   for (let g = 0; g < numGroups; g++) {
     const a = v128.load(qa);
@@ -153,15 +170,21 @@ function simdU8G16(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize
     const d1 = dot16u(v128.load(q, 16), a, al, ah);
     const d2 = dot16u(v128.load(q, 32), a, al, ah);
     const d3 = dot16u(v128.load(q, 48), a, al, ah);
-    const f = f32x4.convert_i32x4_s(reduce4i(d0, d1, d2, d3));
+    let isum = reduce4i(d0, d1, d2, d3);
     const daG = da + ((<usize>g >> 1) << 2);
-    const t = f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(daG)), f32x4.mul(v128.load(m), v128.load32_splat(sa)));
-    acc = f32x4.add(acc, t);
+    if (zeroPoint != 0) {
+      isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qs)));
+      acc = f32x4.add(acc, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG)));
+    } else {
+      const f = f32x4.convert_i32x4_s(isum);
+      acc = f32x4.add(acc, f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(daG)), f32x4.mul(v128.load(m), v128.load32_splat(sa))));
+    }
     q += 64;
     s += 16;
     m += 16;
     qa += 16;
     sa += 4;
+    qs += 4;
   }
   return acc;
 }
@@ -175,7 +198,7 @@ function scalarQuant(kind: i32, q: usize, i: i32): i32 {
   return <i32>load<u8>(q + i);
 }
 
-function scalarRowGroup(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, out4: usize): void {
+function scalarRowGroup(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, out4: usize, zeroPoint: i32, qs: usize): void {
   const gb = groupBytes(kind);
   const gs = groupSize(kind);
   for (let r = 0; r < 4; r++) {
@@ -186,8 +209,9 @@ function scalarRowGroup(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: 
       let isum: i32 = 0;
       for (let i = 0; i < gs; i++) isum += scalarQuant(kind, qg, i) * <i32>load<i8>(ag + i);
       const dag = load<f32>(da + (<usize>((g * gs) >> 5) << 2));
+      if (zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
       let t: f32 = (<f32>isum * load<f32>(s + <usize>((g * 4 + r) << 2))) * dag;
-      if (kind != KIND_I8) t = t + load<f32>(m + <usize>((g * 4 + r) << 2)) * load<f32>(sa + (<usize>g << 2));
+      if (kind != KIND_I8 && zeroPoint == 0) t = t + load<f32>(m + <usize>((g * 4 + r) << 2)) * load<f32>(sa + (<usize>g << 2));
       acc = acc + t;
     }
     store<f32>(out4 + (<usize>r << 2), acc);
@@ -196,12 +220,14 @@ function scalarRowGroup(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: 
 
 /**
  * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8:
- * qa [numTokens, cols] i8, da [numTokens, cols / 32]; sa is sa16 for KIND_U8G16 and sa32 otherwise.
+ * qa [numTokens, cols] i8, da [numTokens, cols / 32]; sa / qs are sa16 / qs16 for KIND_U8G16, else sa32 / qs32.
+ * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
  * tmp: 16 bytes of per-thread scratch for rows past the end.
  */
 export function matmul_quant(
   kind: i32, out: usize, wq: usize, ws: usize, wm: usize,
-  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, groupStart: i32, groupEnd: i32, tmp: usize,
+  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize,
+  groupStart: i32, groupEnd: i32, tmp: usize,
 ): void {
   const gs = groupSize(kind);
   const numGroups = cols / gs;
@@ -218,17 +244,19 @@ export function matmul_quant(
       const qat = qa + <usize>(t * cols);
       const dat = da + <usize>((t * (cols >> 5)) << 2);
       const sat = sa + <usize>t * saPerToken;
+      const qst = qs + <usize>t * saPerToken;
       const dst = out + (<usize>(t * rows + rowBase) << 2);
       const target = full ? dst : tmp;
       if (ASC_FEATURE_SIMD) {
         let acc: v128;
+        // each call site below is its own inlined copy: with and without float offsets
         if (kind == KIND_I8) acc = simdI8(q, s, qat, dat, numGroups);
-        else if (kind == KIND_U8) acc = simdU8(q, s, m, qat, dat, sat, numGroups);
-        else if (kind == KIND_U4) acc = simdU4(q, s, m, qat, dat, sat, numGroups);
-        else acc = simdU8G16(q, s, m, qat, dat, sat, numGroups);
+        else if (kind == KIND_U8) acc = zeroPoint != 0 ? simdU8(q, s, m, qat, dat, sat, numGroups, zeroPoint, qst) : simdU8(q, s, m, qat, dat, sat, numGroups, 0, qst);
+        else if (kind == KIND_U4) acc = zeroPoint != 0 ? simdU4(q, s, m, qat, dat, sat, numGroups, zeroPoint, qst) : simdU4(q, s, m, qat, dat, sat, numGroups, 0, qst);
+        else acc = zeroPoint != 0 ? simdU8G16(q, s, m, qat, dat, sat, numGroups, zeroPoint, qst) : simdU8G16(q, s, m, qat, dat, sat, numGroups, 0, qst);
         v128.store(target, acc);
       } else {
-        scalarRowGroup(kind, q, s, m, qat, dat, sat, numGroups, target);
+        scalarRowGroup(kind, q, s, m, qat, dat, sat, numGroups, target, zeroPoint, qst);
       }
       if (!full) {
         for (let r = 0; r < rows - rowBase; r++) store<f32>(dst + (<usize>r << 2), load<f32>(tmp + (<usize>r << 2)));

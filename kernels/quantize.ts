@@ -4,9 +4,11 @@
 
 /**
  * x [numTokens, cols] f32 -> qa [numTokens, cols] i8, da [numTokens, cols / 32] f32,
- * sa32 [numTokens, cols / 32] f32, sa16 [numTokens, cols / 16] f32. cols is a multiple of 32.
+ * sa32 [numTokens, cols / 32] f32, sa16 [numTokens, cols / 16] f32 (d * sum(q), for float offsets),
+ * qs32 [numTokens, cols / 32] i32, qs16 [numTokens, cols / 16] i32 (sum(q), for integer zero points).
+ * cols is a multiple of 32.
  */
-export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: usize, sa32: usize, sa16: usize): void {
+export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: usize, sa32: usize, sa16: usize, qs32: usize, qs16: usize): void {
   const numBlocks = cols >> 5;
   const total = numTokens * numBlocks;
   for (let blk = 0; blk < total; blk++) {
@@ -32,5 +34,8 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
     store<f32>(sa32 + (<usize>blk << 2), d * <f32>(sumLo + sumHi));
     store<f32>(sa16 + (<usize>blk << 3), d * <f32>sumLo);
     store<f32>(sa16 + (<usize>blk << 3) + 4, d * <f32>sumHi);
+    store<i32>(qs32 + (<usize>blk << 2), sumLo + sumHi);
+    store<i32>(qs16 + (<usize>blk << 3), sumLo);
+    store<i32>(qs16 + (<usize>blk << 3) + 4, sumHi);
   }
 }

@@ -9,9 +9,9 @@ export type SimdLevel = "scalar" | "simd" | "relaxed-simd";
 export interface KernelExports {
   heap_base(): number;
   simd_level(): number;
-  quantize_q8(x: number, numTokens: number, cols: number, qa: number, da: number, sa32: number, sa16: number): void;
+  quantize_q8(x: number, numTokens: number, cols: number, qa: number, da: number, sa32: number, sa16: number, qs32: number, qs16: number): void;
   matmul_quant(kind: number, out: number, wq: number, ws: number, wm: number, qa: number, da: number, sa: number,
-    rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
+    rows: number, cols: number, numTokens: number, zeroPoint: number, qs: number, groupStart: number, groupEnd: number, tmp: number): void;
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
   kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, kvDim: number): void;
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, numHeads: number, numKvHeads: number,
@@ -21,7 +21,7 @@ export interface KernelExports {
   silu_mul(out: number, gate: number, up: number, n: number): void;
   add(out: number, a: number, b: number, n: number): void;
   add_bias(x: number, bias: number, numRows: number, n: number): void;
-  dequant_row(kind: number, dst: number, wq: number, ws: number, wm: number, row: number, cols: number): void;
+  dequant_row(kind: number, dst: number, wq: number, ws: number, wm: number, row: number, cols: number, zeroPoint: number): void;
   stream_read(ptr: number, numBytes: number): number;
 }
 

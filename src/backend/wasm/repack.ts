@@ -29,6 +29,8 @@ export interface RepackSpec {
   readonly groupSize: number;
   /** quant bytes per group and row in the repacked layout */
   readonly groupBytes: number;
+  /** w = scale * (q - zeroPoint) with no offset array; 0: float offsets (wm) as decoded */
+  readonly zeroPoint: number;
   readonly decode: BlockDecoder;
 }
 
@@ -144,22 +146,25 @@ const decodeQ6_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
   }
 };
 
-const spec = (kind: KernelKind, blockSize: number, bytesPerBlock: number, decode: BlockDecoder): RepackSpec => ({
-  kind, blockSize, bytesPerBlock, decode,
+const spec = (kind: KernelKind, blockSize: number, bytesPerBlock: number, decode: BlockDecoder, zeroPoint = 0): RepackSpec => ({
+  kind, blockSize, bytesPerBlock, decode, zeroPoint,
   groupSize: kind === KernelKind.U8G16 ? 16 : 32,
   groupBytes: kind === KernelKind.U4 || kind === KernelKind.U8G16 ? 16 : 32,
 });
 
-/** THE table: ggml type -> kernel kind and block decoder (Q5_K's qh bit j belongs to sub-block j). */
+/**
+ * THE table: ggml type -> kernel kind, block decoder, zero point (Q5_K's qh bit j belongs to sub-block j). The decoders
+ * always fill the offsets; with a zero point they equal -zeroPoint * scale and are not stored.
+ */
 const REPACK: ReadonlyMap<GgmlType, RepackSpec> = new Map([
   [GgmlType.Q8_0, spec(KernelKind.I8, 32, 34, decodeQ8_0)],
-  [GgmlType.Q4_0, spec(KernelKind.U4, 32, 18, decodeQ4_0)],
+  [GgmlType.Q4_0, spec(KernelKind.U4, 32, 18, decodeQ4_0, 8)],
   [GgmlType.Q4_1, spec(KernelKind.U4, 32, 20, decodeQ4_1)],
-  [GgmlType.Q5_0, spec(KernelKind.U8, 32, 22, decodeQ5_0)],
+  [GgmlType.Q5_0, spec(KernelKind.U8, 32, 22, decodeQ5_0, 16)],
   [GgmlType.Q5_1, spec(KernelKind.U8, 32, 24, decodeQ5_1)],
   [GgmlType.Q4_K, spec(KernelKind.U4, 256, 144, decodeQ4_K)],
   [GgmlType.Q5_K, spec(KernelKind.U8, 256, 176, decodeQ5_K)],
-  [GgmlType.Q6_K, spec(KernelKind.U8G16, 256, 210, decodeQ6_K)],
+  [GgmlType.Q6_K, spec(KernelKind.U8G16, 256, 210, decodeQ6_K, 32)],
 ]);
 
 /** The repack rule of a quantized type, or undefined for float types (F32/F16/BF16). */

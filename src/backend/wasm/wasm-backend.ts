@@ -25,6 +25,8 @@ class WasmBuffer implements DeviceBuffer {
 
 interface QuantStorage {
   readonly kind: KernelKind;
+  /** w = ws * (q - zeroPoint) when non-zero (wm unused), else w = ws * q + wm */
+  readonly zeroPoint: number;
   /** [rowGroups, numGroups, 4, groupBytes] */
   readonly wq: number;
   /** [rowGroups, numGroups, 4] f32 */
@@ -130,8 +132,8 @@ export class WasmBackend implements Backend {
       const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
       if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
       const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
-      // KIND_I8 has no offsets: its kernels never read wm, so it gets no memory (Q8_0 stays at 36 bytes per 32 weights)
-      const mBytes = spec.kind === KernelKind.I8 ? 0 : scaleFloats * 4;
+      // no offset array for KIND_I8 or an integer zero point: the kernels never read wm then (Q8_0: 36 bytes per 32 weights)
+      const mBytes = spec.kind === KernelKind.I8 || spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
       const wq = this.heap.alloc(quantBytes);
       const ws = this.heap.alloc(scaleFloats * 4);
       const wm = mBytes > 0 ? this.heap.alloc(mBytes) : ws;
@@ -144,7 +146,7 @@ export class WasmBackend implements Backend {
       repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), floats.subarray(ws / 4, ws / 4 + scaleFloats), mins);
       const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleFloats * 4]];
       if (mBytes > 0) allocations.push([wm, mBytes]);
-      return new WasmWeight(rows, cols, type, { kind: spec.kind, wq, ws, wm }, 0, allocations);
+      return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
     }
     const values = dequantizeWeight(source); // [rows, cols]
     const rowsPadded = Math.ceil(rows / 4) * 4;
@@ -246,7 +248,7 @@ export class WasmBackend implements Backend {
       if (id < 0 || id >= t.rows) throw new Error(`embed: token id ${id} out of range [0, ${t.rows})`);
       const dst = o.ptr + i * t.cols * 4;
       if (t.quant !== null) {
-        this.k.dequant_row(t.quant.kind, dst, t.quant.wq, t.quant.ws, t.quant.wm, id, t.cols);
+        this.k.dequant_row(t.quant.kind, dst, t.quant.wq, t.quant.ws, t.quant.wm, id, t.cols, t.quant.zeroPoint);
       } else {
         const src = t.f32Ptr + id * t.colsPadded * 4;
         this.heap.bytes.copyWithin(dst, src, src + t.cols * 4);
@@ -273,21 +275,26 @@ export class WasmBackend implements Backend {
       else this.k.matmul_f32(o, wt.f32Ptr, xp, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
       return;
     }
-    // activations: qa [numRows, cols] i8 | da [numRows, cols/32] | sa32 [numRows, cols/32] | sa16 [numRows, cols/16]
+    // activations: qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 |
+    // sa16 [numRows, cols/16] f32 | qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32
     const numBlocks = numRows * (cols / 32);
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const base = this.activations.ensure(qaBytes + numBlocks * 16);
+    const base = this.activations.ensure(qaBytes + numBlocks * 28);
     const qa = base;
     const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
-    this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16);
+    const qs32 = sa16 + numBlocks * 8;
+    const qs16 = qs32 + numBlocks * 4;
+    this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
     const q = wt.quant;
-    const sa = q.kind === KernelKind.U8G16 ? sa16 : sa32;
+    const g16 = q.kind === KernelKind.U8G16;
+    const sa = g16 ? sa16 : sa32;
+    const qs = g16 ? qs16 : qs32;
     if (parallel) {
-      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows], rowGroups);
+      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, q.zeroPoint, qs], rowGroups);
     } else {
-      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
+      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, q.zeroPoint, qs, 0, rowGroups, this.threadScratch.ptr);
     }
   }
 
@@ -405,7 +412,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
   const qa = heap.alloc(numTokens * cols); // [numTokens, cols] i8
-  const sums = heap.alloc(numTokens * (cols / 16) * 4 * 3); // da | sa32 | sa16
+  const sums = heap.alloc(numTokens * (cols / 16) * 4 * 5); // da | sa32 | sa16 | qs32 | qs16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
   const tmp = heap.alloc(64);
   heap.floats.fill(0.5, x / 4, x / 4 + numTokens * cols);
@@ -413,19 +420,24 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const da = sums;
   const sa32 = da + numTokens * numGroups32 * 4;
   const sa16 = sa32 + numTokens * numGroups32 * 4;
+  const qs32 = sa16 + numTokens * numGroups32 * 8;
+  const qs16 = qs32 + numTokens * numGroups32 * 4;
   const quantBytes = rows * cols; // at most one byte per weight in every kind
   const scales = w + quantBytes;
   const offsets = scales + rows * (cols / 16) * 4;
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
-    k.quantize_q8(x, n, cols, qa, da, sa32, sa16);
+    k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
     for (const kind of [KernelKind.I8, KernelKind.U8, KernelKind.U4, KernelKind.U8G16]) {
-      k.matmul_quant(kind, out, w, scales, offsets, qa, da, kind === KernelKind.U8G16 ? sa16 : sa32, rows, cols, n, 0, rows / 4, tmp);
+      const g16 = kind === KernelKind.U8G16;
+      for (const zeroPoint of kind === KernelKind.I8 ? [0] : [0, 8]) {
+        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, 0, rows / 4, tmp);
+      }
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
   for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols],
-    [sums, numTokens * (cols / 16) * 12], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
+    [sums, numTokens * (cols / 16) * 20], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
 }
 
 /** Loads the kernels, starts the thread pool and returns the backend. */
