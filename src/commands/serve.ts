@@ -22,8 +22,11 @@ export const PER_REQUEST_METRICS_NEED_STATS =
 
 /** How long shutdown waits for open connections to finish before closing them. */
 const SHUTDOWN_GRACE_MS = 3000;
-/** Bun's own limit sits above the app's, so a declared oversized body gets the app's JSON 413 (Bun's is bare). */
-const BUN_BODY_LIMIT_BYTES = DEFAULT_MAX_BODY_BYTES + 1024 * 1024;
+/**
+ * Bun's own limit is a backstop far above the app's: the app refuses a declared oversized body before reading it and a
+ * chunked one once it passes the limit, with its JSON 413 (Bun's is bare).
+ */
+const BUN_BODY_LIMIT_BYTES = 1024 * 1024 * 1024;
 /** Bun closes a connection silent for this long; non-streaming generations can be quiet for a while (Bun's maximum). */
 const IDLE_TIMEOUT_S = 255;
 

@@ -44,11 +44,30 @@ const CORS_HEADERS = {
   "access-control-max-age": "600",
 } as const;
 
+/** The body as text, refused with 413 once it passes `maxBytes` (chunked bodies declare no length up front). */
+async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+  if (request.body === null) return "";
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      void reader.cancel();
+      throw new ApiError("payloadTooLarge", `Request body is larger than the limit of ${maxBytes} bytes.`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
 /** JSON bodies are parsed here so that malformed JSON and non-object bodies get a clear 400 of their own. */
-async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, string>): Promise<Record<string, unknown>> {
+async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, string>, maxBytes: number): Promise<Record<string, unknown>> {
+  const text = await readBodyText(request, maxBytes);
   let value: unknown;
   try {
-    const text = await request.text();
     value = JSON.parse(text);
     // kept for error messages: Elysia converts values before validating them
     rawBodies.set(request, text);
@@ -81,7 +100,7 @@ export function createApp(options: ServerOptions) {
       set.headers["access-control-allow-origin"] = "*";
       checkRequest(request);
     })
-    .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies) : undefined))
+    .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies, options.maxBodyBytes) : undefined))
     // before the routes: Elysia applies a hook only to routes registered after it
     .onAfterResponse({ as: "global" }, ({ request, route, set, ...rest }) => {
       if (options.onHttpResponse === undefined) return;

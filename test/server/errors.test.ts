@@ -138,6 +138,28 @@ describe("model, auth, size, internal errors", () => {
     expect(err.error.type).toBe("PayloadTooLargeError");
   });
 
+  test("oversized body without a Content-Length (chunked) -> the same JSON 413 once the limit is passed", async () => {
+    const s = testServer({ maxBodyBytes: 1024 });
+    const piece = new TextEncoder().encode(JSON.stringify(chat({ messages: [{ role: "user", content: "x".repeat(600) }] })));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 3) controller.enqueue(piece);
+        else controller.close();
+      },
+    });
+    const res = await s.app.handle(new Request("http://localhost/v1/chat/completions", {
+      method: "POST", headers: { "content-type": "application/json" }, body: stream, duplex: "half",
+    } as RequestInit));
+    const err = await expectError(res, 413, null, /larger than the limit of 1024 bytes/);
+    expect(err.error.type).toBe("PayloadTooLargeError");
+    // under the limit, a streamed body is read as usual
+    const small = await s.app.handle(new Request("http://localhost/v1/chat/completions", {
+      method: "POST", headers: { "content-type": "application/json" }, body: new Blob([JSON.stringify(chat())]).stream(), duplex: "half",
+    } as RequestInit));
+    expect(small.status).toBe(200);
+  });
+
   test("engine failure -> 500 'Internal server error' (body), error event + [DONE] (stream); the server keeps serving", async () => {
     const s = testServer({}, { failAfterTokens: 2 });
     const err = await expectError(await s.call("POST", "/v1/chat/completions", chat()), 500, null, /^Internal server error$/);
