@@ -118,7 +118,7 @@ function simdI8(q: usize, s: usize, qa: usize, da: usize, numGroups: i32): v128 
 // @ts-ignore: decorator
 @inline function simdU4(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, zeroPoint: i32, qs: usize): v128 {
   let acc = f32x4.splat(0);
-  const lowMask = i8x16.splat(0x0f);
+  const lowMask = i8x16.splat(0x0f); // nibbles: (p & 15) and ((p >> 4 as i16 lanes) & 15): x86 has no 8-bit shift
   for (let g = 0; g < numGroups; g++) {
     const a0 = v128.load(qa);
     const a1 = v128.load(qa, 16);
@@ -133,10 +133,10 @@ function simdI8(q: usize, s: usize, qa: usize, da: usize, numGroups: i32): v128 
     const p1 = v128.load(q, 16);
     const p2 = v128.load(q, 32);
     const p3 = v128.load(q, 48);
-    const d0 = dot32u(v128.and(p0, lowMask), i8x16.shr_u(p0, 4), a0, a1, a0l, a0h, a1l, a1h);
-    const d1 = dot32u(v128.and(p1, lowMask), i8x16.shr_u(p1, 4), a0, a1, a0l, a0h, a1l, a1h);
-    const d2 = dot32u(v128.and(p2, lowMask), i8x16.shr_u(p2, 4), a0, a1, a0l, a0h, a1l, a1h);
-    const d3 = dot32u(v128.and(p3, lowMask), i8x16.shr_u(p3, 4), a0, a1, a0l, a0h, a1l, a1h);
+    const d0 = dot32u(v128.and(p0, lowMask), v128.and(i16x8.shr_u(p0, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
+    const d1 = dot32u(v128.and(p1, lowMask), v128.and(i16x8.shr_u(p1, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
+    const d2 = dot32u(v128.and(p2, lowMask), v128.and(i16x8.shr_u(p2, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
+    const d3 = dot32u(v128.and(p3, lowMask), v128.and(i16x8.shr_u(p3, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
     let isum = reduce4i(d0, d1, d2, d3);
     if (zeroPoint != 0) {
       isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qs)));
