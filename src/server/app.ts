@@ -10,13 +10,14 @@ import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
 import { chatCompletionsRoutes } from "./openai/chat-completions.ts";
+import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completions.ts";
 import { modelsRoutes } from "./openai/models.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
 import type { ServerOptions } from "./server-options.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
-const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"]);
+const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize", "/invocations"]);
 
 /** Checks that run before routing, cheapest first; each throws the ApiError to answer with. */
 function createRequestChecks(options: ServerOptions): (request: Request) => void {
@@ -92,6 +93,8 @@ export function createApp(options: ServerOptions) {
   const startedMs = new WeakMap<Request, number>();
   const errorResponses = new WeakMap<Request, Response>();
   const noteError = (request: Request, response: Response) => void errorResponses.set(request, response);
+  // set once the app exists: /invocations answers through the app's own routes
+  let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
     .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError }))
     .onRequest(({ request, set }) => {
@@ -125,7 +128,16 @@ export function createApp(options: ServerOptions) {
     .use(modelsRoutes(options))
     .use(chatCompletionsRoutes(options))
     .use(completionsRoutes(options))
-    .use(tokenizeRoutes(options));
+    .use(tokenizeRoutes(options))
+    .use(invocationsRoutes((path, body, request) => {
+      // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      const requestId = request.headers.get("x-request-id");
+      if (requestId !== null) headers["x-request-id"] = requestId;
+      if (options.apiKey !== null) headers["authorization"] = `Bearer ${options.apiKey}`;
+      return handleSelf(new Request(new URL(path, request.url), { method: "POST", headers, body: JSON.stringify(body), signal: request.signal }));
+    }));
+  handleSelf = (request) => app.handle(request);
   const full = options.metricsRoute ? app.use(options.metricsRoute) : app;
   for (const route of full.routes) {
     const methods = methodsByPath.get(route.path) ?? [];

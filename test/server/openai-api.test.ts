@@ -414,6 +414,27 @@ describe("aborts and shutdown", () => {
   });
 });
 
+describe("/invocations (SageMaker)", () => {
+  test("routes by body shape to chat or completions, answers as that route, and stays open under --api-key", async () => {
+    const s = testServer({ apiKey: "k" });
+    const chatBody = (await (await s.call("POST", "/invocations", chat())).json()) as Json;
+    expect(chatBody.object).toBe("chat.completion");
+    expect(chatBody.choices[0].message.content).toHaveLength(5);
+    const events = await readSse(await s.call("POST", "/invocations", { prompt: "Hi", max_tokens: 2, stream: true }));
+    expect((events[0] as Json).object).toBe("text_completion");
+    expect(events.at(-1)).toBe("[DONE]");
+    // the route's own errors come back unchanged; a body neither route takes is a 400
+    const bad = await s.call("POST", "/invocations", { prompt: "x", n: 0 });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as Json).error.message).toMatch(/^n must be at least 1/);
+    const neither = await s.call("POST", "/invocations", { foo: 1 });
+    expect(neither.status).toBe(400);
+    expect(((await neither.json()) as Json).error.message).toMatch(/`messages`, `prompt`/);
+    // the /v1 route itself still needs the key
+    expect((await s.call("POST", "/v1/chat/completions", chat())).status).toBe(401);
+  });
+});
+
 describe("tokenize, models, health, version", () => {
   test("tokenize -> detokenize round trip, with token strings", async () => {
     const s = testServer();

@@ -1,0 +1,31 @@
+/**
+ * POST /invocations (SageMaker, reference §5.1): vLLM routes it by the body's shape, `messages` to chat completions and
+ * `prompt` to completions, and leaves it outside --api-key. fennec forwards the body to that route of the same app,
+ * so the answer (stream or not, errors included) is exactly the route's.
+ */
+import { Elysia } from "elysia";
+import { ApiError } from "../errors.ts";
+
+/** Body shape -> the route that serves it: the table vLLM's invocation router walks. */
+const INVOCATION_ROUTES: readonly { readonly field: string; readonly path: string }[] = [
+  { field: "messages", path: "/v1/chat/completions" },
+  { field: "prompt", path: "/v1/completions" },
+];
+
+/** `forward(path, body, request)` answers the body as `path` would (the app's own handler, with the server's key). */
+export function invocationsRoutes(forward: (path: string, body: Record<string, unknown>, request: Request) => Promise<Response>) {
+  return new Elysia({ name: "sagemaker-invocations" }).post("/invocations", ({ body, request }) => {
+    const fields = body as Record<string, unknown>;
+    const route = INVOCATION_ROUTES.find((r) => r.field in fields);
+    if (route === undefined) {
+      throw new ApiError("badRequest", `Cannot find suitable handler for request: the body needs one of ${INVOCATION_ROUTES.map((r) => `\`${r.field}\``).join(", ")}.`);
+    }
+    return forward(route.path, fields, request);
+  }, {
+    detail: {
+      tags: ["Server"],
+      summary: "SageMaker invocations",
+      description: "A chat completions body (with `messages`) or a completions body (with `prompt`), answered by that route. Not guarded by --api-key, as in vLLM.",
+    },
+  });
+}
