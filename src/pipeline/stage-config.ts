@@ -211,7 +211,8 @@ export function loadStageConfig(file: string): Result<StageChain> {
   try {
     doc = parseYaml(readFileSync(file, "utf8"));
   } catch (e) {
-    const message = e instanceof Error ? e.message.split("\n")[0] : String(e);
+    // the yaml library's first line ends with ":" before a code frame: keep the line, drop the dangling colon
+    const message = (e instanceof Error ? e.message.split("\n")[0]! : String(e)).replace(/:\s*$/, "");
     return err(`${file}: not valid YAML or JSON: ${message}`);
   }
   return parseStageConfig(doc, file, dirname(resolve(file)));

@@ -53,7 +53,8 @@ describe("stage configs", () => {
     ["bad-device.yaml", "stage_args:\n  - stage_id: 0\n    engine_args: {device: tpu}\n", /stage 0: engine_args\.device must be one of cpu, webgpu/],
     ["bad-int.yaml", "stage_args:\n  - stage_id: 0\n    engine_args: {max_num_seqs: -1}\n", /stage 0: engine_args\.max_num_seqs must be a positive integer/],
     ["bad-sampling.yaml", "stage_args:\n  - stage_id: 0\n    default_sampling_params: {temperature: hot}\n", /stage 0: default_sampling_params\.temperature must be a number/],
-    ["not-yaml.yaml", "stage_args: [\n", /not-yaml\.yaml: not valid YAML or JSON: /],
+    ["not-yaml.yaml", "stage_args: [\n", /not-yaml\.yaml: not valid YAML or JSON: .*[^:]$/],
+    ["not-yaml-flow.yaml", "stages: [\n", /not-yaml-flow\.yaml: not valid YAML or JSON: .*line 2, column 1$/],
     ["empty.yaml", "stage_args: []\n", /empty\.yaml: stage_args must be a non-empty list/],
   ];
 
