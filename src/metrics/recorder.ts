@@ -245,7 +245,10 @@ export class MetricsRecorder implements StatsListener {
     const labels = this.labels(stats.engineIndex);
     this.set("num_requests_running", labels, stats.numRunning);
     this.set("num_requests_waiting", labels, stats.numWaiting);
-    this.set("num_requests_waiting_by_reason", this.labels(stats.engineIndex, { reason: "capacity" }), stats.numWaiting);
+    // the reasons split numWaiting (vLLM: their sum is vllm:num_requests_waiting)
+    const deferred = Math.min(stats.numWaitingDeferred ?? 0, stats.numWaiting);
+    this.set("num_requests_waiting_by_reason", this.labels(stats.engineIndex, { reason: "capacity" }), stats.numWaiting - deferred);
+    this.set("num_requests_waiting_by_reason", this.labels(stats.engineIndex, { reason: "deferred" }), deferred);
     this.set("kv_cache_usage_perc", labels, stats.kvCacheUsage);
     this.set("gpu_cache_usage_perc", labels, stats.kvCacheUsage);
     this.inc("prefix_cache_queries", labels, stats.prefixCacheQueries);

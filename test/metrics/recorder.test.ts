@@ -273,3 +273,22 @@ describe("HTTP metrics (prometheus-fastapi-instrumentator's, which vLLM mounts)"
     }
   });
 });
+
+describe("waiting reasons", () => {
+  test("capacity and deferred split num_requests_waiting (the engine's numWaitingDeferred), and go back to 0", async () => {
+    const r = recorder();
+    r.onStep(step({ numWaiting: 5, numWaitingDeferred: 2 }));
+    let s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:num_requests_waiting")).toBe(5);
+    expect(sampleValue(s, "vllm:num_requests_waiting_by_reason", { reason: "capacity" })).toBe(3);
+    expect(sampleValue(s, "vllm:num_requests_waiting_by_reason", { reason: "deferred" })).toBe(2);
+    r.onStep(step({ numWaiting: 0, numWaitingDeferred: 0 }));
+    s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:num_requests_waiting_by_reason")).toBe(0);
+    // an engine that does not report the split: all of it waits for capacity
+    r.onStep(step({ numWaiting: 4 }));
+    s = parseExposition(await r.exposition());
+    expect(sampleValue(s, "vllm:num_requests_waiting_by_reason", { reason: "capacity" })).toBe(4);
+    expect(sampleValue(s, "vllm:num_requests_waiting_by_reason", { reason: "deferred" })).toBe(0);
+  });
+});
