@@ -143,6 +143,7 @@ export async function main(options: Options): Promise<number> {
     enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
+    enableRequestIdHeaders: options["enable-request-id-headers"] === true,
   });
   try {
     // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic

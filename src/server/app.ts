@@ -101,6 +101,9 @@ export function createApp(options: ServerOptions) {
       startedMs.set(request, performance.now());
       if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: CORS_HEADERS });
       set.headers["access-control-allow-origin"] = "*";
+      if (options.enableRequestIdHeaders === true) {
+        set.headers["x-request-id"] = request.headers.get("x-request-id") || crypto.randomUUID().replaceAll("-", "");
+      }
       checkRequest(request);
     })
     .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies, options.maxBodyBytes) : undefined))

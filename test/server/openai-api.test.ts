@@ -62,6 +62,20 @@ describe("chat completions", () => {
     expect(p).toMatchObject({ temperature: 0.5, topK: 7, minP: 0.1, repetitionPenalty: 1.2, stop: ["x"], stopTokenIds: [5], ignoreEos: true, minTokens: 2, maxTokens: 5, seed: 3 });
   });
 
+  test("--enable-request-id-headers: every response echoes X-Request-Id or gets a 32-hex one; off by default", async () => {
+    const s = testServer({ enableRequestIdHeaders: true });
+    const echoed = await s.call("POST", "/v1/chat/completions", chat(), { "x-request-id": "abc123" });
+    expect(echoed.headers.get("x-request-id")).toBe("abc123");
+    const stream = await s.call("POST", "/v1/chat/completions", chat({ stream: true }));
+    await stream.text();
+    expect(stream.headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
+    const error = await s.call("POST", "/v1/chat/completions", chat({ n: 0 }), { "x-request-id": "e1" });
+    expect(error.status).toBe(400);
+    expect(error.headers.get("x-request-id")).toBe("e1");
+    expect((await s.call("GET", "/health")).headers.get("x-request-id")).toMatch(/^[0-9a-f]{32}$/);
+    expect((await testServer().call("GET", "/health")).headers.get("x-request-id")).toBeNull();
+  });
+
   test("X-Request-Id becomes the response id", async () => {
     const s = testServer();
     const body = (await (await s.call("POST", "/v1/chat/completions", chat(), { "x-request-id": "abc123" })).json()) as Json;
