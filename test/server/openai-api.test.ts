@@ -76,6 +76,27 @@ describe("chat completions", () => {
     expect((await testServer().call("GET", "/health")).headers.get("x-request-id")).toBeNull();
   });
 
+  test("echo (vLLM chat extra): the last message leads the answer when it has the answer's role; the role follows add_generation_prompt", async () => {
+    const s = testServer();
+    const continuing = { messages: [{ role: "user", content: "Hi" }, { role: "assistant", content: "Once" }], add_generation_prompt: false, echo: true, max_tokens: 3 };
+    const body = (await (await s.call("POST", "/v1/chat/completions", continuing)).json()) as Json;
+    expect(body.choices[0].message.role).toBe("assistant");
+    expect(body.choices[0].message.content.startsWith("Once")).toBe(true);
+    expect(body.choices[0].message.content).toHaveLength(4 + 3);
+    // the last message is the user's and the answer is the assistant's: nothing to echo
+    const plain = (await (await s.call("POST", "/v1/chat/completions", chat({ echo: true, max_tokens: 3 }))).json()) as Json;
+    expect(plain.choices[0].message.content).toHaveLength(3);
+    // without a generation prompt the answer continues the last message in its role
+    const userTurn = (await (await s.call("POST", "/v1/chat/completions", chat({ add_generation_prompt: false, max_tokens: 2 }))).json()) as Json;
+    expect(userTurn.choices[0].message.role).toBe("user");
+    const events = (await readSse(await s.call("POST", "/v1/chat/completions", { ...continuing, stream: true }))).filter((e): e is Json => e !== "[DONE]");
+    expect(events[0]!.choices[0].delta).toEqual({ role: "assistant", content: "" });
+    expect(events[1]!.choices[0].delta).toEqual({ content: "Once" });
+    const streamed = events.map((e) => e.choices[0]?.delta?.content ?? "").join("");
+    expect(streamed.startsWith("Once")).toBe(true);
+    expect(streamed).toHaveLength(4 + 3);
+  });
+
   test("X-Request-Id becomes the response id", async () => {
     const s = testServer();
     const body = (await (await s.call("POST", "/v1/chat/completions", chat(), { "x-request-id": "abc123" })).json()) as Json;

@@ -45,6 +45,18 @@ export function renderChat(tokenizer: Tokenizer, messages: readonly ChatMessageB
   }
 }
 
+/** vLLM's get_chat_request_role: the assistant, unless the prompt continues the last message (no generation prompt). */
+export function responseRole(body: Pick<ChatCompletionBody, "messages" | "add_generation_prompt">): string {
+  return (body.add_generation_prompt ?? true) ? "assistant" : (body.messages.at(-1)?.role ?? "assistant");
+}
+
+/** vLLM's chat `echo`: the last message's text, when that message has the answer's role; else "". */
+export function echoText(body: Pick<ChatCompletionBody, "messages" | "add_generation_prompt" | "echo">): string {
+  const last = body.messages.at(-1);
+  if (body.echo !== true || last === undefined || last.role !== responseRole(body)) return "";
+  return toChatMessages([last])[0]!.content;
+}
+
 function choiceLogprobs(options: ServerOptions, body: ChatCompletionBody, choice: Pick<ChoiceResult, "logprobs">) {
   if (body.logprobs !== true) return null;
   return { content: chatLogprobs(options.orchestrator.tokenizer, choice.logprobs, body.top_logprobs ?? 0) };
@@ -82,6 +94,8 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`fennec: ${id} aborted: the client disconnected`));
   const n = sampling.n;
   const returnTokenIds = body.return_token_ids === true;
+  const role = responseRole(body);
+  const echoed = echoText(body);
   const fingerprint = systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen });
 
   if (body.stream !== true) {
@@ -92,7 +106,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
         id, object: "chat.completion", created, model,
         choices: result.choices.map((c) => ({
           index: c.index,
-          message: { role: "assistant", content: c.text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning: null },
+          message: { role, content: echoed + c.text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning: null },
           logprobs: choiceLogprobs(options, body, c),
           finish_reason: c.finishReason,
           stop_reason: c.stopReason,
@@ -123,8 +137,14 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   async function* chunks() {
     const choices: ChoiceResult[] = Array.from({ length: n }, (_, i) => newChoice(i));
     for (let i = 0; i < n; i++) {
-      yield chunk([{ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
+      yield chunk([{ index: i, delta: { role, content: "" }, logprobs: null, finish_reason: null }],
         usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
+    }
+    if (echoed !== "") {
+      for (let i = 0; i < n; i++) {
+        yield chunk([{ index: i, delta: { content: echoed }, logprobs: null, finish_reason: null }],
+          usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
+      }
     }
     let times = null;
     for await (const output of outputs) {
