@@ -79,6 +79,26 @@ async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, str
   return value as Record<string, unknown>;
 }
 
+/** A Content-Length header as a number; null when absent or not a number. */
+function headerBytes(header: string | null): number | null {
+  const bytes = header === null || header === "" ? NaN : Number(header);
+  return Number.isFinite(bytes) ? bytes : null;
+}
+
+/** Size of a handler's return value as it goes out (JSON for objects); null for streams and what cannot be measured. */
+function bodyBytes(value: unknown): number | null {
+  if (value === undefined || value === null || value instanceof Response || value instanceof ReadableStream) return null;
+  if (typeof value === "string") return Buffer.byteLength(value);
+  if (value instanceof Blob) return value.size;
+  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return value.byteLength;
+  try {
+    const json = JSON.stringify(value);
+    return json === undefined ? null : Buffer.byteLength(json);
+  } catch {
+    return null;
+  }
+}
+
 export function createApp(options: ServerOptions) {
   const checkRequest = createRequestChecks(options);
   const rawBodies = new WeakMap<Request, string>();
@@ -110,21 +130,23 @@ export function createApp(options: ServerOptions) {
     // before the routes: Elysia applies a hook only to routes registered after it
     .onAfterResponse({ as: "global" }, ({ request, route, set, ...rest }) => {
       if (options.onHttpResponse === undefined) return;
-      const response = errorResponses.get(request) ?? ("response" in rest && rest.response instanceof Response ? rest.response : null);
-      const value = "responseValue" in rest ? rest.responseValue : undefined;
-      const status = response?.status ?? (typeof set.status === "number" ? set.status : 200);
-      const headerBytes = (h: string | null | undefined) => (h === null || h === undefined || h === "" ? null : Number(h));
-      options.onHttpResponse({
-        // the matched route, also for requests refused before routing (401, 413): the instrumentator labels those too
-        handler: route || (methodsOf(new URL(request.url).pathname).includes(request.method) ? new URL(request.url).pathname : null),
-        method: request.method,
-        status,
-        durationS: (performance.now() - (startedMs.get(request) ?? performance.now())) / 1000,
-        requestBytes: headerBytes(request.headers.get("content-length")),
-        // streams have no length; JSON bodies are measured as Elysia will send them
-        responseBytes: response !== null ? headerBytes(response.headers.get("content-length"))
-          : value !== undefined && !(value instanceof Response) ? Buffer.byteLength(typeof value === "string" ? value : JSON.stringify(value)) : null,
-      });
+      // runs after the response is out: a failure here must never reach the process (it would end the server)
+      try {
+        const response = errorResponses.get(request) ?? ("response" in rest && rest.response instanceof Response ? rest.response : null);
+        const status = response?.status ?? (typeof set.status === "number" ? set.status : 200);
+        const pathname = new URL(request.url).pathname;
+        options.onHttpResponse({
+          // the matched route, also for requests refused before routing (401, 413): the instrumentator labels those too
+          handler: route || (methodsOf(pathname).includes(request.method) ? pathname : null),
+          method: request.method,
+          status,
+          durationS: (performance.now() - (startedMs.get(request) ?? performance.now())) / 1000,
+          requestBytes: headerBytes(request.headers.get("content-length")),
+          responseBytes: response !== null ? headerBytes(response.headers.get("content-length")) : bodyBytes("responseValue" in rest ? rest.responseValue : undefined),
+        });
+      } catch (error) {
+        options.log(`fennec: HTTP metrics skipped a response: ${error instanceof Error ? error.message : String(error)}`);
+      }
     })
     .use(docsRoutes())
     .use(healthRoutes(options))

@@ -51,9 +51,10 @@ export function docsRoutes() {
     routes.get(asset.route, () => new Response(Bun.file(asset.file), { headers: { "content-type": asset.type, "cache-control": "max-age=86400" } }), { detail: { hide: true } });
   }
   return routes
-    // answers /docs before routing reaches the plugin's CDN-linked page
+    // answers /docs (GET and HEAD) before routing reaches the plugin's CDN-linked page; the plugin's route reuses one
+    // Response, so a HEAD that reached it used up the body and every later GET /docs failed with a 500
     .onRequest(async ({ request }) => {
-      if (request.method !== "GET" || new URL(request.url).pathname !== DOCS_PATH) return;
+      if ((request.method !== "GET" && request.method !== "HEAD") || new URL(request.url).pathname !== DOCS_PATH) return;
       page ??= localizeAssets(await (await ui.handle(new Request(`http://localhost${DOCS_PATH}`))).text());
       return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
     })

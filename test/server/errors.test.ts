@@ -233,6 +233,31 @@ describe("model, auth, size, internal errors", () => {
 });
 
 describe("docs", () => {
+  test("HEAD /docs does not break later GET /docs (the plugin's page is one shared Response)", async () => {
+    const s = testServer();
+    for (const method of ["HEAD", "HEAD", "GET", "GET"]) {
+      const res = await s.call(method, "/docs");
+      expect(res.status).toBe(200);
+      if (method === "GET") expect(await res.text()).toContain("SwaggerUIBundle");
+    }
+  });
+
+  test("the HTTP metrics hook survives every kind of route value (files, the spec, empty bodies) and never throws", async () => {
+    const events: { handler: string | null; method: string; status: number }[] = [];
+    const s = testServer({ onHttpResponse: (e) => void events.push(e) });
+    const paths = ["/openapi.json", "/docs/assets/swagger-ui-bundle.js", "/v1/models", "/version", "/ping"];
+    for (const method of ["GET", "HEAD"]) {
+      for (const path of paths) {
+        const res = await s.call(method, path);
+        await res.arrayBuffer();
+        expect(res.status).toBe(200);
+      }
+    }
+    await Bun.sleep(10);
+    expect(events.map((e) => `${e.method} ${e.handler} ${e.status}`)).toEqual(["GET", "HEAD"].flatMap((m) => paths.map((p) => `${m} ${p} 200`)));
+    expect(s.logs.filter((l) => l.includes("HTTP metrics"))).toEqual([]);
+  });
+
   test("/docs is Swagger UI with embedded assets; /openapi.json documents every route, examples and bearer auth", async () => {
     const s = testServer();
     const html = await (await s.call("GET", "/docs")).text();
