@@ -144,10 +144,12 @@ function scalarAncestor(raw: unknown, segments: readonly string[]): { depth: num
  * the body as the client sent it, before Elysia's conversions, so that the message shows what was really there.
  */
 export function validationToApiError(error: ValidationError, rawBody?: unknown): ApiError {
-  const first = error.all[0];
+  // unknown fields are accepted (vLLM ignores them), but Elysia lists them beside real errors: leave them out
+  const errors = error.all.filter((e) => !("message" in e) || e.message !== "Unexpected property");
+  const first = errors[0];
   if (first === undefined || !("path" in first)) return new ApiError("invalidBody", "Invalid request body");
   const segments = first.path.split("/").filter((p) => p !== "");
-  const count = error.all.length;
+  const count = errors.length;
   const prefix = count > 1 ? `${count} validation errors, first` : "1 validation error";
   const ancestor = rawBody === undefined ? null : scalarAncestor(rawBody, segments);
   if (ancestor !== null) {

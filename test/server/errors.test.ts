@@ -31,6 +31,8 @@ describe("request validation -> 400 naming the field", () => {
     ["number for stop", chat({ stop: 5 }), "stop", /'stop' should be a string or a list of strings or null/],
     // Elysia turns a string into a list before validating: the message still names the string
     ["string for messages", { messages: "hi" }, "messages", /^1 validation error: 'messages' should be a list \(got "hi"\)$/],
+    // an unknown field beside a real error is not the error (unknown fields are accepted)
+    ["unknown field beside a bad one", { prompt: "Hi", messages: null }, "messages", /^1 validation error: 'messages' should be a list of objects \(got null\)$/],
   ] as const)("%s", async (_, body, param, message) => {
     const s = testServer();
     const res = await s.call("POST", "/v1/chat/completions", body);

@@ -16,7 +16,8 @@ const INVOCATION_ROUTES: readonly { readonly field: string; readonly path: strin
 export function invocationsRoutes(forward: (path: string, body: Record<string, unknown>, request: Request) => Promise<Response>) {
   return new Elysia({ name: "sagemaker-invocations" }).post("/invocations", ({ body, request }) => {
     const fields = body as Record<string, unknown>;
-    const route = INVOCATION_ROUTES.find((r) => r.field in fields);
+    // a list under a field picks its route first (vLLM tries each request model in turn); then any field present
+    const route = INVOCATION_ROUTES.find((r) => Array.isArray(fields[r.field])) ?? INVOCATION_ROUTES.find((r) => r.field in fields);
     if (route === undefined) {
       throw new ApiError("badRequest", `Cannot find suitable handler for request: the body needs one of ${INVOCATION_ROUTES.map((r) => `\`${r.field}\``).join(", ")}.`);
     }
