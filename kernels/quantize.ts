@@ -13,22 +13,48 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
   const total = numTokens * numBlocks;
   for (let blk = 0; blk < total; blk++) {
     const src = x + (<usize>blk << 7);
-    let amax: f32 = 0;
-    for (let i = 0; i < 32; i++) {
-      const a = Mathf.abs(load<f32>(src + (<usize>i << 2)));
-      if (a > amax) amax = a;
-    }
-    const d: f32 = amax / 127;
-    const id: f32 = d > 0 ? 1 / d : 0;
     const dst = qa + (<usize>blk << 5);
     let sumLo: i32 = 0;
     let sumHi: i32 = 0;
-    for (let i = 0; i < 32; i++) {
-      let q = <i32>nearest(load<f32>(src + (<usize>i << 2)) * id);
-      if (q > 127) q = 127;
-      if (q < -127) q = -127;
-      store<i8>(dst + i, <i8>q);
-      if (i < 16) sumLo += q; else sumHi += q;
+    let d: f32;
+    if (ASC_FEATURE_SIMD) {
+      // the same values as the scalar loop: max is order-free, nearest() on each lane, integer sums exact
+      let m = f32x4.abs(v128.load(src));
+      for (let i = 16; i < 128; i += 16) m = f32x4.max(m, f32x4.abs(v128.load(src + <usize>i)));
+      const amax = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+      d = amax / 127;
+      const id = f32x4.splat(d > 0 ? 1 / d : 0);
+      const lim = i32x4.splat(127);
+      const neg = i32x4.splat(-127);
+      let q0 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src), id))), neg), lim);
+      let q1 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 16), id))), neg), lim);
+      let q2 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 32), id))), neg), lim);
+      let q3 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 48), id))), neg), lim);
+      let q4 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 64), id))), neg), lim);
+      let q5 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 80), id))), neg), lim);
+      let q6 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 96), id))), neg), lim);
+      let q7 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 112), id))), neg), lim);
+      const lo = i32x4.add(i32x4.add(q0, q1), i32x4.add(q2, q3));
+      const hi = i32x4.add(i32x4.add(q4, q5), i32x4.add(q6, q7));
+      sumLo = i32x4.extract_lane(lo, 0) + i32x4.extract_lane(lo, 1) + i32x4.extract_lane(lo, 2) + i32x4.extract_lane(lo, 3);
+      sumHi = i32x4.extract_lane(hi, 0) + i32x4.extract_lane(hi, 1) + i32x4.extract_lane(hi, 2) + i32x4.extract_lane(hi, 3);
+      v128.store(dst, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(q0, q1), i16x8.narrow_i32x4_s(q2, q3)));
+      v128.store(dst, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(q4, q5), i16x8.narrow_i32x4_s(q6, q7)), 16);
+    } else {
+      let amax: f32 = 0;
+      for (let i = 0; i < 32; i++) {
+        const a = Mathf.abs(load<f32>(src + (<usize>i << 2)));
+        if (a > amax) amax = a;
+      }
+      d = amax / 127;
+      const id: f32 = d > 0 ? 1 / d : 0;
+      for (let i = 0; i < 32; i++) {
+        let q = <i32>nearest(load<f32>(src + (<usize>i << 2)) * id);
+        if (q > 127) q = 127;
+        if (q < -127) q = -127;
+        store<i8>(dst + i, <i8>q);
+        if (i < 16) sumLo += q; else sumHi += q;
+      }
     }
     store<f32>(da + (<usize>blk << 2), d);
     store<f32>(sa32 + (<usize>blk << 2), d * <f32>(sumLo + sumHi));
