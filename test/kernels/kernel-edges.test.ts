@@ -1,7 +1,7 @@
 /**
  * Kernel edge cases the conformance suite's random data rarely hits: the f32 -> f16 rounding of the KV cache
  * (ties, subnormals, overflow) against DataView.setFloat16, and thread counts above the core count and above the
- * number of work units, which must give the same bits as one thread.
+ * number of work units (matmul, the spread siluMul), which must give the same bits as one thread.
  */
 import { describe, expect, test } from "bun:test";
 import { GgmlType, weightType } from "../../src/tensor/dtypes.ts";
@@ -54,6 +54,25 @@ describe("thread counts", () => {
       }
       expect(results[1]).toEqual(results[0]!);
     }
+  });
+
+  test("siluMul over 50001 elements (spread over 3 threads in 1024-element units) gives one thread's bits", async () => {
+    const n = 50001;
+    const gate = randomFloats(n, rng(21), 6);
+    const up = randomFloats(n, rng(22), 2);
+    const results: Float32Array[] = [];
+    for (const threads of [1, 3]) {
+      const be = await createWasmBackend({ threads });
+      const [g, u, o] = [be.alloc(n), be.alloc(n), be.alloc(n)];
+      be.write(g, gate);
+      be.write(u, up);
+      be.siluMul(o, g, u, n);
+      results.push(await be.read(o, n));
+      be.dispose();
+    }
+    expect(results[1]).toEqual(results[0]!);
+    const i = n - 1; // the last, partial unit was computed
+    expect(results[1]![i]).toBeCloseTo((gate[i]! / (1 + Math.exp(-gate[i]!))) * up[i]!, 4);
   });
 
   test("createWasmBackend rejects a bad thread count with one line", async () => {

@@ -22,8 +22,12 @@ export enum PoolOp {
   MatmulQuant = 1,
   MatmulF32 = 2,
   Attention = 3,
+  SiluMul = 4,
   Exit = 9,
 }
+
+/** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
+export const SILU_UNIT = 1024;
 
 /** [start, end) of `total` units for part `index` of `numParts`. */
 export function share(total: number, index: number, numParts: number): [number, number] {
@@ -51,6 +55,13 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
         ctl[a + 8]!, ctlF[a + 10]!, scratch + 64, start, end);
       return;
+    case PoolOp.SiluMul: {
+      // units of SILU_UNIT elements: args out, gate, up, n
+      const from = start * SILU_UNIT;
+      const to = Math.min(end * SILU_UNIT, ctl[a + 3]!);
+      if (from < to) k.silu_mul(ctl[a]! + from * 4, ctl[a + 1]! + from * 4, ctl[a + 2]! + from * 4, to - from);
+      return;
+    }
     case PoolOp.Exit:
       return;
   }

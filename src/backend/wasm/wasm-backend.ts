@@ -10,7 +10,7 @@ import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
 import { dequantizeWeight } from "../reference.ts";
 import { loadKernelModule, type KernelExports, type SimdLevel } from "./kernel-module.ts";
-import { PoolOp } from "./pool-ops.ts";
+import { PoolOp, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec } from "./repack.ts";
 import { ThreadPool } from "./thread-pool.ts";
 import { WasmHeap } from "./wasm-memory.ts";
@@ -18,6 +18,8 @@ import { WasmHeap } from "./wasm-memory.ts";
 /** Below this many multiply-adds a matmul runs on the calling thread alone (waking threads costs more). */
 const MIN_PARALLEL_MACS = 1 << 16;
 const THREAD_TMP_BYTES = 64;
+/** siluMul spreads over the threads from this many elements (a prefill chunk, not a decode step) */
+const MIN_PARALLEL_SILU = 16384;
 
 class WasmBuffer implements DeviceBuffer {
   constructor(readonly ptr: number, readonly length: number) {}
@@ -355,7 +357,9 @@ export class WasmBackend implements Backend {
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
-    this.k.silu_mul(asBuffer(out).ptr, asBuffer(gate).ptr, asBuffer(up).ptr, n);
+    const args = [asBuffer(out).ptr, asBuffer(gate).ptr, asBuffer(up).ptr, n];
+    if (n >= MIN_PARALLEL_SILU && this.pool.numThreads > 1) this.pool.run(PoolOp.SiluMul, args, Math.ceil(n / SILU_UNIT));
+    else this.k.silu_mul(args[0]!, args[1]!, args[2]!, n);
   }
 
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {
