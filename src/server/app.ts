@@ -113,6 +113,7 @@ export function createApp(options: ServerOptions) {
   const startedMs = new WeakMap<Request, number>();
   const errorResponses = new WeakMap<Request, Response>();
   const noteError = (request: Request, response: Response) => void errorResponses.set(request, response);
+  const forwarded = new WeakSet<Request>();
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
@@ -129,7 +130,8 @@ export function createApp(options: ServerOptions) {
     .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies, options.maxBodyBytes) : undefined))
     // before the routes: Elysia applies a hook only to routes registered after it
     .onAfterResponse({ as: "global" }, ({ request, route, set, ...rest }) => {
-      if (options.onHttpResponse === undefined) return;
+      // a forwarded /invocations body is counted once, under /invocations (as vLLM's instrumentator sees it)
+      if (options.onHttpResponse === undefined || forwarded.has(request)) return;
       // runs after the response is out: a failure here must never reach the process (it would end the server)
       try {
         const response = errorResponses.get(request) ?? ("response" in rest && rest.response instanceof Response ? rest.response : null);
@@ -160,7 +162,9 @@ export function createApp(options: ServerOptions) {
       const requestId = request.headers.get("x-request-id");
       if (requestId !== null) headers["x-request-id"] = requestId;
       if (options.apiKey !== null) headers["authorization"] = `Bearer ${options.apiKey}`;
-      return handleSelf(new Request(new URL(path, request.url), { method: "POST", headers, body: JSON.stringify(body), signal: request.signal }));
+      const inner = new Request(new URL(path, request.url), { method: "POST", headers, body: JSON.stringify(body), signal: request.signal });
+      forwarded.add(inner);
+      return handleSelf(inner);
     }));
   handleSelf = (request) => app.handle(request);
   const full = options.metricsRoute ? app.use(options.metricsRoute) : app;

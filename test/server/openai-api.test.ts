@@ -468,6 +468,14 @@ describe("/invocations (SageMaker)", () => {
     // the /v1 route itself still needs the key
     expect((await s.call("POST", "/v1/chat/completions", chat())).status).toBe(401);
   });
+
+  test("the HTTP metrics count an invocation once, under /invocations", async () => {
+    const handlers: (string | null)[] = [];
+    const s = testServer({ onHttpResponse: (e) => void handlers.push(e.handler) });
+    await (await s.call("POST", "/invocations", chat())).text();
+    await Bun.sleep(10);
+    expect(handlers).toEqual(["/invocations"]);
+  });
 });
 
 describe("tokenize, models, health, version", () => {
