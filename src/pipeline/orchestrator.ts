@@ -246,7 +246,7 @@ class PipelineOrchestrator implements Orchestrator {
       postprocessTimeMs: 0, // the last stage hands its output to no one
     }));
     const edges: TransferEdgeStats[] = [];
-    for (const l of this.listeners) l.onPipelineRequestFinished?.(parent.request.requestId, stages, edges);
+    for (const l of this.listeners) l.onPipelineRequestFinished?.(parent.request.externalRequestId ?? parent.request.requestId, stages, edges);
   }
 
   /** client gone: abort every unfinished sequence in the engine (blocks freed at once) and end the stream */

@@ -10,7 +10,10 @@ import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 
 export interface GenerateRequest {
+  /** unique among running requests (the engine's id) */
   readonly requestId: string;
+  /** the id the client sees (the response's `id`), which the omni stats tables print; default requestId */
+  readonly externalRequestId?: string;
   readonly promptTokenIds: readonly number[];
   readonly sampling: SamplingParams;
   /** nowMs() when the HTTP request arrived */

@@ -142,7 +142,9 @@ export class StagePipeline implements Orchestrator {
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {
     // a bad request for this pipeline (400), not a pipeline failure
     if (this.stages.length > 1 && request.sampling.n !== 1) throw new EngineRequestError("invalid_request", `multi-stage pipelines take n = 1 (got n = ${request.sampling.n})`);
-    const aggregator = this.options.tables?.aggregatorFor(request.requestId) ?? null;
+    // the tables name the request as its client knows it (vLLM-Omni prints the OpenAI ids online)
+    const tableId = request.externalRequestId ?? request.requestId;
+    const aggregator = this.options.tables?.aggregatorFor(tableId) ?? null;
     aggregator?.markWallStart(this.nowMs());
     const submitMs = this.nowMs();
     const finalRunStart = this.finalRunStart();
@@ -240,8 +242,8 @@ export class StagePipeline implements Orchestrator {
       }
       const finalizeMs = this.nowMs();
       if (finished && aggregator) {
-        aggregator.finalize({ requestId: request.requestId, submitMs, finalizeMs, stages: stageStats, edges: edgeStats });
-        this.options.tables?.finalized(request.requestId, aggregator);
+        aggregator.finalize({ requestId: tableId, submitMs, finalizeMs, stages: stageStats, edges: edgeStats });
+        this.options.tables?.finalized(tableId, aggregator);
       }
       reported = true;
       if (this.options.listener && stage0 && last) {

@@ -52,14 +52,15 @@ describe.each([
     const s = await serveWith([...flags]);
     try {
       expect(s.numStages).toBe(numStages);
-      await s.post("/v1/completions", { prompt: "Once upon a time", max_tokens: 8, temperature: 0 });
+      const completion = (await (await s.post("/v1/completions", { prompt: "Once upon a time", max_tokens: 8, temperature: 0 })).json()) as { id: string };
       const first = parseTables(s.printed());
-      checkTables(first, { numRequests: 1, numStages, transfers });
+      // the tables name the request by the id its client got (vLLM-Omni prints the OpenAI ids online)
+      expect([...checkTables(first, { numRequests: 1, numStages, transfers }).keys()]).toEqual([completion.id]);
       const stream = await s.post("/v1/chat/completions", { messages: [{ role: "user", content: "A story" }], max_tokens: 5, temperature: 0, stream: true });
-      await stream.text();
+      const chatId = (JSON.parse((await stream.text()).split("\n\n")[0]!.slice(6)) as { id: string }).id;
       const all = parseTables(s.printed());
       expect(all.filter((t) => t.title === "Overall Summary").length).toBe(2);
-      checkTables(all.slice(first.length), { numRequests: 1, numStages, transfers });
+      expect([...checkTables(all.slice(first.length), { numRequests: 1, numStages, transfers }).keys()]).toEqual([chatId]);
       expect(s.printed().split("\r\n").filter((l) => l.includes("[stats.py:")).every((l) => /^\n?\(APIServer pid=4242\) INFO \d\d-\d\d \d\d:\d\d:\d\d \[stats\.py:\d+\] /.test(l))).toBe(true);
       const m = await s.metrics();
       expect(sampleValue(m, "vllm:e2e_request_latency_seconds_count")).toBe(2);

@@ -80,7 +80,9 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   const numTop = body.logprobs ?? null;
   const suffix = crypto.randomUUID().slice(0, 8);
   const engineId = (i: number) => `${id}-${i}-${suffix}`;
-  const requestOf = (p: PreparedPrompt, i: number) => ({ requestId: engineId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs });
+  // the stats tables name each prompt as the client knows it: the response id, `-<i>` per prompt when there are several (vLLM)
+  const externalId = (i: number) => (prompts.length === 1 ? id : `${id}-${i}`);
+  const requestOf = (p: PreparedPrompt, i: number) => ({ requestId: engineId(i), externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs });
   const aborts: RequestAbort[] = prompts.map((_, i) => linkAbort(clientSignal, options.shutdownSignal, () => options.log(`fennec: ${engineId(i)} aborted: the client disconnected`)));
   const disposeAll = () => aborts.forEach((a) => a.dispose());
   const metricsInput = (times: RequestTimes | null, numGenerationTokens: number) =>
