@@ -67,6 +67,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints. Default: $VLLM_API_KEY, if set." },
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
   { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
+  { name: "enable-prompt-tokens-details", kind: "bool", default: false, commands: ["serve"], help: "Report usage.prompt_tokens_details.cached_tokens (prefix-cache hits) in responses." },
   { name: "enable-request-id-headers", kind: "bool", default: false, commands: ["serve"], help: "Answer every request with an X-Request-Id header (the request's own, else a new id)." },
   { name: "disable-log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Disable engine stats (and the engine series on /metrics)." },
   { name: "log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Print the omni stats tables after each request (online) or after the batch (offline)." },

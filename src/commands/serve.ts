@@ -144,6 +144,7 @@ export async function main(options: Options): Promise<number> {
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     enableRequestIdHeaders: options["enable-request-id-headers"] === true,
+    enablePromptTokensDetails: options["enable-prompt-tokens-details"] === true,
   });
   try {
     // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic

@@ -16,6 +16,8 @@ export interface ServerOptions {
   readonly enablePerRequestMetrics: boolean;
   /** --enable-force-include-usage */
   readonly forceIncludeUsage: boolean;
+  /** --enable-prompt-tokens-details: usage.prompt_tokens_details = {cached_tokens} instead of null */
+  readonly enablePromptTokensDetails?: boolean;
   /** --enable-request-id-headers: every response carries X-Request-Id (the request's, else a new 32-hex id) */
   readonly enableRequestIdHeaders?: boolean;
   /** bodies larger than this are refused with 413 */

@@ -13,14 +13,14 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 type Metrics = Record<string, number | null>;
 
 let main: ServerProcess; // --api-key KEY --enable-per-request-metrics
-let plain: ServerProcess; // --enable-force-include-usage --served-model-name fennec-e2e --max-model-len 128; metrics off
+let plain: ServerProcess; // --enable-force-include-usage --served-model-name fennec-e2e --max-model-len 128 --enable-prompt-tokens-details; metrics off
 let model = "";
 let client: OpenAI;
 
 beforeAll(async () => {
   [main, plain] = await Promise.all([
     startServer(["--api-key", KEY, "--enable-per-request-metrics"]),
-    startServer(["--enable-force-include-usage", "--served-model-name", "fennec-e2e", "--max-model-len", "128"]),
+    startServer(["--enable-force-include-usage", "--served-model-name", "fennec-e2e", "--max-model-len", "128", "--enable-prompt-tokens-details"]),
   ]);
   client = new OpenAI({ baseURL: `${main.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
   model = (await client.models.list()).data[0]!.id;
@@ -239,6 +239,18 @@ describe("per-request metrics rules", () => {
     expect(events.every((e) => e.usage !== undefined)).toBe(true);
     expect(events.at(-1)!.choices).toEqual([]);
     expect(events.some((e) => "metrics" in e)).toBe(false);
+  });
+
+  test("--enable-prompt-tokens-details: a repeated prompt reports its prefix-cache hits as cached_tokens (vLLM's test_single_completion shape)", async () => {
+    // token ids: exact lengths, 40 tokens = two full 16-token blocks to reuse
+    const prompt = Array.from({ length: 40 }, (_, i) => 300 + i);
+    const first = (await (await post(plain, "/v1/completions", { prompt, max_tokens: 2 })).json()) as Json;
+    expect(first.usage.prompt_tokens_details).toEqual({ cached_tokens: 0 });
+    const again = (await (await post(plain, "/v1/completions", { prompt, max_tokens: 2 })).json()) as Json;
+    expect(again.usage.prompt_tokens_details.cached_tokens).toBe(32);
+    // without the flag the field is null
+    const off = (await (await post(main, "/v1/completions", { prompt, max_tokens: 2 })).json()) as Json;
+    expect(off.usage.prompt_tokens_details).toBeNull();
   });
 
   test("the server refuses --enable-per-request-metrics with --disable-log-stats, with vLLM's message", async () => {

@@ -43,6 +43,8 @@ export interface FakeOptions {
   readonly maxModelLen?: number;
   /** finish every request with finish reason "error" after this many tokens */
   readonly failAfterTokens?: number;
+  /** prompt tokens each request reports as cached (prefix-cache hits); default 0 */
+  readonly cachedTokens?: number;
 }
 
 const MODEL_CONFIG: ModelConfig = {
@@ -124,7 +126,7 @@ export function createFakeOrchestrator(fake: FakeOptions = {}): FakeOrchestrator
           : undefined;
         yield {
           ...(promptLogprobs ? { promptLogprobs } : {}),
-          requestId: request.requestId, outputs, numPromptTokens: request.promptTokenIds.length, numCachedTokens: 0,
+          requestId: request.requestId, outputs, numPromptTokens: request.promptTokenIds.length, numCachedTokens: fake.cachedTokens ?? 0,
           finished: done.every((d) => d), times: { arrivalMs: request.arrivalMs, queuedMs, scheduledMs, firstTokenMs, lastTokenMs },
         };
       }

@@ -55,6 +55,20 @@ describe("chat completions", () => {
     expect(carriers[0]!.choices).toEqual([]);
   });
 
+  test("--enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens in bodies and the final usage chunk; null otherwise", async () => {
+    const s = testServer({ enablePromptTokensDetails: true }, { cachedTokens: 3 });
+    const chatBody = (await (await s.call("POST", "/v1/chat/completions", chat())).json()) as Json;
+    expect(chatBody.usage.prompt_tokens_details).toEqual({ cached_tokens: 3 });
+    const two = (await (await s.call("POST", "/v1/completions", { prompt: ["ab", "cd"], max_tokens: 2 })).json()) as Json;
+    expect(two.usage.prompt_tokens_details).toEqual({ cached_tokens: 6 });
+    for (const [path, body] of [["/v1/chat/completions", chat({ stream: true, stream_options: { include_usage: true } })], ["/v1/completions", { prompt: "ab", max_tokens: 2, stream: true, stream_options: { include_usage: true } }]] as const) {
+      const events = (await readSse(await s.call("POST", path, body))).filter((e): e is Json => e !== "[DONE]");
+      expect(events.at(-1)!.usage.prompt_tokens_details).toEqual({ cached_tokens: 3 });
+    }
+    const off = (await (await testServer({}, { cachedTokens: 3 }).call("POST", "/v1/chat/completions", chat())).json()) as Json;
+    expect(off.usage.prompt_tokens_details).toBeNull();
+  });
+
   test("sampling fields reach the engine in camelCase", async () => {
     const s = testServer();
     await s.call("POST", "/v1/chat/completions", chat({ temperature: 0.5, top_k: 7, min_p: 0.1, repetition_penalty: 1.2, stop: "x", stop_token_ids: [5], ignore_eos: true, min_tokens: 2 }));

@@ -14,7 +14,7 @@ import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
-import { metricsWire, usageWire } from "./usage.ts";
+import { metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 /** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
 export function toChatMessages(messages: readonly ChatMessageBody[]): ChatMessage[] {
@@ -114,7 +114,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
           routed_experts: null,
         })),
         service_tier: null, system_fingerprint: fingerprint,
-        usage: { ...usageWire(result.numPromptTokens, completionTokens), prompt_tokens_details: null },
+        usage: { ...usageWire(result.numPromptTokens, completionTokens), prompt_tokens_details: promptTokensDetails(options.enablePromptTokensDetails, result.numCachedTokens) },
         prompt_logprobs: result.promptLogprobs ? promptLogprobsWire(orchestrator.tokenizer, result.promptLogprobs) : null,
         prompt_token_ids: returnTokenIds ? promptTokenIds : null,
         prompt_text: null,
@@ -147,9 +147,11 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
       }
     }
     let times = null;
+    let cachedTokens = 0;
     for await (const output of outputs) {
       applyOutput(choices, output);
       times = output.times;
+      cachedTokens = output.numCachedTokens;
       for (const o of output.outputs) {
         const hasLogprobs = body.logprobs === true && (o.logprobsDelta?.length ?? 0) > 0;
         if (o.finishReason === null && o.textDelta === "" && !hasLogprobs) continue;
@@ -171,7 +173,9 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
     if (usage.includeUsage) {
       const completionTokens = choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
       const metrics = metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times, numGenerationTokens: completionTokens }, true);
-      yield chunk([], { usage: usageWire(numPromptTokens, completionTokens), system_fingerprint: fingerprint, ...(metrics === null ? {} : { metrics }) });
+      const details = promptTokensDetails(options.enablePromptTokensDetails, cachedTokens);
+      const finalUsage = { ...usageWire(numPromptTokens, completionTokens), ...(details === null ? {} : { prompt_tokens_details: details }) };
+      yield chunk([], { usage: finalUsage, system_fingerprint: fingerprint, ...(metrics === null ? {} : { metrics }) });
     }
   }
   return sseResponse(chunks(), { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });

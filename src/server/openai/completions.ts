@@ -16,7 +16,7 @@ import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
-import { metricsWire, usageWire } from "./usage.ts";
+import { metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 type RequestTimes = RequestOutput["times"];
 
@@ -107,7 +107,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
       return {
         id, object: "text_completion", created, model, choices,
         service_tier: null, system_fingerprint: systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen }),
-        usage: { ...usageWire(promptTokens, completionTokens), prompt_tokens_details: null },
+        usage: { ...usageWire(promptTokens, completionTokens), prompt_tokens_details: promptTokensDetails(options.enablePromptTokensDetails, results.reduce((s, r) => s + r.numCachedTokens, 0)) },
         kv_transfer_params: null,
         ec_transfer_params: null,
         metrics: metricsWire(metricsInput(results[0]!.times, completionTokens), false),
@@ -133,7 +133,9 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
     let times: RequestTimes | null = null;
     // each prompt's echo goes out with its first output, which carries the prompt logprobs (with logprobs set)
     const echoPending = prompts.map(() => echo);
+    const cachedTokens = prompts.map(() => 0);
     for await (const { promptIndex, output } of outputs) {
+      cachedTokens[promptIndex] = output.numCachedTokens;
       if (echoPending[promptIndex]) {
         echoPending[promptIndex] = false;
         for (let i = 0; i < n; i++) {
@@ -166,7 +168,9 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
     if (usage.includeUsage) {
       const completionTokens = states.flat().reduce((s, c) => s + c.numGeneratedTokens, 0);
       const metrics = metricsWire(metricsInput(times, completionTokens), true);
-      yield chunk([], { usage: usageWire(promptTokens, completionTokens), ...(metrics === null ? {} : { metrics }) });
+      const details = promptTokensDetails(options.enablePromptTokensDetails, cachedTokens.reduce((s, c) => s + c, 0));
+      const finalUsage = { ...usageWire(promptTokens, completionTokens), ...(details === null ? {} : { prompt_tokens_details: details }) };
+      yield chunk([], { usage: finalUsage, ...(metrics === null ? {} : { metrics }) });
     }
   }
   return sseResponse(chunks(), { onCancel: () => aborts.forEach((a) => a.clientGone()), onEnd: disposeAll, log: options.log });

@@ -10,7 +10,12 @@ export interface UsageWire {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details?: null;
+  prompt_tokens_details?: { cached_tokens: number } | null;
+}
+
+/** vLLM's --enable-prompt-tokens-details: the prompt tokens the prefix cache (or a pipeline's KV handoff) supplied. */
+export function promptTokensDetails(enabled: boolean | undefined, cachedTokens: number): { cached_tokens: number } | null {
+  return enabled === true ? { cached_tokens: cachedTokens } : null;
 }
 
 export function usageWire(promptTokens: number, completionTokens: number): UsageWire {
