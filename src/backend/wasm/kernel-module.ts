@@ -50,15 +50,21 @@ export function bestLevel(): SimdLevel {
   return "scalar";
 }
 
-/** Compiles the chosen build; throws a one-line error when the kernels were never built or the runtime lacks the level. */
+/**
+ * Compiles the chosen build; throws a one-line error when the runtime lacks the level or the kernels cannot be found.
+ * From source the wasm files are read from build/ (built on demand by kernel-build.ts); inside the compiled binary
+ * they are the embedded files of kernel-files.ts.
+ */
 export async function loadKernelModule(level: SimdLevel = bestLevel()): Promise<{ module: WebAssembly.Module; level: SimdLevel }> {
   if (!supportsLevel(level)) throw new Error(`wasm backend: this runtime does not support the ${level} kernel build`);
-  let files: Readonly<Record<SimdLevel, string>>;
-  try {
-    files = (await import("./kernel-files.ts")).KERNEL_FILES;
-  } catch {
-    throw new Error("wasm backend: kernels are not built (build/kernels-*.wasm missing): run `bun run build.ts --skip-compile`");
+  let path: string;
+  if (import.meta.url.includes("$bunfs")) {
+    path = (await import("./kernel-files.ts")).KERNEL_FILES[level];
+  } else {
+    const { ensureKernelBuilds, kernelBuildPath } = await import("./kernel-build.ts");
+    ensureKernelBuilds();
+    path = kernelBuildPath(level);
   }
-  const bytes = await Bun.file(files[level]).arrayBuffer();
+  const bytes = await Bun.file(path).arrayBuffer();
   return { module: await WebAssembly.compile(bytes), level };
 }
