@@ -60,6 +60,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
   { name: "kv-cache-memory", kind: "int", metavar: "bytes", default: null, min: 1, commands: ENGINE, help: "Bytes for the KV cache. Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
+  // vLLM flags that vLLM's own test servers pass and that mean nothing different on fennec: accepted so those command lines run
+  { name: "enable-chunked-prefill", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec always chunks long prefills (see --max-num-batched-tokens)." },
+  { name: "enforce-eager", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec has no CUDA graphs, it always runs eagerly." },
+  { name: "dtype", kind: "string", default: "auto", commands: ENGINE, choices: ["auto", "half", "float16", "bfloat16", "float", "float32"], help: "Accepted for vLLM command lines: fennec keeps the GGUF weight types and computes activations in float32." },
   // server
   { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
   { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve"], help: "Port to listen on." },

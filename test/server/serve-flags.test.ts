@@ -38,6 +38,15 @@ describe("serve flags", () => {
     expect(() => readServeFlags(options(argv))).toThrow(message);
   });
 
+  test("the flags vLLM's own test servers pass are accepted (no-ops on fennec); a bad --dtype is one line", () => {
+    const argv = ["--dtype", "bfloat16", "--max-model-len", "256", "--enforce-eager", "--max-num-seqs", "128", "--enable-chunked-prefill", "--show-hidden-metrics-for-version=0.1"];
+    const parsed = parseCommandArgs("serve", argv);
+    expect(parsed.ok).toBe(true);
+    expect(engineArgsOf(options(argv))).toMatchObject({ maxModelLen: 256, maxNumSeqs: 128 });
+    const bad = parseCommandArgs("serve", ["--dtype", "int3"]);
+    expect(bad.ok ? "" : bad.error).toBe('--dtype must be one of auto, half, float16, bfloat16, float, float32 (got "int3")');
+  });
+
   test("engine flags map to EngineArgs; bad values are one-line errors", () => {
     const args = engineArgsOf(options(["--max-model-len", "256", "--max-num-seqs", "4", "--threads", "2", "--no-enable-prefix-caching"]));
     expect(args).toMatchObject({ maxModelLen: 256, maxNumSeqs: 4, threads: 2, enablePrefixCaching: false, blockSize: 16, device: "cpu" });
