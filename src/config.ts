@@ -72,6 +72,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
   { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
   { name: "enable-prompt-tokens-details", kind: "bool", default: false, commands: ["serve"], help: "Report usage.prompt_tokens_details.cached_tokens (prefix-cache hits) in responses." },
+  { name: "enable-server-load-tracking", kind: "bool", default: false, commands: ["serve"], help: "Count the generation requests in flight for GET /load (0 otherwise)." },
   { name: "enable-request-id-headers", kind: "bool", default: false, commands: ["serve"], help: "Answer every request with an X-Request-Id header (the request's own, else a new id)." },
   { name: "disable-log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Disable engine stats (and the engine series on /metrics)." },
   { name: "log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Print the omni stats tables after each request (online) or after the batch (offline)." },

@@ -145,6 +145,7 @@ export async function main(options: Options): Promise<number> {
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     enableRequestIdHeaders: options["enable-request-id-headers"] === true,
     enablePromptTokensDetails: options["enable-prompt-tokens-details"] === true,
+    enableServerLoadTracking: options["enable-server-load-tracking"] === true,
   });
   try {
     // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic

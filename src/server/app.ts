@@ -9,6 +9,7 @@ import { createAuthCheck } from "./auth.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
+import { createServerLoad, loadRoutes } from "./load.ts";
 import { chatCompletionsRoutes } from "./openai/chat-completions.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completions.ts";
@@ -114,6 +115,7 @@ export function createApp(options: ServerOptions) {
   const errorResponses = new WeakMap<Request, Response>();
   const noteError = (request: Request, response: Response) => void errorResponses.set(request, response);
   const forwarded = new WeakSet<Request>();
+  const load = createServerLoad(options.enableServerLoadTracking === true);
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
@@ -153,8 +155,9 @@ export function createApp(options: ServerOptions) {
     .use(docsRoutes())
     .use(healthRoutes(options))
     .use(modelsRoutes(options))
-    .use(chatCompletionsRoutes(options))
-    .use(completionsRoutes(options))
+    .use(loadRoutes(load))
+    .use(chatCompletionsRoutes(options, load.track))
+    .use(completionsRoutes(options, load.track))
     .use(tokenizeRoutes(options))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key

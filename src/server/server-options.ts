@@ -18,6 +18,8 @@ export interface ServerOptions {
   readonly forceIncludeUsage: boolean;
   /** --enable-prompt-tokens-details: usage.prompt_tokens_details = {cached_tokens} instead of null */
   readonly enablePromptTokensDetails?: boolean;
+  /** --enable-server-load-tracking: GET /load counts the generation requests in flight */
+  readonly enableServerLoadTracking?: boolean;
   /** --enable-request-id-headers: every response carries X-Request-Id (the request's, else a new 32-hex id) */
   readonly enableRequestIdHeaders?: boolean;
   /** bodies larger than this are refused with 413 */

@@ -12,14 +12,15 @@ const KEY = "test-key-123";
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Metrics = Record<string, number | null>;
 
-let main: ServerProcess; // --api-key KEY --enable-per-request-metrics
+let main: ServerProcess; // --api-key KEY --enable-per-request-metrics --enable-server-load-tracking
 let plain: ServerProcess; // --enable-force-include-usage --served-model-name fennec-e2e --max-model-len 128 --enable-prompt-tokens-details; metrics off
 let model = "";
 let client: OpenAI;
 
 beforeAll(async () => {
   [main, plain] = await Promise.all([
-    startServer(["--api-key", KEY, "--enable-per-request-metrics"]),
+    // load tracking wraps every generation response: the disconnect tests below run through it
+    startServer(["--api-key", KEY, "--enable-per-request-metrics", "--enable-server-load-tracking"]),
     startServer(["--enable-force-include-usage", "--served-model-name", "fennec-e2e", "--max-model-len", "128", "--enable-prompt-tokens-details"]),
   ]);
   client = new OpenAI({ baseURL: `${main.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
@@ -356,6 +357,8 @@ describe("disconnect and shutdown", () => {
     // the engine's running count is back to 0, and the server log says why
     expect(await metricValue(main, "vllm:num_requests_running")).toBe(0);
     expect(main.log()).toMatch(/cmpl-\S+ aborted: the client disconnected/);
+    // GET /load (vLLM's server-load tracking) no longer counts it
+    expect(((await (await fetch(`${main.url}/load`)).json()) as Json).server_load).toBe(0);
     // and the engine has room again: a new request is answered at once
     expect((await client.completions.create({ model, prompt: "Once", max_tokens: 3 })).choices[0]!.finish_reason).toBe("length");
   });

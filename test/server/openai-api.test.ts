@@ -463,6 +463,39 @@ describe("aborts and shutdown", () => {
   });
 });
 
+describe("GET /load (--enable-server-load-tracking)", () => {
+  const load = async (s: ReturnType<typeof testServer>) => ((await (await s.call("GET", "/load")).json()) as Json).server_load as number;
+
+  test("counts generation requests until their response is over: stream to its end or its cancel, body, refused ones not at all", async () => {
+    const s = testServer({ enableServerLoadTracking: true }, { stepDelayMs: 20 });
+    expect(await load(s)).toBe(0);
+    const pending = s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 5 });
+    await Bun.sleep(30);
+    expect(await load(s)).toBe(1);
+    await (await pending).text();
+    expect(await load(s)).toBe(0);
+    const stream = await s.call("POST", "/v1/chat/completions", chat({ stream: true, max_tokens: 20 }));
+    const reader = stream.body!.getReader();
+    await reader.read();
+    expect(await load(s)).toBe(1);
+    await reader.cancel();
+    expect(await load(s)).toBe(0);
+    const full = await s.call("POST", "/v1/chat/completions", chat({ stream: true, max_tokens: 3 }));
+    await full.text();
+    expect(await load(s)).toBe(0);
+    expect((await s.call("POST", "/v1/chat/completions", chat({ n: 0 }))).status).toBe(400);
+    expect(await load(s)).toBe(0);
+  });
+
+  test("without the flag /load answers 0 while requests run (vLLM's route exists either way)", async () => {
+    const s = testServer({}, { stepDelayMs: 20 });
+    const pending = s.call("POST", "/v1/completions", { prompt: "Hi", max_tokens: 5 });
+    await Bun.sleep(30);
+    expect(await load(s)).toBe(0);
+    await (await pending).text();
+  });
+});
+
 describe("/invocations (SageMaker)", () => {
   test("routes by body shape to chat or completions, answers as that route, and stays open under --api-key", async () => {
     const s = testServer({ apiKey: "k" });

@@ -181,10 +181,11 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   return sseResponse(chunks(), { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });
 }
 
-export function chatCompletionsRoutes(options: ServerOptions) {
+/** `track` counts the request for GET /load (server/load.ts) until its response is over. */
+export function chatCompletionsRoutes(options: ServerOptions, track: <T>(handler: () => Promise<T>) => Promise<T> = (handler) => handler()) {
   return new Elysia({ name: "openai-chat-completions" }).post(
     "/v1/chat/completions",
-    ({ body, headers, request }) => createChatCompletion(options, body, headers["x-request-id"] ?? null, request.signal),
+    ({ body, headers, request }) => track(() => createChatCompletion(options, body, headers["x-request-id"] ?? null, request.signal)),
     {
       body: ChatCompletionRequest,
       detail: {

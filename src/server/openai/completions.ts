@@ -176,10 +176,11 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   return sseResponse(chunks(), { onCancel: () => aborts.forEach((a) => a.clientGone()), onEnd: disposeAll, log: options.log });
 }
 
-export function completionsRoutes(options: ServerOptions) {
+/** `track` counts the request for GET /load (server/load.ts) until its response is over. */
+export function completionsRoutes(options: ServerOptions, track: <T>(handler: () => Promise<T>) => Promise<T> = (handler) => handler()) {
   return new Elysia({ name: "openai-completions" }).post(
     "/v1/completions",
-    ({ body, headers, request }) => createCompletion(options, body, headers["x-request-id"] ?? null, request.signal),
+    ({ body, headers, request }) => track(() => createCompletion(options, body, headers["x-request-id"] ?? null, request.signal)),
     {
       body: CompletionRequest,
       detail: {
