@@ -6,6 +6,7 @@
  * sampling mapping and errors are the server's. A malformed line gets an error line (its custom_id, else `line-N`) and
  * the rest still runs. With --log-stats the omni tables are printed once, after the whole batch.
  */
+import { errorMessage } from "../util/error-message.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Options } from "../config.ts";
 import { BatchTables } from "../metrics/omni-stats-logger.ts";
@@ -46,7 +47,7 @@ export function parseBatchLine(line: string, lineNumber: number): { ok: true; in
   try {
     value = JSON.parse(line);
   } catch (e) {
-    return { ok: false, customId: `line-${lineNumber}`, message: `line ${lineNumber}: not valid JSON (${e instanceof Error ? e.message : String(e)})` };
+    return { ok: false, customId: `line-${lineNumber}`, message: `line ${lineNumber}: not valid JSON (${errorMessage(e)})` };
   }
   const customId = isRecord(value) && typeof value["custom_id"] === "string" ? value["custom_id"] : `line-${lineNumber}`;
   const fail = (message: string) => ({ ok: false as const, customId, message: `line ${lineNumber}: ${message}` });
@@ -124,7 +125,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
     ...(deps.factory ? { factory: deps.factory } : {}),
   }).catch((e: unknown) => {
     if (e instanceof CliError) throw e;
-    throw new CliError(`cannot start the engine: ${e instanceof Error ? e.message : String(e)}`);
+    throw new CliError(`cannot start the engine: ${errorMessage(e)}`);
   });
   try {
     const app = createBatchApp(orchestrator);

@@ -3,6 +3,7 @@
  * recorder, app) and passes them in; logs one line when ready; on SIGINT/SIGTERM in-flight streams end with an error
  * event, the listener closes, the engines stop, and the process exits 0. Returns -1 so the CLI keeps the process alive.
  */
+import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
 import type { Options } from "../config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
@@ -112,7 +113,7 @@ async function startPipeline(options: Options, flags: ServeFlags, listener: Stat
     return await createServingPipeline({ options, engineArgs, listener, tables });
   } catch (e) {
     if (e instanceof CliError) throw e;
-    throw new CliError(`cannot start the engine: ${e instanceof Error ? e.message : String(e)}`);
+    throw new CliError(`cannot start the engine: ${errorMessage(e)}`);
   }
 }
 
@@ -152,7 +153,7 @@ export async function main(options: Options): Promise<number> {
     app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: BUN_BODY_LIMIT_BYTES, idleTimeout: IDLE_TIMEOUT_S, reusePort: false });
   } catch (e) {
     await orchestrator.shutdown();
-    throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${errorMessage(e)}`);
   }
   const server = app.server!;
   log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${server.port} (API docs at /docs)`);

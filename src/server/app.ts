@@ -4,6 +4,7 @@
  * call `app.handle(new Request(...))` without a port.
  * @example const app = createApp(options); app.listen({ hostname: "127.0.0.1", port: 8000 });
  */
+import { errorMessage } from "../util/error-message.ts";
 import { Elysia } from "elysia";
 import { createAuthCheck } from "./auth.ts";
 import { docsRoutes } from "./docs.ts";
@@ -149,7 +150,7 @@ export function createApp(options: ServerOptions) {
           responseBytes: response !== null ? headerBytes(response.headers.get("content-length")) : bodyBytes("responseValue" in rest ? rest.responseValue : undefined),
         });
       } catch (error) {
-        options.log(`fennec: HTTP metrics skipped a response: ${error instanceof Error ? error.message : String(error)}`);
+        options.log(`fennec: HTTP metrics skipped a response: ${errorMessage(error)}`);
       }
     })
     .use(docsRoutes())
