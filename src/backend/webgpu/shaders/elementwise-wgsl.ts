@@ -17,6 +17,23 @@ export function inPlaceVariant(code: string, into: string): string {
 const GLOBAL_ID = /* wgsl */ `
 fn flat_id(wg: vec3u, t: u32) -> u32 { return (wg.x + wg.y * p.groupsX) * 64u + t; }`;
 
+/** A one-thread-per-element op: the params struct, bindings 1.. ("read> X: array<f32>", after the params at 0), and `body` run for every
+ * element index `i` below the `n` param. */
+function perElementShader(params: string, bindings: readonly string[], body: string): string {
+  const decls = bindings.map((b, k) => `@group(0) @binding(${k + 1}) var<storage, ${b};`).join("\n");
+  return /* wgsl */ `
+struct Params { ${params} }
+@group(0) @binding(0) var<uniform> p: Params;
+${decls}
+${GLOBAL_ID}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = flat_id(wg, t);
+  if (i >= p.n) { return; }
+${body}
+}`;
+}
+
 /** params: dim, numRows, eps (f32) */
 export const RMS_NORM_WGSL = /* wgsl */ `
 struct Params { dim: u32, numRows: u32, eps: f32 }
@@ -67,83 +84,32 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
 }`;
 
 /** params: n, groupsX */
-export const SILU_MUL_WGSL = /* wgsl */ `
-struct Params { n: u32, groupsX: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> G: array<f32>;
-@group(0) @binding(2) var<storage, read> U: array<f32>;
-@group(0) @binding(3) var<storage, read_write> O: array<f32>;
-${GLOBAL_ID}
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let i = flat_id(wg, t);
-  if (i >= p.n) { return; }
+export const SILU_MUL_WGSL = perElementShader("n: u32, groupsX: u32",
+  ["read> G: array<f32>", "read> U: array<f32>", "read_write> O: array<f32>"], `
   let g = G[i];
-  O[i] = g / (1.0 + exp(-g)) * U[i];
-}`;
+  O[i] = g / (1.0 + exp(-g)) * U[i];`);
 
 /** params: n, groupsX */
-export const ADD_WGSL = /* wgsl */ `
-struct Params { n: u32, groupsX: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> A: array<f32>;
-@group(0) @binding(2) var<storage, read> B: array<f32>;
-@group(0) @binding(3) var<storage, read_write> O: array<f32>;
-${GLOBAL_ID}
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let i = flat_id(wg, t);
-  if (i >= p.n) { return; }
-  O[i] = A[i] + B[i];
-}`;
+export const ADD_WGSL = perElementShader("n: u32, groupsX: u32",
+  ["read> A: array<f32>", "read> B: array<f32>", "read_write> O: array<f32>"], `
+  O[i] = A[i] + B[i];`);
 
 /** params: n (= numRows * cols), cols, groupsX */
-export const ADD_BIAS_WGSL = /* wgsl */ `
-struct Params { n: u32, cols: u32, groupsX: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> Bias: array<f32>;
-@group(0) @binding(2) var<storage, read_write> X: array<f32>;
-${GLOBAL_ID}
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let i = flat_id(wg, t);
-  if (i >= p.n) { return; }
-  X[i] += Bias[i % p.cols];
-}`;
+export const ADD_BIAS_WGSL = perElementShader("n: u32, cols: u32, groupsX: u32",
+  ["read> Bias: array<f32>", "read_write> X: array<f32>"], `
+  X[i] += Bias[i % p.cols];`);
 
 /** params: n (= numSlots * kvDim), kvDim, groupsX */
-export const KV_STORE_WGSL = /* wgsl */ `
-struct Params { n: u32, kvDim: u32, groupsX: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> slots: array<u32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read_write> K: array<f32>;
-@group(0) @binding(5) var<storage, read_write> V: array<f32>;
-${GLOBAL_ID}
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let i = flat_id(wg, t);
-  if (i >= p.n) { return; }
+export const KV_STORE_WGSL = perElementShader("n: u32, kvDim: u32, groupsX: u32",
+  ["read> slots: array<u32>", "read> k: array<f32>", "read> v: array<f32>", "read_write> K: array<f32>", "read_write> V: array<f32>"], `
   let dst = slots[i / p.kvDim] * p.kvDim + i % p.kvDim;
   K[dst] = k[i];
-  V[dst] = v[i];
-}`;
+  V[dst] = v[i];`);
 
 /** params: n (= numRows * cols), cols, groupsX. dst must not alias src (the backend gathers through a temporary). */
-export const GATHER_ROWS_WGSL = /* wgsl */ `
-struct Params { n: u32, cols: u32, groupsX: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> rowIds: array<u32>;
-@group(0) @binding(2) var<storage, read> S: array<f32>;
-@group(0) @binding(3) var<storage, read_write> D: array<f32>;
-${GLOBAL_ID}
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let i = flat_id(wg, t);
-  if (i >= p.n) { return; }
-  D[i] = S[rowIds[i / p.cols] * p.cols + i % p.cols];
-}`;
+export const GATHER_ROWS_WGSL = perElementShader("n: u32, cols: u32, groupsX: u32",
+  ["read> rowIds: array<u32>", "read> S: array<f32>", "read_write> D: array<f32>"], `
+  D[i] = S[rowIds[i / p.cols] * p.cols + i % p.cols];`);
 
 /**
  * Top-k of each row, one workgroup per row: k rounds of a parallel argmax, each over the values strictly after the
