@@ -13,6 +13,7 @@ import { convertLlama2c } from "../../src/gguf/llama2c.ts";
 import { getArray, getBool, getF32, getString, getU32 } from "../../src/gguf/metadata.ts";
 import { readGguf, tensorData } from "../../src/gguf/reader.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
+import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);
@@ -128,8 +129,7 @@ describe("stories260K converted to GGUF", () => {
 
 describe("llama.cpp on the converted file", () => {
   test("greedy from BOS reproduces the 255 golden ids, and the 40 tokenizations match", async () => {
-    const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
-    const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+    const llama = await openLlamaCpp();
     const model = await llama.loadModel({ modelPath: outPath });
     try {
       const context = await model.createContext({ contextSize: 512, batchSize: 512, threads: 1 });

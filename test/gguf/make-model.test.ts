@@ -17,6 +17,7 @@ import { getU32 } from "../../src/gguf/metadata.ts";
 import { readGguf, tensorData } from "../../src/gguf/reader.ts";
 import { writeGgufFile } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
+import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);
@@ -36,8 +37,7 @@ function vocab(name: string): GgufFile {
 }
 
 beforeAll(async () => {
-  const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
-  llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+  llama = await openLlamaCpp();
 });
 afterAll(async () => {
   await llama?.dispose();

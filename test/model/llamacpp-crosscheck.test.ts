@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getLlama, LlamaLogLevel, type ControlledEvaluateIndexOutput, type ControlledEvaluateInputItem, type Llama, type Token } from "node-llama-cpp";
+import type { ControlledEvaluateIndexOutput, ControlledEvaluateInputItem, Llama, Token } from "node-llama-cpp";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { argmax } from "../../src/model/decode-loop.ts";
 import { loadModel } from "../../src/model/load-model.ts";
@@ -27,6 +27,7 @@ import { llamaModelsDir } from "../../scripts/llama-vocab.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { writeVocabModel } from "./llamacpp-models.ts";
 import type { TinyShape } from "./tiny-model.ts";
+import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 const STEPS = 32;
 const PROMPT = "Once upon a time";
@@ -133,7 +134,7 @@ let llama: Llama;
 beforeAll(async () => {
   llamaModelsDir(); // extract the vocab files once (a few seconds) outside the per-test time limit
   dir = mkdtempSync(join(tmpdir(), "fennec-crosscheck-"));
-  llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+  llama = await openLlamaCpp();
 }, 120_000);
 
 afterAll(async () => {

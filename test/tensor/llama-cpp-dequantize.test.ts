@@ -15,6 +15,7 @@ import { mdF32, mdU32 } from "../../src/gguf/metadata.ts";
 import { writeGgufFile, type GgufTensorToWrite } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, WEIGHT_TYPES, type WeightType } from "../../src/tensor/dtypes.ts";
 import { readFileSync } from "node:fs";
+import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);
@@ -25,8 +26,7 @@ const dir = mkdtempSync(join(tmpdir(), "fennec-dequant-"));
 let llama: Llama;
 
 beforeAll(async () => {
-  const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
-  llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+  llama = await openLlamaCpp();
 });
 afterAll(async () => {
   await llama?.dispose();

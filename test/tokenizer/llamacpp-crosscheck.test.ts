@@ -6,10 +6,11 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from "node-llama-cpp";
+import type { Llama, LlamaModel } from "node-llama-cpp";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { createTokenizer, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { loadVocabTokenizer, readGgufOrThrow } from "./helpers.ts";
+import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 const PIECES = [
   "a", "b", "Z", "word", " ", "  ", "   ", "\n", "\n\n", "\t", "\r\n", "\r", "1", "23", "456789", "'s", "'LL", "'re", "'ve",
@@ -48,7 +49,7 @@ describe.each(MODELS)("%s vs llama.cpp", (_name, path, load) => {
   const ours = load();
 
   test("loads in llama.cpp", async () => {
-    llama ??= await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.disabled });
+    llama ??= await openLlamaCpp(true);
     model = await llama.loadModel({ modelPath: path, vocabOnly: true });
     expect(model.tokens.bos === null || typeof model.tokens.bos === "number").toBe(true);
   }, 60_000);
