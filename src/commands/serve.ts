@@ -67,7 +67,6 @@ export function readServeFlags(options: Options, env: Readonly<Record<string, st
     showHiddenMetricsForVersion: str(options["show-hidden-metrics-for-version"]),
   };
   if (flags.enablePerRequestMetrics && flags.disableLogStats) throw new CliError(PER_REQUEST_METRICS_NEED_STATS);
-  if (!Number.isInteger(flags.port) || flags.port < 0 || flags.port > 65535) throw new CliError(`--port must be in 0..65535 (got ${options.port})`);
   if (flags.apiKey === "") throw new CliError("--api-key must not be empty");
   if (flags.servedModelName === "") throw new CliError("--served-model-name must not be empty");
   return flags;
@@ -82,25 +81,17 @@ class ForwardingListener implements StatsListener {
 
 const intOrNull = (v: unknown): number | null => (typeof v === "number" ? v : null);
 
-/** Engine flags (vLLM names) -> EngineArgs; checked here so a bad value is one line, not a Worker error. */
+/** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (the min/max columns of
+ * config.ts's table). */
 export function engineArgsOf(options: Options): EngineArgs {
-  const positive = (name: string): number => {
-    const v = Number(options[name]);
-    if (!Number.isInteger(v) || v < 1) throw new CliError(`--${name} must be a positive integer (got ${options[name]})`);
-    return v;
-  };
-  const maxModelLen = intOrNull(options["max-model-len"]);
-  if (maxModelLen !== null && maxModelLen < 1) throw new CliError(`--max-model-len must be a positive integer (got ${maxModelLen})`);
-  const threads = intOrNull(options.threads);
-  if (threads !== null && threads < 1) throw new CliError(`--threads must be a positive integer (got ${threads})`);
   return {
-    maxNumSeqs: positive("max-num-seqs"),
-    maxNumBatchedTokens: positive("max-num-batched-tokens"),
-    maxModelLen,
-    blockSize: positive("block-size"),
+    maxNumSeqs: Number(options["max-num-seqs"]),
+    maxNumBatchedTokens: Number(options["max-num-batched-tokens"]),
+    maxModelLen: intOrNull(options["max-model-len"]),
+    blockSize: Number(options["block-size"]),
     kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
     enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
-    threads: threads ?? navigator.hardwareConcurrency,
+    threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: options.device === "webgpu" ? "webgpu" : "cpu",
   };
 }
