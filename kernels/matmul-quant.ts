@@ -1,215 +1,201 @@
-// Quantized matmul: out[t, r] = sum_c w[r, c] * x[t, c] over repacked weights and q8 activations (quantize.ts).
+// Quantized matmul: out[t, r] = sum_c w[r, c] * x[t, c] over repacked weights and quantized activations (quantize.ts).
 //
-// Repacked weight layout (built at load by src/backend/wasm/repack.ts), rows padded to a multiple of 4:
-//   wq [numRows / 4, numGroups, 4 rows, groupBytes]  quants of 4 interleaved rows, group by group
-//   ws [numRows / 4, numGroups, 4 rows] f32           scale per group
-//   wm [numRows / 4, numGroups, 4 rows] f32           offset per group ("min"), absent for KIND_I8
+// Repacked weight layout (built at load by src/backend/wasm/repack.ts), rows padded to a multiple of 4, "K-quads":
+//   wq [numRows / 4, numGroups, groupSize / 4 chunks, 4 rows, 4 quants]
+//      chunk c holds quants 4c..4c+3 of each of the 4 rows, so one i8x16 x i7x16 dot product against the token's 4
+//      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group.
+//      KIND_U4 packs two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + 4.
+//   ws [numRows / 4, numGroups, 4 rows] f32   scale per group
+//   wm [numRows / 4, numGroups, 4 rows]       f32 offset per group ("min"); for KIND_I8: i16 sum of the group's quants
 // so w = ws * q + wm for every weight of a group; or, for types whose offset is a fixed multiple of the scale
 // (Q4_0: -8, Q5_0: -16, Q6_K: -32), w = ws * (q - zeroPoint) with no wm at all: the zero point is applied to the
-// exact integer sum (isum - zeroPoint * sum(qa)), which saves the offset array and two float ops per group. Kinds:
-//   KIND_I8   signed int8, 32 per group, no offset (Q8_0)
-//   KIND_U8   unsigned 0..63 in bytes, 32 per group (Q5_0, Q5_1, Q5_K)
-//   KIND_U4   unsigned nibbles, 32 per group in 16 bytes: byte j = q[j] | q[j + 16] << 4 (Q4_0, Q4_1, Q4_K)
+// exact integer sum (isum - zeroPoint * sum(qa)). Kinds:
+//   KIND_I8    signed int8, 32 per group (Q8_0)
+//   KIND_U8    unsigned 0..63 in bytes, 32 per group (Q5_0, Q5_1, Q5_K)
+//   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1, Q4_K)
 //   KIND_U8G16 unsigned 0..63 in bytes, 16 per group (Q6_K, whose scales change every 16 weights)
-// Unsigned quants stay below 128, so they are valid i7 operands of the relaxed dot product.
+// The relaxed dot product multiplies i8 by i7 (0..127). Unsigned quants are below 128, so they take the i7 side and
+// the int8 activations (quantize_q8) the i8 side. Q8_0's quants need the i8 side, so its activations are 7-bit
+// (quantize_q7: u = round(x / d) + 64 in 1..127, d = amax / 63) and isum = dot(q, u) - 64 * sum(q) with sum(q) from wm.
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
-//   acc += (f32(isum [- zeroPoint * qs]) * ws) * da  [+ wm * sa]
-// The same sequence runs in every build and for any number of tokens, so out[t, r] never depends on numTokens,
+//   acc += (f32(isum) * ws) * da  [+ wm * sa]
+// The same sequence runs in every build, alone or in a tile of 4 tokens, so out[t, r] never depends on numTokens,
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
-import { reduce4i } from "./common";
 
 export const KIND_I8: i32 = 0;
 export const KIND_U8: i32 = 1;
 export const KIND_U4: i32 = 2;
 export const KIND_U8G16: i32 = 3;
 
-function groupBytes(kind: i32): i32 {
-  return kind == KIND_I8 || kind == KIND_U8 ? 32 : 16;
-}
+/** Zero point of KIND_I8's 7-bit activations (quantize_q7). */
+export const Q7_OFFSET: i32 = 64;
 
-function groupSize(kind: i32): i32 {
+// @ts-ignore: decorator
+@inline export function groupSize(kind: i32): i32 {
   return kind == KIND_U8G16 ? 16 : 32;
 }
 
-// ---- SIMD row-group kernels: 4 rows x 1 token, result = f32x4 of the 4 rows' sums ----
-
 // @ts-ignore: decorator
-@inline function dot16s(w: v128, al: v128, ah: v128): v128 {
-  return i32x4.add(i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(w), al), i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(w), ah));
+@inline export function groupBytes(kind: i32): i32 {
+  return kind == KIND_I8 || kind == KIND_U8 ? 32 : 16;
 }
 
+/** Quant i (0..groupSize-1) of row r (0..3) in a group of the K-quad layout at q. */
 // @ts-ignore: decorator
-@inline function dot16u(w: v128, a: v128, al: v128, ah: v128): v128 {
-  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, w, i32x4.splat(0));
-  return i32x4.add(i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(w), al), i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(w), ah));
-}
-
-// @ts-ignore: decorator
-@inline function dot32u(w0: v128, w1: v128, a0: v128, a1: v128, a0l: v128, a0h: v128, a1l: v128, a1h: v128): v128 {
-  if (ASC_FEATURE_RELAXED_SIMD) {
-    return i32x4.relaxed_dot_i8x16_i7x16_add_s(a1, w1, i32x4.relaxed_dot_i8x16_i7x16_add_s(a0, w0, i32x4.splat(0)));
+@inline export function quantAt(kind: i32, q: usize, r: i32, i: i32): i32 {
+  if (kind == KIND_U4) {
+    const c = i >> 2;
+    const b = <i32>load<u8>(q + <usize>(((c & 3) << 4) + (r << 2) + (i & 3)));
+    return c < 4 ? b & 15 : b >> 4;
   }
-  return i32x4.add(
-    i32x4.add(i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(w0), a0l), i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(w0), a0h)),
-    i32x4.add(i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(w1), a1l), i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(w1), a1h)),
-  );
+  const at = q + <usize>(((i >> 2) << 4) + (r << 2) + (i & 3));
+  return kind == KIND_I8 ? <i32>load<i8>(at) : <i32>load<u8>(at);
 }
 
-function simdI8(q: usize, s: usize, qa: usize, da: usize, numGroups: i32): v128 {
+// ---- SIMD: one chunk = lane r += sum_j x[4r + j] * y[4r + j], x signed, y 0..127 ----
+
+// @ts-ignore: decorator
+@inline function dotChunk(x: v128, y: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(x, y, acc);
+  // exact twin: pairwise i16 dot products, then the two pairs of each row
+  const lo = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(x), i16x8.extend_low_i8x16_s(y));
+  const hi = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(x), i16x8.extend_high_i8x16_s(y));
+  return i32x4.add(acc, i32x4.add(v128.shuffle<i32>(lo, hi, 0, 2, 4, 6), v128.shuffle<i32>(lo, hi, 1, 3, 5, 7)));
+}
+
+/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q, as bytes 0..127 (or int8 for KIND_I8). */
+// @ts-ignore: decorator
+@inline function weightChunk(kind: i32, q: usize, c: i32): v128 {
+  if (kind != KIND_U4) return v128.load(q + (<usize>c << 4));
+  const p = v128.load(q + (<usize>(c & 3) << 4));
+  // nibbles: p & 15 and (p >> 4 as i16 lanes) & 15: x86 has no 8-bit shift
+  return c < 4 ? v128.and(p, i8x16.splat(0x0f)) : v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
+}
+
+/** The activation side of chunk c: its 4 quants in every lane. */
+// @ts-ignore: decorator
+@inline function activationChunk(a: usize, c: i32): v128 {
+  return v128.load32_splat(a + (<usize>c << 2));
+}
+
+/** w x a for one chunk, each on the side of the dot product its range allows. */
+// @ts-ignore: decorator
+@inline function dotWA(kind: i32, w: v128, a: v128, acc: v128): v128 {
+  return kind == KIND_I8 ? dotChunk(w, a, acc) : dotChunk(a, w, acc);
+}
+
+/** The f32 term one group adds to the 4 rows' sums of one token (see the header). */
+// @ts-ignore: decorator
+@inline function groupTerm(kind: i32, isum: v128, s: usize, m: usize, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
+  if (kind == KIND_I8) {
+    isum = i32x4.sub(isum, i32x4.shl(i32x4.extend_low_i16x8_s(v128.load64_zero(m)), 6));
+    return f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG));
+  }
+  if (zeroPoint != 0) {
+    isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qsG)));
+    return f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG));
+  }
+  return f32x4.add(f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG)), f32x4.mul(v128.load(m), v128.load32_splat(saG)));
+}
+
+
+/** Bytes of wm per group of 4 rows: f32 offsets, or KIND_I8's i16 sums. */
+// @ts-ignore: decorator
+@inline function wmStride(kind: i32): usize {
+  return kind == KIND_I8 ? 8 : 16;
+}
+
+/** The exact integer sums of one group for 4 rows (lanes) and one token; unrolled like simdTile4. */
+// @ts-ignore: decorator
+@inline function groupDot1(kind: i32, q: usize, qa: usize): v128 {
+  let x = dotWA(kind, weightChunk(kind, q, 0), activationChunk(qa, 0), i32x4.splat(0));
+  x = dotWA(kind, weightChunk(kind, q, 1), activationChunk(qa, 1), x);
+  x = dotWA(kind, weightChunk(kind, q, 2), activationChunk(qa, 2), x);
+  x = dotWA(kind, weightChunk(kind, q, 3), activationChunk(qa, 3), x);
+  if (groupSize(kind) == 32) {
+    x = dotWA(kind, weightChunk(kind, q, 4), activationChunk(qa, 4), x);
+    x = dotWA(kind, weightChunk(kind, q, 5), activationChunk(qa, 5), x);
+    x = dotWA(kind, weightChunk(kind, q, 6), activationChunk(qa, 6), x);
+    x = dotWA(kind, weightChunk(kind, q, 7), activationChunk(qa, 7), x);
+  }
+  return x;
+}
+
+/** 4 rows x 1 token: f32x4 of the 4 rows' sums. */
+// @ts-ignore: decorator
+@inline function simdTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, zeroPoint: i32): v128 {
+  const gs = groupSize(kind);
+  const gb = <usize>(groupBytes(kind) << 2);
   let acc = f32x4.splat(0);
   for (let g = 0; g < numGroups; g++) {
-    const a0 = v128.load(qa);
-    const a1 = v128.load(qa, 16);
-    const a0l = i16x8.extend_low_i8x16_s(a0);
-    const a0h = i16x8.extend_high_i8x16_s(a0);
-    const a1l = i16x8.extend_low_i8x16_s(a1);
-    const a1h = i16x8.extend_high_i8x16_s(a1);
-    const d0 = i32x4.add(dot16s(v128.load(q), a0l, a0h), dot16s(v128.load(q, 16), a1l, a1h));
-    const d1 = i32x4.add(dot16s(v128.load(q, 32), a0l, a0h), dot16s(v128.load(q, 48), a1l, a1h));
-    const d2 = i32x4.add(dot16s(v128.load(q, 64), a0l, a0h), dot16s(v128.load(q, 80), a1l, a1h));
-    const d3 = i32x4.add(dot16s(v128.load(q, 96), a0l, a0h), dot16s(v128.load(q, 112), a1l, a1h));
-    const f = f32x4.convert_i32x4_s(reduce4i(d0, d1, d2, d3));
-    acc = f32x4.add(acc, f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(da)));
-    q += 128;
+    const isum = groupDot1(kind, q, qa);
+    const daG = da + (<usize>((g * gs) >> 5) << 2);
+    acc = f32x4.add(acc, groupTerm(kind, isum, s, m, daG, sa, qs, zeroPoint));
+    q += gb;
     s += 16;
-    qa += 32;
-    da += 4;
-  }
-  return acc;
-}
-
-// @ts-ignore: decorator
-@inline function simdU8(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, zeroPoint: i32, qs: usize): v128 {
-  let acc = f32x4.splat(0);
-  for (let g = 0; g < numGroups; g++) {
-    const a0 = v128.load(qa);
-    const a1 = v128.load(qa, 16);
-    let a0l = a0, a0h = a0, a1l = a1, a1h = a1;
-    if (!ASC_FEATURE_RELAXED_SIMD) {
-      a0l = i16x8.extend_low_i8x16_s(a0);
-      a0h = i16x8.extend_high_i8x16_s(a0);
-      a1l = i16x8.extend_low_i8x16_s(a1);
-      a1h = i16x8.extend_high_i8x16_s(a1);
-    }
-    const d0 = dot32u(v128.load(q), v128.load(q, 16), a0, a1, a0l, a0h, a1l, a1h);
-    const d1 = dot32u(v128.load(q, 32), v128.load(q, 48), a0, a1, a0l, a0h, a1l, a1h);
-    const d2 = dot32u(v128.load(q, 64), v128.load(q, 80), a0, a1, a0l, a0h, a1l, a1h);
-    const d3 = dot32u(v128.load(q, 96), v128.load(q, 112), a0, a1, a0l, a0h, a1l, a1h);
-    let isum = reduce4i(d0, d1, d2, d3);
-    if (zeroPoint != 0) {
-      isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qs)));
-      acc = f32x4.add(acc, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(da)));
-    } else {
-      const f = f32x4.convert_i32x4_s(isum);
-      acc = f32x4.add(acc, f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(da)), f32x4.mul(v128.load(m), v128.load32_splat(sa))));
-    }
-    q += 128;
-    s += 16;
-    m += 16;
-    qa += 32;
-    da += 4;
+    m += wmStride(kind);
+    qa += <usize>gs;
     sa += 4;
     qs += 4;
   }
   return acc;
 }
 
+/** 4 rows x 4 tokens (activations `stride` bytes apart, their per-group arrays `gstride` apart): each weight chunk is
+ * loaded (and unpacked) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
 // @ts-ignore: decorator
-@inline function simdU4(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, zeroPoint: i32, qs: usize): v128 {
-  let acc = f32x4.splat(0);
-  const lowMask = i8x16.splat(0x0f); // nibbles: (p & 15) and ((p >> 4 as i16 lanes) & 15): x86 has no 8-bit shift
+@inline function simdTile4(kind: i32, q: usize, s: usize, m: usize, qa: usize, stride: usize, da: usize, dstride: usize,
+  sa: usize, qs: usize, gstride: usize, numGroups: i32, zeroPoint: i32, out: usize, outStride: usize): void {
+  const gs = groupSize(kind);
+  const gb = <usize>(groupBytes(kind) << 2);
+  let acc0 = f32x4.splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   for (let g = 0; g < numGroups; g++) {
-    const a0 = v128.load(qa);
-    const a1 = v128.load(qa, 16);
-    let a0l = a0, a0h = a0, a1l = a1, a1h = a1;
-    if (!ASC_FEATURE_RELAXED_SIMD) {
-      a0l = i16x8.extend_low_i8x16_s(a0);
-      a0h = i16x8.extend_high_i8x16_s(a0);
-      a1l = i16x8.extend_low_i8x16_s(a1);
-      a1h = i16x8.extend_high_i8x16_s(a1);
+    let i0 = i32x4.splat(0), i1 = i0, i2 = i0, i3 = i0;
+    for (let c = 0; c < (gs >> 2); c++) {
+      const w = weightChunk(kind, q, c);
+      const a = qa + (<usize>c << 2);
+      i0 = dotWA(kind, w, v128.load32_splat(a), i0);
+      i1 = dotWA(kind, w, v128.load32_splat(a + stride), i1);
+      i2 = dotWA(kind, w, v128.load32_splat(a + 2 * stride), i2);
+      i3 = dotWA(kind, w, v128.load32_splat(a + 3 * stride), i3);
     }
-    const p0 = v128.load(q);
-    const p1 = v128.load(q, 16);
-    const p2 = v128.load(q, 32);
-    const p3 = v128.load(q, 48);
-    const d0 = dot32u(v128.and(p0, lowMask), v128.and(i16x8.shr_u(p0, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
-    const d1 = dot32u(v128.and(p1, lowMask), v128.and(i16x8.shr_u(p1, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
-    const d2 = dot32u(v128.and(p2, lowMask), v128.and(i16x8.shr_u(p2, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
-    const d3 = dot32u(v128.and(p3, lowMask), v128.and(i16x8.shr_u(p3, 4), lowMask), a0, a1, a0l, a0h, a1l, a1h);
-    let isum = reduce4i(d0, d1, d2, d3);
-    if (zeroPoint != 0) {
-      isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qs)));
-      acc = f32x4.add(acc, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(da)));
-    } else {
-      const f = f32x4.convert_i32x4_s(isum);
-      acc = f32x4.add(acc, f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(da)), f32x4.mul(v128.load(m), v128.load32_splat(sa))));
-    }
-    q += 64;
+    const daG = da + (<usize>((g * gs) >> 5) << 2);
+    acc0 = f32x4.add(acc0, groupTerm(kind, i0, s, m, daG, sa, qs, zeroPoint));
+    acc1 = f32x4.add(acc1, groupTerm(kind, i1, s, m, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
+    acc2 = f32x4.add(acc2, groupTerm(kind, i2, s, m, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
+    acc3 = f32x4.add(acc3, groupTerm(kind, i3, s, m, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
+    q += gb;
     s += 16;
-    m += 16;
-    qa += 32;
-    da += 4;
+    m += wmStride(kind);
+    qa += <usize>gs;
     sa += 4;
     qs += 4;
   }
-  return acc;
-}
-
-// @ts-ignore: decorator
-@inline function simdU8G16(q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, zeroPoint: i32, qs: usize): v128 {
-  let acc = f32x4.splat(0);
-  for (let g = 0; g < numGroups; g++) {
-    const a = v128.load(qa);
-    let al = a, ah = a;
-    if (!ASC_FEATURE_RELAXED_SIMD) {
-      al = i16x8.extend_low_i8x16_s(a);
-      ah = i16x8.extend_high_i8x16_s(a);
-    }
-    const d0 = dot16u(v128.load(q), a, al, ah);
-    const d1 = dot16u(v128.load(q, 16), a, al, ah);
-    const d2 = dot16u(v128.load(q, 32), a, al, ah);
-    const d3 = dot16u(v128.load(q, 48), a, al, ah);
-    let isum = reduce4i(d0, d1, d2, d3);
-    const daG = da + ((<usize>g >> 1) << 2);
-    if (zeroPoint != 0) {
-      isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qs)));
-      acc = f32x4.add(acc, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG)));
-    } else {
-      const f = f32x4.convert_i32x4_s(isum);
-      acc = f32x4.add(acc, f32x4.add(f32x4.mul(f32x4.mul(f, v128.load(s)), v128.load32_splat(daG)), f32x4.mul(v128.load(m), v128.load32_splat(sa))));
-    }
-    q += 64;
-    s += 16;
-    m += 16;
-    qa += 16;
-    sa += 4;
-    qs += 4;
-  }
-  return acc;
+  v128.store(out, acc0);
+  v128.store(out + outStride, acc1);
+  v128.store(out + 2 * outStride, acc2);
+  v128.store(out + 3 * outStride, acc3);
 }
 
 // ---- scalar twin: the same integer sums and the same f32 op sequence per row ----
 
-function scalarQuant(kind: i32, q: usize, i: i32): i32 {
-  // element i of one row's group at q
-  if (kind == KIND_I8) return <i32>load<i8>(q + i);
-  if (kind == KIND_U4) return i < 16 ? <i32>(load<u8>(q + i) & 15) : <i32>(load<u8>(q + i - 16) >> 4);
-  return <i32>load<u8>(q + i);
-}
-
-function scalarRowGroup(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, numGroups: i32, out4: usize, zeroPoint: i32, qs: usize): void {
-  const gb = groupBytes(kind);
+function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
   const gs = groupSize(kind);
+  const gb = groupBytes(kind) << 2;
   for (let r = 0; r < 4; r++) {
     let acc: f32 = 0;
     for (let g = 0; g < numGroups; g++) {
-      const qg = q + <usize>((g * 4 + r) * gb);
+      const qg = q + <usize>(g * gb);
       const ag = qa + <usize>(g * gs);
       let isum: i32 = 0;
-      for (let i = 0; i < gs; i++) isum += scalarQuant(kind, qg, i) * <i32>load<i8>(ag + i);
+      for (let i = 0; i < gs; i++) {
+        const a = kind == KIND_I8 ? <i32>load<u8>(ag + i) : <i32>load<i8>(ag + i);
+        isum += quantAt(kind, qg, r, i) * a;
+      }
       const dag = load<f32>(da + (<usize>((g * gs) >> 5) << 2));
-      if (zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
+      if (kind == KIND_I8) isum -= <i32>load<i16>(m + <usize>(g * 8 + r * 2)) << 6;
+      else if (zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
       let t: f32 = (<f32>isum * load<f32>(s + <usize>((g * 4 + r) << 2))) * dag;
       if (kind != KIND_I8 && zeroPoint == 0) t = t + load<f32>(m + <usize>((g * 4 + r) << 2)) * load<f32>(sa + (<usize>g << 2));
       acc = acc + t;
@@ -218,13 +204,9 @@ function scalarRowGroup(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: 
   }
 }
 
-/**
- * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8:
- * qa [numTokens, cols] i8, da [numTokens, cols / 32]; sa / qs are sa16 / qs16 for KIND_U8G16, else sa32 / qs32.
- * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
- * tmp: 16 bytes of per-thread scratch for rows past the end.
- */
-export function matmul_quant(
+/** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
+// @ts-ignore: decorator
+@inline function matmulRows(
   kind: i32, out: usize, wq: usize, ws: usize, wm: usize,
   qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize,
   groupStart: i32, groupEnd: i32, tmp: usize,
@@ -233,34 +215,80 @@ export function matmul_quant(
   const numGroups = cols / gs;
   const qStride = <usize>(numGroups * 4 * groupBytes(kind));
   const sStride = <usize>(numGroups * 16);
-  const saPerToken = <usize>((cols / gs) << 2);
+  const mStride = <usize>numGroups * wmStride(kind);
+  const aStride = <usize>cols; // bytes of one token's quants
+  const dStride = <usize>((cols >> 5) << 2); // bytes of one token's scales
+  const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums
+  const outStride = <usize>(rows << 2);
   for (let rg = groupStart; rg < groupEnd; rg++) {
     const q = wq + <usize>rg * qStride;
     const s = ws + <usize>rg * sStride;
-    const m = wm + <usize>rg * sStride;
+    const m = wm + <usize>rg * mStride;
     const rowBase = rg * 4;
     const full = rowBase + 4 <= rows;
-    for (let t = 0; t < numTokens; t++) {
-      const qat = qa + <usize>(t * cols);
-      const dat = da + <usize>((t * (cols >> 5)) << 2);
-      const sat = sa + <usize>t * saPerToken;
-      const qst = qs + <usize>t * saPerToken;
-      const dst = out + (<usize>(t * rows + rowBase) << 2);
-      const target = full ? dst : tmp;
-      if (ASC_FEATURE_SIMD) {
-        let acc: v128;
-        // each call site below is its own inlined copy: with and without float offsets
-        if (kind == KIND_I8) acc = simdI8(q, s, qat, dat, numGroups);
-        else if (kind == KIND_U8) acc = zeroPoint != 0 ? simdU8(q, s, m, qat, dat, sat, numGroups, zeroPoint, qst) : simdU8(q, s, m, qat, dat, sat, numGroups, 0, qst);
-        else if (kind == KIND_U4) acc = zeroPoint != 0 ? simdU4(q, s, m, qat, dat, sat, numGroups, zeroPoint, qst) : simdU4(q, s, m, qat, dat, sat, numGroups, 0, qst);
-        else acc = zeroPoint != 0 ? simdU8G16(q, s, m, qat, dat, sat, numGroups, zeroPoint, qst) : simdU8G16(q, s, m, qat, dat, sat, numGroups, 0, qst);
-        v128.store(target, acc);
-      } else {
-        scalarRowGroup(kind, q, s, m, qat, dat, sat, numGroups, target, zeroPoint, qst);
+    let t = 0;
+    if (ASC_FEATURE_SIMD && full) {
+      for (; t + 4 <= numTokens; t += 4) {
+        simdTile4(kind, q, s, m, qa + <usize>t * aStride, aStride, da + <usize>t * dStride, dStride,
+          sa + <usize>t * gStride, qs + <usize>t * gStride, gStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
       }
+    }
+    for (; t < numTokens; t++) {
+      const dst = out + <usize>t * outStride + (<usize>rowBase << 2);
+      const target = full ? dst : tmp;
+      const qat = qa + <usize>t * aStride;
+      const dat = da + <usize>t * dStride;
+      const sat = sa + <usize>t * gStride;
+      const qst = qs + <usize>t * gStride;
+      if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, zeroPoint));
+      else scalarTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, target, zeroPoint);
       if (!full) {
         for (let r = 0; r < rows - rowBase; r++) store<f32>(dst + (<usize>r << 2), load<f32>(tmp + (<usize>r << 2)));
       }
     }
   }
+}
+
+// One function per kind and zero-point case, each with its own inlined copy of matmulRows with constant kind: JSC's
+// optimizing tier compiles these small functions far better than one function holding every copy (measured: the
+// Q8_0 GEMM ran at half speed inside the big one).
+function matmulI8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_I8, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+}
+function matmulU8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U8, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+}
+function matmulU8Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U8, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+}
+function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+}
+function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+}
+function matmulG16(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U8G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+}
+function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U8G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+}
+
+/**
+ * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations: for KIND_I8 from
+ * quantize_q7 (qa = u8 quants, da = scales), else from quantize_q8 (qa [numTokens, cols] i8, da [numTokens, cols / 32]);
+ * sa / qs are sa16 / qs16 for KIND_U8G16, else sa32 / qs32 (unused by KIND_I8).
+ * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
+ * tmp: 64 bytes of per-thread scratch for rows past the end.
+ */
+export function matmul_quant(
+  kind: i32, out: usize, wq: usize, ws: usize, wm: usize,
+  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize,
+  groupStart: i32, groupEnd: i32, tmp: usize,
+): void {
+  const z = zeroPoint != 0;
+  if (kind == KIND_I8) matmulI8(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U8) (z ? matmulU8Z : matmulU8)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
+  else (z ? matmulG16Z : matmulG16)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
 }

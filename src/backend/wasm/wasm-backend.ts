@@ -134,18 +134,20 @@ export class WasmBackend implements Backend {
       const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
       if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
       const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
-      // no offset array for KIND_I8 or an integer zero point: the kernels never read wm then (Q8_0: 36 bytes per 32 weights)
-      const mBytes = spec.kind === KernelKind.I8 || spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
+      // wm: f32 offsets, none for an integer zero point, i16 quant sums for KIND_I8 (Q8_0: 38 bytes per 32 weights)
+      const isI8 = spec.kind === KernelKind.I8;
+      const mBytes = isI8 ? scaleFloats * 2 : spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
       const wq = this.heap.alloc(quantBytes);
       const ws = this.heap.alloc(scaleFloats * 4);
       const wm = mBytes > 0 ? this.heap.alloc(mBytes) : ws;
       const bytes = this.heap.bytes;
       bytes.fill(0, wq, wq + quantBytes);
+      if (mBytes > 0) bytes.fill(0, wm, wm + mBytes);
       const floats = this.heap.floats;
       floats.fill(0, ws / 4, ws / 4 + scaleFloats);
-      const mins = mBytes > 0 ? floats.subarray(wm / 4, wm / 4 + scaleFloats) : new Float32Array(scaleFloats);
-      mins.fill(0);
-      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), floats.subarray(ws / 4, ws / 4 + scaleFloats), mins);
+      const mins = mBytes > 0 && !isI8 ? floats.subarray(wm / 4, wm / 4 + scaleFloats) : new Float32Array(scaleFloats);
+      const sums = isI8 ? new Int16Array(this.heap.memory.buffer, wm, scaleFloats) : null;
+      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), floats.subarray(ws / 4, ws / 4 + scaleFloats), mins, sums);
       const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleFloats * 4]];
       if (mBytes > 0) allocations.push([wm, mBytes]);
       return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
@@ -279,6 +281,7 @@ export class WasmBackend implements Backend {
     }
     // activations: qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 |
     // sa16 [numRows, cols/16] f32 | qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32
+    // (KIND_I8: qa [numRows, cols] u8 7-bit | da, from quantize_q7)
     const numBlocks = numRows * (cols / 32);
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
     const base = this.activations.ensure(qaBytes + numBlocks * 28);
@@ -288,8 +291,9 @@ export class WasmBackend implements Backend {
     const sa16 = sa32 + numBlocks * 4;
     const qs32 = sa16 + numBlocks * 8;
     const qs16 = qs32 + numBlocks * 4;
-    this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
     const q = wt.quant;
+    if (q.kind === KernelKind.I8) this.k.quantize_q7(xp, numRows, cols, qa, da);
+    else this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
     const g16 = q.kind === KernelKind.U8G16;
     const sa = g16 ? sa16 : sa32;
     const qs = g16 ? qs16 : qs32;
@@ -411,7 +415,7 @@ export interface WasmBackendOptions {
 function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const rows = 64;
   const cols = 256;
-  const numTokens = 4;
+  const numTokens = 5; // up to a tile of 4 tokens and one more
   const numGroups32 = cols / 32;
   const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
@@ -432,6 +436,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
     k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
+    k.quantize_q7(x, n, cols, qa, da); // (the zero weights make any activations fine for the matmuls below)
     for (const kind of [KernelKind.I8, KernelKind.U8, KernelKind.U4, KernelKind.U8G16]) {
       const g16 = kind === KernelKind.U8G16;
       for (const zeroPoint of kind === KernelKind.I8 ? [0] : [0, 8]) {
