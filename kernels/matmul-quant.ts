@@ -15,8 +15,9 @@
 //   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1, Q4_K)
 //   KIND_U8G16 unsigned 0..63 in bytes, 16 per group (Q6_K, whose scales change every 16 weights)
 // The relaxed dot product multiplies i8 by i7 (0..127). Unsigned quants are below 128, so they take the i7 side and
-// the int8 activations (quantize_q8) the i8 side. Q8_0's quants need the i8 side, so its activations are 7-bit
-// (quantize_q7: u = round(x / d) + 64 in 1..127, d = amax / 63) and isum = dot(q, u) - 64 * sum(q) with sum(q) from wm.
+// the int8 activations (quantize_q8) the i8 side. Q8_0's quants need the i8 side, so its activations a (-127..127) come
+// split (split_q8): h = (a >> 1) + 64 and l = a & 1, both 0..127, and isum = 2 dot(q, h) + dot(q, l) - 128 sum(q),
+// exactly dot(q, a), with sum(q) from wm. Two dot products instead of one, and no precision given up.
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
 //   acc += (f32(isum) * ws) * da  [+ wm * sa]
@@ -27,9 +28,6 @@ export const KIND_I8: i32 = 0;
 export const KIND_U8: i32 = 1;
 export const KIND_U4: i32 = 2;
 export const KIND_U8G16: i32 = 3;
-
-/** Zero point of KIND_I8's 7-bit activations (quantize_q7). */
-export const Q7_OFFSET: i32 = 64;
 
 // @ts-ignore: decorator
 @inline export function groupSize(kind: i32): i32 {
@@ -85,11 +83,12 @@ export const Q7_OFFSET: i32 = 64;
   return kind == KIND_I8 ? dotChunk(w, a, acc) : dotChunk(a, w, acc);
 }
 
-/** The f32 term one group adds to the 4 rows' sums of one token (see the header). */
+/** The f32 term one group adds to the 4 rows' sums of one token (see the header); low: KIND_I8's dot(q, l). */
 // @ts-ignore: decorator
-@inline function groupTerm(kind: i32, isum: v128, s: usize, m: usize, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
+@inline function groupTerm(kind: i32, isum: v128, low: v128, s: usize, m: usize, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
   if (kind == KIND_I8) {
-    isum = i32x4.sub(isum, i32x4.shl(i32x4.extend_low_i16x8_s(v128.load64_zero(m)), 6));
+    const sum128 = i32x4.shl(i32x4.extend_low_i16x8_s(v128.load64_zero(m)), 7);
+    isum = i32x4.sub(i32x4.add(i32x4.shl(isum, 1), low), sum128);
     return f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG));
   }
   if (zeroPoint != 0) {
@@ -106,32 +105,45 @@ export const Q7_OFFSET: i32 = 64;
   return kind == KIND_I8 ? 8 : 16;
 }
 
-/** The exact integer sums of one group for 4 rows (lanes) and one token; unrolled like simdTile4. */
-// @ts-ignore: decorator
-@inline function groupDot1(kind: i32, q: usize, qa: usize): v128 {
-  let x = dotWA(kind, weightChunk(kind, q, 0), activationChunk(qa, 0), i32x4.splat(0));
-  x = dotWA(kind, weightChunk(kind, q, 1), activationChunk(qa, 1), x);
-  x = dotWA(kind, weightChunk(kind, q, 2), activationChunk(qa, 2), x);
-  x = dotWA(kind, weightChunk(kind, q, 3), activationChunk(qa, 3), x);
-  if (groupSize(kind) == 32) {
-    x = dotWA(kind, weightChunk(kind, q, 4), activationChunk(qa, 4), x);
-    x = dotWA(kind, weightChunk(kind, q, 5), activationChunk(qa, 5), x);
-    x = dotWA(kind, weightChunk(kind, q, 6), activationChunk(qa, 6), x);
-    x = dotWA(kind, weightChunk(kind, q, 7), activationChunk(qa, 7), x);
-  }
-  return x;
-}
-
 /** 4 rows x 1 token: f32x4 of the 4 rows' sums. */
 // @ts-ignore: decorator
-@inline function simdTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, zeroPoint: i32): v128 {
+@inline function simdTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: usize, da: usize, sa: usize, qs: usize, numGroups: i32, zeroPoint: i32): v128 {
   const gs = groupSize(kind);
   const gb = <usize>(groupBytes(kind) << 2);
   let acc = f32x4.splat(0);
   for (let g = 0; g < numGroups; g++) {
-    const isum = groupDot1(kind, q, qa);
+    // unrolled by hand (binaryen does not unroll; the loop ran at half speed): chunk indices are constants, so U4's
+    // nibble choice folds away
+    let isum = i32x4.splat(0), low = isum;
+    let w: v128;
+    w = weightChunk(kind, q, 0);
+    isum = dotWA(kind, w, v128.load32_splat(qa + 0), isum);
+    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 0), low);
+    w = weightChunk(kind, q, 1);
+    isum = dotWA(kind, w, v128.load32_splat(qa + 4), isum);
+    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 4), low);
+    w = weightChunk(kind, q, 2);
+    isum = dotWA(kind, w, v128.load32_splat(qa + 8), isum);
+    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 8), low);
+    w = weightChunk(kind, q, 3);
+    isum = dotWA(kind, w, v128.load32_splat(qa + 12), isum);
+    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 12), low);
+    if (gs == 32) {
+      w = weightChunk(kind, q, 4);
+      isum = dotWA(kind, w, v128.load32_splat(qa + 16), isum);
+      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 16), low);
+      w = weightChunk(kind, q, 5);
+      isum = dotWA(kind, w, v128.load32_splat(qa + 20), isum);
+      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 20), low);
+      w = weightChunk(kind, q, 6);
+      isum = dotWA(kind, w, v128.load32_splat(qa + 24), isum);
+      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 24), low);
+      w = weightChunk(kind, q, 7);
+      isum = dotWA(kind, w, v128.load32_splat(qa + 28), isum);
+      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 28), low);
+    }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
-    acc = f32x4.add(acc, groupTerm(kind, isum, s, m, daG, sa, qs, zeroPoint));
+    acc = f32x4.add(acc, groupTerm(kind, isum, low, s, m, daG, sa, qs, zeroPoint));
     q += gb;
     s += 16;
     m += wmStride(kind);
@@ -145,13 +157,15 @@ export const Q7_OFFSET: i32 = 64;
 /** 4 rows x 4 tokens (activations `stride` bytes apart, their per-group arrays `gstride` apart): each weight chunk is
  * loaded (and unpacked) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
 // @ts-ignore: decorator
-@inline function simdTile4(kind: i32, q: usize, s: usize, m: usize, qa: usize, stride: usize, da: usize, dstride: usize,
+@inline function simdTile4(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: usize, stride: usize, da: usize, dstride: usize,
   sa: usize, qs: usize, gstride: usize, numGroups: i32, zeroPoint: i32, out: usize, outStride: usize): void {
   const gs = groupSize(kind);
   const gb = <usize>(groupBytes(kind) << 2);
   let acc0 = f32x4.splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   for (let g = 0; g < numGroups; g++) {
     let i0 = i32x4.splat(0), i1 = i0, i2 = i0, i3 = i0;
+    let l0 = i0, l1 = i0, l2 = i0, l3 = i0;
+    // a loop here: unrolled, the 8 accumulators and 8 chunks spill registers (measured slower)
     for (let c = 0; c < (gs >> 2); c++) {
       const w = weightChunk(kind, q, c);
       const a = qa + (<usize>c << 2);
@@ -159,12 +173,19 @@ export const Q7_OFFSET: i32 = 64;
       i1 = dotWA(kind, w, v128.load32_splat(a + stride), i1);
       i2 = dotWA(kind, w, v128.load32_splat(a + 2 * stride), i2);
       i3 = dotWA(kind, w, v128.load32_splat(a + 3 * stride), i3);
+      if (kind == KIND_I8) {
+        const b = a + lowAt;
+        l0 = dotChunk(w, v128.load32_splat(b), l0);
+        l1 = dotChunk(w, v128.load32_splat(b + stride), l1);
+        l2 = dotChunk(w, v128.load32_splat(b + 2 * stride), l2);
+        l3 = dotChunk(w, v128.load32_splat(b + 3 * stride), l3);
+      }
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
-    acc0 = f32x4.add(acc0, groupTerm(kind, i0, s, m, daG, sa, qs, zeroPoint));
-    acc1 = f32x4.add(acc1, groupTerm(kind, i1, s, m, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
-    acc2 = f32x4.add(acc2, groupTerm(kind, i2, s, m, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
-    acc3 = f32x4.add(acc3, groupTerm(kind, i3, s, m, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
+    acc0 = f32x4.add(acc0, groupTerm(kind, i0, l0, s, m, daG, sa, qs, zeroPoint));
+    acc1 = f32x4.add(acc1, groupTerm(kind, i1, l1, s, m, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
+    acc2 = f32x4.add(acc2, groupTerm(kind, i2, l2, s, m, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
+    acc3 = f32x4.add(acc3, groupTerm(kind, i3, l3, s, m, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
     q += gb;
     s += 16;
     m += wmStride(kind);
@@ -180,7 +201,7 @@ export const Q7_OFFSET: i32 = 64;
 
 // ---- scalar twin: the same integer sums and the same f32 op sequence per row ----
 
-function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
+function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: usize, da: usize, sa: usize, qs: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
   const gs = groupSize(kind);
   const gb = groupBytes(kind) << 2;
   for (let r = 0; r < 4; r++) {
@@ -190,12 +211,12 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
       const ag = qa + <usize>(g * gs);
       let isum: i32 = 0;
       for (let i = 0; i < gs; i++) {
-        const a = kind == KIND_I8 ? <i32>load<u8>(ag + i) : <i32>load<i8>(ag + i);
+        // KIND_I8: a = 2 (h - 64) + l, the split activation put back together (the same integer)
+        const a = kind == KIND_I8 ? ((<i32>load<u8>(ag + i) - 64) << 1) + <i32>load<u8>(ag + lowAt + i) : <i32>load<i8>(ag + i);
         isum += quantAt(kind, qg, r, i) * a;
       }
       const dag = load<f32>(da + (<usize>((g * gs) >> 5) << 2));
-      if (kind == KIND_I8) isum -= <i32>load<i16>(m + <usize>(g * 8 + r * 2)) << 6;
-      else if (zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
+      if (zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
       let t: f32 = (<f32>isum * load<f32>(s + <usize>((g * 4 + r) << 2))) * dag;
       if (kind != KIND_I8 && zeroPoint == 0) t = t + load<f32>(m + <usize>((g * 4 + r) << 2)) * load<f32>(sa + (<usize>g << 2));
       acc = acc + t;
@@ -216,7 +237,8 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   const qStride = <usize>(numGroups * 4 * groupBytes(kind));
   const sStride = <usize>(numGroups * 16);
   const mStride = <usize>numGroups * wmStride(kind);
-  const aStride = <usize>cols; // bytes of one token's quants
+  const aStride = <usize>(kind == KIND_I8 ? 2 * cols : cols); // bytes of one token's quants (KIND_I8: h then l)
+  const lowAt = <usize>cols;
   const dStride = <usize>((cols >> 5) << 2); // bytes of one token's scales
   const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums
   const outStride = <usize>(rows << 2);
@@ -229,7 +251,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
     let t = 0;
     if (ASC_FEATURE_SIMD && full) {
       for (; t + 4 <= numTokens; t += 4) {
-        simdTile4(kind, q, s, m, qa + <usize>t * aStride, aStride, da + <usize>t * dStride, dStride,
+        simdTile4(kind, q, s, m, qa + <usize>t * aStride, lowAt, aStride, da + <usize>t * dStride, dStride,
           sa + <usize>t * gStride, qs + <usize>t * gStride, gStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
       }
     }
@@ -240,8 +262,8 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
       const dat = da + <usize>t * dStride;
       const sat = sa + <usize>t * gStride;
       const qst = qs + <usize>t * gStride;
-      if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, zeroPoint));
-      else scalarTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, target, zeroPoint);
+      if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, q, s, m, qat, lowAt, dat, sat, qst, numGroups, zeroPoint));
+      else scalarTile1(kind, q, s, m, qat, lowAt, dat, sat, qst, numGroups, target, zeroPoint);
       if (!full) {
         for (let r = 0; r < rows - rowBase; r++) store<f32>(dst + (<usize>r << 2), load<f32>(tmp + (<usize>r << 2)));
       }
@@ -275,8 +297,8 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
 }
 
 /**
- * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations: for KIND_I8 from
- * quantize_q7 (qa = u8 quants, da = scales), else from quantize_q8 (qa [numTokens, cols] i8, da [numTokens, cols / 32]);
+ * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8
+ * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is split_q8's [numTokens, h | l] instead;
  * sa / qs are sa16 / qs16 for KIND_U8G16, else sa32 / qs32 (unused by KIND_I8).
  * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
  * tmp: 64 bytes of per-thread scratch for rows past the end.

@@ -67,51 +67,26 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
 }
 
 /**
- * x [numTokens, cols] f32 -> qu [numTokens, cols] u8 = round(x / d) + 64 in 1..127, du [numTokens, cols / 32] f32 with
- * d = amax / 63 per 32 values: the 7-bit activations of KIND_I8 (matmul-quant.ts says why). cols is a multiple of 32.
+ * qa [numTokens, cols] i8 (from quantize_q8) -> hl [numTokens, 2, cols] u8: per token h = (a >> 1) + 64, then
+ * l = a & 1, both 0..127: Q8_0's activations for the i7 side of the dot product (matmul-quant.ts says why).
  */
-export function quantize_q7(x: usize, numTokens: i32, cols: i32, qu: usize, du: usize): void {
-  const total = numTokens * (cols >> 5);
-  for (let blk = 0; blk < total; blk++) {
-    const src = x + (<usize>blk << 7);
-    const dst = qu + (<usize>blk << 5);
-    let d: f32;
+export function split_q8(qa: usize, numTokens: i32, cols: i32, hl: usize): void {
+  for (let t = 0; t < numTokens; t++) {
+    const src = qa + <usize>(t * cols);
+    const h = hl + <usize>(2 * t * cols);
+    const l = h + <usize>cols;
+    let i = 0;
     if (ASC_FEATURE_SIMD) {
-      let m = f32x4.abs(v128.load(src));
-      for (let i = 16; i < 128; i += 16) m = f32x4.max(m, f32x4.abs(v128.load(src + <usize>i)));
-      const amax = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
-      d = amax / 63;
-      const id = f32x4.splat(d > 0 ? 1 / d : 0);
-      for (let i = 0; i < 128; i += 64) {
-        const p = src + <usize>i;
-        const q0 = q7Lanes(v128.load(p), id);
-        const q1 = q7Lanes(v128.load(p, 16), id);
-        const q2 = q7Lanes(v128.load(p, 32), id);
-        const q3 = q7Lanes(v128.load(p, 48), id);
-        v128.store(dst + <usize>(i >> 2), i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(q0, q1), i16x8.narrow_i32x4_s(q2, q3)));
-      }
-    } else {
-      let amax: f32 = 0;
-      for (let i = 0; i < 32; i++) {
-        const a = Mathf.abs(load<f32>(src + (<usize>i << 2)));
-        if (a > amax) amax = a;
-      }
-      d = amax / 63;
-      const id: f32 = d > 0 ? 1 / d : 0;
-      for (let i = 0; i < 32; i++) {
-        let q = <i32>nearest(load<f32>(src + (<usize>i << 2)) * id);
-        if (q > 63) q = 63;
-        if (q < -63) q = -63;
-        store<u8>(dst + i, <u8>(q + 64));
+      for (; i + 16 <= cols; i += 16) {
+        const a = v128.load(src + <usize>i);
+        v128.store(h + <usize>i, i8x16.add(i8x16.shr_s(a, 1), i8x16.splat(64)));
+        v128.store(l + <usize>i, v128.and(a, i8x16.splat(1)));
       }
     }
-    store<f32>(du + (<usize>blk << 2), d);
+    for (; i < cols; i++) {
+      const a = <i32>load<i8>(src + <usize>i);
+      store<u8>(h + <usize>i, <u8>((a >> 1) + 64));
+      store<u8>(l + <usize>i, <u8>(a & 1));
+    }
   }
-}
-
-/** round(x * id) clamped to -63..63, plus 64: the same values as the scalar loop of quantize_q7. */
-// @ts-ignore: decorator
-@inline function q7Lanes(x: v128, id: v128): v128 {
-  const q = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(x, id)));
-  return i32x4.add(i32x4.min_s(i32x4.max_s(q, i32x4.splat(-63)), i32x4.splat(63)), i32x4.splat(64));
 }

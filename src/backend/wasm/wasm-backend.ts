@@ -281,19 +281,21 @@ export class WasmBackend implements Backend {
     }
     // activations: qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 |
     // sa16 [numRows, cols/16] f32 | qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32
-    // (KIND_I8: qa [numRows, cols] u8 7-bit | da, from quantize_q7)
+    // (KIND_I8 reads hl [numRows, 2, cols] u8 = split_q8(qa) at hlAt instead of qa)
     const numBlocks = numRows * (cols / 32);
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const base = this.activations.ensure(qaBytes + numBlocks * 28);
-    const qa = base;
-    const da = qa + qaBytes;
+    const base = this.activations.ensure(qaBytes * 3 + numBlocks * 28);
+    const hlAt = base + qaBytes + numBlocks * 28;
+    const qa0 = base;
+    const da = qa0 + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
     const qs32 = sa16 + numBlocks * 8;
     const qs16 = qs32 + numBlocks * 4;
     const q = wt.quant;
-    if (q.kind === KernelKind.I8) this.k.quantize_q7(xp, numRows, cols, qa, da);
-    else this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
+    this.k.quantize_q8(xp, numRows, cols, qa0, da, sa32, sa16, qs32, qs16);
+    if (q.kind === KernelKind.I8) this.k.split_q8(qa0, numRows, cols, hlAt);
+    const qa = q.kind === KernelKind.I8 ? hlAt : qa0;
     const g16 = q.kind === KernelKind.U8G16;
     const sa = g16 ? sa16 : sa32;
     const qs = g16 ? qs16 : qs32;
@@ -419,7 +421,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const numGroups32 = cols / 32;
   const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
-  const qa = heap.alloc(numTokens * cols); // [numTokens, cols] i8
+  const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or KIND_I8's [numTokens, 2, cols] (zero weights: any bytes do)
   const sums = heap.alloc(numTokens * (cols / 16) * 4 * 5); // da | sa32 | sa16 | qs32 | qs16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
   const tmp = heap.alloc(64);
@@ -436,7 +438,6 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
     k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
-    k.quantize_q7(x, n, cols, qa, da); // (the zero weights make any activations fine for the matmuls below)
     for (const kind of [KernelKind.I8, KernelKind.U8, KernelKind.U4, KernelKind.U8G16]) {
       const g16 = kind === KernelKind.U8G16;
       for (const zeroPoint of kind === KernelKind.I8 ? [0] : [0, 8]) {
@@ -445,7 +446,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
-  for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols],
+  for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2],
     [sums, numTokens * (cols / 16) * 20], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
 }
 
