@@ -19,16 +19,32 @@ export function rms_norm(out: usize, x: usize, w: usize, numRows: i32, dim: i32,
   }
 }
 
-/** In place on x [numRows, numHeads * headDim]; positions i32 [numRows]. NEOX pairs (i, i + ropeDim/2), else (2i, 2i+1). */
-export function rope(x: usize, positions: usize, numRows: i32, numHeads: i32, headDim: i32, ropeDim: i32, freqBase: f32, neox: i32): void {
+/**
+ * table [numRows, ropeDim / 2, 2] f32 = (cos, sin) of theta = pos * freqBase^(-2i / ropeDim) for positions i32 [numRows]:
+ * the same for every layer and head, so a step computes it once (see rope).
+ */
+export function rope_table(table: usize, positions: usize, numRows: i32, ropeDim: i32, freqBase: f32): void {
   const half = ropeDim >> 1;
   for (let r = 0; r < numRows; r++) {
     const pos = <f64>load<i32>(positions + (<usize>r << 2));
-    const xr = x + (<usize>(r * numHeads * headDim) << 2);
+    const row = table + (<usize>(r * half) << 3);
     for (let i = 0; i < half; i++) {
       const theta = pos * Math.pow(<f64>freqBase, <f64>(-2 * i) / <f64>ropeDim);
-      const cos = <f32>Math.cos(theta);
-      const sin = <f32>Math.sin(theta);
+      store<f32>(row + (<usize>i << 3), <f32>Math.cos(theta));
+      store<f32>(row + (<usize>i << 3), <f32>Math.sin(theta), 4);
+    }
+  }
+}
+
+/** In place on x [numRows, numHeads * headDim] with rope_table's table. NEOX pairs (i, i + ropeDim/2), else (2i, 2i+1). */
+export function rope(x: usize, table: usize, numRows: i32, numHeads: i32, headDim: i32, ropeDim: i32, neox: i32): void {
+  const half = ropeDim >> 1;
+  for (let r = 0; r < numRows; r++) {
+    const xr = x + (<usize>(r * numHeads * headDim) << 2);
+    const row = table + (<usize>(r * half) << 3);
+    for (let i = 0; i < half; i++) {
+      const cos = load<f32>(row + (<usize>i << 3));
+      const sin = load<f32>(row + (<usize>i << 3), 4);
       const a = neox ? i : 2 * i;
       const b = neox ? i + half : 2 * i + 1;
       for (let h = 0; h < numHeads; h++) {

@@ -18,7 +18,8 @@ export interface KernelExports {
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, numHeads: number, numKvHeads: number,
     headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
   rms_norm(out: number, x: number, w: number, numRows: number, dim: number, eps: number): void;
-  rope(x: number, positions: number, numRows: number, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: number): void;
+  rope_table(table: number, positions: number, numRows: number, ropeDim: number, freqBase: number): void;
+  rope(x: number, table: number, numRows: number, numHeads: number, headDim: number, ropeDim: number, neox: number): void;
   silu_mul(out: number, gate: number, up: number, n: number): void;
   add(out: number, a: number, b: number, n: number): void;
   add_bias(x: number, bias: number, numRows: number, n: number): void;

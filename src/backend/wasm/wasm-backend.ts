@@ -91,6 +91,9 @@ export class WasmBackend implements Backend {
   private readonly activations: Scratch;
   private readonly ints: Scratch;
   private readonly threadScratch: Scratch;
+  private readonly ropeTableScratch: Scratch;
+  /** what the table in ropeTableScratch was computed for */
+  private ropeTable = { positions: new Int32Array(0), ropeDim: 0, freqBase: 0 };
 
   constructor(
     readonly level: SimdLevel,
@@ -102,6 +105,7 @@ export class WasmBackend implements Backend {
     this.activations = new Scratch(heap);
     this.ints = new Scratch(heap);
     this.threadScratch = new Scratch(heap);
+    this.ropeTableScratch = new Scratch(heap);
     this.setThreadScratch(0);
   }
 
@@ -313,8 +317,20 @@ export class WasmBackend implements Backend {
   }
 
   rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
-    const pos = this.putInts(positions);
-    this.k.rope(asBuffer(x).ptr, pos, positions.length, numHeads, headDim, ropeDim, freqBase, neox ? 1 : 0);
+    this.k.rope(asBuffer(x).ptr, this.ropeTableFor(positions, ropeDim, freqBase), positions.length, numHeads, headDim, ropeDim, neox ? 1 : 0);
+  }
+
+  /** The cos/sin table of these positions: every layer of a step asks for the same one, so it is computed once. */
+  private ropeTableFor(positions: Int32Array, ropeDim: number, freqBase: number): number {
+    const t = this.ropeTable;
+    const same = t.positions.length === positions.length && t.ropeDim === ropeDim && t.freqBase === freqBase &&
+      t.positions.every((p, i) => p === positions[i]);
+    if (!same) {
+      const at = this.ropeTableScratch.ensure(positions.length * ropeDim * 4);
+      this.k.rope_table(at, this.putInts(positions), positions.length, ropeDim, freqBase);
+      this.ropeTable = { positions: positions.slice(), ropeDim, freqBase };
+    }
+    return this.ropeTableScratch.ptr;
   }
 
   kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void {
