@@ -6,7 +6,7 @@
 //      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group.
 //      KIND_U4 packs two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + 4.
 //   ws [numRows / 4, numGroups, 4 rows] f32   scale per group
-//   wm [numRows / 4, numGroups, 4 rows]       f32 offset per group ("min"); for KIND_I8: i16 sum of the group's quants
+//   wm [numRows / 4, numGroups, 4 rows] f32   offset per group ("min"), absent for KIND_I8
 // so w = ws * q + wm for every weight of a group; or, for types whose offset is a fixed multiple of the scale
 // (Q4_0: -8, Q5_0: -16, Q6_K: -32), w = ws * (q - zeroPoint) with no wm at all: the zero point is applied to the
 // exact integer sum (isum - zeroPoint * sum(qa)). Kinds:
@@ -14,10 +14,10 @@
 //   KIND_U8    unsigned 0..63 in bytes, 32 per group (Q5_0, Q5_1, Q5_K)
 //   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1, Q4_K)
 //   KIND_U8G16 unsigned 0..63 in bytes, 16 per group (Q6_K, whose scales change every 16 weights)
-// The relaxed dot product multiplies i8 by i7 (0..127). Unsigned quants are below 128, so they take the i7 side and
-// the int8 activations (quantize_q8) the i8 side. Q8_0's quants need the i8 side, so its activations a (-127..127) come
-// split (split_q8): h = (a >> 1) + 64 and l = a & 1, both 0..127, and isum = 2 dot(q, h) + dot(q, l) - 128 sum(q),
-// exactly dot(q, a), with sum(q) from wm. Two dot products instead of one, and no precision given up.
+// The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
+// (quantize_q8) the i8 side. Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows 0-1 and
+// rows 2-3) and multiplied by the token's activations widened to i16 (widen_q8) with i32x4.dot_i16x8_s, which leaves
+// pair sums [r0, r0, r1, r1] and [r2, r2, r3, r3]; a group ends with one pairwise add. Exact, in every build.
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
 //   acc += (f32(isum) * ws) * da  [+ wm * sa]
@@ -51,18 +51,19 @@ export const KIND_U8G16: i32 = 3;
   return kind == KIND_I8 ? <i32>load<i8>(at) : <i32>load<u8>(at);
 }
 
-// ---- SIMD: one chunk = lane r += sum_j x[4r + j] * y[4r + j], x signed, y 0..127 ----
+// ---- SIMD ----
 
+/** Unsigned kinds: lane r += sum_j a[4r + j] * w[4r + j], a int8 activations, w quants 0..127. */
 // @ts-ignore: decorator
-@inline function dotChunk(x: v128, y: v128, acc: v128): v128 {
-  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(x, y, acc);
+@inline function dotChunk(a: v128, w: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, w, acc);
   // exact twin: pairwise i16 dot products, then the two pairs of each row
-  const lo = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(x), i16x8.extend_low_i8x16_s(y));
-  const hi = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(x), i16x8.extend_high_i8x16_s(y));
+  const lo = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(a), i16x8.extend_low_i8x16_s(w));
+  const hi = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(a), i16x8.extend_high_i8x16_s(w));
   return i32x4.add(acc, i32x4.add(v128.shuffle<i32>(lo, hi, 0, 2, 4, 6), v128.shuffle<i32>(lo, hi, 1, 3, 5, 7)));
 }
 
-/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q, as bytes 0..127 (or int8 for KIND_I8). */
+/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q; KIND_U4 unpacks its nibbles. */
 // @ts-ignore: decorator
 @inline function weightChunk(kind: i32, q: usize, c: i32): v128 {
   if (kind != KIND_U4) return v128.load(q + (<usize>c << 4));
@@ -71,83 +72,108 @@ export const KIND_U8G16: i32 = 3;
   return c < 4 ? v128.and(p, i8x16.splat(0x0f)) : v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
 }
 
-/** The activation side of chunk c: its 4 quants in every lane. */
+/** The multiplier side of a weight chunk: as it is, or KIND_I8's rows 0-1 / rows 2-3 widened to i16. */
 // @ts-ignore: decorator
-@inline function activationChunk(a: usize, c: i32): v128 {
-  return v128.load32_splat(a + (<usize>c << 2));
+@inline function rowsLow(kind: i32, w: v128): v128 {
+  return kind == KIND_I8 ? i16x8.extend_low_i8x16_s(w) : w;
+}
+// @ts-ignore: decorator
+@inline function rowsHigh(kind: i32, w: v128): v128 {
+  return kind == KIND_I8 ? i16x8.extend_high_i8x16_s(w) : w;
 }
 
-/** w x a for one chunk, each on the side of the dot product its range allows. */
+/** Bytes per activation quant: i16 for KIND_I8, else i8. */
 // @ts-ignore: decorator
-@inline function dotWA(kind: i32, w: v128, a: v128, acc: v128): v128 {
-  return kind == KIND_I8 ? dotChunk(w, a, acc) : dotChunk(a, w, acc);
+@inline function actBytes(kind: i32): i32 {
+  return kind == KIND_I8 ? 2 : 1;
 }
 
-/** The f32 term one group adds to the 4 rows' sums of one token (see the header); low: KIND_I8's dot(q, l). */
+/** Chunk c of a token's activations, its 4 quants repeated across the vector. */
 // @ts-ignore: decorator
-@inline function groupTerm(kind: i32, isum: v128, low: v128, s: usize, m: usize, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
-  if (kind == KIND_I8) {
-    const sum128 = i32x4.shl(i32x4.extend_low_i16x8_s(v128.load64_zero(m)), 7);
-    isum = i32x4.sub(i32x4.add(i32x4.shl(isum, 1), low), sum128);
-    return f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG));
-  }
-  if (zeroPoint != 0) {
-    isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qsG)));
-    return f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG));
-  }
-  return f32x4.add(f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG)), f32x4.mul(v128.load(m), v128.load32_splat(saG)));
+@inline function activationChunk(kind: i32, a: usize, c: i32): v128 {
+  return kind == KIND_I8 ? v128.load64_splat(a + (<usize>c << 3)) : v128.load32_splat(a + (<usize>c << 2));
 }
 
-
-/** Bytes of wm per group of 4 rows: f32 offsets, or KIND_I8's i16 sums. */
+/** Adds one chunk to a token's accumulators x (and y, KIND_I8's rows 2-3). */
 // @ts-ignore: decorator
-@inline function wmStride(kind: i32): usize {
-  return kind == KIND_I8 ? 8 : 16;
+@inline function stepX(kind: i32, wLow: v128, act: v128, x: v128): v128 {
+  return kind == KIND_I8 ? i32x4.add(x, i32x4.dot_i16x8_s(wLow, act)) : dotChunk(act, wLow, x);
+}
+// @ts-ignore: decorator
+@inline function stepY(kind: i32, wHigh: v128, act: v128, y: v128): v128 {
+  return kind == KIND_I8 ? i32x4.add(y, i32x4.dot_i16x8_s(wHigh, act)) : y;
+}
+
+/** The f32 term one group adds to the 4 rows' sums of one token (see the header). */
+// @ts-ignore: decorator
+@inline function groupTerm(kind: i32, x: v128, y: v128, s: usize, m: usize, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
+  let isum = x;
+  if (kind == KIND_I8) isum = i32x4.add(v128.shuffle<i32>(x, y, 0, 2, 4, 6), v128.shuffle<i32>(x, y, 1, 3, 5, 7));
+  else if (zeroPoint != 0) isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qsG)));
+  const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG));
+  return kind == KIND_I8 || zeroPoint != 0 ? t : f32x4.add(t, f32x4.mul(v128.load(m), v128.load32_splat(saG)));
 }
 
 /** 4 rows x 1 token: f32x4 of the 4 rows' sums. */
 // @ts-ignore: decorator
-@inline function simdTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: usize, da: usize, sa: usize, qs: usize, numGroups: i32, zeroPoint: i32): v128 {
+@inline function simdTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, zeroPoint: i32): v128 {
   const gs = groupSize(kind);
   const gb = <usize>(groupBytes(kind) << 2);
   let acc = f32x4.splat(0);
   for (let g = 0; g < numGroups; g++) {
-    // unrolled by hand (binaryen does not unroll; the loop ran at half speed): chunk indices are constants, so U4's
-    // nibble choice folds away
-    let isum = i32x4.splat(0), low = isum;
-    let w: v128;
-    w = weightChunk(kind, q, 0);
-    isum = dotWA(kind, w, v128.load32_splat(qa + 0), isum);
-    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 0), low);
-    w = weightChunk(kind, q, 1);
-    isum = dotWA(kind, w, v128.load32_splat(qa + 4), isum);
-    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 4), low);
-    w = weightChunk(kind, q, 2);
-    isum = dotWA(kind, w, v128.load32_splat(qa + 8), isum);
-    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 8), low);
-    w = weightChunk(kind, q, 3);
-    isum = dotWA(kind, w, v128.load32_splat(qa + 12), isum);
-    if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 12), low);
-    if (gs == 32) {
-      w = weightChunk(kind, q, 4);
-      isum = dotWA(kind, w, v128.load32_splat(qa + 16), isum);
-      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 16), low);
-      w = weightChunk(kind, q, 5);
-      isum = dotWA(kind, w, v128.load32_splat(qa + 20), isum);
-      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 20), low);
-      w = weightChunk(kind, q, 6);
-      isum = dotWA(kind, w, v128.load32_splat(qa + 24), isum);
-      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 24), low);
-      w = weightChunk(kind, q, 7);
-      isum = dotWA(kind, w, v128.load32_splat(qa + 28), isum);
-      if (kind == KIND_I8) low = dotChunk(w, v128.load32_splat(qa + lowAt + 28), low);
+    // Unrolled by hand for the unsigned kinds (binaryen does not unroll; as a loop they ran at half speed, and the
+    // constant chunk indices fold U4's nibble choice away). KIND_I8 the other way round: unrolled it ran at 60%.
+    let x = i32x4.splat(0), y = x;
+    if (kind == KIND_I8) {
+      for (let c = 0; c < 8; c++) {
+        const w = weightChunk(kind, q, c);
+        const act = activationChunk(kind, qa, c);
+        x = stepX(kind, rowsLow(kind, w), act, x);
+        y = stepY(kind, rowsHigh(kind, w), act, y);
+      }
+    } else {
+      let w: v128, act: v128;
+      w = weightChunk(kind, q, 0);
+      act = activationChunk(kind, qa, 0);
+      x = stepX(kind, rowsLow(kind, w), act, x);
+      y = stepY(kind, rowsHigh(kind, w), act, y);
+      w = weightChunk(kind, q, 1);
+      act = activationChunk(kind, qa, 1);
+      x = stepX(kind, rowsLow(kind, w), act, x);
+      y = stepY(kind, rowsHigh(kind, w), act, y);
+      w = weightChunk(kind, q, 2);
+      act = activationChunk(kind, qa, 2);
+      x = stepX(kind, rowsLow(kind, w), act, x);
+      y = stepY(kind, rowsHigh(kind, w), act, y);
+      w = weightChunk(kind, q, 3);
+      act = activationChunk(kind, qa, 3);
+      x = stepX(kind, rowsLow(kind, w), act, x);
+      y = stepY(kind, rowsHigh(kind, w), act, y);
+      if (gs == 32) {
+        w = weightChunk(kind, q, 4);
+        act = activationChunk(kind, qa, 4);
+        x = stepX(kind, rowsLow(kind, w), act, x);
+        y = stepY(kind, rowsHigh(kind, w), act, y);
+        w = weightChunk(kind, q, 5);
+        act = activationChunk(kind, qa, 5);
+        x = stepX(kind, rowsLow(kind, w), act, x);
+        y = stepY(kind, rowsHigh(kind, w), act, y);
+        w = weightChunk(kind, q, 6);
+        act = activationChunk(kind, qa, 6);
+        x = stepX(kind, rowsLow(kind, w), act, x);
+        y = stepY(kind, rowsHigh(kind, w), act, y);
+        w = weightChunk(kind, q, 7);
+        act = activationChunk(kind, qa, 7);
+        x = stepX(kind, rowsLow(kind, w), act, x);
+        y = stepY(kind, rowsHigh(kind, w), act, y);
+      }
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
-    acc = f32x4.add(acc, groupTerm(kind, isum, low, s, m, daG, sa, qs, zeroPoint));
+    acc = f32x4.add(acc, groupTerm(kind, x, y, s, m, daG, sa, qs, zeroPoint));
     q += gb;
     s += 16;
-    m += wmStride(kind);
-    qa += <usize>gs;
+    m += 16;
+    qa += <usize>(gs * actBytes(kind));
     sa += 4;
     qs += 4;
   }
@@ -155,41 +181,43 @@ export const KIND_U8G16: i32 = 3;
 }
 
 /** 4 rows x 4 tokens (activations `stride` bytes apart, their per-group arrays `gstride` apart): each weight chunk is
- * loaded (and unpacked) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
+ * loaded (and unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
 // @ts-ignore: decorator
-@inline function simdTile4(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: usize, stride: usize, da: usize, dstride: usize,
+@inline function simdTile4(kind: i32, q: usize, s: usize, m: usize, qa: usize, stride: usize, da: usize, dstride: usize,
   sa: usize, qs: usize, gstride: usize, numGroups: i32, zeroPoint: i32, out: usize, outStride: usize): void {
   const gs = groupSize(kind);
   const gb = <usize>(groupBytes(kind) << 2);
   let acc0 = f32x4.splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   for (let g = 0; g < numGroups; g++) {
-    let i0 = i32x4.splat(0), i1 = i0, i2 = i0, i3 = i0;
-    let l0 = i0, l1 = i0, l2 = i0, l3 = i0;
-    // a loop here: unrolled, the 8 accumulators and 8 chunks spill registers (measured slower)
+    let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
+    let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
+    // a loop here: unrolled, the accumulators and chunks spill registers (measured slower)
     for (let c = 0; c < (gs >> 2); c++) {
       const w = weightChunk(kind, q, c);
-      const a = qa + (<usize>c << 2);
-      i0 = dotWA(kind, w, v128.load32_splat(a), i0);
-      i1 = dotWA(kind, w, v128.load32_splat(a + stride), i1);
-      i2 = dotWA(kind, w, v128.load32_splat(a + 2 * stride), i2);
-      i3 = dotWA(kind, w, v128.load32_splat(a + 3 * stride), i3);
-      if (kind == KIND_I8) {
-        const b = a + lowAt;
-        l0 = dotChunk(w, v128.load32_splat(b), l0);
-        l1 = dotChunk(w, v128.load32_splat(b + stride), l1);
-        l2 = dotChunk(w, v128.load32_splat(b + 2 * stride), l2);
-        l3 = dotChunk(w, v128.load32_splat(b + 3 * stride), l3);
-      }
+      const wl = rowsLow(kind, w);
+      const wh = rowsHigh(kind, w);
+      let act = activationChunk(kind, qa, c);
+      x0 = stepX(kind, wl, act, x0);
+      y0 = stepY(kind, wh, act, y0);
+      act = activationChunk(kind, qa + stride, c);
+      x1 = stepX(kind, wl, act, x1);
+      y1 = stepY(kind, wh, act, y1);
+      act = activationChunk(kind, qa + 2 * stride, c);
+      x2 = stepX(kind, wl, act, x2);
+      y2 = stepY(kind, wh, act, y2);
+      act = activationChunk(kind, qa + 3 * stride, c);
+      x3 = stepX(kind, wl, act, x3);
+      y3 = stepY(kind, wh, act, y3);
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
-    acc0 = f32x4.add(acc0, groupTerm(kind, i0, l0, s, m, daG, sa, qs, zeroPoint));
-    acc1 = f32x4.add(acc1, groupTerm(kind, i1, l1, s, m, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
-    acc2 = f32x4.add(acc2, groupTerm(kind, i2, l2, s, m, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
-    acc3 = f32x4.add(acc3, groupTerm(kind, i3, l3, s, m, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
+    acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, s, m, daG, sa, qs, zeroPoint));
+    acc1 = f32x4.add(acc1, groupTerm(kind, x1, y1, s, m, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
+    acc2 = f32x4.add(acc2, groupTerm(kind, x2, y2, s, m, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
+    acc3 = f32x4.add(acc3, groupTerm(kind, x3, y3, s, m, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
     q += gb;
     s += 16;
-    m += wmStride(kind);
-    qa += <usize>gs;
+    m += 16;
+    qa += <usize>(gs * actBytes(kind));
     sa += 4;
     qs += 4;
   }
@@ -201,22 +229,21 @@ export const KIND_U8G16: i32 = 3;
 
 // ---- scalar twin: the same integer sums and the same f32 op sequence per row ----
 
-function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: usize, da: usize, sa: usize, qs: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
+function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
   const gs = groupSize(kind);
   const gb = groupBytes(kind) << 2;
   for (let r = 0; r < 4; r++) {
     let acc: f32 = 0;
     for (let g = 0; g < numGroups; g++) {
       const qg = q + <usize>(g * gb);
-      const ag = qa + <usize>(g * gs);
+      const ag = qa + <usize>(g * gs * actBytes(kind));
       let isum: i32 = 0;
       for (let i = 0; i < gs; i++) {
-        // KIND_I8: a = 2 (h - 64) + l, the split activation put back together (the same integer)
-        const a = kind == KIND_I8 ? ((<i32>load<u8>(ag + i) - 64) << 1) + <i32>load<u8>(ag + lowAt + i) : <i32>load<i8>(ag + i);
+        const a = kind == KIND_I8 ? <i32>load<i16>(ag + (<usize>i << 1)) : <i32>load<i8>(ag + i);
         isum += quantAt(kind, qg, r, i) * a;
       }
       const dag = load<f32>(da + (<usize>((g * gs) >> 5) << 2));
-      if (zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
+      if (kind != KIND_I8 && zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
       let t: f32 = (<f32>isum * load<f32>(s + <usize>((g * 4 + r) << 2))) * dag;
       if (kind != KIND_I8 && zeroPoint == 0) t = t + load<f32>(m + <usize>((g * 4 + r) << 2)) * load<f32>(sa + (<usize>g << 2));
       acc = acc + t;
@@ -236,9 +263,8 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: 
   const numGroups = cols / gs;
   const qStride = <usize>(numGroups * 4 * groupBytes(kind));
   const sStride = <usize>(numGroups * 16);
-  const mStride = <usize>numGroups * wmStride(kind);
-  const aStride = <usize>(kind == KIND_I8 ? 2 * cols : cols); // bytes of one token's quants (KIND_I8: h then l)
-  const lowAt = <usize>cols;
+  const mStride = sStride;
+  const aStride = <usize>(cols * actBytes(kind)); // bytes of one token's quants
   const dStride = <usize>((cols >> 5) << 2); // bytes of one token's scales
   const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums
   const outStride = <usize>(rows << 2);
@@ -251,7 +277,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: 
     let t = 0;
     if (ASC_FEATURE_SIMD && full) {
       for (; t + 4 <= numTokens; t += 4) {
-        simdTile4(kind, q, s, m, qa + <usize>t * aStride, lowAt, aStride, da + <usize>t * dStride, dStride,
+        simdTile4(kind, q, s, m, qa + <usize>t * aStride, aStride, da + <usize>t * dStride, dStride,
           sa + <usize>t * gStride, qs + <usize>t * gStride, gStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
       }
     }
@@ -262,8 +288,8 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, lowAt: 
       const dat = da + <usize>t * dStride;
       const sat = sa + <usize>t * gStride;
       const qst = qs + <usize>t * gStride;
-      if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, q, s, m, qat, lowAt, dat, sat, qst, numGroups, zeroPoint));
-      else scalarTile1(kind, q, s, m, qat, lowAt, dat, sat, qst, numGroups, target, zeroPoint);
+      if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, zeroPoint));
+      else scalarTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, target, zeroPoint);
       if (!full) {
         for (let r = 0; r < rows - rowBase; r++) store<f32>(dst + (<usize>r << 2), load<f32>(tmp + (<usize>r << 2)));
       }
@@ -298,7 +324,7 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
 
 /**
  * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8
- * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is split_q8's [numTokens, h | l] instead;
+ * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is widen_q8's i16 [numTokens, cols] instead;
  * sa / qs are sa16 / qs16 for KIND_U8G16, else sa32 / qs32 (unused by KIND_I8).
  * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
  * tmp: 64 bytes of per-thread scratch for rows past the end.

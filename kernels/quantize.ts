@@ -66,27 +66,15 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
   }
 }
 
-/**
- * qa [numTokens, cols] i8 (from quantize_q8) -> hl [numTokens, 2, cols] u8: per token h = (a >> 1) + 64, then
- * l = a & 1, both 0..127: Q8_0's activations for the i7 side of the dot product (matmul-quant.ts says why).
- */
-export function split_q8(qa: usize, numTokens: i32, cols: i32, hl: usize): void {
-  for (let t = 0; t < numTokens; t++) {
-    const src = qa + <usize>(t * cols);
-    const h = hl + <usize>(2 * t * cols);
-    const l = h + <usize>cols;
-    let i = 0;
-    if (ASC_FEATURE_SIMD) {
-      for (; i + 16 <= cols; i += 16) {
-        const a = v128.load(src + <usize>i);
-        v128.store(h + <usize>i, i8x16.add(i8x16.shr_s(a, 1), i8x16.splat(64)));
-        v128.store(l + <usize>i, v128.and(a, i8x16.splat(1)));
-      }
-    }
-    for (; i < cols; i++) {
-      const a = <i32>load<i8>(src + <usize>i);
-      store<u8>(h + <usize>i, <u8>((a >> 1) + 64));
-      store<u8>(l + <usize>i, <u8>(a & 1));
+/** qa [n] i8 (from quantize_q8) -> out [n] i16: Q8_0's activations for i32x4.dot_i16x8_s (matmul-quant.ts says why). */
+export function widen_q8(qa: usize, n: i32, out: usize): void {
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 16 <= n; i += 16) {
+      const a = v128.load(qa + <usize>i);
+      v128.store(out + (<usize>i << 1), i16x8.extend_low_i8x16_s(a));
+      v128.store(out + (<usize>i << 1), i16x8.extend_high_i8x16_s(a), 16);
     }
   }
+  for (; i < n; i++) store<i16>(out + (<usize>i << 1), <i16>load<i8>(qa + <usize>i));
 }

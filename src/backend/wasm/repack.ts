@@ -3,7 +3,6 @@
  *   wq [rowGroups, numGroups, groupSize / 4, 4 rows, 4 quants]  quants of 4 rows interleaved 4 at a time ("K-quads";
  *                                                     Q4 nibbles: low = quants 0..15, high = 16..31 of the group)
  *   ws, wm [rowGroups, numGroups, 4 rows] f32       scale and offset: w = ws * q + wm
- *   sums [rowGroups, numGroups, 4 rows] i16         sum of the group's quants (Q8_0 only: its 7-bit activations need it)
  * Rows are padded to a multiple of 4 with zeros. One table row per ggml type says which kernel kind it becomes and
  * how to decode one block; the kinds keep unsigned quants below 128 so the relaxed i8 x i7 dot product applies.
  * Float types (F32, F16, BF16) are not repacked here: they become f32 rows (see wasm-backend.ts).
@@ -182,10 +181,10 @@ export function repackedSizes(s: RepackSpec, rows: number, cols: number): { quan
 }
 
 /**
- * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm, and for KernelKind.I8 the quant sums (views of the sizes from
- * repackedSizes; zero-filled by the caller so padded rows stay zero).
+ * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm (views of the sizes from repackedSizes; zero-filled by the
+ * caller so padded rows stay zero).
  */
-export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: number, wq: Uint8Array, ws: Float32Array, wm: Float32Array, sums: Int16Array | null): void {
+export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: number, wq: Uint8Array, ws: Float32Array, wm: Float32Array): void {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const blocksPerRow = cols / s.blockSize;
   const groupsPerBlock = s.blockSize / s.groupSize;
@@ -211,11 +210,6 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
         for (let i = 0; i < 16; i++) wq[at(i)] = q[e + i]! | (q[e + i + 16]! << 4);
       } else {
         for (let i = 0; i < s.groupSize; i++) wq[at(i)] = q[e + i]!;
-      }
-      if (sums !== null) {
-        let sum = 0;
-        for (let i = 0; i < s.groupSize; i++) sum += (q[e + i]! << 24) >> 24; // int8 bits
-        sums[idx] = sum;
       }
     }
   }

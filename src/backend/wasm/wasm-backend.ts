@@ -138,20 +138,18 @@ export class WasmBackend implements Backend {
       const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
       if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
       const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
-      // wm: f32 offsets, none for an integer zero point, i16 quant sums for KIND_I8 (Q8_0: 38 bytes per 32 weights)
-      const isI8 = spec.kind === KernelKind.I8;
-      const mBytes = isI8 ? scaleFloats * 2 : spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
+      // no offset array for KIND_I8 or an integer zero point: the kernels never read wm then (Q8_0: 36 bytes per 32 weights)
+      const mBytes = spec.kind === KernelKind.I8 || spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
       const wq = this.heap.alloc(quantBytes);
       const ws = this.heap.alloc(scaleFloats * 4);
       const wm = mBytes > 0 ? this.heap.alloc(mBytes) : ws;
       const bytes = this.heap.bytes;
       bytes.fill(0, wq, wq + quantBytes);
-      if (mBytes > 0) bytes.fill(0, wm, wm + mBytes);
       const floats = this.heap.floats;
       floats.fill(0, ws / 4, ws / 4 + scaleFloats);
-      const mins = mBytes > 0 && !isI8 ? floats.subarray(wm / 4, wm / 4 + scaleFloats) : new Float32Array(scaleFloats);
-      const sums = isI8 ? new Int16Array(this.heap.memory.buffer, wm, scaleFloats) : null;
-      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), floats.subarray(ws / 4, ws / 4 + scaleFloats), mins, sums);
+      const mins = mBytes > 0 ? floats.subarray(wm / 4, wm / 4 + scaleFloats) : new Float32Array(scaleFloats);
+      mins.fill(0);
+      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), floats.subarray(ws / 4, ws / 4 + scaleFloats), mins);
       const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleFloats * 4]];
       if (mBytes > 0) allocations.push([wm, mBytes]);
       return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
@@ -285,11 +283,11 @@ export class WasmBackend implements Backend {
     }
     // activations: qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 |
     // sa16 [numRows, cols/16] f32 | qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32
-    // (KIND_I8 reads hl [numRows, 2, cols] u8 = split_q8(qa) at hlAt instead of qa)
+    // (KIND_I8 reads qa widened to i16 [numRows, cols] at wideAt instead)
     const numBlocks = numRows * (cols / 32);
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
     const base = this.activations.ensure(qaBytes * 3 + numBlocks * 28);
-    const hlAt = base + qaBytes + numBlocks * 28;
+    const wideAt = base + qaBytes + numBlocks * 28;
     const qa0 = base;
     const da = qa0 + qaBytes;
     const sa32 = da + numBlocks * 4;
@@ -298,8 +296,8 @@ export class WasmBackend implements Backend {
     const qs16 = qs32 + numBlocks * 4;
     const q = wt.quant;
     this.k.quantize_q8(xp, numRows, cols, qa0, da, sa32, sa16, qs32, qs16);
-    if (q.kind === KernelKind.I8) this.k.split_q8(qa0, numRows, cols, hlAt);
-    const qa = q.kind === KernelKind.I8 ? hlAt : qa0;
+    if (q.kind === KernelKind.I8) this.k.widen_q8(qa0, numRows * cols, wideAt);
+    const qa = q.kind === KernelKind.I8 ? wideAt : qa0;
     const g16 = q.kind === KernelKind.U8G16;
     const sa = g16 ? sa16 : sa32;
     const qs = g16 ? qs16 : qs32;
