@@ -283,28 +283,28 @@ export class WasmBackend implements Backend {
     }
     // activations: qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 |
     // sa16 [numRows, cols/16] f32 | qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32
-    // (KIND_I8 reads qa widened to i16 [numRows, cols] at wideAt instead)
+    // | qa16 [numRows, cols] i16 (qa widened for KIND_I8)
     const numBlocks = numRows * (cols / 32);
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
     const base = this.activations.ensure(qaBytes * 3 + numBlocks * 28);
-    const wideAt = base + qaBytes + numBlocks * 28;
-    const qa0 = base;
-    const da = qa0 + qaBytes;
+    const qa = base;
+    const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
     const qs32 = sa16 + numBlocks * 8;
     const qs16 = qs32 + numBlocks * 4;
+    const qa16 = qs16 + numBlocks * 8;
     const q = wt.quant;
-    this.k.quantize_q8(xp, numRows, cols, qa0, da, sa32, sa16, qs32, qs16);
-    if (q.kind === KernelKind.I8) this.k.widen_q8(qa0, numRows * cols, wideAt);
-    const qa = q.kind === KernelKind.I8 ? wideAt : qa0;
+    this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
+    if (q.kind === KernelKind.I8) this.k.widen_q8(qa, numRows * cols, qa16);
+    const acts = q.kind === KernelKind.I8 ? qa16 : qa;
     const g16 = q.kind === KernelKind.U8G16;
     const sa = g16 ? sa16 : sa32;
     const qs = g16 ? qs16 : qs32;
     if (parallel) {
-      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, q.zeroPoint, qs], rowGroups);
+      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs], rowGroups);
     } else {
-      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, qa, da, sa, rows, cols, numRows, q.zeroPoint, qs, 0, rowGroups, this.threadScratch.ptr);
+      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs, 0, rowGroups, this.threadScratch.ptr);
     }
   }
 
@@ -435,7 +435,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const numGroups32 = cols / 32;
   const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
-  const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or KIND_I8's [numTokens, 2, cols] (zero weights: any bytes do)
+  const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or i16 for KIND_I8 (zero weights: any bytes do)
   const sums = heap.alloc(numTokens * (cols / 16) * 4 * 5); // da | sa32 | sa16 | qs32 | qs16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
   const tmp = heap.alloc(64);
