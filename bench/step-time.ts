@@ -1,0 +1,84 @@
+/**
+ * Model-runner step times (not a test): one prompt chunk, then decode steps at 1 and at --batch sequences, all at
+ * position --context, timed on `Runner.execute` directly (no engine, no HTTP), with the attention share. Shows what a
+ * batched token costs against a lone one, the figure that bounds bench:throughput's ratio.
+ * Usage: bun run bench/step-time.ts --model F [--threads 2] [--batch 8] [--context 96] [--prompt 64] [--reps 10]
+ */
+import { parseArgs } from "node:util";
+import { cpus } from "node:os";
+import { openModelGguf } from "../src/engine/model-source.ts";
+import { loadModel } from "../src/model/load-model.ts";
+import { Runner } from "../src/model/runner.ts";
+import { createBackend } from "../src/backend/create-backend.ts";
+import type { ModelBatch } from "../src/model/model-batch.ts";
+
+const { values } = parseArgs({
+  options: {
+    model: { type: "string" },
+    threads: { type: "string", default: String(cpus().length) },
+    batch: { type: "string", default: "8" },
+    context: { type: "string", default: "96" },
+    prompt: { type: "string", default: "64" },
+    reps: { type: "string", default: "10" },
+  },
+});
+const [threads, batch, context, prompt, reps] = [values.threads, values.batch, values.context, values.prompt, values.reps].map(Number) as [number, number, number, number, number];
+if (values.model === undefined || ![threads, batch, context, prompt, reps].every((n) => Number.isInteger(n) && n > 0)) {
+  process.stderr.write("usage: bun run bench/step-time.ts --model F [--threads 2] [--batch 8] [--context 96] [--prompt 64] [--reps 10]\n");
+  process.exit(2);
+}
+
+const gguf = await openModelGguf(values.model);
+if (!gguf.ok) throw new Error(gguf.error);
+const model = loadModel(gguf.value);
+if (!model.ok) throw new Error(model.error);
+const backend = await createBackend({ kind: "wasm", threads });
+let attentionMs = 0;
+const attention = backend.attention.bind(backend);
+backend.attention = (...args) => {
+  const t = performance.now();
+  attention(...args);
+  attentionMs += performance.now() - t;
+};
+const runner = new Runner(model.value.config, model.value.weights, backend);
+const blockSize = 16;
+const blocksPerSeq = Math.ceil((context + 1) / blockSize);
+runner.allocateKvCache((batch + 1) * blocksPerSeq, blockSize);
+const table = (i: number) => Int32Array.from({ length: blocksPerSeq }, (_, b) => i * blocksPerSeq + b);
+const ids = (n: number, seed: number) => Int32Array.from({ length: n }, (_, k) => 300 + ((k * 7919 + seed) % (model.value.config.vocabSize - 300)));
+
+// fill every sequence's cache up to the context position, in chunks of the prompt size
+for (let i = 0; i <= batch; i++) {
+  for (let p = 0; p < context; p += prompt) {
+    await runner.execute({ sequences: [{ tokenIds: ids(Math.min(prompt, context - p), i), startPos: p, blockTable: table(i), logits: "last" }] });
+  }
+}
+
+/** best and median of reps timed calls (after 3 warm-up calls), and the mean attention time per call */
+async function time(make: () => ModelBatch): Promise<{ best: number; median: number; attention: number }> {
+  for (let i = 0; i < 3; i++) await runner.execute(make());
+  const times: number[] = [];
+  attentionMs = 0;
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    await runner.execute(make());
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return { best: times[0]!, median: times[reps >> 1]!, attention: attentionMs / reps };
+}
+
+const decode = (n: number) => (): ModelBatch => ({
+  sequences: Array.from({ length: n }, (_, i) => ({ tokenIds: ids(1, i), startPos: context, blockTable: table(i), logits: "last" as const })),
+});
+const chunk = await time(() => ({ sequences: [{ tokenIds: ids(prompt, 99), startPos: 0, blockTable: table(batch), logits: "last" }] }));
+const one = await time(decode(1));
+const many = await time(decode(batch));
+const fmt = (x: number) => x.toFixed(2);
+console.log(`${values.model}, ${backend.name}, ${threads} threads, context ${context} (ms: best / median; attention: mean ms per step)`);
+console.log(`prompt chunk of ${prompt}: ${fmt(chunk.best)} / ${fmt(chunk.median)} per step = ${fmt(chunk.best / prompt)} per token; attention ${fmt(chunk.attention)}`);
+console.log(`decode, 1 sequence: ${fmt(one.best)} / ${fmt(one.median)} per step; attention ${fmt(one.attention)}`);
+console.log(`decode, ${batch} sequences: ${fmt(many.best)} / ${fmt(many.median)} per step = ${fmt(many.best / batch)} per token; attention ${fmt(many.attention)}`);
+console.log(`a batched token costs ${fmt(many.best / batch / one.best)} of a lone one`);
+runner.dispose();
+process.exit(0);
