@@ -1,6 +1,7 @@
 // Paged attention over an f16 KV cache (GQA). Cache layout per layer and part (K or V):
 //   [numBlocks, blockSize, numKvHeads * headDim] f16; slot = block * blockSize + offset.
-// One task = (query row, KV head); tasks are split across threads. Scores live in per-thread scratch.
+// One task = (query row, KV head, segment of up to SEGMENT_KEYS keys); tasks are split across threads, and rows with
+// more than one segment merge them afterwards (attention_merge). Scores and widened rows live in per-thread scratch.
 import { f16ToF32, f16x4ToF32x4, f32ToF16, hsumf } from "./common";
 
 /** Store k, v [numRows, kvDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
@@ -50,6 +51,182 @@ function dotF32(a: usize, b: usize, n: i32): f32 {
   return acc;
 }
 
+/** Keys per attention task: longer contexts split into segments that run in parallel, then merge (attention_merge). */
+export const SEGMENT_KEYS: i32 = 256;
+
+/** SEGMENT_KEYS for the host, which lays out the tasks. */
+export function attention_segment_keys(): i32 {
+  return SEGMENT_KEYS;
+}
+
+/** Floats of one task's partial result per query head: max score, sum of exp, then the unnormalized output [headDim]. */
+// @ts-ignore: decorator
+@inline function partialFloats(headDim: i32): i32 {
+  return headDim + 2;
+}
+
+/** Keys whose widened V rows are in scratch at a time: 64 rows of headDim 64 are 16 KiB, L1-resident. */
+const V_BLOCK_KEYS: i32 = 64;
+
+/**
+ * o [headDim] += sum over keys t of e[t] * v_t, in key order, with the V rows widened at vRows [numKeys, headDim] f32.
+ * SIMD: 16 dims at a time in 4 registers over all keys (no load/store of o per key); the same per-lane order as the
+ * scalar loop, so the bits agree.
+ */
+function accumulateWeighted(o: usize, e: usize, vRows: usize, numKeys: i32, headDim: i32): void {
+  let d = 0;
+  if (ASC_FEATURE_SIMD) {
+    const rowBytes = <usize>(headDim << 2);
+    for (; d + 16 <= headDim; d += 16) {
+      const od = o + (<usize>d << 2);
+      let a0 = v128.load(od), a1 = v128.load(od, 16), a2 = v128.load(od, 32), a3 = v128.load(od, 48);
+      let v = vRows + (<usize>d << 2);
+      for (let t = 0; t < numKeys; t++) {
+        const p = v128.load32_splat(e + (<usize>t << 2));
+        a0 = f32x4.add(a0, f32x4.mul(p, v128.load(v)));
+        a1 = f32x4.add(a1, f32x4.mul(p, v128.load(v, 16)));
+        a2 = f32x4.add(a2, f32x4.mul(p, v128.load(v, 32)));
+        a3 = f32x4.add(a3, f32x4.mul(p, v128.load(v, 48)));
+        v += rowBytes;
+      }
+      v128.store(od, a0);
+      v128.store(od, a1, 16);
+      v128.store(od, a2, 32);
+      v128.store(od, a3, 48);
+    }
+  }
+  for (; d < headDim; d++) {
+    const od = o + (<usize>d << 2);
+    let acc = load<f32>(od);
+    for (let t = 0; t < numKeys; t++) acc = acc + load<f32>(e + (<usize>t << 2)) * load<f32>(vRows + (<usize>(t * headDim + d) << 2));
+    store<f32>(od, acc);
+  }
+}
+
+/**
+ * out, q [rows, numHeads * headDim] f32. rowInfo i32 [numTaskRows, 3] = (row, numKeys, blockTable byte address).
+ * tasks i32 [numTasks, 5] = (rowInfo index, KV head, first key, end key, partial index or -1). One task = the group of
+ * numHeads / numKvHeads query heads sharing a KV head (each K/V row widened from f16 once for the group) over one
+ * segment of keys. A task that covers all of its row's keys (partial index -1) writes the output; otherwise it writes
+ * per head (max, sum of exp, unnormalized output) at partials + index * groupSize * (headDim + 2) floats, and
+ * attention_merge combines the segments. Tasks [taskStart, taskEnd).
+ * scratch (per thread): scores [groupSize, SEGMENT_KEYS] f32, sums of exp [groupSize] f32, then the widened V rows
+ * [V_BLOCK_KEYS, headDim] f32 (the K rows are widened one at a time into the same place).
+ */
+export function attention_f16(
+  out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
+): void {
+  const kvDim = numKvHeads * headDim;
+  const qDim = numHeads * headDim;
+  const groupSize = numHeads / numKvHeads;
+  const sums = scratch + (<usize>(groupSize * SEGMENT_KEYS) << 2);
+  const rows = sums + (<usize>groupSize << 2);
+  for (let task = taskStart; task < taskEnd; task++) {
+    const tk = tasks + <usize>(task * 20);
+    const info = rowInfo + <usize>(load<i32>(tk) * 12);
+    const kvHead = load<i32>(tk, 4);
+    const k0 = load<i32>(tk, 8);
+    const numKeys = load<i32>(tk, 12) - k0;
+    const partial = load<i32>(tk, 16);
+    const row = load<i32>(info);
+    const blockTable = <usize>load<i32>(info, 8);
+    const kvOff = <usize>(kvHead * headDim);
+    const q0 = q + (<usize>(row * qDim + kvHead * groupSize * headDim) << 2);
+    for (let t = 0; t < numKeys; t++) {
+      const pos = k0 + t;
+      const slot = load<i32>(blockTable + (<usize>(pos / blockSize) << 2)) * blockSize + (pos % blockSize);
+      widenRow(rows, kLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
+      for (let g = 0; g < groupSize; g++) {
+        store<f32>(scratch + (<usize>(g * SEGMENT_KEYS + t) << 2), dotF32(q0 + (<usize>(g * headDim) << 2), rows, headDim) * scale);
+      }
+    }
+    // per query head: exp(score - max) in place of the scores, and where its output goes (with its sum of exp)
+    for (let g = 0; g < groupSize; g++) {
+      const sg = scratch + (<usize>(g * SEGMENT_KEYS) << 2);
+      let max: f32 = -Infinity;
+      for (let t = 0; t < numKeys; t++) max = Mathf.max(max, load<f32>(sg + (<usize>t << 2)));
+      let sum: f32 = 0;
+      for (let t = 0; t < numKeys; t++) {
+        const p = sg + (<usize>t << 2);
+        const e = Mathf.exp(load<f32>(p) - max);
+        store<f32>(p, e);
+        sum += e;
+      }
+      const o = outputOf(out, partials, partial, row, qDim, kvHead, groupSize, g, headDim);
+      if (partial >= 0) {
+        store<f32>(o - 8, max);
+        store<f32>(o - 4, sum);
+      } else {
+        store<f32>(sums + (<usize>g << 2), sum);
+      }
+      memory.fill(o, 0, <usize>(headDim << 2));
+    }
+    // V in blocks of keys whose widened rows stay in L1, each added to every head's output
+    for (let b = 0; b < numKeys; b += V_BLOCK_KEYS) {
+      const n = min(V_BLOCK_KEYS, numKeys - b);
+      for (let t = 0; t < n; t++) {
+        const pos = k0 + b + t;
+        const slot = load<i32>(blockTable + (<usize>(pos / blockSize) << 2)) * blockSize + (pos % blockSize);
+        widenRow(rows + (<usize>(t * headDim) << 2), vLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
+      }
+      for (let g = 0; g < groupSize; g++) {
+        const o = outputOf(out, partials, partial, row, qDim, kvHead, groupSize, g, headDim);
+        accumulateWeighted(o, scratch + (<usize>(g * SEGMENT_KEYS + b) << 2), rows, n, headDim);
+      }
+    }
+    if (partial < 0) {
+      for (let g = 0; g < groupSize; g++) {
+        scaleInPlace(outputOf(out, partials, -1, row, qDim, kvHead, groupSize, g, headDim), 1 / load<f32>(sums + (<usize>g << 2)), headDim);
+      }
+    }
+  }
+}
+
+/** Where query head g of a task accumulates: the output row, or (partial >= 0) its partial after (max, sum). */
+// @ts-ignore: decorator
+@inline function outputOf(out: usize, partials: usize, partial: i32, row: i32, qDim: i32, kvHead: i32, groupSize: i32, g: i32, headDim: i32): usize {
+  if (partial < 0) return out + (<usize>(row * qDim + (kvHead * groupSize + g) * headDim) << 2);
+  return partials + (<usize>((partial * groupSize + g) * partialFloats(headDim) + 2) << 2);
+}
+
+/** x[d] *= s */
+function scaleInPlace(x: usize, s: f32, n: i32): void {
+  for (let d = 0; d < n; d++) store<f32>(x + (<usize>d << 2), load<f32>(x + (<usize>d << 2)) * s);
+}
+
+/**
+ * Combines the segments of rows whose keys were split: merges i32 [numMerges, 4] = (row, KV head, first partial index,
+ * number of segments); per query head out = sum_s w_s o_s / sum_s w_s l_s with w_s = exp(m_s - max_s m_s), segments in
+ * order. Merges [taskStart, taskEnd).
+ */
+export function attention_merge(out: usize, partials: usize, merges: usize, numHeads: i32, numKvHeads: i32, headDim: i32, taskStart: i32, taskEnd: i32): void {
+  const qDim = numHeads * headDim;
+  const groupSize = numHeads / numKvHeads;
+  const stride = partialFloats(headDim);
+  for (let task = taskStart; task < taskEnd; task++) {
+    const mg = merges + <usize>(task << 4);
+    const row = load<i32>(mg);
+    const kvHead = load<i32>(mg, 4);
+    const first = load<i32>(mg, 8);
+    const numSegments = load<i32>(mg, 12);
+    for (let g = 0; g < groupSize; g++) {
+      const o = out + (<usize>(row * qDim + (kvHead * groupSize + g) * headDim) << 2);
+      let max: f32 = -Infinity;
+      for (let s = 0; s < numSegments; s++) max = Mathf.max(max, load<f32>(partials + (<usize>(((first + s) * groupSize + g) * stride) << 2)));
+      memory.fill(o, 0, <usize>(headDim << 2));
+      let sum: f32 = 0;
+      for (let s = 0; s < numSegments; s++) {
+        const pg = partials + (<usize>(((first + s) * groupSize + g) * stride) << 2);
+        const w = Mathf.exp(load<f32>(pg) - max);
+        sum += w * load<f32>(pg, 4);
+        axpy(o, pg + 8, w, headDim);
+      }
+      scaleInPlace(o, 1 / sum, headDim);
+    }
+  }
+}
+
 /** o[d] += p * v[d] */
 function axpy(o: usize, v: usize, p: f32, n: i32): void {
   let d = 0;
@@ -63,61 +240,5 @@ function axpy(o: usize, v: usize, p: f32, n: i32): void {
   for (; d < n; d++) {
     const od = o + (<usize>d << 2);
     store<f32>(od, load<f32>(od) + p * load<f32>(v + (<usize>d << 2)));
-  }
-}
-
-/**
- * out, q [rows, numHeads * headDim] f32. rowInfo i32 [numTaskRows, 3] = (row, numKeys, blockTable byte address).
- * One task = (row, KV head): the group of numHeads / numKvHeads query heads that share it, so each cached K/V row is
- * widened from f16 once per group (GQA reuse). Tasks [taskStart, taskEnd) of numTaskRows * numKvHeads.
- * scratch (per thread): scores [groupSize, numKeys] f32, then one widened row [headDim] f32.
- */
-export function attention_f16(
-  out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
-): void {
-  const kvDim = numKvHeads * headDim;
-  const qDim = numHeads * headDim;
-  const groupSize = numHeads / numKvHeads;
-  for (let task = taskStart; task < taskEnd; task++) {
-    const info = rowInfo + <usize>((task / numKvHeads) * 12);
-    const kvHead = task % numKvHeads;
-    const row = load<i32>(info);
-    const numKeys = load<i32>(info, 4);
-    const blockTable = <usize>load<i32>(info, 8);
-    const kvOff = <usize>(kvHead * headDim);
-    const q0 = q + (<usize>(row * qDim + kvHead * groupSize * headDim) << 2);
-    const o0 = out + (<usize>(row * qDim + kvHead * groupSize * headDim) << 2);
-    const widened = scratch + (<usize>(groupSize * numKeys) << 2);
-    for (let t = 0; t < numKeys; t++) {
-      const slot = load<i32>(blockTable + (<usize>(t / blockSize) << 2)) * blockSize + (t % blockSize);
-      widenRow(widened, kLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
-      for (let g = 0; g < groupSize; g++) {
-        const s = dotF32(q0 + (<usize>(g * headDim) << 2), widened, headDim) * scale;
-        store<f32>(scratch + (<usize>(g * numKeys + t) << 2), s);
-      }
-    }
-    for (let g = 0; g < groupSize; g++) {
-      const sg = scratch + (<usize>(g * numKeys) << 2);
-      let max: f32 = -Infinity;
-      for (let t = 0; t < numKeys; t++) max = Mathf.max(max, load<f32>(sg + (<usize>t << 2)));
-      let sum: f32 = 0;
-      for (let t = 0; t < numKeys; t++) {
-        const p = sg + (<usize>t << 2);
-        const e = Mathf.exp(load<f32>(p) - max);
-        store<f32>(p, e);
-        sum += e;
-      }
-      const inv: f32 = 1 / sum;
-      for (let t = 0; t < numKeys; t++) store<f32>(sg + (<usize>t << 2), load<f32>(sg + (<usize>t << 2)) * inv);
-    }
-    memory.fill(o0, 0, <usize>((groupSize * headDim) << 2));
-    for (let t = 0; t < numKeys; t++) {
-      const slot = load<i32>(blockTable + (<usize>(t / blockSize) << 2)) * blockSize + (t % blockSize);
-      widenRow(widened, vLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
-      for (let g = 0; g < groupSize; g++) {
-        axpy(o0 + (<usize>(g * headDim) << 2), widened, load<f32>(scratch + (<usize>(g * numKeys + t) << 2)), headDim);
-      }
-    }
   }
 }

@@ -74,6 +74,40 @@ function quantCols(wt: WeightType): readonly number[] {
 const KV: KvCacheShape = { numLayers: 2, numBlocks: 9, blockSize: 4, numKvHeads: 2, headDim: 12 };
 const NUM_HEADS = 6;
 
+/**
+ * Rows longer than the WASM kernels' key segment (256): sequence A has 600 cached positions and 2 new rows (3 segments
+ * each), B a 5-row prefill, C 261 cached positions and 1 new row (2 segments). GQA 8/2, headDim 32. Returns the output
+ * of the whole batch and of A alone (batch invariance).
+ */
+const LONG_KV: KvCacheShape = { numLayers: 1, numBlocks: 64, blockSize: 16, numKvHeads: 2, headDim: 32 };
+const LONG_HEADS = 8;
+async function longAttention(be: Backend): Promise<{ batch: Float32Array; aloneA: Float32Array }> {
+  const { blockSize, numKvHeads, headDim } = LONG_KV;
+  const kvDim = numKvHeads * headDim;
+  const qDim = LONG_HEADS * headDim;
+  const table = (first: number, n: number) => Int32Array.from({ length: n }, (_, i) => first + ((i * 7) % n)); // scattered
+  const seqs: AttentionSequence[] = [
+    { rowStart: 0, numRows: 2, startPos: 600, blockTable: table(0, 38) },
+    { rowStart: 2, numRows: 5, startPos: 0, blockTable: table(38, 1) },
+    { rowStart: 7, numRows: 1, startPos: 261, blockTable: table(39, 17) },
+  ];
+  be.allocKvCache(LONG_KV);
+  const r = rng(77);
+  for (const s of seqs) {
+    const n = s.startPos + s.numRows;
+    const slots = Int32Array.from({ length: n }, (_, p) => s.blockTable[Math.floor(p / blockSize)]! * blockSize + (p % blockSize));
+    be.kvStore(0, await upload(be, randomFloats(n * kvDim, r, 2)), await upload(be, randomFloats(n * kvDim, r, 2)), slots);
+  }
+  const q = await upload(be, randomFloats(8 * qDim, rng(78), 2));
+  const out = be.alloc(8 * qDim);
+  be.attention(out, q, 0, LONG_HEADS, seqs);
+  const batch = await be.read(out, 8 * qDim);
+  const alone = be.alloc(8 * qDim);
+  be.attention(alone, q, 0, LONG_HEADS, [seqs[0]!]);
+  const aloneA = await be.read(alone, 2 * qDim);
+  return { batch, aloneA };
+}
+
 describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, entry) => {
   const reason = entry.unavailable();
   let backend: Backend;
@@ -225,6 +259,21 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
   });
 });
 
+describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s, attention over rows longer than a key segment", (name, entry) => {
+  const reason = entry.unavailable();
+  (reason === null ? test : test.skip)("600, 261 and 5 keys in one batch match the oracle; a row's result does not depend on the batch", async () => {
+    const be = await entry.create();
+    try {
+      const got = await longAttention(be);
+      const want = await longAttention(new ReferenceBackend());
+      expectClose(got.batch, want.batch, 4e-3, `${name} long attention`);
+      expect(got.aloneA).toEqual(got.batch.subarray(0, got.aloneA.length));
+    } finally {
+      be.dispose();
+    }
+  });
+});
+
 describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () => {
   const levels = (["scalar", "simd", "relaxed-simd"] as const).filter((l) => supportsLevel(l));
   const it = levels.length >= 2 ? test : test.skip;
@@ -242,6 +291,17 @@ describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () =>
         const out = be.alloc(5 * rows);
         be.matmul(out, be.loadWeight(src), xb, 5);
         results.push(await be.read(out, 5 * rows));
+        be.dispose();
+      }
+    }
+    for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
+  });
+  it("attention with segmented rows, 1, 2 and 3 threads", async () => {
+    const results: Float32Array[] = [];
+    for (const level of levels) {
+      for (const threads of [1, 2, 3]) {
+        const be = await createWasmBackend({ threads, simd: level });
+        results.push((await longAttention(be)).batch);
         be.dispose();
       }
     }

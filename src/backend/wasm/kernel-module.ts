@@ -15,8 +15,10 @@ export interface KernelExports {
     rows: number, cols: number, numTokens: number, zeroPoint: number, qs: number, groupStart: number, groupEnd: number, tmp: number): void;
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
   kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, kvDim: number): void;
-  attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, numHeads: number, numKvHeads: number,
-    headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
+  attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
+  attention_segment_keys(): number;
+  attention_merge(out: number, partials: number, merges: number, numHeads: number, numKvHeads: number, headDim: number, taskStart: number, taskEnd: number): void;
   rms_norm(out: number, x: number, w: number, numRows: number, dim: number, eps: number): void;
   rope_table(table: number, positions: number, numRows: number, ropeDim: number, freqBase: number): void;
   rope(x: number, table: number, numRows: number, numHeads: number, headDim: number, ropeDim: number, neox: number): void;

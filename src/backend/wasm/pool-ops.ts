@@ -1,6 +1,6 @@
 /**
  * The operations the thread pool runs, and the shared control block every thread reads. An op's work units (row
- * groups of 4 for matmuls, (row, KV head) tasks for attention) are cut into chunks that threads claim one at a time
+ * groups of 4 for matmuls, (row, KV head, key segment) tasks for attention) are cut into chunks that threads claim one at a time
  * from a ticket counter, so a thread the OS has descheduled does not hold the others up: whoever is running takes
  * the remaining chunks (the caller may end up doing all of them). Results never depend on who ran which chunk.
  *
@@ -23,6 +23,7 @@ export enum PoolOp {
   MatmulF32 = 2,
   Attention = 3,
   SiluMul = 4,
+  AttentionMerge = 5,
   Exit = 9,
 }
 
@@ -53,7 +54,10 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       return;
     case PoolOp.Attention:
       k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-        ctl[a + 8]!, ctlF[a + 10]!, scratch + 64, start, end);
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, scratch + 64, start, end);
+      return;
+    case PoolOp.AttentionMerge:
+      k.attention_merge(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end);
       return;
     case PoolOp.SiluMul: {
       // units of SILU_UNIT elements: args out, gate, up, n

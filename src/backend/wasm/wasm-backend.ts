@@ -92,6 +92,10 @@ export class WasmBackend implements Backend {
   private readonly ints: Scratch;
   private readonly threadScratch: Scratch;
   private readonly ropeTableScratch: Scratch;
+  /** attention's per-segment results of rows longer than segmentKeys, until attention_merge combines them */
+  private readonly attentionPartials: Scratch;
+  /** keys per attention task (the kernels' SEGMENT_KEYS) */
+  private readonly segmentKeys: number;
   /** what the table in ropeTableScratch was computed for */
   private ropeTable = { positions: new Int32Array(0), ropeDim: 0, freqBase: 0 };
 
@@ -106,6 +110,8 @@ export class WasmBackend implements Backend {
     this.ints = new Scratch(heap);
     this.threadScratch = new Scratch(heap);
     this.ropeTableScratch = new Scratch(heap);
+    this.attentionPartials = new Scratch(heap);
+    this.segmentKeys = k.attention_segment_keys();
     this.setThreadScratch(0);
   }
 
@@ -341,39 +347,72 @@ export class WasmBackend implements Backend {
   attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
     const kv = this.cache();
     const { numKvHeads, headDim, blockSize } = kv.shape;
+    if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
+    const groupSize = numHeads / numKvHeads;
     let numRows = 0;
     let tableInts = 0;
-    let maxKeys = 0;
-    for (const s of sequences) {
-      numRows += s.numRows;
-      tableInts += s.blockTable.length;
-      maxKeys = Math.max(maxKeys, s.startPos + s.numRows);
-    }
-    if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
-    // scratch per thread: scores [numHeads / numKvHeads, maxKeys] + one widened K/V row [headDim]
-    this.setThreadScratch((numHeads / numKvHeads) * maxKeys + headDim);
-    // int scratch: rowInfo [numRows, 3] then the block tables
-    const info = new Int32Array(numRows * 3 + tableInts);
-    const base = this.ints.ensure(info.length * 4);
-    let r = 0;
-    let tableAt = numRows * 3;
+    let numTasks = 0;
+    let numPartials = 0;
+    let numMerges = 0;
     for (const s of sequences) {
       const need = Math.ceil((s.startPos + s.numRows) / blockSize);
       if (s.blockTable.length < need) throw new Error(`attention: block table of ${s.blockTable.length} blocks, ${need} needed`);
+      numRows += s.numRows;
+      tableInts += s.blockTable.length;
+      for (let i = 0; i < s.numRows; i++) {
+        const segments = Math.ceil((s.startPos + i + 1) / this.segmentKeys);
+        numTasks += segments * numKvHeads;
+        if (segments > 1) {
+          numPartials += segments * numKvHeads;
+          numMerges += numKvHeads;
+        }
+      }
+    }
+    // scratch per thread: scores [groupSize, segmentKeys] + widened V rows [segmentKeys, headDim]
+    this.setThreadScratch(this.segmentKeys * (groupSize + headDim));
+    // int scratch: rowInfo [numRows, 3] (row, numKeys, block table address) | the block tables |
+    // tasks [numTasks, 5] (rowInfo index, KV head, first key, end key, partial index or -1) | merges [numMerges, 4]
+    const info = new Int32Array(numRows * 3 + tableInts + numTasks * 5 + numMerges * 4);
+    const base = this.ints.ensure(info.length * 4);
+    let r = 0;
+    let tableAt = numRows * 3;
+    let taskAt = numRows * 3 + tableInts;
+    const mergeStart = taskAt + numTasks * 5;
+    let mergeAt = mergeStart;
+    let partial = 0;
+    for (const s of sequences) {
       info.set(s.blockTable, tableAt);
       for (let i = 0; i < s.numRows; i++, r++) {
+        const numKeys = s.startPos + i + 1;
         info[r * 3] = s.rowStart + i;
-        info[r * 3 + 1] = s.startPos + i + 1;
+        info[r * 3 + 1] = numKeys;
         info[r * 3 + 2] = base + tableAt * 4;
+        const segments = Math.ceil(numKeys / this.segmentKeys);
+        for (let h = 0; h < numKvHeads; h++) {
+          if (segments > 1) {
+            info[mergeAt++] = s.rowStart + i;
+            info[mergeAt++] = h;
+            info[mergeAt++] = partial;
+            info[mergeAt++] = segments;
+          }
+          for (let seg = 0; seg < segments; seg++) {
+            info[taskAt++] = r;
+            info[taskAt++] = h;
+            info[taskAt++] = seg * this.segmentKeys;
+            info[taskAt++] = Math.min(numKeys, (seg + 1) * this.segmentKeys);
+            info[taskAt++] = segments > 1 ? partial++ : -1;
+          }
+        }
       }
       tableAt += s.blockTable.length;
     }
     this.heap.ints.set(info, base / 4);
-    const tasks = numRows * numKvHeads; // (row, KV head): the query heads of a group share each widened K/V row
-    const scale = 1 / Math.sqrt(headDim);
-    const args = [asBuffer(out).ptr, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
-      numHeads, numKvHeads, headDim, blockSize];
-    this.pool.run(PoolOp.Attention, args, tasks, new Map([[10, scale]]));
+    const partials = numPartials > 0 ? this.attentionPartials.ensure(numPartials * groupSize * (headDim + 2) * 4) : 0;
+    const o = asBuffer(out).ptr;
+    const args = [o, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
+      base + (numRows * 3 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize];
+    this.pool.run(PoolOp.Attention, args, numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
+    if (numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + mergeStart * 4, numHeads, numKvHeads, headDim], numMerges);
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
