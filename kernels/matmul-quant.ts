@@ -4,14 +4,15 @@
 //   wq [numRows / 4, numGroups, groupSize / 4 chunks, 4 rows, 4 quants]
 //      chunk c holds quants 4c..4c+3 of each of the 4 rows, so one i8x16 x i7x16 dot product against the token's 4
 //      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group.
-//      KIND_U4 packs two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + 4.
+//      KIND_U4 packs two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + 4. KIND_U5 is KIND_U4's 64
+//      bytes followed by 16 bytes of fifth bits laid out like a chunk: bit c of byte 4r + j = quant 4c + j of row r.
 //   ws [numRows / 4, numGroups, 4 rows] f32   scale per group
 //   wm [numRows / 4, numGroups, 4 rows] f32   offset per group ("min"), absent for KIND_I8
 // so w = ws * q + wm for every weight of a group; or, for types whose offset is a fixed multiple of the scale
 // (Q4_0: -8, Q5_0: -16, Q6_K: -32), w = ws * (q - zeroPoint) with no wm at all: the zero point is applied to the
 // exact integer sum (isum - zeroPoint * sum(qa)). Kinds:
 //   KIND_I8    signed int8, 32 per group (Q8_0)
-//   KIND_U8    unsigned 0..63 in bytes, 32 per group (Q5_0, Q5_1, Q5_K)
+//   KIND_U5    unsigned 0..31 as a nibble and a bit, 32 per group in 20 bytes (Q5_0, Q5_1, Q5_K)
 //   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1, Q4_K)
 //   KIND_U8G16 unsigned 0..63 in bytes, 16 per group (Q6_K, whose scales change every 16 weights)
 // The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
@@ -25,7 +26,7 @@
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
 
 export const KIND_I8: i32 = 0;
-export const KIND_U8: i32 = 1;
+export const KIND_U5: i32 = 1;
 export const KIND_U4: i32 = 2;
 export const KIND_U8G16: i32 = 3;
 
@@ -34,18 +35,21 @@ export const KIND_U8G16: i32 = 3;
   return kind == KIND_U8G16 ? 16 : 32;
 }
 
+/** Bytes per group and row. */
 // @ts-ignore: decorator
 @inline export function groupBytes(kind: i32): i32 {
-  return kind == KIND_I8 || kind == KIND_U8 ? 32 : 16;
+  return kind == KIND_I8 ? 32 : kind == KIND_U5 ? 20 : 16;
 }
 
 /** Quant i (0..groupSize-1) of row r (0..3) in a group of the K-quad layout at q. */
 // @ts-ignore: decorator
 @inline export function quantAt(kind: i32, q: usize, r: i32, i: i32): i32 {
-  if (kind == KIND_U4) {
+  if (kind == KIND_U4 || kind == KIND_U5) {
     const c = i >> 2;
     const b = <i32>load<u8>(q + <usize>(((c & 3) << 4) + (r << 2) + (i & 3)));
-    return c < 4 ? b & 15 : b >> 4;
+    const nibble = c < 4 ? b & 15 : b >> 4;
+    if (kind == KIND_U4) return nibble;
+    return nibble | (((<i32>load<u8>(q + <usize>(64 + (r << 2) + (i & 3))) >> c) & 1) << 4);
   }
   const at = q + <usize>(((i >> 2) << 4) + (r << 2) + (i & 3));
   return kind == KIND_I8 ? <i32>load<i8>(at) : <i32>load<u8>(at);
@@ -63,13 +67,23 @@ export const KIND_U8G16: i32 = 3;
   return i32x4.add(acc, i32x4.add(v128.shuffle<i32>(lo, hi, 0, 2, 4, 6), v128.shuffle<i32>(lo, hi, 1, 3, 5, 7)));
 }
 
-/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q; KIND_U4 unpacks its nibbles. */
+/** KIND_U5's 16 bytes of fifth bits of the group at q (loaded once per group), else unused. */
 // @ts-ignore: decorator
-@inline function weightChunk(kind: i32, q: usize, c: i32): v128 {
-  if (kind != KIND_U4) return v128.load(q + (<usize>c << 4));
+@inline function fifthBits(kind: i32, q: usize): v128 {
+  return kind == KIND_U5 ? v128.load(q, 64) : i32x4.splat(0);
+}
+
+/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q; KIND_U4 / KIND_U5 unpack nibbles (and fifth bits). */
+// @ts-ignore: decorator
+@inline function weightChunk(kind: i32, q: usize, c: i32, plane: v128): v128 {
+  if (kind != KIND_U4 && kind != KIND_U5) return v128.load(q + (<usize>c << 4));
   const p = v128.load(q + (<usize>(c & 3) << 4));
   // nibbles: p & 15 and (p >> 4 as i16 lanes) & 15: x86 has no 8-bit shift
-  return c < 4 ? v128.and(p, i8x16.splat(0x0f)) : v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
+  const nibbles = c < 4 ? v128.and(p, i8x16.splat(0x0f)) : v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
+  if (kind == KIND_U4) return nibbles;
+  // fifth bits: bit c of each lane's byte, moved to bit 4 (16-bit shifts keep each byte's bits apart after the mask)
+  const high = c < 4 ? i16x8.shl(plane, 4 - c) : i16x8.shr_u(plane, c - 4);
+  return v128.or(nibbles, v128.and(high, i8x16.splat(0x10)));
 }
 
 /** The multiplier side of a weight chunk: as it is, or KIND_I8's rows 0-1 / rows 2-3 widened to i16. */
@@ -124,45 +138,46 @@ export const KIND_U8G16: i32 = 3;
     // Unrolled by hand for the unsigned kinds (binaryen does not unroll; as a loop they ran at half speed, and the
     // constant chunk indices fold U4's nibble choice away). KIND_I8 the other way round: unrolled it ran at 60%.
     let x = i32x4.splat(0), y = x;
+    const plane = fifthBits(kind, q);
     if (kind == KIND_I8) {
       for (let c = 0; c < 8; c++) {
-        const w = weightChunk(kind, q, c);
+        const w = weightChunk(kind, q, c, plane);
         const act = activationChunk(kind, qa, c);
         x = stepX(kind, rowsLow(kind, w), act, x);
         y = stepY(kind, rowsHigh(kind, w), act, y);
       }
     } else {
       let w: v128, act: v128;
-      w = weightChunk(kind, q, 0);
+      w = weightChunk(kind, q, 0, plane);
       act = activationChunk(kind, qa, 0);
       x = stepX(kind, rowsLow(kind, w), act, x);
       y = stepY(kind, rowsHigh(kind, w), act, y);
-      w = weightChunk(kind, q, 1);
+      w = weightChunk(kind, q, 1, plane);
       act = activationChunk(kind, qa, 1);
       x = stepX(kind, rowsLow(kind, w), act, x);
       y = stepY(kind, rowsHigh(kind, w), act, y);
-      w = weightChunk(kind, q, 2);
+      w = weightChunk(kind, q, 2, plane);
       act = activationChunk(kind, qa, 2);
       x = stepX(kind, rowsLow(kind, w), act, x);
       y = stepY(kind, rowsHigh(kind, w), act, y);
-      w = weightChunk(kind, q, 3);
+      w = weightChunk(kind, q, 3, plane);
       act = activationChunk(kind, qa, 3);
       x = stepX(kind, rowsLow(kind, w), act, x);
       y = stepY(kind, rowsHigh(kind, w), act, y);
       if (gs == 32) {
-        w = weightChunk(kind, q, 4);
+        w = weightChunk(kind, q, 4, plane);
         act = activationChunk(kind, qa, 4);
         x = stepX(kind, rowsLow(kind, w), act, x);
         y = stepY(kind, rowsHigh(kind, w), act, y);
-        w = weightChunk(kind, q, 5);
+        w = weightChunk(kind, q, 5, plane);
         act = activationChunk(kind, qa, 5);
         x = stepX(kind, rowsLow(kind, w), act, x);
         y = stepY(kind, rowsHigh(kind, w), act, y);
-        w = weightChunk(kind, q, 6);
+        w = weightChunk(kind, q, 6, plane);
         act = activationChunk(kind, qa, 6);
         x = stepX(kind, rowsLow(kind, w), act, x);
         y = stepY(kind, rowsHigh(kind, w), act, y);
-        w = weightChunk(kind, q, 7);
+        w = weightChunk(kind, q, 7, plane);
         act = activationChunk(kind, qa, 7);
         x = stepX(kind, rowsLow(kind, w), act, x);
         y = stepY(kind, rowsHigh(kind, w), act, y);
@@ -191,9 +206,10 @@ export const KIND_U8G16: i32 = 3;
   for (let g = 0; g < numGroups; g++) {
     let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
     let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
+    const plane = fifthBits(kind, q);
     // a loop here: unrolled, the accumulators and chunks spill registers (measured slower)
     for (let c = 0; c < (gs >> 2); c++) {
-      const w = weightChunk(kind, q, c);
+      const w = weightChunk(kind, q, c, plane);
       const wl = rowsLow(kind, w);
       const wh = rowsHigh(kind, w);
       let act = activationChunk(kind, qa, c);
@@ -303,11 +319,11 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
 function matmulI8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_I8, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
 }
-function matmulU8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U8, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+function matmulU5(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
 }
-function matmulU8Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U8, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+function matmulU5Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
 }
 function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
@@ -336,7 +352,7 @@ export function matmul_quant(
 ): void {
   const z = zeroPoint != 0;
   if (kind == KIND_I8) matmulI8(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U8) (z ? matmulU8Z : matmulU8)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
   else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
   else (z ? matmulG16Z : matmulG16)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
 }
