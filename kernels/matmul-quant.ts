@@ -128,6 +128,12 @@ export const KIND_U8G16: i32 = 3;
   return kind == KIND_I8 || zeroPoint != 0 ? t : f32x4.add(t, f32x4.mul(v128.load(m), v128.load32_splat(saG)));
 }
 
+/** An unsigned kind's chunk c of the group at q, added to one token's sums x. */
+// @ts-ignore: decorator
+@inline function unsignedChunk(kind: i32, q: usize, qa: usize, c: i32, plane: v128, x: v128): v128 {
+  return dotChunk(activationChunk(kind, qa, c), weightChunk(kind, q, c, plane), x);
+}
+
 /** 4 rows x 1 token: f32x4 of the 4 rows' sums. */
 // @ts-ignore: decorator
 @inline function simdTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, zeroPoint: i32): v128 {
@@ -147,40 +153,15 @@ export const KIND_U8G16: i32 = 3;
         y = stepY(kind, rowsHigh(kind, w), act, y);
       }
     } else {
-      let w: v128, act: v128;
-      w = weightChunk(kind, q, 0, plane);
-      act = activationChunk(kind, qa, 0);
-      x = stepX(kind, rowsLow(kind, w), act, x);
-      y = stepY(kind, rowsHigh(kind, w), act, y);
-      w = weightChunk(kind, q, 1, plane);
-      act = activationChunk(kind, qa, 1);
-      x = stepX(kind, rowsLow(kind, w), act, x);
-      y = stepY(kind, rowsHigh(kind, w), act, y);
-      w = weightChunk(kind, q, 2, plane);
-      act = activationChunk(kind, qa, 2);
-      x = stepX(kind, rowsLow(kind, w), act, x);
-      y = stepY(kind, rowsHigh(kind, w), act, y);
-      w = weightChunk(kind, q, 3, plane);
-      act = activationChunk(kind, qa, 3);
-      x = stepX(kind, rowsLow(kind, w), act, x);
-      y = stepY(kind, rowsHigh(kind, w), act, y);
+      x = unsignedChunk(kind, q, qa, 0, plane, x);
+      x = unsignedChunk(kind, q, qa, 1, plane, x);
+      x = unsignedChunk(kind, q, qa, 2, plane, x);
+      x = unsignedChunk(kind, q, qa, 3, plane, x);
       if (gs == 32) {
-        w = weightChunk(kind, q, 4, plane);
-        act = activationChunk(kind, qa, 4);
-        x = stepX(kind, rowsLow(kind, w), act, x);
-        y = stepY(kind, rowsHigh(kind, w), act, y);
-        w = weightChunk(kind, q, 5, plane);
-        act = activationChunk(kind, qa, 5);
-        x = stepX(kind, rowsLow(kind, w), act, x);
-        y = stepY(kind, rowsHigh(kind, w), act, y);
-        w = weightChunk(kind, q, 6, plane);
-        act = activationChunk(kind, qa, 6);
-        x = stepX(kind, rowsLow(kind, w), act, x);
-        y = stepY(kind, rowsHigh(kind, w), act, y);
-        w = weightChunk(kind, q, 7, plane);
-        act = activationChunk(kind, qa, 7);
-        x = stepX(kind, rowsLow(kind, w), act, x);
-        y = stepY(kind, rowsHigh(kind, w), act, y);
+        x = unsignedChunk(kind, q, qa, 4, plane, x);
+        x = unsignedChunk(kind, q, qa, 5, plane, x);
+        x = unsignedChunk(kind, q, qa, 6, plane, x);
+        x = unsignedChunk(kind, q, qa, 7, plane, x);
       }
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
