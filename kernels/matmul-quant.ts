@@ -4,8 +4,9 @@
 //   wq [numRows / 4, numGroups, groupSize / 4 chunks, 4 rows, 4 quants]
 //      chunk c holds quants 4c..4c+3 of each of the 4 rows, so one i8x16 x i7x16 dot product against the token's 4
 //      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group.
-//      KIND_U4 packs two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + 4. KIND_U5 is KIND_U4's 64
-//      bytes followed by 16 bytes of fifth bits laid out like a chunk: bit c of byte 4r + j = quant 4c + j of row r.
+//      The 4-, 5- and 6-bit kinds pack two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + half (half =
+//      the group's chunks / 2). KIND_U5 / KIND_U6G16 follow their nibbles with 16 bytes of high bits laid out like a
+//      chunk: byte 4r + j holds the high bits of quant j of row r for every chunk (bit c, or bits 2c and 2c + 1).
 //   ws [numRows / 4, numGroups, 4 rows] f32   scale per group
 //   wm [numRows / 4, numGroups, 4 rows] f32   offset per group ("min"), absent for KIND_I8
 // so w = ws * q + wm for every weight of a group; or, for types whose offset is a fixed multiple of the scale
@@ -14,7 +15,7 @@
 //   KIND_I8    signed int8, 32 per group (Q8_0)
 //   KIND_U5    unsigned 0..31 as a nibble and a bit, 32 per group in 20 bytes (Q5_0, Q5_1, Q5_K)
 //   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1, Q4_K)
-//   KIND_U8G16 unsigned 0..63 in bytes, 16 per group (Q6_K, whose scales change every 16 weights)
+//   KIND_U6G16 unsigned 0..63 as a nibble and 2 bits, 16 per group in 12 bytes (Q6_K, whose scales change every 16)
 // The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
 // (quantize_q8) the i8 side. Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows 0-1 and
 // rows 2-3) and multiplied by the token's activations widened to i16 (widen_q8) with i32x4.dot_i16x8_s, which leaves
@@ -28,31 +29,37 @@
 export const KIND_I8: i32 = 0;
 export const KIND_U5: i32 = 1;
 export const KIND_U4: i32 = 2;
-export const KIND_U8G16: i32 = 3;
+export const KIND_U6G16: i32 = 3;
 
 // @ts-ignore: decorator
 @inline export function groupSize(kind: i32): i32 {
-  return kind == KIND_U8G16 ? 16 : 32;
+  return kind == KIND_U6G16 ? 16 : 32;
 }
 
 /** Bytes per group and row. */
 // @ts-ignore: decorator
 @inline export function groupBytes(kind: i32): i32 {
-  return kind == KIND_I8 ? 32 : kind == KIND_U5 ? 20 : 16;
+  return kind == KIND_I8 ? 32 : kind == KIND_U5 ? 20 : kind == KIND_U6G16 ? 12 : 16;
 }
 
 /** Quant i (0..groupSize-1) of row r (0..3) in a group of the K-quad layout at q. */
 // @ts-ignore: decorator
 @inline export function quantAt(kind: i32, q: usize, r: i32, i: i32): i32 {
-  if (kind == KIND_U4 || kind == KIND_U5) {
-    const c = i >> 2;
-    const b = <i32>load<u8>(q + <usize>(((c & 3) << 4) + (r << 2) + (i & 3)));
-    const nibble = c < 4 ? b & 15 : b >> 4;
-    if (kind == KIND_U4) return nibble;
-    return nibble | (((<i32>load<u8>(q + <usize>(64 + (r << 2) + (i & 3))) >> c) & 1) << 4);
-  }
-  const at = q + <usize>(((i >> 2) << 4) + (r << 2) + (i & 3));
-  return kind == KIND_I8 ? <i32>load<i8>(at) : <i32>load<u8>(at);
+  const lane = (r << 2) + (i & 3);
+  if (kind == KIND_I8) return <i32>load<i8>(q + <usize>(((i >> 2) << 4) + lane));
+  const c = i >> 2;
+  const half = halfChunks(kind);
+  const b = <i32>load<u8>(q + <usize>(((c % half) << 4) + lane));
+  const nibble = c < half ? b & 15 : b >> 4;
+  if (kind == KIND_U4) return nibble;
+  const high = <i32>load<u8>(q + <usize>((half << 4) + lane));
+  return kind == KIND_U5 ? nibble | (((high >> c) & 1) << 4) : nibble | (((high >> (2 * c)) & 3) << 4);
+}
+
+/** Chunks per packed half of a nibble kind's group: chunk c and chunk c + half share 16 bytes. */
+// @ts-ignore: decorator
+@inline function halfChunks(kind: i32): i32 {
+  return groupSize(kind) >> 3;
 }
 
 // ---- SIMD ----
@@ -67,23 +74,30 @@ export const KIND_U8G16: i32 = 3;
   return i32x4.add(acc, i32x4.add(v128.shuffle<i32>(lo, hi, 0, 2, 4, 6), v128.shuffle<i32>(lo, hi, 1, 3, 5, 7)));
 }
 
-/** KIND_U5's 16 bytes of fifth bits of the group at q (loaded once per group), else unused. */
+/** The 16 bytes of high bits of a KIND_U5 / KIND_U6G16 group at q (loaded once per group), else unused. */
 // @ts-ignore: decorator
-@inline function fifthBits(kind: i32, q: usize): v128 {
-  return kind == KIND_U5 ? v128.load(q, 64) : i32x4.splat(0);
+@inline function highBits(kind: i32, q: usize): v128 {
+  return kind == KIND_U5 || kind == KIND_U6G16 ? v128.load(q + (<usize>halfChunks(kind) << 4)) : i32x4.splat(0);
 }
 
-/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q; KIND_U4 / KIND_U5 unpack nibbles (and fifth bits). */
+/** x shifted left by k bits (right for k < 0) in 16-bit lanes: with a byte mask after it, bits stay in their byte. */
+// @ts-ignore: decorator
+@inline function shift16(x: v128, k: i32): v128 {
+  return k >= 0 ? i16x8.shl(x, k) : i16x8.shr_u(x, -k);
+}
+
+/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q; the nibble kinds unpack (and add their high bits). */
 // @ts-ignore: decorator
 @inline function weightChunk(kind: i32, q: usize, c: i32, plane: v128): v128 {
-  if (kind != KIND_U4 && kind != KIND_U5) return v128.load(q + (<usize>c << 4));
-  const p = v128.load(q + (<usize>(c & 3) << 4));
+  if (kind == KIND_I8) return v128.load(q + (<usize>c << 4));
+  const half = halfChunks(kind);
+  const p = v128.load(q + (<usize>(c % half) << 4));
   // nibbles: p & 15 and (p >> 4 as i16 lanes) & 15: x86 has no 8-bit shift
-  const nibbles = c < 4 ? v128.and(p, i8x16.splat(0x0f)) : v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
+  const nibbles = c < half ? v128.and(p, i8x16.splat(0x0f)) : v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
   if (kind == KIND_U4) return nibbles;
-  // fifth bits: bit c of each lane's byte, moved to bit 4 (16-bit shifts keep each byte's bits apart after the mask)
-  const high = c < 4 ? i16x8.shl(plane, 4 - c) : i16x8.shr_u(plane, c - 4);
-  return v128.or(nibbles, v128.and(high, i8x16.splat(0x10)));
+  // high bits of chunk c moved to bits 4 (and 5) of each byte
+  if (kind == KIND_U5) return v128.or(nibbles, v128.and(shift16(plane, 4 - c), i8x16.splat(0x10)));
+  return v128.or(nibbles, v128.and(shift16(plane, 4 - 2 * c), i8x16.splat(0x30)));
 }
 
 /** The multiplier side of a weight chunk: as it is, or KIND_I8's rows 0-1 / rows 2-3 widened to i16. */
@@ -144,7 +158,7 @@ export const KIND_U8G16: i32 = 3;
     // Unrolled by hand for the unsigned kinds (binaryen does not unroll; as a loop they ran at half speed, and the
     // constant chunk indices fold U4's nibble choice away). KIND_I8 the other way round: unrolled it ran at 60%.
     let x = i32x4.splat(0), y = x;
-    const plane = fifthBits(kind, q);
+    const plane = highBits(kind, q);
     if (kind == KIND_I8) {
       for (let c = 0; c < 8; c++) {
         const w = weightChunk(kind, q, c, plane);
@@ -187,7 +201,7 @@ export const KIND_U8G16: i32 = 3;
   for (let g = 0; g < numGroups; g++) {
     let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
     let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
-    const plane = fifthBits(kind, q);
+    const plane = highBits(kind, q);
     // a loop here: unrolled, the accumulators and chunks spill registers (measured slower)
     for (let c = 0; c < (gs >> 2); c++) {
       const w = weightChunk(kind, q, c, plane);
@@ -313,16 +327,16 @@ function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: u
   matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
 }
 function matmulG16(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U8G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
 }
 function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U8G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
 }
 
 /**
  * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8
  * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is widen_q8's i16 [numTokens, cols] instead;
- * sa / qs are sa16 / qs16 for KIND_U8G16, else sa32 / qs32 (unused by KIND_I8).
+ * sa / qs are sa16 / qs16 for KIND_U6G16, else sa32 / qs32 (unused by KIND_I8).
  * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
  * tmp: 64 bytes of per-thread scratch for rows past the end.
  */

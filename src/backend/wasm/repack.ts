@@ -1,8 +1,8 @@
 /**
  * Load-time repacking of GGUF quant blocks into the kernels' layout (kernels/matmul-quant.ts):
  *   wq [rowGroups, numGroups, groupSize / 4, 4 rows, 4 quants]  quants of 4 rows interleaved 4 at a time ("K-quads";
- *                                                     Q4/Q5 nibbles: low = quants 0..15, high = 16..31 of the group;
- *                                                     Q5's fifth bits follow the 64 nibble bytes: bit c = chunk c)
+ *                                                     4/5/6-bit: nibbles, low = the group's first half, high = the
+ *                                                     second; then 5/6-bit: a 16-byte plane of high bits per chunk)
  *   ws, wm [rowGroups, numGroups, 4 rows] f32       scale and offset: w = ws * q + wm
  * Rows are padded to a multiple of 4 with zeros. One table row per ggml type says which kernel kind it becomes and
  * how to decode one block; the kinds keep unsigned quants below 128 so the relaxed i8 x i7 dot product applies.
@@ -16,7 +16,7 @@ export enum KernelKind {
   I8 = 0,
   U5 = 1,
   U4 = 2,
-  U8G16 = 3,
+  U6G16 = 3,
 }
 
 /** Decodes GGUF block `block` of a row: element values into q[e0 ..], group scales/offsets into s/m[g0 ..]. */
@@ -149,11 +149,11 @@ const decodeQ6_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
 };
 
 /** quant bytes per group and row of each kind (kernels/matmul-quant.ts groupBytes) */
-const GROUP_BYTES: Readonly<Record<KernelKind, number>> = { [KernelKind.I8]: 32, [KernelKind.U5]: 20, [KernelKind.U4]: 16, [KernelKind.U8G16]: 16 };
+const GROUP_BYTES: Readonly<Record<KernelKind, number>> = { [KernelKind.I8]: 32, [KernelKind.U5]: 20, [KernelKind.U4]: 16, [KernelKind.U6G16]: 12 };
 
 const spec = (kind: KernelKind, blockSize: number, bytesPerBlock: number, decode: BlockDecoder, zeroPoint = 0): RepackSpec => ({
   kind, blockSize, bytesPerBlock, decode, zeroPoint,
-  groupSize: kind === KernelKind.U8G16 ? 16 : 32,
+  groupSize: kind === KernelKind.U6G16 ? 16 : 32,
   groupBytes: GROUP_BYTES[kind],
 });
 
@@ -169,7 +169,7 @@ const REPACK: ReadonlyMap<GgmlType, RepackSpec> = new Map([
   [GgmlType.Q5_1, spec(KernelKind.U5, 32, 24, decodeQ5_1)],
   [GgmlType.Q4_K, spec(KernelKind.U4, 256, 144, decodeQ4_K)],
   [GgmlType.Q5_K, spec(KernelKind.U5, 256, 176, decodeQ5_K)],
-  [GgmlType.Q6_K, spec(KernelKind.U8G16, 256, 210, decodeQ6_K, 32)],
+  [GgmlType.Q6_K, spec(KernelKind.U6G16, 256, 210, decodeQ6_K, 32)],
 ]);
 
 /** The repack rule of a quantized type, or undefined for float types (F32/F16/BF16). */
@@ -210,17 +210,19 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
       const base = (rg * numGroups + g) * 4 * s.groupBytes;
       const e = g * s.groupSize;
       const at = (i: number): number => base + (i >> 2) * 16 + lane * 4 + (i & 3); // quant i of this row's group
-      if (s.kind === KernelKind.U4 || s.kind === KernelKind.U5) {
-        for (let i = 0; i < 16; i++) wq[at(i)] = (q[e + i]! & 15) | ((q[e + i + 16]! & 15) << 4);
-        if (s.kind === KernelKind.U5) {
-          // fifth bits after the nibbles, 16 bytes laid out like a chunk: quant i is bit i >> 2 of byte 4 * lane + (i & 3)
-          for (let i = 0; i < 32; i++) {
-            const at5 = base + 64 + lane * 4 + (i & 3);
-            wq[at5] = wq[at5]! | ((q[e + i]! >> 4) << (i >> 2));
-          }
-        }
-      } else {
+      if (s.kind === KernelKind.I8) {
         for (let i = 0; i < s.groupSize; i++) wq[at(i)] = q[e + i]!;
+      } else {
+        // nibbles: quant i and quant i + groupSize / 2 share a byte
+        const half = s.groupSize / 2;
+        for (let i = 0; i < half; i++) wq[at(i)] = (q[e + i]! & 15) | ((q[e + i + half]! & 15) << 4);
+        // high bits after the nibbles, 16 bytes laid out like a chunk: quant i's are bit(s) of byte 4 * lane + (i & 3),
+        // at bit i >> 2 (5-bit) or bits 2 (i >> 2) and 2 (i >> 2) + 1 (6-bit)
+        const bitsPerQuant = s.kind === KernelKind.U5 ? 1 : s.kind === KernelKind.U6G16 ? 2 : 0;
+        for (let i = 0; bitsPerQuant > 0 && i < s.groupSize; i++) {
+          const atHigh = base + s.groupSize * 2 + lane * 4 + (i & 3); // after the 4 rows' nibbles
+          wq[atHigh] = wq[atHigh]! | ((q[e + i]! >> 4) << (bitsPerQuant * (i >> 2)));
+        }
       }
     }
   }

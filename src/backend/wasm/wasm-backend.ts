@@ -304,7 +304,7 @@ export class WasmBackend implements Backend {
     this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
     if (q.kind === KernelKind.I8) this.k.widen_q8(qa, numRows * cols, qa16);
     const acts = q.kind === KernelKind.I8 ? qa16 : qa;
-    const g16 = q.kind === KernelKind.U8G16;
+    const g16 = q.kind === KernelKind.U6G16;
     const sa = g16 ? sa16 : sa32;
     const qs = g16 ? qs16 : qs32;
     if (parallel) {
@@ -491,8 +491,8 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
     k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
-    for (const kind of [KernelKind.I8, KernelKind.U5, KernelKind.U4, KernelKind.U8G16]) {
-      const g16 = kind === KernelKind.U8G16;
+    for (const kind of [KernelKind.I8, KernelKind.U5, KernelKind.U4, KernelKind.U6G16]) {
+      const g16 = kind === KernelKind.U6G16;
       for (const zeroPoint of kind === KernelKind.I8 ? [0] : [0, 8]) {
         k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, 0, rows / 4, tmp);
       }
