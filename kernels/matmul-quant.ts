@@ -80,24 +80,22 @@ export const KIND_U6G16: i32 = 3;
   return kind == KIND_U5 || kind == KIND_U6G16 ? v128.load(q + (<usize>halfChunks(kind) << 4)) : i32x4.splat(0);
 }
 
-/** x shifted left by k bits (right for k < 0) in 16-bit lanes: with a byte mask after it, bits stay in their byte. */
+/** Chunk c of a nibble kind's group from its 16 bytes p (c < half): low nibbles, plus high bits moved to bit 4 (5). */
 // @ts-ignore: decorator
-@inline function shift16(x: v128, k: i32): v128 {
-  return k >= 0 ? i16x8.shl(x, k) : i16x8.shr_u(x, -k);
+@inline function lowHalfChunk(kind: i32, p: v128, plane: v128, c: i32): v128 {
+  const nibbles = v128.and(p, i8x16.splat(0x0f));
+  if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shl(plane, 4 - c), i8x16.splat(0x10)));
+  if (kind == KIND_U6G16) return v128.or(nibbles, v128.and(i16x8.shl(plane, 4 - 2 * c), i8x16.splat(0x30)));
+  return nibbles;
 }
 
-/** Chunk c (16 bytes, 4 rows x 4 quants) of a group at q; the nibble kinds unpack (and add their high bits). */
+/** Chunk c + half of the same 16 bytes: high nibbles, plus high bits (bit c + 4, or bits 2c + 4 and 2c + 5). */
 // @ts-ignore: decorator
-@inline function weightChunk(kind: i32, q: usize, c: i32, plane: v128): v128 {
-  if (kind == KIND_I8) return v128.load(q + (<usize>c << 4));
-  const half = halfChunks(kind);
-  const p = v128.load(q + (<usize>(c % half) << 4));
-  // nibbles: p & 15 and (p >> 4 as i16 lanes) & 15: x86 has no 8-bit shift
-  const nibbles = c < half ? v128.and(p, i8x16.splat(0x0f)) : v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
-  if (kind == KIND_U4) return nibbles;
-  // high bits of chunk c moved to bits 4 (and 5) of each byte
-  if (kind == KIND_U5) return v128.or(nibbles, v128.and(shift16(plane, 4 - c), i8x16.splat(0x10)));
-  return v128.or(nibbles, v128.and(shift16(plane, 4 - 2 * c), i8x16.splat(0x30)));
+@inline function highHalfChunk(kind: i32, p: v128, plane: v128, c: i32): v128 {
+  const nibbles = v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
+  if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, c), i8x16.splat(0x10)));
+  if (kind == KIND_U6G16) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, 2 * c), i8x16.splat(0x30)));
+  return nibbles;
 }
 
 /** The multiplier side of a weight chunk: as it is, or KIND_I8's rows 0-1 / rows 2-3 widened to i16. */
@@ -142,10 +140,12 @@ export const KIND_U6G16: i32 = 3;
   return kind == KIND_I8 || zeroPoint != 0 ? t : f32x4.add(t, f32x4.mul(v128.load(m), v128.load32_splat(saG)));
 }
 
-/** An unsigned kind's chunk c of the group at q, added to one token's sums x. */
+/** A nibble kind's chunks c and c + half (one 16-byte load), added to one token's sums x. */
 // @ts-ignore: decorator
-@inline function unsignedChunk(kind: i32, q: usize, qa: usize, c: i32, plane: v128, x: v128): v128 {
-  return dotChunk(activationChunk(kind, qa, c), weightChunk(kind, q, c, plane), x);
+@inline function nibblePair(kind: i32, q: usize, qa: usize, c: i32, plane: v128, x: v128): v128 {
+  const p = v128.load(q + (<usize>c << 4));
+  x = dotChunk(activationChunk(kind, qa, c), lowHalfChunk(kind, p, plane, c), x);
+  return dotChunk(activationChunk(kind, qa, c + halfChunks(kind)), highHalfChunk(kind, p, plane, c), x);
 }
 
 /** 4 rows x 1 token: f32x4 of the 4 rows' sums. */
@@ -155,27 +155,23 @@ export const KIND_U6G16: i32 = 3;
   const gb = <usize>(groupBytes(kind) << 2);
   let acc = f32x4.splat(0);
   for (let g = 0; g < numGroups; g++) {
-    // Unrolled by hand for the unsigned kinds (binaryen does not unroll; as a loop they ran at half speed, and the
-    // constant chunk indices fold U4's nibble choice away). KIND_I8 the other way round: unrolled it ran at 60%.
+    // Unrolled by hand for the nibble kinds (binaryen does not unroll; as a loop they ran at half speed, and constant
+    // chunk indices make constant shifts). KIND_I8 the other way round: unrolled it ran at 60%.
     let x = i32x4.splat(0), y = x;
     const plane = highBits(kind, q);
     if (kind == KIND_I8) {
       for (let c = 0; c < 8; c++) {
-        const w = weightChunk(kind, q, c, plane);
+        const w = v128.load(q + (<usize>c << 4));
         const act = activationChunk(kind, qa, c);
         x = stepX(kind, rowsLow(kind, w), act, x);
         y = stepY(kind, rowsHigh(kind, w), act, y);
       }
     } else {
-      x = unsignedChunk(kind, q, qa, 0, plane, x);
-      x = unsignedChunk(kind, q, qa, 1, plane, x);
-      x = unsignedChunk(kind, q, qa, 2, plane, x);
-      x = unsignedChunk(kind, q, qa, 3, plane, x);
-      if (gs == 32) {
-        x = unsignedChunk(kind, q, qa, 4, plane, x);
-        x = unsignedChunk(kind, q, qa, 5, plane, x);
-        x = unsignedChunk(kind, q, qa, 6, plane, x);
-        x = unsignedChunk(kind, q, qa, 7, plane, x);
+      x = nibblePair(kind, q, qa, 0, plane, x);
+      x = nibblePair(kind, q, qa, 1, plane, x);
+      if (halfChunks(kind) == 4) {
+        x = nibblePair(kind, q, qa, 2, plane, x);
+        x = nibblePair(kind, q, qa, 3, plane, x);
       }
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
@@ -202,9 +198,26 @@ export const KIND_U6G16: i32 = 3;
     let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
     let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
     const plane = highBits(kind, q);
-    // a loop here: unrolled, the accumulators and chunks spill registers (measured slower)
-    for (let c = 0; c < (gs >> 2); c++) {
-      const w = weightChunk(kind, q, c, plane);
+    if (kind != KIND_I8) {
+      // nibble kinds: each 16-byte load holds chunk c (low nibbles) and chunk c + half (high nibbles)
+      const half = halfChunks(kind);
+      for (let c = 0; c < half; c++) {
+        const p = v128.load(q + (<usize>c << 4));
+        const lo = lowHalfChunk(kind, p, plane, c);
+        const hi = highHalfChunk(kind, p, plane, c);
+        x0 = dotChunk(activationChunk(kind, qa, c), lo, x0);
+        x1 = dotChunk(activationChunk(kind, qa + stride, c), lo, x1);
+        x2 = dotChunk(activationChunk(kind, qa + 2 * stride, c), lo, x2);
+        x3 = dotChunk(activationChunk(kind, qa + 3 * stride, c), lo, x3);
+        x0 = dotChunk(activationChunk(kind, qa, c + half), hi, x0);
+        x1 = dotChunk(activationChunk(kind, qa + stride, c + half), hi, x1);
+        x2 = dotChunk(activationChunk(kind, qa + 2 * stride, c + half), hi, x2);
+        x3 = dotChunk(activationChunk(kind, qa + 3 * stride, c + half), hi, x3);
+      }
+    }
+    // KIND_I8 as a loop: unrolled, its 8 accumulators and the chunks spill registers (measured slower)
+    for (let c = 0; kind == KIND_I8 && c < (gs >> 2); c++) {
+      const w = v128.load(q + (<usize>c << 4));
       const wl = rowsLow(kind, w);
       const wh = rowsHigh(kind, w);
       let act = activationChunk(kind, qa, c);
