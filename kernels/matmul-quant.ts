@@ -64,7 +64,7 @@ export const KIND_U6G16: i32 = 3;
 
 // ---- SIMD ----
 
-/** Unsigned kinds: lane r += sum_j a[4r + j] * w[4r + j], a int8 activations, w quants 0..127. */
+/** Nibble kinds: lane r += sum_j a[4r + j] * w[4r + j], a int8 activations, w quants 0..127. */
 // @ts-ignore: decorator
 @inline function dotChunk(a: v128, w: v128, acc: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, w, acc);
@@ -98,16 +98,6 @@ export const KIND_U6G16: i32 = 3;
   return nibbles;
 }
 
-/** The multiplier side of a weight chunk: as it is, or KIND_I8's rows 0-1 / rows 2-3 widened to i16. */
-// @ts-ignore: decorator
-@inline function rowsLow(kind: i32, w: v128): v128 {
-  return kind == KIND_I8 ? i16x8.extend_low_i8x16_s(w) : w;
-}
-// @ts-ignore: decorator
-@inline function rowsHigh(kind: i32, w: v128): v128 {
-  return kind == KIND_I8 ? i16x8.extend_high_i8x16_s(w) : w;
-}
-
 /** Bytes per activation quant: i16 for KIND_I8, else i8. */
 // @ts-ignore: decorator
 @inline function actBytes(kind: i32): i32 {
@@ -120,14 +110,10 @@ export const KIND_U6G16: i32 = 3;
   return kind == KIND_I8 ? v128.load64_splat(a + (<usize>c << 3)) : v128.load32_splat(a + (<usize>c << 2));
 }
 
-/** Adds one chunk to a token's accumulators x (and y, KIND_I8's rows 2-3). */
+/** KIND_I8: adds one widened half of a chunk (rows 0-1 or rows 2-3, i16) times a token's i16 activations. */
 // @ts-ignore: decorator
-@inline function stepX(kind: i32, wLow: v128, act: v128, x: v128): v128 {
-  return kind == KIND_I8 ? i32x4.add(x, i32x4.dot_i16x8_s(wLow, act)) : dotChunk(act, wLow, x);
-}
-// @ts-ignore: decorator
-@inline function stepY(kind: i32, wHigh: v128, act: v128, y: v128): v128 {
-  return kind == KIND_I8 ? i32x4.add(y, i32x4.dot_i16x8_s(wHigh, act)) : y;
+@inline function dotHalfI16(acc: v128, rows: v128, act: v128): v128 {
+  return i32x4.add(acc, i32x4.dot_i16x8_s(rows, act));
 }
 
 /** The f32 term one group adds to the 4 rows' sums of one token (see the header). */
@@ -163,8 +149,8 @@ export const KIND_U6G16: i32 = 3;
       for (let c = 0; c < 8; c++) {
         const w = v128.load(q + (<usize>c << 4));
         const act = activationChunk(kind, qa, c);
-        x = stepX(kind, rowsLow(kind, w), act, x);
-        y = stepY(kind, rowsHigh(kind, w), act, y);
+        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(w), act);
+        y = dotHalfI16(y, i16x8.extend_high_i8x16_s(w), act);
       }
     } else {
       x = nibblePair(kind, q, qa, 0, plane, x);
@@ -198,7 +184,26 @@ export const KIND_U6G16: i32 = 3;
     let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
     let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
     const plane = highBits(kind, q);
-    if (kind != KIND_I8) {
+    if (kind == KIND_I8) {
+      // a loop: unrolled, the 8 accumulators and the chunks spill registers (measured slower)
+      for (let c = 0; c < 8; c++) {
+        const w = v128.load(q + (<usize>c << 4));
+        const wl = i16x8.extend_low_i8x16_s(w);
+        const wh = i16x8.extend_high_i8x16_s(w);
+        let act = activationChunk(kind, qa, c);
+        x0 = dotHalfI16(x0, wl, act);
+        y0 = dotHalfI16(y0, wh, act);
+        act = activationChunk(kind, qa + stride, c);
+        x1 = dotHalfI16(x1, wl, act);
+        y1 = dotHalfI16(y1, wh, act);
+        act = activationChunk(kind, qa + 2 * stride, c);
+        x2 = dotHalfI16(x2, wl, act);
+        y2 = dotHalfI16(y2, wh, act);
+        act = activationChunk(kind, qa + 3 * stride, c);
+        x3 = dotHalfI16(x3, wl, act);
+        y3 = dotHalfI16(y3, wh, act);
+      }
+    } else {
       // nibble kinds: each 16-byte load holds chunk c (low nibbles) and chunk c + half (high nibbles)
       const half = halfChunks(kind);
       for (let c = 0; c < half; c++) {
@@ -214,24 +219,6 @@ export const KIND_U6G16: i32 = 3;
         x2 = dotChunk(activationChunk(kind, qa + 2 * stride, c + half), hi, x2);
         x3 = dotChunk(activationChunk(kind, qa + 3 * stride, c + half), hi, x3);
       }
-    }
-    // KIND_I8 as a loop: unrolled, its 8 accumulators and the chunks spill registers (measured slower)
-    for (let c = 0; kind == KIND_I8 && c < (gs >> 2); c++) {
-      const w = v128.load(q + (<usize>c << 4));
-      const wl = rowsLow(kind, w);
-      const wh = rowsHigh(kind, w);
-      let act = activationChunk(kind, qa, c);
-      x0 = stepX(kind, wl, act, x0);
-      y0 = stepY(kind, wh, act, y0);
-      act = activationChunk(kind, qa + stride, c);
-      x1 = stepX(kind, wl, act, x1);
-      y1 = stepY(kind, wh, act, y1);
-      act = activationChunk(kind, qa + 2 * stride, c);
-      x2 = stepX(kind, wl, act, x2);
-      y2 = stepY(kind, wh, act, y2);
-      act = activationChunk(kind, qa + 3 * stride, c);
-      x3 = stepX(kind, wl, act, x3);
-      y3 = stepY(kind, wh, act, y3);
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
     acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, s, m, daG, sa, qs, zeroPoint));
