@@ -4,21 +4,13 @@
  */
 import { GgufValueType, type GgufFile, type GgufMetadataEntry, type GgufTensorInfo } from "../../src/gguf/gguf-file.ts";
 import { archKey, KEY, tensorName, type TensorKey } from "../../src/gguf/names.ts";
-import type { Architecture } from "../../src/model/model-config.ts";
+import type { ModelConfig } from "../../src/model/model-config.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
 import { rng } from "../conformance/random-weights.ts";
 
-export interface TinyShape {
-  readonly architecture: Architecture;
-  readonly vocabSize: number;
-  readonly dim: number;
-  readonly hiddenDim: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly numKvHeads: number;
-  readonly headDim: number;
+/** The dimensions of a tiny model (fields of ModelConfig) and whether its output matrix is the embedding. */
+export interface TinyShape extends Pick<ModelConfig, "architecture" | "vocabSize" | "dim" | "hiddenDim" | "numLayers" | "numHeads" | "numKvHeads" | "headDim" | "contextLength"> {
   readonly tied: boolean;
-  readonly contextLength: number;
 }
 
 /** Small seeded generator (mulberry32, shared with the conformance suite): the same seed gives the same model on every machine. */
