@@ -1,22 +1,42 @@
 // Paged attention over an f16 KV cache (GQA). Cache layout per layer and part (K or V):
-//   [numBlocks, blockSize, numKvHeads * headDim] f16; slot = block * blockSize + offset.
+//   [numBlocks, numKvHeads, blockSize, headDim] f16; slot = block * blockSize + offset.
+// Head-major blocks: the keys one task reads (one KV head) lie in runs of blockSize * headDim contiguous halves, which
+// the hardware prefetcher streams (key-major rows, headDim of every numKvHeads * headDim, ran at half the speed once
+// the cache left L2).
 // One task = (query row, KV head, segment of up to SEGMENT_KEYS keys); tasks are split across threads, and rows with
 // more than one segment merge them afterwards (attention_merge). Scores and widened rows live in per-thread scratch.
-import { f16ToF32, f16x4ToF32x4, f32ToF16, hsumf } from "./common";
+import { expF32, expF32x4, f16ToF32, f16x4ToF32x4, f32ToF16, f32x4ToF16x4, hsumf, reduce4f } from "./common";
 
-/** Store k, v [numRows, kvDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
-export function kv_store_f16(kLayer: usize, vLayer: usize, k: usize, v: usize, slots: usize, numRows: i32, kvDim: i32): void {
+/** Store k, v [numRows, numKvHeads * headDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
+export function kv_store_f16(kLayer: usize, vLayer: usize, k: usize, v: usize, slots: usize, numRows: i32, numKvHeads: i32, headDim: i32, blockSize: i32): void {
+  const kvDim = numKvHeads * headDim;
   for (let i = 0; i < numRows; i++) {
     const slot = load<i32>(slots + (<usize>i << 2));
-    const kd = kLayer + (<usize>slot * <usize>kvDim << 1);
-    const vd = vLayer + (<usize>slot * <usize>kvDim << 1);
-    const ks = k + (<usize>(i * kvDim) << 2);
-    const vs = v + (<usize>(i * kvDim) << 2);
-    for (let d = 0; d < kvDim; d++) {
-      store<u16>(kd + (<usize>d << 1), <u16>f32ToF16(load<f32>(ks + (<usize>d << 2))));
-      store<u16>(vd + (<usize>d << 1), <u16>f32ToF16(load<f32>(vs + (<usize>d << 2))));
+    for (let h = 0; h < numKvHeads; h++) {
+      const at = cacheOffset(slot / blockSize, slot % blockSize, h, numKvHeads, headDim, blockSize);
+      const src = <usize>(i * kvDim + h * headDim) << 2;
+      narrowRow(kLayer + at, k + src, headDim);
+      narrowRow(vLayer + at, v + src, headDim);
     }
   }
+}
+
+/** Byte offset of (block, offset in block, KV head)'s row of headDim halves in one layer's K or V. */
+// @ts-ignore: decorator
+@inline function cacheOffset(block: i32, offset: i32, kvHead: i32, numKvHeads: i32, headDim: i32, blockSize: i32): usize {
+  return (<usize>((block * numKvHeads + kvHead) * blockSize + offset) * <usize>headDim) << 1;
+}
+
+/** f32 [n] -> f16 [n], round to nearest even: f32ToF16 on every element, 8 at a time on the SIMD path. */
+function narrowRow(dst: usize, src: usize, n: i32): void {
+  let d = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; d + 8 <= n; d += 8) {
+      const s = src + (<usize>d << 2);
+      v128.store(dst + (<usize>d << 1), i16x8.narrow_i32x4_u(f32x4ToF16x4(v128.load(s)), f32x4ToF16x4(v128.load(s, 16))));
+    }
+  }
+  for (; d < n; d++) store<u16>(dst + (<usize>d << 1), <u16>f32ToF16(load<f32>(src + (<usize>d << 2))));
 }
 
 /** f16 [n] -> f32 [n] (n a multiple of 4 on the SIMD path; same bits either way). */
@@ -49,6 +69,68 @@ function dotF32(a: usize, b: usize, n: i32): f32 {
   let acc: f32 = 0;
   for (let d = 0; d < n; d++) acc = acc + load<f32>(a + (<usize>d << 2)) * load<f32>(b + (<usize>d << 2));
   return acc;
+}
+
+/** Address of key `pos`'s f16 row for one KV head in one layer's K or V. */
+// @ts-ignore: decorator
+@inline function kvRow(part: usize, blockTable: usize, pos: i32, kvHead: i32, numKvHeads: i32, headDim: i32, blockSize: i32): usize {
+  return part + cacheOffset(load<i32>(blockTable + (<usize>(pos / blockSize) << 2)), pos % blockSize, kvHead, numKvHeads, headDim, blockSize);
+}
+
+/** max of x [n] (order-free, so the SIMD lanes give the scalar result). */
+function maxOf(x: usize, n: i32): f32 {
+  let max: f32 = -Infinity;
+  let t = 0;
+  if (ASC_FEATURE_SIMD) {
+    let m = f32x4.splat(-Infinity);
+    for (; t + 4 <= n; t += 4) m = f32x4.max(m, v128.load(x + (<usize>t << 2)));
+    max = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+  }
+  for (; t < n; t++) max = Mathf.max(max, load<f32>(x + (<usize>t << 2)));
+  return max;
+}
+
+/**
+ * x[t] = e^(x[t] - max) in place; returns their sum, taken as 4 lane sums over the whole quads of x,
+ * (l0 + l2) + (l1 + l3), then the tail in order: the same in every build.
+ */
+function expInPlace(x: usize, n: i32, max: f32): f32 {
+  let t = 0;
+  let sum: f32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    let acc = f32x4.splat(0);
+    const m = f32x4.splat(max);
+    for (; t + 4 <= n; t += 4) {
+      const p = x + (<usize>t << 2);
+      const e = expF32x4(f32x4.sub(v128.load(p), m));
+      v128.store(p, e);
+      acc = f32x4.add(acc, e);
+    }
+    sum = hsumf(acc);
+  } else {
+    let l0: f32 = 0, l1: f32 = 0, l2: f32 = 0, l3: f32 = 0;
+    for (; t + 4 <= n; t += 4) {
+      const p = x + (<usize>t << 2);
+      const e0 = expF32(load<f32>(p) - max), e1 = expF32(load<f32>(p, 4) - max);
+      const e2 = expF32(load<f32>(p, 8) - max), e3 = expF32(load<f32>(p, 12) - max);
+      store<f32>(p, e0);
+      store<f32>(p, e1, 4);
+      store<f32>(p, e2, 8);
+      store<f32>(p, e3, 12);
+      l0 += e0;
+      l1 += e1;
+      l2 += e2;
+      l3 += e3;
+    }
+    sum = (l0 + l2) + (l1 + l3);
+  }
+  for (; t < n; t++) {
+    const p = x + (<usize>t << 2);
+    const e = expF32(load<f32>(p) - max);
+    store<f32>(p, e);
+    sum += e;
+  }
+  return sum;
 }
 
 /** Keys per attention task: longer contexts split into segments that run in parallel, then merge (attention_merge). */
@@ -117,7 +199,6 @@ export function attention_f16(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
   numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  const kvDim = numKvHeads * headDim;
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
   const sums = scratch + (<usize>(groupSize * SEGMENT_KEYS) << 2);
@@ -131,12 +212,30 @@ export function attention_f16(
     const partial = load<i32>(tk, 16);
     const row = load<i32>(info);
     const blockTable = <usize>load<i32>(info, 8);
-    const kvOff = <usize>(kvHead * headDim);
     const q0 = q + (<usize>(row * qDim + kvHead * groupSize * headDim) << 2);
-    for (let t = 0; t < numKeys; t++) {
-      const pos = k0 + t;
-      const slot = load<i32>(blockTable + (<usize>(pos / blockSize) << 2)) * blockSize + (pos % blockSize);
-      widenRow(rows, kLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
+    let t = 0;
+    if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
+      // 4 keys at a time: 4 independent sums instead of one chain (each key's own order is dotF32's: same bits)
+      const rowBytes = <usize>(headDim << 2);
+      for (; t + 4 <= numKeys; t += 4) {
+        for (let j = 0; j < 4; j++) widenRow(rows + <usize>j * rowBytes, kvRow(kLayer, blockTable, k0 + t + j, kvHead, numKvHeads, headDim, blockSize), headDim);
+        for (let g = 0; g < groupSize; g++) {
+          const qg = q0 + (<usize>(g * headDim) << 2);
+          let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+          for (let d = 0; d < headDim; d += 4) {
+            const qv = v128.load(qg + (<usize>d << 2));
+            const r = rows + (<usize>d << 2);
+            a0 = f32x4.add(a0, f32x4.mul(qv, v128.load(r)));
+            a1 = f32x4.add(a1, f32x4.mul(qv, v128.load(r + rowBytes)));
+            a2 = f32x4.add(a2, f32x4.mul(qv, v128.load(r + 2 * rowBytes)));
+            a3 = f32x4.add(a3, f32x4.mul(qv, v128.load(r + 3 * rowBytes)));
+          }
+          v128.store(scratch + (<usize>(g * SEGMENT_KEYS + t) << 2), f32x4.mul(reduce4f(a0, a1, a2, a3), f32x4.splat(scale)));
+        }
+      }
+    }
+    for (; t < numKeys; t++) {
+      widenRow(rows, kvRow(kLayer, blockTable, k0 + t, kvHead, numKvHeads, headDim, blockSize), headDim);
       for (let g = 0; g < groupSize; g++) {
         store<f32>(scratch + (<usize>(g * SEGMENT_KEYS + t) << 2), dotF32(q0 + (<usize>(g * headDim) << 2), rows, headDim) * scale);
       }
@@ -144,15 +243,8 @@ export function attention_f16(
     // per query head: exp(score - max) in place of the scores, and where its output goes (with its sum of exp)
     for (let g = 0; g < groupSize; g++) {
       const sg = scratch + (<usize>(g * SEGMENT_KEYS) << 2);
-      let max: f32 = -Infinity;
-      for (let t = 0; t < numKeys; t++) max = Mathf.max(max, load<f32>(sg + (<usize>t << 2)));
-      let sum: f32 = 0;
-      for (let t = 0; t < numKeys; t++) {
-        const p = sg + (<usize>t << 2);
-        const e = Mathf.exp(load<f32>(p) - max);
-        store<f32>(p, e);
-        sum += e;
-      }
+      const max = maxOf(sg, numKeys);
+      const sum = expInPlace(sg, numKeys, max);
       const o = outputOf(out, partials, partial, row, qDim, kvHead, groupSize, g, headDim);
       if (partial >= 0) {
         store<f32>(o - 8, max);
@@ -165,11 +257,7 @@ export function attention_f16(
     // V in blocks of keys whose widened rows stay in L1, each added to every head's output
     for (let b = 0; b < numKeys; b += V_BLOCK_KEYS) {
       const n = min(V_BLOCK_KEYS, numKeys - b);
-      for (let t = 0; t < n; t++) {
-        const pos = k0 + b + t;
-        const slot = load<i32>(blockTable + (<usize>(pos / blockSize) << 2)) * blockSize + (pos % blockSize);
-        widenRow(rows + (<usize>(t * headDim) << 2), vLayer + ((<usize>slot * <usize>kvDim + kvOff) << 1), headDim);
-      }
+      for (let j = 0; j < n; j++) widenRow(rows + (<usize>(j * headDim) << 2), kvRow(vLayer, blockTable, k0 + b + j, kvHead, numKvHeads, headDim, blockSize), headDim);
       for (let g = 0; g < groupSize; g++) {
         const o = outputOf(out, partials, partial, row, qDim, kvHead, groupSize, g, headDim);
         accumulateWeighted(o, scratch + (<usize>(g * SEGMENT_KEYS + b) << 2), rows, n, headDim);
@@ -218,7 +306,7 @@ export function attention_merge(out: usize, partials: usize, merges: usize, numH
       let sum: f32 = 0;
       for (let s = 0; s < numSegments; s++) {
         const pg = partials + (<usize>(((first + s) * groupSize + g) * stride) << 2);
-        const w = Mathf.exp(load<f32>(pg) - max);
+        const w = expF32(load<f32>(pg) - max);
         sum += w * load<f32>(pg, 4);
         axpy(o, pg + 8, w, headDim);
       }

@@ -35,13 +35,34 @@ export function f32ToF16(f: f32): u32 {
   return sign | r;
 }
 
-/** 4 f16 at p -> f32x4, the same bit trick as f16ToF32. */
+/**
+ * f32x4 -> 4 f16 bits in the low halves of i32 lanes, the same results as f32ToF16 (round to nearest even, subnormals,
+ * inf, nan -> 0x7e00), branch-free: normals round by adding 0xfff plus the lowest kept bit; below 2^-14 adding 0.5 as a
+ * float rounds to the f16 subnormal grid (2^-24), which the integer subtraction of 0.5's bits reads off.
+ */
+// @ts-ignore: decorator
+@inline export function f32x4ToF16x4(x: v128): v128 {
+  const sign = v128.and(x, i32x4.splat(0x80000000));
+  const a = v128.xor(x, sign);
+  const odd = v128.and(i32x4.shr_u(a, 13), i32x4.splat(1));
+  const normal = i32x4.shr_u(i32x4.add(i32x4.add(a, i32x4.splat(((15 - 127) << 23) + 0xfff)), odd), 13);
+  const half = i32x4.splat(126 << 23); // 0.5
+  const subnormal = i32x4.sub(f32x4.add(a, half), half);
+  const special = v128.bitselect(i32x4.splat(0x7e00), i32x4.splat(0x7c00), i32x4.gt_s(a, i32x4.splat(0x7f800000)));
+  let h = v128.bitselect(subnormal, normal, i32x4.lt_s(a, i32x4.splat(113 << 23)));
+  h = v128.bitselect(special, h, i32x4.ge_s(a, i32x4.splat(143 << 23)));
+  return v128.or(h, i32x4.shr_u(sign, 16));
+}
+
+/**
+ * 4 f16 at p -> f32x4, f16ToF32's bits in 4 ops: sign-extended and shifted by 13, a half's sign lands on bits 28-31
+ * and its exponent and mantissa below; keeping bit 31 with them makes the multiply by 2^112 carry the sign
+ * ((-x) * 2^112 = -(x * 2^112), exactly).
+ */
 // @ts-ignore: decorator
 @inline export function f16x4ToF32x4(p: usize): v128 {
-  const h = v128.load16x4_u(p);
-  const em = i32x4.shl(v128.and(h, i32x4.splat(0x7fff)), 13);
-  const f = f32x4.mul(em, f32x4.splat(F16_MAGIC));
-  return v128.or(f, i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16));
+  const bits = v128.and(i32x4.shl(v128.load16x4_s(p), 13), i32x4.splat(0x8fffe000));
+  return f32x4.mul(bits, f32x4.splat(F16_MAGIC));
 }
 
 /** [sum(v0), sum(v1), sum(v2), sum(v3)] of i32x4 vectors; each sum is (l0 + l2) + (l1 + l3). */
@@ -64,4 +85,49 @@ export function f32ToF16(f: f32): u32 {
 // @ts-ignore: decorator
 @inline export function hsumf(v: v128): f32 {
   return (f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 2)) + (f32x4.extract_lane(v, 1) + f32x4.extract_lane(v, 3));
+}
+
+// exp for softmax and silu: Cephes' expf (range reduction by ln 2 in two parts, a degree-5 polynomial, 2^n through
+// the exponent bits), about 2 ulp. Only IEEE-exact ops, in one fixed order, so expF32x4 and expF32 agree bit for bit;
+// inputs are clamped to [-87, 88] (exp(-87) ~ 1.6e-38 stands in for anything smaller).
+const EXP_MIN: f32 = -87.0;
+const EXP_MAX: f32 = 88.0;
+const EXP_LOG2E: f32 = 1.44269504088896341;
+const EXP_LN2_HI: f32 = 0.693359375;
+const EXP_LN2_LO: f32 = -2.12194440e-4;
+const EXP_P0: f32 = 1.9875691500e-4;
+const EXP_P1: f32 = 1.3981999507e-3;
+const EXP_P2: f32 = 8.3334519073e-3;
+const EXP_P3: f32 = 4.1665795894e-2;
+const EXP_P4: f32 = 1.6666665459e-1;
+const EXP_P5: f32 = 5.0000001201e-1;
+
+/** e^x for one f32 (the scalar twin of expF32x4). */
+// @ts-ignore: decorator
+@inline export function expF32(x: f32): f32 {
+  x = Mathf.min(Mathf.max(x, EXP_MIN), EXP_MAX);
+  const n = nearest<f32>(x * EXP_LOG2E);
+  const r = (x - n * EXP_LN2_HI) - n * EXP_LN2_LO;
+  let y = EXP_P0 * r + EXP_P1;
+  y = y * r + EXP_P2;
+  y = y * r + EXP_P3;
+  y = y * r + EXP_P4;
+  y = y * r + EXP_P5;
+  y = (y * (r * r) + r) + 1;
+  return y * reinterpret<f32>((<i32>n + 127) << 23);
+}
+
+/** e^x lane by lane, the same ops as expF32. */
+// @ts-ignore: decorator
+@inline export function expF32x4(x: v128): v128 {
+  x = f32x4.min(f32x4.max(x, f32x4.splat(EXP_MIN)), f32x4.splat(EXP_MAX));
+  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(EXP_LOG2E)));
+  const r = f32x4.sub(f32x4.sub(x, f32x4.mul(n, f32x4.splat(EXP_LN2_HI))), f32x4.mul(n, f32x4.splat(EXP_LN2_LO)));
+  let y = f32x4.add(f32x4.mul(f32x4.splat(EXP_P0), r), f32x4.splat(EXP_P1));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P2));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P3));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P4));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P5));
+  y = f32x4.add(f32x4.add(f32x4.mul(y, f32x4.mul(r, r)), r), f32x4.splat(1));
+  return f32x4.mul(y, i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23));
 }

@@ -1,5 +1,6 @@
 // Row-wise and element-wise ops. They are cheap next to the matmuls, so they run on the calling thread.
 // The SIMD paths keep the scalar op order per element, so every build gives the same bits.
+import { expF32, expF32x4 } from "./common";
 
 /** out[r] = x[r] * (1 / sqrt(mean(x[r]^2) + eps)) * w, numRows rows of dim; sum of squares in f64. */
 export function rms_norm(out: usize, x: usize, w: usize, numRows: i32, dim: i32, eps: f32): void {
@@ -60,12 +61,21 @@ export function rope(x: usize, table: usize, numRows: i32, numHeads: i32, headDi
   }
 }
 
-/** out[i] = silu(gate[i]) * up[i] */
+/** out[i] = silu(gate[i]) * up[i] = gate[i] / (1 + e^-gate[i]) * up[i] */
 export function silu_mul(out: usize, gate: usize, up: usize, n: i32): void {
-  for (let i = 0; i < n; i++) {
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 4 <= n; i += 4) {
+      const o = <usize>i << 2;
+      const g = v128.load(gate + o);
+      const sig = f32x4.div(g, f32x4.add(f32x4.splat(1), expF32x4(f32x4.neg(g))));
+      v128.store(out + o, f32x4.mul(sig, v128.load(up + o)));
+    }
+  }
+  for (; i < n; i++) {
     const o = <usize>i << 2;
     const g = load<f32>(gate + o);
-    store<f32>(out + o, (g / (1 + Mathf.exp(-g))) * load<f32>(up + o));
+    store<f32>(out + o, (g / (1 + expF32(-g))) * load<f32>(up + o));
   }
 }
 

@@ -58,7 +58,7 @@ export interface Backend {
   read(src: DeviceBuffer, numFloats: number, srcOffset?: number): Promise<Float32Array>;
 
   allocKvCache(shape: KvCacheShape): void;
-  /** [numBlocks of the ids, layer, K|V, blockSize, numKvHeads * headDim] bytes; same backend and model only */
+  /** the blocks' bytes, [numBlocks of the ids, layer, K|V, block in the backend's own layout]; same backend and model only */
   exportKvBlocks(blockIds: Int32Array): Uint8Array;
   importKvBlocks(blockIds: Int32Array, data: Uint8Array): void;
 

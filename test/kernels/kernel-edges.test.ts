@@ -14,13 +14,16 @@ const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.
 describe("f16 KV cache store", () => {
   test.each(["scalar", "simd", "relaxed-simd"] as const)("%s: kvStore rounds like setFloat16 (ties, subnormals, overflow)", async (simd) => {
     const be = await createWasmBackend({ threads: 1, simd });
-    const kvDim = 64;
+    const kvDim = 256;
     be.allocKvCache({ numLayers: 1, numBlocks: 1, blockSize: 1, numKvHeads: 1, headDim: kvDim });
-    const special = [0, -0, 1, -1, 65504, 65520, 1e6, -1e6, 5.96e-8, 2.98e-8, 1e-9, 6.1e-5, 6.09e-5, 1 + 2 ** -11, 1 + 3 * 2 ** -11,
-      2049, 2051, 0.1, -0.3333, Infinity, -Infinity];
+    const special = [0, -0, 1, -1, 65504, 65520, 65519.996, 1e6, -1e6, 5.96e-8, 2.98e-8, 1e-9, 6.1e-5, 6.09e-5, 1 + 2 ** -11,
+      1 + 3 * 2 ** -11, 2049, 2051, 0.1, -0.3333, Infinity, -Infinity, NaN, 2 ** -25, -(2 ** -25) * 1.001, 3 * 2 ** -25,
+      5 * 2 ** -25, 2 ** -14, 2 ** -14 * (1 - 2 ** -12), 2 ** -14 * (1 - 2 ** -11), 1e-45, -1e-40];
     const values = new Float32Array(kvDim); // [kvDim]
     values.set(special);
-    values.set(randomFloats(kvDim - special.length, rng(3), 100), special.length);
+    // the SIMD store takes 8 at a time and the rest one by one: random values of every f16 exponent and both signs
+    const random = rng(3);
+    for (let i = special.length; i < kvDim; i++) values[i] = (random() < 0.5 ? -1 : 1) * 2 ** (random() * 48 - 30);
     const k = be.alloc(kvDim);
     be.write(k, values);
     be.kvStore(0, k, k, new Int32Array([0]));

@@ -14,7 +14,7 @@ export interface KernelExports {
   matmul_quant(kind: number, out: number, wq: number, ws: number, wm: number, qa: number, da: number, sa: number,
     rows: number, cols: number, numTokens: number, zeroPoint: number, qs: number, groupStart: number, groupEnd: number, tmp: number): void;
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
-  kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, kvDim: number): void;
+  kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
     numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
   attention_segment_keys(): number;

@@ -1,7 +1,7 @@
 /**
  * The WASM backend: AssemblyScript kernels (kernels/) on one shared memory, matmuls and attention split across a
  * pool of persistent worker threads. Weights are repacked at load (repack.ts); float weights become f32 rows.
- * KV cache: f16, [numLayers, K|V, numBlocks, blockSize, numKvHeads * headDim] (half the bytes of f32; attention
+ * KV cache: f16, [numLayers, K|V, numBlocks, numKvHeads, blockSize, headDim] (half the bytes of f32; attention
  * converts with a bit trick, see kernels/common.ts).
  * Matmul activations are quantized to int8 per 32 once per matmul input (quantize_q8), as llama.cpp does.
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
@@ -214,7 +214,7 @@ export class WasmBackend implements Backend {
 
   exportKvBlocks(blockIds: Int32Array): Uint8Array {
     const kv = this.cache();
-    const out = new Uint8Array(blockIds.length * kv.shape.numLayers * 2 * kv.blockBytes); // [ids, layer, K|V, blockSize, kvDim] f16
+    const out = new Uint8Array(blockIds.length * kv.shape.numLayers * 2 * kv.blockBytes); // [ids, layer, K|V, numKvHeads, blockSize, headDim] f16
     const bytes = this.heap.bytes;
     let o = 0;
     for (const id of blockIds) {
@@ -340,8 +340,8 @@ export class WasmBackend implements Backend {
   kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void {
     const kv = this.cache();
     const s = this.putInts(slots);
-    const kvDim = kv.shape.numKvHeads * kv.shape.headDim;
-    this.k.kv_store_f16(this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, kvDim);
+    const { numKvHeads, headDim, blockSize } = kv.shape;
+    this.k.kv_store_f16(this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, numKvHeads, headDim, blockSize);
   }
 
   attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
