@@ -97,16 +97,28 @@ function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext): void
   }
 }
 
-/** log2 buckets of probabilities (16 per octave, the best token = 1 in bucket 0) for selection without a full sort */
+/**
+ * Buckets of probabilities for selection without a full sort: 16 per octave, read off a float64's exponent and top 4
+ * mantissa bits (no log per token). Only their order matters (a higher probability never lands in a later bucket);
+ * the bucket the boundary falls in is sorted exactly.
+ */
 const BUCKETS_PER_OCTAVE = 16;
 const NUM_BUCKETS = 64 * BUCKETS_PER_OCTAVE + 1;
+
+/** Bucket of probability p (0 < p <= 1) from the high word of its float64 bits; p = 1 (the best token) is bucket 0. */
+function bucketOf(high: number, p: number): number {
+  if (p >= 1) return 0;
+  const exponent = high >>> 20; // 1022 for [0.5, 1)
+  const top4 = (high >>> 16) & 15;
+  return Math.min(NUM_BUCKETS - 1, (1023 - exponent) * BUCKETS_PER_OCTAVE - 1 - top4);
+}
 
 /** Scratch for selecting the best tokens of a vocabulary. */
 interface SelectScratch {
   /** [vocabSize] 1 where a token is kept */
   readonly keep: Uint8Array;
   /** [vocabSize] bucket of each token */
-  readonly bucketOf: Uint16Array;
+  readonly bucket: Uint16Array;
 }
 
 /**
@@ -116,14 +128,15 @@ interface SelectScratch {
  * probs: [vocabSize] unnormalized, at most 1.
  */
 function keepBest(probs: Float64Array, scratch: SelectScratch, maxCount: number, massTarget: number): number {
-  const { keep, bucketOf } = scratch;
+  const { keep, bucket } = scratch;
+  const words = new Uint32Array(probs.buffer, probs.byteOffset, probs.length * 2); // [vocabSize, 2] little-endian
   const counts = new Float64Array(NUM_BUCKETS); // [NUM_BUCKETS]
   const masses = new Float64Array(NUM_BUCKETS); // [NUM_BUCKETS]
   for (let i = 0; i < probs.length; i++) {
     if (!keep[i]) continue;
     const p = probs[i]!;
-    const b = p >= 1 ? 0 : Math.min(NUM_BUCKETS - 1, Math.floor(-Math.log2(p) * BUCKETS_PER_OCTAVE));
-    bucketOf[i] = b;
+    const b = bucketOf(words[2 * i + 1]!, p);
+    bucket[i] = b;
     counts[b]! += 1;
     masses[b]! += p;
   }
@@ -137,8 +150,8 @@ function keepBest(probs: Float64Array, scratch: SelectScratch, maxCount: number,
   }
   const inBoundary: number[] = [];
   for (let i = 0; i < probs.length; i++) {
-    if (!keep[i] || bucketOf[i]! < boundary) continue;
-    if (bucketOf[i] === boundary) inBoundary.push(i);
+    if (!keep[i] || bucket[i]! < boundary) continue;
+    if (bucket[i] === boundary) inBoundary.push(i);
     keep[i] = 0;
   }
   inBoundary.sort((a, b) => probs[b]! - probs[a]! || a - b);
@@ -212,7 +225,7 @@ function needsProcessing(ctx: SamplingContext): boolean {
 export class Sampler {
   private processed = new Float32Array(0); // [vocabSize] logits after the processors
   private probs = new Float64Array(0); // [vocabSize] unnormalized probabilities
-  private select: SelectScratch = { keep: new Uint8Array(0), bucketOf: new Uint16Array(0) };
+  private select: SelectScratch = { keep: new Uint8Array(0), bucket: new Uint16Array(0) };
 
   /** Picks the next token for one sequence from its logits row (not modified). */
   sample(row: Float32Array, ctx: SamplingContext): SampleResult {
@@ -220,7 +233,7 @@ export class Sampler {
     if (this.processed.length !== row.length) {
       this.processed = new Float32Array(row.length);
       this.probs = new Float64Array(row.length);
-      this.select = { keep: new Uint8Array(row.length), bucketOf: new Uint16Array(row.length) };
+      this.select = { keep: new Uint8Array(row.length), bucket: new Uint16Array(row.length) };
     }
     let logits = row;
     if (needsProcessing(ctx)) {
