@@ -33,6 +33,10 @@ export interface FlagSpec {
   /** for int and float flags: the smallest and largest accepted value, checked at parse time for every command */
   readonly min?: number;
   readonly max?: number;
+  /** int flags that take vLLM's human-readable suffixes (1k = 1000, 1K = 1024, 25.6k, 2M, 1G) */
+  readonly humanReadable?: boolean;
+  /** vLLM's name for the same flag, accepted too */
+  readonly vllmName?: string;
 }
 
 const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch"];
@@ -55,10 +59,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "threads", kind: "int", default: null, min: 1, max: 256, commands: MODEL, help: "Kernel threads. Default: the number of cores." },
   { name: "device", kind: "string", default: "cpu", commands: MODEL, choices: ["cpu", "webgpu"], help: "Run the model on the WASM CPU kernels or on a WebGPU adapter." },
   { name: "max-num-seqs", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Maximum number of sequences running in one engine step." },
-  { name: "max-num-batched-tokens", kind: "int", default: 512, min: 1, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens)." },
-  { name: "max-model-len", kind: "int", default: null, min: 1, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
+  { name: "max-num-batched-tokens", kind: "int", default: 512, min: 1, humanReadable: true, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens)." },
+  { name: "max-model-len", kind: "int", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
-  { name: "kv-cache-memory", kind: "int", metavar: "bytes", default: null, min: 1, commands: ENGINE, help: "Bytes for the KV cache. Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
+  { name: "kv-cache-memory", vllmName: "kv-cache-memory-bytes", kind: "int", metavar: "bytes", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Bytes for the KV cache (vLLM: --kv-cache-memory-bytes, also accepted). Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
   // vLLM flags that vLLM's own test servers pass and that mean nothing different on fennec: accepted so those command lines run
   { name: "enable-chunked-prefill", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec always chunks long prefills (see --max-num-batched-tokens)." },
@@ -103,6 +107,19 @@ function rangeText(spec: FlagSpec): string {
   return spec.min === 1 && spec.kind === "int" ? "a positive integer" : `${spec.min} or more`;
 }
 
+const SUFFIXES: Readonly<Record<string, number>> = { k: 1e3, m: 1e6, g: 1e9, K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 };
+
+/** vLLM's human_readable_int: "25.6k" -> 25600, "1K" -> 1024 (decimals only with the decimal suffixes k/m/g). */
+function humanReadableInt(spec: FlagSpec, raw: string): Result<number> | null {
+  const m = /^(\d+(?:\.\d+)?)([kKmMgG])$/.exec(raw.trim());
+  if (m === null) return null;
+  const [, number, suffix] = m as unknown as [string, string, string];
+  if (suffix === suffix.toUpperCase() && number.includes(".")) {
+    return err(`--${spec.name}: decimals are not allowed with binary suffixes like ${suffix} (got ${raw}); did you mean ${number}${suffix.toLowerCase()}?`);
+  }
+  return ok(Math.floor(Number(number) * SUFFIXES[suffix]!));
+}
+
 function convert(spec: FlagSpec, raw: string): Result<FlagValue> {
   switch (spec.kind) {
     case "string":
@@ -110,7 +127,9 @@ function convert(spec: FlagSpec, raw: string): Result<FlagValue> {
       return ok(raw);
     case "int":
     case "float": {
-      const n = raw.trim() === "" ? NaN : Number(raw);
+      const readable = spec.humanReadable ? humanReadableInt(spec, raw) : null;
+      if (readable !== null && !readable.ok) return readable;
+      const n = readable !== null ? readable.value : raw.trim() === "" ? NaN : Number(raw);
       if (spec.kind === "int" ? !Number.isInteger(n) : !Number.isFinite(n)) return err(`--${spec.name} needs ${spec.kind === "int" ? "an integer" : "a number"} (got "${raw}")`);
       return inRange(spec, n) ? ok(n) : err(`--${spec.name} must be ${rangeText(spec)} (got ${raw})`);
     }
@@ -141,7 +160,7 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
     } else {
       return err(`unexpected argument "${arg}" for '${command}' (see fennec ${command} --help)`);
     }
-    const spec = specs.find((s) => s.name === name);
+    const spec = specs.find((s) => s.name === name || s.vllmName === name);
     if (!spec) return err(`unknown option --${name} for '${command}' (see fennec ${command} --help)`);
     let raw = inlineValue;
     if (raw === undefined) {
@@ -162,7 +181,8 @@ export function commandHelp(command: Command): string {
     const flag = `${f.alias ? `${f.alias}, ` : ""}--${f.name}${f.kind === "bool" ? "" : ` <${f.metavar ?? (f.choices ? f.choices.join("|") : f.kind)}>`}`;
     const def = f.default === null || f.default === false ? "" : ` (default: ${JSON.stringify(f.default)})`;
     const range = f.min === undefined && f.max === undefined ? "" : ` Must be ${rangeText(f)}.`;
-    lines.push(`  ${flag.padEnd(44)} ${f.help}${range}${def}`);
+    const suffixes = f.humanReadable ? " Takes k/m/g (10^3/10^6/10^9) and K/M/G (2^10/2^20/2^30) suffixes, as vLLM does." : "";
+    lines.push(`  ${flag.padEnd(44)} ${f.help}${range}${suffixes}${def}`);
   }
   lines.push(`  ${"-h, --help".padEnd(44)} Show this help.`);
   return lines.join("\n");

@@ -53,4 +53,16 @@ describe("serve flags", () => {
     expect(() => engineArgsOf(options(["--max-num-seqs", "0"]))).toThrow(/--max-num-seqs must be a positive integer/);
     expect(() => engineArgsOf(options(["--max-model-len", "-1"]))).toThrow(/--max-model-len must be a positive integer/);
   });
+
+  test("sizes take vLLM's human-readable suffixes; --kv-cache-memory-bytes is vLLM's name for --kv-cache-memory", () => {
+    const args = engineArgsOf(options(["--max-model-len", "2k", "--max-num-batched-tokens", "1K", "--kv-cache-memory", "25.6m"]));
+    expect(args).toMatchObject({ maxModelLen: 2000, maxNumBatchedTokens: 1024, kvCacheMemoryBytes: 25_600_000 });
+    expect(engineArgsOf(options(["--kv-cache-memory-bytes", "1G"])).kvCacheMemoryBytes).toBe(2 ** 30);
+    expect(engineArgsOf(options(["--kv-cache-memory=3M"])).kvCacheMemoryBytes).toBe(3 * 2 ** 20);
+    const binaryDecimal = parseCommandArgs("serve", ["--kv-cache-memory", "1.5G"]);
+    expect(binaryDecimal.ok ? "" : binaryDecimal.error).toBe("--kv-cache-memory: decimals are not allowed with binary suffixes like G (got 1.5G); did you mean 1.5g?");
+    for (const bad of ["2x", "k", "1e3k"]) expect(parseCommandArgs("serve", ["--max-model-len", bad]).ok).toBe(false);
+    // flags without sizes keep plain integers
+    expect(parseCommandArgs("serve", ["--max-num-seqs", "1k"]).ok).toBe(false);
+  });
 });
