@@ -17,7 +17,8 @@
 //   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1, Q4_K)
 //   KIND_U6G16 unsigned 0..63 as a nibble and 2 bits, 16 per group in 12 bytes (Q6_K, whose scales change every 16)
 // The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
-// (quantize_q8) the i8 side. Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows 0-1 and
+// (quantize_q8) the i8 side; its i16 form (pair sums, one pmaddubsw on x86) accumulates a few chunks before they are
+// widened to i32 (dotChunk16, widen16). Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows 0-1 and
 // rows 2-3) and multiplied by the token's activations widened to i16 (widen_q8) with i32x4.dot_i16x8_s, which leaves
 // pair sums [r0, r0, r1, r1] and [r2, r2, r3, r3]; a group ends with one pairwise add. Exact, in every build.
 //
@@ -64,14 +65,31 @@ export const KIND_U6G16: i32 = 3;
 
 // ---- SIMD ----
 
-/** Nibble kinds: lane r += sum_j a[4r + j] * w[4r + j], a int8 activations, w quants 0..127. */
+/**
+ * Nibble kinds, the cheap step: i16 lane 2r + k += a[4r + 2k] * w[4r + 2k] + a[4r + 2k + 1] * w[4r + 2k + 1] (one
+ * pmaddubsw on x86 and no widening: the relaxed dot that adds into i32 lanes costs several instructions in JSC).
+ * Exact while the i16 lanes cannot overflow: |a| <= 127, so one chunk adds at most 2 * 127 * wmax to a lane, and
+ * i16Chunks(kind) chunks fit; widen16 then moves the sums to the i32 rows.
+ */
 // @ts-ignore: decorator
-@inline function dotChunk(a: v128, w: v128, acc: v128): v128 {
-  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, w, acc);
-  // exact twin: pairwise i16 dot products, then the two pairs of each row
-  const lo = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(a), i16x8.extend_low_i8x16_s(w));
-  const hi = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(a), i16x8.extend_high_i8x16_s(w));
-  return i32x4.add(acc, i32x4.add(v128.shuffle<i32>(lo, hi, 0, 2, 4, 6), v128.shuffle<i32>(lo, hi, 1, 3, 5, 7)));
+@inline function dotChunk16(a: v128, w: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.add(acc, i16x8.relaxed_dot_i8x16_i7x16_s(a, w));
+  // exact twin: the 16 products as i16, then the pairs of each lane
+  const lo = i16x8.extmul_low_i8x16_s(a, w);
+  const hi = i16x8.extmul_high_i8x16_s(a, w);
+  return i16x8.add(acc, i16x8.add(v128.shuffle<i16>(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), v128.shuffle<i16>(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15)));
+}
+
+/** Chunks whose dotChunk16 sums fit one i16 lane: 2 * 127 * wmax per chunk (U4 3810, U5 7874, U6 16002) under 32767. */
+// @ts-ignore: decorator
+@inline function i16Chunks(kind: i32): i32 {
+  return kind == KIND_U4 ? 8 : kind == KIND_U5 ? 4 : 2;
+}
+
+/** Adds a row quad's i16 pair sums (lanes 2r, 2r + 1) to its i32 sums (lane r). */
+// @ts-ignore: decorator
+@inline function widen16(acc16: v128, x: v128): v128 {
+  return i32x4.add(x, i32x4.extadd_pairwise_i16x8_s(acc16));
 }
 
 /** The 16 bytes of high bits of a KIND_U5 / KIND_U6G16 group at q (loaded once per group), else unused. */
@@ -126,12 +144,12 @@ export const KIND_U6G16: i32 = 3;
   return kind == KIND_I8 || zeroPoint != 0 ? t : f32x4.add(t, f32x4.mul(v128.load(m), v128.load32_splat(saG)));
 }
 
-/** A nibble kind's chunks c and c + half (one 16-byte load), added to one token's sums x. */
+/** A nibble kind's chunks c and c + half (one 16-byte load), added to one token's i16 pair sums s. */
 // @ts-ignore: decorator
-@inline function nibblePair(kind: i32, q: usize, qa: usize, c: i32, plane: v128, x: v128): v128 {
+@inline function nibblePair(kind: i32, q: usize, qa: usize, c: i32, plane: v128, s: v128): v128 {
   const p = v128.load(q + (<usize>c << 4));
-  x = dotChunk(activationChunk(kind, qa, c), lowHalfChunk(kind, p, plane, c), x);
-  return dotChunk(activationChunk(kind, qa, c + halfChunks(kind)), highHalfChunk(kind, p, plane, c), x);
+  s = dotChunk16(activationChunk(kind, qa, c), lowHalfChunk(kind, p, plane, c), s);
+  return dotChunk16(activationChunk(kind, qa, c + halfChunks(kind)), highHalfChunk(kind, p, plane, c), s);
 }
 
 /** 4 rows x 1 token: f32x4 of the 4 rows' sums. */
@@ -153,12 +171,17 @@ export const KIND_U6G16: i32 = 3;
         y = dotHalfI16(y, i16x8.extend_high_i8x16_s(w), act);
       }
     } else {
-      x = nibblePair(kind, q, qa, 0, plane, x);
-      x = nibblePair(kind, q, qa, 1, plane, x);
+      // pairs of chunks into i16 sums, widened before they can overflow (every 8, 4 or 2 chunks)
+      let s = i16x8.splat(0);
+      s = nibblePair(kind, q, qa, 0, plane, s);
+      if (i16Chunks(kind) == 2) { x = widen16(s, x); s = i16x8.splat(0); }
+      s = nibblePair(kind, q, qa, 1, plane, s);
       if (halfChunks(kind) == 4) {
-        x = nibblePair(kind, q, qa, 2, plane, x);
-        x = nibblePair(kind, q, qa, 3, plane, x);
+        if (i16Chunks(kind) == 4) { x = widen16(s, x); s = i16x8.splat(0); }
+        s = nibblePair(kind, q, qa, 2, plane, s);
+        s = nibblePair(kind, q, qa, 3, plane, s);
       }
+      x = widen16(s, x);
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
     acc = f32x4.add(acc, groupTerm(kind, x, y, s, m, daG, sa, qs, zeroPoint));
@@ -205,19 +228,32 @@ export const KIND_U6G16: i32 = 3;
       }
     } else {
       // nibble kinds: each 16-byte load holds chunk c (low nibbles) and chunk c + half (high nibbles)
+      // the 4 tokens' i16 pair sums (dotChunk16), widened into x0..x3 every i16Chunks chunks
       const half = halfChunks(kind);
+      const loadsPerWiden = i16Chunks(kind) >> 1;
+      let s0 = i16x8.splat(0), s1 = s0, s2 = s0, s3 = s0;
       for (let c = 0; c < half; c++) {
         const p = v128.load(q + (<usize>c << 4));
         const lo = lowHalfChunk(kind, p, plane, c);
         const hi = highHalfChunk(kind, p, plane, c);
-        x0 = dotChunk(activationChunk(kind, qa, c), lo, x0);
-        x1 = dotChunk(activationChunk(kind, qa + stride, c), lo, x1);
-        x2 = dotChunk(activationChunk(kind, qa + 2 * stride, c), lo, x2);
-        x3 = dotChunk(activationChunk(kind, qa + 3 * stride, c), lo, x3);
-        x0 = dotChunk(activationChunk(kind, qa, c + half), hi, x0);
-        x1 = dotChunk(activationChunk(kind, qa + stride, c + half), hi, x1);
-        x2 = dotChunk(activationChunk(kind, qa + 2 * stride, c + half), hi, x2);
-        x3 = dotChunk(activationChunk(kind, qa + 3 * stride, c + half), hi, x3);
+        s0 = dotChunk16(activationChunk(kind, qa, c), lo, s0);
+        s1 = dotChunk16(activationChunk(kind, qa + stride, c), lo, s1);
+        s2 = dotChunk16(activationChunk(kind, qa + 2 * stride, c), lo, s2);
+        s3 = dotChunk16(activationChunk(kind, qa + 3 * stride, c), lo, s3);
+        s0 = dotChunk16(activationChunk(kind, qa, c + half), hi, s0);
+        s1 = dotChunk16(activationChunk(kind, qa + stride, c + half), hi, s1);
+        s2 = dotChunk16(activationChunk(kind, qa + 2 * stride, c + half), hi, s2);
+        s3 = dotChunk16(activationChunk(kind, qa + 3 * stride, c + half), hi, s3);
+        if ((c + 1) % loadsPerWiden == 0) {
+          x0 = widen16(s0, x0);
+          x1 = widen16(s1, x1);
+          x2 = widen16(s2, x2);
+          x3 = widen16(s3, x3);
+          s0 = i16x8.splat(0);
+          s1 = s0;
+          s2 = s0;
+          s3 = s0;
+        }
       }
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);

@@ -4,7 +4,7 @@
  * number of work units (matmul, the spread siluMul), which must give the same bits as one thread.
  */
 import { describe, expect, test } from "bun:test";
-import { GgmlType, weightType } from "../../src/tensor/dtypes.ts";
+import { GgmlType, WEIGHT_TYPES, weightType } from "../../src/tensor/dtypes.ts";
 import { randomFloats, randomWeight, rng } from "../conformance/random-weights.ts";
 import { ensureKernels } from "./ensure-kernels.ts";
 
@@ -33,6 +33,41 @@ describe("f16 KV cache store", () => {
     const got = new DataView(bytes.buffer, bytes.byteOffset, kvDim * 2);
     for (let i = 0; i < kvDim; i++) expect([i, got.getUint16(i * 2, true)]).toEqual([i, want.getUint16(i * 2, true)]);
     be.dispose();
+  });
+});
+
+describe("integer sums at their largest", () => {
+  // every quant at its maximum (all quant bytes 0xff) against activations that quantize to +127 or -127 everywhere:
+  // the i16 pair sums the nibble kernels accumulate before widening are at their largest, and must not overflow
+  test.each(["q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "q8_0"])("%s: max quants x max activations, 1 and 5 tokens, every build", async (name) => {
+    const wt = WEIGHT_TYPES.find((w) => w.name === name)!;
+    const rows = 8;
+    const cols = 512;
+    const src = randomWeight(wt, rows, cols, () => 0.9999999); // quant bytes 255, scales positive
+    const w = new Float32Array(rows * cols); // [rows, cols]
+    wt.dequantize(src.data, w, rows * cols);
+    const numTokens = 5;
+    const x = new Float32Array(numTokens * cols); // [numTokens, cols]: tokens alternate +1 and -1
+    for (let t = 0; t < numTokens; t++) x.fill(t % 2 === 0 ? 1 : -1, t * cols, (t + 1) * cols);
+    const want = new Float64Array(numTokens * rows); // [numTokens, rows]
+    for (let t = 0; t < numTokens; t++) {
+      for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) want[t * rows + r]! += w[r * cols + c]! * x[t * cols + c]!;
+    }
+    const results: Float32Array[] = [];
+    for (const simd of ["scalar", "simd", "relaxed-simd"] as const) {
+      for (const n of [1, numTokens]) {
+        const be = await createWasmBackend({ threads: 1, simd });
+        const xb = be.alloc(n * cols);
+        be.write(xb, x.subarray(0, n * cols));
+        const out = be.alloc(n * rows);
+        be.matmul(out, be.loadWeight(src), xb, n);
+        const got = await be.read(out, n * rows);
+        for (let i = 0; i < n * rows; i++) expect(Math.abs(got[i]! - want[i]!)).toBeLessThanOrEqual(1e-4 * Math.abs(want[i]!) + 1e-6);
+        results.push(got.slice(0, rows)); // token 0 of every run: the same bits in every build and batch
+        be.dispose();
+      }
+    }
+    for (const r of results) expect(r).toEqual(results[0]!);
   });
 });
 
