@@ -193,7 +193,7 @@ function accumulateWeighted(o: usize, e: usize, vRows: usize, numKeys: i32, head
  * per head (max, sum of exp, unnormalized output) at partials + index * groupSize * (headDim + 2) floats, and
  * attention_merge combines the segments. Tasks [taskStart, taskEnd).
  * scratch (per thread): scores [groupSize, SEGMENT_KEYS] f32, sums of exp [groupSize] f32, then the widened V rows
- * [V_BLOCK_KEYS, headDim] f32 (the K rows are widened one at a time into the same place).
+ * [V_BLOCK_KEYS, headDim] f32 (the K rows are widened 4 at a time into the same place).
  */
 export function attention_f16(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
