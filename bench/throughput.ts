@@ -4,13 +4,17 @@
  * (temperature 1, ignore_eos, seeded), through the orchestrator and its engine Worker. Without --concurrency it runs
  * at 1 and at 8 concurrent requests and prints the ratio of output tokens/s. While it runs, a loopback HTTP server
  * on the main thread answers /health and a poller measures its latency (the main thread must stay responsive
- * while the Worker computes).
+ * while the Worker computes). A progress bar counts finished requests on a terminal (stderr). --json prints one object
+ * whose runs carry `vllm bench throughput --output-json`'s keys (elapsed_time, num_requests, total_num_tokens,
+ * requests_per_second, tokens_per_second) plus output_tokens_per_second and /health latency; output_throughput_ratio is
+ * the 8-vs-1 figure.
  */
 import { cpus } from "node:os";
 import { createOrchestrator } from "../src/pipeline/orchestrator.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../src/engine/sampling-params.ts";
 import type { Orchestrator } from "../src/pipeline/request-output.ts";
 import { nowMs } from "../src/util/clock.ts";
+import { createProgressBar } from "../src/util/progress.ts";
 
 interface BenchArgs {
   model: string | null;
@@ -61,17 +65,18 @@ function randomPrompts(count: number, length: number, vocabSize: number, seed: n
   return Array.from({ length: count }, () => Array.from({ length }, () => low + (next() % (vocabSize - low))));
 }
 
+/** One run, with `vllm bench throughput --output-json`'s keys (elapsed_time .. tokens_per_second) and fennec's own. */
 interface RunResult {
   concurrency: number;
-  numRequests: number;
-  elapsedS: number;
-  outputTokens: number;
-  promptTokens: number;
-  requestsPerS: number;
-  outputTokensPerS: number;
-  totalTokensPerS: number;
-  meanTtftMs: number;
-  health: { samples: number; p50Ms: number; p99Ms: number; maxMs: number };
+  elapsed_time: number;
+  num_requests: number;
+  total_num_tokens: number;
+  requests_per_second: number;
+  tokens_per_second: number;
+  total_output_tokens: number;
+  output_tokens_per_second: number;
+  mean_ttft_ms: number;
+  health: { samples: number; p50_ms: number; p99_ms: number; max_ms: number };
 }
 
 const quantile = (sorted: number[], q: number): number => sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
@@ -107,6 +112,8 @@ async function run(orch: Orchestrator, prompts: number[][], args: BenchArgs, con
   let outputTokens = 0;
   const ttftsMs: number[] = [];
   const poller = startHealthPoller(orch);
+  const bar = createProgressBar(`concurrency ${concurrency}`, { minTotal: 0, format: (done, total) => `${done}/${total} requests` });
+  let finished = 0;
   const t0 = nowMs();
   const worker = async (): Promise<void> => {
     while (nextIndex < prompts.length) {
@@ -117,17 +124,20 @@ async function run(orch: Orchestrator, prompts: number[][], args: BenchArgs, con
         for (const c of out.outputs) outputTokens += c.tokenIdsDelta.length;
         if (first && out.outputs.length > 0) { ttftsMs.push(nowMs() - arrivalMs); first = false; }
       }
+      bar.update(++finished, prompts.length);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
+  bar.done();
   const elapsedS = (nowMs() - t0) / 1000;
   const health = (await poller.stop()).sort((a, b) => a - b);
   const promptTokens = prompts.reduce((s, p) => s + p.length, 0);
   return {
-    concurrency, numRequests: prompts.length, elapsedS, outputTokens, promptTokens,
-    requestsPerS: prompts.length / elapsedS, outputTokensPerS: outputTokens / elapsedS, totalTokensPerS: (outputTokens + promptTokens) / elapsedS,
-    meanTtftMs: ttftsMs.reduce((s, x) => s + x, 0) / Math.max(1, ttftsMs.length),
-    health: { samples: health.length, p50Ms: quantile(health, 0.5), p99Ms: quantile(health, 0.99), maxMs: health[health.length - 1] ?? 0 },
+    concurrency, elapsed_time: elapsedS, num_requests: prompts.length, total_num_tokens: outputTokens + promptTokens,
+    requests_per_second: prompts.length / elapsedS, tokens_per_second: (outputTokens + promptTokens) / elapsedS,
+    total_output_tokens: outputTokens, output_tokens_per_second: outputTokens / elapsedS,
+    mean_ttft_ms: ttftsMs.reduce((s, x) => s + x, 0) / Math.max(1, ttftsMs.length),
+    health: { samples: health.length, p50_ms: quantile(health, 0.5), p99_ms: quantile(health, 0.99), max_ms: health[health.length - 1] ?? 0 },
   };
 }
 
@@ -165,17 +175,20 @@ async function main(): Promise<number> {
       const runPrompts = results.length === 0 ? prompts : randomPrompts(args.numPrompts, args.inputLen, orch.modelConfig.vocabSize, args.seed + 7919 * (results.length + 1));
       results.push(await run(orch, runPrompts, args, c, `c${c}`));
     }
-    const ratio = results.length === 2 ? results[1]!.outputTokensPerS / results[0]!.outputTokensPerS : null;
-    const summary = { model: args.model ?? "<embedded default model>", threads: args.threads, loadS, numPrompts: args.numPrompts, inputLen: args.inputLen, outputLen: args.outputLen, results, speedup: ratio };
+    const ratio = results.length === 2 ? results[1]!.output_tokens_per_second / results[0]!.output_tokens_per_second : null;
+    const summary = {
+      model: args.model ?? "<embedded default model>", threads: args.threads, load_time_s: loadS, num_prompts: args.numPrompts,
+      input_len: args.inputLen, output_len: args.outputLen, results, output_throughput_ratio: ratio,
+    };
     if (args.json) {
       process.stdout.write(JSON.stringify(summary, null, 2) + "\n");
     } else {
       process.stdout.write(`model ${summary.model}, ${args.threads} threads, loaded in ${loadS.toFixed(2)} s\n`);
       for (const r of results) {
         process.stdout.write(
-          `concurrency ${r.concurrency}: Throughput: ${r.requestsPerS.toFixed(2)} requests/s, ${r.totalTokensPerS.toFixed(2)} total tokens/s, ${r.outputTokensPerS.toFixed(2)} output tokens/s` +
-          ` (${r.numRequests} requests, ${r.outputTokens} output tokens in ${r.elapsedS.toFixed(2)} s, mean TTFT ${r.meanTtftMs.toFixed(1)} ms)\n` +
-          `  /health under load: p50 ${r.health.p50Ms.toFixed(2)} ms, p99 ${r.health.p99Ms.toFixed(2)} ms, max ${r.health.maxMs.toFixed(2)} ms (${r.health.samples} samples)\n`,
+          `concurrency ${r.concurrency}: Throughput: ${r.requests_per_second.toFixed(2)} requests/s, ${r.tokens_per_second.toFixed(2)} total tokens/s, ${r.output_tokens_per_second.toFixed(2)} output tokens/s` +
+          ` (${r.num_requests} requests, ${r.total_output_tokens} output tokens in ${r.elapsed_time.toFixed(2)} s, mean TTFT ${r.mean_ttft_ms.toFixed(1)} ms)\n` +
+          `  /health under load: p50 ${r.health.p50_ms.toFixed(2)} ms, p99 ${r.health.p99_ms.toFixed(2)} ms, max ${r.health.max_ms.toFixed(2)} ms (${r.health.samples} samples)\n`,
         );
       }
       if (ratio !== null) process.stdout.write(`output tokens/s at ${results[1]!.concurrency} vs ${results[0]!.concurrency} concurrent: ${ratio.toFixed(2)}x\n`);

@@ -23,6 +23,8 @@ export interface ProgressOptions {
   readonly minTotal?: number;
   readonly widthChars?: number;
   readonly redrawIntervalMs?: number;
+  /** the counts after the bar; default MiB ("12/345 MiB") */
+  readonly format?: (doneUnits: number, totalUnits: number) => string;
 }
 
 const MIB = 1024 * 1024;
@@ -32,6 +34,7 @@ export function createProgressBar(label: string, options: ProgressOptions = {}):
   const minTotal = options.minTotal ?? 64 * MIB;
   const width = options.widthChars ?? 30;
   const intervalMs = options.redrawIntervalMs ?? 100;
+  const format = options.format ?? ((done: number, total: number) => `${(done / MIB).toFixed(0)}/${(total / MIB).toFixed(0)} MiB`);
   let lastDrawMs = -Infinity;
   let drawn = false;
   return {
@@ -43,8 +46,7 @@ export function createProgressBar(label: string, options: ProgressOptions = {}):
       const fraction = totalUnits > 0 ? Math.min(1, doneUnits / totalUnits) : 1;
       const filled = Math.round(fraction * width);
       const bar = "#".repeat(filled) + "-".repeat(width - filled);
-      const sizes = `${(doneUnits / MIB).toFixed(0)}/${(totalUnits / MIB).toFixed(0)} MiB`;
-      stream.write(`\r${label} [${bar}] ${(fraction * 100).toFixed(0).padStart(3)}% ${sizes}`);
+      stream.write(`\r${label} [${bar}] ${(fraction * 100).toFixed(0).padStart(3)}% ${format(doneUnits, totalUnits)}`);
       drawn = true;
     },
     done() {

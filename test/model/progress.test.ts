@@ -43,3 +43,10 @@ test("redraws are throttled, but the final 100% always shows", () => {
   expect(stream.text.split("\r").filter((s) => s !== "").length).toBe(2); // the first and the last
   expect(stream.text).toContain("100%");
 });
+
+test("counts other than bytes: the format option writes them (bench:throughput's finished requests)", () => {
+  const stream = fakeStream(true);
+  const bar = createProgressBar("concurrency 8", { stream, minTotal: 0, widthChars: 4, redrawIntervalMs: 0, format: (d, t) => `${d}/${t} requests` });
+  bar.update(8, 32);
+  expect(stream.text).toBe("\rconcurrency 8 [#---]  25% 8/32 requests");
+});
