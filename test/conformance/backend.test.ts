@@ -123,13 +123,14 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
 
   describe.each(WEIGHT_TYPES.map((w) => [w.name, w] as const))("weight type %s", (_typeName, wt) => {
     for (const cols of quantCols(wt)) {
-      it(`matmul [131 x ${cols}] for 1 and 7 tokens, batch invariant`, async () => {
+      // 131 rows: pairs of 4-row groups and a partial last group; 13 tokens: three 4-token tiles and a single token
+      it(`matmul [131 x ${cols}] for 1 and 13 tokens, batch invariant`, async () => {
         const random = rng(cols * 31 + wt.type);
         const rows = 131;
         const src = randomWeight(wt, rows, cols, random);
         const w = backend.loadWeight(src);
         const wRef = oracle.loadWeight(src);
-        const numTokens = 7;
+        const numTokens = 13;
         const x = randomFloats(numTokens * cols, random);
         const xb = await upload(backend, x);
         const out = backend.alloc(numTokens * rows);
@@ -141,7 +142,7 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
         const want = await oracle.read(outRef, numTokens * rows);
         expectClose(got, want, FLOAT_TYPES.has(wt.type) ? 1e-4 : 3e-2, `${name} ${wt.name} matmul`);
         // batch invariance: each token alone gives the same bits as inside the batch
-        for (const t of [0, 3, 6]) {
+        for (const t of [0, 3, 6, 9, 12]) {
           const x1 = await upload(backend, x.subarray(t * cols, (t + 1) * cols));
           const o1 = backend.alloc(rows);
           backend.matmul(o1, w, x1, 1);
