@@ -195,66 +195,6 @@ export const KIND_U6G16: i32 = 3;
   return acc;
 }
 
-/**
- * 8 rows (the row groups at q and q + qStride, both full) x 1 token: each activation chunk is loaded once for both
- * (decode, where one token's loads were a third of the work). Stores the two groups' f32x4 at out and out + 16; each
- * row's integer sums and op sequence are simdTile1's.
- */
-// @ts-ignore: decorator
-@inline function simdTile1x2(kind: i32, q: usize, s: usize, m: usize, qStride: usize, sStride: usize, qa: usize, da: usize,
-  sa: usize, qs: usize, numGroups: i32, zeroPoint: i32, out: usize): void {
-  const gs = groupSize(kind);
-  const gb = <usize>(groupBytes(kind) << 2);
-  let acc0 = f32x4.splat(0), acc1 = acc0;
-  for (let g = 0; g < numGroups; g++) {
-    let x0 = i32x4.splat(0), y0 = x0, x1 = x0, y1 = x0;
-    if (kind == KIND_I8) {
-      for (let c = 0; c < 8; c++) {
-        const act = activationChunk(kind, qa, c);
-        const w0 = v128.load(q + (<usize>c << 4));
-        x0 = dotHalfI16(x0, i16x8.extend_low_i8x16_s(w0), act);
-        y0 = dotHalfI16(y0, i16x8.extend_high_i8x16_s(w0), act);
-        const w1 = v128.load(q + qStride + (<usize>c << 4));
-        x1 = dotHalfI16(x1, i16x8.extend_low_i8x16_s(w1), act);
-        y1 = dotHalfI16(y1, i16x8.extend_high_i8x16_s(w1), act);
-      }
-    } else {
-      const half = halfChunks(kind);
-      const loadsPerWiden = i16Chunks(kind) >> 1;
-      const plane0 = highBits(kind, q);
-      const plane1 = highBits(kind, q + qStride);
-      let s0 = i16x8.splat(0), s1 = s0;
-      for (let c = 0; c < half; c++) {
-        const aLo = activationChunk(kind, qa, c);
-        const aHi = activationChunk(kind, qa, c + half);
-        const p0 = v128.load(q + (<usize>c << 4));
-        s0 = dotChunk16(aLo, lowHalfChunk(kind, p0, plane0, c), s0);
-        s0 = dotChunk16(aHi, highHalfChunk(kind, p0, plane0, c), s0);
-        const p1 = v128.load(q + qStride + (<usize>c << 4));
-        s1 = dotChunk16(aLo, lowHalfChunk(kind, p1, plane1, c), s1);
-        s1 = dotChunk16(aHi, highHalfChunk(kind, p1, plane1, c), s1);
-        if ((c + 1) % loadsPerWiden == 0) {
-          x0 = widen16(s0, x0);
-          x1 = widen16(s1, x1);
-          s0 = i16x8.splat(0);
-          s1 = s0;
-        }
-      }
-    }
-    const daG = da + (<usize>((g * gs) >> 5) << 2);
-    acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, s, m, daG, sa, qs, zeroPoint));
-    acc1 = f32x4.add(acc1, groupTerm(kind, x1, y1, s + sStride, m + sStride, daG, sa, qs, zeroPoint));
-    q += gb;
-    s += 16;
-    m += 16;
-    qa += <usize>(gs * actBytes(kind));
-    sa += 4;
-    qs += 4;
-  }
-  v128.store(out, acc0);
-  v128.store(out, acc1, 16);
-}
-
 /** 4 rows x 4 tokens (activations `stride` bytes apart, their per-group arrays `gstride` apart): each weight chunk is
  * loaded (and unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
 // @ts-ignore: decorator
@@ -387,19 +327,6 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
         simdTile4(kind, q, s, m, qa + <usize>t * aStride, aStride, da + <usize>t * dStride, dStride,
           sa + <usize>t * gStride, qs + <usize>t * gStride, gStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
       }
-    }
-    if (ASC_FEATURE_SIMD && rg + 1 < groupEnd && rowBase + 8 <= rows) {
-      // this group and the next (also full) together: their 4-token tiles, then single tokens 8 rows at a time
-      for (let t4 = 0; t4 < t; t4 += 4) {
-        simdTile4(kind, q + qStride, s + sStride, m + mStride, qa + <usize>t4 * aStride, aStride, da + <usize>t4 * dStride, dStride,
-          sa + <usize>t4 * gStride, qs + <usize>t4 * gStride, gStride, numGroups, zeroPoint, out + <usize>t4 * outStride + (<usize>(rowBase + 4) << 2), outStride);
-      }
-      for (; t < numTokens; t++) {
-        simdTile1x2(kind, q, s, m, qStride, sStride, qa + <usize>t * aStride, da + <usize>t * dStride, sa + <usize>t * gStride,
-          qs + <usize>t * gStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2));
-      }
-      rg++;
-      continue;
     }
     for (; t < numTokens; t++) {
       const dst = out + <usize>t * outStride + (<usize>rowBase << 2);
