@@ -8,7 +8,9 @@
 import { expF32, expF32x4, f16ToF32, f16x4ToF32x4, f32ToF16, f32x4ToF16x4, hsumf, reduce4f } from "./common";
 
 /** Store k, v [numRows, numKvHeads * headDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
-export function kv_store_f16(kLayer: usize, vLayer: usize, k: usize, v: usize, slots: usize, numRows: i32, numKvHeads: i32, headDim: i32, blockSize: i32): void {
+export function kv_store_f16(
+  kLayer: usize, vLayer: usize, k: usize, v: usize, slots: usize, numRows: i32, numKvHeads: i32, headDim: i32, blockSize: i32,
+): void {
   const kvDim = numKvHeads * headDim;
   for (let i = 0; i < numRows; i++) {
     const slot = load<i32>(slots + (<usize>i << 2));
@@ -74,7 +76,8 @@ function dotF32(a: usize, b: usize, n: i32): f32 {
 /** Address of key `pos`'s f16 row for one KV head in one layer's K or V. */
 // @ts-ignore: decorator
 @inline function kvRow(part: usize, blockTable: usize, pos: i32, kvHead: i32, numKvHeads: i32, headDim: i32, blockSize: i32): usize {
-  return part + cacheOffset(load<i32>(blockTable + (<usize>(pos / blockSize) << 2)), pos % blockSize, kvHead, numKvHeads, headDim, blockSize);
+  const block = load<i32>(blockTable + (<usize>(pos / blockSize) << 2));
+  return part + cacheOffset(block, pos % blockSize, kvHead, numKvHeads, headDim, blockSize);
 }
 
 /** max of x [n] (order-free, so the SIMD lanes give the scalar result). */
@@ -218,7 +221,9 @@ export function attention_f16(
       // 4 keys at a time: 4 independent sums instead of one chain (each key's own order is dotF32's: same bits)
       const rowBytes = <usize>(headDim << 2);
       for (; t + 4 <= numKeys; t += 4) {
-        for (let j = 0; j < 4; j++) widenRow(rows + <usize>j * rowBytes, kvRow(kLayer, blockTable, k0 + t + j, kvHead, numKvHeads, headDim, blockSize), headDim);
+        for (let j = 0; j < 4; j++) {
+          widenRow(rows + <usize>j * rowBytes, kvRow(kLayer, blockTable, k0 + t + j, kvHead, numKvHeads, headDim, blockSize), headDim);
+        }
         for (let g = 0; g < groupSize; g++) {
           const qg = q0 + (<usize>(g * headDim) << 2);
           let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
@@ -257,7 +262,9 @@ export function attention_f16(
     // V in blocks of keys whose widened rows stay in L1, each added to every head's output
     for (let b = 0; b < numKeys; b += V_BLOCK_KEYS) {
       const n = min(V_BLOCK_KEYS, numKeys - b);
-      for (let j = 0; j < n; j++) widenRow(rows + (<usize>(j * headDim) << 2), kvRow(vLayer, blockTable, k0 + b + j, kvHead, numKvHeads, headDim, blockSize), headDim);
+      for (let j = 0; j < n; j++) {
+        widenRow(rows + (<usize>(j * headDim) << 2), kvRow(vLayer, blockTable, k0 + b + j, kvHead, numKvHeads, headDim, blockSize), headDim);
+      }
       for (let g = 0; g < groupSize; g++) {
         const o = outputOf(out, partials, partial, row, qDim, kvHead, groupSize, g, headDim);
         accumulateWeighted(o, scratch + (<usize>(g * SEGMENT_KEYS + b) << 2), rows, n, headDim);

@@ -18,9 +18,9 @@
 //   KIND_U6G16 unsigned 0..63 as a nibble and 2 bits, 16 per group in 12 bytes (Q6_K, whose scales change every 16)
 // The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
 // (quantize_q8) the i8 side; its i16 form (pair sums, one pmaddubsw on x86) accumulates a few chunks before they are
-// widened to i32 (dotChunk16, widen16). Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows 0-1 and
-// rows 2-3) and multiplied by the token's activations widened to i16 (widen_q8) with i32x4.dot_i16x8_s, which leaves
-// pair sums [r0, r0, r1, r1] and [r2, r2, r3, r3]; a group ends with one pairwise add. Exact, in every build.
+// widened to i32 (dotChunk16, widen16). Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows
+// 0-1 and rows 2-3) and multiplied by the token's activations widened to i16 (widen_q8) with i32x4.dot_i16x8_s, which
+// leaves pair sums [r0, r0, r1, r1] and [r2, r2, r3, r3]; a group ends with one pairwise add. Exact, in every build.
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
 //   acc += (f32(isum) * ws) * da  [+ wm * sa]
@@ -172,16 +172,16 @@ export const KIND_U6G16: i32 = 3;
       }
     } else {
       // pairs of chunks into i16 sums, widened before they can overflow (every 8, 4 or 2 chunks)
-      let s = i16x8.splat(0);
-      s = nibblePair(kind, q, qa, 0, plane, s);
-      if (i16Chunks(kind) == 2) { x = widen16(s, x); s = i16x8.splat(0); }
-      s = nibblePair(kind, q, qa, 1, plane, s);
+      let pairs = i16x8.splat(0);
+      pairs = nibblePair(kind, q, qa, 0, plane, pairs);
+      if (i16Chunks(kind) == 2) { x = widen16(pairs, x); pairs = i16x8.splat(0); }
+      pairs = nibblePair(kind, q, qa, 1, plane, pairs);
       if (halfChunks(kind) == 4) {
-        if (i16Chunks(kind) == 4) { x = widen16(s, x); s = i16x8.splat(0); }
-        s = nibblePair(kind, q, qa, 2, plane, s);
-        s = nibblePair(kind, q, qa, 3, plane, s);
+        if (i16Chunks(kind) == 4) { x = widen16(pairs, x); pairs = i16x8.splat(0); }
+        pairs = nibblePair(kind, q, qa, 2, plane, pairs);
+        pairs = nibblePair(kind, q, qa, 3, plane, pairs);
       }
-      x = widen16(s, x);
+      x = widen16(pairs, x);
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
     acc = f32x4.add(acc, groupTerm(kind, x, y, s, m, daG, sa, qs, zeroPoint));
