@@ -128,6 +128,9 @@ export const KIND_U6G16: i32 = 3;
   return kind == KIND_I8 ? v128.load64_splat(a + (<usize>c << 3)) : v128.load32_splat(a + (<usize>c << 2));
 }
 
+/** Bytes of one chunk's vectors for a quad of tokens (splat_q8's layout): 4 tokens x 16 bytes. */
+const QUAD_CHUNK_BYTES: usize = 64;
+
 /** KIND_I8: adds one widened half of a chunk (rows 0-1 or rows 2-3, i16) times a token's i16 activations. */
 // @ts-ignore: decorator
 @inline function dotHalfI16(acc: v128, rows: v128, act: v128): v128 {
@@ -195,10 +198,11 @@ export const KIND_U6G16: i32 = 3;
   return acc;
 }
 
-/** 4 rows x 4 tokens (activations `stride` bytes apart, their per-group arrays `gstride` apart): each weight chunk is
- * loaded (and unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
+/** 4 rows x 4 tokens (KIND_I8: activations `stride` bytes apart from qa; nibble kinds: a quad of splat_q8's vectors
+ * at quad, +0, 16, 32, 48 per chunk; the tokens' per-group arrays `gstride` apart): each weight chunk is loaded (and
+ * unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
 // @ts-ignore: decorator
-@inline function simdTile4(kind: i32, q: usize, s: usize, m: usize, qa: usize, stride: usize, da: usize, dstride: usize,
+@inline function simdTile4(kind: i32, q: usize, s: usize, m: usize, qa: usize, stride: usize, quad: usize, da: usize, dstride: usize,
   sa: usize, qs: usize, gstride: usize, numGroups: i32, zeroPoint: i32, out: usize, outStride: usize): void {
   const gs = groupSize(kind);
   const gb = <usize>(groupBytes(kind) << 2);
@@ -236,14 +240,16 @@ export const KIND_U6G16: i32 = 3;
         const p = v128.load(q + (<usize>c << 4));
         const lo = lowHalfChunk(kind, p, plane, c);
         const hi = highHalfChunk(kind, p, plane, c);
-        s0 = dotChunk16(activationChunk(kind, qa, c), lo, s0);
-        s1 = dotChunk16(activationChunk(kind, qa + stride, c), lo, s1);
-        s2 = dotChunk16(activationChunk(kind, qa + 2 * stride, c), lo, s2);
-        s3 = dotChunk16(activationChunk(kind, qa + 3 * stride, c), lo, s3);
-        s0 = dotChunk16(activationChunk(kind, qa, c + half), hi, s0);
-        s1 = dotChunk16(activationChunk(kind, qa + stride, c + half), hi, s1);
-        s2 = dotChunk16(activationChunk(kind, qa + 2 * stride, c + half), hi, s2);
-        s3 = dotChunk16(activationChunk(kind, qa + 3 * stride, c + half), hi, s3);
+        const a = quad + <usize>c * QUAD_CHUNK_BYTES;
+        s0 = dotChunk16(v128.load(a), lo, s0);
+        s1 = dotChunk16(v128.load(a, 16), lo, s1);
+        s2 = dotChunk16(v128.load(a, 32), lo, s2);
+        s3 = dotChunk16(v128.load(a, 48), lo, s3);
+        const ah = a + <usize>half * QUAD_CHUNK_BYTES;
+        s0 = dotChunk16(v128.load(ah), hi, s0);
+        s1 = dotChunk16(v128.load(ah, 16), hi, s1);
+        s2 = dotChunk16(v128.load(ah, 32), hi, s2);
+        s3 = dotChunk16(v128.load(ah, 48), hi, s3);
         if ((c + 1) % loadsPerWiden == 0) {
           x0 = widen16(s0, x0);
           x1 = widen16(s1, x1);
@@ -265,6 +271,7 @@ export const KIND_U6G16: i32 = 3;
     s += 16;
     m += 16;
     qa += <usize>(gs * actBytes(kind));
+    quad += <usize>(gs >> 2) * QUAD_CHUNK_BYTES;
     sa += 4;
     qs += 4;
   }
@@ -303,7 +310,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
 // @ts-ignore: decorator
 @inline function matmulRows(
   kind: i32, out: usize, wq: usize, ws: usize, wm: usize,
-  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize,
+  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize, quads: usize,
   groupStart: i32, groupEnd: i32, tmp: usize,
 ): void {
   const gs = groupSize(kind);
@@ -312,6 +319,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   const sStride = <usize>(numGroups * 16);
   const mStride = sStride;
   const aStride = <usize>(cols * actBytes(kind)); // bytes of one token's quants
+  const quadStride = <usize>(cols >> 2) * QUAD_CHUNK_BYTES; // bytes of a quad of tokens in splat_q8's layout
   const dStride = <usize>((cols >> 5) << 2); // bytes of one token's scales
   const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums
   const outStride = <usize>(rows << 2);
@@ -324,7 +332,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
     let t = 0;
     if (ASC_FEATURE_SIMD && full) {
       for (; t + 4 <= numTokens; t += 4) {
-        simdTile4(kind, q, s, m, qa + <usize>t * aStride, aStride, da + <usize>t * dStride, dStride,
+        simdTile4(kind, q, s, m, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, da + <usize>t * dStride, dStride,
           sa + <usize>t * gStride, qs + <usize>t * gStride, gStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
       }
     }
@@ -347,26 +355,26 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
 // One function per kind and zero-point case, each with its own inlined copy of matmulRows with constant kind: JSC's
 // optimizing tier compiles these small functions far better than one function holding every copy (measured: the
 // Q8_0 GEMM ran at half speed inside the big one).
-function matmulI8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_I8, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+function matmulI8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_I8, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
-function matmulU5(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+function matmulU5(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
-function matmulU5Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+function matmulU5Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
 }
-function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
-function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
 }
-function matmulG16(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, g0, g1, tmp);
+function matmulG16(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
-function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, g0, g1, tmp);
+function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
 }
 
 /**
@@ -374,16 +382,17 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
  * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is widen_q8's i16 [numTokens, cols] instead;
  * sa / qs are sa16 / qs16 for KIND_U6G16, else sa32 / qs32 (unused by KIND_I8).
  * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
+ * quads: for the nibble kinds, splat_q8's copy of the activations of the whole quads of tokens (the 4-token tiles).
  * tmp: 64 bytes of per-thread scratch for rows past the end.
  */
 export function matmul_quant(
   kind: i32, out: usize, wq: usize, ws: usize, wm: usize,
-  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize,
+  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize, quads: usize,
   groupStart: i32, groupEnd: i32, tmp: usize,
 ): void {
   const z = zeroPoint != 0;
-  if (kind == KIND_I8) matmulI8(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
-  else (z ? matmulG16Z : matmulG16)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, groupStart, groupEnd, tmp);
+  if (kind == KIND_I8) matmulI8(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
+  else (z ? matmulG16Z : matmulG16)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
 }

@@ -11,8 +11,9 @@ export interface KernelExports {
   simd_level(): number;
   quantize_q8(x: number, numTokens: number, cols: number, qa: number, da: number, sa32: number, sa16: number, qs32: number, qs16: number): void;
   widen_q8(qa: number, n: number, out: number): void;
+  splat_q8(qa: number, numTokens: number, cols: number, out: number): void;
   matmul_quant(kind: number, out: number, wq: number, ws: number, wm: number, qa: number, da: number, sa: number,
-    rows: number, cols: number, numTokens: number, zeroPoint: number, qs: number, groupStart: number, groupEnd: number, tmp: number): void;
+    rows: number, cols: number, numTokens: number, zeroPoint: number, qs: number, quads: number, groupStart: number, groupEnd: number, tmp: number): void;
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
   kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,

@@ -47,7 +47,7 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
   switch (ctl[CTL.op]! as PoolOp) {
     case PoolOp.MatmulQuant:
       k.matmul_quant(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctl[a + 11]!, ctl[a + 12]!, start, end, scratch);
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctl[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, start, end, scratch);
       return;
     case PoolOp.MatmulF32:
       k.matmul_f32(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end, scratch);

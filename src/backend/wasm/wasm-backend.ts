@@ -287,13 +287,16 @@ export class WasmBackend implements Backend {
       else this.k.matmul_f32(o, wt.f32Ptr, xp, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
       return;
     }
-    // activations: qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 |
-    // sa16 [numRows, cols/16] f32 | qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32
-    // | qa16 [numRows, cols] i16 (qa widened for KIND_I8)
+    // activations: quads (nibble kinds: splat_q8's whole quads of tokens as 16-byte vectors per chunk, for the 4-token tiles) |
+    // qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
+    // qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32 | qa16 [numRows, cols] i16 (qa widened for KIND_I8)
     const numBlocks = numRows * (cols / 32);
+    const useQuads = wt.quant.kind !== KernelKind.I8 && numRows >= 4;
+    const quadsBytes = useQuads ? Math.floor(numRows / 4) * cols * 16 : 0;
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const base = this.activations.ensure(qaBytes * 3 + numBlocks * 28);
-    const qa = base;
+    const base = this.activations.ensure(quadsBytes + qaBytes * 3 + numBlocks * 28);
+    const quads = base;
+    const qa = quads + quadsBytes;
     const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
@@ -303,14 +306,15 @@ export class WasmBackend implements Backend {
     const q = wt.quant;
     this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
     if (q.kind === KernelKind.I8) this.k.widen_q8(qa, numRows * cols, qa16);
+    if (useQuads) this.k.splat_q8(qa, numRows, cols, quads);
     const acts = q.kind === KernelKind.I8 ? qa16 : qa;
     const g16 = q.kind === KernelKind.U6G16;
     const sa = g16 ? sa16 : sa32;
     const qs = g16 ? qs16 : qs32;
     if (parallel) {
-      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs], rowGroups);
+      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs, quads], rowGroups);
     } else {
-      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs, 0, rowGroups, this.threadScratch.ptr);
+      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs, quads, 0, rowGroups, this.threadScratch.ptr);
     }
   }
 
@@ -475,6 +479,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
   const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or i16 for KIND_I8 (zero weights: any bytes do)
+  const quads = heap.alloc(cols * 16); // one quad of tokens in splat_q8's layout
   const sums = heap.alloc(numTokens * (cols / 16) * 4 * 5); // da | sa32 | sa16 | qs32 | qs16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
   const tmp = heap.alloc(64);
@@ -491,15 +496,16 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
     k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
+    k.splat_q8(qa, n, cols, quads);
     for (const kind of [KernelKind.I8, KernelKind.U5, KernelKind.U4, KernelKind.U6G16]) {
       const g16 = kind === KernelKind.U6G16;
       for (const zeroPoint of kind === KernelKind.I8 ? [0] : [0, 8]) {
-        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, 0, rows / 4, tmp);
+        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, quads, 0, rows / 4, tmp);
       }
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
-  for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2],
+  for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2], [quads, cols * 16],
     [sums, numTokens * (cols / 16) * 20], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
 }
 
