@@ -291,7 +291,7 @@ export class WasmBackend implements Backend {
     // qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
     // qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32 | qa16 [numRows, cols] i16 (qa widened for KIND_I8)
     const numBlocks = numRows * (cols / 32);
-    const useQuads = wt.quant.kind !== KernelKind.I8 && numRows >= 4;
+    const useQuads = wt.quant.kind !== KernelKind.I8 && numRows >= 4 && this.level !== "scalar"; // the scalar build has no 4-token tiles
     const quadsBytes = useQuads ? Math.floor(numRows / 4) * cols * 16 : 0;
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
     const base = this.activations.ensure(quadsBytes + qaBytes * 3 + numBlocks * 28);
