@@ -68,6 +68,11 @@ export interface Backend {
   rmsNorm(out: DeviceBuffer, x: DeviceBuffer, weight: Weight, numRows: number, dim: number, eps: number): void;
   /** out[numRows, w.rows] = x[numRows, w.cols] . w^T; row r of out must not depend on numRows (batch invariance) */
   matmul(out: DeviceBuffer, w: Weight, x: DeviceBuffer, numRows: number): void;
+  /**
+   * outs[i] = matmul(ws[i], x) for weights that read the same input (q, k, v; gate, up), the same bits as one matmul
+   * each; optional: a backend that can share the input's preparation and one dispatch implements it.
+   */
+  matmulShared?(outs: readonly DeviceBuffer[], ws: readonly Weight[], x: DeviceBuffer, numRows: number): void;
   /** x[r] += bias for numRows rows */
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void;
   /** in place on x[numRows, numHeads * headDim]; row r has position positions[r]; the first ropeDim dims rotate */

@@ -144,6 +144,10 @@ export class BatchedForward {
     const { dim, hiddenDim, headDim, numHeads, numKvHeads, rmsEps } = c;
     if (n === 0) return new Float32Array(0);
     const s = this.ensureScratch(n, numLogitRows);
+    const matmuls = (outs: DeviceBuffer[], ws: Weight[], x: DeviceBuffer): void => {
+      if (b.matmulShared) b.matmulShared(outs, ws, x, n);
+      else outs.forEach((out, i) => b.matmul(out, ws[i]!, x, n));
+    };
 
     b.embed(s.x, this.tokenEmbd, inputs.tokenIds);
 
@@ -151,9 +155,7 @@ export class BatchedForward {
       const w = this.layers[l]!;
 
       b.rmsNorm(s.xb, s.x, w.attnNorm, n, dim, rmsEps);
-      b.matmul(s.q, w.wq, s.xb, n);
-      b.matmul(s.k, w.wk, s.xb, n);
-      b.matmul(s.v, w.wv, s.xb, n);
+      matmuls([s.q, s.k, s.v], [w.wq, w.wk, w.wv], s.xb);
       if (w.bq && w.bk && w.bv) {
         b.addBias(s.q, w.bq, n);
         b.addBias(s.k, w.bk, n);
@@ -176,8 +178,7 @@ export class BatchedForward {
       b.add(s.x, s.x, s.xb2, n * dim);
 
       b.rmsNorm(s.xb, s.x, w.ffnNorm, n, dim, rmsEps);
-      b.matmul(s.gate, w.wGate, s.xb, n);
-      b.matmul(s.up, w.wUp, s.xb, n);
+      matmuls([s.gate, s.up], [w.wGate, w.wUp], s.xb);
       b.siluMul(s.act, s.gate, s.up, n * hiddenDim);
       b.matmul(s.xb2, w.wDown, s.act, n);
       b.add(s.x, s.x, s.xb2, n * dim);

@@ -71,6 +71,37 @@ describe("integer sums at their largest", () => {
   });
 });
 
+describe("matmulShared", () => {
+  test("weights of different kinds on one input give matmul's bits, for 1, 5 and 13 tokens on 1 and 3 threads, every build, in grown memory", async () => {
+    const random = rng(31);
+    const cols = 512;
+    // q4_k, q6_k and q8_0 side by side, as a q4_k_m model's q / v / k can be; rows not multiples of 4 or of each other
+    const sources = [["q4_k", 70], ["q6_k", 30], ["q8_0", 45]].map(([name, rows]) =>
+      randomWeight(WEIGHT_TYPES.find((w) => w.name === name)!, rows as number, cols, random));
+    const x = randomFloats(13 * cols, random);
+    for (const simd of ["scalar", "simd", "relaxed-simd"] as const) {
+      for (const threads of [1, 3]) {
+        const be = await createWasmBackend({ threads, simd });
+        // grow the memory past its size when the threads started: everything below lives where their first view ends
+        be.alloc(16 << 20);
+        const ws = sources.map((src) => be.loadWeight(src));
+        for (const n of [1, 5, 13]) {
+          const xb = be.alloc(n * cols);
+          be.write(xb, x.subarray(0, n * cols));
+          const shared = sources.map((src) => be.alloc(n * src.rows));
+          be.matmulShared(shared, ws, xb, n);
+          for (let i = 0; i < ws.length; i++) {
+            const alone = be.alloc(n * sources[i]!.rows);
+            be.matmul(alone, ws[i]!, xb, n);
+            expect(await be.read(shared[i]!, n * sources[i]!.rows)).toEqual(await be.read(alone, n * sources[i]!.rows));
+          }
+        }
+        be.dispose();
+      }
+    }
+  });
+});
+
 describe("thread counts", () => {
   test("7 threads on a [9 x 8192] matmul (3 row groups, fewer than threads) and 5 threads on [1001 x 256] give one thread's bits", async () => {
     const random = rng(9);

@@ -8,14 +8,15 @@
  *   [0] generation (bumped by the caller to start an op)   [1] chunks completed   [2] op   [3] number of threads
  *   [4] per-thread scratch base   [5] scratch stride (bytes)   [6] error flag
  *   [7] ticket = (generation & 0xffff) << 16 | next chunk   [8 ..] op arguments (f32 args as bits)
- *   [40] number of chunks   [41] number of work units
+ *   [40] number of chunks   [41] number of work units   [64 ..] MatmulQuantGroup's table (GROUP_ROW rows)
+ * Everything an op reads lives here or in the kernels' memory: a thread's view of the memory's buffer is the size
+ * the memory had when the view was made (a grown shared memory gets a new, longer buffer), so JS reads only this block.
  */
 import type { KernelExports } from "./kernel-module.ts";
 
-export const CONTROL_INTS = 64;
 export const CTL = {
   generation: 0, completed: 1, op: 2, numThreads: 3, scratchBase: 4, scratchStride: 5, error: 6, ticket: 7, args: 8,
-  numChunks: 40, numUnits: 41,
+  numChunks: 40, numUnits: 41, groupTable: 64,
 } as const;
 
 export enum PoolOp {
@@ -24,8 +25,19 @@ export enum PoolOp {
   Attention = 3,
   SiluMul = 4,
   AttentionMerge = 5,
+  MatmulQuantGroup = 6,
   Exit = 9,
 }
+
+/**
+ * MatmulQuantGroup's table, one row per weight (i32): the weight's matmul_quant arguments and where its row groups
+ * start among the op's work units (the weights' row groups, one after another).
+ */
+export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, firstUnit: 10 } as const;
+export const GROUP_ROW_INTS = 11;
+/** weights one MatmulQuantGroup op takes (q, k, v) */
+export const MAX_GROUP_WEIGHTS = 4;
+export const CONTROL_INTS = CTL.groupTable + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
 
 /** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
 export const SILU_UNIT = 1024;
@@ -56,6 +68,22 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
         ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, scratch + 64, start, end);
       return;
+    case PoolOp.MatmulQuantGroup: {
+      // args: number of weights, da, cols, numTokens, quads; the weights' rows at CTL.groupTable (wasm-backend.ts matmulShared)
+      const mem = ctl;
+      for (let i = 0; i < ctl[a]!; i++) {
+        const row = CTL.groupTable + i * GROUP_ROW_INTS;
+        const first = mem[row + GROUP_ROW.firstUnit]!;
+        const rows = mem[row + GROUP_ROW.rows]!;
+        const from = Math.max(start, first);
+        const to = Math.min(end, first + Math.ceil(rows / 4));
+        if (from >= to) continue;
+        k.matmul_quant(mem[row + GROUP_ROW.kind]!, mem[row + GROUP_ROW.out]!, mem[row + GROUP_ROW.wq]!, mem[row + GROUP_ROW.ws]!,
+          mem[row + GROUP_ROW.wm]!, mem[row + GROUP_ROW.acts]!, ctl[a + 1]!, mem[row + GROUP_ROW.sa]!, rows, ctl[a + 2]!, ctl[a + 3]!,
+          mem[row + GROUP_ROW.zeroPoint]!, mem[row + GROUP_ROW.qs]!, ctl[a + 4]!, from - first, to - first, scratch);
+      }
+      return;
+    }
     case PoolOp.AttentionMerge:
       k.attention_merge(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end);
       return;

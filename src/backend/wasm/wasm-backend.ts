@@ -10,7 +10,7 @@ import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
 import { dequantizeWeight } from "../reference.ts";
 import { loadKernelModule, type KernelExports, type SimdLevel } from "./kernel-module.ts";
-import { PoolOp, SILU_UNIT } from "./pool-ops.ts";
+import { GROUP_ROW, GROUP_ROW_INTS, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec } from "./repack.ts";
 import { ThreadPool } from "./thread-pool.ts";
 import { WasmHeap } from "./wasm-memory.ts";
@@ -20,6 +20,27 @@ const MIN_PARALLEL_MACS = 1 << 16;
 const THREAD_TMP_BYTES = 64;
 /** siluMul spreads over the threads from this many elements (a prefill chunk, not a decode step) */
 const MIN_PARALLEL_SILU = 16384;
+
+/** One matmul input prepared for the quantized kernels (addresses in the activations scratch; kernels/quantize.ts). */
+interface QuantizedActivations {
+  /** [numRows, cols] i8 */
+  readonly qa: number;
+  /** qa widened to i16, for KIND_I8 (0 when no weight needs it) */
+  readonly qa16: number;
+  /** splat_q8's whole quads of tokens, for the nibble kinds' 4-token tiles (0 when unused) */
+  readonly quads: number;
+  readonly da: number;
+  readonly sa32: number;
+  readonly sa16: number;
+  readonly qs32: number;
+  readonly qs16: number;
+}
+
+/** matmul_quant's activation arguments for one weight kind. */
+function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: number; sa: number; qs: number } {
+  const g16 = kind === KernelKind.U6G16;
+  return { acts: kind === KernelKind.I8 ? a.qa16 : a.qa, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.qs16 : a.qs32 };
+}
 
 class WasmBuffer implements DeviceBuffer {
   constructor(readonly ptr: number, readonly length: number) {}
@@ -287,35 +308,83 @@ export class WasmBackend implements Backend {
       else this.k.matmul_f32(o, wt.f32Ptr, xp, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
       return;
     }
-    // activations: quads (nibble kinds: splat_q8's whole quads of tokens as 16-byte vectors per chunk, for the 4-token tiles) |
-    // qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
-    // qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32 | qa16 [numRows, cols] i16 (qa widened for KIND_I8)
+    const q = wt.quant;
+    const a = this.quantizeActivations(xp, numRows, cols, [q.kind]);
+    const { acts, sa, qs } = activationArgs(a, q.kind);
+    if (parallel) {
+      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, acts, a.da, sa, rows, cols, numRows, q.zeroPoint, qs, a.quads], rowGroups);
+    } else {
+      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, acts, a.da, sa, rows, cols, numRows, q.zeroPoint, qs, a.quads, 0, rowGroups, this.threadScratch.ptr);
+    }
+  }
+
+  /**
+   * Weights that read one input (q, k, v; gate, up): the input is quantized once and all their row groups go to the
+   * threads as one op (small matmuls were a fixed cost per dispatch in decode). Each row's bits are matmul's.
+   */
+  matmulShared(outs: readonly DeviceBuffer[], ws: readonly Weight[], x: DeviceBuffer, numRows: number): void {
+    const weights = ws.map(asWeight);
+    const cols = weights[0]?.cols ?? 0;
+    if (weights.length !== outs.length || weights.length > MAX_GROUP_WEIGHTS || weights.some((w) => w.quant === null || w.cols !== cols)) {
+      ws.forEach((w, i) => this.matmul(outs[i]!, w, x, numRows));
+      return;
+    }
+    const a = this.quantizeActivations(asBuffer(x).ptr, numRows, cols, weights.map((w) => w.quant!.kind));
+    const table = new Int32Array(weights.length * GROUP_ROW_INTS); // [weights, GROUP_ROW_INTS]
+    let units = 0;
+    weights.forEach((w, i) => {
+      const q = w.quant!;
+      const { acts, sa, qs } = activationArgs(a, q.kind);
+      const row = table.subarray(i * GROUP_ROW_INTS);
+      row[GROUP_ROW.kind] = q.kind;
+      row[GROUP_ROW.out] = asBuffer(outs[i]!).ptr;
+      row[GROUP_ROW.wq] = q.wq;
+      row[GROUP_ROW.ws] = q.ws;
+      row[GROUP_ROW.wm] = q.wm;
+      row[GROUP_ROW.rows] = w.rows;
+      row[GROUP_ROW.zeroPoint] = q.zeroPoint;
+      row[GROUP_ROW.acts] = acts;
+      row[GROUP_ROW.sa] = sa;
+      row[GROUP_ROW.qs] = qs;
+      row[GROUP_ROW.firstUnit] = units;
+      units += Math.ceil(w.rows / 4);
+    });
+    if (units * 4 * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1) {
+      this.pool.run(PoolOp.MatmulQuantGroup, [weights.length, a.da, cols, numRows, a.quads], units, undefined, table);
+      return;
+    }
+    weights.forEach((w, i) => {
+      const q = w.quant!;
+      const { acts, sa, qs } = activationArgs(a, q.kind);
+      this.k.matmul_quant(q.kind, asBuffer(outs[i]!).ptr, q.wq, q.ws, q.wm, acts, a.da, sa, w.rows, cols, numRows, q.zeroPoint, qs, a.quads,
+        0, Math.ceil(w.rows / 4), this.threadScratch.ptr);
+    });
+  }
+
+  /**
+   * x [numRows, cols] quantized for weights of `kinds` into the activations scratch, laid out as
+   * quads | qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
+   * qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32 | qa16 [numRows, cols] i16.
+   */
+  private quantizeActivations(xp: number, numRows: number, cols: number, kinds: readonly KernelKind[]): QuantizedActivations {
     const numBlocks = numRows * (cols / 32);
-    const useQuads = wt.quant.kind !== KernelKind.I8 && numRows >= 4 && this.level !== "scalar"; // the scalar build has no 4-token tiles
+    const wide = kinds.includes(KernelKind.I8);
+    // the nibble kinds' 4-token tiles read splat_q8's quads (the scalar build has no 4-token tiles)
+    const useQuads = kinds.some((k) => k !== KernelKind.I8) && numRows >= 4 && this.level !== "scalar";
     const quadsBytes = useQuads ? Math.floor(numRows / 4) * cols * 16 : 0;
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
     const base = this.activations.ensure(quadsBytes + qaBytes * 3 + numBlocks * 28);
-    const quads = base;
-    const qa = quads + quadsBytes;
+    const qa = base + quadsBytes;
     const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
     const qs32 = sa16 + numBlocks * 8;
     const qs16 = qs32 + numBlocks * 4;
     const qa16 = qs16 + numBlocks * 8;
-    const q = wt.quant;
     this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
-    if (q.kind === KernelKind.I8) this.k.widen_q8(qa, numRows * cols, qa16);
-    if (useQuads) this.k.splat_q8(qa, numRows, cols, quads);
-    const acts = q.kind === KernelKind.I8 ? qa16 : qa;
-    const g16 = q.kind === KernelKind.U6G16;
-    const sa = g16 ? sa16 : sa32;
-    const qs = g16 ? qs16 : qs32;
-    if (parallel) {
-      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs, quads], rowGroups);
-    } else {
-      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, acts, da, sa, rows, cols, numRows, q.zeroPoint, qs, quads, 0, rowGroups, this.threadScratch.ptr);
-    }
+    if (wide) this.k.widen_q8(qa, numRows * cols, qa16);
+    if (useQuads) this.k.splat_q8(qa, numRows, cols, base);
+    return { qa, qa16: wide ? qa16 : 0, quads: useQuads ? base : 0, da, sa32, sa16, qs32, qs16 };
   }
 
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
