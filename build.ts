@@ -6,17 +6,12 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { $ } from "bun";
+import { ascCommand, KERNEL_FEATURES, kernelBuildPath } from "./src/backend/wasm/kernel-build.ts";
+import type { SimdLevel } from "./src/backend/wasm/kernel-module.ts";
 
 const root = import.meta.dir;
 const buildDir = join(root, "build");
 const skipCompile = process.argv.includes("--skip-compile");
-
-/** The kernel builds: one wasm per feature level, chosen at start-up by WebAssembly.validate. */
-export const KERNEL_BUILDS = [
-  { name: "scalar", features: ["threads"] },
-  { name: "simd", features: ["threads", "simd"] },
-  { name: "relaxed-simd", features: ["threads", "simd", "relaxed-simd"] },
-] as const;
 
 /** Workers must be bundled as entry points of the compiled binary. */
 const ENTRYPOINTS = ["src/cli.ts", "src/engine/worker.ts", "src/backend/wasm/pool-worker.ts"];
@@ -28,16 +23,13 @@ function step(label: string): () => void {
 }
 
 async function compileKernels(): Promise<void> {
-  const entry = join(root, "kernels", "index.ts");
-  if (!existsSync(entry)) {
+  if (!existsSync(join(root, "kernels", "index.ts"))) {
     process.stdout.write("build: no kernels/index.ts yet, skipping kernels\n");
     return;
   }
-  for (const build of KERNEL_BUILDS) {
-    const done = step(`kernels (${build.name})`);
-    const enable = build.features.flatMap((f) => ["--enable", f]);
-    const out = join(buildDir, `kernels-${build.name}.wasm`);
-    await $`${join(root, "node_modules/.bin/asc")} ${entry} -O3 --noAssert --runtime stub --importMemory --sharedMemory --initialMemory 1 --maximumMemory 65536 ${enable} -o ${out}`.cwd(root);
+  for (const level of Object.keys(KERNEL_FEATURES) as SimdLevel[]) {
+    const done = step(`kernels (${level})`);
+    await $`${ascCommand(level, kernelBuildPath(level))}`.cwd(root);
     done();
   }
 }

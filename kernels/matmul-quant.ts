@@ -27,6 +27,8 @@
 // The same sequence runs in every build, alone or in a tile of 4 tokens, so out[t, r] never depends on numTokens,
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
 
+import { QUAD_CHUNK_BYTES } from "./quantize";
+
 export const KIND_I8: i32 = 0;
 export const KIND_U5: i32 = 1;
 export const KIND_U4: i32 = 2;
@@ -127,9 +129,6 @@ export const KIND_U6G16: i32 = 3;
 @inline function activationChunk(kind: i32, a: usize, c: i32): v128 {
   return kind == KIND_I8 ? v128.load64_splat(a + (<usize>c << 3)) : v128.load32_splat(a + (<usize>c << 2));
 }
-
-/** Bytes of one chunk's vectors for a quad of tokens (splat_q8's layout): 4 tokens x 16 bytes. */
-const QUAD_CHUNK_BYTES: usize = 64;
 
 /** KIND_I8: adds one widened half of a chunk (rows 0-1 or rows 2-3, i16) times a token's i16 activations. */
 // @ts-ignore: decorator

@@ -66,6 +66,9 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
   }
 }
 
+/** Bytes of one chunk of splat_q8's layout: the 16-byte vectors of a quad of tokens. */
+export const QUAD_CHUNK_BYTES: usize = 64;
+
 /**
  * The nibble kinds' 4-token tiles' activations: qa [numTokens, cols] i8 (quantize_q8) -> out [numTokens / 4,
  * cols / 4 chunks, 4 tokens, 16 bytes] for the whole quads of tokens, every chunk of 4 quants repeated into a ready
@@ -79,12 +82,12 @@ export function splat_q8(qa: usize, numTokens: i32, cols: i32, out: usize): void
   const numFull = numTokens & ~3;
   for (let t = 0; t < numFull; t++) {
     const src = qa + <usize>(t * cols);
-    let dst = out + (<usize>(t >> 2) * <usize>numChunks << 6) + (<usize>(t & 3) << 4);
+    let dst = out + <usize>(t >> 2) * <usize>numChunks * QUAD_CHUNK_BYTES + (<usize>(t & 3) << 4);
     for (let c = 0; c < numChunks; c++) {
       const p = src + (<usize>c << 2);
       if (ASC_FEATURE_SIMD) v128.store(dst, v128.load32_splat(p));
       else for (let k = 0; k < 16; k++) store<i8>(dst + k, load<i8>(p + (k & 3)));
-      dst += 64;
+      dst += QUAD_CHUNK_BYTES;
     }
   }
 }

@@ -15,6 +15,7 @@ import { chatCompletionsRoutes } from "./openai/chat-completions.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completions.ts";
 import { modelsRoutes } from "./openai/models.ts";
+import { publicRequestId } from "./openai/to-engine.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
 import type { ServerOptions } from "./server-options.ts";
 
@@ -126,7 +127,7 @@ export function createApp(options: ServerOptions) {
       if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: CORS_HEADERS });
       set.headers["access-control-allow-origin"] = "*";
       if (options.enableRequestIdHeaders === true) {
-        set.headers["x-request-id"] = request.headers.get("x-request-id") || crypto.randomUUID().replaceAll("-", "");
+        set.headers["x-request-id"] = publicRequestId(request.headers.get("x-request-id"), null);
       }
       checkRequest(request);
     })

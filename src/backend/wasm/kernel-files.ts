@@ -1,6 +1,6 @@
 /**
  * The three kernel builds, embedded as files: during development these are paths under build/, inside the compiled
- * binary they are /$bunfs paths. Built by `bun run build.ts` (asc; see KERNEL_BUILDS there).
+ * binary they are /$bunfs paths. Built by `bun run build.ts` (asc; see kernel-build.ts).
  */
 import scalarPath from "../../../build/kernels-scalar.wasm" with { type: "file" };
 import simdPath from "../../../build/kernels-simd.wasm" with { type: "file" };

@@ -8,7 +8,7 @@
  *   [0] generation (bumped by the caller to start an op)   [1] chunks completed   [2] op   [3] number of threads
  *   [4] per-thread scratch base   [5] scratch stride (bytes)   [6] error flag
  *   [7] ticket = (generation & 0xffff) << 16 | next chunk   [8 ..] op arguments (f32 args as bits)
- *   [40] number of chunks   [41] number of work units   [64 ..] MatmulQuantGroup's table (GROUP_ROW rows)
+ *   [40] number of chunks   [41] number of work units   [64 ..] MatmulQuant's table (GROUP_ROW rows)
  * Everything an op reads lives here or in the kernels' memory: a thread's view of the memory's buffer is the size
  * the memory had when the view was made (a grown shared memory gets a new, longer buffer), so JS reads only this block.
  */
@@ -25,19 +25,21 @@ export enum PoolOp {
   Attention = 3,
   SiluMul = 4,
   AttentionMerge = 5,
-  MatmulQuantGroup = 6,
   Exit = 9,
 }
 
 /**
- * MatmulQuantGroup's table, one row per weight (i32): the weight's matmul_quant arguments and where its row groups
- * start among the op's work units (the weights' row groups, one after another).
+ * MatmulQuant's table (i32): a header with the arguments the weights share, then one row per weight with its own
+ * matmul_quant arguments and where its row groups start among the op's work units (the weights' row groups, one
+ * after another; one weight, or several sharing an input).
  */
+export const GROUP_HEADER = { numWeights: 0, da: 1, cols: 2, numTokens: 3, quads: 4 } as const;
+export const GROUP_HEADER_INTS = 5;
 export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, firstUnit: 10 } as const;
 export const GROUP_ROW_INTS = 11;
-/** weights one MatmulQuantGroup op takes (q, k, v) */
+/** weights one MatmulQuant op takes (q, k, v) */
 export const MAX_GROUP_WEIGHTS = 4;
-export const CONTROL_INTS = CTL.groupTable + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
+export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
 
 /** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
 export const SILU_UNIT = 1024;
@@ -52,14 +54,36 @@ export function openTicket(generation: number): number {
   return (generation & 0xffff) << 16;
 }
 
+/**
+ * Work units [start, end) of the MatmulQuant table at ints[at ..]: each weight's row groups in that range. The pool
+ * runs it on the table in the control block; the caller runs it whole on its own copy when the work is too small to
+ * wake the threads.
+ */
+export function matmulTableRange(k: KernelExports, table: Int32Array, at: number, start: number, end: number, scratch: number): void {
+  const da = table[at + GROUP_HEADER.da]!;
+  const cols = table[at + GROUP_HEADER.cols]!;
+  const numTokens = table[at + GROUP_HEADER.numTokens]!;
+  const quads = table[at + GROUP_HEADER.quads]!;
+  for (let i = 0; i < table[at + GROUP_HEADER.numWeights]!; i++) {
+    const row = at + GROUP_HEADER_INTS + i * GROUP_ROW_INTS;
+    const first = table[row + GROUP_ROW.firstUnit]!;
+    const rows = table[row + GROUP_ROW.rows]!;
+    const from = Math.max(start, first);
+    const to = Math.min(end, first + Math.ceil(rows / 4));
+    if (from >= to) continue;
+    k.matmul_quant(table[row + GROUP_ROW.kind]!, table[row + GROUP_ROW.out]!, table[row + GROUP_ROW.wq]!, table[row + GROUP_ROW.ws]!,
+      table[row + GROUP_ROW.wm]!, table[row + GROUP_ROW.acts]!, da, table[row + GROUP_ROW.sa]!, rows, cols, numTokens,
+      table[row + GROUP_ROW.zeroPoint]!, table[row + GROUP_ROW.qs]!, quads, from - first, to - first, scratch);
+  }
+}
+
 /** Runs units [start, end) of the op in the control block on thread `tid`'s scratch. */
 function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: number, start: number, end: number): void {
   const a = CTL.args;
   const scratch = (ctl[CTL.scratchBase]! >>> 0) + tid * ctl[CTL.scratchStride]!;
   switch (ctl[CTL.op]! as PoolOp) {
     case PoolOp.MatmulQuant:
-      k.matmul_quant(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctl[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, start, end, scratch);
+      matmulTableRange(k, ctl, CTL.groupTable, start, end, scratch);
       return;
     case PoolOp.MatmulF32:
       k.matmul_f32(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end, scratch);
@@ -68,22 +92,6 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
         ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, scratch + 64, start, end);
       return;
-    case PoolOp.MatmulQuantGroup: {
-      // args: number of weights, da, cols, numTokens, quads; the weights' rows at CTL.groupTable (wasm-backend.ts matmulShared)
-      const mem = ctl;
-      for (let i = 0; i < ctl[a]!; i++) {
-        const row = CTL.groupTable + i * GROUP_ROW_INTS;
-        const first = mem[row + GROUP_ROW.firstUnit]!;
-        const rows = mem[row + GROUP_ROW.rows]!;
-        const from = Math.max(start, first);
-        const to = Math.min(end, first + Math.ceil(rows / 4));
-        if (from >= to) continue;
-        k.matmul_quant(mem[row + GROUP_ROW.kind]!, mem[row + GROUP_ROW.out]!, mem[row + GROUP_ROW.wq]!, mem[row + GROUP_ROW.ws]!,
-          mem[row + GROUP_ROW.wm]!, mem[row + GROUP_ROW.acts]!, ctl[a + 1]!, mem[row + GROUP_ROW.sa]!, rows, ctl[a + 2]!, ctl[a + 3]!,
-          mem[row + GROUP_ROW.zeroPoint]!, mem[row + GROUP_ROW.qs]!, ctl[a + 4]!, from - first, to - first, scratch);
-      }
-      return;
-    }
     case PoolOp.AttentionMerge:
       k.attention_merge(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end);
       return;

@@ -219,9 +219,11 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
         // high bits after the nibbles, 16 bytes laid out like a chunk: quant i's are bit(s) of byte 4 * lane + (i & 3),
         // at bit i >> 2 (5-bit) or bits 2 (i >> 2) and 2 (i >> 2) + 1 (6-bit)
         const bitsPerQuant = s.kind === KernelKind.U5 ? 1 : s.kind === KernelKind.U6G16 ? 2 : 0;
-        for (let i = 0; bitsPerQuant > 0 && i < s.groupSize; i++) {
-          const atHigh = base + s.groupSize * 2 + lane * 4 + (i & 3); // after the 4 rows' nibbles
-          wq[atHigh] = wq[atHigh]! | ((q[e + i]! >> 4) << (bitsPerQuant * (i >> 2)));
+        if (bitsPerQuant > 0) {
+          for (let i = 0; i < s.groupSize; i++) {
+            const atHigh = base + s.groupSize * 2 + lane * 4 + (i & 3); // after the 4 rows' nibbles
+            wq[atHigh] = wq[atHigh]! | ((q[e + i]! >> 4) << (bitsPerQuant * (i >> 2)));
+          }
         }
       }
     }

@@ -57,12 +57,13 @@ export class ThreadPool {
 
   /**
    * Runs `op` over `numUnits` work units on every thread that is running (the caller included) and returns when all
-   * are done; args are i32 (addresses, counts) except the f32 slots listed in floatArgs.
+   * are done; args are i32 (addresses, counts) except the f32 slots listed in floatArgs; `table` (MatmulQuant's) is
+   * copied to the control block's table slots.
    */
-  run(op: PoolOp, args: readonly number[], numUnits: number, floatArgs: ReadonlyMap<number, number> = new Map(), groupTable?: Int32Array): void {
+  run(op: PoolOp, args: readonly number[], numUnits: number, floatArgs: ReadonlyMap<number, number> = new Map(), table?: Int32Array): void {
     const { ctl, ctlF } = this;
     ctl[CTL.op] = op;
-    if (groupTable !== undefined) ctl.set(groupTable, CTL.groupTable);
+    if (table !== undefined) ctl.set(table, CTL.groupTable);
     for (let i = 0; i < args.length; i++) ctl[CTL.args + i] = args[i]!;
     for (const [i, v] of floatArgs) ctlF[CTL.args + i] = v;
     // a few chunks per thread: small enough that a descheduled thread's chunk is a small loss

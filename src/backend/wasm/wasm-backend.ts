@@ -10,7 +10,7 @@ import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
 import { dequantizeWeight } from "../reference.ts";
 import { loadKernelModule, type KernelExports, type SimdLevel } from "./kernel-module.ts";
-import { GROUP_ROW, GROUP_ROW_INTS, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
+import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec } from "./repack.ts";
 import { ThreadPool } from "./thread-pool.ts";
 import { WasmHeap } from "./wasm-memory.ts";
@@ -297,25 +297,17 @@ export class WasmBackend implements Backend {
 
   matmul(out: DeviceBuffer, w: Weight, x: DeviceBuffer, numRows: number): void {
     const wt = asWeight(w);
-    const o = asBuffer(out).ptr;
     const xp = asBuffer(x).ptr;
-    const { rows, cols } = wt;
-    const rowGroups = Math.ceil(rows / 4);
-    const parallel = rows * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1;
-    if (wt.quant === null) {
-      const args = [o, wt.f32Ptr, xp, rows, cols, numRows];
-      if (parallel) this.pool.run(PoolOp.MatmulF32, args, rowGroups);
-      else this.k.matmul_f32(o, wt.f32Ptr, xp, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
+    if (wt.quant !== null) {
+      this.matmulQuantized([asBuffer(out).ptr], [wt], xp, numRows);
       return;
     }
-    const q = wt.quant;
-    const a = this.quantizeActivations(xp, numRows, cols, [q.kind]);
-    const { acts, sa, qs } = activationArgs(a, q.kind);
-    if (parallel) {
-      this.pool.run(PoolOp.MatmulQuant, [q.kind, o, q.wq, q.ws, q.wm, acts, a.da, sa, rows, cols, numRows, q.zeroPoint, qs, a.quads], rowGroups);
-    } else {
-      this.k.matmul_quant(q.kind, o, q.wq, q.ws, q.wm, acts, a.da, sa, rows, cols, numRows, q.zeroPoint, qs, a.quads, 0, rowGroups, this.threadScratch.ptr);
-    }
+    const o = asBuffer(out).ptr;
+    const { rows, cols } = wt;
+    const rowGroups = Math.ceil(rows / 4);
+    const args = [o, wt.f32Ptr, xp, rows, cols, numRows];
+    if (rows * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1) this.pool.run(PoolOp.MatmulF32, args, rowGroups);
+    else this.k.matmul_f32(o, wt.f32Ptr, xp, rows, cols, numRows, 0, rowGroups, this.threadScratch.ptr);
   }
 
   /**
@@ -329,15 +321,29 @@ export class WasmBackend implements Backend {
       ws.forEach((w, i) => this.matmul(outs[i]!, w, x, numRows));
       return;
     }
-    const a = this.quantizeActivations(asBuffer(x).ptr, numRows, cols, weights.map((w) => w.quant!.kind));
-    const table = new Int32Array(weights.length * GROUP_ROW_INTS); // [weights, GROUP_ROW_INTS]
+    this.matmulQuantized(outs.map((o) => asBuffer(o).ptr), weights, asBuffer(x).ptr, numRows);
+  }
+
+  /**
+   * outs[i] = x . weights[i]^T for quantized weights of the same cols (up to MAX_GROUP_WEIGHTS): x quantized once,
+   * then all the weights' row groups as the work units of one pool op (or on this thread when the work is small).
+   */
+  private matmulQuantized(outs: readonly number[], weights: readonly WasmWeight[], xp: number, numRows: number): void {
+    const cols = weights[0]!.cols;
+    const a = this.quantizeActivations(xp, numRows, cols, weights.map((w) => w.quant!.kind));
+    const table = new Int32Array(GROUP_HEADER_INTS + weights.length * GROUP_ROW_INTS); // pool-ops.ts GROUP_HEADER, GROUP_ROW
+    table[GROUP_HEADER.numWeights] = weights.length;
+    table[GROUP_HEADER.da] = a.da;
+    table[GROUP_HEADER.cols] = cols;
+    table[GROUP_HEADER.numTokens] = numRows;
+    table[GROUP_HEADER.quads] = a.quads;
     let units = 0;
     weights.forEach((w, i) => {
       const q = w.quant!;
       const { acts, sa, qs } = activationArgs(a, q.kind);
-      const row = table.subarray(i * GROUP_ROW_INTS);
+      const row = table.subarray(GROUP_HEADER_INTS + i * GROUP_ROW_INTS);
       row[GROUP_ROW.kind] = q.kind;
-      row[GROUP_ROW.out] = asBuffer(outs[i]!).ptr;
+      row[GROUP_ROW.out] = outs[i]!;
       row[GROUP_ROW.wq] = q.wq;
       row[GROUP_ROW.ws] = q.ws;
       row[GROUP_ROW.wm] = q.wm;
@@ -349,16 +355,8 @@ export class WasmBackend implements Backend {
       row[GROUP_ROW.firstUnit] = units;
       units += Math.ceil(w.rows / 4);
     });
-    if (units * 4 * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1) {
-      this.pool.run(PoolOp.MatmulQuantGroup, [weights.length, a.da, cols, numRows, a.quads], units, undefined, table);
-      return;
-    }
-    weights.forEach((w, i) => {
-      const q = w.quant!;
-      const { acts, sa, qs } = activationArgs(a, q.kind);
-      this.k.matmul_quant(q.kind, asBuffer(outs[i]!).ptr, q.wq, q.ws, q.wm, acts, a.da, sa, w.rows, cols, numRows, q.zeroPoint, qs, a.quads,
-        0, Math.ceil(w.rows / 4), this.threadScratch.ptr);
-    });
+    if (units * 4 * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1) this.pool.run(PoolOp.MatmulQuant, [], units, undefined, table);
+    else matmulTableRange(this.k, table, 0, 0, units, this.threadScratch.ptr);
   }
 
   /**

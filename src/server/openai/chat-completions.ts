@@ -6,6 +6,7 @@ import { Elysia } from "elysia";
 import type { ChatMessage, Tokenizer } from "../../tokenizer/tokenizer.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
+import type { ServerLoad } from "../load.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, primed, type ChoiceResult } from "./generation.ts";
 import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
@@ -14,7 +15,7 @@ import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
-import { metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
+import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 /** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
 export function toChatMessages(messages: readonly ChatMessageBody[]): ChatMessage[] {
@@ -173,8 +174,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
     if (usage.includeUsage) {
       const completionTokens = choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
       const metrics = metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times, numGenerationTokens: completionTokens }, true);
-      const details = promptTokensDetails(options.enablePromptTokensDetails, cachedTokens);
-      const finalUsage = { ...usageWire(numPromptTokens, completionTokens), ...(details === null ? {} : { prompt_tokens_details: details }) };
+      const finalUsage = finalStreamUsageWire(numPromptTokens, completionTokens, options.enablePromptTokensDetails, cachedTokens);
       yield chunk([], { usage: finalUsage, system_fingerprint: fingerprint, ...(metrics === null ? {} : { metrics }) });
     }
   }
@@ -182,7 +182,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
 }
 
 /** `track` counts the request for GET /load (server/load.ts) until its response is over. */
-export function chatCompletionsRoutes(options: ServerOptions, track: <T>(handler: () => Promise<T>) => Promise<T> = (handler) => handler()) {
+export function chatCompletionsRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler()) {
   return new Elysia({ name: "openai-chat-completions" }).post(
     "/v1/chat/completions",
     ({ body, headers, request }) => track(() => createChatCompletion(options, body, headers["x-request-id"] ?? null, request.signal)),

@@ -8,6 +8,7 @@ import type { SamplingParams } from "../../engine/sampling-params.ts";
 import type { RequestOutput } from "../../pipeline/request-output.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
+import type { ServerLoad } from "../load.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, mergeAsync, newChoice, primed, type ChoiceResult, type RequestAbort } from "./generation.ts";
 import { appendCompletionLogprobs, appendPromptCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, type CompletionLogprobs } from "./logprobs.ts";
@@ -16,7 +17,7 @@ import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
-import { metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
+import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 type RequestTimes = RequestOutput["times"];
 
@@ -168,8 +169,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
     if (usage.includeUsage) {
       const completionTokens = states.flat().reduce((s, c) => s + c.numGeneratedTokens, 0);
       const metrics = metricsWire(metricsInput(times, completionTokens), true);
-      const details = promptTokensDetails(options.enablePromptTokensDetails, cachedTokens.reduce((s, c) => s + c, 0));
-      const finalUsage = { ...usageWire(promptTokens, completionTokens), ...(details === null ? {} : { prompt_tokens_details: details }) };
+      const finalUsage = finalStreamUsageWire(promptTokens, completionTokens, options.enablePromptTokensDetails, cachedTokens.reduce((s, c) => s + c, 0));
       yield chunk([], { usage: finalUsage, ...(metrics === null ? {} : { metrics }) });
     }
   }
@@ -177,7 +177,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
 }
 
 /** `track` counts the request for GET /load (server/load.ts) until its response is over. */
-export function completionsRoutes(options: ServerOptions, track: <T>(handler: () => Promise<T>) => Promise<T> = (handler) => handler()) {
+export function completionsRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler()) {
   return new Elysia({ name: "openai-completions" }).post(
     "/v1/completions",
     ({ body, headers, request }) => track(() => createCompletion(options, body, headers["x-request-id"] ?? null, request.signal)),

@@ -22,6 +22,12 @@ export function usageWire(promptTokens: number, completionTokens: number): Usage
   return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
 }
 
+/** A stream's final usage: prompt_tokens_details only when --enable-prompt-tokens-details is on (vLLM drops the null). */
+export function finalStreamUsageWire(promptTokens: number, completionTokens: number, enableDetails: boolean | undefined, cachedTokens: number): UsageWire {
+  const details = promptTokensDetails(enableDetails, cachedTokens);
+  return { ...usageWire(promptTokens, completionTokens), ...(details === null ? {} : { prompt_tokens_details: details }) };
+}
+
 export interface MetricsInput {
   /** --enable-per-request-metrics */
   readonly enabled: boolean;
