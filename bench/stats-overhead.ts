@@ -18,7 +18,7 @@ import { createApp } from "../src/server/app.ts";
 import { metricsRoute } from "../src/server/metrics-route.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../src/server/server-options.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../src/engine/stats.ts";
-import type { GenerateRequest, Orchestrator, RequestOutput } from "../src/pipeline/request-output.ts";
+import type { GenerateRequest, Orchestrator, RequestOutput } from "../src/frontend/orchestrator.ts";
 import { nowMs } from "../src/util/clock.ts";
 import pkg from "../package.json" with { type: "json" };
 

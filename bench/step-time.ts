@@ -6,7 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { cpus } from "node:os";
-import { openModelGguf } from "../src/engine/model-source.ts";
+import { openModelGguf } from "../src/gguf/model-source.ts";
 import { loadModel } from "../src/model/load-model.ts";
 import { Runner } from "../src/model/runner.ts";
 import { createBackend } from "../src/backend/create-backend.ts";

@@ -10,9 +10,9 @@
  * the 8-vs-1 figure.
  */
 import { cpus } from "node:os";
-import { createOrchestrator } from "../src/pipeline/orchestrator.ts";
+import { createEngineFrontend } from "../src/frontend/engine-frontend.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../src/engine/sampling-params.ts";
-import type { Orchestrator } from "../src/pipeline/request-output.ts";
+import type { Orchestrator } from "../src/frontend/orchestrator.ts";
 import { nowMs } from "../src/util/clock.ts";
 import { createProgressBar } from "../src/util/progress.ts";
 
@@ -152,7 +152,7 @@ async function main(): Promise<number> {
   const tLoad = nowMs();
   let orch: Orchestrator;
   try {
-    orch = await createOrchestrator({
+    orch = await createEngineFrontend({
       modelPath: args.model,
       engineArgs: {
         maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen: null, blockSize: 16,

@@ -33,24 +33,22 @@ const RULES: readonly Rule[] = [
   { files: /^backend\//, may: [/^backend\//, /^tensor\//, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },
   // the model sees only the Backend interface: the concrete backend is passed in
   { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/backend\.ts$/] },
-  // main-thread engine files: they see text, never weights or kernels
-  {
-    files: /^engine\/(client|output-processor)\.ts$/,
-    may: [ENGINE_CONTRACTS, /^tokenizer\//, /^util\//],
-    // the worker reports its ModelConfig; the output processor fills the pipeline's CompletionOutput contract
-    mayTypes: [MODEL_CONFIG, /^pipeline\/request-output\.ts$/],
-  },
-  // engine worker files (and the contracts both threads share): never text, HTTP, pipelines or metrics
+  // engine files run in the Worker (and hold the contracts both threads share): never text, HTTP, pipelines or metrics;
+  // load-runner.ts builds the concrete backend in the worker and hands it to the model
   {
     files: /^engine\//,
-    // load-runner.ts builds the concrete backend in the worker and hands it to the model; model-source.ts opens the GGUF
-    may: [/^engine\/(?!client\.ts|output-processor\.ts)/, /^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/create-backend\.ts$/],
+    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/create-backend\.ts$/],
+  },
+  // one engine's main-thread side: sees text and the protocol, never weights or kernels; the engine reports its
+  // ModelConfig (a type); model-source.ts opens the model file for the tokenizer (metadata, no weights)
+  {
+    files: /^frontend\//,
+    may: [/^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^gguf\/model-source\.ts$/, /^util\//],
+    mayTypes: [MODEL_CONFIG],
   },
   {
     files: /^pipeline\//,
-    // the orchestrator is the engine's main-thread side: it also uses the shared stats tracker and opens the model
-    // for the tokenizer (model-source.ts, no weights)
-    may: [/^pipeline\//, /^engine\/(client|output-processor|protocol|stats|sampling-params|stats-tracker|model-source)\.ts$/, /^tokenizer\//, /^util\//],
+    may: [/^pipeline\//, /^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^util\//],
     // serving-pipeline.ts takes the parsed flags (Options) to build the stages: a type, no flag parsing below commands/
     mayTypes: [MODEL_CONFIG, /^config\.ts$/],
     packages: [/^yaml$/],
@@ -59,7 +57,7 @@ const RULES: readonly Rule[] = [
   { files: /^metrics\//, may: [/^metrics\//, /^engine\/stats\.ts$/, /^pipeline\/stage-stats\.ts$/, /^util\//], mayTypes: [MODEL_CONFIG], packages: [/^prom-client$/] },
   {
     files: /^server\//,
-    may: [/^server\//, /^pipeline\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/],
+    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
   { files: /^config\.ts$/, may: [/^util\//] },
@@ -165,11 +163,13 @@ describe("architecture: who may import whom", () => {
     { file: "model/x.ts", line: 'import type { Backend } from "../backend/backend.ts";', forbidden: false },
     { file: "model/x.ts", line: 'const { Engine } = await import("../engine/engine.ts");', forbidden: true },
     { file: "engine/engine.ts", line: 'import { f } from "../tokenizer/tokenizer.ts";', forbidden: true },
-    { file: "engine/worker.ts", line: 'import { f } from "../pipeline/orchestrator.ts";', forbidden: true },
-    { file: "engine/worker.ts", line: 'import { f } from "./client.ts";', forbidden: true },
-    { file: "engine/client.ts", line: 'import { f } from "../model/runner.ts";', forbidden: true },
-    { file: "engine/client.ts", line: 'import { ModelConfig } from "../model/model-config.ts";', forbidden: true },
-    { file: "engine/client.ts", line: 'import type { ModelConfig } from "../model/model-config.ts";', forbidden: false },
+    { file: "engine/worker.ts", line: 'import { f } from "../pipeline/stage-pipeline.ts";', forbidden: true },
+    { file: "engine/worker.ts", line: 'import { f } from "../frontend/engine-client.ts";', forbidden: true },
+    { file: "frontend/engine-client.ts", line: 'import { f } from "../model/runner.ts";', forbidden: true },
+    { file: "frontend/engine-client.ts", line: 'import { ModelConfig } from "../model/model-config.ts";', forbidden: true },
+    { file: "frontend/engine-client.ts", line: 'import type { ModelConfig } from "../model/model-config.ts";', forbidden: false },
+    { file: "frontend/x.ts", line: 'import { f } from "../pipeline/stage-pipeline.ts";', forbidden: true },
+    { file: "frontend/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: true },
     { file: "engine/engine.ts", line: 'import type { Options } from "../config.ts";', forbidden: true },
     { file: "backend/wasm/x.ts", line: 'import { Engine } from "../../engine/engine.ts";', forbidden: true },
     { file: "tokenizer/x.ts", line: 'import { Runner } from "../model/runner.ts";', forbidden: true },

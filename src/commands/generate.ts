@@ -15,7 +15,7 @@ import { Runner } from "../model/runner.ts";
 import { createTokenizer, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
 import { createBackend, type BackendOptions } from "../backend/create-backend.ts";
-import { openModelGguf } from "../engine/model-source.ts";
+import { openModelGguf } from "../gguf/model-source.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { errorMessage } from "../util/error-message.ts";
 

@@ -10,7 +10,7 @@ import { errorMessage } from "../util/error-message.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Options } from "../config.ts";
 import { BatchTables } from "../metrics/omni-stats-logger.ts";
-import type { Orchestrator } from "../pipeline/request-output.ts";
+import type { Orchestrator } from "../frontend/orchestrator.ts";
 import { createServingPipeline } from "../pipeline/serving-pipeline.ts";
 import type { StageFactory } from "../pipeline/stage-pipeline.ts";
 import { createApp } from "../server/app.ts";

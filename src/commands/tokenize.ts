@@ -5,7 +5,7 @@
  * Missing --text, a missing or bad model file: one-line error, exit 2.
  */
 import type { Options } from "../config.ts";
-import { openModelGguf } from "../engine/model-source.ts";
+import { openModelGguf } from "../gguf/model-source.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { createTokenizer, TokenizerError, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";

@@ -27,7 +27,7 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       return ok({ runner: await mod.createRunner(spec.options), backend: `module ${spec.moduleUrl}` });
     }
     case "model": {
-      const { openModelGguf } = await import("./model-source.ts");
+      const { openModelGguf } = await import("../gguf/model-source.ts");
       const { loadModel } = await import("../model/load-model.ts");
       const { Runner } = await import("../model/runner.ts");
       const { createBackend } = await import("../backend/create-backend.ts");

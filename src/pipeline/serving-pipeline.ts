@@ -1,7 +1,7 @@
 /**
  * Builds the orchestrator `serve` and `run-batch` use from the pipeline flags: `--pipeline single` (the engine's own
  * orchestrator, untouched unless `--log-stats` wants tables), `--pipeline pd`, or `--stage-config FILE`. Every stage
- * is one engine orchestrator (pipeline/orchestrator.ts) with the stage's model and engine arguments over the
+ * is one engine orchestrator (frontend/engine-frontend.ts) with the stage's model and engine arguments over the
  * command line's. Errors in the flags or the config are CliErrors (one line, exit 2) before any model loads.
  * @example const { orchestrator, numStages } = await createServingPipeline({ options, engineArgs, listener, tables });
  */
@@ -9,8 +9,8 @@ import type { Options } from "../config.ts";
 import type { EngineArgs } from "../engine/protocol.ts";
 import type { StatsListener } from "../engine/stats.ts";
 import { CliError } from "../util/cli-error.ts";
-import { createOrchestrator } from "./orchestrator.ts";
-import type { Orchestrator } from "./request-output.ts";
+import { createEngineFrontend } from "../frontend/engine-frontend.ts";
+import type { Orchestrator } from "../frontend/orchestrator.ts";
 import { loadStageConfig, pdChain, type StageChain, type StageSpec } from "./stage-config.ts";
 import { buildPipeline, type StageFactory } from "./stage-pipeline.ts";
 import type { PipelineStatsSink } from "./stage-stats.ts";
@@ -86,7 +86,7 @@ export async function createServingPipeline(p: ServingPipelineOptions): Promise<
   let cacheConfig: CacheConfigInfo | null = null;
   const factory: StageFactory = p.factory ?? (async (stage, engineIndex, listener) => {
     const engineArgs = stageEngineArgs(p.engineArgs, stage);
-    const orchestrator = await createOrchestrator({ modelPath: stage.engineArgs.model ?? cliModel, engineArgs, listeners: listener ? [listener] : [] });
+    const orchestrator = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? cliModel, engineArgs, listeners: listener ? [listener] : [] });
     const ready = orchestrator.stages[0]?.client.ready;
     if (engineIndex === 0 && ready) cacheConfig = cacheConfigInfo(engineArgs, ready.numKvBlocks, ready.maxModelLen);
     return orchestrator;

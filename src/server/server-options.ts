@@ -2,7 +2,7 @@
  * Everything the HTTP layer needs, built once by `fennec serve` (or a test) and passed to createApp: no singletons.
  * @example createApp({ orchestrator, servedModelName: "stories260K", ... })
  */
-import type { Orchestrator } from "../pipeline/request-output.ts";
+import type { Orchestrator } from "../frontend/orchestrator.ts";
 
 export interface ServerOptions {
   readonly orchestrator: Orchestrator;

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import golden from "../../../shared/models/stories260K-golden.json";
-import { createOrchestrator } from "../../src/pipeline/orchestrator.ts";
+import { createEngineFrontend } from "../../src/frontend/engine-frontend.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
 import type { StatsListener, StepStats } from "../../src/engine/stats.ts";
-import type { Orchestrator } from "../../src/pipeline/request-output.ts";
+import type { Orchestrator } from "../../src/frontend/orchestrator.ts";
 import { nowMs } from "../../src/util/clock.ts";
 
 const ARGS: EngineArgs = {
@@ -37,7 +37,7 @@ class StepLog implements StatsListener {
 const started: Orchestrator[] = [];
 async function start(args: Partial<EngineArgs> = {}): Promise<{ orch: Orchestrator; log: StepLog }> {
   const log = new StepLog();
-  const orch = await createOrchestrator({ modelPath: null, engineArgs: { ...ARGS, ...args }, listeners: [log] });
+  const orch = await createEngineFrontend({ modelPath: null, engineArgs: { ...ARGS, ...args }, listeners: [log] });
   started.push(orch);
   return { orch, log };
 }

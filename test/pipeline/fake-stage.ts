@@ -5,7 +5,7 @@
  * (TTFT on the first token, ITL after) to its listener like the engine's main side does.
  */
 import type { StatsListener } from "../../src/engine/stats.ts";
-import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/pipeline/request-output.ts";
+import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/frontend/orchestrator.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 

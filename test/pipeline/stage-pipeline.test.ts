@@ -11,7 +11,7 @@ import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import { MetricsRecorder } from "../../src/metrics/recorder.ts";
 import { pdChain, parseStageConfig, type StageChain } from "../../src/pipeline/stage-config.ts";
 import { buildPipeline, type StageFactory } from "../../src/pipeline/stage-pipeline.ts";
-import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/pipeline/request-output.ts";
+import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/frontend/orchestrator.ts";
 import { checkTables } from "../metrics/omni-invariants.ts";
 import { parseTables } from "../metrics/omni-table-parser.ts";
 import { parseExposition, sampleValue } from "../metrics/exposition.ts";

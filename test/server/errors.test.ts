@@ -1,5 +1,6 @@
 // Every failure is {"error":{"message","type","param","code"}} with status = code; bad input never disturbs the server.
 import { describe, expect, test } from "bun:test";
+import { EngineDeadError, EngineRequestError } from "../../src/frontend/orchestrator.ts";
 import { readSse, testServer, type Json } from "./helpers.ts";
 
 const chat = (extra: Json = {}) => ({ messages: [{ role: "user", content: "Hi" }], max_tokens: 4, ...extra });
@@ -174,15 +175,14 @@ describe("model, auth, size, internal errors", () => {
 
   test("a request the engine refuses at once is a JSON 400 even when streaming (no 200 + error event)", async () => {
     const s = testServer();
-    const refuse = class extends Error { override name = "EngineRequestError"; };
-    s.fake.generate = () => (async function* () { throw new refuse("prompt is longer than the KV cache can ever hold"); })();
+    s.fake.generate = () => (async function* () { throw new EngineRequestError("context_length", "prompt is longer than the KV cache can ever hold"); })();
     for (const path of ["/v1/chat/completions", "/v1/completions"]) {
       const body = path === "/v1/completions" ? { prompt: "Hi", stream: true } : chat({ stream: true });
       const err = await expectError(await s.call("POST", path, body), 400, null, /longer than the KV cache/);
       expect(err.error.type).toBe("BadRequestError");
     }
     s.fake.setHealthy(false);
-    s.fake.generate = () => (async function* () { throw Object.assign(new Error("engine is dead: worker exited"), { name: "EngineDeadError" }); })();
+    s.fake.generate = () => (async function* () { throw new EngineDeadError("engine is dead: worker exited"); })();
     await expectError(await s.call("POST", "/v1/chat/completions", chat({ stream: true })), 500, null, /engine is not running/);
   });
 

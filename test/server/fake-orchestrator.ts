@@ -4,7 +4,7 @@
  * what it was asked and what got aborted, so tests can check the server's side of the contract.
  */
 import type { PositionLogprobs } from "../../src/engine/protocol.ts";
-import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/pipeline/request-output.ts";
+import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/frontend/orchestrator.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
 import type { ChatMessage, Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { nowMs } from "../../src/util/clock.ts";

@@ -5,7 +5,7 @@
 import { Elysia } from "elysia";
 import type { PositionLogprobs } from "../../engine/protocol.ts";
 import type { SamplingParams } from "../../engine/sampling-params.ts";
-import type { RequestOutput } from "../../pipeline/request-output.ts";
+import type { RequestOutput } from "../../frontend/orchestrator.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerLoad } from "../load.ts";

@@ -3,7 +3,7 @@
  * server shutdown) and the per-choice accumulation that non-streaming responses need. Framework-free.
  */
 import type { PositionLogprobs } from "../../engine/protocol.ts";
-import type { CompletionOutput, GenerateRequest, Orchestrator, RequestOutput } from "../../pipeline/request-output.ts";
+import { EngineDeadError, EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "../../frontend/orchestrator.ts";
 
 // the engine's types as the orchestrator hands them over (server/ reads engine types only through pipeline/)
 type FinishReason = NonNullable<CompletionOutput["finishReason"]>;
@@ -50,13 +50,12 @@ export function linkAbort(clientSignal: AbortSignal | undefined, shutdownSignal:
 export const SHUTTING_DOWN = (): ApiError => new ApiError("unavailable", "The server is shutting down; the request was aborted.");
 
 /**
- * The orchestrator's error classes (pipeline/orchestrator.ts), matched by name so the HTTP layer needs only the
- * Orchestrator interface: a refused request is the client's fault (400), a dead engine is ours (500, /health 503).
+ * The orchestrator's two error classes (frontend/orchestrator.ts): a refused request is the client's fault (400), a
+ * dead engine is ours (500, /health 503), as vLLM's serving layer maps EngineGenerateError / EngineDeadError.
  */
 export function engineErrorToApiError(error: unknown): ApiError | null {
-  if (!(error instanceof Error)) return null;
-  if (error.name === "EngineRequestError") return new ApiError("badRequest", error.message);
-  if (error.name === "EngineDeadError") return new ApiError("internal", "Internal server error: the engine is not running.");
+  if (error instanceof EngineRequestError) return new ApiError("badRequest", error.message);
+  if (error instanceof EngineDeadError) return new ApiError("internal", "Internal server error: the engine is not running.");
   return null;
 }
 

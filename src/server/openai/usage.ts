@@ -1,7 +1,7 @@
 /**
  * The `usage` and `metrics` parts that chat and completion responses share (reference §3.3, §5.3).
  */
-import type { RequestOutput } from "../../pipeline/request-output.ts";
+import type { RequestOutput } from "../../frontend/orchestrator.ts";
 
 type RequestTimes = RequestOutput["times"];
 import { EMPTY_PER_REQUEST_METRICS, perRequestMetrics, perRequestMetricsApply, perRequestMetricsToWire } from "../../metrics/per-request.ts";

@@ -3,15 +3,15 @@
  * engine Worker (weights) and by the orchestrator on the main thread (tokenizer and config only; no weights loaded).
  * @example const gguf = await openModelGguf(null); if (!gguf.ok) throw new CliError(gguf.error);
  */
-import type { GgufFile } from "../gguf/gguf-file.ts";
-import { readGguf } from "../gguf/reader.ts";
+import type { GgufFile } from "./gguf-file.ts";
+import { readGguf } from "./reader.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { errorMessage } from "../util/error-message.ts";
 
 export async function openModelGguf(modelPath: string | null): Promise<Result<GgufFile>> {
   if (modelPath !== null) return readGguf(modelPath);
   try {
-    const { openDefaultModel } = await import("../gguf/default-model.ts");
+    const { openDefaultModel } = await import("./default-model.ts");
     return ok(openDefaultModel());
   } catch (e) {
     return err(`embedded default model: ${errorMessage(e)}`);

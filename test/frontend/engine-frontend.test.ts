@@ -3,16 +3,16 @@
  * strings, n > 1, aborts through AbortSignal, stats listeners, per-stage stats, request errors and engine death.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { createOrchestrator, EngineDeadError, EngineRequestError } from "../../src/pipeline/orchestrator.ts";
+import { createEngineFrontend } from "../../src/frontend/engine-frontend.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import type { FinishedRequestStats, StageRequestStats, StatsListener, StepStats } from "../../src/engine/stats.ts";
-import type { Orchestrator, RequestOutput } from "../../src/pipeline/request-output.ts";
+import { EngineDeadError, EngineRequestError, type Orchestrator, type RequestOutput } from "../../src/frontend/orchestrator.ts";
 import type { SamplingParams } from "../../src/engine/sampling-params.ts";
 import { nowMs } from "../../src/util/clock.ts";
-import type { FakeRunnerOptions } from "./fake-runner.ts";
-import { createFakeTokenizer, fakeText } from "./fake-tokenizer.ts";
-import { GREEDY, prompt, request as engineRequest, runAlone } from "./helpers.ts";
-import { FAKE_EOS } from "./fake-tokenizer.ts";
+import type { FakeRunnerOptions } from "../engine/fake-runner.ts";
+import { createFakeTokenizer, fakeText } from "../engine/fake-tokenizer.ts";
+import { GREEDY, prompt, request as engineRequest, runAlone } from "../engine/helpers.ts";
+import { FAKE_EOS } from "../engine/fake-tokenizer.ts";
 
 /** the orchestrator passes the tokenizer's stop ids as EOS; so must the reference run */
 const request = (id: string, p: number[], s: Partial<SamplingParams>) => engineRequest(id, p, s, [FAKE_EOS]);
@@ -34,9 +34,9 @@ class Recorder implements StatsListener {
 const open: Orchestrator[] = [];
 async function start(runnerOptions: FakeRunnerOptions = {}, args: Partial<EngineArgs> = {}): Promise<{ orch: Orchestrator; rec: Recorder }> {
   const rec = new Recorder();
-  const orch = await createOrchestrator({
+  const orch = await createEngineFrontend({
     modelPath: null, engineArgs: { ...ENGINE_ARGS, ...args }, listeners: [rec], tokenizer: createFakeTokenizer(),
-    runner: { kind: "module", moduleUrl: new URL("./fake-runner.ts", import.meta.url).href, options: runnerOptions },
+    runner: { kind: "module", moduleUrl: new URL("../engine/fake-runner.ts", import.meta.url).href, options: runnerOptions },
   });
   open.push(orch);
   return { orch, rec };

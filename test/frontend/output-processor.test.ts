@@ -1,10 +1,10 @@
 /** The main-thread output processor: incremental text, stop strings across token boundaries, hold-back, flush. */
 import { describe, expect, test } from "bun:test";
-import { SequenceOutputProcessor } from "../../src/engine/output-processor.ts";
+import { SequenceOutputProcessor } from "../../src/frontend/output-processor.ts";
 import type { RequestDelta } from "../../src/engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS, type SamplingParams } from "../../src/engine/sampling-params.ts";
 import type { FinishReason } from "../../src/engine/stats.ts";
-import { createFakeTokenizer } from "./fake-tokenizer.ts";
+import { createFakeTokenizer } from "../engine/fake-tokenizer.ts";
 
 /** token ids whose fake text is `s` ("a" -> 26, ...) */
 const ids = (s: string): number[] => [...s].map((c) => c.charCodeAt(0) - 97 + 26);

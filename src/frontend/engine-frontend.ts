@@ -6,21 +6,21 @@
  *
  * n > 1 is split here into child sequences `${index}_${requestId}` (vLLM ParentRequest); children share the prompt's
  * KV blocks through the prefix cache.
- * @example const orch = await createOrchestrator({ modelPath: null, engineArgs }); for await (const out of orch.generate(req)) ...
+ * @example const orch = await createEngineFrontend({ modelPath: null, engineArgs }); for await (const out of orch.generate(req)) ...
  */
-import { EngineClient } from "../engine/client.ts";
-import { SequenceOutputProcessor } from "../engine/output-processor.ts";
+import { EngineClient } from "./engine-client.ts";
+import { SequenceOutputProcessor } from "./output-processor.ts";
 import type { EngineArgs, KvHandoff, PositionLogprobs, RequestDelta, RunnerSpec } from "../engine/protocol.ts";
 import { validateSamplingParams, type SamplingParams } from "../engine/sampling-params.ts";
 import type { FinishReason, RequestTimes, StageRequestStats, StatsListener, StepStats, TransferEdgeStats } from "../engine/stats.ts";
-import { finishedRequestStats, IterationTracker } from "../engine/stats-tracker.ts";
+import { finishedRequestStats, IterationTracker } from "./iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { nowMs } from "../util/clock.ts";
 import { OutputQueue } from "./output-queue.ts";
-import type { CompletionOutput, GenerateRequest, Orchestrator, RequestOutput } from "./request-output.ts";
+import { EngineDeadError, EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "./orchestrator.ts";
 
-export interface OrchestratorOptions {
+export interface EngineFrontendOptions {
   /** GGUF path; null = the embedded default model */
   readonly modelPath: string | null;
   readonly engineArgs: EngineArgs;
@@ -31,19 +31,6 @@ export interface OrchestratorOptions {
   readonly tokenizer?: Tokenizer;
   /** default: src/engine/worker.ts beside the engine client */
   readonly workerUrl?: URL | string;
-}
-
-/** A request the engine refused or failed (bad prompt, too long, ...): recoverable, the engine lives on. */
-export class EngineRequestError extends Error {
-  override readonly name = "EngineRequestError";
-  constructor(readonly code: string, message: string) {
-    super(message);
-  }
-}
-
-/** The engine died (fatal error or Worker crash): every request fails and isHealthy() stays false. */
-export class EngineDeadError extends Error {
-  override readonly name = "EngineDeadError";
 }
 
 /** A stage of the pipeline: one engine in its own Worker. */
@@ -84,7 +71,7 @@ interface ParentState {
   done: boolean;
 }
 
-class PipelineOrchestrator implements Orchestrator {
+class EngineFrontend implements Orchestrator {
   readonly stages: PipelineStage[] = [];
   readonly edges: StageEdge[] = [];
   private readonly parents = new Map<string, ParentState>();
@@ -104,7 +91,7 @@ class PipelineOrchestrator implements Orchestrator {
   }
 
   /** Starts stage 0's engine (the single-stage pipeline). */
-  async start(options: OrchestratorOptions): Promise<void> {
+  async start(options: EngineFrontendOptions): Promise<void> {
     const spec = { engineIndex: 0, engineArgs: options.engineArgs, runner: options.runner ?? { kind: "model" as const, modelPath: options.modelPath } };
     const client = await EngineClient.start(spec, {
       onStep: (deltas, stats) => this.onStep(deltas, stats),
@@ -305,16 +292,16 @@ function childSampling(sampling: SamplingParams, index: number): SamplingParams 
 }
 
 /** Builds the tokenizer (main thread: metadata only) and starts the pipeline's engines. */
-export async function createOrchestrator(options: OrchestratorOptions): Promise<Orchestrator & { readonly stages: readonly PipelineStage[] }> {
+export async function createEngineFrontend(options: EngineFrontendOptions): Promise<Orchestrator & { readonly stages: readonly PipelineStage[] }> {
   let tokenizer = options.tokenizer;
   if (!tokenizer) {
-    const { openModelGguf } = await import("../engine/model-source.ts");
+    const { openModelGguf } = await import("../gguf/model-source.ts");
     const { createTokenizer } = await import("../tokenizer/tokenizer.ts");
     const gguf = await openModelGguf(options.modelPath);
     if (!gguf.ok) throw new Error(gguf.error);
     tokenizer = createTokenizer(gguf.value);
   }
-  const orchestrator = new PipelineOrchestrator(tokenizer, options.listeners ?? []);
+  const orchestrator = new EngineFrontend(tokenizer, options.listeners ?? []);
   await orchestrator.start(options);
   return orchestrator;
 }

@@ -4,10 +4,10 @@
  * message), and holds back text that could still become a stop string so a stream never shows part of one.
  */
 import type { IncrementalDetokenizer, Tokenizer } from "../tokenizer/tokenizer.ts";
-import type { CompletionOutput } from "../pipeline/request-output.ts";
-import type { RequestDelta } from "./protocol.ts";
-import type { SamplingParams } from "./sampling-params.ts";
-import type { FinishReason } from "./stats.ts";
+import type { CompletionOutput } from "./orchestrator.ts";
+import type { RequestDelta } from "../engine/protocol.ts";
+import type { SamplingParams } from "../engine/sampling-params.ts";
+import type { FinishReason } from "../engine/stats.ts";
 
 export interface ProcessedDelta {
   readonly output: CompletionOutput;

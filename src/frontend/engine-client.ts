@@ -5,8 +5,8 @@
  */
 import { workerEntryUrl } from "../util/compiled-entry.ts";
 import type { ModelConfig } from "../model/model-config.ts";
-import type { EngineRequest, EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "./protocol.ts";
-import type { StepStats } from "./stats.ts";
+import type { EngineRequest, EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "../engine/protocol.ts";
+import type { StepStats } from "../engine/stats.ts";
 import { unreachable } from "../util/result.ts";
 
 export interface EngineClientHandlers {
@@ -25,7 +25,7 @@ export interface EngineReadyInfo {
 
 /** Where the engine Worker's code is, from source or inside the compiled binary. */
 function defaultWorkerUrl(): string {
-  return workerEntryUrl(import.meta.url, "./worker.ts", "engine/worker.js");
+  return workerEntryUrl(import.meta.url, "../engine/worker.ts", "engine/worker.js");
 }
 
 /** How long shutdown waits for the Worker to leave on its own before terminating it. */

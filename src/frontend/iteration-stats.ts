@@ -4,8 +4,8 @@
  * vLLM's formulas (reference §4.1). Times are nowMs() on both threads (util/clock.ts), so arrival (main) and the
  * engine timestamps share one clock.
  */
-import type { RequestDelta } from "./protocol.ts";
-import type { FinishReason, FinishedRequestStats, RequestTimes, StepStats } from "./stats.ts";
+import type { RequestDelta } from "../engine/protocol.ts";
+import type { FinishReason, FinishedRequestStats, RequestTimes, StepStats } from "../engine/stats.ts";
 
 const MS_PER_S = 1000;
 

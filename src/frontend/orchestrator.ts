@@ -1,13 +1,28 @@
 /**
- * What the server sees of generation: the orchestrator's interface and its outputs (vLLM RequestOutput).
- * Text is already detokenized and stop strings applied (engine/output-processor.ts, main thread).
- * OWNER: engine helper (single-stage implementation); the observability helper adds multi-stage pipelines behind it.
+ * What the server sees of generation: the orchestrator's interface, its records (vLLM RequestOutput /
+ * CompletionOutput) and the two engine errors the server tells apart with `instanceof` (vLLM v1/engine/exceptions.py:
+ * EngineGenerateError, EngineDeadError). Text is already detokenized and stop strings applied
+ * (frontend/output-processor.ts). One engine implements it (frontend/engine-frontend.ts), a chain of stages too
+ * (pipeline/stage-pipeline.ts).
  */
 import type { SamplingParams } from "../engine/sampling-params.ts";
 import type { FinishReason, RequestTimes } from "../engine/stats.ts";
 import type { KvHandoff, PositionLogprobs } from "../engine/protocol.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
+
+/** A request the engine refused or failed (bad prompt, too long, ...): recoverable, the engine lives on (HTTP 400). */
+export class EngineRequestError extends Error {
+  override readonly name = "EngineRequestError";
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** The engine died (fatal error or Worker crash): every request fails and isHealthy() stays false (HTTP 500). */
+export class EngineDeadError extends Error {
+  override readonly name = "EngineDeadError";
+}
 
 export interface GenerateRequest {
   /** unique among running requests (the engine's id) */
