@@ -6,8 +6,8 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { $ } from "bun";
-import { ascCommand, KERNEL_FEATURES, kernelBuildPath } from "./src/backend/wasm/kernel-build.ts";
-import type { SimdLevel } from "./src/backend/wasm/kernel-module.ts";
+import { ascCommand, kernelBuildPath } from "./src/backend/wasm/kernel-build.ts";
+import { SIMD_LEVELS } from "./src/backend/wasm/simd-levels.ts";
 
 const root = import.meta.dir;
 const buildDir = join(root, "build");
@@ -27,7 +27,7 @@ async function compileKernels(): Promise<void> {
     process.stdout.write("build: no kernels/index.ts yet, skipping kernels\n");
     return;
   }
-  for (const level of Object.keys(KERNEL_FEATURES) as SimdLevel[]) {
+  for (const level of SIMD_LEVELS) {
     const done = step(`kernels (${level})`);
     await $`${ascCommand(level, kernelBuildPath(level))}`.cwd(root);
     done();

@@ -9,7 +9,7 @@
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { parseCommandArgs } from "../src/config.ts";
-import { engineArgsOf } from "../src/commands/serve.ts";
+import { readServeConfig } from "../src/commands/serve.ts";
 import { makeDeprecationGate } from "../src/metrics/deprecation.ts";
 import { onlineTables } from "../src/metrics/omni-stats-logger.ts";
 import { MetricsRecorder } from "../src/metrics/recorder.ts";
@@ -20,6 +20,12 @@ import { DEFAULT_MAX_BODY_BYTES } from "../src/server/server-options.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../src/engine/stats.ts";
 import type { GenerateRequest, Orchestrator, RequestOutput } from "../src/frontend/orchestrator.ts";
 import { nowMs } from "../src/util/clock.ts";
+
+/** what serve hands the pipeline builder: the command line's model, engine arguments and stage chain */
+function servingInputs(options: Parameters<typeof readServeConfig>[0]) {
+  const { config, chain } = readServeConfig(options);
+  return { model: config.model, engineArgs: config.engine, chain };
+}
 import pkg from "../package.json" with { type: "json" };
 
 interface Args { rounds: number; requests: number; maxTokens: number; concurrency: number; model: string | null; threads: number; aa: boolean }
@@ -58,7 +64,7 @@ async function setUp(args: Args, observed: boolean, devNull: number) {
   if (!gate.ok) throw new Error(gate.error);
   const forward = new Forward();
   const { orchestrator, numStages } = await createServingPipeline({
-    options: parsed.value, engineArgs: engineArgsOf(parsed.value), listener: forward,
+    ...servingInputs(parsed.value), listener: forward,
     // the tables really are rendered and written (to /dev/null, so the terminal's speed does not count)
     tables: observed ? (n) => onlineTables(n, (t) => void writeSync(devNull, t)) : null,
   });
@@ -161,7 +167,7 @@ async function isolatedCpuPerToken(observedMode: boolean): Promise<number> {
   if (!gate.ok) throw new Error(gate.error);
   const forward = new Forward();
   const { orchestrator } = await createServingPipeline({
-    options: parsed.value, engineArgs: engineArgsOf(parsed.value), listener: forward,
+    ...servingInputs(parsed.value), listener: forward,
     tables: observedMode ? (n) => onlineTables(n, (t) => void writeSync(devNull, t)) : null,
     factory: async () => fakeEngine(plain.orchestrator.tokenizer, plain.orchestrator),
   });

@@ -1,10 +1,12 @@
 /**
  * Every CLI flag once: name, kind, default, the commands that take it, and its help text. `parseCommandArgs` turns
- * argv into one validated options object; nothing else reads argv. The one environment variable vLLM honours
- * (VLLM_API_KEY) is read by serve, where --api-key is, and named in that flag's help.
+ * argv into one validated options object; nothing else reads argv. Each command then reads it once as its typed config
+ * (`serveConfig`, `runBatchConfig`, `generateConfig`, `tokenizeConfig`): nothing below commands/ sees a flag name.
+ * The one environment variable vLLM honours (VLLM_API_KEY) is read here, where --api-key is, and named in its help.
  * To add a flag: add one row to FLAGS (keep rows grouped by the command family that owns them; give numbers their
- * min/max there, so every command rejects a bad value with the same one line).
+ * min/max there, so every command rejects a bad value with the same one line) and one field to its command's config.
  */
+import type { EngineArgs } from "./engine/protocol.ts";
 import { err, ok, type Result } from "./util/result.ts";
 
 export type Command = "serve" | "generate" | "tokenize" | "run-batch";
@@ -173,6 +175,165 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
     options[spec.name] = value.value;
   }
   return ok(options);
+}
+
+/** vLLM's startup check, word for word (vllm/entrypoints/openai/cli_args.py: validate_parsed_serve_args). */
+export const PER_REQUEST_METRICS_NEED_STATS =
+  "Error: --enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable per-request metrics.";
+
+/** What the HTTP server of `serve` is told (host, port, auth, per-response features). */
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  /** null: the model file's name */
+  readonly servedModelName: string | null;
+  /** --api-key, else $VLLM_API_KEY; null = no auth */
+  readonly apiKey: string | null;
+  readonly enablePerRequestMetrics: boolean;
+  readonly forceIncludeUsage: boolean;
+  readonly enablePromptTokensDetails: boolean;
+  readonly enableServerLoadTracking: boolean;
+  readonly enableRequestIdHeaders: boolean;
+}
+
+/** The stats flags: /metrics engine series, the omni tables, MFU counters, hidden-metric versions. */
+export interface MetricsConfig {
+  readonly disableLogStats: boolean;
+  readonly logStats: boolean;
+  readonly enableMfuMetrics: boolean;
+  readonly showHiddenMetricsForVersion: string | null;
+}
+
+/** Which chain of stages to build: one engine, the built-in prefill/decode pair, or a stage-config file. */
+export interface StageChainConfig {
+  readonly pipeline: "single" | "pd";
+  /** --stage-config (exclusive with --pipeline pd) */
+  readonly stageConfigPath: string | null;
+}
+
+export interface ServeConfig {
+  /** GGUF path; null = the embedded default model */
+  readonly model: string | null;
+  readonly engine: EngineArgs;
+  readonly server: ServerConfig;
+  readonly metrics: MetricsConfig;
+  readonly stages: StageChainConfig;
+}
+
+export interface RunBatchConfig {
+  readonly model: string | null;
+  readonly engine: EngineArgs;
+  readonly metrics: Pick<MetricsConfig, "disableLogStats" | "logStats">;
+  readonly stages: StageChainConfig;
+  readonly inputFile: string;
+  readonly outputFile: string;
+}
+
+export interface GenerateConfig {
+  readonly model: string | null;
+  readonly prompt: string;
+  readonly maxTokens: number;
+  readonly temperature: number;
+  /** null: a new seed each run */
+  readonly seed: number | null;
+  readonly json: boolean;
+  /** null: the number of cores */
+  readonly threads: number | null;
+  readonly device: "cpu" | "webgpu";
+}
+
+export interface TokenizeConfig {
+  readonly model: string | null;
+  readonly text: string;
+  readonly addSpecial: boolean;
+  readonly json: boolean;
+}
+
+const stringOrNull = (v: FlagValue | undefined): string | null => (typeof v === "string" ? v : null);
+const intOrNull = (v: FlagValue | undefined): number | null => (typeof v === "number" ? v : null);
+const deviceOf = (v: FlagValue | undefined): "cpu" | "webgpu" => (v === "webgpu" ? "webgpu" : "cpu");
+
+/** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (FLAGS' min/max). */
+function engineConfig(options: Options): EngineArgs {
+  return {
+    maxNumSeqs: Number(options["max-num-seqs"]),
+    maxNumBatchedTokens: Number(options["max-num-batched-tokens"]),
+    maxModelLen: intOrNull(options["max-model-len"]),
+    blockSize: Number(options["block-size"]),
+    kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
+    enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
+    threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
+    device: deviceOf(options.device),
+  };
+}
+
+function stageChainConfig(options: Options): Result<StageChainConfig> {
+  const stageConfigPath = stringOrNull(options["stage-config"]);
+  const pipeline = options.pipeline === "pd" ? "pd" : "single";
+  if (stageConfigPath !== null && pipeline === "pd") return err("--pipeline pd and --stage-config are exclusive (pd is a two-stage config)");
+  return ok({ pipeline, stageConfigPath });
+}
+
+/**
+ * `serve`'s flags as one typed config, checked before anything is loaded (vLLM checks before the model too).
+ * `env` supplies VLLM_API_KEY, which vLLM reads when --api-key is not given.
+ * @example const config = serveConfig(options); if (!config.ok) throw new CliError(config.error);
+ */
+export function serveConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): Result<ServeConfig> {
+  const server: ServerConfig = {
+    host: stringOrNull(options.host) ?? "127.0.0.1",
+    port: Number(options.port),
+    servedModelName: stringOrNull(options["served-model-name"]),
+    // an empty VLLM_API_KEY is no key (Python's `or`), an empty --api-key an error
+    apiKey: stringOrNull(options["api-key"]) ?? (env["VLLM_API_KEY"] || null),
+    enablePerRequestMetrics: options["enable-per-request-metrics"] === true,
+    forceIncludeUsage: options["enable-force-include-usage"] === true,
+    enablePromptTokensDetails: options["enable-prompt-tokens-details"] === true,
+    enableServerLoadTracking: options["enable-server-load-tracking"] === true,
+    enableRequestIdHeaders: options["enable-request-id-headers"] === true,
+  };
+  const metrics: MetricsConfig = {
+    disableLogStats: options["disable-log-stats"] === true,
+    logStats: options["log-stats"] === true,
+    enableMfuMetrics: options["enable-mfu-metrics"] === true,
+    showHiddenMetricsForVersion: stringOrNull(options["show-hidden-metrics-for-version"]),
+  };
+  if (server.enablePerRequestMetrics && metrics.disableLogStats) return err(PER_REQUEST_METRICS_NEED_STATS);
+  if (server.apiKey === "") return err("--api-key must not be empty");
+  if (server.servedModelName === "") return err("--served-model-name must not be empty");
+  const stages = stageChainConfig(options);
+  if (!stages.ok) return stages;
+  return ok({ model: stringOrNull(options.model), engine: engineConfig(options), server, metrics, stages: stages.value });
+}
+
+/** `run-batch`'s flags as one typed config; both files are required. */
+export function runBatchConfig(options: Options): Result<RunBatchConfig> {
+  const inputFile = stringOrNull(options["input-file"]);
+  const outputFile = stringOrNull(options["output-file"]);
+  if (inputFile === null) return err("run-batch needs -i/--input-file (an OpenAI batch JSONL file)");
+  if (outputFile === null) return err("run-batch needs -o/--output-file");
+  const stages = stageChainConfig(options);
+  if (!stages.ok) return stages;
+  return ok({
+    model: stringOrNull(options.model), engine: engineConfig(options), stages: stages.value, inputFile, outputFile,
+    metrics: { disableLogStats: options["disable-log-stats"] === true, logStats: options["log-stats"] === true },
+  });
+}
+
+/** `generate`'s flags as one typed config. */
+export function generateConfig(options: Options): GenerateConfig {
+  return {
+    model: stringOrNull(options.model), prompt: String(options.prompt ?? ""), maxTokens: Number(options["max-tokens"]),
+    temperature: Number(options.temperature), seed: intOrNull(options.seed), json: options.json === true,
+    threads: intOrNull(options.threads), device: deviceOf(options.device),
+  };
+}
+
+/** `tokenize`'s flags as one typed config; --text is required. */
+export function tokenizeConfig(options: Options): Result<TokenizeConfig> {
+  const text = stringOrNull(options.text);
+  if (text === null) return err("tokenize needs --text <string> (see fennec tokenize --help)");
+  return ok({ model: stringOrNull(options.model), text, addSpecial: options["add-special"] === true, json: options.json === true });
 }
 
 export function commandHelp(command: Command): string {

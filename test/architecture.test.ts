@@ -60,12 +60,16 @@ const RULES: readonly Rule[] = [
     may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
-  { files: /^config\.ts$/, may: [/^util\//] },
+  // the typed configs carry the engine's arguments (a type)
+  { files: /^config\.ts$/, may: [/^util\//], mayTypes: [/^engine\/protocol\.ts$/] },
   // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
   { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
 ];
 
 const BUILTIN = /^(node:|bun$|bun:)/;
+/** the CLI's one-line error: only the command line turns a failure into it (below commands/ errors are values) */
+const CLI_ERROR = "util/cli-error.ts";
+const CLI_LAYER = /^(cli\.ts|commands\/)/;
 
 interface Import {
   readonly specifier: string;
@@ -108,11 +112,44 @@ export function violationsOf(file: string, text: string): string[] {
       const target = posix.normalize(posix.join(posix.dirname(file), specifier));
       const ok = rule.may.some((r) => r.test(target)) || (typeOnly && (rule.mayTypes ?? []).some((r) => r.test(target)));
       if (!ok) out.push(`${file} imports ${target}${typeOnly ? " (type only)" : ""}`);
+      else if (target === CLI_ERROR && !CLI_LAYER.test(file)) out.push(`${file} imports ${target} (only cli.ts and commands/ make CLI errors)`);
     } else if (!BUILTIN.test(specifier) && !(rule.packages ?? []).some((r) => r.test(specifier))) {
       out.push(`${file} imports the package ${specifier}`);
     }
   }
   return out;
+}
+
+/** The src files (relative to src/) each file imports, value or type: an edge per import. */
+function importGraph(files: readonly string[], read: (file: string) => string): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of files) {
+    const targets = importsOf(file, read(file)).filter((i) => i.specifier.startsWith("."))
+      .map((i) => posix.normalize(posix.join(posix.dirname(file), i.specifier)))
+      .filter((t) => !t.startsWith("../"));
+    graph.set(file, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** Every import circle (as "a -> b -> a"), found by depth-first search; type imports count: a circle of contracts and
+ * implementations in one file is what this guards against. */
+export function circlesOf(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const state = new Map<string, "open" | "done">();
+  const path: string[] = [];
+  const circles: string[] = [];
+  const visit = (file: string): void => {
+    state.set(file, "open");
+    path.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (state.get(next) === "open") circles.push([...path.slice(path.indexOf(next)), next].join(" -> "));
+      else if (!state.has(next)) visit(next);
+    }
+    path.pop();
+    state.set(file, "done");
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return circles;
 }
 
 function sourceFiles(dir: string): string[] {
@@ -129,6 +166,17 @@ describe("architecture: who may import whom", () => {
     expect(files.length).toBeGreaterThan(50);
     const violations = files.flatMap((f) => violationsOf(f, readFileSync(join(SRC, f), "utf8")));
     expect(violations).toEqual([]);
+  });
+
+  test("no import circles in src/", () => {
+    const files = sourceFiles(SRC);
+    expect(circlesOf(importGraph(files, (f) => readFileSync(join(SRC, f), "utf8")))).toEqual([]);
+  });
+
+  test("the circle detector finds a circle and passes a tree", () => {
+    expect(circlesOf(new Map([["a.ts", ["b.ts"]], ["b.ts", ["c.ts"]], ["c.ts", ["a.ts"]]]))).toEqual(["a.ts -> b.ts -> c.ts -> a.ts"]);
+    expect(circlesOf(new Map([["a.ts", ["b.ts", "c.ts"]], ["b.ts", ["c.ts"]], ["c.ts", []]]))).toEqual([]);
+    expect(circlesOf(new Map([["a.ts", ["a.ts"]]]))).toEqual(["a.ts -> a.ts"]);
   });
 
   test("the parser sees every kind of import", () => {
@@ -181,6 +229,11 @@ describe("architecture: who may import whom", () => {
     { file: "server/x.ts", line: 'import { Counter } from "prom-client";', forbidden: true },
     { file: "server/x.ts", line: 'import { Elysia } from "elysia";', forbidden: false },
     { file: "commands/x.ts", line: 'import { Elysia } from "elysia";', forbidden: true },
+    { file: "pipeline/x.ts", line: 'import { CliError } from "../util/cli-error.ts";', forbidden: true },
+    { file: "gguf/x.ts", line: 'import { CliError } from "../util/cli-error.ts";', forbidden: true },
+    { file: "commands/x.ts", line: 'import { CliError } from "../util/cli-error.ts";', forbidden: false },
+    { file: "config.ts", line: 'import type { EngineArgs } from "./engine/protocol.ts";', forbidden: false },
+    { file: "config.ts", line: 'import { Engine } from "./engine/engine.ts";', forbidden: true },
     { file: "commands/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: false },
     { file: "newfolder/x.ts", line: "", forbidden: true },
   ];

@@ -4,9 +4,9 @@
  */
 import type { Backend } from "./backend.ts";
 import { ReferenceBackend } from "./reference.ts";
+import type { SimdLevel } from "./wasm/simd-levels.ts";
 
 export type BackendKind = "reference" | "wasm" | "webgpu";
-export type SimdLevel = "scalar" | "simd" | "relaxed-simd";
 
 export interface BackendOptions {
   readonly kind: BackendKind;
@@ -25,7 +25,7 @@ export async function createBackend(options: BackendOptions): Promise<Backend> {
       return createWasmBackend({ threads: options.threads, simd: options.simd });
     }
     case "webgpu": {
-      // throws CliError (one line, exit 2) when there is no adapter or the device fails
+      // throws WebGpuUnavailableError (one line; exit 2 at the CLI) when there is no adapter or the device fails
       const { createWebGpuBackend } = await import("./webgpu/webgpu-backend.ts");
       return createWebGpuBackend();
     }

@@ -5,14 +5,15 @@
  * `{"token_ids": [...], "text": "..."}` with the generated ids only; otherwise the prompt and the continuation are
  * streamed as text.
  */
-import type { Options } from "../config.ts";
+import { generateConfig, type GenerateConfig, type Options } from "../config.ts";
 import { createRng } from "../engine/rng.ts";
 import { Sampler, type SamplingContext } from "../engine/sampler.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
 import { decodeTokens } from "../model/decode-loop.ts";
 import { loadModel } from "../model/load-model.ts";
 import { Runner } from "../model/runner.ts";
-import { createTokenizer, type Tokenizer } from "../tokenizer/tokenizer.ts";
+import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
+import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
 import { createBackend, type BackendOptions } from "../backend/create-backend.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
@@ -20,9 +21,9 @@ import { createProgressBar } from "../util/progress.ts";
 import { errorMessage } from "../util/error-message.ts";
 
 /** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
-function backendOptions(options: Options): BackendOptions {
-  if (options.device === "webgpu") return { kind: "webgpu" };
-  return { kind: "wasm", threads: typeof options.threads === "number" ? options.threads : undefined };
+function backendOptions(config: GenerateConfig): BackendOptions {
+  if (config.device === "webgpu") return { kind: "webgpu" };
+  return { kind: "wasm", threads: config.threads ?? undefined };
 }
 
 /**
@@ -57,13 +58,11 @@ function promptIds(tokenizer: Tokenizer, prompt: string): number[] {
 }
 
 export async function main(options: Options): Promise<number> {
-  const prompt = String(options.prompt ?? "");
-  const maxTokens = Number(options["max-tokens"]);
-  const temperature = Number(options.temperature);
-  const seed = options.seed === null ? Date.now() : Number(options.seed);
-  const json = options.json === true;
+  const config = generateConfig(options);
+  const { prompt, maxTokens, temperature, json } = config;
+  const seed = config.seed ?? Date.now();
   // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in config.ts
-  const file = await openModelGguf(typeof options.model === "string" ? options.model : null);
+  const file = await openModelGguf(config.model);
   if (!file.ok) throw new CliError(file.error);
   const gguf = file.value;
   const model = loadModel(gguf);
@@ -81,7 +80,7 @@ export async function main(options: Options): Promise<number> {
 
   let backend: Awaited<ReturnType<typeof createBackend>>;
   try {
-    backend = await createBackend(backendOptions(options));
+    backend = await createBackend(backendOptions(config));
   } catch (e) {
     if (e instanceof CliError) throw e;
     throw new CliError(errorMessage(e)); // e.g. no WebGPU adapter: one line, exit 2

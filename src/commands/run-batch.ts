@@ -8,15 +8,14 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import { readFileSync, writeFileSync } from "node:fs";
-import type { Options } from "../config.ts";
+import { runBatchConfig, type Options } from "../config.ts";
 import { BatchTables } from "../metrics/omni-stats-logger.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
-import { createServingPipeline } from "../pipeline/serving-pipeline.ts";
+import { createServingPipeline, stageChainOf } from "../pipeline/serving-pipeline.ts";
 import type { StageFactory } from "../pipeline/stage-pipeline.ts";
 import { createApp } from "../server/app.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
 import { CliError } from "../util/cli-error.ts";
-import { engineArgsOf } from "./serve.ts";
 
 /** vLLM run-batch's endpoints (the generative ones fennec serves). */
 const SUPPORTED_URLS = ["/v1/chat/completions", "/v1/completions"] as const;
@@ -105,10 +104,9 @@ export interface RunBatchDeps {
 
 /** Runs a whole batch file; returns the output lines (also written to the output file). */
 export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promise<BatchOutputLine[]> {
-  const inputPath = typeof options["input-file"] === "string" ? options["input-file"] : null;
-  const outputPath = typeof options["output-file"] === "string" ? options["output-file"] : null;
-  if (inputPath === null) throw new CliError("run-batch needs -i/--input-file (an OpenAI batch JSONL file)");
-  if (outputPath === null) throw new CliError("run-batch needs -o/--output-file");
+  const config = runBatchConfig(options);
+  if (!config.ok) throw new CliError(config.error);
+  const { inputFile: inputPath, outputFile: outputPath } = config.value;
   let text: string;
   try {
     text = readFileSync(inputPath, "utf8");
@@ -117,14 +115,14 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   }
   const lines = text.split("\n").map((l, i) => ({ line: l.trim(), lineNumber: i + 1 })).filter((l) => l.line !== "");
   const write = deps.stdout ?? ((t: string) => void process.stdout.write(t));
-  const logStats = options["log-stats"] === true;
+  const chain = stageChainOf(config.value.stages);
+  if (!chain.ok) throw new CliError(chain.error);
   let tables: BatchTables | null = null;
   const { orchestrator } = await createServingPipeline({
-    options, engineArgs: engineArgsOf(options), listener: null,
-    tables: logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
+    model: config.value.model, engineArgs: config.value.engine, chain: chain.value, listener: null,
+    tables: config.value.metrics.logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
     ...(deps.factory ? { factory: deps.factory } : {}),
   }).catch((e: unknown) => {
-    if (e instanceof CliError) throw e;
     throw new CliError(`cannot start the engine: ${errorMessage(e)}`);
   });
   try {

@@ -5,21 +5,17 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
-import type { Options } from "../config.ts";
+import { serveConfig, type Options, type ServeConfig } from "../config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
-import type { EngineArgs } from "../engine/protocol.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
-import { createServingPipeline, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
+import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
+import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import { createApp } from "../server/app.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
 import { CliError } from "../util/cli-error.ts";
-
-/** vLLM's startup check, word for word (validate_parsed_serve_args). */
-export const PER_REQUEST_METRICS_NEED_STATS =
-  "Error: --enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable per-request metrics.";
 
 /** How long shutdown waits for open connections to finish before closing them. */
 const SHUTDOWN_GRACE_MS = 3000;
@@ -31,45 +27,16 @@ const BUN_BODY_LIMIT_BYTES = 1024 * 1024 * 1024;
 /** Bun closes a connection silent for this long; non-streaming generations can be quiet for a while (Bun's maximum). */
 const IDLE_TIMEOUT_S = 255;
 
-export interface ServeFlags {
-  readonly model: string | null;
-  readonly servedModelName: string | null;
-  readonly host: string;
-  readonly port: number;
-  readonly apiKey: string | null;
-  readonly enablePerRequestMetrics: boolean;
-  readonly forceIncludeUsage: boolean;
-  readonly disableLogStats: boolean;
-  readonly logStats: boolean;
-  readonly enableMfuMetrics: boolean;
-  readonly showHiddenMetricsForVersion: string | null;
-}
-
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
-
 /**
- * Flags of `serve` that this module reads, checked before anything is loaded (vLLM checks before the model too).
- * `env` supplies VLLM_API_KEY, which vLLM reads when --api-key is not given.
+ * `serve`'s typed config, checked before anything is loaded (config.ts: serveConfig); a bad flag combination or stage
+ * config file is one line, exit 2. `env` supplies VLLM_API_KEY, which vLLM reads when --api-key is not given.
  */
-export function readServeFlags(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): ServeFlags {
-  const flags: ServeFlags = {
-    model: str(options.model),
-    servedModelName: str(options["served-model-name"]),
-    host: str(options.host) ?? "127.0.0.1",
-    port: Number(options.port),
-    // an empty VLLM_API_KEY is no key (Python's `or`), an empty --api-key an error
-    apiKey: str(options["api-key"]) ?? (env["VLLM_API_KEY"] || null),
-    enablePerRequestMetrics: options["enable-per-request-metrics"] === true,
-    forceIncludeUsage: options["enable-force-include-usage"] === true,
-    disableLogStats: options["disable-log-stats"] === true,
-    logStats: options["log-stats"] === true,
-    enableMfuMetrics: options["enable-mfu-metrics"] === true,
-    showHiddenMetricsForVersion: str(options["show-hidden-metrics-for-version"]),
-  };
-  if (flags.enablePerRequestMetrics && flags.disableLogStats) throw new CliError(PER_REQUEST_METRICS_NEED_STATS);
-  if (flags.apiKey === "") throw new CliError("--api-key must not be empty");
-  if (flags.servedModelName === "") throw new CliError("--served-model-name must not be empty");
-  return flags;
+export function readServeConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): { config: ServeConfig; chain: StageChain | null } {
+  const config = serveConfig(options, env);
+  if (!config.ok) throw new CliError(config.error);
+  const chain = stageChainOf(config.value.stages);
+  if (!chain.ok) throw new CliError(chain.error);
+  return { config: config.value, chain: chain.value };
 }
 
 /** Lets the orchestrator report stats before the recorder exists (the recorder needs the loaded model's facts). */
@@ -79,31 +46,12 @@ class ForwardingListener implements StatsListener {
   onRequestFinished(stats: FinishedRequestStats): void { this.target?.onRequestFinished(stats); }
 }
 
-const intOrNull = (v: unknown): number | null => (typeof v === "number" ? v : null);
-
-/** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (the min/max columns of
- * config.ts's table). */
-export function engineArgsOf(options: Options): EngineArgs {
-  return {
-    maxNumSeqs: Number(options["max-num-seqs"]),
-    maxNumBatchedTokens: Number(options["max-num-batched-tokens"]),
-    maxModelLen: intOrNull(options["max-model-len"]),
-    blockSize: Number(options["block-size"]),
-    kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
-    enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
-    threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
-    device: options.device === "webgpu" ? "webgpu" : "cpu",
-  };
-}
-
-/** The pipeline the flags ask for (--pipeline, --stage-config; --log-stats tables), built by the pipeline module. */
-async function startPipeline(options: Options, flags: ServeFlags, listener: StatsListener): Promise<ServingPipeline> {
-  const engineArgs = engineArgsOf(options);
-  const tables = flags.logStats ? (numStages: number) => onlineTables(numStages, (text) => process.stdout.write(text)) : null;
+/** The pipeline the config asks for (--pipeline, --stage-config; --log-stats tables), built by the pipeline module. */
+async function startPipeline(config: ServeConfig, chain: StageChain | null, listener: StatsListener): Promise<ServingPipeline> {
+  const tables = config.metrics.logStats ? (numStages: number) => onlineTables(numStages, (text) => process.stdout.write(text)) : null;
   try {
-    return await createServingPipeline({ options, engineArgs, listener, tables });
+    return await createServingPipeline({ model: config.model, engineArgs: config.engine, chain, listener, tables });
   } catch (e) {
-    if (e instanceof CliError) throw e;
     throw new CliError(`cannot start the engine: ${errorMessage(e)}`);
   }
 }
@@ -111,17 +59,18 @@ async function startPipeline(options: Options, flags: ServeFlags, listener: Stat
 const log = (line: string): void => { process.stderr.write(`${line}\n`); };
 
 export async function main(options: Options): Promise<number> {
-  const flags = readServeFlags(options);
-  const gate = makeDeprecationGate(pkg.version, flags.showHiddenMetricsForVersion);
+  const { config, chain } = readServeConfig(options);
+  const { server: flags, metrics } = config;
+  const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
   if (!gate.ok) throw new CliError(gate.error);
 
   const listener = new ForwardingListener();
-  const pipeline = await startPipeline(options, flags, listener);
+  const pipeline = await startPipeline(config, chain, listener);
   const { orchestrator } = pipeline;
   const servedModelName = flags.servedModelName ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
-    modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !flags.disableLogStats,
-    enableMfuMetrics: flags.enableMfuMetrics, deprecation: gate.value,
+    modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats,
+    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate.value,
     // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
     engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
     model: { config: orchestrator.modelConfig },
@@ -131,13 +80,13 @@ export async function main(options: Options): Promise<number> {
 
   const shutdown = new AbortController();
   const app = createApp({
-    orchestrator, servedModelName, modelPath: flags.model ?? "embedded:stories260K", apiKey: flags.apiKey,
+    orchestrator, servedModelName, modelPath: config.model ?? "embedded:stories260K", apiKey: flags.apiKey,
     enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
-    enableRequestIdHeaders: options["enable-request-id-headers"] === true,
-    enablePromptTokensDetails: options["enable-prompt-tokens-details"] === true,
-    enableServerLoadTracking: options["enable-server-load-tracking"] === true,
+    enableRequestIdHeaders: flags.enableRequestIdHeaders,
+    enablePromptTokensDetails: flags.enablePromptTokensDetails,
+    enableServerLoadTracking: flags.enableServerLoadTracking,
   });
   try {
     // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic

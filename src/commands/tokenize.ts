@@ -4,10 +4,11 @@
  * model does and parses special-token texts (llama.cpp add_special + parse_special). Default model: the embedded one.
  * Missing --text, a missing or bad model file: one-line error, exit 2.
  */
-import type { Options } from "../config.ts";
+import { tokenizeConfig, type Options } from "../config.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
-import { createTokenizer, TokenizerError, type Tokenizer } from "../tokenizer/tokenizer.ts";
+import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
+import { TokenizerError, type Tokenizer } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
 
 function loadTokenizer(file: GgufFile): Tokenizer {
@@ -20,14 +21,13 @@ function loadTokenizer(file: GgufFile): Tokenizer {
 }
 
 export async function main(options: Options): Promise<number> {
-  const text = options["text"];
-  if (typeof text !== "string") throw new CliError("tokenize needs --text <string> (see fennec tokenize --help)");
-  const modelPath = options["model"];
-  const file = await openModelGguf(typeof modelPath === "string" ? modelPath : null);
+  const config = tokenizeConfig(options);
+  if (!config.ok) throw new CliError(config.error);
+  const { text, addSpecial, json } = config.value;
+  const file = await openModelGguf(config.value.model);
   if (!file.ok) throw new CliError(file.error);
   const tokenizer = loadTokenizer(file.value);
-  const addSpecial = options["add-special"] === true;
   const tokenIds = tokenizer.encode(text, { addSpecial, parseSpecial: addSpecial });
-  process.stdout.write(options["json"] === true ? `${JSON.stringify({ token_ids: tokenIds })}\n` : `${tokenIds.join(" ")}\n`);
+  process.stdout.write(json ? `${JSON.stringify({ token_ids: tokenIds })}\n` : `${tokenIds.join(" ")}\n`);
   return 0;
 }

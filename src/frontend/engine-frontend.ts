@@ -296,7 +296,7 @@ export async function createEngineFrontend(options: EngineFrontendOptions): Prom
   let tokenizer = options.tokenizer;
   if (!tokenizer) {
     const { openModelGguf } = await import("../gguf/model-source.ts");
-    const { createTokenizer } = await import("../tokenizer/tokenizer.ts");
+    const { createTokenizer } = await import("../tokenizer/gguf-tokenizer.ts");
     const gguf = await openModelGguf(options.modelPath);
     if (!gguf.ok) throw new Error(gguf.error);
     tokenizer = createTokenizer(gguf.value);

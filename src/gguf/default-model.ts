@@ -7,7 +7,6 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CliError } from "../util/cli-error.ts";
 import type { GgufFile } from "./gguf-file.ts";
 import { parseGguf } from "./reader.ts";
 import { errorMessage } from "../util/error-message.ts";
@@ -35,7 +34,7 @@ export function defaultModelPath(): string {
   try {
     buildDefaultModelFromLocalFiles(join(ROOT, "..", "shared", "models"), out);
   } catch (e) {
-    throw new CliError(errorMessage(e));
+    throw new Error(errorMessage(e));
   }
   return out;
 }
@@ -49,11 +48,11 @@ export async function loadDefaultModelBytes(): Promise<Uint8Array> {
 }
 
 /**
- * The default model, parsed (its ~1 MB is read into memory). Throws CliError (one line) if it cannot be read.
- * @example const gguf = openDefaultModel(); const tokenizer = createTokenizer(gguf);
+ * The default model, parsed (its ~1 MB is read into memory). Throws an Error (one line) if it cannot be read; openModelGguf returns it as a Result.
+ * @example const gguf = openDefaultModel(); const tokenizer = createTokenizer(gguf); // tokenizer/gguf-tokenizer.ts
  */
 export function openDefaultModel(): GgufFile {
   const file = parseGguf(new Uint8Array(readFileSync(defaultModelPath())), DEFAULT_MODEL_SOURCE);
-  if (!file.ok) throw new CliError(file.error);
+  if (!file.ok) throw new Error(file.error);
   return file.value;
 }

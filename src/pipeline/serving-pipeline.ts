@@ -1,30 +1,24 @@
 /**
- * Builds the orchestrator `serve` and `run-batch` use from the pipeline flags: `--pipeline single` (the engine's own
- * orchestrator, untouched unless `--log-stats` wants tables), `--pipeline pd`, or `--stage-config FILE`. Every stage
- * is one engine orchestrator (frontend/engine-frontend.ts) with the stage's model and engine arguments over the
- * command line's. Errors in the flags or the config are CliErrors (one line, exit 2) before any model loads.
- * @example const { orchestrator, numStages } = await createServingPipeline({ options, engineArgs, listener, tables });
+ * Builds the orchestrator `serve` and `run-batch` use from the stage-chain config: `--pipeline single` (the engine's
+ * own front end, untouched unless `--log-stats` wants tables), `--pipeline pd`, or `--stage-config FILE`. Every stage
+ * is one engine front end (frontend/engine-frontend.ts) with the stage's model and engine arguments over the
+ * command line's. A bad stage-config file is returned by `stageChainOf` (one line) before any model loads.
+ * @example const chain = stageChainOf(config.stages); const { orchestrator } = await createServingPipeline({ model, engineArgs, chain: chain.value, listener, tables });
  */
-import type { Options } from "../config.ts";
+import type { StageChainConfig } from "../config.ts";
 import type { EngineArgs } from "../engine/protocol.ts";
 import type { StatsListener } from "../engine/stats.ts";
-import { CliError } from "../util/cli-error.ts";
+import { ok, type Result } from "../util/result.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
 import { loadStageConfig, pdChain, type StageChain, type StageSpec } from "./stage-config.ts";
 import { buildPipeline, type StageFactory } from "./stage-pipeline.ts";
 import type { PipelineStatsSink } from "./stage-stats.ts";
 
-/** The chain the flags ask for; null = plain single stage. Config errors surface here, before loading. */
-export function chainFromOptions(options: Options): StageChain | null {
-  const stageConfig = typeof options["stage-config"] === "string" ? options["stage-config"] : null;
-  if (stageConfig !== null && options.pipeline === "pd") throw new CliError("--pipeline pd and --stage-config are exclusive (pd is a two-stage config)");
-  if (stageConfig !== null) {
-    const chain = loadStageConfig(stageConfig);
-    if (!chain.ok) throw new CliError(chain.error);
-    return chain.value;
-  }
-  return options.pipeline === "pd" ? pdChain() : null;
+/** The chain the config asks for; null = plain single stage. A bad stage-config file is an error here, before loading. */
+export function stageChainOf(config: StageChainConfig): Result<StageChain | null> {
+  if (config.stageConfigPath !== null) return loadStageConfig(config.stageConfigPath);
+  return ok(config.pipeline === "pd" ? pdChain() : null);
 }
 
 /** The one-stage chain (used when --log-stats needs the pipeline's bookkeeping around a single engine). */
@@ -50,7 +44,10 @@ export function stageEngineArgs(base: EngineArgs, stage: StageSpec): EngineArgs 
 }
 
 export interface ServingPipelineOptions {
-  readonly options: Options;
+  /** the command line's model (GGUF path; null = the embedded default model); a stage's own model wins */
+  readonly model: string | null;
+  /** the stages (stageChainOf); null = one engine */
+  readonly chain: StageChain | null;
   /** the command line's engine arguments */
   readonly engineArgs: EngineArgs;
   /** /metrics (the recorder) */
@@ -82,16 +79,15 @@ export function cacheConfigInfo(engineArgs: EngineArgs, numKvBlocks: number, max
 }
 
 export async function createServingPipeline(p: ServingPipelineOptions): Promise<ServingPipeline> {
-  const cliModel = typeof p.options.model === "string" ? p.options.model : null;
   let cacheConfig: CacheConfigInfo | null = null;
   const factory: StageFactory = p.factory ?? (async (stage, engineIndex, listener) => {
     const engineArgs = stageEngineArgs(p.engineArgs, stage);
-    const orchestrator = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? cliModel, engineArgs, listeners: listener ? [listener] : [] });
+    const orchestrator = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [] });
     const ready = orchestrator.stages[0]?.client.ready;
     if (engineIndex === 0 && ready) cacheConfig = cacheConfigInfo(engineArgs, ready.numKvBlocks, ready.maxModelLen);
     return orchestrator;
   });
-  const chain = chainFromOptions(p.options);
+  const chain = p.chain;
   if (chain === null && p.tables === null) {
     // the plain path: nothing between the server and the engine's orchestrator
     const orchestrator = await factory(singleChain().stages[0]!, 0, p.listener);

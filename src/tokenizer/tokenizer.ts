@@ -1,18 +1,8 @@
 /**
- * The tokenizer interface and its factory from GGUF metadata. OWNER: tokenizer helper.
- * Implementations: spm.ts (tokenizer.ggml.model = "llama") and bpe.ts ("gpt2"); special-token splitting in
- * special-tokens.ts, ids -> text in detokenizer.ts, chat templates in chat-template.ts. Behaviour follows llama.cpp
- * (llama-vocab.cpp) and is checked against its own test vectors (test/tokenizer/).
- * Bad tokenizer metadata throws a TokenizerError (one line naming the file and key).
+ * What every tokenizer is (the contract the server, the front end and the commands use): encode, decode, incremental
+ * detokenizing, special tokens, the chat template. The one implementation is gguf-tokenizer.ts (built from GGUF
+ * metadata); bad tokenizer metadata throws a TokenizerError (one line naming the file and key).
  */
-import type { GgufFile } from "../gguf/gguf-file.ts";
-import { BpeEncoder } from "./bpe.ts";
-import { ChatTemplate } from "./chat-template.ts";
-import { decodeIds, PieceTable, StreamingDetokenizer } from "./detokenizer.ts";
-import { partitionSpecial } from "./special-tokens.ts";
-import { buildByteTokens, spmEncode } from "./spm.ts";
-import { isSpecialAttr, readVocab, type Vocab } from "./vocab.ts";
-
 export { TokenizerError } from "./vocab.ts";
 
 export interface EncodeOptions {
@@ -33,9 +23,6 @@ export interface DecodeOptions {
    */
   readonly stripLeadingSpace?: boolean;
 }
-
-/** Default for decode() / createDetokenizer() without options: special tokens are hidden (vLLM's default). */
-const DEFAULT_DECODE: DecodeOptions = { skipSpecialTokens: true };
 
 /** Turns token ids into text chunk by chunk, never emitting half a UTF-8 character. */
 export interface IncrementalDetokenizer {
@@ -64,86 +51,4 @@ export interface Tokenizer {
   createDetokenizer(options?: DecodeOptions): IncrementalDetokenizer;
   /** tokenizer.chat_template rendered with @huggingface/jinja, or the documented plain fallback */
   applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }): string;
-}
-
-/**
- * Builds the tokenizer a GGUF file describes.
- * @example const tok = createTokenizer(gguf); tok.encode("Hello", { addSpecial: true, parseSpecial: false })
- */
-export function createTokenizer(gguf: GgufFile): Tokenizer {
-  return new GgufTokenizer(readVocab(gguf));
-}
-
-class GgufTokenizer implements Tokenizer {
-  readonly vocabSize: number;
-  readonly bosId: number | null;
-  readonly eosId: number | null;
-  readonly stopIds: readonly number[];
-  private readonly pieces: PieceTable;
-  private readonly encodeText: (text: string, out: number[]) => void;
-  private readonly chatTemplate: ChatTemplate;
-  private readonly utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-  constructor(private readonly vocab: Vocab) {
-    this.vocabSize = vocab.tokens.length;
-    this.bosId = vocab.bosId;
-    this.eosId = vocab.eosId;
-    this.stopIds = vocab.eogIds;
-    this.pieces = new PieceTable(vocab);
-    if (vocab.kind === "spm") {
-      const byteTokens = buildByteTokens(vocab);
-      this.encodeText = (text, out) => spmEncode(vocab, byteTokens, text, out);
-    } else {
-      const bpe = new BpeEncoder(vocab);
-      this.encodeText = (text, out) => bpe.encode(text, out);
-    }
-    const textOf = (id: number | null) => (id === null ? "" : vocab.tokens[id]!);
-    this.chatTemplate = new ChatTemplate(vocab.chatTemplate, { bosToken: textOf(vocab.bosId), eosToken: textOf(vocab.eosId) }, vocab.source);
-  }
-
-  encode(text: string, options: EncodeOptions): number[] {
-    const { vocab } = this;
-    const out: number[] = [];
-    if (options.addSpecial && vocab.addBos && vocab.bosId !== null) out.push(vocab.bosId);
-    // SPM: a space goes in front of text that starts the input or follows a special token
-    let afterSpecial = true;
-    for (const fragment of partitionSpecial(vocab, text, options.parseSpecial)) {
-      if (fragment.kind === "token") {
-        out.push(fragment.id);
-        afterSpecial = true;
-        continue;
-      }
-      const prefix = vocab.kind === "spm" && vocab.addSpacePrefix && afterSpecial ? " " : "";
-      this.encodeText(prefix + fragment.text, out);
-      afterSpecial = false;
-    }
-    if (options.addSpecial && vocab.addEos && vocab.eosId !== null) out.push(vocab.eosId);
-    return out;
-  }
-
-  decode(tokenIds: readonly number[], options: DecodeOptions = DEFAULT_DECODE): string {
-    return decodeIds(this.vocab, this.pieces, tokenIds, options);
-  }
-
-  tokenText(tokenId: number): string {
-    const bytes = this.pieces.piece(tokenId, true);
-    try {
-      return this.utf8.decode(bytes);
-    } catch {
-      return String.fromCharCode(...bytes); // latin1: one char per byte
-    }
-  }
-
-  isSpecial(tokenId: number): boolean {
-    const attr = this.vocab.attrs[tokenId];
-    return attr !== undefined && isSpecialAttr(attr);
-  }
-
-  createDetokenizer(options: DecodeOptions = DEFAULT_DECODE): IncrementalDetokenizer {
-    return new StreamingDetokenizer(this.vocab, this.pieces, options);
-  }
-
-  applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }): string {
-    return this.chatTemplate.apply(messages, options);
-  }
 }

@@ -13,7 +13,7 @@ import { argmax, decodeTokens } from "../../src/model/decode-loop.ts";
 import { loadModel, type LoadedModel } from "../../src/model/load-model.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { Runner } from "../../src/model/runner.ts";
-import { createTokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 
 // generate and the wasm runner need build/kernels-*.wasm; `bun test` does not run the build

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { parseCommandArgs } from "../../src/config.ts";
-import { engineArgsOf } from "../../src/commands/serve.ts";
+import { readServeConfig } from "../../src/commands/serve.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import { onlineTables } from "../../src/metrics/omni-stats-logger.ts";
 import { MetricsRecorder } from "../../src/metrics/recorder.ts";
@@ -16,6 +16,12 @@ import { metricsRoute } from "../../src/server/metrics-route.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../../src/server/server-options.ts";
 import { checkTables } from "../metrics/omni-invariants.ts";
 import { parseTables } from "../metrics/omni-table-parser.ts";
+
+/** what serve hands the pipeline builder: the command line's model, engine arguments and stage chain */
+function servingInputs(options: Parameters<typeof readServeConfig>[0]) {
+  const { config, chain } = readServeConfig(options);
+  return { model: config.model, engineArgs: config.engine, chain };
+}
 import { parseExposition, sampleValue } from "../metrics/exposition.ts";
 
 async function serveWith(flags: string[]) {
@@ -27,7 +33,7 @@ async function serveWith(flags: string[]) {
   let recorder: MetricsRecorder | null = null;
   const forward = { onStep: (s: Parameters<MetricsRecorder["onStep"]>[0]) => recorder?.onStep(s), onRequestFinished: (f: Parameters<MetricsRecorder["onRequestFinished"]>[0]) => recorder?.onRequestFinished(f) };
   const { orchestrator, numStages, cacheConfig } = await createServingPipeline({
-    options: parsed.value, engineArgs: engineArgsOf(parsed.value), listener: forward,
+    ...servingInputs(parsed.value), listener: forward,
     tables: (n) => onlineTables(n, (t) => { printed += t; }, 4242),
   });
   recorder = new MetricsRecorder({ modelName: "stories260K", maxModelLen: orchestrator.maxModelLen, engineIndices: [...Array(numStages).keys()], logStats: true, enableMfuMetrics: false, deprecation: gate.value, processMetrics: false, ...(cacheConfig ? { cacheConfig } : {}) });

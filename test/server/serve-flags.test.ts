@@ -1,7 +1,7 @@
 // `fennec serve` flag checks that run before any model loads (vLLM's validate_parsed_serve_args and friends).
 import { describe, expect, test } from "bun:test";
-import { engineArgsOf, PER_REQUEST_METRICS_NEED_STATS, readServeFlags } from "../../src/commands/serve.ts";
-import { parseCommandArgs } from "../../src/config.ts";
+import { readServeConfig } from "../../src/commands/serve.ts";
+import { parseCommandArgs, PER_REQUEST_METRICS_NEED_STATS, type Options } from "../../src/config.ts";
 import { CliError } from "../../src/util/cli-error.ts";
 
 function options(argv: string[]) {
@@ -9,6 +9,13 @@ function options(argv: string[]) {
   if (!parsed.ok) throw new Error(parsed.error);
   return parsed.value;
 }
+
+/** the server and metrics parts of serve's typed config, side by side, with the model */
+function readServeFlags(o: Options, env?: Readonly<Record<string, string | undefined>>) {
+  const { config } = readServeConfig(o, env);
+  return { model: config.model, ...config.server, ...config.metrics };
+}
+const engineArgsOf = (o: Options) => readServeConfig(o).config.engine;
 
 describe("serve flags", () => {
   test("defaults: loopback, port 8000, features off", () => {

@@ -8,7 +8,8 @@ import { convertLlama2c } from "../../src/gguf/llama2c.ts";
 import { parseGguf, readGguf } from "../../src/gguf/reader.ts";
 import { serializeGguf } from "../../src/gguf/writer.ts";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
-import { createTokenizer, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
+import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 
 /** Reads a GGUF with the project's reader (src/gguf/reader.ts); a bad file fails the test with the reader's message. */
 export function readGgufOrThrow(path: string): GgufFile {

@@ -8,7 +8,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import type { Llama, LlamaModel } from "node-llama-cpp";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
-import { createTokenizer, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
+import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { loadVocabTokenizer, readGgufOrThrow } from "./helpers.ts";
 import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 

@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { createTokenizer, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
+import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { readGgufOrThrow, readGolden, stories260kGguf } from "./helpers.ts";
 
 const DEFAULT_MODEL_GGUF = new URL("../../build/default-model.gguf", import.meta.url).pathname;

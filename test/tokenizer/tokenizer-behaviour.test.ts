@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { llamaTemplatePath, llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { GgufValueType, type GgufFile, type GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
 import { KEY } from "../../src/gguf/names.ts";
-import { createTokenizer, TokenizerError, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
+import { TokenizerError, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { loadVocabTokenizer, readGgufOrThrow, stories260kGguf } from "./helpers.ts";
 
 const NO_SPECIAL = { addSpecial: false, parseSpecial: false } as const;

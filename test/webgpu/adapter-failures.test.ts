@@ -1,5 +1,5 @@
 /**
- * What happens when WebGPU is missing or breaks: no adapter gives one CliError line and exit code 2 (also through the
+ * What happens when WebGPU is missing or breaks: no adapter gives one WebGpuUnavailableError line and exit code 2 (also through the
  * real `fennec generate --device webgpu`) within seconds, never a hang; a device lost while in use resolves
  * `backend.lost` and makes later calls throw that reason, without crashing the process.
  */
@@ -11,16 +11,16 @@ import { createWebGpuBackend } from "../../src/backend/webgpu/webgpu-backend.ts"
 setDefaultTimeout(60_000);
 const ROOT = join(import.meta.dir, "../..");
 
-// what src/cli.ts does with a CliError, around createBackend({ kind: "webgpu" })
+// what src/cli.ts does with the CliError `generate` turns it into, around createBackend({ kind: "webgpu" })
 const PROBE = `
 import { createBackend } from "./src/backend/create-backend.ts";
-import { CliError } from "./src/util/cli-error.ts";
+import { WebGpuUnavailableError } from "./src/backend/webgpu/dawn-device.ts";
 try {
   const b = await createBackend({ kind: "webgpu" });
   process.stdout.write("adapter " + b.name + "\\n");
   b.dispose();
 } catch (e) {
-  if (!(e instanceof CliError)) throw e;
+  if (!(e instanceof WebGpuUnavailableError)) throw e;
   process.stderr.write("fennec: " + e.message + "\\n");
   process.exit(2);
 }`;

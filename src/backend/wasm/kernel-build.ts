@@ -7,17 +7,10 @@
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { SimdLevel } from "./kernel-module.ts";
+import { KERNEL_BUILDS, SIMD_LEVELS, type SimdLevel } from "./simd-levels.ts";
 
 const root = join(import.meta.dir, "..", "..", "..");
 const kernelsDir = join(root, "kernels");
-
-/** The kernel builds: one wasm per feature level, chosen at start-up by WebAssembly.validate. */
-export const KERNEL_FEATURES: Readonly<Record<SimdLevel, readonly string[]>> = {
-  scalar: ["threads"],
-  simd: ["threads", "simd"],
-  "relaxed-simd": ["threads", "simd", "relaxed-simd"],
-};
 
 export function kernelBuildPath(level: SimdLevel): string {
   return join(root, "build", `kernels-${level}.wasm`);
@@ -27,7 +20,7 @@ export function kernelBuildPath(level: SimdLevel): string {
 export function ascCommand(level: SimdLevel, out: string): string[] {
   return [join(root, "node_modules", ".bin", "asc"), join(kernelsDir, "index.ts"), "-O3", "--noAssert", "--runtime", "stub",
     "--importMemory", "--sharedMemory", "--initialMemory", "1", "--maximumMemory", "65536",
-    ...KERNEL_FEATURES[level].flatMap((f) => ["--enable", f]), "-o", out];
+    ...KERNEL_BUILDS[level].features.flatMap((f) => ["--enable", f]), "-o", out];
 }
 
 /** Builds every level whose wasm is missing or stale; throws a one-line error when asc is unavailable or fails. */
@@ -35,7 +28,7 @@ export function ensureKernelBuilds(): void {
   if (!existsSync(kernelsDir)) return; // not a source checkout: nothing to build from
   const newestSource = Math.max(...readdirSync(kernelsDir).map((f) => statSync(join(kernelsDir, f)).mtimeMs));
   mkdirSync(join(root, "build"), { recursive: true });
-  for (const level of Object.keys(KERNEL_FEATURES) as SimdLevel[]) {
+  for (const level of SIMD_LEVELS) {
     const out = kernelBuildPath(level);
     if (existsSync(out) && statSync(out).mtimeMs >= newestSource) continue;
     const command = ascCommand(level, `${out}.${process.pid}.tmp`);

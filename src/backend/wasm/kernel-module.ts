@@ -3,7 +3,7 @@
  * asked for. Also the typed view of the kernels' exports (the ABI of kernels/index.ts).
  * @example const { module, level } = await loadKernelModule(); // level: "relaxed-simd" on Bun 1.4
  */
-export type SimdLevel = "scalar" | "simd" | "relaxed-simd";
+import { KERNEL_BUILDS, SIMD_LEVELS, type SimdLevel } from "./simd-levels.ts";
 
 /** Exports of kernels/index.ts; addresses are byte offsets in the shared memory. */
 export interface KernelExports {
@@ -30,28 +30,17 @@ export interface KernelExports {
   stream_read(ptr: number, numBytes: number): number;
 }
 
-/** Feature probes: the smallest modules using one instruction of each level (hand-assembled bytes). */
-const PROBES: Readonly<Record<SimdLevel, Uint8Array>> = {
-  scalar: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]),
-  // (func (result v128) v128.const 0)
-  simd: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11]),
-  // (func (result v128) v128.const 0 v128.const 0 v128.const 0 i32x4.relaxed_dot_i8x16_i7x16_add_s)
-  "relaxed-simd": new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0,
-    253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    253, 147, 2, 11]),
-};
+/** the table's levels, fastest first (the table lists them slowest first) */
+const SIMD_LEVELS_BEST_FIRST: readonly SimdLevel[] = [...SIMD_LEVELS].reverse();
 
 /** Whether this runtime can run a level (shared memory is required by all builds). */
 export function supportsLevel(level: SimdLevel): boolean {
   if (typeof SharedArrayBuffer === "undefined") return false;
-  return WebAssembly.validate(PROBES[level]);
+  return WebAssembly.validate(KERNEL_BUILDS[level].probe);
 }
 
 export function bestLevel(): SimdLevel {
-  for (const level of ["relaxed-simd", "simd"] as const) if (supportsLevel(level)) return level;
+  for (const level of SIMD_LEVELS_BEST_FIRST) if (supportsLevel(level)) return level;
   return "scalar";
 }
 

@@ -9,7 +9,8 @@
 import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
 import { dequantizeWeight } from "../reference.ts";
-import { loadKernelModule, type KernelExports, type SimdLevel } from "./kernel-module.ts";
+import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
+import type { SimdLevel } from "./simd-levels.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec } from "./repack.ts";
 import { ThreadPool } from "./thread-pool.ts";

@@ -6,7 +6,10 @@
  * driver must give one clear line, never a hang.
  * @example const { device } = await openDawnDevice({ timeoutMs: 10_000 });
  */
-import { CliError } from "../../util/cli-error.ts";
+/** No usable WebGPU on this machine (no addon, no adapter, no device, or a timeout): one line; `generate` exits 2 on it. */
+export class WebGpuUnavailableError extends Error {
+  override readonly name = "WebGpuUnavailableError";
+}
 
 interface DawnModule {
   create(flags: string[]): GPU;
@@ -44,9 +47,9 @@ function loadDawn(): DawnModule {
       return require("webgpu/dist/darwin-universal/dawn.node") as DawnModule;
     }
   } catch (e) {
-    throw new CliError(`no WebGPU: cannot load Dawn's addon (${firstLine(e)}); ${INSTALL_HINT}`);
+    throw new WebGpuUnavailableError(`no WebGPU: cannot load Dawn's addon (${firstLine(e)}); ${INSTALL_HINT}`);
   }
-  throw new CliError(`no WebGPU: Dawn is not bundled for ${process.platform}-${process.arch}`);
+  throw new WebGpuUnavailableError(`no WebGPU: Dawn is not bundled for ${process.platform}-${process.arch}`);
 }
 
 function firstLine(e: unknown): string {
@@ -57,7 +60,7 @@ function firstLine(e: unknown): string {
 async function withTimeout<T>(p: Promise<T>, timeoutMs: number, message: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new CliError(message)), timeoutMs);
+    timer = setTimeout(() => reject(new WebGpuUnavailableError(message)), timeoutMs);
     timer.unref?.();
   });
   try {
@@ -72,7 +75,7 @@ const WANTED_LIMITS = ["maxStorageBufferBindingSize", "maxBufferSize", "maxCompu
   "maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX"] as const;
 
 /**
- * Opens the first adapter Dawn offers. Throws CliError (one line, exit 2 at the CLI) when there is no adapter, the
+ * Opens the first adapter Dawn offers. Throws WebGpuUnavailableError (one line; exit 2 at the CLI) when there is no adapter, the
  * device cannot be created, or either step takes longer than timeoutMs.
  */
 export async function openDawnDevice(options: OpenDeviceOptions = {}): Promise<DawnDevice> {
@@ -88,10 +91,10 @@ export async function openDawnDevice(options: OpenDeviceOptions = {}): Promise<D
     adapter = await withTimeout(gpu.requestAdapter({ powerPreference: "high-performance" }), timeoutMs,
       `no WebGPU adapter: requestAdapter did not answer within ${timeoutMs} ms; ${INSTALL_HINT}`);
   } catch (e) {
-    if (e instanceof CliError) throw e;
-    throw new CliError(`no WebGPU adapter: ${firstLine(e)}; ${INSTALL_HINT}`);
+    if (e instanceof WebGpuUnavailableError) throw e;
+    throw new WebGpuUnavailableError(`no WebGPU adapter: ${firstLine(e)}; ${INSTALL_HINT}`);
   }
-  if (adapter === null) throw new CliError(`no WebGPU adapter: ${INSTALL_HINT}`);
+  if (adapter === null) throw new WebGpuUnavailableError(`no WebGPU adapter: ${INSTALL_HINT}`);
   const requiredLimits: Record<string, number> = {};
   for (const name of WANTED_LIMITS) requiredLimits[name] = adapter.limits[name];
   let device: GPUDevice;
@@ -99,8 +102,8 @@ export async function openDawnDevice(options: OpenDeviceOptions = {}): Promise<D
     device = await withTimeout(adapter.requestDevice({ requiredLimits }), timeoutMs,
       `WebGPU device: requestDevice did not answer within ${timeoutMs} ms`);
   } catch (e) {
-    if (e instanceof CliError) throw e;
-    throw new CliError(`WebGPU device failed: ${firstLine(e)}`);
+    if (e instanceof WebGpuUnavailableError) throw e;
+    throw new WebGpuUnavailableError(`WebGPU device failed: ${firstLine(e)}`);
   }
   const info = adapter.info;
   const description = [info.description || info.device || "unknown adapter", info.vendor ? `(${info.vendor})` : ""].join(" ").trim();

@@ -47,7 +47,7 @@ export function isCpuAdapter(description: string): boolean {
   return /llvmpipe|lavapipe|swiftshader/i.test(description);
 }
 
-/** Opens the adapter and returns the backend; throws CliError (one line, exit 2) when there is no usable adapter. */
+/** Opens the adapter and returns the backend; throws WebGpuUnavailableError (one line; exit 2 at the CLI) when there is no usable adapter. */
 export async function createWebGpuBackend(options: WebGpuBackendOptions = {}): Promise<WebGpuBackend> {
   const dawn = await openDawnDevice({ timeoutMs: options.timeoutMs });
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));

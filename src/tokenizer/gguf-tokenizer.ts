@@ -1,0 +1,100 @@
+/**
+ * The tokenizer a GGUF file describes, and its factory. Implementations of the text step: spm.ts
+ * (tokenizer.ggml.model = "llama") and bpe.ts ("gpt2"); special-token splitting in special-tokens.ts, ids -> text in
+ * detokenizer.ts, chat templates in chat-template.ts. Behaviour follows llama.cpp (src/llama-vocab.cpp:
+ * llama_vocab::impl::tokenize / token_to_piece) and is checked against its own test vectors (test/tokenizer/).
+ * Bad tokenizer metadata throws a TokenizerError (one line naming the file and key).
+ */
+import type { GgufFile } from "../gguf/gguf-file.ts";
+import { BpeEncoder } from "./bpe.ts";
+import { ChatTemplate } from "./chat-template.ts";
+import { decodeIds, PieceTable, StreamingDetokenizer } from "./detokenizer.ts";
+import { partitionSpecial } from "./special-tokens.ts";
+import { buildByteTokens, spmEncode } from "./spm.ts";
+import type { ChatMessage, DecodeOptions, EncodeOptions, IncrementalDetokenizer, Tokenizer } from "./tokenizer.ts";
+import { isSpecialAttr, readVocab, type Vocab } from "./vocab.ts";
+
+/** Default for decode() / createDetokenizer() without options: special tokens are hidden (vLLM's default). */
+const DEFAULT_DECODE: DecodeOptions = { skipSpecialTokens: true };
+
+/**
+ * Builds the tokenizer a GGUF file describes.
+ * @example const tok = createTokenizer(gguf); tok.encode("Hello", { addSpecial: true, parseSpecial: false })
+ */
+export function createTokenizer(gguf: GgufFile): Tokenizer {
+  return new GgufTokenizer(readVocab(gguf));
+}
+
+class GgufTokenizer implements Tokenizer {
+  readonly vocabSize: number;
+  readonly bosId: number | null;
+  readonly eosId: number | null;
+  readonly stopIds: readonly number[];
+  private readonly pieces: PieceTable;
+  private readonly encodeText: (text: string, out: number[]) => void;
+  private readonly chatTemplate: ChatTemplate;
+  private readonly utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+  constructor(private readonly vocab: Vocab) {
+    this.vocabSize = vocab.tokens.length;
+    this.bosId = vocab.bosId;
+    this.eosId = vocab.eosId;
+    this.stopIds = vocab.eogIds;
+    this.pieces = new PieceTable(vocab);
+    if (vocab.kind === "spm") {
+      const byteTokens = buildByteTokens(vocab);
+      this.encodeText = (text, out) => spmEncode(vocab, byteTokens, text, out);
+    } else {
+      const bpe = new BpeEncoder(vocab);
+      this.encodeText = (text, out) => bpe.encode(text, out);
+    }
+    const textOf = (id: number | null) => (id === null ? "" : vocab.tokens[id]!);
+    this.chatTemplate = new ChatTemplate(vocab.chatTemplate, { bosToken: textOf(vocab.bosId), eosToken: textOf(vocab.eosId) }, vocab.source);
+  }
+
+  encode(text: string, options: EncodeOptions): number[] {
+    const { vocab } = this;
+    const out: number[] = [];
+    if (options.addSpecial && vocab.addBos && vocab.bosId !== null) out.push(vocab.bosId);
+    // SPM: a space goes in front of text that starts the input or follows a special token
+    let afterSpecial = true;
+    for (const fragment of partitionSpecial(vocab, text, options.parseSpecial)) {
+      if (fragment.kind === "token") {
+        out.push(fragment.id);
+        afterSpecial = true;
+        continue;
+      }
+      const prefix = vocab.kind === "spm" && vocab.addSpacePrefix && afterSpecial ? " " : "";
+      this.encodeText(prefix + fragment.text, out);
+      afterSpecial = false;
+    }
+    if (options.addSpecial && vocab.addEos && vocab.eosId !== null) out.push(vocab.eosId);
+    return out;
+  }
+
+  decode(tokenIds: readonly number[], options: DecodeOptions = DEFAULT_DECODE): string {
+    return decodeIds(this.vocab, this.pieces, tokenIds, options);
+  }
+
+  tokenText(tokenId: number): string {
+    const bytes = this.pieces.piece(tokenId, true);
+    try {
+      return this.utf8.decode(bytes);
+    } catch {
+      return String.fromCharCode(...bytes); // latin1: one char per byte
+    }
+  }
+
+  isSpecial(tokenId: number): boolean {
+    const attr = this.vocab.attrs[tokenId];
+    return attr !== undefined && isSpecialAttr(attr);
+  }
+
+  createDetokenizer(options: DecodeOptions = DEFAULT_DECODE): IncrementalDetokenizer {
+    return new StreamingDetokenizer(this.vocab, this.pieces, options);
+  }
+
+  applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }): string {
+    return this.chatTemplate.apply(messages, options);
+  }
+}
