@@ -1,5 +1,6 @@
 /**
- * The build: AssemblyScript kernels -> build/*.wasm, the default model -> build/default-model.gguf, then
+ * The build: AssemblyScript kernels -> build/*.wasm, the default model -> build/default-model.gguf, the web page ->
+ * build/web-ui.html, then
  * `bun build --compile` -> dist/fennec (kernels, model and worker embedded), then a smoke run of the binary.
  * Usage: bun run build.ts [--skip-compile]
  */
@@ -41,6 +42,14 @@ async function buildDefaultModel(): Promise<void> {
   done();
 }
 
+async function buildWebUi(): Promise<void> {
+  const done = step("web page (src/server/web-ui -> build/web-ui.html)");
+  const { buildWebUiPage } = await import("./src/server/web-ui/build-page.ts");
+  const bytes = await buildWebUiPage(join(buildDir, "web-ui.html"));
+  process.stdout.write(`build: web page is ${(bytes / 1024).toFixed(1)} KiB\n`);
+  done();
+}
+
 async function compileBinary(): Promise<void> {
   const done = step("bun build --compile -> dist/fennec");
   const entries = ENTRYPOINTS.filter((e) => existsSync(join(root, e)));
@@ -53,4 +62,5 @@ async function compileBinary(): Promise<void> {
 mkdirSync(buildDir, { recursive: true });
 await compileKernels();
 await buildDefaultModel();
+await buildWebUi();
 if (!skipCompile) await compileBinary();

@@ -75,6 +75,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve"], help: "Port to listen on." },
   { name: "served-model-name", kind: "string", metavar: "name", default: null, commands: ["serve"], help: "Model name in the API. Default: the model file's name." },
   { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints. Default: $VLLM_API_KEY, if set." },
+  { name: "disable-web-ui", kind: "bool", default: false, commands: ["serve"], help: "Do not serve the chat and live-metrics web page at / (it uses only the public API, with the API key when one is set)." },
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
   { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
   { name: "enable-prompt-tokens-details", kind: "bool", default: false, commands: ["serve"], help: "Report usage.prompt_tokens_details.cached_tokens (prefix-cache hits) in responses." },
@@ -194,6 +195,8 @@ export interface ServerConfig {
   readonly enablePromptTokensDetails: boolean;
   readonly enableServerLoadTracking: boolean;
   readonly enableRequestIdHeaders: boolean;
+  /** --disable-web-ui: no chat / metrics page at `/` */
+  readonly disableWebUi: boolean;
 }
 
 /** The stats flags: /metrics engine series, the omni tables, MFU counters, hidden-metric versions. */
@@ -291,6 +294,7 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
     enablePromptTokensDetails: options["enable-prompt-tokens-details"] === true,
     enableServerLoadTracking: options["enable-server-load-tracking"] === true,
     enableRequestIdHeaders: options["enable-request-id-headers"] === true,
+    disableWebUi: options["disable-web-ui"] === true,
   };
   const metrics: MetricsConfig = {
     disableLogStats: options["disable-log-stats"] === true,

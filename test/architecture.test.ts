@@ -57,7 +57,8 @@ const RULES: readonly Rule[] = [
   { files: /^metrics\//, may: [/^metrics\//, /^engine\/stats\.ts$/, /^pipeline\/stage-stats\.ts$/, /^util\//], mayTypes: [MODEL_CONFIG], packages: [/^prom-client$/] },
   {
     files: /^server\//,
-    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/],
+    // web-ui.ts embeds the built page (build/web-ui.html)
+    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
   // the typed configs carry the engine's arguments (a type)

@@ -87,6 +87,7 @@ export async function main(options: Options): Promise<number> {
     enableRequestIdHeaders: flags.enableRequestIdHeaders,
     enablePromptTokensDetails: flags.enablePromptTokensDetails,
     enableServerLoadTracking: flags.enableServerLoadTracking,
+    disableWebUi: flags.disableWebUi,
   });
   try {
     // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic
@@ -96,7 +97,7 @@ export async function main(options: Options): Promise<number> {
     throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${errorMessage(e)}`);
   }
   const server = app.server!;
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${server.port} (API docs at /docs)`);
+  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${server.port} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

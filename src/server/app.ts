@@ -18,6 +18,7 @@ import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/to-engine.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
 import type { ServerOptions } from "./server-options.ts";
+import { webUiRoutes } from "./web-ui.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
 const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize", "/invocations"]);
@@ -155,6 +156,7 @@ export function createApp(options: ServerOptions) {
       }
     })
     .use(docsRoutes())
+    .use(options.disableWebUi === true ? new Elysia({ name: "web-ui-off" }) : webUiRoutes())
     .use(healthRoutes(options))
     .use(modelsRoutes(options))
     .use(loadRoutes(load))

@@ -22,6 +22,8 @@ export interface ServerOptions {
   readonly enableServerLoadTracking?: boolean;
   /** --enable-request-id-headers: every response carries X-Request-Id (the request's, else a new 32-hex id) */
   readonly enableRequestIdHeaders?: boolean;
+  /** --disable-web-ui: no chat / metrics page at `/` */
+  readonly disableWebUi?: boolean;
   /** bodies larger than this are refused with 413 */
   readonly maxBodyBytes: number;
   /** aborted when the server shuts down: in-flight streams end with an error event */
