@@ -1,11 +1,15 @@
 #!/usr/bin/env bun
 /**
  * fennec's entry point: parses the command line and hands over to one command module. Wiring only.
- * CLI errors are one line on stderr and exit code 2.
+ * Failures are one line on stderr: exit code 2 for a usage error (CliError), 1 for a failed run (anything else); the
+ * stack trace only with VLLM_LOGGING_LEVEL=DEBUG.
  */
 import pkg from "../package.json" with { type: "json" };
 import { COMMANDS, commandHelp, parseCommandArgs, type Command, type Options } from "./config.ts";
-import { CliError } from "./util/cli-error.ts";
+import { bestLevel } from "./backend/wasm/kernel-module.ts";
+import { currentTarget } from "./util/build-target.ts";
+import { CliError, EXIT_RUNTIME, EXIT_USAGE, RuntimeFailure } from "./util/cli-error.ts";
+import { parseLogLevel } from "./util/logger.ts";
 
 type CommandMain = (options: Options) => Promise<number>;
 
@@ -20,14 +24,22 @@ const COMMAND_MODULES: Readonly<Record<Command, () => Promise<{ main: CommandMai
 function topHelp(): string {
   const lines = [`fennec ${pkg.version}: a vLLM-compatible LLM server for CPUs and the edge`, "", "Usage: fennec <command> [options]", "", "Commands:"];
   for (const [name, what] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(12)} ${what}`);
-  lines.push("", "Options:", `  ${"-h, --help".padEnd(12)} Show help (also: fennec <command> --help)`, `  ${"--version".padEnd(12)} Print the version`);
+  lines.push(`  ${"version".padEnd(12)} Print the version, the build target and the kernel build this machine runs.`);
+  lines.push("", "Options:", `  ${"-h, --help".padEnd(16)} Show help (also: fennec <command> --help)`, `  ${"-V, --version".padEnd(16)} Print the version (as \`fennec version\`)`);
   return lines.join("\n");
 }
 
-function fail(message: string): number {
+function fail(message: string, code = EXIT_USAGE): number {
   process.stderr.write(`fennec: ${message}\n`);
-  return 2;
+  return code;
 }
+
+/** `fennec 0.2.0 (linux-arm64, kernels relaxed-simd)`: the release, the build target, the kernel build chosen here. */
+export function versionLine(): string {
+  return `fennec ${pkg.version} (${currentTarget()}, kernels ${bestLevel()})`;
+}
+
+const debugEnabled = (): boolean => parseLogLevel(process.env.VLLM_LOGGING_LEVEL ?? "") === "DEBUG";
 
 export async function runCli(argv: readonly string[]): Promise<number> {
   const [first, ...rest] = argv;
@@ -35,8 +47,8 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     process.stdout.write(topHelp() + "\n");
     return 0;
   }
-  if (first === "--version" || first === "-v") {
-    process.stdout.write(`fennec ${pkg.version}\n`);
+  if (first === "--version" || first === "-V" || first === "-v" || first === "version") {
+    process.stdout.write(`${versionLine()}\n`);
     return 0;
   }
   if (!(first in COMMANDS)) return fail(`unknown command "${first}" (commands: ${Object.keys(COMMANDS).join(", ")}; see fennec --help)`);
@@ -51,10 +63,11 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     const { main } = await COMMAND_MODULES[command]();
     return await main(parsed.value);
   } catch (e) {
+    if (debugEnabled() && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
     if (e instanceof CliError) return fail(e.message);
+    if (e instanceof RuntimeFailure) return fail(e.message, EXIT_RUNTIME);
     // anything else is a bug or an environment failure (a GPU adapter, a Worker): still one line, exit 1
-    process.stderr.write(`fennec: ${command} failed: ${e instanceof Error ? `${e.name}: ${e.message.split("\n")[0]}` : String(e)}\n`);
-    return 1;
+    return fail(`${command} failed: ${e instanceof Error ? `${e.name}: ${e.message.split("\n")[0]}` : String(e)}`, EXIT_RUNTIME);
   }
 }
 

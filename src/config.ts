@@ -7,6 +7,7 @@
  * min/max there, so every command rejects a bad value with the same one line) and one field to its command's config.
  */
 import type { EngineArgs } from "./engine/protocol.ts";
+import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { err, ok, type Result } from "./util/result.ts";
 
 export type Command = "serve" | "generate" | "tokenize" | "run-batch";
@@ -85,6 +86,13 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Print the omni stats tables after each request (online) or after the batch (offline)." },
   { name: "enable-mfu-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add the estimated FLOPs / bytes counters to /metrics." },
   { name: "show-hidden-metrics-for-version", kind: "string", metavar: "version", default: null, commands: ["serve"], help: "Show metrics hidden since the given previous version (e.g. 0.1)." },
+  // logs (vLLM's names; the level of fennec's own lines is VLLM_LOGGING_LEVEL, as in vLLM)
+  { name: "log-format", kind: "string", default: "text", commands: ["serve"], choices: ["text", "json"], help: "text: vLLM's line shape (LEVEL MM-DD HH:MM:SS [source] message); json: one JSON object per line (time, level, source, message) for log collectors." },
+  { name: "uvicorn-log-level", kind: "string", default: "info", commands: ["serve"], choices: ["critical", "error", "warning", "info", "debug", "trace"], help: "Level of the HTTP server's lines (the access log is written at info)." },
+  { name: "disable-uvicorn-access-log", kind: "bool", default: false, commands: ["serve"], help: "Turn off the access line written for every request." },
+  { name: "enable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Log each request's prompt, token ids and sampling parameters as it reaches the engine." },
+  { name: "disable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Deprecated in vLLM (request logging is off by default): accepted, logs one line; use --enable-log-requests to turn it on." },
+  { name: "max-log-len", kind: "int", default: null, min: 0, commands: ["serve"], help: "With --enable-log-requests: print at most this many prompt characters and token ids. Default: all." },
   // pipelines
   { name: "pipeline", kind: "string", default: "single", commands: ENGINE, choices: ["single", "pd"], help: "single: one engine; pd: disaggregated prefill and decode stages." },
   { name: "stage-config", kind: "string", metavar: "path", default: null, commands: ENGINE, help: "YAML or JSON file describing a chain of stages (see docs/pipelines.md)." },
@@ -94,6 +102,9 @@ export const FLAGS: readonly FlagSpec[] = [
 ];
 
 export type Options = Readonly<Record<string, FlagValue>>;
+
+/** Commands that take the model as their first positional argument, as `vllm serve MODEL` does. */
+export const POSITIONAL_MODEL: readonly Command[] = ["serve"];
 
 /** Flags of one command, for --help and parsing. */
 export function flagsOf(command: Command): FlagSpec[] {
@@ -148,6 +159,7 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
   const specs = flagsOf(command);
   const options: Record<string, FlagValue> = {};
   for (const spec of specs) options[spec.name] = spec.default;
+  let positionalModel: string | null = null;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     let name: string;
@@ -160,6 +172,10 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
       const spec = specs.find((s) => s.alias === arg);
       if (!spec) return err(`unknown option ${arg} for '${command}' (see fennec ${command} --help)`);
       name = spec.name;
+    } else if (POSITIONAL_MODEL.includes(command) && positionalModel === null) {
+      // vLLM's `vllm serve [model_tag]`
+      positionalModel = arg;
+      continue;
     } else {
       return err(`unexpected argument "${arg}" for '${command}' (see fennec ${command} --help)`);
     }
@@ -174,6 +190,10 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
     const value = convert(spec, raw);
     if (!value.ok) return value;
     options[spec.name] = value.value;
+  }
+  if (positionalModel !== null) {
+    if (options.model !== null && options.model !== positionalModel) return err(`the model is given twice (positional "${positionalModel}" and --model "${String(options.model)}"): give it once`);
+    options.model = positionalModel;
   }
   return ok(options);
 }
@@ -207,6 +227,22 @@ export interface MetricsConfig {
   readonly showHiddenMetricsForVersion: string | null;
 }
 
+/** The server log (vLLM's names: VLLM_LOGGING_LEVEL, VLLM_LOG_STATS_INTERVAL, --uvicorn-log-level, ...). */
+export interface LogConfig {
+  /** VLLM_LOGGING_LEVEL: fennec's own lines */
+  readonly level: LogLevel;
+  readonly format: LogFormat;
+  /** --uvicorn-log-level: the access lines (written at INFO) */
+  readonly accessLevel: LogLevel;
+  readonly accessLog: boolean;
+  readonly enableLogRequests: boolean;
+  /** --disable-log-requests was given (deprecated in vLLM: one warning) */
+  readonly disableLogRequestsGiven: boolean;
+  readonly maxLogLen: number | null;
+  /** VLLM_LOG_STATS_INTERVAL, seconds between engine stats lines (vLLM's default 10) */
+  readonly statsIntervalS: number;
+}
+
 /** Which chain of stages to build: one engine, the built-in prefill/decode pair, or a stage-config file. */
 export interface StageChainConfig {
   readonly pipeline: "single" | "pd";
@@ -221,6 +257,7 @@ export interface ServeConfig {
   readonly server: ServerConfig;
   readonly metrics: MetricsConfig;
   readonly stages: StageChainConfig;
+  readonly log: LogConfig;
 }
 
 export interface RunBatchConfig {
@@ -277,6 +314,25 @@ function stageChainConfig(options: Options): Result<StageChainConfig> {
   return ok({ pipeline, stageConfigPath });
 }
 
+function logConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<LogConfig> {
+  const rawLevel = env["VLLM_LOGGING_LEVEL"];
+  const level = rawLevel === undefined || rawLevel === "" ? "INFO" : parseLogLevel(rawLevel);
+  if (level === null) return err(`VLLM_LOGGING_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL (got "${rawLevel}")`);
+  const rawInterval = env["VLLM_LOG_STATS_INTERVAL"];
+  // vLLM's envs.VLLM_LOG_STATS_INTERVAL default: 10 s
+  const statsIntervalS = rawInterval === undefined || rawInterval === "" ? 10 : Number(rawInterval);
+  if (!Number.isFinite(statsIntervalS) || statsIntervalS <= 0) return err(`VLLM_LOG_STATS_INTERVAL must be a positive number of seconds (got "${rawInterval}")`);
+  return ok({
+    level, format: options["log-format"] === "json" ? "json" : "text",
+    accessLevel: parseLogLevel(stringOrNull(options["uvicorn-log-level"]) ?? "info") ?? "INFO",
+    accessLog: options["disable-uvicorn-access-log"] !== true,
+    enableLogRequests: options["enable-log-requests"] === true,
+    disableLogRequestsGiven: options["disable-log-requests"] === true,
+    maxLogLen: intOrNull(options["max-log-len"]),
+    statsIntervalS,
+  });
+}
+
 /**
  * `serve`'s flags as one typed config, checked before anything is loaded (vLLM checks before the model too).
  * `env` supplies VLLM_API_KEY, which vLLM reads when --api-key is not given.
@@ -307,7 +363,9 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
   if (server.servedModelName === "") return err("--served-model-name must not be empty");
   const stages = stageChainConfig(options);
   if (!stages.ok) return stages;
-  return ok({ model: stringOrNull(options.model), engine: engineConfig(options), server, metrics, stages: stages.value });
+  const log = logConfig(options, env);
+  if (!log.ok) return log;
+  return ok({ model: stringOrNull(options.model), engine: engineConfig(options), server, metrics, stages: stages.value, log: log.value });
 }
 
 /** `run-batch`'s flags as one typed config; both files are required. */
@@ -341,7 +399,8 @@ export function tokenizeConfig(options: Options): Result<TokenizeConfig> {
 }
 
 export function commandHelp(command: Command): string {
-  const lines = [`Usage: fennec ${command} [options]`, "", COMMANDS[command], "", "Options:"];
+  const usage = POSITIONAL_MODEL.includes(command) ? `Usage: fennec ${command} [MODEL] [options]` : `Usage: fennec ${command} [options]`;
+  const lines = [usage, "", COMMANDS[command], "", ...(POSITIONAL_MODEL.includes(command) ? ["MODEL: a GGUF file, as vLLM's positional model (same as --model).", ""] : []), "Options:"];
   for (const f of flagsOf(command)) {
     const flag = `${f.alias ? `${f.alias}, ` : ""}--${f.name}${f.kind === "bool" ? "" : ` <${f.metavar ?? (f.choices ? f.choices.join("|") : f.kind)}>`}`;
     const def = f.default === null || f.default === false ? "" : ` (default: ${JSON.stringify(f.default)})`;

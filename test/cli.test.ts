@@ -1,7 +1,7 @@
 /**
  * The CLI contract, table-driven, on the real entry point as a subprocess: every command's --help names every flag,
- * and bad input (unknown flags, bad values, missing or non-GGUF model files) is ONE line on stderr and exit 2, never a
- * stack trace, for every command.
+ * and bad input is ONE line on stderr, never a stack trace, for every command: exit 2 for a usage error (unknown flags,
+ * bad values), exit 1 for a run that fails (missing or non-GGUF model files), as vLLM's argparse and Python do.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -38,6 +38,8 @@ interface BadCase {
   readonly args: readonly string[];
   /** a part of the one line the user must see */
   readonly says: string;
+  /** the exit code: 2 (usage) unless the flags were fine and the run failed (1) */
+  readonly code?: 1 | 2;
 }
 
 const ALL = Object.keys(COMMANDS) as Command[];
@@ -45,11 +47,15 @@ const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch"];
 
 const BAD: readonly BadCase[] = [
   { name: "an unknown flag", commands: ALL, args: ["--bogus"], says: "unknown option --bogus" },
-  { name: "a stray argument", commands: ALL, args: ["stray"], says: 'unexpected argument "stray"' },
+  { name: "a stray argument", commands: ["generate", "tokenize", "run-batch"], args: ["stray"], says: 'unexpected argument "stray"' },
+  // serve takes one positional model, as `vllm serve MODEL`: a second one is stray
+  { name: "a second positional argument", commands: ["serve"], args: ["model.gguf", "stray"], says: 'unexpected argument "stray"' },
+  { name: "the model given twice", commands: ["serve"], args: ["a.gguf", "--model", "b.gguf"], says: "the model is given twice" },
+  { name: "a positional model that is missing", commands: ["serve"], args: ["/nonexistent/positional.gguf"], says: "/nonexistent/positional.gguf: file not found", code: 1 },
   { name: "a flag without its value", commands: ALL, args: ["--model"], says: "--model needs a value" },
-  { name: "a missing model file", commands: ALL, args: ["--model", "/nonexistent/model.gguf"], says: "/nonexistent/model.gguf: file not found" },
-  { name: "a model that is a folder", commands: ALL, args: ["--model", "/"], says: "/: not a regular file" },
-  { name: "a file that is not GGUF", commands: ALL, args: ["--model", NOT_GGUF], says: `${NOT_GGUF}: not a GGUF file` },
+  { name: "a missing model file", commands: ALL, args: ["--model", "/nonexistent/model.gguf"], says: "/nonexistent/model.gguf: file not found", code: 1 },
+  { name: "a model that is a folder", commands: ALL, args: ["--model", "/"], says: "/: not a regular file", code: 1 },
+  { name: "a file that is not GGUF", commands: ALL, args: ["--model", NOT_GGUF], says: `${NOT_GGUF}: not a GGUF file`, code: 1 },
   { name: "--threads 0", commands: MODEL_COMMANDS, args: ["--threads", "0"], says: "--threads must be in 1..256 (got 0)" },
   { name: "--threads 1000", commands: MODEL_COMMANDS, args: ["--threads", "1000"], says: "--threads must be in 1..256 (got 1000)" },
   { name: "--threads two", commands: MODEL_COMMANDS, args: ["--threads", "two"], says: '--threads needs an integer (got "two")' },
@@ -77,8 +83,8 @@ const BAD_RAW: readonly { name: string; args: readonly string[]; says: string }[
   { name: "an unknown command", args: ["frobnicate"], says: 'unknown command "frobnicate"' },
 ];
 
-function expectOneLineError(r: ReturnType<typeof fennec>, says: string): void {
-  expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: 2 });
+function expectOneLineError(r: ReturnType<typeof fennec>, says: string, code: 1 | 2 = 2): void {
+  expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code });
   expect(r.stderr.endsWith("\n")).toBe(true);
   expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
   expect(r.stderr).toStartWith("fennec: ");
@@ -93,7 +99,7 @@ describe("fennec <command> --help", () => {
       const r = fennec([command, "--help"]);
       expect(r.code).toBe(0);
       expect(r.stderr).toBe("");
-      expect(r.stdout).toStartWith(`Usage: fennec ${command} [options]`);
+      expect(r.stdout).toStartWith(command === "serve" ? "Usage: fennec serve [MODEL] [options]" : `Usage: fennec ${command} [options]`);
       const flags = flagsOf(command);
       expect(flags.length).toBeGreaterThan(0);
       for (const flag of flags) {
@@ -110,10 +116,10 @@ describe("fennec <command> --help", () => {
   });
 });
 
-describe("bad input: one line, exit 2, no stack trace", () => {
+describe("bad input: one line, exit 2 (usage) or 1 (failed run), no stack trace", () => {
   const rows = BAD.flatMap((c) => c.commands.map((command) => ({ ...c, command })));
   test.each(rows.map((r) => [`${r.command}: ${r.name}`, r] as const))("%s", (_label, row) => {
-    expectOneLineError(fennec([row.command, ...BASE[row.command], ...row.args]), row.says);
+    expectOneLineError(fennec([row.command, ...BASE[row.command], ...row.args]), row.says, row.code);
   });
   test.each(BAD_RAW.map((r) => [r.name, r] as const))("%s", (_label, row) => {
     expectOneLineError(fennec(row.args), row.says);

@@ -14,7 +14,7 @@ import { loadModel } from "../model/load-model.ts";
 import { Runner } from "../model/runner.ts";
 import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
-import { CliError } from "../util/cli-error.ts";
+import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { createBackend, type BackendOptions } from "../backend/create-backend.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import { createProgressBar } from "../util/progress.ts";
@@ -63,10 +63,10 @@ export async function main(options: Options): Promise<number> {
   const seed = config.seed ?? Date.now();
   // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in config.ts
   const file = await openModelGguf(config.model);
-  if (!file.ok) throw new CliError(file.error);
+  if (!file.ok) throw new RuntimeFailure(file.error);
   const gguf = file.value;
   const model = loadModel(gguf);
-  if (!model.ok) throw new CliError(model.error);
+  if (!model.ok) throw new RuntimeFailure(model.error);
   let tokenizer: Tokenizer;
   try {
     tokenizer = createTokenizer(gguf);

@@ -15,7 +15,7 @@ import { createServingPipeline, stageChainOf } from "../pipeline/serving-pipelin
 import type { StageFactory } from "../pipeline/stage-pipeline.ts";
 import { createApp } from "../server/app.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
-import { CliError } from "../util/cli-error.ts";
+import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 
 /** vLLM run-batch's endpoints (the generative ones fennec serves). */
 const SUPPORTED_URLS = ["/v1/chat/completions", "/v1/completions"] as const;
@@ -123,7 +123,8 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
     tables: config.value.metrics.logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
     ...(deps.factory ? { factory: deps.factory } : {}),
   }).catch((e: unknown) => {
-    throw new CliError(`cannot start the engine: ${errorMessage(e)}`);
+    // the flags were fine: a model that does not load is a failed run (exit 1)
+    throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
   });
   try {
     const app = createBatchApp(orchestrator);

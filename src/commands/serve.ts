@@ -5,7 +5,7 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
-import { serveConfig, type Options, type ServeConfig } from "../config.ts";
+import { serveConfig, type LogConfig, type Options, type ServeConfig } from "../config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
@@ -15,7 +15,11 @@ import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/s
 import { createApp } from "../server/app.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
-import { CliError } from "../util/cli-error.ts";
+import { CliError, RuntimeFailure } from "../util/cli-error.ts";
+import { createLogger, type Logger, type LogLevel } from "../util/logger.ts";
+import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
+import { accessLine } from "../server/access-log.ts";
+import { withRequestLogging } from "../server/request-logger.ts";
 
 /** How long shutdown waits for open connections to finish before closing them. */
 const SHUTDOWN_GRACE_MS = 3000;
@@ -41,9 +45,21 @@ export function readServeConfig(options: Options, env: Readonly<Record<string, s
 
 /** Lets the orchestrator report stats before the recorder exists (the recorder needs the loaded model's facts). */
 class ForwardingListener implements StatsListener {
-  target: StatsListener | null = null;
-  onStep(stats: StepStats): void { this.target?.onStep(stats); }
-  onRequestFinished(stats: FinishedRequestStats): void { this.target?.onRequestFinished(stats); }
+  targets: StatsListener[] = [];
+  onStep(stats: StepStats): void { for (const t of this.targets) t.onStep(stats); }
+  onRequestFinished(stats: FinishedRequestStats): void { for (const t of this.targets) t.onRequestFinished(stats); }
+}
+
+/** The server's loggers: fennec's own lines at VLLM_LOGGING_LEVEL, the access lines at --uvicorn-log-level. */
+export interface ServeLoggers {
+  readonly main: Logger;
+  /** null with --disable-uvicorn-access-log */
+  readonly access: Logger | null;
+}
+
+export function serveLoggers(log: LogConfig, write: (line: string) => void = (l) => void process.stderr.write(l)): ServeLoggers {
+  const root = createLogger({ level: log.level, format: log.format, write });
+  return { main: root.child("serve.ts"), access: log.accessLog ? root.child("access", log.accessLevel) : null };
 }
 
 /** The pipeline the config asks for (--pipeline, --stage-config; --log-stats tables), built by the pipeline module. */
@@ -52,21 +68,27 @@ async function startPipeline(config: ServeConfig, chain: StageChain | null, list
   try {
     return await createServingPipeline({ model: config.model, engineArgs: config.engine, chain, listener, tables });
   } catch (e) {
-    throw new CliError(`cannot start the engine: ${errorMessage(e)}`);
+    // the flags were checked already: a model that does not load is a failed run (exit 1)
+    throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
   }
 }
-
-const log = (line: string): void => { process.stderr.write(`${line}\n`); };
 
 export async function main(options: Options): Promise<number> {
   const { config, chain } = readServeConfig(options);
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
   if (!gate.ok) throw new CliError(gate.error);
+  const loggers = serveLoggers(config.log);
+  const mainLog = loggers.main;
+  if (config.log.disableLogRequestsGiven) mainLog.warning("--disable-log-requests is deprecated and has no effect: requests are not logged unless --enable-log-requests is given");
+  // the app's lines (aborts, internal errors) at the level each names
+  const log = (line: string, level: LogLevel = "INFO"): void => mainLog.log(level, line);
 
   const listener = new ForwardingListener();
   const pipeline = await startPipeline(config, chain, listener);
-  const { orchestrator } = pipeline;
+  const orchestrator = config.log.enableLogRequests
+    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
+    : pipeline.orchestrator;
   const servedModelName = flags.servedModelName ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats,
@@ -76,13 +98,17 @@ export async function main(options: Options): Promise<number> {
     model: { config: orchestrator.modelConfig },
     ...(pipeline.cacheConfig ? { cacheConfig: pipeline.cacheConfig } : {}),
   });
-  listener.target = recorder;
+  listener.targets.push(recorder);
+  // vLLM's periodic "Engine 000: Avg prompt throughput ..." line; off with --disable-log-stats, as in vLLM
+  const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i));
+  if (statLogger !== null) listener.targets.push(statLogger);
 
   const shutdown = new AbortController();
   const app = createApp({
     orchestrator, servedModelName, modelPath: config.model ?? "embedded:stories260K", apiKey: flags.apiKey,
     enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
+    ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     enableRequestIdHeaders: flags.enableRequestIdHeaders,
     enablePromptTokensDetails: flags.enablePromptTokensDetails,
@@ -94,27 +120,29 @@ export async function main(options: Options): Promise<number> {
     app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: BUN_BODY_LIMIT_BYTES, idleTimeout: IDLE_TIMEOUT_S, reusePort: false });
   } catch (e) {
     await orchestrator.shutdown();
-    throw new CliError(`cannot listen on ${flags.host}:${flags.port}: ${errorMessage(e)}`);
+    throw new RuntimeFailure(`cannot listen on ${flags.host}:${flags.port}: ${errorMessage(e)}`);
   }
   const server = app.server!;
+  statLogger?.start();
   log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${server.port} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
     if (stopping) {
       // a second signal while draining: the operator wants out now
-      log(`fennec: ${signal} again, exiting without waiting`);
+      log(`${signal} again, exiting without waiting`, "WARNING");
       process.exit(1);
     }
     stopping = true;
-    log(`fennec: ${signal} received, shutting down`);
+    log(`${signal} received, shutting down`);
+    statLogger?.stop();
     shutdown.abort();
     const closed = server.stop(false);
     const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
     await Promise.race([closed, grace]);
     await server.stop(true);
     await Promise.race([orchestrator.shutdown(), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS))]);
-    log("fennec: stopped");
+    log("stopped");
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));

@@ -2,20 +2,20 @@
  * `fennec tokenize --text T [--json] [--add-special] [--model PATH]`: prints the token ids of a text, one line of
  * space-separated ids, or `{"token_ids":[...]}` with --json. No BOS unless --add-special, which also adds EOS where the
  * model does and parses special-token texts (llama.cpp add_special + parse_special). Default model: the embedded one.
- * Missing --text, a missing or bad model file: one-line error, exit 2.
+ * Missing --text: one-line error, exit 2; a missing or bad model file: one line, exit 1.
  */
 import { tokenizeConfig, type Options } from "../config.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
 import { TokenizerError, type Tokenizer } from "../tokenizer/tokenizer.ts";
-import { CliError } from "../util/cli-error.ts";
+import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 
 function loadTokenizer(file: GgufFile): Tokenizer {
   try {
     return createTokenizer(file);
   } catch (e) {
-    if (e instanceof TokenizerError) throw new CliError(e.message);
+    if (e instanceof TokenizerError) throw new RuntimeFailure(e.message);
     throw e;
   }
 }
@@ -25,7 +25,7 @@ export async function main(options: Options): Promise<number> {
   if (!config.ok) throw new CliError(config.error);
   const { text, addSpecial, json } = config.value;
   const file = await openModelGguf(config.value.model);
-  if (!file.ok) throw new CliError(file.error);
+  if (!file.ok) throw new RuntimeFailure(file.error);
   const tokenizer = loadTokenizer(file.value);
   const tokenIds = tokenizer.encode(text, { addSpecial, parseSpecial: addSpecial });
   process.stdout.write(json ? `${JSON.stringify({ token_ids: tokenIds })}\n` : `${tokenIds.join(" ")}\n`);

@@ -6,7 +6,9 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import { Elysia } from "elysia";
+import { clientAddress } from "./access-log.ts";
 import { createAuthCheck } from "./auth.ts";
+import { createCors, DEFAULT_CORS } from "./cors.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
@@ -41,13 +43,6 @@ function createRequestChecks(options: ServerOptions): (request: Request) => void
   };
 }
 
-/** vLLM's default CORS policy (--allowed-origins '*'): browser clients on any origin may call the API. */
-const CORS_HEADERS = {
-  "access-control-allow-origin": "*",
-  "access-control-allow-methods": "GET, POST, OPTIONS",
-  "access-control-allow-headers": "Authorization, Content-Type, X-Request-Id",
-  "access-control-max-age": "600",
-} as const;
 
 /** The body as text, refused with 413 once it passes `maxBytes` (chunked bodies declare no length up front). */
 async function readBodyText(request: Request, maxBytes: number): Promise<string> {
@@ -118,15 +113,20 @@ export function createApp(options: ServerOptions) {
   const errorResponses = new WeakMap<Request, Response>();
   const noteError = (request: Request, response: Response) => void errorResponses.set(request, response);
   const forwarded = new WeakSet<Request>();
+  const clients = new WeakMap<Request, string | null>();
+  const cors = createCors(options.cors ?? DEFAULT_CORS);
   const load = createServerLoad(options.enableServerLoadTracking === true);
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
     .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError }))
-    .onRequest(({ request, set }) => {
+    .onRequest(({ request, set, server }) => {
       startedMs.set(request, performance.now());
-      if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: CORS_HEADERS });
-      set.headers["access-control-allow-origin"] = "*";
+      // read now: once the response is out the socket may be gone
+      if (options.accessLog !== undefined) clients.set(request, clientAddress(server?.requestIP(request)));
+      const preflight = cors.preflight(request);
+      if (preflight !== null) return preflight;
+      Object.assign(set.headers, cors.responseHeaders(request));
       if (options.enableRequestIdHeaders === true) {
         set.headers["x-request-id"] = publicRequestId(request.headers.get("x-request-id"), null);
       }
@@ -135,13 +135,16 @@ export function createApp(options: ServerOptions) {
     .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies, options.maxBodyBytes) : undefined))
     // before the routes: Elysia applies a hook only to routes registered after it
     .onAfterResponse({ as: "global" }, ({ request, route, set, ...rest }) => {
-      // a forwarded /invocations body is counted once, under /invocations (as vLLM's instrumentator sees it)
-      if (options.onHttpResponse === undefined || forwarded.has(request)) return;
+      // a forwarded /invocations body is counted and logged once, under /invocations (as vLLM's instrumentator sees it)
+      if (forwarded.has(request)) return;
       // runs after the response is out: a failure here must never reach the process (it would end the server)
       try {
         const response = errorResponses.get(request) ?? ("response" in rest && rest.response instanceof Response ? rest.response : null);
         const status = response?.status ?? (typeof set.status === "number" ? set.status : 200);
-        const pathname = new URL(request.url).pathname;
+        const url = new URL(request.url);
+        const pathname = url.pathname;
+        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: `${pathname}${url.search}`, status });
+        if (options.onHttpResponse === undefined) return;
         options.onHttpResponse({
           // the matched route, also for requests refused before routing (401, 413): the instrumentator labels those too
           handler: route || (methodsOf(pathname).includes(request.method) ? pathname : null),
@@ -152,7 +155,7 @@ export function createApp(options: ServerOptions) {
           responseBytes: response !== null ? headerBytes(response.headers.get("content-length")) : bodyBytes("responseValue" in rest ? rest.responseValue : undefined),
         });
       } catch (error) {
-        options.log(`fennec: HTTP metrics skipped a response: ${errorMessage(error)}`);
+        options.log(`HTTP metrics skipped a response: ${errorMessage(error)}`, "WARNING");
       }
     })
     .use(docsRoutes())

@@ -4,6 +4,7 @@
  * ApiError, Elysia's VALIDATION / PARSE / NOT_FOUND and anything unexpected into that body. Never a stack trace.
  */
 import { Elysia, ValidationError } from "elysia";
+import type { LogLevel } from "../util/logger.ts";
 
 /** OpenAI / vLLM error `type` per status: the table the whole server uses. */
 export const ERROR_TYPES = {
@@ -176,7 +177,7 @@ export interface ErrorContext {
   readonly noteError?: (request: Request, response: Response) => void;
 }
 
-export function toApiError(code: string | number, error: unknown, log: (message: string) => void, rawBody?: unknown, allowedMethods: readonly string[] = []): ApiError {
+export function toApiError(code: string | number, error: unknown, log: (message: string, level?: LogLevel) => void, rawBody?: unknown, allowedMethods: readonly string[] = []): ApiError {
   if (error instanceof ApiError) return error;
   // a parse hook's own ApiError arrives wrapped in Elysia's ParseError
   if (error instanceof Error && error.cause instanceof ApiError) return error.cause;
@@ -187,12 +188,14 @@ export function toApiError(code: string | number, error: unknown, log: (message:
     case "INVALID_FILE_TYPE":
     case "INVALID_COOKIE_SIGNATURE": return new ApiError("invalidBody", "Bad Request");
   }
-  log(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  // the operator sees one line; the stack only with VLLM_LOGGING_LEVEL=DEBUG
+  log(`internal error: ${error instanceof Error ? `${error.name}: ${error.message.split("\n")[0]}` : String(error)}`, "ERROR");
+  if (error instanceof Error && error.stack !== undefined) log(error.stack, "DEBUG");
   return new ApiError("internal", "Internal server error");
 }
 
 /** The one error plugin: global scope, so routes of every plugin answer with the OpenAI error object. */
-export function errorPlugin(log: (message: string) => void, context: ErrorContext = { rawBodyOf: () => undefined, methodsOf: () => [] }) {
+export function errorPlugin(log: (message: string, level?: LogLevel) => void, context: ErrorContext = { rawBodyOf: () => undefined, methodsOf: () => [] }) {
   return new Elysia({ name: "fennec-errors" })
     .error({ ApiError })
     .onError({ as: "global" }, ({ code, error, request }) => {

@@ -3,6 +3,9 @@
  * @example createApp({ orchestrator, servedModelName: "stories260K", ... })
  */
 import type { Orchestrator } from "../frontend/orchestrator.ts";
+import type { LogLevel } from "../util/logger.ts";
+import type { AccessEntry } from "./access-log.ts";
+import type { CorsConfig } from "./cors.ts";
 
 export interface ServerOptions {
   readonly orchestrator: Orchestrator;
@@ -24,12 +27,16 @@ export interface ServerOptions {
   readonly enableRequestIdHeaders?: boolean;
   /** --disable-web-ui: no chat / metrics page at `/` */
   readonly disableWebUi?: boolean;
+  /** --allowed-origins / --allowed-methods / --allowed-headers / --allow-credentials; default vLLM's (all allowed) */
+  readonly cors?: CorsConfig;
   /** bodies larger than this are refused with 413 */
   readonly maxBodyBytes: number;
   /** aborted when the server shuts down: in-flight streams end with an error event */
   readonly shutdownSignal: AbortSignal;
-  /** one line per call (server log); tests pass a collector */
-  readonly log: (line: string) => void;
+  /** one line per call (server log; the level defaults to INFO); tests pass a collector */
+  readonly log: (line: string, level?: LogLevel) => void;
+  /** one call per answered request (the uvicorn-style access line); absent = no access log */
+  readonly accessLog?: (entry: AccessEntry) => void;
   /** the /metrics route (observability helper), mounted when given; it stays open without the API key */
   readonly metricsRoute?: import("elysia").AnyElysia;
   /** called once per answered request (the recorder's HTTP metrics) */

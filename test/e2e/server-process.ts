@@ -57,16 +57,27 @@ async function drain(stream: ReadableStream<Uint8Array>, into: string[]): Promis
   }
 }
 
+export interface StartOptions {
+  /** extra environment variables (VLLM_LOGGING_LEVEL, VLLM_LOG_STATS_INTERVAL, ...) */
+  readonly env?: Readonly<Record<string, string>>;
+  /** the server speaks HTTPS (--ssl-certfile): poll /health over TLS, trusting any certificate */
+  readonly https?: boolean;
+  /** prefix of every route (--root-path) */
+  readonly rootPath?: string;
+  /** the command before the serve flags (default serverCommand()) */
+  readonly command?: readonly string[];
+}
+
 /** Runs `fennec serve` with extra args (not the port) and resolves once /health answers 200. */
-export async function startServer(args: readonly string[] = []): Promise<ServerProcess> {
+export async function startServer(args: readonly string[] = [], start: StartOptions = {}): Promise<ServerProcess> {
   const port = freePort();
   const output: string[] = [];
-  const child = Bun.spawn([...serverCommand(), "--host", "127.0.0.1", "--port", String(port), ...args], {
-    cwd: ROOT, stdout: "pipe", stderr: "pipe", stdin: "ignore",
+  const child = Bun.spawn([...(start.command ?? serverCommand()), "--host", "127.0.0.1", "--port", String(port), ...args], {
+    cwd: ROOT, stdout: "pipe", stderr: "pipe", stdin: "ignore", env: { ...process.env, ...start.env },
   });
   void drain(child.stdout as ReadableStream<Uint8Array>, output);
   void drain(child.stderr as ReadableStream<Uint8Array>, output);
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${start.https ? "https" : "http"}://127.0.0.1:${port}${start.rootPath ?? ""}`;
   const server: ServerProcess = {
     url, port, process: child,
     log: () => output.join(""),
@@ -83,7 +94,7 @@ export async function startServer(args: readonly string[] = []): Promise<ServerP
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before it was ready:\n${server.log()}`);
     try {
-      if ((await fetch(`${url}/health`)).status === 200) return server;
+      if ((await fetch(`${url}/health`, { tls: { rejectUnauthorized: false } })).status === 200) return server;
     } catch {
       // not listening yet
     }

@@ -35,20 +35,20 @@ describe("fennec generate", () => {
     expect(r.stdout).toStartWith("Once upon a time, there was a");
   });
 
-  test("a missing model file: one line, exit 2", () => {
+  test("a missing model file: one line, exit 1 (the run failed, the flags were fine)", () => {
     const r = fennec("--model", "/nonexistent/model.gguf");
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.stderr).toBe("fennec: /nonexistent/model.gguf: file not found\n");
     expect(r.stdout).toBe("");
   });
 
-  test("a file that is not GGUF: one line naming the file, exit 2", () => {
+  test("a file that is not GGUF: one line naming the file, exit 1", () => {
     const dir = mkdtempSync(join(tmpdir(), "fennec-generate-"));
     const path = join(dir, "bad.gguf");
     writeFileSync(path, "this is not a model");
     const r = fennec("--model", path);
     rmSync(dir, { recursive: true, force: true });
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(1);
     expect(r.stderr.split("\n").length).toBe(2);
     expect(r.stderr).toStartWith(`fennec: ${path}: `);
   });

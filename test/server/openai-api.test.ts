@@ -422,7 +422,7 @@ describe("aborts and shutdown", () => {
     expect(s.fake.running()).toBe(0);
     expect(s.fake.abortedIds).toHaveLength(1);
     const publicId = s.fake.abortedIds[0]!.replace(/-[0-9a-f]{8}$/, "");
-    expect(s.logs.filter((l) => l.endsWith("aborted: the client disconnected"))).toEqual([`fennec: ${publicId} aborted: the client disconnected`]);
+    expect(s.logs.filter((l) => l.endsWith("aborted: the client disconnected"))).toEqual([`${publicId} aborted: the client disconnected`]);
   });
 
   test("an aborted request signal (client gone before the body) aborts a non-streaming request", async () => {
@@ -563,9 +563,13 @@ describe("tokenize, models, health, version", () => {
 
   test("CORS like vLLM's default: preflight answered without the API key, every response allows any origin", async () => {
     const s = testServer({ apiKey: "k" });
-    const preflight = await s.call("OPTIONS", "/v1/chat/completions", undefined, { origin: "http://ui.example", "access-control-request-method": "POST" });
-    expect(preflight.status).toBe(204);
-    expect(preflight.headers.get("access-control-allow-headers")).toContain("Authorization");
+    // the openai SDK's browser build sends x-stainless-* headers: all headers are allowed by default (Starlette echoes them)
+    const requested = "authorization, content-type, x-stainless-os, x-stainless-retry-count";
+    const preflight = await s.call("OPTIONS", "/v1/chat/completions", undefined, { origin: "http://ui.example", "access-control-request-method": "POST", "access-control-request-headers": requested });
+    expect(preflight.status).toBe(200);
+    expect(preflight.headers.get("access-control-allow-headers")).toBe(requested);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-methods")).toContain("POST");
     for (const res of [await s.call("GET", "/health"), await s.call("GET", "/v1/models"), await s.call("POST", "/v1/completions", { prompt: "a", max_tokens: 2, stream: true }, { authorization: "Bearer k" })]) {
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
     }

@@ -49,12 +49,12 @@ describe("fennec tokenize", () => {
   }, SUBPROCESS_TIMEOUT_MS);
 
   test.each([
-    ["missing --text", ["tokenize", "--json"], "--text"],
-    ["missing model file", ["tokenize", "--text", "hi", "--model", "/nonexistent/model.gguf"], "/nonexistent/model.gguf"],
-    ["a file that is not GGUF", ["tokenize", "--text", "hi", "--model", CLI], CLI],
-  ])("%s: one-line error, exit 2", (_name, args, mention) => {
+    ["missing --text", ["tokenize", "--json"], "--text", 2],
+    ["missing model file", ["tokenize", "--text", "hi", "--model", "/nonexistent/model.gguf"], "/nonexistent/model.gguf", 1],
+    ["a file that is not GGUF", ["tokenize", "--text", "hi", "--model", CLI], CLI, 1],
+  ] as const)("%s: one-line error, exit %i (2 usage, 1 failed run)", (_name, args, mention, code) => {
     const r = fennec(...args);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(code);
     expect(r.stdout).toBe("");
     expect(r.stderr.trimEnd().split("\n").length).toBe(1);
     expect(r.stderr).toStartWith("fennec: ");
@@ -67,7 +67,7 @@ describe("fennec tokenize", () => {
     try {
       writeGgufFile(path, { metadata: new Map([["general.architecture", mdString("llama")]]), tensors: [] });
       const r = fennec("tokenize", "--text", "hi", "--model", path);
-      expect(r.code).toBe(2);
+      expect(r.code).toBe(1);
       expect(r.stderr).toBe(`fennec: ${path}: tokenizer.ggml.model: missing (the file has no tokenizer)\n`);
     } finally {
       rmSync(dir, { recursive: true, force: true });

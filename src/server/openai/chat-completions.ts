@@ -92,7 +92,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const created = unixSeconds(arrivalMs);
   const model = options.servedModelName;
   const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling: { ...sampling, maxTokens }, arrivalMs };
-  const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`fennec: ${id} aborted: the client disconnected`));
+  const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`${id} aborted: the client disconnected`));
   const n = sampling.n;
   const returnTokenIds = body.return_token_ids === true;
   const role = responseRole(body);

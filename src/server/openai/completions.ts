@@ -84,7 +84,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   // the stats tables name each prompt as the client knows it: the response id, `-<i>` per prompt when there are several (vLLM)
   const externalId = (i: number) => (prompts.length === 1 ? id : `${id}-${i}`);
   const requestOf = (p: PreparedPrompt, i: number) => ({ requestId: engineId(i), externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs });
-  const aborts: RequestAbort[] = prompts.map((_, i) => linkAbort(clientSignal, options.shutdownSignal, () => options.log(`fennec: ${engineId(i)} aborted: the client disconnected`)));
+  const aborts: RequestAbort[] = prompts.map((_, i) => linkAbort(clientSignal, options.shutdownSignal, () => options.log(`${engineId(i)} aborted: the client disconnected`)));
   const disposeAll = () => aborts.forEach((a) => a.dispose());
   const metricsInput = (times: RequestTimes | null, numGenerationTokens: number) =>
     ({ enabled: options.enablePerRequestMetrics, n, numPrompts: prompts.length, times, numGenerationTokens });

@@ -1,0 +1,43 @@
+/**
+ * --enable-log-requests: one INFO line per request the engine receives, as vLLM's RequestLogger.log_inputs
+ * (vllm/entrypoints/logger.py) writes it: `Received request <id>: prompt: '<text>', params: SamplingParams(...),
+ * prompt_token_ids: [...], lora_request: None.` The prompt and its ids are cut to --max-log-len, as in vLLM.
+ * Wraps the orchestrator, so every route (chat, completions, /invocations, each prompt of a list) is logged once.
+ * @example orchestrator = withRequestLogging(orchestrator, (line) => log.info(line), null);
+ */
+import type { SamplingParams } from "../engine/sampling-params.ts";
+import type { Orchestrator } from "../frontend/orchestrator.ts";
+
+const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Python's repr of a value, close enough for a log line (None, True, 'text', [1, 2]). */
+function pyRepr(value: unknown): string {
+  if (value === null || value === undefined) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (typeof value === "string") return `'${value.replace(/\\/g, "\\\\").replace(/'/g, "\\'").replace(/\n/g, "\\n")}'`;
+  if (Array.isArray(value)) return `[${value.map(pyRepr).join(", ")}]`;
+  if (typeof value === "object") return `{${Object.entries(value).map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`).join(", ")}}`;
+  return String(value);
+}
+
+export function samplingParamsRepr(params: SamplingParams): string {
+  return `SamplingParams(${Object.entries(params).map(([k, v]) => `${snake(k)}=${pyRepr(v)}`).join(", ")})`;
+}
+
+export function withRequestLogging(inner: Orchestrator, log: (line: string) => void, maxLogLen: number | null): Orchestrator {
+  const cut = <T extends string | readonly number[]>(v: T): T => (maxLogLen === null ? v : (v.slice(0, maxLogLen) as T));
+  const generate: Orchestrator["generate"] = (request, signal) => {
+    const prompt = inner.tokenizer.decode(request.promptTokenIds);
+    log(`Received request ${request.externalRequestId ?? request.requestId}: prompt: ${pyRepr(cut(prompt))}, params: ${samplingParamsRepr(request.sampling)}, ` +
+      `prompt_token_ids: ${pyRepr(cut(request.promptTokenIds))}, lora_request: None.`);
+    return inner.generate(request, signal);
+  };
+  // a proxy, so every other member of the orchestrator (now and later) is the inner one's
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "generate") return generate;
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * The log of a served run, read as an operator would (issue 16): the real server as a process, real requests with the
+ * openai client. Every line has vLLM's shape (LEVEL MM-DD HH:MM:SS [source] message), one uvicorn-style access line
+ * per request, the periodic `Engine 000: Avg prompt throughput ...` line while the engine is busy, no stack trace;
+ * with --log-format json every line parses as an object with those fields.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import { startServer, type ServerProcess } from "./server-process.ts";
+
+const LINE = /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} \[[^\]]+\] .+$/;
+const ACCESS = /\[access\] 127\.0\.0\.1:\d+ - "(GET|POST|OPTIONS) (\S+) HTTP\/1\.1" (\d{3}) [A-Za-z ]+$/;
+const servers: ServerProcess[] = [];
+afterAll(async () => { for (const s of servers) await s.stop(); });
+
+/** Streams that keep the engine busy for a while, plus a 404 and a bad request. */
+async function traffic(url: string): Promise<{ streams: number; completions: number }> {
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "none", maxRetries: 0 });
+  const streams = 4;
+  const completions = 3;
+  await Promise.all([
+    ...Array.from({ length: streams }, async () => {
+      const stream = await client.chat.completions.create({ model: "stories260K", messages: [{ role: "user", content: "Once" }], max_tokens: 400, stream: true, temperature: 0 });
+      for await (const _chunk of stream) { /* drain */ }
+    }),
+    ...Array.from({ length: completions }, () => client.completions.create({ model: "stories260K", prompt: "Once upon a time", max_tokens: 400 })),
+  ]);
+  expect((await fetch(`${url}/no/such/route`)).status).toBe(404);
+  expect((await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" })).status).toBe(400);
+  return { streams, completions };
+}
+
+describe("server log", () => {
+  test("text: vLLM's line shape on every line, one access line per request, the stats line while busy, no stack trace", async () => {
+    const server = await startServer(["--threads", "1", "--max-num-seqs", "8", "--enable-log-requests"], { env: { VLLM_LOG_STATS_INTERVAL: "0.1" } });
+    servers.push(server);
+    const { streams, completions } = await traffic(server.url);
+    await Bun.sleep(1200); // one more stats interval after the last token
+    const lines = server.log().trimEnd().split("\n");
+    const bad = lines.filter((l) => !LINE.test(l));
+    expect(bad).toEqual([]);
+    expect(lines.filter((l) => /^\s+at /.test(l) || l.includes("    at "))).toEqual([]);
+    const access = lines.map((l) => ACCESS.exec(l)).filter((m) => m !== null);
+    const count = (method: string, path: string, status: string) => access.filter((m) => m[1] === method && m[2] === path && m[3] === status).length;
+    expect(count("POST", "/v1/chat/completions", "200")).toBe(streams);
+    expect(count("POST", "/v1/completions", "200")).toBe(completions);
+    expect(count("GET", "/no/such/route", "404")).toBe(1);
+    expect(count("POST", "/v1/completions", "400")).toBe(1);
+    // every /health poll of the start-up wait is a request too
+    expect(count("GET", "/health", "200")).toBeGreaterThanOrEqual(1);
+    // --enable-log-requests: one line per request that reached the engine
+    expect(lines.filter((l) => / Received request \S+: prompt: '.*', params: SamplingParams\(n=1, /.test(l))).toHaveLength(streams + completions);
+    const stats = lines.filter((l) => /^INFO .* \[loggers\.ts\] Engine 000: Avg prompt throughput: \d+\.\d tokens\/s, Avg generation throughput: \d+\.\d tokens\/s, Running: \d+ reqs, Waiting: \d+ reqs, GPU KV cache usage: \d+\.\d%, Prefix cache hit rate: \d+\.\d%$/.test(l));
+    expect(stats.length).toBeGreaterThanOrEqual(1);
+    // while busy: some interval saw requests running and tokens generated
+    expect(stats.some((l) => /Running: [1-9]\d* reqs/.test(l) && !/Avg generation throughput: 0\.0 /.test(l))).toBe(true);
+  }, 120_000);
+
+  test("json: every line parses, with time, level, source and message; DEBUG shows the idle stats lines", async () => {
+    const server = await startServer(["--threads", "1", "--log-format", "json"], { env: { VLLM_LOG_STATS_INTERVAL: "0.3", VLLM_LOGGING_LEVEL: "DEBUG" } });
+    servers.push(server);
+    await traffic(server.url);
+    await Bun.sleep(1000);
+    const lines = server.log().trimEnd().split("\n");
+    const records = lines.map((l) => JSON.parse(l) as { time: string; level: string; source: string; message: string });
+    for (const r of records) {
+      expect(Object.keys(r).sort()).toEqual(["level", "message", "source", "time"]);
+      expect(Number.isNaN(Date.parse(r.time))).toBe(false);
+    }
+    expect(records.filter((r) => r.source === "access" && r.message.includes('"POST /v1/chat/completions HTTP/1.1" 200 OK'))).toHaveLength(4);
+    // idle intervals are DEBUG lines, as in vLLM (no noise at INFO on an idle server)
+    expect(records.some((r) => r.level === "DEBUG" && r.message.startsWith("Engine 000: Avg prompt throughput: 0.0 tokens/s"))).toBe(true);
+  }, 120_000);
+
+  test("--disable-uvicorn-access-log and --uvicorn-log-level warning: no access lines", async () => {
+    for (const flags of [["--disable-uvicorn-access-log"], ["--uvicorn-log-level", "warning"]]) {
+      const server = await startServer(["--threads", "1", ...flags]);
+      servers.push(server);
+      expect((await fetch(`${server.url}/v1/models`)).status).toBe(200);
+      await Bun.sleep(100);
+      expect(server.log()).not.toContain("[access]");
+      expect(server.log()).toContain("[serve.ts] fennec ");
+      await server.stop();
+    }
+  }, 120_000);
+});
