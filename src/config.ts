@@ -7,6 +7,7 @@
  * min/max there, so every command rejects a bad value with the same one line) and one field to its command's config.
  */
 import type { EngineArgs } from "./engine/protocol.ts";
+import { parseKvTransfer } from "./engine/kv-transfer-config.ts";
 import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { err, ok, type Result } from "./util/result.ts";
 
@@ -67,6 +68,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
   { name: "kv-cache-memory", vllmName: "kv-cache-memory-bytes", kind: "int", metavar: "bytes", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Bytes for the KV cache (vLLM: --kv-cache-memory-bytes, also accepted). Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
+  // KV offload tier under the prefix cache (vLLM's native offload and SimpleCPUOffloadConnector; docs in README)
+  { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
+  { name: "kv-offloading-backend", kind: "string", default: "native", commands: ENGINE, choices: ["native", "lmcache"], help: "Backend of --kv-offloading-size: native (fennec's host-memory tier); lmcache is refused (no LMCache server)." },
+  { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use.' },
   // vLLM flags that vLLM's own test servers pass and that mean nothing different on fennec: accepted so those command lines run
   { name: "enable-chunked-prefill", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec always chunks long prefills (see --max-num-batched-tokens)." },
   { name: "enforce-eager", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec has no CUDA graphs, it always runs eagerly." },
@@ -254,6 +259,8 @@ export interface ServeConfig {
   /** GGUF path; null = the embedded default model */
   readonly model: string | null;
   readonly engine: EngineArgs;
+  /** vLLM's start-up warnings about the engine flags (the KV offload tier's), logged once */
+  readonly warnings: readonly string[];
   readonly server: ServerConfig;
   readonly metrics: MetricsConfig;
   readonly stages: StageChainConfig;
@@ -263,6 +270,7 @@ export interface ServeConfig {
 export interface RunBatchConfig {
   readonly model: string | null;
   readonly engine: EngineArgs;
+  readonly warnings: readonly string[];
   readonly metrics: Pick<MetricsConfig, "disableLogStats" | "logStats">;
   readonly stages: StageChainConfig;
   readonly inputFile: string;
@@ -294,8 +302,18 @@ const intOrNull = (v: FlagValue | undefined): number | null => (typeof v === "nu
 const deviceOf = (v: FlagValue | undefined): "cpu" | "webgpu" => (v === "webgpu" ? "webgpu" : "cpu");
 
 /** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (FLAGS' min/max). */
-function engineConfig(options: Options): EngineArgs {
-  return {
+function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
+  const enablePrefixCaching = options["no-enable-prefix-caching"] !== true;
+  const transfer = parseKvTransfer({
+    kvOffloadingSize: typeof options["kv-offloading-size"] === "number" ? options["kv-offloading-size"] : null,
+    kvOffloadingBackend: String(options["kv-offloading-backend"] ?? "native"),
+    kvTransferConfig: stringOrNull(options["kv-transfer-config"]),
+    useSimpleKvOffload: env["VLLM_USE_SIMPLE_KV_OFFLOAD"] === "1",
+    enablePrefixCaching,
+  }, Number(options["block-size"]));
+  if (!transfer.ok) return transfer;
+  return ok({ warnings: transfer.value.warnings, engine: {
+    kvOffload: transfer.value.config,
     maxNumSeqs: Number(options["max-num-seqs"]),
     maxNumBatchedTokens: Number(options["max-num-batched-tokens"]),
     maxModelLen: intOrNull(options["max-model-len"]),
@@ -304,7 +322,7 @@ function engineConfig(options: Options): EngineArgs {
     enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
     threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: deviceOf(options.device),
-  };
+  } });
 }
 
 function stageChainConfig(options: Options): Result<StageChainConfig> {
@@ -365,19 +383,23 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
   if (!stages.ok) return stages;
   const log = logConfig(options, env);
   if (!log.ok) return log;
-  return ok({ model: stringOrNull(options.model), engine: engineConfig(options), server, metrics, stages: stages.value, log: log.value });
+  const engine = engineConfig(options, env);
+  if (!engine.ok) return engine;
+  return ok({ model: stringOrNull(options.model), engine: engine.value.engine, warnings: engine.value.warnings, server, metrics, stages: stages.value, log: log.value });
 }
 
 /** `run-batch`'s flags as one typed config; both files are required. */
-export function runBatchConfig(options: Options): Result<RunBatchConfig> {
+export function runBatchConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): Result<RunBatchConfig> {
   const inputFile = stringOrNull(options["input-file"]);
   const outputFile = stringOrNull(options["output-file"]);
   if (inputFile === null) return err("run-batch needs -i/--input-file (an OpenAI batch JSONL file)");
   if (outputFile === null) return err("run-batch needs -o/--output-file");
   const stages = stageChainConfig(options);
   if (!stages.ok) return stages;
+  const engine = engineConfig(options, env);
+  if (!engine.ok) return engine;
   return ok({
-    model: stringOrNull(options.model), engine: engineConfig(options), stages: stages.value, inputFile, outputFile,
+    model: stringOrNull(options.model), engine: engine.value.engine, warnings: engine.value.warnings, stages: stages.value, inputFile, outputFile,
     metrics: { disableLogStats: options["disable-log-stats"] === true, logStats: options["log-stats"] === true },
   });
 }

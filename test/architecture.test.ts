@@ -62,7 +62,8 @@ const RULES: readonly Rule[] = [
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
   // the typed configs carry the engine's arguments (a type)
-  { files: /^config\.ts$/, may: [/^util\//], mayTypes: [/^engine\/protocol\.ts$/] },
+  // ... and parse --kv-transfer-config with the engine's pure parser of vLLM's connector keys (no engine code)
+  { files: /^config\.ts$/, may: [/^util\//, /^engine\/kv-transfer-config\.ts$/], mayTypes: [/^engine\/protocol\.ts$/] },
   // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
   { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
 ];

@@ -106,6 +106,7 @@ export interface RunBatchDeps {
 export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promise<BatchOutputLine[]> {
   const config = runBatchConfig(options);
   if (!config.ok) throw new CliError(config.error);
+  for (const w of config.value.warnings) process.stderr.write(`WARNING ${w}\n`);
   const { inputFile: inputPath, outputFile: outputPath } = config.value;
   let text: string;
   try {

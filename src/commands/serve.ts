@@ -80,6 +80,7 @@ export async function main(options: Options): Promise<number> {
   if (!gate.ok) throw new CliError(gate.error);
   const loggers = serveLoggers(config.log);
   const mainLog = loggers.main;
+  for (const w of config.warnings) mainLog.warning(w);
   if (config.log.disableLogRequestsGiven) mainLog.warning("--disable-log-requests is deprecated and has no effect: requests are not logged unless --enable-log-requests is given");
   // the app's lines (aborts, internal errors) at the level each names
   const log = (line: string, level: LogLevel = "INFO"): void => mainLog.log(level, line);

@@ -83,6 +83,17 @@ export class BlockPool {
     this.hashes.fill(null);
   }
 
+  /** Free blocks that still hold a cached prefix, next to be evicted first (vLLM free_block_queue order); `limit`
+   * bounds how many free blocks are visited, hashed or not. */
+  *evictableCached(limit: number): Generator<[number, BlockHash]> {
+    let visited = 0;
+    for (const id of this.freeQueue.keys()) {
+      if (visited++ >= limit) return;
+      const hash = this.hashes[id];
+      if (hash !== null && hash !== undefined) yield [id, hash];
+    }
+  }
+
   refCount(blockId: number): number {
     return this.refCounts[blockId]!;
   }

@@ -13,6 +13,10 @@ import { positionLogprobs, Sampler } from "./sampler.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { nowMs as clockNowMs } from "../util/clock.ts";
 import { errorMessage } from "../util/error-message.ts";
+import type { KvOffloadConfig } from "./kv-transfer-config.ts";
+import { KvOffloadConnector } from "./kv-offload-connector.ts";
+import { KvBlockTransfer } from "./kv-block-transfer.ts";
+import { CpuTier, DiskTier, type OffloadTier } from "./offload-tiers.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -22,6 +26,8 @@ export interface EngineConfig {
   readonly blockSize: number;
   readonly numBlocks: number;
   readonly enablePrefixCaching: boolean;
+  /** the KV offload tier under the prefix cache (--kv-offloading-size / --kv-transfer-config); none when absent */
+  readonly kvOffload?: KvOffloadConfig | null;
 }
 
 /** Default KV pool when --kv-cache-memory is not given: this share of free memory, at most this many bytes. */
@@ -56,7 +62,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   }
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
-    numBlocks, enablePrefixCaching: args.enablePrefixCaching,
+    numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null,
   });
 }
 
@@ -74,6 +80,8 @@ export class EngineCore {
   readonly config: EngineConfig;
   readonly kv: KvCacheManager;
   readonly scheduler: Scheduler;
+  /** the offload tier (null without one) */
+  readonly offload: KvOffloadConnector | null;
   private readonly requests = new Map<string, RequestState>();
   private batchId = 0;
   private readonly sampler = new Sampler();
@@ -89,13 +97,20 @@ export class EngineCore {
   ) {
     this.config = config;
     this.kv = new KvCacheManager(config);
-    this.scheduler = new Scheduler(config, this.kv, nowMs);
     this.nextFallbackSeed = seed;
     runner.allocateKvCache(config.numBlocks, config.blockSize);
+    this.offload = config.kvOffload ? createConnector(config, config.kvOffload, this.kv, runner, nowMs) : null;
+    this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload);
+  }
+
+  /** Releases the offload tier (unlinks its disk file); the engine takes no requests afterwards. */
+  dispose(): void {
+    this.offload?.close();
   }
 
   get numRunning(): number { return this.scheduler.running.length; }
-  get numWaiting(): number { return this.scheduler.waiting.length; }
+  /** waiting requests, with those waiting for an offload load (vLLM keeps them in its waiting queue, "deferred") */
+  get numWaiting(): number { return this.scheduler.waiting.length + (this.offload?.numLoading ?? 0); }
   hasWork(): boolean { return this.scheduler.numUnfinished > 0; }
 
   /** Queues a request, or says why it can never run (vLLM's messages). */
@@ -160,7 +175,7 @@ export class EngineCore {
       const state = this.requests.get(id);
       if (!state) continue;
       this.requests.delete(id);
-      this.scheduler.finish(state);
+      this.scheduler.finish(state, true);
     }
   }
 
@@ -177,13 +192,27 @@ export class EngineCore {
       numGenerationTokens: 0, numPreempted: 0, numRunning: this.numRunning, numWaiting: this.numWaiting, numWaitingDeferred: 0,
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       timeToFirstTokensS: [], interTokenLatenciesS: [],
+      ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
     };
+  }
+
+  /**
+   * Schedules a step: the offload tier settles its transfers first; when nothing can run but offload loads are in
+   * flight, waits for them (an abort can still land meanwhile).
+   */
+  private async scheduleStep(): Promise<ReturnType<Scheduler["schedule"]>> {
+    for (;;) {
+      this.offload?.drain([...this.scheduler.running, ...this.scheduler.waiting]);
+      const out = this.scheduler.schedule();
+      if (out.chunks.length > 0 || this.offload === null || !this.offload.hasPendingLoads()) return out;
+      await this.offload.waitForProgress();
+    }
   }
 
   /** One engine step; null when nothing could be scheduled. */
   async step(): Promise<EngineStepResult | null> {
     const stepStartMs = this.nowMs();
-    const { chunks, numPreempted, numDeferred } = this.scheduler.schedule();
+    const { chunks, numPreempted, numDeferred } = await this.scheduleStep();
     if (chunks.length === 0) return null;
     const batchId = ++this.batchId;
     const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
@@ -238,13 +267,15 @@ export class EngineCore {
       }
     });
 
+    this.offload?.afterStep(chunks.map((c) => c.request));
     const counts = this.kv.takeCounts();
     const stats: StepStats = {
       engineIndex: this.engineIndex, batchId, stepStartMs, stepEndMs, batchSize: chunks.length, numPromptTokens,
       numGenerationTokens, numPreempted, numRunning: this.numRunning, numWaiting: this.numWaiting,
-      numWaitingDeferred: Math.min(numDeferred, this.numWaiting),
+      numWaitingDeferred: Math.min(numDeferred + (this.offload?.numLoading ?? 0), this.numWaiting),
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       timeToFirstTokensS: [], interTokenLatenciesS: [],
+      ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
     };
     return { deltas, stats };
   }
@@ -272,4 +303,17 @@ export class EngineCore {
     if (req.numTokens >= this.config.maxModelLen) return { reason: "length", stopReason: null };
     return null;
   }
+}
+
+/** The offload tier's storage and connector for one engine (the disk file is created, empty, here). */
+function createConnector(config: EngineConfig, offload: KvOffloadConfig, kv: KvCacheManager, runner: ModelRunner, nowMs: () => number): KvOffloadConnector {
+  const transfer = new KvBlockTransfer(runner, config.blockSize);
+  let tier: OffloadTier;
+  if (offload.backend === "disk") {
+    const slotBytes = offload.usePageCache ? transfer.blockBytes : Math.ceil(transfer.blockBytes / 4096) * 4096;
+    tier = new DiskTier(offload.diskPath!, Math.max(1, Math.floor(offload.diskCapacityBytes / slotBytes)), transfer.blockBytes, offload.diskBufferSlots, offload.usePageCache);
+  } else {
+    tier = new CpuTier(Math.max(1, Math.floor(offload.cpuBytes / transfer.blockBytes)), transfer.blockBytes);
+  }
+  return new KvOffloadConnector({ config: offload, kv, transfer, tier, maxNumBatchedTokens: config.maxNumBatchedTokens, nowMs });
 }

@@ -75,14 +75,16 @@ export class KvCacheManager {
    * hits += its cached tokens; lookups of preempted requests stay out of the counters).
    */
   recordLookup(request: RequestState, computed: ComputedBlocks): void {
-    if (!this.enablePrefixCaching || request.numPreemptions > 0) return;
+    if (!this.enablePrefixCaching || request.numPreemptions > 0 || request.prefixLookupDone) return;
+    request.prefixLookupDone = true;
     this.prefixQueries += request.numTokens;
     this.prefixHits += computed.numTokens;
   }
 
   /** True when the first block the request would compute is being computed right now by a running request. */
   isNextBlockPending(request: RequestState, computed: ComputedBlocks): boolean {
-    if (!this.enablePrefixCaching || this.pending.size === 0) return false;
+    // a request that registered pending blocks is the one computing them (it came back from an offload load)
+    if (!this.enablePrefixCaching || this.pending.size === 0 || this.pendingOf.has(request)) return false;
     const hash = request.blockHash(Math.floor((request.numComputedTokens + computed.numTokens) / this.blockSize), this.blockSize);
     return hash !== null && this.pending.has(hash);
   }

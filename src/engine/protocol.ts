@@ -5,6 +5,7 @@
 import type { SamplingParams } from "./sampling-params.ts";
 import type { FinishReason, RequestTimes, StepStats } from "./stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
+import type { KvOffloadConfig } from "./kv-transfer-config.ts";
 
 /** Engine arguments (vLLM names in camelCase). */
 export interface EngineArgs {
@@ -19,6 +20,8 @@ export interface EngineArgs {
   readonly numKvBlocksOverride?: number | null;
   readonly threads: number;
   readonly device: "cpu" | "webgpu";
+  /** the KV offload tier (--kv-offloading-size / --kv-transfer-config); null or absent: none */
+  readonly kvOffload?: KvOffloadConfig | null;
 }
 
 /** KV blocks handed from a prefill stage to a decode stage (disaggregated prefill, same model). */
@@ -91,7 +94,7 @@ export type ToEngine =
   | { readonly type: "shutdown" };
 
 export type FromEngine =
-  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly maxModelLen: number; readonly backend: string }
+  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly numCpuBlocks?: number | null; readonly maxModelLen: number; readonly backend: string }
   | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats }
   | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
   | { readonly type: "fatal"; readonly message: string };

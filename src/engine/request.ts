@@ -9,7 +9,8 @@ import type { RequestTimes } from "./stats.ts";
 import type { BlockHash } from "./block-pool.ts";
 import { createRng, type Rng } from "./rng.ts";
 
-export type RequestStatus = "waiting" | "running" | "finished";
+/** "loading": its prefix blocks are being read back from the KV offload tier; not scheduled until they are in */
+export type RequestStatus = "waiting" | "loading" | "running" | "finished";
 
 /** Mutable mirror of RequestTimes, owned by the engine. */
 export interface MutableRequestTimes {
@@ -42,6 +43,8 @@ export class RequestState {
   /** prompt tokens found in the prefix cache at first scheduling */
   numCachedTokens = 0;
   numPreemptions = 0;
+  /** its prefix-cache lookup was counted (once per request, at its first admission or offload load) */
+  prefixLookupDone = false;
   readonly times: MutableRequestTimes;
   /** [numPromptTokens] filled while the prompt is computed; entry 0 stays null */
   promptLogprobs: (PositionLogprobs | null)[] | null;

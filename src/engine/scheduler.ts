@@ -9,6 +9,7 @@
  * admitted in order while budget, max-num-seqs and blocks allow; their cached prefix blocks are reused.
  */
 import type { KvCacheManager } from "./kv-cache-manager.ts";
+import type { KvConnectorHooks } from "./kv-offload-connector.ts";
 import type { RequestState } from "./request.ts";
 
 export interface SchedulerConfig {
@@ -39,10 +40,12 @@ export class Scheduler {
     private readonly config: SchedulerConfig,
     private readonly kv: KvCacheManager,
     private readonly nowMs: () => number,
+    /** the KV offload tier, when configured: loads prefix blocks back before a request is admitted */
+    private readonly connector: KvConnectorHooks | null = null,
   ) {}
 
   get numUnfinished(): number {
-    return this.waiting.length + this.running.length;
+    return this.waiting.length + this.running.length + (this.connector?.numLoading ?? 0);
   }
 
   add(request: RequestState): void {
@@ -55,6 +58,8 @@ export class Scheduler {
     const chunks: ScheduledChunk[] = [];
     let numPreempted = 0;
     let numDeferred = 0;
+    // requests whose offload load finished go back first, in the order they came
+    if (this.connector !== null) this.waiting.unshift(...this.connector.takeLoaded());
 
     for (let i = 0; i < this.running.length && budget > 0; ) {
       const request = this.running[i]!;
@@ -80,11 +85,16 @@ export class Scheduler {
         const computed = this.kv.getComputedBlocks(request);
         // another running request is computing this prompt's next block: wait for it instead of computing it twice
         if (this.kv.isNextBlockPending(request, computed)) { w++; numDeferred++; continue; }
+        // its next blocks are in the offload tier: it waits for their load instead of computing them
+        if (this.connector?.startLoad(request, computed)) { this.waiting.splice(w, 1); continue; }
         const numNew = Math.min(request.numTokens - request.numComputedTokens - computed.numTokens, budget);
         if (this.kv.allocateSlots(request, numNew, computed) === null) break;
         this.waiting.splice(w, 1);
-        this.kv.recordLookup(request, computed);
-        if (request.numPreemptions === 0) request.numCachedTokens = computed.numTokens;
+        if (!request.prefixLookupDone) {
+          this.kv.recordLookup(request, computed);
+          this.connector?.recordAdmission(request, computed);
+          if (request.numPreemptions === 0) request.numCachedTokens = computed.numTokens;
+        }
         request.status = "running";
         request.times.scheduledMs ??= this.nowMs();
         this.running.push(request);
@@ -95,9 +105,10 @@ export class Scheduler {
     return { chunks, numPreempted, numDeferred };
   }
 
-  /** Removes a request from whichever queue holds it and frees its blocks at once (finish or abort). */
-  finish(request: RequestState): void {
+  /** Removes a request from whichever queue holds it and frees its blocks at once (finish, or abort: `aborted`). */
+  finish(request: RequestState, aborted = false): void {
     request.status = "finished";
+    this.connector?.beforeFree(request, aborted);
     const r = this.running.indexOf(request);
     if (r >= 0) this.running.splice(r, 1);
     const w = this.waiting.indexOf(request);
@@ -106,6 +117,7 @@ export class Scheduler {
   }
 
   private preempt(request: RequestState): void {
+    this.connector?.beforeFree(request, false);
     this.kv.free(request);
     request.status = "waiting";
     request.numPreemptions++;

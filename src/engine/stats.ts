@@ -50,6 +50,49 @@ export interface StepStats {
   /** prompt tokens whose KV came over a pipeline edge instead of being computed (the decode stage of pd), counted in
    * the step that produced their request's first output; vLLM's prompt_tokens_by_source{source="external_kv_transfer"} */
   readonly numExternalKvTokens?: number;
+  /** the KV offload tier's step (present only when a connector is configured) */
+  readonly kvOffload?: KvOffloadStepStats;
+}
+
+/** SimpleCPUOffloadConnector's save outcomes (vllm/v1/simple_kv_offload/metrics.py BoundaryStoreStats), eager mode only */
+export const SAVE_OUTCOMES = [
+  "stored", "skipped_already_cached", "skipped_in_flight", "dropped_null_block", "dropped_not_hashed", "dropped_cpu_full", "dropped_request_gone",
+] as const;
+export type SaveOutcome = (typeof SAVE_OUTCOMES)[number];
+
+/** One transfer between the primary pool and the tier (one request's blocks in one step). */
+export interface KvTransferOp {
+  readonly bytes: number;
+  readonly seconds: number;
+}
+
+/**
+ * The offload tier over one engine step (vLLM drains the connector's stats once per step): counts are deltas since
+ * the previous step, gauges are the state after it.
+ */
+export interface KvOffloadStepStats {
+  readonly connector: "OffloadingConnector" | "SimpleCPUOffloadConnector";
+  readonly saveOutcomes: Readonly<Record<SaveOutcome, number>>;
+  readonly loadBlocksIssued: number;
+  readonly loadBlocksCompleted: number;
+  /** loads that failed or ran too long, and were recomputed instead */
+  readonly loadBlocksFailed: number;
+  readonly loads: readonly KvTransferOp[];
+  readonly stores: readonly KvTransferOp[];
+  /** seconds spent in each tier lookup */
+  readonly lookupSyncDelaysS: readonly number[];
+  /** stores that found no free tier block */
+  readonly allocationFailures: number;
+  /** tier blocks asked for by each store */
+  readonly allocationSizes: readonly number[];
+  /** tier blocks pinned by in-flight transfers or loads (capacity minus free) */
+  readonly usedBlocks: number;
+  readonly pendingStoreBlocks: number;
+  readonly pendingLoadBlocks: number;
+  readonly capacityBlocks: number;
+  /** vLLM external_prefix_cache_*: tokens looked up beyond the local hit / found in the tier, at admission */
+  readonly externalQueries: number;
+  readonly externalHits: number;
 }
 
 /** Emitted once when a request finishes (vLLM FinishedRequestStats); aborted-by-client requests are flagged. */

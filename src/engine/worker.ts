@@ -75,12 +75,15 @@ class EngineWorker {
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem());
       if (!config.ok) { post({ type: "fatal", message: config.error }); return; }
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs);
-      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, maxModelLen: config.value.maxModelLen, backend });
+      for (const line of this.engine.offload?.describe() ?? []) console.error(line);
+      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, maxModelLen: config.value.maxModelLen, backend });
       for (const m of this.pending.splice(0)) this.handle(m);
       await this.loop(this.engine);
     } catch (e) {
       post({ type: "fatal", message: errorMessage(e) });
     } finally {
+      // the offload tier's disk file is unlinked here on a clean shutdown (and at the next start-up after a crash)
+      this.engine?.dispose();
       this.runner?.dispose();
       globalThis.close();
     }
