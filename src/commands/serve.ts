@@ -98,6 +98,7 @@ export async function main(options: Options): Promise<number> {
     engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
     model: { config: orchestrator.modelConfig },
     ...(pipeline.cacheConfig ? { cacheConfig: pipeline.cacheConfig } : {}),
+    kvOffload: pipeline.kvOffload,
   });
   listener.targets.push(recorder);
   // vLLM's periodic "Engine 000: Avg prompt throughput ..." line; off with --disable-log-stats, as in vLLM

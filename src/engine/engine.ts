@@ -99,7 +99,7 @@ export class EngineCore {
     this.kv = new KvCacheManager(config);
     this.nextFallbackSeed = seed;
     runner.allocateKvCache(config.numBlocks, config.blockSize);
-    this.offload = config.kvOffload ? createConnector(config, config.kvOffload, this.kv, runner, nowMs) : null;
+    this.offload = config.kvOffload ? createConnector(config, config.kvOffload, this.kv, runner, nowMs, engineIndex) : null;
     this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload);
   }
 
@@ -306,12 +306,12 @@ export class EngineCore {
 }
 
 /** The offload tier's storage and connector for one engine (the disk file is created, empty, here). */
-function createConnector(config: EngineConfig, offload: KvOffloadConfig, kv: KvCacheManager, runner: ModelRunner, nowMs: () => number): KvOffloadConnector {
+function createConnector(config: EngineConfig, offload: KvOffloadConfig, kv: KvCacheManager, runner: ModelRunner, nowMs: () => number, rank: number): KvOffloadConnector {
   const transfer = new KvBlockTransfer(runner, config.blockSize);
   let tier: OffloadTier;
   if (offload.backend === "disk") {
     const slotBytes = offload.usePageCache ? transfer.blockBytes : Math.ceil(transfer.blockBytes / 4096) * 4096;
-    tier = new DiskTier(offload.diskPath!, Math.max(1, Math.floor(offload.diskCapacityBytes / slotBytes)), transfer.blockBytes, offload.diskBufferSlots, offload.usePageCache);
+    tier = new DiskTier(offload.diskPath!, Math.max(1, Math.floor(offload.diskCapacityBytes / slotBytes)), transfer.blockBytes, offload.diskBufferSlots, offload.usePageCache, rank);
   } else {
     tier = new CpuTier(Math.max(1, Math.floor(offload.cpuBytes / transfer.blockBytes)), transfer.blockBytes);
   }

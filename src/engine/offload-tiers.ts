@@ -3,7 +3,7 @@
  * backend), or in one scratch file (the `disk` backend, vllm/v1/simple_kv_offload/disk_backend.py). A slot holds one
  * block's bytes; which hash a slot holds is the offload pool's business (kv-offload-connector.ts), not the tier's.
  *
- * The disk file follows vLLM's caveats exactly: path `${disk_path}.rank_0`, parent folders created, any file already
+ * The disk file follows vLLM's caveats exactly: path `${disk_path}.rank_${engine index}`, parent folders created, any file already
  * there unlinked first, then opened O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW (+O_DIRECT unless use_page_cache) with mode 0600
  * and sized with ftruncate; unlinked again on shutdown (its contents encode prompts). No fsync: a "completed" store
  * means the write returned, and the file is process-lifetime scratch, so a restart never reads an old file as valid
@@ -56,9 +56,9 @@ export class CpuTier implements OffloadTier {
 /** O_DIRECT needs offsets and lengths in multiples of this */
 const DIRECT_IO_ALIGNMENT = 4096;
 
-/** The file vLLM's disk backend uses for rank 0. */
-export function diskTierPath(diskPath: string): string {
-  return `${diskPath}.rank_0`;
+/** The file vLLM's disk backend uses for a rank (fennec: the engine index, so pipeline stages never share one). */
+export function diskTierPath(diskPath: string, rank = 0): string {
+  return `${diskPath}.rank_${rank}`;
 }
 
 function unlinkIfPresent(path: string): void {
@@ -83,8 +83,8 @@ export class DiskTier implements OffloadTier {
   private readonly freeBuffers: Uint8Array[] = [];
   private readonly waiters: ((buffer: Uint8Array) => void)[] = [];
 
-  constructor(diskPath: string, readonly numSlots: number, blockBytes: number, bufferSlots: number, readonly usePageCache: boolean) {
-    this.path = diskTierPath(diskPath);
+  constructor(diskPath: string, readonly numSlots: number, blockBytes: number, bufferSlots: number, readonly usePageCache: boolean, rank = 0) {
+    this.path = diskTierPath(diskPath, rank);
     this.slotBytes = usePageCache ? blockBytes : Math.ceil(blockBytes / DIRECT_IO_ALIGNMENT) * DIRECT_IO_ALIGNMENT;
     mkdirSync(dirname(this.path), { recursive: true });
     // a file left by an earlier process (a crash) is never read: gone before this one is created

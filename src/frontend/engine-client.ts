@@ -19,6 +19,8 @@ export interface EngineClientHandlers {
 export interface EngineReadyInfo {
   readonly config: ModelConfig;
   readonly numKvBlocks: number;
+  /** blocks of the KV offload tier; null without one */
+  readonly numCpuBlocks: number | null;
   readonly maxModelLen: number;
   readonly backend: string;
 }
@@ -59,7 +61,7 @@ export class EngineClient {
         const msg = event.data;
         switch (msg.type) {
           case "ready":
-            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, maxModelLen: msg.maxModelLen, backend: msg.backend });
+            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, numCpuBlocks: msg.numCpuBlocks ?? null, maxModelLen: msg.maxModelLen, backend: msg.backend });
             client.closed.then(() => fatal("engine worker exited"));
             resolve(client);
             return;

@@ -10,7 +10,11 @@ export type BucketFamily =
   | "request_params_n"
   | "request_tokens"
   | "http_duration_highr"
-  | "http_duration";
+  | "http_duration"
+  | "kv_offload_size"
+  | "kv_offload_lookup_sync"
+  | "kv_offload_lookup_async"
+  | "kv_offload_allocation";
 
 /** Fixed families; `request_tokens` depends on max_model_len and is filled by `bucketsFor`. */
 const FIXED_BUCKETS: Readonly<Record<Exclude<BucketFamily, "request_tokens">, readonly number[]>> = {
@@ -22,6 +26,11 @@ const FIXED_BUCKETS: Readonly<Record<Exclude<BucketFamily, "request_tokens">, re
   // prometheus-fastapi-instrumentator's defaults (vLLM's HTTP metrics, reference §1.8)
   http_duration_highr: [0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 7.5, 10, 30, 60],
   http_duration: [0.1, 0.5, 1],
+  // OffloadingConnector (vllm/distributed/kv_transfer/kv_connector/v1/offloading/metrics.py)
+  kv_offload_size: [1e6, 5e6, 10e6, 20e6, 40e6, 60e6, 80e6, 100e6, 150e6, 200e6],
+  kv_offload_lookup_sync: [1e-5, 5e-5, 1e-4, 5e-4, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1],
+  kv_offload_lookup_async: [1e-4, 5e-4, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+  kv_offload_allocation: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144],
 };
 
 /**

@@ -6,6 +6,7 @@
  * Deprecated aliases name their replacement; deprecation.ts decides from `deprecatedIn` whether they show.
  */
 import type { BucketFamily } from "./buckets.ts";
+import { SAVE_OUTCOMES } from "../engine/stats.ts";
 
 export type MetricType = "counter" | "gauge" | "histogram" | "summary";
 
@@ -29,6 +30,8 @@ export interface MetricDef {
   readonly infoLabels?: readonly string[];
   readonly buckets?: BucketFamily;
   readonly flag?: MetricFlag;
+  /** only with this KV connector configured (the offload tier's series) */
+  readonly connector?: "OffloadingConnector" | "SimpleCPUOffloadConnector";
   /** "X.Y": shown with a DEPRECATED note in X.Y, hidden in X.Y+1, removed from X.Y+2 */
   readonly deprecatedIn?: string;
   /** the metric to use instead: a catalogue key (a string, not MetricKey, to keep the table's type non-circular) */
@@ -39,10 +42,14 @@ export const FINISHED_REASONS = ["stop", "length", "abort", "error", "repetition
 export const PROMPT_TOKEN_SOURCES = ["local_compute", "local_cache_hit", "external_kv_transfer"] as const;
 export const WAITING_REASONS = ["capacity", "deferred"] as const;
 export const SLEEP_STATES = ["awake", "weights_offloaded", "discard_all"] as const;
+export const LOAD_PHASES = ["issued", "completed"] as const;
+export const TRANSFER_TYPES = ["CPU_to_GPU", "GPU_to_CPU"] as const;
+/** vllm:simple_kv_offload_info's labels (values from the running connector) */
+export const SIMPLE_KV_OFFLOAD_INFO_LABELS = ["backend", "page_cache", "lazy_offload", "capacity_blocks"] as const;
 /** the CacheConfig attributes fennec has (vLLM prints every attribute of its CacheConfig) */
 export const CACHE_CONFIG_LABELS = [
   "block_size", "cache_dtype", "enable_prefix_caching", "num_gpu_blocks", "num_cpu_blocks", "kv_cache_size_tokens",
-  "kv_cache_max_concurrency", "sliding_window", "is_attention_free",
+  "kv_cache_max_concurrency", "sliding_window", "is_attention_free", "kv_offloading_size", "kv_offloading_backend",
 ] as const;
 
 const METRICS = {
@@ -64,7 +71,7 @@ const METRICS = {
   // counters
   prefix_cache_queries: { name: "vllm:prefix_cache_queries_total", type: "counter", help: "Prefix cache queries, in terms of number of queried tokens." },
   prefix_cache_hits: { name: "vllm:prefix_cache_hits_total", type: "counter", help: "Prefix cache hits, in terms of number of cached tokens." },
-  // vLLM registers these whether or not a KV connector / multi-modal model exists; in fennec they stay at 0
+  // vLLM registers these whether or not a KV connector / multi-modal model exists; they move with the offload tier
   external_prefix_cache_queries: {
     name: "vllm:external_prefix_cache_queries_total", type: "counter",
     help: "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.",
@@ -122,6 +129,79 @@ const METRICS = {
   request_prefill_kv_computed_tokens: {
     name: "vllm:request_prefill_kv_computed_tokens", type: "histogram", buckets: "request_tokens",
     help: "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+  },
+  // SimpleCPUOffloadConnector (vllm/v1/simple_kv_offload/metrics.py, reference vllm-engine-features.md §2.6)
+  simple_kv_offload_save_outcomes: {
+    name: "vllm:simple_kv_offload_save_outcomes_total", type: "counter", connector: "SimpleCPUOffloadConnector", extraLabels: { outcome: SAVE_OUTCOMES },
+    help: "Store admission decisions in SimpleCPUOffloadConnector, by outcome. Outcomes classify eager-mode boundary hand-off stores; lazy-mode stores are not classified.",
+  },
+  simple_kv_offload_load_blocks: {
+    name: "vllm:simple_kv_offload_load_blocks_total", type: "counter", connector: "SimpleCPUOffloadConnector", extraLabels: { phase: LOAD_PHASES },
+    help: "KV blocks involved in offload loads by phase: issued when dispatched to workers, completed when the load finished successfully.",
+  },
+  simple_kv_offload_used_blocks: {
+    name: "vllm:simple_kv_offload_used_blocks", type: "gauge", connector: "SimpleCPUOffloadConnector",
+    help: "Offload-pool blocks currently pinned by in-flight transfers or cache hits (capacity minus free). Evictable cached blocks are not counted; capacity_blocks is on vllm:simple_kv_offload_info.",
+  },
+  simple_kv_offload_pending_store_blocks: {
+    name: "vllm:simple_kv_offload_pending_store_blocks", type: "gauge", connector: "SimpleCPUOffloadConnector",
+    help: "Offload blocks in pending stores: queued for dispatch, issued to workers, or awaiting release after a cache reset. A persistently growing value indicates a stuck transfer.",
+  },
+  simple_kv_offload_info: {
+    name: "vllm:simple_kv_offload_info", type: "gauge", connector: "SimpleCPUOffloadConnector", infoLabels: SIMPLE_KV_OFFLOAD_INFO_LABELS,
+    help: "SimpleCPUOffloadConnector deployment facts. Value is always 1. backend is cpu or disk; page_cache and lazy_offload are true/false; capacity_blocks is the offload pool size.",
+  },
+  // OffloadingConnector, the native offload (--kv-offloading-size; offloading/metrics.py, kv_offload/cpu/spec.py)
+  kv_offload_load_bytes: { name: "vllm:kv_offload_load_bytes_total", type: "counter", connector: "OffloadingConnector", help: "Total bytes loaded from offload storage to GPU." },
+  kv_offload_load_time: { name: "vllm:kv_offload_load_time_total", type: "counter", connector: "OffloadingConnector", help: "Total load time from offload storage to GPU, in seconds." },
+  kv_offload_load_size: {
+    name: "vllm:kv_offload_load_size", type: "histogram", connector: "OffloadingConnector", buckets: "kv_offload_size", help: "Histogram of KV offload load operation size, in bytes.",
+  },
+  kv_offload_store_bytes: { name: "vllm:kv_offload_store_bytes_total", type: "counter", connector: "OffloadingConnector", help: "Total bytes stored from GPU to offload storage." },
+  kv_offload_store_time: { name: "vllm:kv_offload_store_time_total", type: "counter", connector: "OffloadingConnector", help: "Total store time from GPU to offload storage, in seconds." },
+  kv_offload_store_size: {
+    name: "vllm:kv_offload_store_size", type: "histogram", connector: "OffloadingConnector", buckets: "kv_offload_size", help: "Histogram of KV offload store operation size, in bytes.",
+  },
+  kv_offload_lookup_sync_delay: {
+    name: "vllm:kv_offload_lookup_sync_delay_seconds", type: "histogram", connector: "OffloadingConnector", buckets: "kv_offload_lookup_sync",
+    help: "Histogram of the time spent in a single offload lookup call, in seconds.",
+  },
+  // fennec's lookups never defer (the tier's index is in memory): pre-created, stays empty
+  kv_offload_lookup_async_delay: {
+    name: "vllm:kv_offload_lookup_async_delay_seconds", type: "histogram", connector: "OffloadingConnector", buckets: "kv_offload_lookup_async",
+    help: "Histogram of time between a request's offload lookup first deferring and the following lookup resolving, or request finish, in seconds.",
+  },
+  kv_offload_allocation_failure: {
+    name: "vllm:kv_offload_allocation_failure_total", type: "counter", connector: "OffloadingConnector", help: "Number of KV offload store allocation attempts that failed.",
+  },
+  kv_offload_cpu_cache_usage_perc: {
+    name: "vllm:kv_offload_cpu_cache_usage_perc", type: "gauge", connector: "OffloadingConnector",
+    help: "Fraction of CPU KV-cache space currently pinned by active transfers (0.0 = idle, 1.0 = saturated). Sustained high values indicate transfers (stores or promotions) may be dropped due to insufficient capacity.",
+  },
+  kv_offload_cpu_cache_write_usage_perc: {
+    name: "vllm:kv_offload_cpu_cache_write_usage_perc", type: "gauge", connector: "OffloadingConnector",
+    help: "Fraction of CPU KV-cache space currently pinned by in-flight stores that have not yet completed (0.0 = idle, 1.0 = saturated).",
+  },
+  kv_offload_cpu_cache_read_usage_perc: {
+    name: "vllm:kv_offload_cpu_cache_read_usage_perc", type: "gauge", connector: "OffloadingConnector",
+    help: "Fraction of CPU KV-cache space currently pinned by in-flight loads that have not yet completed (0.0 = idle, 1.0 = saturated).",
+  },
+  kv_offload_cpu_allocation_size: {
+    name: "vllm:kv_offload_cpu_allocation_size", type: "histogram", connector: "OffloadingConnector", buckets: "kv_offload_allocation",
+    help: "Histogram of the number of CPU blocks requested by each KV offload prepare_store call.",
+  },
+  // vLLM still feeds the legacy names for the CPU spec "during the migration to the flat metric names"
+  kv_offload_total_bytes: {
+    name: "vllm:kv_offload_total_bytes_total", type: "counter", connector: "OffloadingConnector", extraLabels: { transfer_type: TRANSFER_TYPES },
+    help: "Number of bytes offloaded by KV connector",
+  },
+  kv_offload_total_time: {
+    name: "vllm:kv_offload_total_time_total", type: "counter", connector: "OffloadingConnector", extraLabels: { transfer_type: TRANSFER_TYPES },
+    help: "Total time measured by all KV offloading operations",
+  },
+  kv_offload_size: {
+    name: "vllm:kv_offload_size", type: "histogram", connector: "OffloadingConnector", buckets: "kv_offload_size", extraLabels: { transfer_type: TRANSFER_TYPES },
+    help: "Histogram of KV offload transfer size, in bytes.",
   },
   // MFU (--enable-mfu-metrics), estimated from the model's shapes
   estimated_flops_per_gpu: {

@@ -10,7 +10,7 @@
  * - `--disable-log-stats` registers no engine series at all (process metrics stay).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
-import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
+import { SAVE_OUTCOMES, type FinishedRequestStats, type KvOffloadStepStats, type StatsListener, type StepStats } from "../engine/stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import { bucketsFor } from "./buckets.ts";
 import { CACHE_CONFIG_LABELS, CATALOGUE, FINISHED_REASONS, HTTP_EXCLUDED_HANDLERS, labelNamesOf, METRIC_KEYS, type MetricDef, type MetricKey } from "./catalogue.ts";
@@ -36,6 +36,17 @@ export interface RecorderOptions {
   readonly model?: { readonly config: ModelConfig; readonly bytesPerWeight?: number; readonly bytesPerKvElement?: number };
   /** CacheConfig facts for vllm:cache_config_info, per engine */
   readonly cacheConfig?: Readonly<Partial<Record<(typeof CACHE_CONFIG_LABELS)[number], string | number | boolean | null>>>;
+  /** the KV offload tier, when configured: its connector's series exist, with these deployment facts */
+  readonly kvOffload?: KvOffloadFacts | null;
+}
+
+export interface KvOffloadFacts {
+  readonly connector: "OffloadingConnector" | "SimpleCPUOffloadConnector";
+  readonly backend: "cpu" | "disk";
+  /** disk backend with use_page_cache */
+  readonly pageCache: boolean;
+  readonly lazy: boolean;
+  readonly capacityBlocks: number;
 }
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string> | Summary<string>;
@@ -169,6 +180,7 @@ export class MetricsRecorder implements StatsListener {
       const def = CATALOGUE[key];
       if (def.scope === "http") continue;
       if (def.flag === "enable-mfu-metrics" && !options.enableMfuMetrics) continue;
+      if (def.connector !== undefined && def.connector !== options.kvOffload?.connector) continue;
       if (!isVisible(def.deprecatedIn, options.deprecation)) continue;
       this.metrics.set(key, this.create(def));
     }
@@ -201,6 +213,15 @@ export class MetricsRecorder implements StatsListener {
       if (def.scope === "http") continue;
       if (def.infoLabels !== undefined) {
         if (!withInfo) continue;
+        if (key === "simple_kv_offload_info") {
+          // vLLM's label values are lower-case strings here ("true"/"false"), not Python str() of a bool
+          const o = this.options.kvOffload!;
+          (metric as Gauge<string>).set({
+            model_name: this.options.modelName, engine, backend: o.backend, page_cache: String(o.backend === "disk" && o.pageCache),
+            lazy_offload: String(o.lazy), capacity_blocks: String(o.capacityBlocks),
+          }, 1);
+          continue;
+        }
         const info: Labels = { engine };
         for (const name of def.infoLabels) info[name] = pythonString(this.options.cacheConfig?.[name as (typeof CACHE_CONFIG_LABELS)[number]]);
         (metric as Gauge<string>).set(info, 1);
@@ -253,12 +274,14 @@ export class MetricsRecorder implements StatsListener {
     this.set("gpu_cache_usage_perc", labels, stats.kvCacheUsage);
     this.inc("prefix_cache_queries", labels, stats.prefixCacheQueries);
     this.inc("prefix_cache_hits", labels, stats.prefixCacheHits);
+    if (stats.kvOffload) this.onOffloadStep(stats.kvOffload, stats.engineIndex);
     this.inc("gpu_prefix_cache_queries", labels, stats.prefixCacheQueries);
     this.inc("gpu_prefix_cache_hits", labels, stats.prefixCacheHits);
     this.inc("num_preemptions", labels, stats.numPreempted);
     // prompt tokens: computed, prefix-cache hits looked up this step, and KV received over a pipeline edge
     // (§4.3: the sources sum to the total; cached = local + external)
-    const external = stats.numExternalKvTokens ?? 0;
+    // KV that came over a pipeline edge or back from the offload tier
+    const external = (stats.numExternalKvTokens ?? 0) + (stats.kvOffload?.externalHits ?? 0);
     this.inc("prompt_tokens", labels, stats.numPromptTokens + stats.prefixCacheHits + external);
     this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_compute" }), stats.numPromptTokens);
     this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_cache_hit" }), stats.prefixCacheHits);
@@ -286,6 +309,46 @@ export class MetricsRecorder implements StatsListener {
       this.inc("estimated_read_bytes_per_gpu", labels, cost.readBytes);
       this.inc("estimated_write_bytes_per_gpu", labels, cost.writeBytes);
     }
+  }
+
+  /** The offload tier's step: counters by the step's deltas, gauges to the state after it (vLLM drains once a step). */
+  private onOffloadStep(o: KvOffloadStepStats, engineIndex: number): void {
+    const labels = this.labels(engineIndex);
+    this.inc("external_prefix_cache_queries", labels, o.externalQueries);
+    this.inc("external_prefix_cache_hits", labels, o.externalHits);
+    if (o.connector === "SimpleCPUOffloadConnector") {
+      for (const outcome of SAVE_OUTCOMES) this.inc("simple_kv_offload_save_outcomes", this.labels(engineIndex, { outcome }), o.saveOutcomes[outcome]);
+      this.inc("simple_kv_offload_load_blocks", this.labels(engineIndex, { phase: "issued" }), o.loadBlocksIssued);
+      this.inc("simple_kv_offload_load_blocks", this.labels(engineIndex, { phase: "completed" }), o.loadBlocksCompleted);
+      this.set("simple_kv_offload_used_blocks", labels, o.usedBlocks);
+      this.set("simple_kv_offload_pending_store_blocks", labels, o.pendingStoreBlocks);
+      return;
+    }
+    const load = this.labels(engineIndex, { transfer_type: "CPU_to_GPU" });
+    const store = this.labels(engineIndex, { transfer_type: "GPU_to_CPU" });
+    for (const op of o.loads) {
+      this.inc("kv_offload_load_bytes", labels, op.bytes);
+      this.inc("kv_offload_load_time", labels, op.seconds);
+      this.observe("kv_offload_load_size", labels, op.bytes);
+      this.inc("kv_offload_total_bytes", load, op.bytes);
+      this.inc("kv_offload_total_time", load, op.seconds);
+      this.observe("kv_offload_size", load, op.bytes);
+    }
+    for (const op of o.stores) {
+      this.inc("kv_offload_store_bytes", labels, op.bytes);
+      this.inc("kv_offload_store_time", labels, op.seconds);
+      this.observe("kv_offload_store_size", labels, op.bytes);
+      this.inc("kv_offload_total_bytes", store, op.bytes);
+      this.inc("kv_offload_total_time", store, op.seconds);
+      this.observe("kv_offload_size", store, op.bytes);
+    }
+    for (const d of o.lookupSyncDelaysS) this.observe("kv_offload_lookup_sync_delay", labels, d);
+    for (const n of o.allocationSizes) this.observe("kv_offload_cpu_allocation_size", labels, n);
+    this.inc("kv_offload_allocation_failure", labels, o.allocationFailures);
+    const capacity = Math.max(1, o.capacityBlocks);
+    this.set("kv_offload_cpu_cache_usage_perc", labels, o.usedBlocks / capacity);
+    this.set("kv_offload_cpu_cache_write_usage_perc", labels, o.pendingStoreBlocks / capacity);
+    this.set("kv_offload_cpu_cache_read_usage_perc", labels, o.pendingLoadBlocks / capacity);
   }
 
   /** Finished requests count on the last engine (the final stage of a pipeline). */

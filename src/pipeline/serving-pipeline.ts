@@ -66,34 +66,58 @@ export interface ServingPipeline {
   readonly numStages: number;
   /** null when the stage builder does not say how many KV blocks its engine has (test factories) */
   readonly cacheConfig: CacheConfigInfo | null;
+  /** stage 0's KV offload tier, for its connector's series; null without one */
+  readonly kvOffload: KvOffloadFacts | null;
+}
+
+/** The offload tier's facts for the metrics (vllm:simple_kv_offload_info), from the config and the ready engine. */
+export interface KvOffloadFacts {
+  readonly connector: "OffloadingConnector" | "SimpleCPUOffloadConnector";
+  readonly backend: "cpu" | "disk";
+  readonly pageCache: boolean;
+  readonly lazy: boolean;
+  readonly capacityBlocks: number;
 }
 
 /** vLLM's CacheConfig fields from what the engine reported when it was ready. */
-export function cacheConfigInfo(engineArgs: EngineArgs, numKvBlocks: number, maxModelLen: number): CacheConfigInfo {
+export function cacheConfigInfo(engineArgs: EngineArgs, numKvBlocks: number, maxModelLen: number, numCpuBlocks: number | null = null): CacheConfigInfo {
   const kvCacheSizeTokens = numKvBlocks * engineArgs.blockSize;
+  const offload = engineArgs.kvOffload ?? null;
   return {
     block_size: engineArgs.blockSize, cache_dtype: "auto", enable_prefix_caching: engineArgs.enablePrefixCaching,
-    num_gpu_blocks: numKvBlocks, num_cpu_blocks: null, kv_cache_size_tokens: kvCacheSizeTokens,
+    num_gpu_blocks: numKvBlocks, num_cpu_blocks: numCpuBlocks, kv_cache_size_tokens: kvCacheSizeTokens,
     kv_cache_max_concurrency: kvCacheSizeTokens / maxModelLen, sliding_window: null, is_attention_free: false,
+    // vLLM prints the flags as given (None when --kv-offloading-size is not used, even with --kv-transfer-config)
+    kv_offloading_size: offload?.kvOffloadingSize ?? null, kv_offloading_backend: offload?.kvOffloadingBackend ?? null,
   };
+}
+
+function kvOffloadFacts(engineArgs: EngineArgs, capacityBlocks: number | null | undefined): KvOffloadFacts | null {
+  const o = engineArgs.kvOffload;
+  if (!o || capacityBlocks === null || capacityBlocks === undefined) return null;
+  return { connector: o.connector, backend: o.backend, pageCache: o.usePageCache, lazy: o.lazy, capacityBlocks };
 }
 
 export async function createServingPipeline(p: ServingPipelineOptions): Promise<ServingPipeline> {
   let cacheConfig: CacheConfigInfo | null = null;
+  let kvOffload: KvOffloadFacts | null = null;
   const factory: StageFactory = p.factory ?? (async (stage, engineIndex, listener) => {
     const engineArgs = stageEngineArgs(p.engineArgs, stage);
     const orchestrator = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [] });
     const ready = orchestrator.stages[0]?.client.ready;
-    if (engineIndex === 0 && ready) cacheConfig = cacheConfigInfo(engineArgs, ready.numKvBlocks, ready.maxModelLen);
+    if (engineIndex === 0 && ready) {
+      cacheConfig = cacheConfigInfo(engineArgs, ready.numKvBlocks, ready.maxModelLen, ready.numCpuBlocks ?? null);
+      kvOffload = kvOffloadFacts(engineArgs, ready.numCpuBlocks);
+    }
     return orchestrator;
   });
   const chain = p.chain;
   if (chain === null && p.tables === null) {
     // the plain path: nothing between the server and the engine's orchestrator
     const orchestrator = await factory(singleChain().stages[0]!, 0, p.listener);
-    return { orchestrator, numStages: 1, cacheConfig };
+    return { orchestrator, numStages: 1, cacheConfig, kvOffload };
   }
   const effective = chain ?? singleChain();
   const orchestrator = await buildPipeline(effective, factory, { listener: p.listener, tables: p.tables?.(effective.stages.length) ?? null });
-  return { orchestrator, numStages: effective.stages.length, cacheConfig };
+  return { orchestrator, numStages: effective.stages.length, cacheConfig, kvOffload };
 }

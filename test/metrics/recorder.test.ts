@@ -137,7 +137,7 @@ describe("recorder: series and flags", () => {
     for (const key of METRIC_KEYS) {
       const def = CATALOGUE[key];
       // HTTP metrics get their series per request (the instrumentator's), tested below
-      if (def.deprecatedIn !== undefined || def.flag !== undefined || def.scope === "http") continue;
+      if (def.deprecatedIn !== undefined || def.flag !== undefined || def.connector !== undefined || def.scope === "http") continue;
       const sample = def.type === "histogram" ? `${def.name}_count` : def.name;
       for (const engine of ["0", "1"]) expect(hasSeries(s, sample, { engine })).toBe(true);
     }
@@ -204,7 +204,7 @@ describe("_created companions (prometheus_client, which vLLM does not turn off)"
     const samples = parseExposition(text);
     for (const key of METRIC_KEYS) {
       const def = CATALOGUE[key];
-      if (def.flag !== undefined || def.deprecatedIn !== undefined || def.scope === "http") continue;
+      if (def.flag !== undefined || def.connector !== undefined || def.deprecatedIn !== undefined || def.scope === "http") continue;
       const base = def.type === "counter" ? def.name.replace(/_total$/, "") : def.name;
       const created = samples.filter((s) => s.name === `${base}_created`);
       if (def.type === "gauge") {
