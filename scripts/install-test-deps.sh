@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# System packages the test suite drives for real: Chromium (Swagger UI browser test), Prometheus + promtool
-# (/metrics tests), and a Vulkan CPU driver for the WebGPU backend tests. Idempotent; needs root (or sudo).
+# System packages the test suite drives for real: Chromium (Swagger UI and cross-origin browser tests), Prometheus +
+# promtool (/metrics and dashboard tests), qemu-user with the arm64 C/C++ runtimes (the linux-arm64 release binary's
+# test, on non-arm64 machines), openssl (the TLS test's self-signed certificate), and a Vulkan CPU driver for the
+# WebGPU backend tests. Idempotent; needs root (or sudo).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+if [ "$(uname -m)" != aarch64 ]; then
+  command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+  [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || need+=(libc6-arm64-cross)
+  [ -e /usr/aarch64-linux-gnu/lib/libstdc++.so.6 ] || need+=(libstdc++6-arm64-cross)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 here="$(cd "$(dirname "$0")" && pwd)"
 [ -x "$here/install-vulkan.sh" ] && "$here/install-vulkan.sh"
-echo "test dependencies: chromium $(command -v chromium >/dev/null && echo ok), promtool $(command -v promtool >/dev/null && echo ok)"
+echo "test dependencies: chromium $(command -v chromium >/dev/null && echo ok), promtool $(command -v promtool >/dev/null && echo ok), qemu-aarch64-static $(command -v qemu-aarch64-static >/dev/null && echo ok || echo "not needed here")"
