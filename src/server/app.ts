@@ -158,7 +158,7 @@ export function createApp(options: ServerOptions) {
         options.log(`HTTP metrics skipped a response: ${errorMessage(error)}`, "WARNING");
       }
     })
-    .use(docsRoutes())
+    .use(options.disableDocs === true ? new Elysia({ name: "server-docs-off" }) : docsRoutes({ servedModelName: options.servedModelName, modelPath: options.modelPath, maxModelLen: options.orchestrator.maxModelLen, ...(options.rootPath ? { rootPath: options.rootPath } : {}) }))
     .use(options.disableWebUi === true ? new Elysia({ name: "web-ui-off" }) : webUiRoutes())
     .use(healthRoutes(options))
     .use(modelsRoutes(options))

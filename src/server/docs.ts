@@ -6,6 +6,7 @@
 import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
+import { openApiDocument, type OpenApiFacts } from "./openapi-document.ts";
 import bundlePath from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "file" };
 import cssPath from "swagger-ui-dist/swagger-ui.css" with { type: "file" };
 
@@ -23,7 +24,7 @@ function localizeAssets(html: string): string {
   return out.replace(/ crossorigin(?=>)/g, "");
 }
 
-export function docsRoutes() {
+export function docsRoutes(facts: OpenApiFacts) {
   const ui = swagger({
     provider: "swagger-ui",
     path: DOCS_PATH,
@@ -46,6 +47,7 @@ export function docsRoutes() {
     },
   });
   let page: string | null = null;
+  let document: string | null = null;
   const routes = new Elysia({ name: "server-docs" });
   for (const asset of ASSETS) {
     routes.get(asset.route, () => new Response(Bun.file(asset.file), { headers: { "content-type": asset.type, "cache-control": "max-age=86400" } }), { detail: { hide: true } });
@@ -54,7 +56,14 @@ export function docsRoutes() {
     // answers /docs (GET and HEAD) before routing reaches the plugin's CDN-linked page; the plugin's route reuses one
     // Response, so a HEAD that reached it used up the body and every later GET /docs failed with a 500
     .onRequest(async ({ request }) => {
-      if ((request.method !== "GET" && request.method !== "HEAD") || new URL(request.url).pathname !== DOCS_PATH) return;
+      if (request.method !== "GET" && request.method !== "HEAD") return;
+      const pathname = new URL(request.url).pathname;
+      if (pathname === OPENAPI_PATH) {
+        // the plugin's document, made valid OpenAPI 3.0 with the served model's examples (openapi-document.ts)
+        document ??= JSON.stringify(openApiDocument(await (await ui.handle(new Request(`http://localhost${OPENAPI_PATH}`))).json(), facts));
+        return new Response(document, { headers: { "content-type": "application/json" } });
+      }
+      if (pathname !== DOCS_PATH) return;
       page ??= localizeAssets(await (await ui.handle(new Request(`http://localhost${DOCS_PATH}`))).text());
       return new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } });
     })

@@ -10,5 +10,5 @@ import type { MetricsRecorder } from "../metrics/recorder.ts";
 export function metricsRoute(recorder: MetricsRecorder) {
   return new Elysia({ name: "metrics-route" }).get("/metrics", async () => {
     return new Response(await recorder.exposition(), { headers: { "content-type": recorder.contentType } });
-  });
+  }, { detail: { tags: ["Server"], summary: "Prometheus metrics", description: "vLLM's series (same names, labels and buckets), the HTTP metrics and process metrics, in the text exposition format. Not guarded by --api-key." } });
 }

@@ -29,6 +29,10 @@ export interface ServerOptions {
   readonly disableWebUi?: boolean;
   /** --allowed-origins / --allowed-methods / --allowed-headers / --allow-credentials; default vLLM's (all allowed) */
   readonly cors?: CorsConfig;
+  /** --disable-fastapi-docs: no /docs, no /openapi.json */
+  readonly disableDocs?: boolean;
+  /** --root-path: the prefix a proxy in front adds (routes answer with and without it; the OpenAPI server URL) */
+  readonly rootPath?: string;
   /** bodies larger than this are refused with 413 */
   readonly maxBodyBytes: number;
   /** aborted when the server shuts down: in-flight streams end with an error event */
