@@ -28,7 +28,7 @@ async function documentOf(s: ReturnType<typeof testServer>): Promise<Json> {
 describe("/openapi.json", () => {
   test("is valid OpenAPI (no errors from @readme/openapi-parser)", async () => {
     const doc = await documentOf(withMetrics());
-    const result = await validate(structuredClone(doc));
+    const result = await validate(structuredClone(doc) as Parameters<typeof validate>[0]);
     expect(result.valid ? [] : result.errors.map((e) => e.message.split("\n")[0])).toEqual([]);
     expect(doc.openapi).toBe("3.0.3");
     // TypeBox's JSON-Schema spellings that OpenAPI 3.0 does not have are gone
