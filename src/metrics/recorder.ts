@@ -158,6 +158,8 @@ export class MetricsRecorder implements StatsListener {
   private numFinished = 0;
   /** per engine label: when its series were created (Unix seconds), for the `_created` samples */
   private readonly createdS = new Map<string, number>();
+  /** when the recorder (and its HTTP series) came to be: the `_created` time of series with no engine label */
+  private readonly startedS = Date.now() / 1000;
 
   constructor(private readonly options: RecorderOptions) {
     this.engineLabels = (options.engineIndices ?? [0]).map(String);
@@ -418,8 +420,8 @@ export class MetricsRecorder implements StatsListener {
   /** The Prometheus text exposition (what GET /metrics returns), bucket bounds written as vLLM writes them. */
   async exposition(): Promise<string> {
     const text = (await this.registry.metrics()).replace(LE_LABEL, (_match, bound: string) => `le="${goFloat(bound)}"`);
-    const fallbackS = Math.min(...this.createdS.values());
-    return withCreatedSeries(text, (labels) => this.createdS.get(/engine="([^"]*)"/.exec(labels)?.[1] ?? "") ?? fallbackS);
+    // with --disable-log-stats no engine series exist: the HTTP series were created with the recorder
+    return withCreatedSeries(text, (labels) => this.createdS.get(/engine="([^"]*)"/.exec(labels)?.[1] ?? "") ?? this.startedS);
   }
 
   get contentType(): string {
