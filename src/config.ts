@@ -90,6 +90,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "disable-log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Disable engine stats (and the engine series on /metrics)." },
   { name: "log-stats", kind: "bool", default: false, commands: ["serve", "run-batch"], help: "Print the omni stats tables after each request (online) or after the batch (offline)." },
   { name: "enable-mfu-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add the estimated FLOPs / bytes counters to /metrics." },
+  { name: "shutdown-timeout", kind: "int", metavar: "seconds", default: 0, min: 0, commands: ["serve"], help: "On SIGTERM/SIGINT, wait up to this many seconds for in-flight requests to finish (new requests get 503) before aborting them; 0 aborts them at once (vLLM's default)." },
   { name: "show-hidden-metrics-for-version", kind: "string", metavar: "version", default: null, commands: ["serve"], help: "Show metrics hidden since the given previous version (e.g. 0.1)." },
   // logs (vLLM's names; the level of fennec's own lines is VLLM_LOGGING_LEVEL, as in vLLM)
   { name: "log-format", kind: "string", default: "text", commands: ["serve"], choices: ["text", "json"], help: "text: vLLM's line shape (LEVEL MM-DD HH:MM:SS [source] message); json: one JSON object per line (time, level, source, message) for log collectors." },
@@ -222,6 +223,8 @@ export interface ServerConfig {
   readonly enableRequestIdHeaders: boolean;
   /** --disable-web-ui: no chat / metrics page at `/` */
   readonly disableWebUi: boolean;
+  /** --shutdown-timeout: seconds in-flight requests get to finish on SIGTERM/SIGINT; 0 aborts them at once */
+  readonly shutdownTimeoutS: number;
 }
 
 /** The stats flags: /metrics engine series, the omni tables, MFU counters, hidden-metric versions. */
@@ -369,6 +372,7 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
     enableServerLoadTracking: options["enable-server-load-tracking"] === true,
     enableRequestIdHeaders: options["enable-request-id-headers"] === true,
     disableWebUi: options["disable-web-ui"] === true,
+    shutdownTimeoutS: intOrNull(options["shutdown-timeout"]) ?? 0,
   };
   const metrics: MetricsConfig = {
     disableLogStats: options["disable-log-stats"] === true,

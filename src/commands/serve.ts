@@ -1,7 +1,10 @@
 /**
  * `fennec serve`: the OpenAI-compatible HTTP server (vLLM flag names). Builds every object once (orchestrator, metrics
- * recorder, app) and passes them in; logs one line when ready; on SIGINT/SIGTERM in-flight streams end with an error
- * event, the listener closes, the engines stop, and the process exits 0. Returns -1 so the CLI keeps the process alive.
+ * recorder, app) and passes them in; logs one line when ready. On SIGINT/SIGTERM (vLLM's --shutdown-timeout, its
+ * api_server drain): new requests get 503, in-flight ones get up to --shutdown-timeout seconds to finish, the rest are
+ * aborted (streams end with an error event), the engines stop, and the process exits 0. If an engine dies, the process
+ * logs why and exits 1 so that a supervisor restarts it, as vLLM's API server terminates when its engine core dies
+ * (entrypoints/launcher.py terminate_if_errored). Returns -1 so the CLI keeps the process alive.
  */
 import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
@@ -14,6 +17,7 @@ import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import { createApp } from "../server/app.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
+import { listenHttp, type HttpListener, type PeerAddress } from "../server/http-listener.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { createLogger, type Logger, type LogLevel } from "../util/logger.ts";
@@ -21,15 +25,14 @@ import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
 import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
 
-/** How long shutdown waits for open connections to finish before closing them. */
-const SHUTDOWN_GRACE_MS = 3000;
-/**
- * Bun's own limit is a backstop far above the app's: the app refuses a declared oversized body before reading it and a
- * chunked one once it passes the limit, with its JSON 413 (Bun's is bare).
- */
-const BUN_BODY_LIMIT_BYTES = 1024 * 1024 * 1024;
-/** Bun closes a connection silent for this long; non-streaming generations can be quiet for a while (Bun's maximum). */
+/** How long shutdown waits for the engines to stop after the requests are gone. */
+const ENGINE_STOP_GRACE_MS = 3000;
+/** How long aborted streams get to write their error event before their connections are closed. */
+const ABORT_FLUSH_MS = 200;
+/** A connection silent for this long is closed; non-streaming generations can be quiet for a while. */
 const IDLE_TIMEOUT_S = 255;
+/** How often serve checks that its engines are alive. */
+const ENGINE_WATCH_MS = 250;
 
 /**
  * `serve`'s typed config, checked before anything is loaded (config.ts: serveConfig); a bad flag combination or stage
@@ -73,6 +76,8 @@ async function startPipeline(config: ServeConfig, chain: StageChain | null, list
   }
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 export async function main(options: Options): Promise<number> {
   const { config, chain } = readServeConfig(options);
   const { server: flags, metrics } = config;
@@ -106,7 +111,9 @@ export async function main(options: Options): Promise<number> {
   if (statLogger !== null) listener.targets.push(statLogger);
 
   const shutdown = new AbortController();
+  const peers = new WeakMap<Request, PeerAddress | null>();
   const app = createApp({
+    peerOf: (request) => peers.get(request) ?? null,
     orchestrator, servedModelName, modelPath: config.model ?? "embedded:stories260K", apiKey: flags.apiKey,
     enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
@@ -117,37 +124,51 @@ export async function main(options: Options): Promise<number> {
     enableServerLoadTracking: flags.enableServerLoadTracking,
     disableWebUi: flags.disableWebUi,
   });
+  let http: HttpListener;
   try {
-    // reusePort off (Elysia turns it on): a second server on a busy port must fail, not silently share its traffic
-    app.listen({ hostname: flags.host, port: flags.port, maxRequestBodySize: BUN_BODY_LIMIT_BYTES, idleTimeout: IDLE_TIMEOUT_S, reusePort: false });
+    const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => { peers.set(request, peer); return app.handle(request); };
+    http = await listenHttp(handle, { hostname: flags.host, port: flags.port, idleTimeoutS: IDLE_TIMEOUT_S, log: (line) => log(line, "ERROR") });
   } catch (e) {
     await orchestrator.shutdown();
     throw new RuntimeFailure(`cannot listen on ${flags.host}:${flags.port}: ${errorMessage(e)}`);
   }
-  const server = app.server!;
   statLogger?.start();
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${server.port} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
+  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${http.port} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
 
   let stopping = false;
-  const stop = async (signal: string): Promise<void> => {
+  const stop = async (reason: string, exitCode: number): Promise<void> => {
+    stopping = true;
+    http.stopAccepting();
+    if (flags.shutdownTimeoutS > 0 && http.numInFlight > 0) {
+      log(`waiting up to ${flags.shutdownTimeoutS} s for ${http.numInFlight} in-flight request(s) (--shutdown-timeout)`);
+      const timedOut = await Promise.race([http.drained().then(() => false), sleep(flags.shutdownTimeoutS * 1000).then(() => true)]);
+      if (timedOut) log(`--shutdown-timeout of ${flags.shutdownTimeoutS} s passed, aborting ${http.numInFlight} request(s)`);
+    }
+    statLogger?.stop();
+    shutdown.abort();
+    await Promise.race([http.drained(), sleep(ABORT_FLUSH_MS)]);
+    http.closeAll();
+    await Promise.race([orchestrator.shutdown(), sleep(ENGINE_STOP_GRACE_MS)]);
+    log(`stopped (${reason})`);
+    process.exit(exitCode);
+  };
+  const onSignal = (signal: string): void => {
     if (stopping) {
       // a second signal while draining: the operator wants out now
       log(`${signal} again, exiting without waiting`, "WARNING");
       process.exit(1);
     }
-    stopping = true;
     log(`${signal} received, shutting down`);
-    statLogger?.stop();
-    shutdown.abort();
-    const closed = server.stop(false);
-    const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
-    await Promise.race([closed, grace]);
-    await server.stop(true);
-    await Promise.race([orchestrator.shutdown(), new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS))]);
-    log("stopped");
-    process.exit(0);
+    void stop(signal, 0);
   };
-  process.on("SIGINT", () => void stop("SIGINT"));
-  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  // a dead engine would answer 503 forever: exit non-zero so that a supervisor restarts the server (vLLM does the same)
+  const watch = setInterval(() => {
+    if (stopping || orchestrator.isHealthy()) return;
+    clearInterval(watch);
+    log(`the engine died (${orchestrator.deathReason?.() ?? "no reason given"}); exiting with status 1 so that a supervisor can restart the server`, "ERROR");
+    void stop("engine dead", 1);
+  }, ENGINE_WATCH_MS);
   return -1;
 }

@@ -105,6 +105,11 @@ class EngineFrontend implements Orchestrator {
     return this.healthy && this.stages.every((s) => s.client.isAlive);
   }
 
+  deathReason(): string | null {
+    if (this.fatalMessage !== null) return this.fatalMessage;
+    return this.isHealthy() ? null : "engine worker exited";
+  }
+
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {
     if (!this.isHealthy()) throw new EngineDeadError(`engine is dead: ${this.fatalMessage ?? "shut down"}`);
     const invalid = validateSamplingParams(request.sampling, { vocabSize: this.modelConfig.vocabSize });

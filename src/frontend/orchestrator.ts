@@ -76,5 +76,7 @@ export interface Orchestrator {
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput>;
   /** false once an engine died (fatal) or a device was lost: /health answers 503 */
   isHealthy(): boolean;
+  /** why an engine died (its fatal message), null while all are alive */
+  deathReason?(): string | null;
   shutdown(): Promise<void>;
 }

@@ -115,6 +115,13 @@ export class StagePipeline implements Orchestrator {
   get tokenizer(): Tokenizer { return this.stages[0]!.orchestrator.tokenizer; }
   get numStages(): number { return this.stages.length; }
 
+  deathReason(): string | null {
+    for (const s of this.stages) {
+      if (!s.orchestrator.isHealthy()) return `stage ${s.spec.stageId}: ${s.orchestrator.deathReason?.() ?? "engine dead"}`;
+    }
+    return null;
+  }
+
   isHealthy(): boolean {
     return this.stages.every((s) => s.orchestrator.isHealthy());
   }

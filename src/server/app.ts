@@ -123,7 +123,7 @@ export function createApp(options: ServerOptions) {
     .onRequest(({ request, set, server }) => {
       startedMs.set(request, performance.now());
       // read now: once the response is out the socket may be gone
-      if (options.accessLog !== undefined) clients.set(request, clientAddress(server?.requestIP(request)));
+      if (options.accessLog !== undefined) clients.set(request, clientAddress(options.peerOf?.(request) ?? server?.requestIP(request)));
       const preflight = cors.preflight(request);
       if (preflight !== null) return preflight;
       Object.assign(set.headers, cors.responseHeaders(request));

@@ -5,6 +5,7 @@
  */
 import { Elysia, ValidationError } from "elysia";
 import type { LogLevel } from "../util/logger.ts";
+import { oneLineError } from "../util/error-message.ts";
 
 /** OpenAI / vLLM error `type` per status: the table the whole server uses. */
 export const ERROR_TYPES = {
@@ -189,7 +190,7 @@ export function toApiError(code: string | number, error: unknown, log: (message:
     case "INVALID_COOKIE_SIGNATURE": return new ApiError("invalidBody", "Bad Request");
   }
   // the operator sees one line; the stack only with VLLM_LOGGING_LEVEL=DEBUG
-  log(`internal error: ${error instanceof Error ? `${error.name}: ${error.message.split("\n")[0]}` : String(error)}`, "ERROR");
+  log(`internal error: ${oneLineError(error)}`, "ERROR");
   if (error instanceof Error && error.stack !== undefined) log(error.stack, "DEBUG");
   return new ApiError("internal", "Internal server error");
 }

@@ -41,6 +41,8 @@ export interface ServerOptions {
   readonly log: (line: string, level?: LogLevel) => void;
   /** one call per answered request (the uvicorn-style access line); absent = no access log */
   readonly accessLog?: (entry: AccessEntry) => void;
+  /** the peer address of a request (serve's node:http listener knows it; Bun.serve's requestIP is the fallback) */
+  readonly peerOf?: (request: Request) => { readonly address: string; readonly port: number } | null;
   /** the /metrics route (observability helper), mounted when given; it stays open without the API key */
   readonly metricsRoute?: import("elysia").AnyElysia;
   /** called once per answered request (the recorder's HTTP metrics) */

@@ -173,6 +173,16 @@ describe("model, auth, size, internal errors", () => {
     expect((await s.call("GET", "/health")).status).toBe(200);
   });
 
+  test("an unexpected exception is a 500 and one log line (name, message, where it was thrown), never a stack (issue 12 item 9)", async () => {
+    const s = testServer();
+    s.fake.generate = () => (async function* () { throw new TypeError("something unexpected\nwith a second line"); })();
+    await expectError(await s.call("POST", "/v1/completions", { prompt: "Hi" }), 500, null, /^Internal server error$/);
+    const internal = s.logs.filter((l) => l.startsWith("internal error: "));
+    expect(internal).toHaveLength(1);
+    expect(internal[0]).not.toContain("\n");
+    expect(internal[0]).toMatch(/^internal error: TypeError: something unexpected with a second line \(at .+errors\.test\.ts:\d+:\d+\)$/);
+  });
+
   test("a request the engine refuses at once is a JSON 400 even when streaming (no 200 + error event)", async () => {
     const s = testServer();
     s.fake.generate = () => (async function* () { throw new EngineRequestError("context_length", "prompt is longer than the KV cache can ever hold"); })();

@@ -1,0 +1,110 @@
+/**
+ * Issue 12 items 5, 6 and 9 (shutdown) against the real server process, over raw TCP (node:net) where a fetch client
+ * would hide the wire: pipelined requests answered in order, HTTP/1.0 without Host answered, HTTP/1.1 without Host
+ * refused with 400, no stack trace in the log, and vLLM's --shutdown-timeout drain.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect } from "node:net";
+import { startServer, type ServerProcess } from "./server-process.ts";
+
+/** Writes `data` in one write and collects everything the server sends until it closes or `quietMs` pass. */
+function rawExchange(port: number, data: string, quietMs = 1500): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1", () => socket.write(data));
+    let out = "";
+    let timer = setTimeout(() => socket.destroy(), quietMs);
+    socket.on("data", (chunk) => {
+      out += chunk.toString("latin1");
+      clearTimeout(timer);
+      timer = setTimeout(() => socket.destroy(), quietMs);
+    });
+    socket.on("close", () => { clearTimeout(timer); resolve(out); });
+    socket.on("error", () => {});
+  });
+}
+
+/** The status lines of every response in a raw exchange, in order (a response follows the previous body directly). */
+const statusLines = (raw: string): string[] => raw.match(/HTTP\/1\.[01] \d{3}[^\r]*/g) ?? [];
+
+const STACK_LINE = /^\s+at .+[:(]/m;
+
+let server: ServerProcess;
+beforeAll(async () => { server = await startServer(["--threads", "1"]); });
+afterAll(async () => { await server.stop(); });
+
+describe("HTTP/1.1 pipelining (issue 12 item 5)", () => {
+  test("a POST to /v1/completions and two more requests in one write are all answered, in order, on one connection", async () => {
+    const body = JSON.stringify({ prompt: "Once upon a time", max_tokens: 8, temperature: 0 });
+    const tokenize = JSON.stringify({ prompt: "Once" });
+    const raw = await rawExchange(server.port,
+      `POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}` +
+      "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n" +
+      `POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(tokenize)}\r\n\r\n${tokenize}`);
+    expect(statusLines(raw)).toEqual(["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK"]);
+    const completion = raw.indexOf('"object":"text_completion"');
+    const tokens = raw.indexOf('"tokens":');
+    expect(completion).toBeGreaterThan(0);
+    // the third answer is /tokenize's, after the completion's (a one-letter Host used to be routed as another path)
+    expect(tokens).toBeGreaterThan(completion);
+    expect(server.log()).not.toContain("client disconnected");
+  });
+});
+
+describe("requests without Host (issue 12 item 6)", () => {
+  test.each(["/health", "/v1/models", "/version", "/docs", "/metrics"])("HTTP/1.0 GET %s without Host: 200", async (path) => {
+    const raw = await rawExchange(server.port, `GET ${path} HTTP/1.0\r\n\r\n`);
+    expect(statusLines(raw)[0]).toMatch(/^HTTP\/1\.[01] 200/);
+  });
+
+  test("HTTP/1.0 POST /v1/completions without Host: a completion", async () => {
+    const body = JSON.stringify({ prompt: "Once", max_tokens: 3 });
+    const raw = await rawExchange(server.port, `POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    expect(statusLines(raw)[0]).toMatch(/^HTTP\/1\.[01] 200/);
+    expect(raw).toContain('"object":"text_completion"');
+  });
+
+  test("HTTP/1.1 without Host: 400 (RFC 9112 3.2), and the server goes on", async () => {
+    const raw = await rawExchange(server.port, "GET /v1/models HTTP/1.1\r\n\r\n");
+    expect(statusLines(raw)[0]).toMatch(/^HTTP\/1\.1 400/);
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+
+  test("an absolute-form target and a garbage target are answered (200 / 400), never a 500", async () => {
+    expect(statusLines(await rawExchange(server.port, `GET http://example.com/health HTTP/1.1\r\nHost: example.com\r\n\r\n`))[0]).toMatch(/ 200/);
+    expect(statusLines(await rawExchange(server.port, "GET nonsense HTTP/1.1\r\nHost: a\r\n\r\n"))[0]).toMatch(/ 400/);
+  });
+
+  test("nothing above wrote a stack trace or an internal error to the log (one line per event)", () => {
+    expect(server.log()).not.toMatch(STACK_LINE);
+    expect(server.log()).not.toContain("internal error");
+  });
+});
+
+describe("--shutdown-timeout (issue 12 item 9, vLLM's drain)", () => {
+  test("SIGTERM with --shutdown-timeout 60: an in-flight stream runs to its end, new requests are refused, exit 0", async () => {
+    const draining = await startServer(["--threads", "1", "--shutdown-timeout", "60"]);
+    const res = await fetch(`${draining.url}/v1/completions`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "Once", max_tokens: 120, n: 16, temperature: 1, ignore_eos: true, stream: true }),
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value, { stream: true });
+    const exit = draining.stop("SIGTERM");
+    await Bun.sleep(100);
+    // a new request while draining: the listener is closed (connection refused) or answers 503, never a generation
+    const late = await fetch(`${draining.url}/health`).then((r) => r.status, () => "refused");
+    expect([503, "refused"]).toContain(late);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    expect(await exit).toBe(0);
+    // every one of the 16 choices finished by length: nothing was cut
+    expect(text.split('"finish_reason":"length"').length - 1).toBe(16);
+    expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+    expect(text).not.toContain('"error"');
+    expect(draining.log()).toContain("waiting up to 60 s for 1 in-flight request(s)");
+  });
+});
