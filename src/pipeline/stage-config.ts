@@ -7,10 +7,11 @@
  * Every problem is one line naming the file, the stage and the problem, found before any model loads.
  * @example const config = loadStageConfig("examples/three-stage.yaml"); if (!config.ok) throw new CliError(config.error);
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { DEFAULT_SAMPLING_PARAMS, type SamplingParams } from "../engine/sampling-params.ts";
+import { jsonPreview, nestingProblem } from "../util/json-limits.ts";
 import { err, ok, type Result } from "../util/result.ts";
 
 export type EdgeInput = "kv_blocks" | "text";
@@ -72,6 +73,12 @@ const EDGE_INPUTS: readonly EdgeInput[] = ["kv_blocks", "text"];
 
 type Json = unknown;
 
+/** Each stage is an engine Worker with its own model copy and KV pool: a chain longer than this is a mistake. */
+export const MAX_STAGES = 16;
+/** A config is a few hundred bytes; nothing real comes near these. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+const MAX_CONFIG_DEPTH = 32;
+
 function isRecord(v: Json): v is Record<string, Json> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -98,12 +105,12 @@ function parseEngineArgs(raw: Json, baseDir: string, where: string): Result<Stag
   for (const [key, field] of Object.entries(ENGINE_NUMBER_KEYS)) {
     const v = raw[key];
     if (v === undefined || v === null) continue;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) return err(`${where}: engine_args.${key} must be a positive integer (got ${JSON.stringify(v)})`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) return err(`${where}: engine_args.${key} must be a positive integer (got ${jsonPreview(v)})`);
     args[field] = v;
   }
   const device = raw["device"];
   if (device !== undefined && device !== null) {
-    if (!(DEVICES as readonly unknown[]).includes(device)) return err(`${where}: engine_args.device must be one of ${DEVICES.join(", ")} (got ${JSON.stringify(device)})`);
+    if (!(DEVICES as readonly unknown[]).includes(device)) return err(`${where}: engine_args.device must be one of ${DEVICES.join(", ")} (got ${jsonPreview(device)})`);
     args.device = device as (typeof DEVICES)[number];
   }
   const prefix = raw["enable_prefix_caching"];
@@ -128,7 +135,7 @@ function parseSampling(raw: Json, where: string): Result<Partial<SamplingParams>
       : kind === "bool" ? typeof v === "boolean"
       : kind === "strings" ? Array.isArray(v) && v.every((s) => typeof s === "string")
       : Array.isArray(v) && v.every((s) => typeof s === "number" && Number.isInteger(s));
-    if (!okKind) return err(`${where}: default_sampling_params.${key} must be ${kind === "strings" ? "a list of strings" : kind === "ints" ? "a list of integers" : `a ${kind === "bool" ? "boolean" : kind}`} (got ${JSON.stringify(v)})`);
+    if (!okKind) return err(`${where}: default_sampling_params.${key} must be ${kind === "strings" ? "a list of strings" : kind === "ints" ? "a list of integers" : `a ${kind === "bool" ? "boolean" : kind}`} (got ${jsonPreview(v)})`);
     out[field] = v;
   }
   return ok(out as Partial<SamplingParams>);
@@ -139,10 +146,10 @@ function parseStage(raw: Json, index: number, numStages: number, baseDir: string
   if (!isRecord(raw)) return err(`${where}: each stage_args entry must be a mapping`);
   const bad = unknownKey(raw, STAGE_KEYS);
   if (bad !== null) return err(`${where}: unknown key "${bad}" (known: ${STAGE_KEYS.join(", ")})`);
-  if (raw["stage_id"] !== index) return err(`${where}: stage_id must be ${index} (stages form a chain, numbered in order; got ${JSON.stringify(raw["stage_id"])})`);
-  if (raw["stage_type"] !== undefined && raw["stage_type"] !== "llm") return err(`${where}: stage_type ${JSON.stringify(raw["stage_type"])} is not supported (only "llm")`);
+  if (raw["stage_id"] !== index) return err(`${where}: stage_id must be ${index} (stages form a chain, numbered in order; got ${jsonPreview(raw["stage_id"])})`);
+  if (raw["stage_type"] !== undefined && raw["stage_type"] !== "llm") return err(`${where}: stage_type ${jsonPreview(raw["stage_type"])} is not supported (only "llm")`);
   const outType = raw["final_output_type"];
-  if (outType !== undefined && outType !== "text") return err(`${where}: final_output_type ${JSON.stringify(outType)} is not supported (only "text")`);
+  if (outType !== undefined && outType !== "text") return err(`${where}: final_output_type ${jsonPreview(outType)} is not supported (only "text")`);
   const engineArgs = parseEngineArgs(raw["engine_args"], baseDir, where);
   if (!engineArgs.ok) return engineArgs;
   const sampling = parseSampling(raw["default_sampling_params"], where);
@@ -153,10 +160,10 @@ function parseStage(raw: Json, index: number, numStages: number, baseDir: string
   } else {
     const source = raw["engine_input_source"] ?? [index - 1];
     if (!Array.isArray(source) || source.length !== 1 || source[0] !== index - 1) {
-      return err(`${where}: engine_input_source must be [${index - 1}] (fennec runs chains: each stage reads the one before; got ${JSON.stringify(source)})`);
+      return err(`${where}: engine_input_source must be [${index - 1}] (fennec runs chains: each stage reads the one before; got ${jsonPreview(source)})`);
     }
     const kind = raw["input_type"] ?? "text";
-    if (typeof kind !== "string" || !EDGE_INPUTS.includes(kind as EdgeInput)) return err(`${where}: input_type must be one of ${EDGE_INPUTS.join(", ")} (got ${JSON.stringify(kind)})`);
+    if (typeof kind !== "string" || !EDGE_INPUTS.includes(kind as EdgeInput)) return err(`${where}: input_type must be one of ${EDGE_INPUTS.join(", ")} (got ${jsonPreview(kind)})`);
     input = kind as EdgeInput;
   }
   const finalOutput = raw["final_output"] ?? index === numStages - 1;
@@ -193,6 +200,7 @@ export function parseStageConfig(doc: Json, file: string, baseDir: string): Resu
   if (doc["async_chunk"] !== undefined && doc["async_chunk"] !== false) return err(`${file}: async_chunk: true is not supported (stages run one after the other)`);
   const list = doc["stage_args"];
   if (!Array.isArray(list) || list.length === 0) return err(`${file}: stage_args must be a non-empty list of stages`);
+  if (list.length > MAX_STAGES) return err(`${file}: stage_args has ${list.length} stages, more than the limit of ${MAX_STAGES} (each stage is an engine Worker holding its own model)`);
   const stages: StageSpec[] = [];
   for (let i = 0; i < list.length; i++) {
     const stage = parseStage(list[i], i, list.length, baseDir, file);
@@ -207,9 +215,15 @@ export function parseStageConfig(doc: Json, file: string, baseDir: string): Resu
 /** Reads and validates a YAML or JSON stage config (YAML is a superset of JSON, so one parser reads both). */
 export function loadStageConfig(file: string): Result<StageChain> {
   if (!existsSync(file)) return err(`--stage-config: file not found: ${file}`);
+  const sizeBytes = statSync(file).size;
+  if (sizeBytes > MAX_CONFIG_BYTES) return err(`${file}: the file is ${sizeBytes} bytes, more than a stage config's limit of ${MAX_CONFIG_BYTES}`);
+  const text = readFileSync(file, "utf8");
+  // before the parser: 100k nested brackets overflowed its stack ("Maximum call stack size exceeded")
+  const nesting = nestingProblem(text, { maxDepth: MAX_CONFIG_DEPTH, yaml: true });
+  if (nesting !== null) return err(`${file}: refused: ${nesting}`);
   let doc: Json;
   try {
-    doc = parseYaml(readFileSync(file, "utf8"));
+    doc = parseYaml(text);
   } catch (e) {
     // the yaml library's first line ends with ":" before a code frame: keep the line, drop the dangling colon
     const message = (e instanceof Error ? e.message.split("\n")[0]! : String(e)).replace(/:\s*$/, "");

@@ -8,6 +8,7 @@ import { errorMessage } from "../util/error-message.ts";
 import { Elysia } from "elysia";
 import { clientAddress } from "./access-log.ts";
 import { createAuthCheck } from "./auth.ts";
+import { checkBodyNesting } from "./body-limits.ts";
 import { createCors, DEFAULT_CORS } from "./cors.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
@@ -66,6 +67,7 @@ async function readBodyText(request: Request, maxBytes: number): Promise<string>
 /** JSON bodies are parsed here so that malformed JSON and non-object bodies get a clear 400 of their own. */
 async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, string>, maxBytes: number): Promise<Record<string, unknown>> {
   const text = await readBodyText(request, maxBytes);
+  checkBodyNesting(text);
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -6,6 +6,7 @@
 import { Elysia, ValidationError } from "elysia";
 import type { LogLevel } from "../util/logger.ts";
 import { oneLineError } from "../util/error-message.ts";
+import { jsonPreview } from "../util/json-limits.ts";
 
 /** OpenAI / vLLM error `type` per status: the table the whole server uses. */
 export const ERROR_TYPES = {
@@ -48,7 +49,7 @@ export class ApiError extends Error {
 
 /** vLLM's semantic-validation message: `<text> (parameter=<name>, value=<value>)`, param set. */
 export function invalidParam(param: string, message: string, value?: unknown): ApiError {
-  const suffix = value === undefined ? "" : ` (parameter=${param}, value=${JSON.stringify(value)})`;
+  const suffix = value === undefined ? "" : ` (parameter=${param}, value=${jsonPreview(value, 200)})`;
   return new ApiError("badRequest", `${message}${suffix}`, param);
 }
 
@@ -67,8 +68,8 @@ function fieldName(path: string): string {
 
 function describeValue(value: unknown): string {
   if (value === undefined) return "";
-  const text = JSON.stringify(value) ?? String(value);
-  return ` (got ${text.length > 60 ? `${text.slice(0, 57)}...` : text})`;
+  // never the whole value: it may be a 15 MB prompt or a million-entry list
+  return ` (got ${jsonPreview(value, 60)})`;
 }
 
 /** A JSON-schema node as TypeBox errors carry it (only the parts read here). */

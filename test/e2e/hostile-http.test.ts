@@ -1,5 +1,5 @@
 /**
- * Issue 12 items 5, 6 and 9 (shutdown) against the real server process, over raw TCP (node:net) where a fetch client
+ * Issue 12 items 2, 3, 5, 6 and 9 (shutdown) against the real server process, over raw TCP (node:net) where a fetch client
  * would hide the wire: pipelined requests answered in order, HTTP/1.0 without Host answered, HTTP/1.1 without Host
  * refused with 400, no stack trace in the log, and vLLM's --shutdown-timeout drain.
  */
@@ -77,6 +77,65 @@ describe("requests without Host (issue 12 item 6)", () => {
   test("nothing above wrote a stack trace or an internal error to the log (one line per event)", () => {
     expect(server.log()).not.toMatch(STACK_LINE);
     expect(server.log()).not.toContain("internal error");
+  });
+});
+
+/** Polls /health every few ms while `work` runs; the latencies in ms. */
+async function healthLatenciesDuring(work: Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  let done = false;
+  void work.finally(() => { done = true; });
+  while (!done || latencies.length < 20) {
+    const t0 = performance.now();
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    latencies.push(performance.now() - t0);
+    await Bun.sleep(2);
+  }
+  await work;
+  return latencies;
+}
+
+const p99 = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)]!;
+
+async function residentBytes(): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  return Number(/^process_resident_memory_bytes (\S+)$/m.exec(text)![1]);
+}
+
+describe("deeply nested JSON (issue 12 item 2)", () => {
+  const deep = (depth: number, leaf = "1"): string => `${"[".repeat(depth)}${leaf}${"]".repeat(depth)}`;
+  const objects = (depth: number): string => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+  const BODIES: readonly (readonly [string, string, string])[] = [
+    ["/v1/completions", "prompt", `{"prompt": ${deep(100_000)}, "max_tokens": 1}`],
+    ["/v1/completions", "logit_bias", `{"prompt": "Once", "logit_bias": ${objects(100_000)}}`],
+    ["/v1/chat/completions", "content", `{"messages": [{"role": "user", "content": ${deep(100_000)}}]}`],
+    ["/tokenize", "prompt", `{"prompt": ${deep(100_000)}}`],
+  ];
+
+  test("100k levels in prompt, logit_bias, chat content and /tokenize: 400 naming the limit at once, /health p99 under 50 ms meanwhile, RSS bounded", async () => {
+    const rssBefore = await residentBytes();
+    const answers = Promise.all(Array.from({ length: 5 }, () => BODIES).flat().map(async ([path, , body]) => {
+      const res = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
+      return { status: res.status, body: (await res.json()) as { error: { message: string; code: number } } };
+    }));
+    const latencies = await healthLatenciesDuring(answers);
+    for (const answer of await answers) {
+      expect(answer.status).toBe(400);
+      expect(answer.body.error.message).toBe("Request body is refused: its JSON nesting is deeper than the limit of 128 levels of objects and arrays");
+    }
+    expect(p99(latencies)).toBeLessThan(50);
+    // was +2.5 GB from one 0.5 MB body
+    expect(await residentBytes() - rssBefore).toBeLessThan(200 * 2 ** 20);
+    expect(server.log()).not.toMatch(STACK_LINE);
+    expect(server.log()).not.toContain("Maximum call stack");
+  });
+
+  test("nesting up to the limit is still parsed and validated as before (a 400 about the field, not the depth)", async () => {
+    const res = await fetch(`${server.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"prompt": ${deep(120)}}` });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { message: string } };
+    expect(body.error.message).toContain("'prompt'");
+    expect(body.error.message.length).toBeLessThan(300);
   });
 });
 

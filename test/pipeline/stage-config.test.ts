@@ -56,6 +56,13 @@ describe("stage configs", () => {
     ["not-yaml.yaml", "stage_args: [\n", /not-yaml\.yaml: not valid YAML or JSON: .*[^:]$/],
     ["not-yaml-flow.yaml", "stages: [\n", /not-yaml-flow\.yaml: not valid YAML or JSON: .*line 2, column 1$/],
     ["empty.yaml", "stage_args: []\n", /empty\.yaml: stage_args must be a non-empty list/],
+    // issue 12: 100k nested brackets overflowed the YAML parser's stack ("Maximum call stack size exceeded")
+    ["deep.json", `{"stage_args": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`, /deep\.json: refused: nesting is deeper than the limit of 32 levels/],
+    ["deep-flow.yaml", `stage_args:\n  - stage_id: 0\n    default_sampling_params: {stop: ${"[".repeat(50_000)}}\n`, /deep-flow\.yaml: refused: nesting is deeper than the limit of 32/],
+    // issue 12 item 9: 1,000 stages started 1,000 engine Workers
+    ["many.yaml", `stage_args:\n${Array.from({ length: 1000 }, (_, i) => `  - stage_id: ${i}\n`).join("")}`, /many\.yaml: stage_args has 1000 stages, more than the limit of 16/],
+    ["huge.yaml", `# ${"x".repeat(2 * 1024 * 1024)}\nstage_args: [{stage_id: 0}]\n`, /huge\.yaml: the file is \d+ bytes, more than a stage config's limit of 1048576/],
+    ["long-value.yaml", `stage_args:\n  - stage_id: 0\n    default_sampling_params: {stop: [${Array.from({ length: 100_000 }, () => "1").join(",")}]}\n`, /stop must be a list of strings \(got \[1,1,1.*\.\.\.\)$/],
   ];
 
   test.each(BAD)("%s fails with one line", (name, text, expected) => {
@@ -65,6 +72,14 @@ describe("stage configs", () => {
     expect(result.error).toMatch(expected);
     expect(result.error).not.toContain("\n");
     expect(result.error).toContain(name);
+  });
+
+  test("brackets inside quoted strings and comments do not count as nesting", () => {
+    const deepText = "[".repeat(200);
+    const path = write("quoted.yaml", `# ${deepText}\nstage_args:\n  - stage_id: 0\n    default_sampling_params: {stop: ["${deepText}", '${deepText}']}\n`);
+    const chain = loadStageConfig(path);
+    if (!chain.ok) throw new Error(chain.error);
+    expect(chain.value.stages[0]!.samplingOverrides.stop).toEqual([deepText, deepText]);
   });
 
   test("a missing config file", () => {

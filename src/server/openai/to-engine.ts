@@ -7,6 +7,7 @@ import type { SamplingParams } from "../../engine/sampling-params.ts";
 import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams } from "../../engine/sampling-params.ts";
 import { ApiError, invalidParam } from "../errors.ts";
 import type { ChatCompletionBody, CompletionBody, StreamOptionsBody } from "./schemas.ts";
+import { jsonPreview } from "../../util/json-limits.ts";
 
 export interface UsageMode {
   /** send the final usage-only chunk (choices: []) */
@@ -87,7 +88,7 @@ export interface SamplingInput {
 function checkTokenIds(param: string, ids: readonly number[], vocabSize: number): void {
   const bad = ids.filter((id) => id < 0 || id >= vocabSize);
   if (bad.length > 0) {
-    throw invalidParam(param, `token id(s) ${JSON.stringify(bad)} in ${param} are out of vocabulary (size ${vocabSize}).`);
+    throw invalidParam(param, `token id(s) ${jsonPreview(bad, 200)} in ${param} are out of vocabulary (size ${vocabSize}).`);
   }
 }
 

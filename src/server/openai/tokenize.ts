@@ -6,6 +6,7 @@ import { renderChat } from "./chat-completions.ts";
 import { DetokenizeRequest, TokenizeRequest, type DetokenizeBody, type TokenizeBody } from "./schemas.ts";
 import { DETOKENIZE_RESPONSES, TOKENIZE_RESPONSES } from "./response-docs.ts";
 import { checkModel } from "./to-engine.ts";
+import { jsonPreview } from "../../util/json-limits.ts";
 
 export function tokenize(options: ServerOptions, body: TokenizeBody) {
   const { tokenizer } = options.orchestrator;
@@ -33,7 +34,7 @@ export function detokenize(options: ServerOptions, body: DetokenizeBody) {
   const { tokenizer } = options.orchestrator;
   checkModel(body.model, options.servedModelName);
   const bad = body.tokens.filter((id) => id < 0 || id >= tokenizer.vocabSize);
-  if (bad.length > 0) throw new ApiError("badRequest", `token id(s) ${JSON.stringify(bad)} are out of vocabulary (size ${tokenizer.vocabSize}).`, "tokens");
+  if (bad.length > 0) throw new ApiError("badRequest", `token id(s) ${jsonPreview(bad, 200)} are out of vocabulary (size ${tokenizer.vocabSize}).`, "tokens");
   return { prompt: tokenizer.decode(body.tokens, { skipSpecialTokens: false }) };
 }
 
