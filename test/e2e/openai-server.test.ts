@@ -263,7 +263,8 @@ describe("per-request metrics rules", () => {
 
   test("a port another server holds is refused in one line (Elysia's reusePort would share it silently)", async () => {
     const { code, output } = await runServeExpectingExit(["--host", "127.0.0.1", "--port", String(main.port), "--threads", "1"]);
-    expect(code).toBe(2);
+    // a failed run, not a usage error: exit 1 (58af86c made it a RuntimeFailure; this test still said 2)
+    expect(code).toBe(1);
     expect(output).toContain(`cannot listen on 127.0.0.1:${main.port}`);
     expect(output.trim().split("\n")).toHaveLength(1);
   });
