@@ -33,11 +33,14 @@ const RULES: readonly Rule[] = [
   { files: /^backend\//, may: [/^backend\//, /^tensor\//, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },
   // the model sees only the Backend interface: the concrete backend is passed in
   { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/backend\.ts$/] },
+  // structured outputs on xgrammar: the grammar thread (engine side) and the checker (main side) share grammar-spec.ts
+  { files: /^grammar\//, may: [/^grammar\//, /^util\//], packages: [/^@mlc-ai\/web-xgrammar$/] },
   // engine files run in the Worker (and hold the contracts both threads share): never text, HTTP, pipelines or metrics;
-  // load-runner.ts builds the concrete backend in the worker and hands it to the model
+  // load-runner.ts builds the concrete backend in the worker and hands it to the model; the grammar thread's client
+  // gives the sampler its bitmasks
   {
     files: /^engine\//,
-    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/create-backend\.ts$/],
+    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/],
   },
   // one engine's main-thread side: sees text and the protocol, never weights or kernels; the engine reports its
   // ModelConfig (a type); model-source.ts opens the model file for the tokenizer (metadata, no weights)
@@ -57,8 +60,9 @@ const RULES: readonly Rule[] = [
   { files: /^metrics\//, may: [/^metrics\//, /^engine\/stats\.ts$/, /^pipeline\/stage-stats\.ts$/, /^util\//], mayTypes: [MODEL_CONFIG], packages: [/^prom-client$/] },
   {
     files: /^server\//,
-    // web-ui.ts embeds the built page (build/web-ui.html)
-    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/],
+    // web-ui.ts embeds the built page (build/web-ui.html); grammar-checker.ts: an invalid schema / regex / grammar is a
+    // 400 before any engine work
+    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
   // the typed configs carry the engine's arguments (a type)

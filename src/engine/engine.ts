@@ -17,6 +17,8 @@ import type { KvOffloadConfig } from "./kv-transfer-config.ts";
 import { KvOffloadConnector } from "./kv-offload-connector.ts";
 import { KvBlockTransfer } from "./kv-block-transfer.ts";
 import { CpuTier, DiskTier, type OffloadTier } from "./offload-tiers.ts";
+import { GrammarThreadClient, type FillResult } from "../grammar/grammar-thread.ts";
+import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -71,6 +73,24 @@ export interface RequestErrorInfo {
   readonly message: string;
 }
 
+/** Optional parts of an engine: structured outputs need the model's vocabulary (sent by the main thread). */
+export interface EngineOptions {
+  readonly grammarVocab?: GrammarVocab | null;
+  /** compiled grammars kept for reuse */
+  readonly grammarCacheSize?: number;
+  /** the grammar thread's entry (tests); default: grammar/grammar-worker.ts */
+  readonly grammarWorkerUrl?: string;
+  /** something finished outside a step (a grammar compiled or failed): the loop should look again */
+  readonly onWake?: () => void;
+}
+
+/** A request that failed after it was accepted (its grammar would not compile, or its grammar reached a dead end). */
+export interface LateRequestError extends RequestErrorInfo {
+  readonly requestId: string;
+}
+
+const DEFAULT_GRAMMAR_CACHE_SIZE = 128;
+
 export interface EngineStepResult {
   readonly deltas: readonly RequestDelta[];
   readonly stats: StepStats;
@@ -87,6 +107,12 @@ export class EngineCore {
   private readonly sampler = new Sampler();
   /** seeds requests without a seed, so a whole engine run is reproducible from one number */
   private nextFallbackSeed: number;
+  /** the grammar thread, started by the first structured request */
+  private grammar: GrammarThreadClient | null = null;
+  private readonly lateErrors: LateRequestError[] = [];
+  /** compiles in flight; settle wakes waitForGrammar() */
+  private numCompiling = 0;
+  private grammarSettled: (() => void) | null = null;
 
   constructor(
     private readonly runner: ModelRunner,
@@ -94,6 +120,7 @@ export class EngineCore {
     private readonly engineIndex = 0,
     private readonly nowMs: () => number = clockNowMs,
     seed = Date.now(),
+    private readonly options: EngineOptions = {},
   ) {
     this.config = config;
     this.kv = new KvCacheManager(config);
@@ -103,15 +130,19 @@ export class EngineCore {
     this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload);
   }
 
-  /** Releases the offload tier (unlinks its disk file); the engine takes no requests afterwards. */
+  /** Releases the offload tier (unlinks its disk file) and the grammar thread; the engine takes no requests afterwards. */
   dispose(): void {
     this.offload?.close();
+    this.grammar?.dispose();
+    this.grammar = null;
   }
 
   get numRunning(): number { return this.scheduler.running.length; }
   /** waiting requests, with those waiting for an offload load (vLLM keeps them in its waiting queue, "deferred") */
   get numWaiting(): number { return this.scheduler.waiting.length + (this.offload?.numLoading ?? 0); }
   hasWork(): boolean { return this.scheduler.numUnfinished > 0; }
+  /** requests whose grammar is compiling (they wait in the queue) */
+  get numCompilingGrammars(): number { return this.numCompiling; }
 
   /** Queues a request, or says why it can never run (vLLM's messages). */
   addRequest(request: EngineRequest): RequestErrorInfo | null {
@@ -130,14 +161,65 @@ export class EngineCore {
     if (blocksNeeded > numBlocks) {
       return { code: "kv_cache_too_small", message: `request needs ${blocksNeeded} KV blocks (${numPrompt} prompt + ${state.maxOutputTokens} output tokens) but the cache has ${numBlocks}; raise --kv-cache-memory or lower max_tokens` };
     }
+    const spec = request.sampling.structuredOutputs;
+    if (spec && !this.options.grammarVocab) {
+      return { code: "structured_outputs_unavailable", message: "Structured outputs need the model's tokenizer vocabulary, which this engine was not given." };
+    }
     if (request.importKv) {
       const imported = this.importKv(state, request.importKv);
       if (imported) return imported;
     }
     this.requests.set(request.requestId, state);
     this.scheduler.add(state);
+    if (spec) this.startGrammar(state, spec);
     return null;
   }
+
+  /** Compiles off the step loop; the request waits in the queue meanwhile (its queue time includes the compile). */
+  private startGrammar(state: RequestState, spec: NonNullable<EngineRequest["sampling"]["structuredOutputs"]>): void {
+    this.grammar ??= new GrammarThreadClient(
+      { vocab: this.options.grammarVocab!, vocabSize: this.runner.config.vocabSize, cacheSize: this.options.grammarCacheSize ?? DEFAULT_GRAMMAR_CACHE_SIZE },
+      (requestId, message) => this.failLate(requestId, "grammar_error", message),
+      ...(this.options.grammarWorkerUrl ? [this.options.grammarWorkerUrl] : []),
+    );
+    const stopIds = [...new Set([...state.eosTokenIds, ...state.sampling.stopTokenIds])];
+    this.numCompiling++;
+    void this.grammar.compile(state.requestId, spec, stopIds).then((result) => {
+      this.numCompiling--;
+      if (this.requests.get(state.requestId) === state) {
+        if (result.ok) state.grammarStatus = "ready";
+        else this.failLate(state.requestId, "invalid_grammar", result.message);
+      }
+      const settled = this.grammarSettled;
+      this.grammarSettled = null;
+      settled?.();
+      this.options.onWake?.();
+    });
+  }
+
+  /** Resolves when a grammar compile settles (immediately when none is in flight). */
+  waitForGrammar(): Promise<void> {
+    if (this.numCompiling === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.grammarSettled;
+      this.grammarSettled = () => { previous?.(); resolve(); };
+    });
+  }
+
+  /** Errors of requests that failed after they were accepted, since the last call. */
+  takeLateErrors(): LateRequestError[] {
+    return this.lateErrors.splice(0);
+  }
+
+  private failLate(requestId: string, code: string, message: string): void {
+    const state = this.requests.get(requestId);
+    if (!state) return;
+    this.lateErrors.push({ requestId, code, message });
+    this.requests.delete(requestId);
+    this.scheduler.finish(state);
+    this.grammar?.free([requestId]);
+  }
+
 
   /**
    * pd pipelines: the first `kv.numTokens` positions arrive computed from a prefill stage. They get blocks at once and
@@ -177,6 +259,7 @@ export class EngineCore {
       this.requests.delete(id);
       this.scheduler.finish(state, true);
     }
+    this.grammar?.free(requestIds);
   }
 
   /**
@@ -216,7 +299,10 @@ export class EngineCore {
     if (chunks.length === 0) return null;
     const batchId = ++this.batchId;
     const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
-    const result = await this.runner.execute(batch);
+    // grammar requests that sample this step: their bitmasks are filled on the grammar thread during the forward pass
+    const grammarIds = chunks.filter((c) => c.request.grammarStatus === "ready" && c.startPos + c.numNewTokens >= c.request.numTokens).map((c) => c.request.requestId);
+    const [result, fill] = await Promise.all([this.runner.execute(batch), grammarIds.length > 0 ? this.grammar!.fill(grammarIds) : null]);
+    const maskRow = new Map<string, number>(grammarIds.map((id, r) => [id, r]));
     const stepEndMs = this.nowMs();
     const vocabSize = this.runner.config.vocabSize;
     const deltas: RequestDelta[] = [];
@@ -240,10 +326,15 @@ export class EngineCore {
         }
       }
       if (end < req.numTokens) return; // a prefill chunk that is not the last
+      const r = maskRow.get(req.requestId);
+      const tokenBitmask = r === undefined || !fill ? undefined : this.grammarMask(req, fill, r);
+      if (tokenBitmask === null) return; // failed: reported with the step's late errors
       const { tokenId, logprobs } = this.sampler.sample(rowOf(wanted === "all" ? rowStart + chunk.numNewTokens - 1 : rowStart), {
         params: req.sampling, allTokenIds: req.allTokenIds, numPromptTokens: req.numPromptTokens, outputCounts: req.outputCounts,
         stopTokenIds: req.sampling.ignoreEos ? req.sampling.stopTokenIds : [...req.eosTokenIds, ...req.sampling.stopTokenIds], rng: req.rng,
+        ...(tokenBitmask ? { tokenBitmask } : {}),
       });
+      if (tokenBitmask) this.grammar!.accept(req.requestId, tokenId);
       req.appendOutput(tokenId);
       numGenerationTokens++;
       req.times.firstTokenMs ??= stepEndMs;
@@ -264,6 +355,7 @@ export class EngineCore {
       if (finish) {
         this.requests.delete(req.requestId);
         this.scheduler.finish(req);
+        if (req.grammarStatus !== "none") this.grammar?.free([req.requestId]);
       }
     });
 
@@ -278,6 +370,27 @@ export class EngineCore {
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
     };
     return { deltas, stats };
+  }
+
+  /**
+   * The request's bitmask row, or null when it cannot go on (the request is failed): the grammar refused a token it
+   * had allowed (vLLM: "Unexpected: grammar rejected tokens ... Terminating request."), or no token of the vocabulary
+   * can continue it.
+   */
+  private grammarMask(req: RequestState, fill: FillResult, row: number): Int32Array | null {
+    const status = fill.status[row]!;
+    if (status.kind === "rejected") {
+      this.failLate(req.requestId, "grammar_rejected", `Unexpected: grammar rejected tokens [${status.tokenId}] for request ${req.requestId}. Terminating request.`);
+      return null;
+    }
+    const mask = fill.masks.subarray(row * fill.words, (row + 1) * fill.words);
+    let any = false;
+    for (let w = 0; w < mask.length && !any; w++) any = mask[w] !== 0;
+    if (!any) {
+      this.failLate(req.requestId, "grammar_dead_end", `structured output: no token of this model's vocabulary can continue the grammar after ${req.numOutputTokens} generated tokens`);
+      return null;
+    }
+    return mask;
   }
 
   private toSequenceChunk(c: ScheduledChunk): SequenceChunk {

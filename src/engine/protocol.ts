@@ -6,6 +6,7 @@ import type { SamplingParams } from "./sampling-params.ts";
 import type { FinishReason, RequestTimes, StepStats } from "./stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { KvOffloadConfig } from "./kv-transfer-config.ts";
+import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 
 /** Engine arguments (vLLM names in camelCase). */
 export interface EngineArgs {
@@ -85,6 +86,8 @@ export interface EngineWorkerSpec {
   readonly engineIndex: number;
   readonly engineArgs: EngineArgs;
   readonly runner: RunnerSpec;
+  /** the tokenizer's vocabulary for structured outputs (xgrammar's TokenizerInfo); absent = none possible */
+  readonly grammarVocab?: GrammarVocab | null;
 }
 
 export type ToEngine =

@@ -12,6 +12,9 @@ import { createRng, type Rng } from "./rng.ts";
 /** "loading": its prefix blocks are being read back from the KV offload tier; not scheduled until they are in */
 export type RequestStatus = "waiting" | "loading" | "running" | "finished";
 
+/** A structured request waits in the queue until its grammar is compiled (vLLM WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR). */
+export type GrammarStatus = "none" | "compiling" | "ready";
+
 /** Mutable mirror of RequestTimes, owned by the engine. */
 export interface MutableRequestTimes {
   arrivalMs: number;
@@ -34,6 +37,7 @@ export class RequestState {
   /** pd pipelines: return the prompt's KV blocks when finished */
   readonly exportKv: boolean;
   status: RequestStatus = "waiting";
+  grammarStatus: GrammarStatus;
   /** tokens whose K/V are in the cache (positions [0, numComputedTokens)) */
   numComputedTokens = 0;
   /** [ceil(numComputedTokens / blockSize)] KV block ids, in position order */
@@ -66,6 +70,7 @@ export class RequestState {
     this.exportKv = request.exportKv === true;
     this.times = { arrivalMs: request.arrivalMs, queuedMs, scheduledMs: null, firstTokenMs: null, lastTokenMs: null };
     this.promptLogprobs = request.sampling.promptLogprobs !== null ? new Array(this.numPromptTokens).fill(null) : null;
+    this.grammarStatus = request.sampling.structuredOutputs ? "compiling" : "none";
   }
 
   get numTokens(): number {

@@ -1,7 +1,9 @@
 /**
- * Turns one logits row into the next token, in vLLM V1's order: logprobs from the raw logits; then min_tokens
- * (stop tokens masked), logit_bias, repetition / frequency / presence penalties; greedy = argmax (lowest id wins a
- * tie); otherwise temperature, min_p, top_k, top_p and a draw from the request's own generator.
+ * Turns one logits row into the next token, in vLLM V1's order: a structured-output grammar's token bitmask first
+ * (vLLM applies it to the logits in the model runner, before the sampler sees them, so logprobs see it too); logprobs
+ * from those logits; then allowed_token_ids, bad_words, min_tokens (stop tokens masked), logit_bias, repetition /
+ * frequency / presence penalties; greedy = argmax (lowest id wins a tie); otherwise temperature, min_p, top_k, top_p
+ * and a draw from the request's own generator.
  */
 import type { PositionLogprobs, TokenLogprob } from "./protocol.ts";
 import type { SamplingParams } from "./sampling-params.ts";
@@ -20,6 +22,28 @@ export interface SamplingContext {
   /** eos ids and stop_token_ids: masked while fewer than min_tokens were generated */
   readonly stopTokenIds: readonly number[];
   readonly rng: Rng;
+  /** [ceil(vocabSize / 32)] xgrammar's packed bitmask, bit set = allowed; absent = no grammar */
+  readonly tokenBitmask?: Int32Array;
+}
+
+/**
+ * Sets the logit of every token the bitmask forbids to -inf, in place (xgrammar apply_token_bitmask_inplace); ids past
+ * the mask are forbidden too. Returns how many tokens stay allowed.
+ * @example const n = applyTokenBitmask(logits, mask);
+ */
+export function applyTokenBitmask(logits: Float32Array, bitmask: Int32Array): number {
+  let numAllowed = 0;
+  for (let w = 0; w < bitmask.length; w++) {
+    const word = bitmask[w]!;
+    const base = w * 32;
+    if (word === -1) { numAllowed += Math.min(32, Math.max(0, logits.length - base)); continue; }
+    for (let b = 0; b < 32 && base + b < logits.length; b++) {
+      if ((word >>> b) & 1) numAllowed++;
+      else logits[base + b] = -Infinity;
+    }
+  }
+  if (bitmask.length * 32 < logits.length) logits.fill(-Infinity, bitmask.length * 32);
+  return numAllowed;
 }
 
 export interface SampleResult {
@@ -64,16 +88,44 @@ function topIds(values: Float32Array, k: number): number[] {
   return ids;
 }
 
+function hasFinite(values: Float32Array): boolean {
+  for (let i = 0; i < values.length; i++) if (values[i]! > -Infinity) return true;
+  return false;
+}
+
 function argmax(values: Float32Array): number {
   let best = 0;
   for (let i = 1; i < values.length; i++) if (values[i]! > values[best]!) best = i;
   return best;
 }
 
-/** min_tokens, logit_bias and the penalties, in place on a copy of the logits. */
-function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext): void {
+/**
+ * vLLM's bad_words (sampler.py apply_bad_words): the last token of a banned sequence is forbidden when the tokens
+ * before it were just generated (a one-token word is always forbidden).
+ */
+function applyBadWords(logits: Float32Array, ctx: SamplingContext): void {
+  const outputStart = ctx.numPromptTokens;
+  const all = ctx.allTokenIds;
+  for (const word of ctx.params.badWordsTokenIds) {
+    const prefixLen = word.length - 1;
+    if (prefixLen > all.length - outputStart) continue;
+    let matches = true;
+    for (let i = 0; i < prefixLen && matches; i++) matches = all[all.length - prefixLen + i] === word[i];
+    const last = word[prefixLen]!;
+    if (matches && last < logits.length) logits[last] = -Infinity;
+  }
+}
+
+/** allowed_token_ids, bad_words, min_tokens, logit_bias and the penalties, in place on a copy of the logits. */
+function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext, allowed: Uint8Array): void {
   const p = ctx.params;
   const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
+  if (p.allowedTokenIds !== null) {
+    allowed.fill(0);
+    for (const id of p.allowedTokenIds) if (id < logits.length) allowed[id] = 1;
+    for (let i = 0; i < logits.length; i++) if (!allowed[i]) logits[i] = -Infinity;
+  }
+  if (p.badWordsTokenIds.length > 0) applyBadWords(logits, ctx);
   if (numOutput < p.minTokens) for (const id of ctx.stopTokenIds) if (id < logits.length) logits[id] = -Infinity;
   if (p.logitBias) {
     for (const [key, bias] of Object.entries(p.logitBias)) {
@@ -214,7 +266,8 @@ function needsProcessing(ctx: SamplingContext): boolean {
   const p = ctx.params;
   const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
   return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || p.repetitionPenalty !== 1 ||
-    (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0));
+    (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0)) || p.allowedTokenIds !== null ||
+    p.badWordsTokenIds.length > 0;
 }
 
 /**
@@ -223,6 +276,7 @@ function needsProcessing(ctx: SamplingContext): boolean {
  * @example const sampler = new Sampler(); const { tokenId } = sampler.sample(row, ctx);
  */
 export class Sampler {
+  private masked = new Float32Array(0); // [vocabSize] logits after the grammar's bitmask
   private processed = new Float32Array(0); // [vocabSize] logits after the processors
   private probs = new Float64Array(0); // [vocabSize] unnormalized probabilities
   private select: SelectScratch = { keep: new Uint8Array(0), bucket: new Uint16Array(0) };
@@ -231,15 +285,23 @@ export class Sampler {
   sample(row: Float32Array, ctx: SamplingContext): SampleResult {
     const p = ctx.params;
     if (this.processed.length !== row.length) {
+      this.masked = new Float32Array(row.length);
       this.processed = new Float32Array(row.length);
       this.probs = new Float64Array(row.length);
       this.select = { keep: new Uint8Array(row.length), bucket: new Uint16Array(row.length) };
+    }
+    if (ctx.tokenBitmask) {
+      this.masked.set(row);
+      applyTokenBitmask(this.masked, ctx.tokenBitmask);
+      row = this.masked;
     }
     let logits = row;
     if (needsProcessing(ctx)) {
       logits = this.processed;
       logits.set(row);
-      applyLogitsProcessors(logits, ctx);
+      applyLogitsProcessors(logits, ctx, this.select.keep);
+      // the grammar wins when the processors leave nothing it allows (min_tokens masking the only stop token)
+      if (ctx.tokenBitmask && !hasFinite(logits)) logits = row;
     }
     const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs, this.select);
     if (p.logprobs === null) return { tokenId };

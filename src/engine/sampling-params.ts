@@ -1,3 +1,5 @@
+import type { GrammarSpec } from "../grammar/grammar-spec.ts";
+
 /**
  * Every sampling parameter of the OpenAI and vLLM APIs, camelCase inside fennec (the server maps snake_case wire
  * names to this). Defaults follow vLLM's SamplingParams. OWNER: engine helper (validation lives here too).
@@ -29,12 +31,19 @@ export interface SamplingParams {
   /** null = up to the context length */
   readonly maxTokens: number | null;
   readonly skipSpecialTokens: boolean;
+  /** the grammar every sampled token must follow (vLLM SamplingParams.structured_outputs), null = free text */
+  readonly structuredOutputs: GrammarSpec | null;
+  /** only these token ids may be sampled (vLLM allowed_token_ids), null = any */
+  readonly allowedTokenIds: readonly number[] | null;
+  /** token sequences that may not be completed (vLLM bad_words, tokenized on the main thread) */
+  readonly badWordsTokenIds: readonly (readonly number[])[];
 }
 
 export const DEFAULT_SAMPLING_PARAMS: SamplingParams = {
   n: 1, temperature: 1, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1,
   logitBias: null, seed: null, logprobs: null, promptLogprobs: null, stop: [], stopTokenIds: [],
   includeStopStrInOutput: false, ignoreEos: false, minTokens: 0, maxTokens: 16, skipSpecialTokens: true,
+  structuredOutputs: null, allowedTokenIds: null, badWordsTokenIds: [],
 };
 
 /** camelCase field -> the OpenAI / vLLM wire name that error messages and `param` use */
@@ -43,11 +52,14 @@ export const SAMPLING_WIRE_NAMES: Readonly<Record<keyof SamplingParams, string>>
   frequencyPenalty: "frequency_penalty", repetitionPenalty: "repetition_penalty", logitBias: "logit_bias", seed: "seed",
   logprobs: "logprobs", promptLogprobs: "prompt_logprobs", stop: "stop", stopTokenIds: "stop_token_ids",
   includeStopStrInOutput: "include_stop_str_in_output", ignoreEos: "ignore_eos", minTokens: "min_tokens",
-  maxTokens: "max_tokens", skipSpecialTokens: "skip_special_tokens",
+  maxTokens: "max_tokens", skipSpecialTokens: "skip_special_tokens", structuredOutputs: "structured_outputs",
+  allowedTokenIds: "allowed_token_ids", badWordsTokenIds: "bad_words",
 };
 
 /** vLLM's default --max-logprobs */
 export const MAX_LOGPROBS = 20;
+/** vLLM's VLLM_MAX_NUM_BAD_WORDS default */
+export const MAX_BAD_WORDS = 128;
 /** vLLM's VLLM_MAX_N_SEQUENCES default */
 export const MAX_N = 16384;
 
@@ -104,6 +116,11 @@ export function validateSamplingParams(p: SamplingParams, limits: SamplingLimits
     if (v > maxLogprobs) return fail(which, `Requested ${which === "logprobs" ? "sample" : "prompt"} logprobs of ${v}, which is greater than max allowed: ${maxLogprobs}`);
   }
   if (p.stop.some((s) => s === "")) return fail("stop", "stop cannot contain an empty string.");
+  if (p.allowedTokenIds !== null) {
+    if (p.allowedTokenIds.length === 0) return fail("allowedTokenIds", "allowed_token_ids is not None and empty!");
+    if (p.allowedTokenIds.some((id) => !Number.isInteger(id) || id < 0 || (limits.vocabSize !== undefined && id >= limits.vocabSize))) return fail("allowedTokenIds", "allowed_token_ids contains out-of-vocab token id!");
+  }
+  if (p.badWordsTokenIds.length > MAX_BAD_WORDS) return fail("badWordsTokenIds", `Too many bad words after tokenization: ${p.badWordsTokenIds.length}. The max number is ${MAX_BAD_WORDS}.`);
   for (const id of p.stopTokenIds) {
     if (!Number.isInteger(id) || id < 0 || (limits.vocabSize !== undefined && id >= limits.vocabSize)) return fail("stopTokenIds", `stop_token_ids contains ${id}, which is not a token id of this model.`);
   }

@@ -6,7 +6,8 @@
  * Each step: running requests first (in order), each gets the tokens it still lacks up to the budget; if its blocks
  * cannot be allocated the newest running request is preempted (blocks freed, back to the head of the waiting queue,
  * recomputed later) until it fits or it was itself the newest. Then, if nothing was preempted, waiting requests are
- * admitted in order while budget, max-num-seqs and blocks allow; their cached prefix blocks are reused.
+ * admitted in order while budget, max-num-seqs and blocks allow; their cached prefix blocks are reused. A request whose
+ * grammar is still compiling keeps its place and is passed over (vLLM skips WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR).
  */
 import type { KvCacheManager } from "./kv-cache-manager.ts";
 import type { KvConnectorHooks } from "./kv-offload-connector.ts";
@@ -82,6 +83,7 @@ export class Scheduler {
     if (numPreempted === 0) {
       for (let w = 0; w < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs; ) {
         const request = this.waiting[w]!;
+        if (request.grammarStatus === "compiling") { w++; continue; }
         const computed = this.kv.getComputedBlocks(request);
         // another running request is computing this prompt's next block: wait for it instead of computing it twice
         if (this.kv.isNextBlockPending(request, computed)) { w++; numDeferred++; continue; }

@@ -74,7 +74,9 @@ class EngineWorker {
       });
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem());
       if (!config.ok) { post({ type: "fatal", message: config.error }); return; }
-      this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs);
+      this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, Date.now(), {
+        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(),
+      });
       for (const line of this.engine.offload?.describe() ?? []) console.error(line);
       post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, maxModelLen: config.value.maxModelLen, backend });
       for (const m of this.pending.splice(0)) this.handle(m);
@@ -89,8 +91,16 @@ class EngineWorker {
     }
   }
 
+  /** requests that failed outside addRequest (a grammar that would not compile, a grammar dead end) */
+  private postLateErrors(engine: EngineCore): void {
+    const errors = engine.takeLateErrors();
+    for (const e of errors) post({ type: "requestError", requestId: e.requestId, code: e.code, message: e.message });
+    if (errors.length > 0 && !engine.hasWork()) post({ type: "step", deltas: [], stats: engine.idleStats() });
+  }
+
   private async loop(engine: EngineCore): Promise<void> {
     while (!this.stopped) {
+      this.postLateErrors(engine);
       if (!engine.hasWork()) {
         await new Promise<void>((resolve) => { this.wake = resolve; });
         continue;

@@ -92,7 +92,11 @@ class EngineFrontend implements Orchestrator {
 
   /** Starts stage 0's engine (the single-stage pipeline). */
   async start(options: EngineFrontendOptions): Promise<void> {
-    const spec = { engineIndex: 0, engineArgs: options.engineArgs, runner: options.runner ?? { kind: "model" as const, modelPath: options.modelPath } };
+    const spec = {
+      engineIndex: 0, engineArgs: options.engineArgs, runner: options.runner ?? { kind: "model" as const, modelPath: options.modelPath },
+      // structured outputs: the engine's grammar thread builds xgrammar's TokenizerInfo from this
+      grammarVocab: this.tokenizer.grammarVocabulary?.() ?? null,
+    };
     const client = await EngineClient.start(spec, {
       onStep: (deltas, stats) => this.onStep(deltas, stats),
       onRequestError: (id, code, message) => this.onRequestError(id, code, message),

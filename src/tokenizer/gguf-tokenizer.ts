@@ -11,8 +11,9 @@ import { ChatTemplate } from "./chat-template.ts";
 import { decodeIds, PieceTable, StreamingDetokenizer } from "./detokenizer.ts";
 import { partitionSpecial } from "./special-tokens.ts";
 import { buildByteTokens, spmEncode } from "./spm.ts";
-import type { ChatMessage, DecodeOptions, EncodeOptions, IncrementalDetokenizer, Tokenizer } from "./tokenizer.ts";
+import type { ChatMessage, DecodeOptions, EncodeOptions, GrammarVocabulary, IncrementalDetokenizer, Tokenizer } from "./tokenizer.ts";
 import { isSpecialAttr, readVocab, type Vocab } from "./vocab.ts";
+import { TokenAttr } from "./token-attr.ts";
 
 /** Default for decode() / createDetokenizer() without options: special tokens are hidden (vLLM's default). */
 const DEFAULT_DECODE: DecodeOptions = { skipSpecialTokens: true };
@@ -96,5 +97,17 @@ class GgufTokenizer implements Tokenizer {
 
   applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }): string {
     return this.chatTemplate.apply(messages, options);
+  }
+
+  /**
+   * SentencePiece vocabs are xgrammar's byte_fallback kind ("▁" spaces, "<0xXX>" byte tokens), byte-level BPE its
+   * byte_level kind (GPT-2 byte alphabet), as xgrammar's TokenizerInfo.from_huggingface detects them. Tokens that are
+   * never text get a "<...>" name, which xgrammar sets apart as special.
+   */
+  grammarVocabulary(): GrammarVocabulary {
+    const { vocab } = this;
+    const never = TokenAttr.CONTROL | TokenAttr.UNKNOWN | TokenAttr.UNUSED;
+    const encodedVocab = vocab.tokens.map((text, id) => ((vocab.attrs[id]! & never) !== 0 || text === "" ? `<|special_${id}|>` : text));
+    return { encodedVocab, vocabType: vocab.kind === "spm" ? "byte_fallback" : "byte_level", prependSpace: vocab.kind === "spm" && vocab.addSpacePrefix };
   }
 }

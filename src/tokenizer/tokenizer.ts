@@ -37,6 +37,14 @@ export interface ChatMessage {
   readonly content: string;
 }
 
+/** The vocabulary as xgrammar's TokenizerInfo takes it (grammar/grammar-protocol.ts GrammarVocab). */
+export interface GrammarVocabulary {
+  /** [vocabSize] token texts as stored; control, unknown and unused tokens as "<...>" so a grammar never emits them */
+  readonly encodedVocab: readonly string[];
+  readonly vocabType: "byte_fallback" | "byte_level";
+  readonly prependSpace: boolean;
+}
+
 export interface Tokenizer {
   readonly vocabSize: number;
   readonly bosId: number | null;
@@ -51,4 +59,6 @@ export interface Tokenizer {
   createDetokenizer(options?: DecodeOptions): IncrementalDetokenizer;
   /** tokenizer.chat_template rendered with @huggingface/jinja, or the documented plain fallback */
   applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }): string;
+  /** for structured outputs; absent = this tokenizer cannot drive a grammar */
+  grammarVocabulary?(): GrammarVocabulary;
 }

@@ -42,17 +42,22 @@ export interface Collected {
 }
 
 /** Steps the engine until it has no work (or maxSteps), gathering each request's outputs and every step's stats. */
-export async function runToCompletion(engine: EngineCore, maxSteps = 100_000): Promise<{ outputs: Map<string, Collected>; steps: StepStats[] }> {
+export async function runToCompletion(engine: EngineCore, maxSteps = 100_000): Promise<{ outputs: Map<string, Collected>; steps: StepStats[]; errors: Map<string, string> }> {
   const outputs = new Map<string, Collected>();
   const steps: StepStats[] = [];
+  const errors = new Map<string, string>();
+  const takeErrors = (): void => { for (const e of engine.takeLateErrors()) errors.set(e.requestId, `${e.code}: ${e.message}`); };
   for (let i = 0; i < maxSteps && engine.hasWork(); i++) {
     const r = await engine.step();
+    takeErrors();
+    if (!r && engine.numCompilingGrammars > 0) { await engine.waitForGrammar(); takeErrors(); continue; }
     if (!r) throw new Error("engine has work but scheduled nothing");
     steps.push(r.stats);
     collect(outputs, r.deltas);
   }
+  takeErrors();
   if (engine.hasWork()) throw new Error(`engine still busy after ${maxSteps} steps`);
-  return { outputs, steps };
+  return { outputs, steps, errors };
 }
 
 export function collect(outputs: Map<string, Collected>, deltas: readonly RequestDelta[]): void {

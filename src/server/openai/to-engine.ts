@@ -136,6 +136,7 @@ export function toSamplingParams(input: SamplingInput): SamplingParams {
     minTokens: b.min_tokens ?? d.minTokens,
     maxTokens: input.maxTokens,
     skipSpecialTokens: b.skip_special_tokens ?? d.skipSpecialTokens,
+    structuredOutputs: null, allowedTokenIds: null, badWordsTokenIds: [],
   };
   if (input.maxTokens !== null && input.maxTokens < 1) {
     throw invalidParam(input.maxTokensParam, `${input.maxTokensParam} must be at least 1, got ${input.maxTokens}.`, input.maxTokens);
