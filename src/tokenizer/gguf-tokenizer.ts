@@ -11,7 +11,7 @@ import { ChatTemplate } from "./chat-template.ts";
 import { decodeIds, PieceTable, StreamingDetokenizer } from "./detokenizer.ts";
 import { partitionSpecial } from "./special-tokens.ts";
 import { buildByteTokens, spmEncode } from "./spm.ts";
-import type { ChatMessage, DecodeOptions, EncodeOptions, GrammarVocabulary, IncrementalDetokenizer, Tokenizer } from "./tokenizer.ts";
+import type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, GrammarVocabulary, IncrementalDetokenizer, Tokenizer } from "./tokenizer.ts";
 import { isSpecialAttr, readVocab, type Vocab } from "./vocab.ts";
 import { TokenAttr } from "./token-attr.ts";
 
@@ -95,8 +95,12 @@ class GgufTokenizer implements Tokenizer {
     return new StreamingDetokenizer(this.vocab, this.pieces, options);
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }): string {
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions): string {
     return this.chatTemplate.apply(messages, options);
+  }
+
+  chatContentFormat(template: string | null = null): "string" | "openai" {
+    return this.chatTemplate.contentFormat(template);
   }
 
   /**

@@ -32,9 +32,46 @@ export interface IncrementalDetokenizer {
   flush(): string;
 }
 
+/** One content part of a chat message (fennec's models read text parts only). */
+export interface ChatContentPart {
+  readonly type: string;
+  readonly text?: string;
+}
+
+/** A tool call in an assistant message, as OpenAI sends it (`arguments` a JSON string). */
+export interface ChatToolCall {
+  readonly id?: string;
+  readonly type?: string;
+  readonly function: { readonly name: string; readonly arguments?: unknown };
+}
+
+/** A chat message with the fields vLLM passes to the template (extra keys pass through). */
 export interface ChatMessage {
   readonly role: string;
-  readonly content: string;
+  readonly content: string | readonly ChatContentPart[] | null;
+  readonly name?: string;
+  readonly tool_calls?: readonly ChatToolCall[] | null;
+  readonly tool_call_id?: string;
+  readonly reasoning?: string | null;
+}
+
+/** vLLM's --chat-template-content-format: how message content reaches the template. */
+export type ContentFormat = "auto" | "string" | "openai";
+
+/** What vLLM passes to apply_chat_template besides the messages. */
+export interface ChatTemplateOptions {
+  readonly addGenerationPrompt: boolean;
+  /** continue the final message instead of closing it (not together with addGenerationPrompt) */
+  readonly continueFinalMessage?: boolean;
+  /** the request's tools (`{type: "function", function: {...}}`), absent when none */
+  readonly tools?: readonly unknown[] | null;
+  /** RAG documents */
+  readonly documents?: readonly unknown[] | null;
+  /** merged chat_template_kwargs: extra template variables (enable_thinking, ...) */
+  readonly kwargs?: Readonly<Record<string, unknown>>;
+  /** a template that replaces the model's (--chat-template, a trusted request's chat_template) */
+  readonly template?: string | null;
+  readonly contentFormat?: ContentFormat;
 }
 
 /** The vocabulary as xgrammar's TokenizerInfo takes it (grammar/grammar-protocol.ts GrammarVocab). */
@@ -58,7 +95,9 @@ export interface Tokenizer {
   isSpecial(tokenId: number): boolean;
   createDetokenizer(options?: DecodeOptions): IncrementalDetokenizer;
   /** tokenizer.chat_template rendered with @huggingface/jinja, or the documented plain fallback */
-  applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt: boolean }): string;
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions): string;
+  /** what "auto" content format resolves to for the model's template (or the given one) */
+  chatContentFormat?(template?: string | null): "string" | "openai";
   /** for structured outputs; absent = this tokenizer cannot drive a grammar */
   grammarVocabulary?(): GrammarVocabulary;
 }

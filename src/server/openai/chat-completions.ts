@@ -3,6 +3,7 @@
  * chunks in vLLM's order (role chunk, content deltas, one finish chunk per choice, optional usage chunk, [DONE]).
  */
 import { Elysia } from "elysia";
+import { contentText } from "../../tokenizer/chat-template.ts";
 import type { ChatMessage, Tokenizer } from "../../tokenizer/tokenizer.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
@@ -55,7 +56,7 @@ export function responseRole(body: Pick<ChatCompletionBody, "messages" | "add_ge
 export function echoText(body: Pick<ChatCompletionBody, "messages" | "add_generation_prompt" | "echo">): string {
   const last = body.messages.at(-1);
   if (body.echo !== true || last === undefined || last.role !== responseRole(body)) return "";
-  return toChatMessages([last])[0]!.content;
+  return contentText(toChatMessages([last])[0]!.content);
 }
 
 function choiceLogprobs(options: ServerOptions, body: ChatCompletionBody, choice: Pick<ChoiceResult, "logprobs">) {
