@@ -99,6 +99,16 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "enable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Log each request's prompt, token ids and sampling parameters as it reaches the engine." },
   { name: "disable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Deprecated in vLLM (request logging is off by default): accepted, logs one line; use --enable-log-requests to turn it on." },
   { name: "max-log-len", kind: "int", default: null, min: 0, commands: ["serve"], help: "With --enable-log-requests: print at most this many prompt characters and token ids. Default: all." },
+  // chat templates, tool calling, reasoning (vLLM's frontend flags; serve and run-batch answer chat the same way)
+  { name: "chat-template", kind: "string", metavar: "path|jinja", default: null, commands: ENGINE, help: "Chat template to use instead of the model's: a file path, or the Jinja text itself (anything with {, } or a newline)." },
+  { name: "chat-template-content-format", kind: "string", default: "auto", commands: ENGINE, choices: ["auto", "string", "openai"], help: "How message content reaches the template: string (text parts joined), openai (a list of {type, text} parts), or auto (detected from the template)." },
+  { name: "default-chat-template-kwargs", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'JSON object of template variables for every request, e.g. \'{"enable_thinking": false}\'; a request\'s chat_template_kwargs win.' },
+  { name: "trust-request-chat-template", kind: "bool", default: false, commands: ENGINE, help: "Let requests bring their own chat_template (refused otherwise)." },
+  { name: "response-role", kind: "string", metavar: "role", default: "assistant", commands: ENGINE, help: "Role of the answer when the request adds a generation prompt." },
+  { name: "enable-auto-tool-choice", kind: "bool", default: false, commands: ENGINE, help: 'Parse tool calls out of the output when tool_choice is "auto" (the default when a request has tools); needs --tool-call-parser.' },
+  { name: "tool-call-parser", kind: "string", metavar: "name", default: null, commands: ENGINE, help: "How the model writes tool calls: hermes (Hermes, Qwen2.5/3), llama3_json / llama4_json (Llama 3.x), pythonic (Llama 3.2 small), mistral, qwen3_coder / qwen3_xml (Qwen3-Coder, Qwen3.5)." },
+  { name: "exclude-tools-when-tool-choice-none", kind: "bool", default: false, commands: ENGINE, help: 'Leave the tools out of the prompt when tool_choice is "none" (by default they are always rendered).' },
+  { name: "reasoning-parser", kind: "string", metavar: "name", default: null, commands: ENGINE, help: "Split reasoning from the answer into `reasoning`: qwen3, deepseek_r1 (<think>...</think>), granite (\"Here is my thought process:\")." },
   // pipelines
   { name: "pipeline", kind: "string", default: "single", commands: ENGINE, choices: ["single", "pd"], help: "single: one engine; pd: disaggregated prefill and decode stages." },
   { name: "stage-config", kind: "string", metavar: "path", default: null, commands: ENGINE, help: "YAML or JSON file describing a chain of stages (see docs/pipelines.md)." },

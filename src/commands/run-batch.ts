@@ -14,6 +14,8 @@ import type { Orchestrator } from "../frontend/orchestrator.ts";
 import { createServingPipeline, stageChainOf } from "../pipeline/serving-pipeline.ts";
 import type { StageFactory } from "../pipeline/stage-pipeline.ts";
 import { createApp } from "../server/app.ts";
+import type { ChatServingOptions } from "../server/chat-serving.ts";
+import { readChatFlags } from "./chat-flags.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 
@@ -118,6 +120,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   const write = deps.stdout ?? ((t: string) => void process.stdout.write(t));
   const chain = stageChainOf(config.value.stages);
   if (!chain.ok) throw new CliError(chain.error);
+  const chat = readChatFlags(options);
   let tables: BatchTables | null = null;
   const { orchestrator } = await createServingPipeline({
     model: config.value.model, engineArgs: config.value.engine, chain: chain.value, listener: null,
@@ -128,7 +131,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
   });
   try {
-    const app = createBatchApp(orchestrator);
+    const app = createBatchApp(orchestrator, chat);
     const bar = progress(lines.length);
     const results = await Promise.all(lines.map(async ({ line, lineNumber }, index) => {
       const parsed = parseBatchLine(line, lineNumber);
@@ -149,8 +152,9 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   }
 }
 
-function createBatchApp(orchestrator: Orchestrator) {
+function createBatchApp(orchestrator: Orchestrator, chat: ChatServingOptions) {
   return createApp({
+    chat,
     orchestrator, servedModelName: orchestrator.modelConfig.name, modelPath: "run-batch", apiKey: null,
     enablePerRequestMetrics: false, forceIncludeUsage: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
     shutdownSignal: new AbortController().signal, log: (line) => void process.stderr.write(`${line}\n`),

@@ -16,6 +16,7 @@ import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pi
 import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import { createApp } from "../server/app.ts";
+import { readChatFlags } from "./chat-flags.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
 import { listenHttp, type HttpListener, type PeerAddress } from "../server/http-listener.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
@@ -82,6 +83,7 @@ export async function main(options: Options): Promise<number> {
   const { config, chain } = readServeConfig(options);
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
+  const chat = readChatFlags(options);
   if (!gate.ok) throw new CliError(gate.error);
   const loggers = serveLoggers(config.log);
   const mainLog = loggers.main;
@@ -110,9 +112,14 @@ export async function main(options: Options): Promise<number> {
   const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i));
   if (statLogger !== null) listener.targets.push(statLogger);
 
+  if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
+    log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
+  }
+  if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
   const shutdown = new AbortController();
   const peers = new WeakMap<Request, PeerAddress | null>();
   const app = createApp({
+    chat,
     peerOf: (request) => peers.get(request) ?? null,
     orchestrator, servedModelName, modelPath: config.model ?? "embedded:stories260K", apiKey: flags.apiKey,
     enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,

@@ -45,6 +45,8 @@ export interface ServerOptions {
   readonly peerOf?: (request: Request) => { readonly address: string; readonly port: number } | null;
   /** the /metrics route (observability helper), mounted when given; it stays open without the API key */
   readonly metricsRoute?: import("elysia").AnyElysia;
+  /** chat templates, tool calling and reasoning (vLLM's chat flags); default: the model's template, no parsers */
+  readonly chat?: import("./chat-serving.ts").ChatServingOptions;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

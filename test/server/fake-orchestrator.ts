@@ -8,6 +8,7 @@ import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/fro
 import type { ModelConfig } from "../../src/model/model-config.ts";
 import type { ChatMessage, Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { nowMs } from "../../src/util/clock.ts";
+import { ChatTemplate, contentText } from "../../src/tokenizer/chat-template.ts";
 
 const BOS = 1;
 const EOS = 2;
@@ -15,7 +16,9 @@ const EOS = 2;
 const OFFSET = 3;
 const STORY = "Once upon a time there was a little fox. It liked to run in the sun. ";
 
-export function createFakeTokenizer(): Tokenizer {
+/** `chatTemplate`: a real Jinja template for the fake's chats (else its plain "role: content" lines). */
+export function createFakeTokenizer(chatTemplate: string | null = null): Tokenizer {
+  const templates = new ChatTemplate(chatTemplate, { bosToken: "<s>", eosToken: "</s>" }, "fake.gguf");
   const tokenText = (id: number) => (id === BOS ? "<s>" : id === EOS ? "</s>" : String.fromCharCode(id - OFFSET));
   const decode = (ids: readonly number[], options?: { skipSpecialTokens: boolean }) =>
     ids.filter((id) => !(options?.skipSpecialTokens && (id === BOS || id === EOS))).map(tokenText).join("");
@@ -27,7 +30,9 @@ export function createFakeTokenizer(): Tokenizer {
     isSpecial: (id) => id === BOS || id === EOS,
     createDetokenizer: (options) => ({ push: (ids) => decode(ids, options), flush: () => "" }),
     applyChatTemplate: (messages: readonly ChatMessage[], options) =>
-      messages.map((m) => `${m.role}: ${m.content}\n`).join("") + (options.addGenerationPrompt ? "assistant:" : ""),
+      chatTemplate !== null || (options.template ?? null) !== null || options.continueFinalMessage === true
+        ? templates.apply(messages, options)
+        : messages.map((m) => `${m.role}: ${contentText(m.content)}\n`).join("") + (options.addGenerationPrompt ? "assistant:" : ""),
   };
 }
 
@@ -43,6 +48,10 @@ export interface FakeOptions {
   readonly maxModelLen?: number;
   /** finish every request with finish reason "error" after this many tokens */
   readonly failAfterTokens?: number;
+  /** the text every request generates instead of the looping story, then EOS (finish reason "stop") */
+  readonly script?: string;
+  /** a real chat template for the fake tokenizer */
+  readonly chatTemplate?: string;
   /** prompt tokens each request reports as cached (prefix-cache hits); default 0 */
   readonly cachedTokens?: number;
 }
@@ -56,7 +65,7 @@ const MODEL_CONFIG: ModelConfig = {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function createFakeOrchestrator(fake: FakeOptions = {}): FakeOrchestrator {
-  const tokenizer = createFakeTokenizer();
+  const tokenizer = createFakeTokenizer(fake.chatTemplate ?? null);
   const requests: GenerateRequest[] = [];
   const abortedIds: string[] = [];
   let numRunning = 0;
@@ -87,8 +96,9 @@ export function createFakeOrchestrator(fake: FakeOptions = {}): FakeOrchestrator
         const outputs = [];
         for (let i = 0; i < s.n; i++) {
           if (done[i]) continue;
-          const start = ((s.seed ?? 0) + i * 7) % STORY.length;
-          const ch = STORY[(start + step) % STORY.length]!;
+          const start = fake.script !== undefined ? 0 : ((s.seed ?? 0) + i * 7) % STORY.length;
+          const story = fake.script ?? STORY;
+          const ch = story[(start + step) % story.length]!;
           const tokenId = ch.charCodeAt(0) + OFFSET;
           counts[i]!++;
           let finishReason: "stop" | "length" | "error" | null = null;
@@ -103,6 +113,7 @@ export function createFakeOrchestrator(fake: FakeOptions = {}): FakeOrchestrator
             finishReason = "stop";
             stopReason = stop;
           } else {
+            if (finishReason === null && fake.script !== undefined && step === fake.script.length - 1) { finishReason = "stop"; stopReason = null; }
             if (finishReason === null && counts[i]! >= maxTokens) finishReason = "length";
             if (fake.failAfterTokens !== undefined && counts[i]! >= fake.failAfterTokens) finishReason = "error";
             if (finishReason === null) {

@@ -336,12 +336,13 @@ describe("vLLM extras: return_token_ids, prompt_logprobs, response_format", () =
     expect(s.fake.requests.at(-1)!.promptTokenIds).toHaveLength(56);
   });
 
-  test("what fennec cannot do is refused, not ignored: tool calls, beam search, best_of != n", async () => {
+  test("what the server was not started for is refused, not ignored: tool calls without a parser, beam search, best_of != n", async () => {
     const s = testServer();
     const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }];
-    expect((await s.call("POST", "/v1/chat/completions", chat({ tools }))).status).toBe(200);
     expect((await s.call("POST", "/v1/chat/completions", chat({ tools, tool_choice: "none" }))).status).toBe(200);
     for (const [body, param] of [
+      // tools without tool_choice mean "auto" (vLLM's default), which needs --enable-auto-tool-choice
+      [chat({ tools }), "tool_choice"],
       [chat({ tools, tool_choice: "auto" }), "tool_choice"],
       [chat({ tools, tool_choice: { type: "function", function: { name: "get_weather" } } }), "tool_choice"],
       [chat({ use_beam_search: true }), "use_beam_search"],

@@ -4,58 +4,28 @@
  */
 import { Elysia } from "elysia";
 import { contentText } from "../../tokenizer/chat-template.ts";
-import type { ChatMessage, Tokenizer } from "../../tokenizer/tokenizer.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerLoad } from "../load.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, primed, type ChoiceResult } from "./generation.ts";
 import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
-import { ChatCompletionRequest, type ChatCompletionBody, type ChatMessageBody } from "./schemas.ts";
+import { ChatCompletionRequest, type ChatCompletionBody } from "./schemas.ts";
+import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
+import { chatMessageOf, ChatStreamProcessor } from "./chat-output.ts";
+import { prepareChat, responseRole, toChatMessages } from "./chat-request.ts";
 import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
 import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
-/** Text parts are joined; other part types (images, audio) are not supported by fennec's text models. */
-export function toChatMessages(messages: readonly ChatMessageBody[]): ChatMessage[] {
-  return messages.map((m, i) => {
-    if (m.content === undefined || m.content === null) return { role: m.role, content: "" };
-    if (typeof m.content === "string") return { role: m.role, content: m.content };
-    const texts = m.content.map((part, j) => {
-      if (part.type !== "text" || part.text === undefined) {
-        throw new ApiError("badRequest", `messages[${i}].content[${j}]: only text parts are supported (got type "${part.type}")`, `messages[${i}].content[${j}].type`);
-      }
-      return part.text;
-    });
-    return { role: m.role, content: texts.join("\n") };
-  });
-}
-
-/**
- * The chat template turned into prompt text. Templates may refuse a conversation (`raise_exception`, e.g. roles that
- * do not alternate): that is the client's input, so a 400 naming `messages`, as vLLM answers.
- */
-export function renderChat(tokenizer: Tokenizer, messages: readonly ChatMessageBody[], addGenerationPrompt: boolean): string {
-  const chat = toChatMessages(messages);
-  try {
-    return tokenizer.applyChatTemplate(chat, { addGenerationPrompt });
-  } catch (error) {
-    const message = error instanceof Error ? error.message.split("\n")[0]! : String(error);
-    throw new ApiError("badRequest", `The chat template could not render these messages: ${message}`, "messages");
-  }
-}
-
-/** vLLM's get_chat_request_role: the assistant, unless the prompt continues the last message (no generation prompt). */
-export function responseRole(body: Pick<ChatCompletionBody, "messages" | "add_generation_prompt">): string {
-  return (body.add_generation_prompt ?? true) ? "assistant" : (body.messages.at(-1)?.role ?? "assistant");
-}
+export { toChatMessages };
 
 /** vLLM's chat `echo`: the last message's text, when that message has the answer's role; else "". */
-export function echoText(body: Pick<ChatCompletionBody, "messages" | "add_generation_prompt" | "echo">): string {
+export function echoText(body: Pick<ChatCompletionBody, "messages" | "add_generation_prompt" | "echo">, role: string): string {
   const last = body.messages.at(-1);
-  if (body.echo !== true || last === undefined || last.role !== responseRole(body)) return "";
+  if (body.echo !== true || last === undefined || last.role !== role) return "";
   return contentText(toChatMessages([last])[0]!.content);
 }
 
@@ -76,14 +46,18 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   }
   if ((body.top_logprobs ?? 0) < 0) throw new ApiError("badRequest", "top_logprobs must be a non-negative value.", "top_logprobs");
   const maxTokensParam = body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens";
-  const sampling = toSamplingParams({
+  const requestedSampling = toSamplingParams({
     body,
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? null,
     maxTokensParam,
     logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
     vocabSize: orchestrator.tokenizer.vocabSize,
   });
-  const prompt = renderChat(orchestrator.tokenizer, body.messages, body.add_generation_prompt ?? true);
+  const chat = options.chat ?? DEFAULT_CHAT_SERVING;
+  const prepared = prepareChat(orchestrator.tokenizer, body, chat);
+  const prompt = prepared.prompt;
+  // vLLM's hermes / mistral adjust_request: their tags are special tokens the parser must see
+  const sampling = prepared.keepSpecialTokens ? { ...requestedSampling, skipSpecialTokens: false } : requestedSampling;
   const promptTokenIds = truncatePrompt(orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true }), body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
   if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
   const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);
@@ -96,8 +70,10 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`${id} aborted: the client disconnected`));
   const n = sampling.n;
   const returnTokenIds = body.return_token_ids === true;
-  const role = responseRole(body);
-  const echoed = echoText(body);
+  const role = responseRole(body, chat);
+  const echoed = echoText(body, role);
+  // with a reasoning parser, include_reasoning false also withholds logprobs and token ids (they would show the reasoning)
+  const hideTokens = prepared.output.reasoning !== null && !prepared.output.reasoning.include;
   const fingerprint = systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen });
 
   if (body.stream !== true) {
@@ -106,15 +82,20 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
       const completionTokens = result.choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
       return {
         id, object: "chat.completion", created, model,
-        choices: result.choices.map((c) => ({
-          index: c.index,
-          message: { role, content: echoed + c.text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning: null },
-          logprobs: choiceLogprobs(options, body, c),
-          finish_reason: c.finishReason,
-          stop_reason: c.stopReason,
-          token_ids: returnTokenIds ? c.tokenIds : null,
-          routed_experts: null,
-        })),
+        choices: result.choices.map((c) => {
+          const message = chatMessageOf(c.text, prepared.output);
+          const content = echoed === "" ? message.content : echoed + (message.content ?? "");
+          return {
+            index: c.index,
+            message: { role, content, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: message.toolCalls, reasoning: message.reasoning },
+            logprobs: hideTokens ? null : choiceLogprobs(options, body, c),
+            // vLLM: tool calls found by the parser make the finish reason "tool_calls"
+            finish_reason: message.toolCalls.length > 0 ? "tool_calls" : c.finishReason,
+            stop_reason: c.stopReason,
+            token_ids: returnTokenIds && !hideTokens ? c.tokenIds : null,
+            routed_experts: null,
+          };
+        }),
         service_tier: null, system_fingerprint: fingerprint,
         usage: { ...usageWire(result.numPromptTokens, completionTokens), prompt_tokens_details: promptTokensDetails(options.enablePromptTokensDetails, result.numCachedTokens) },
         prompt_logprobs: result.promptLogprobs ? promptLogprobsWire(orchestrator.tokenizer, result.promptLogprobs) : null,
@@ -138,6 +119,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   });
   async function* chunks() {
     const choices: ChoiceResult[] = Array.from({ length: n }, (_, i) => newChoice(i));
+    const processors = Array.from({ length: n }, () => new ChatStreamProcessor(prepared.output));
     for (let i = 0; i < n; i++) {
       yield chunk([{ index: i, delta: { role, content: "" }, logprobs: null, finish_reason: null }],
         usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
@@ -155,20 +137,30 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
       times = output.times;
       cachedTokens = output.numCachedTokens;
       for (const o of output.outputs) {
-        const hasLogprobs = body.logprobs === true && (o.logprobsDelta?.length ?? 0) > 0;
-        if (o.finishReason === null && o.textDelta === "" && !hasLogprobs) continue;
-        const logprobs = body.logprobs === true ? choiceLogprobs(options, body, { logprobs: [...(o.logprobsDelta ?? [])] }) : null;
-        const delta = o.textDelta === "" && o.finishReason !== null ? {} : { content: o.textDelta };
-        const ids = returnTokenIds ? { token_ids: o.tokenIdsDelta } : {};
-        const choice = o.finishReason === null
-          ? { index: o.index, delta, logprobs, finish_reason: null, ...ids }
-          : { index: o.index, delta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason, ...ids };
-        // vLLM puts the fingerprint on the finish chunk unless a usage chunk will carry it
-        const extra = {
-          ...(usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {}),
-          ...(o.finishReason !== null && !usage.includeUsage ? { system_fingerprint: fingerprint } : {}),
-        };
-        yield chunk([choice], extra);
+        const hasLogprobs = body.logprobs === true && !hideTokens && (o.logprobsDelta?.length ?? 0) > 0;
+        const final = o.finishReason !== null;
+        const deltas = processors[o.index]!.push(o.textDelta, final);
+        if (!final && deltas.length === 0 && !hasLogprobs) continue;
+        const logprobs = body.logprobs === true && !hideTokens ? choiceLogprobs(options, body, { logprobs: [...(o.logprobsDelta ?? [])] }) : null;
+        const ids = returnTokenIds && !hideTokens ? { token_ids: o.tokenIdsDelta } : {};
+        // every delta but the last goes alone; the last carries the finish reason; logprobs and ids go on the first
+        const pieces: Record<string, unknown>[] = deltas.length === 0 ? [final ? {} : { content: "" }] : deltas.map((d) => ({ ...d }));
+        for (let k = 0; k < pieces.length; k++) {
+          const last = k === pieces.length - 1;
+          const extras = k === 0 ? { logprobs, ...ids } : { logprobs: null };
+          if (!(final && last)) {
+            yield chunk([{ index: o.index, delta: pieces[k], ...extras, finish_reason: null }], usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {});
+            continue;
+          }
+          const finishReason = processors[o.index]!.calledTools ? "tool_calls" : o.finishReason;
+          const choice = { index: o.index, delta: pieces[k], ...extras, finish_reason: finishReason, stop_reason: o.stopReason };
+          // vLLM puts the fingerprint on the finish chunk unless a usage chunk will carry it
+          const extra = {
+            ...(usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {}),
+            ...(!usage.includeUsage ? { system_fingerprint: fingerprint } : {}),
+          };
+          yield chunk([choice], extra);
+        }
       }
     }
     if (abort.controller.signal.aborted) return;

@@ -65,11 +65,44 @@ export const ChatContentPart = t.Object({
   text: t.Optional(t.String()),
 });
 
+export const ToolCallBody = t.Object({
+  id: t.Optional(t.String()),
+  type: t.Optional(t.String({ example: "function" })),
+  function: t.Object({
+    name: t.String(),
+    arguments: t.Optional(t.Union([t.String(), t.Record(t.String(), t.Unknown())], { description: "The arguments as a JSON string (OpenAI); an object is accepted too." })),
+  }),
+}, { description: "A tool call the assistant made." });
+
 export const ChatMessage = t.Object({
-  role: t.String({ description: "system, user, assistant, or any custom role.", example: "user" }),
+  role: t.String({ description: "system, user, assistant, tool, developer, or any custom role.", example: "user" }),
   content: t.Optional(t.Nullable(t.Union([t.String(), t.Array(ChatContentPart)], { description: "Text, or a list of text parts." }))),
   name: t.Optional(t.String()),
+  tool_calls: t.Optional(t.Nullable(t.Array(ToolCallBody, { description: "Assistant messages: the tool calls made (passed to the template)." }))),
+  tool_call_id: t.Optional(t.Nullable(t.String({ description: "Tool messages: the call this result answers." }))),
+  reasoning: t.Optional(t.Nullable(t.String({ description: "Assistant messages: the reasoning of an earlier turn (interleaved thinking)." }))),
+  reasoning_content: t.Optional(t.Nullable(t.String({ description: "Older name of `reasoning`, accepted on input." }))),
 });
+
+export const ToolBody = t.Object({
+  type: t.String({ description: "Only `function`.", example: "function" }),
+  function: t.Object({
+    name: t.String({ example: "get_weather" }),
+    description: t.Optional(t.Nullable(t.String())),
+    parameters: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown(), { description: "JSON schema of the arguments." }))),
+    strict: t.Optional(t.Nullable(t.Boolean())),
+  }),
+}, { description: "A function the model may call." });
+
+/** Fields that reach the chat template (chat completions and the /tokenize chat form). */
+const chatTemplateFields = {
+  add_generation_prompt: nullableBoolean("vLLM extra: end the rendered prompt with the assistant turn opener (default true); without it the answer continues the last message, in its role."),
+  continue_final_message: nullableBoolean("vLLM extra: leave the final message open so the model continues it (not together with add_generation_prompt: true)."),
+  tools: t.Optional(t.Nullable(t.Array(ToolBody, { description: "OpenAI: tools the model may call; rendered into the prompt by the chat template." }))),
+  documents: t.Optional(t.Nullable(t.Array(t.Record(t.String(), t.Unknown()), { description: "vLLM extra: documents for RAG templates (e.g. Granite, Command R)." }))),
+  chat_template: t.Optional(t.Nullable(t.String({ description: "vLLM extra: a Jinja chat template for this request; only with --trust-request-chat-template." }))),
+  chat_template_kwargs: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown(), { description: "vLLM extra: extra template variables (e.g. {\"enable_thinking\": false}); override --default-chat-template-kwargs.", example: { enable_thinking: false } }))),
+};
 
 export const ChatCompletionRequest = t.Object({
   messages: t.Array(ChatMessage, { description: "The conversation so far.", example: [{ role: "user", content: "Once upon a time" }] }),
@@ -78,13 +111,13 @@ export const ChatCompletionRequest = t.Object({
   max_completion_tokens: nullableInteger("Most tokens to generate; default: up to the context length.", 32),
   logprobs: nullableBoolean("Return the log probability of each generated token."),
   top_logprobs: nullableInteger("With logprobs: also return the top 0..20 alternatives per position.", 2),
-  add_generation_prompt: nullableBoolean("vLLM extra: end the rendered prompt with the assistant turn opener (default true); without it the answer continues the last message, in its role."),
+  ...chatTemplateFields,
   echo: nullableBoolean("vLLM extra: prefix the answer with the last message's content when that message has the answer's role."),
   add_special_tokens: nullableBoolean("vLLM extra: add BOS/EOS when tokenizing the rendered chat (default false: the template adds them)."),
-  tools: t.Optional(t.Nullable(t.Array(t.Record(t.String(), t.Unknown()), { description: "OpenAI: tool definitions. Accepted with tool_choice none (the tools are not shown to the model); fennec has no tool-call parser." }))),
-  tool_choice: t.Optional(t.Nullable(t.Union([t.String(), t.Record(t.String(), t.Unknown())], { description: "Only `none`: auto, required and named tools need a tool-call parser (refused, as vLLM without --enable-auto-tool-choice)." }))),
-  parallel_tool_calls: nullableBoolean("OpenAI: accepted, unused (no tool calls)."),
-  reasoning_effort: t.Optional(t.Nullable(t.String({ description: "OpenAI: accepted, unused (no reasoning models)." }))),
+  tool_choice: t.Optional(t.Nullable(t.Union([t.String(), t.Record(t.String(), t.Unknown())], { description: "`none`, `auto` (needs --enable-auto-tool-choice and --tool-call-parser; the default when tools are given), `required` or `{\"type\": \"function\", \"function\": {\"name\": ...}}`." }))),
+  parallel_tool_calls: nullableBoolean("OpenAI: false keeps only the first tool call (default true)."),
+  reasoning_effort: t.Optional(t.Nullable(t.String({ description: "OpenAI: passed to the chat template as `reasoning_effort`; also sets enable_thinking (false for `none`) unless chat_template_kwargs sets it." }))),
+  include_reasoning: nullableBoolean("vLLM extra: with --reasoning-parser, false leaves `reasoning` out (null) of the answer (default true)."),
 }, {
   description: "OpenAI Chat Completions request, plus vLLM's extra sampling fields.",
   example: { messages: [{ role: "user", content: "Once upon a time" }], max_tokens: 32, temperature: 0.8 },
@@ -114,7 +147,7 @@ export const TokenizeRequest = t.Object({
   prompt: t.Optional(t.String({ description: "Completion form: the text to tokenize.", example: "Once upon a time" })),
   messages: t.Optional(t.Array(ChatMessage, { description: "Chat form: rendered with the chat template, then tokenized." })),
   add_special_tokens: nullableBoolean("Add BOS/EOS (default true for prompt, false for messages)."),
-  add_generation_prompt: nullableBoolean("Chat form: end with the assistant turn opener (default true)."),
+  ...chatTemplateFields,
   return_token_strs: nullableBoolean("Also return each token's text."),
 }, { description: "vLLM /tokenize: either `prompt` or `messages`.", example: { prompt: "Once upon a time", return_token_strs: true } });
 
@@ -128,4 +161,5 @@ export type CompletionBody = typeof CompletionRequest.static;
 export type TokenizeBody = typeof TokenizeRequest.static;
 export type DetokenizeBody = typeof DetokenizeRequest.static;
 export type ChatMessageBody = typeof ChatMessage.static;
+export type ToolDefinitionBody = typeof ToolBody.static;
 export type StreamOptionsBody = typeof StreamOptions.static;

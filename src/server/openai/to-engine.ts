@@ -43,7 +43,6 @@ interface RequestOptionsBody {
   readonly response_format?: { type: string } | null;
   readonly use_beam_search?: boolean | null;
   readonly truncate_prompt_tokens?: number | null;
-  readonly tool_choice?: string | Record<string, unknown> | null;
   readonly best_of?: number | null;
 }
 
@@ -52,11 +51,6 @@ export function checkRequestOptions(body: RequestOptionsBody): void {
   if (body.use_beam_search === true) throw new ApiError("badRequest", "use_beam_search is not supported by fennec.", "use_beam_search");
   if (body.truncate_prompt_tokens !== undefined && body.truncate_prompt_tokens !== null && body.truncate_prompt_tokens < -1) {
     throw invalidParam("truncate_prompt_tokens", `truncate_prompt_tokens must be -1 or at least 0, got ${body.truncate_prompt_tokens}.`, body.truncate_prompt_tokens);
-  }
-  const toolChoice = body.tool_choice;
-  if (toolChoice !== undefined && toolChoice !== null && toolChoice !== "none") {
-    const what = typeof toolChoice === "string" ? `"${toolChoice}" tool choice` : "a named tool choice";
-    throw new ApiError("badRequest", `${what} requires a tool-call parser, which fennec does not have (use tool_choice "none").`, "tool_choice");
   }
   if (body.best_of !== undefined && body.best_of !== null && body.best_of !== (body.n ?? 1)) {
     throw invalidParam("best_of", `best_of must equal n (${body.n ?? 1}) or be unset, got ${body.best_of}.`, body.best_of);

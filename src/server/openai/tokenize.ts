@@ -2,7 +2,8 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { renderChat } from "./chat-completions.ts";
+import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
+import { renderChatPrompt, resolveToolChoice, templateOptions, toChatMessages } from "./chat-request.ts";
 import { DetokenizeRequest, TokenizeRequest, type DetokenizeBody, type TokenizeBody } from "./schemas.ts";
 import { DETOKENIZE_RESPONSES, TOKENIZE_RESPONSES } from "./response-docs.ts";
 import { checkModel } from "./to-engine.ts";
@@ -16,7 +17,11 @@ export function tokenize(options: ServerOptions, body: TokenizeBody) {
   }
   let tokens: number[];
   if (body.messages !== undefined) {
-    const text = renderChat(tokenizer, body.messages, body.add_generation_prompt ?? true);
+    // the same template fields as chat completions (vLLM's TokenizeChatRequest); tool_choice is not part of it
+    const chat = options.chat ?? DEFAULT_CHAT_SERVING;
+    const fields = { ...body, messages: body.messages, tool_choice: "none" as const };
+    resolveToolChoice(fields, chat);
+    const text = renderChatPrompt(tokenizer, toChatMessages(body.messages), templateOptions(fields, { ...chat, excludeToolsWhenToolChoiceNone: false }, "none"));
     tokens = tokenizer.encode(text, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
   } else {
     tokens = tokenizer.encode(body.prompt ?? "", { addSpecial: body.add_special_tokens ?? true, parseSpecial: true });
