@@ -4,11 +4,11 @@
  * be known, --default-chat-template-kwargs must be a JSON object.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { Template } from "@huggingface/jinja";
 import type { Options } from "../config.ts";
 import type { ChatServingOptions } from "../server/chat-serving.ts";
 import { REASONING_PARSER_NAMES } from "../server/openai/reasoning-parsers/registry.ts";
 import { TOOL_PARSER_NAMES } from "../server/openai/tool-parsers/registry.ts";
+import { chatTemplateError } from "../tokenizer/chat-template.ts";
 import type { ContentFormat } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
 import { errorMessage } from "../util/error-message.ts";
@@ -23,11 +23,8 @@ export function loadChatTemplate(value: string): string {
     if (!existsSync(value)) throw new CliError(`The supplied chat template string (${value}) appears path-like, but doesn't exist! Tried: ${value}`);
     source = readFileSync(value, "utf8");
   }
-  try {
-    new Template(source);
-  } catch (e) {
-    throw new CliError(`--chat-template: the template does not compile: ${errorMessage(e).split("\n")[0]}`);
-  }
+  const error = chatTemplateError(source);
+  if (error !== null) throw new CliError(`--chat-template: the template does not compile: ${error}`);
   return source;
 }
 

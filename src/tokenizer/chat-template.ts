@@ -177,3 +177,13 @@ export class ChatTemplate {
     return rendered;
   }
 }
+
+/** Why a template does not compile (one line), or null: for checking --chat-template at start-up. */
+export function chatTemplateError(source: string): string | null {
+  try {
+    new Template(source);
+    return null;
+  } catch (e) {
+    return errorMessage(e).split("\n")[0]!;
+  }
+}
