@@ -112,10 +112,6 @@ export async function main(options: Options): Promise<number> {
   const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i));
   if (statLogger !== null) listener.targets.push(statLogger);
 
-  if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
-    log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
-  }
-  if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
   const shutdown = new AbortController();
   const peers = new WeakMap<Request, PeerAddress | null>();
   const app = createApp({
@@ -141,6 +137,10 @@ export async function main(options: Options): Promise<number> {
   }
   statLogger?.start();
   log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${http.port} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
+  if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
+    log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
+  }
+  if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
 
   let stopping = false;
   const stop = async (reason: string, exitCode: number): Promise<void> => {
