@@ -8,6 +8,7 @@
  */
 import type { EngineArgs } from "./engine/protocol.ts";
 import { parseKvTransfer } from "./engine/kv-transfer-config.ts";
+import { speculativeConfigFromFlags, type SpeculativeConfig } from "./engine/speculative-config.ts";
 import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { err, ok, type Result } from "./util/result.ts";
 
@@ -72,6 +73,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
   { name: "kv-offloading-backend", kind: "string", default: "native", commands: ENGINE, choices: ["native", "lmcache"], help: "Backend of --kv-offloading-size: native (fennec's host-memory tier); lmcache is refused (no LMCache server)." },
   { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use.' },
+  { name: "speculative-config", alias: "-sc", kind: "string", metavar: "json", default: null, commands: MODEL, help: 'Speculative decoding as vLLM configures it, a JSON object: {"method": "ngram", "num_speculative_tokens": 4} (prompt lookup; prompt_lookup_max / prompt_lookup_min default to 5) or {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4} (a smaller GGUF with the same vocabulary).' },
+  { name: "spec-method", kind: "string", metavar: "method", default: null, commands: MODEL, help: "Shortcut for --speculative-config's method (ngram or draft_model)." },
+  { name: "spec-model", kind: "string", metavar: "path", default: null, commands: MODEL, help: "Shortcut for --speculative-config's model (a draft GGUF path)." },
+  { name: "spec-tokens", kind: "int", default: null, min: 1, commands: MODEL, help: "Shortcut for --speculative-config's num_speculative_tokens." },
   // vLLM flags that vLLM's own test servers pass and that mean nothing different on fennec: accepted so those command lines run
   { name: "enable-chunked-prefill", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec always chunks long prefills (see --max-num-batched-tokens)." },
   { name: "enforce-eager", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec has no CUDA graphs, it always runs eagerly." },
@@ -301,6 +306,8 @@ export interface GenerateConfig {
   /** null: the number of cores */
   readonly threads: number | null;
   readonly device: "cpu" | "webgpu";
+  /** --speculative-config (and the --spec-* shortcuts); null: off */
+  readonly speculative: SpeculativeConfig | null;
 }
 
 export interface TokenizeConfig {
@@ -325,6 +332,8 @@ function engineConfig(options: Options, env: Readonly<Record<string, string | un
     enablePrefixCaching,
   }, Number(options["block-size"]));
   if (!transfer.ok) return transfer;
+  const speculative = speculativeConfigFromFlags(options);
+  if (!speculative.ok) return speculative;
   return ok({ warnings: transfer.value.warnings, engine: {
     kvOffload: transfer.value.config,
     maxNumSeqs: Number(options["max-num-seqs"]),
@@ -335,6 +344,7 @@ function engineConfig(options: Options, env: Readonly<Record<string, string | un
     enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
     threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: deviceOf(options.device),
+    speculativeConfig: speculative.value,
   } });
 }
 
@@ -419,12 +429,14 @@ export function runBatchConfig(options: Options, env: Readonly<Record<string, st
 }
 
 /** `generate`'s flags as one typed config. */
-export function generateConfig(options: Options): GenerateConfig {
-  return {
+export function generateConfig(options: Options): Result<GenerateConfig> {
+  const speculative = speculativeConfigFromFlags(options);
+  if (!speculative.ok) return speculative;
+  return ok({
     model: stringOrNull(options.model), prompt: String(options.prompt ?? ""), maxTokens: Number(options["max-tokens"]),
     temperature: Number(options.temperature), seed: intOrNull(options.seed), json: options.json === true,
-    threads: intOrNull(options.threads), device: deviceOf(options.device),
-  };
+    threads: intOrNull(options.threads), device: deviceOf(options.device), speculative: speculative.value,
+  });
 }
 
 /** `tokenize`'s flags as one typed config; --text is required. */

@@ -20,7 +20,7 @@ interface Rule {
   readonly packages?: readonly RegExp[];
 }
 
-const ENGINE_CONTRACTS = /^engine\/(protocol|stats|sampling-params)\.ts$/;
+const ENGINE_CONTRACTS = /^engine\/(protocol|stats|sampling-params|speculative-config)\.ts$/;
 const MODEL_CONFIG = /^model\/model-config\.ts$/;
 
 const RULES: readonly Rule[] = [
@@ -66,8 +66,8 @@ const RULES: readonly Rule[] = [
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
   // the typed configs carry the engine's arguments (a type)
-  // ... and parse --kv-transfer-config with the engine's pure parser of vLLM's connector keys (no engine code)
-  { files: /^config\.ts$/, may: [/^util\//, /^engine\/kv-transfer-config\.ts$/], mayTypes: [/^engine\/protocol\.ts$/] },
+  // ... and parse --kv-transfer-config and --speculative-config with the engine's pure parsers of vLLM's keys (no engine code)
+  { files: /^config\.ts$/, may: [/^util\//, /^engine\/kv-transfer-config\.ts$/, /^engine\/speculative-config\.ts$/], mayTypes: [/^engine\/protocol\.ts$/] },
   // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
   { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
 ];

@@ -103,7 +103,7 @@ describe("fennec <command> --help", () => {
       const flags = flagsOf(command);
       expect(flags.length).toBeGreaterThan(0);
       for (const flag of flags) {
-        const line = r.stdout.split("\n").find((l) => new RegExp(`^\\s+(-\\w, )?--${flag.name}( |$)`).test(l));
+        const line = r.stdout.split("\n").find((l) => new RegExp(`^\\s+(-\\w+, )?--${flag.name}( |$)`).test(l));
         expect({ flag: flag.name, line: line ?? null }).toMatchObject({ line: expect.stringContaining(flag.help) });
       }
     });

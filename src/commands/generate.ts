@@ -19,6 +19,9 @@ import { createBackend, type BackendOptions } from "../backend/create-backend.ts
 import { openModelGguf } from "../gguf/model-source.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { errorMessage } from "../util/error-message.ts";
+import type { ModelRunner } from "../model/model-batch.ts";
+import { EngineCore } from "../engine/engine.ts";
+import { speculativeConfigRepr, type SpeculativeConfig } from "../engine/speculative-config.ts";
 
 /** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
 function backendOptions(config: GenerateConfig): BackendOptions {
@@ -46,6 +49,30 @@ function createPick(temperature: number, seed: number, promptIds: readonly numbe
   };
 }
 
+/**
+ * With --speculative-config: the one sequence runs on an in-process engine (the scheduler, the proposer and the
+ * rejection sampler of `serve`), sized for exactly this request; yields tokens as steps emit them.
+ */
+async function* speculativeTokens(runner: ModelRunner, ids: readonly number[], spec: SpeculativeConfig, o: { maxTokens: number; temperature: number; seed: number; stopIds: readonly number[] }): AsyncGenerator<number> {
+  const maxModelLen = runner.config.contextLength;
+  const maxTokens = Math.min(o.maxTokens, maxModelLen - ids.length);
+  if (maxTokens <= 0) return;
+  const blockSize = 16;
+  const numBlocks = Math.ceil((ids.length + maxTokens + spec.numSpeculativeTokens + 1) / blockSize);
+  const engine = new EngineCore(runner, {
+    maxNumSeqs: 1, maxNumBatchedTokens: Math.max(512, spec.numSpeculativeTokens + 1), maxModelLen, blockSize, numBlocks, enablePrefixCaching: false, speculative: spec,
+  }, 0, undefined, o.seed);
+  const error = engine.addRequest({
+    requestId: "generate", promptTokenIds: ids, arrivalMs: 0, eosTokenIds: o.stopIds,
+    sampling: { ...DEFAULT_SAMPLING_PARAMS, temperature: o.temperature, seed: o.seed, maxTokens },
+  });
+  if (error) throw new CliError(error.message);
+  while (engine.hasWork()) {
+    const result = await engine.step();
+    for (const d of result?.deltas ?? []) yield* d.newTokenIds;
+  }
+}
+
 function promptIds(tokenizer: Tokenizer, prompt: string): number[] {
   const bos = tokenizer.bosId;
   if (prompt === "") {
@@ -58,9 +85,13 @@ function promptIds(tokenizer: Tokenizer, prompt: string): number[] {
 }
 
 export async function main(options: Options): Promise<number> {
-  const config = generateConfig(options);
+  const parsed = generateConfig(options);
+  if (!parsed.ok) throw new CliError(parsed.error);
+  const config = parsed.value;
   const { prompt, maxTokens, temperature, json } = config;
   const seed = config.seed ?? Date.now();
+  const speculative = config.speculative;
+  if (speculative !== null) process.stderr.write(`fennec: speculative_config=${speculativeConfigRepr(speculative)}\n`);
   // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in config.ts
   const file = await openModelGguf(config.model);
   if (!file.ok) throw new RuntimeFailure(file.error);
@@ -95,7 +126,9 @@ export async function main(options: Options): Promise<number> {
   // from BOS, a SentencePiece first piece's space prefix is not text: drop it where decode() drops it
   let atStart = prompt === "";
   const pick = createPick(temperature, seed, ids, tokenizer.stopIds);
-  const stream = decodeTokens(runner, ids, { maxTokens, stopIds: tokenizer.stopIds, pick });
+  const stream = speculative !== null
+    ? speculativeTokens(runner, ids, speculative, { maxTokens, temperature, seed, stopIds: tokenizer.stopIds })
+    : decodeTokens(runner, ids, { maxTokens, stopIds: tokenizer.stopIds, pick });
   for await (const id of stream) {
     generated.push(id);
     let piece = detokenizer.push([id]);

@@ -9,6 +9,7 @@
 import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { serveConfig, type LogConfig, type Options, type ServeConfig } from "../config.ts";
+import { speculativeConfigRepr } from "../engine/speculative-config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
@@ -93,6 +94,8 @@ export async function main(options: Options): Promise<number> {
   const log = (line: string, level: LogLevel = "INFO"): void => mainLog.log(level, line);
 
   const listener = new ForwardingListener();
+  // vLLM prints the speculative config's repr in its start-up config line
+  if (config.engine.speculativeConfig) log(`speculative_config=${speculativeConfigRepr(config.engine.speculativeConfig)}`);
   const pipeline = await startPipeline(config, chain, listener);
   const orchestrator = config.log.enableLogRequests
     ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
@@ -101,6 +104,7 @@ export async function main(options: Options): Promise<number> {
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats,
     enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate.value,
+    numSpeculativeTokens: config.engine.speculativeConfig?.numSpeculativeTokens ?? null,
     // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
     engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
     model: { config: orchestrator.modelConfig },
@@ -109,7 +113,7 @@ export async function main(options: Options): Promise<number> {
   });
   listener.targets.push(recorder);
   // vLLM's periodic "Engine 000: Avg prompt throughput ..." line; off with --disable-log-stats, as in vLLM
-  const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i));
+  const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i), config.engine.speculativeConfig?.numSpeculativeTokens ?? null);
   if (statLogger !== null) listener.targets.push(statLogger);
 
   const shutdown = new AbortController();

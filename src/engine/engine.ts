@@ -5,7 +5,7 @@
  */
 import type { ModelBatch, ModelRunner, SequenceChunk } from "../model/model-batch.ts";
 import type { EngineArgs, EngineRequest, KvHandoff, PositionLogprobs, RequestDelta } from "./protocol.ts";
-import type { FinishReason, StepStats } from "./stats.ts";
+import type { FinishReason, SpecDecodingStats, StepStats } from "./stats.ts";
 import { KvCacheManager } from "./kv-cache-manager.ts";
 import { RequestState } from "./request.ts";
 import { Scheduler, type ScheduledChunk } from "./scheduler.ts";
@@ -19,6 +19,10 @@ import { KvBlockTransfer } from "./kv-block-transfer.ts";
 import { CpuTier, DiskTier, type OffloadTier } from "./offload-tiers.ts";
 import { GrammarThreadClient, type FillResult } from "../grammar/grammar-thread.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
+import type { SpeculativeConfig } from "./speculative-config.ts";
+import { SPEC_DECODE_UNSUPPORTED_PARAMS, specDecodeRefusesParams } from "./speculative-config.ts";
+import { NgramDraftProposer, type DraftProposer } from "./spec-decode/proposer.ts";
+import { verifyDrafts } from "./spec-decode/rejection-sampler.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -30,6 +34,8 @@ export interface EngineConfig {
   readonly enablePrefixCaching: boolean;
   /** the KV offload tier under the prefix cache (--kv-offloading-size / --kv-transfer-config); none when absent */
   readonly kvOffload?: KvOffloadConfig | null;
+  /** speculative decoding (--speculative-config); absent or null: off */
+  readonly speculative?: SpeculativeConfig | null;
 }
 
 /** Default KV pool when --kv-cache-memory is not given: this share of free memory, at most this many bytes. */
@@ -64,7 +70,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   }
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
-    numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null,
+    numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null, speculative: args.speculativeConfig ?? null,
   });
 }
 
@@ -82,6 +88,8 @@ export interface EngineOptions {
   readonly grammarWorkerUrl?: string;
   /** something finished outside a step (a grammar compiled or failed): the loop should look again */
   readonly onWake?: () => void;
+  /** speculative decoding's drafter when it is not the ngram one (the draft model); default from config.speculative */
+  readonly proposer?: DraftProposer | null;
 }
 
 /** A request that failed after it was accepted (its grammar would not compile, or its grammar reached a dead end). */
@@ -113,6 +121,8 @@ export class EngineCore {
   /** compiles in flight; settle wakes waitForGrammar() */
   private numCompiling = 0;
   private grammarSettled: (() => void) | null = null;
+  /** speculative decoding: who drafts (null: off) */
+  private readonly proposer: DraftProposer | null;
 
   constructor(
     private readonly runner: ModelRunner,
@@ -125,6 +135,9 @@ export class EngineCore {
     this.config = config;
     this.kv = new KvCacheManager(config);
     this.nextFallbackSeed = seed;
+    const spec = config.speculative ?? null;
+    this.proposer = options.proposer ?? (spec?.method === "ngram" ? new NgramDraftProposer(spec) : null);
+    if (spec !== null && this.proposer === null) throw new Error(`speculative method ${spec.method} needs its proposer passed to the engine`);
     runner.allocateKvCache(config.numBlocks, config.blockSize);
     this.offload = config.kvOffload ? createConnector(config, config.kvOffload, this.kv, runner, nowMs, engineIndex) : null;
     this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload);
@@ -150,6 +163,7 @@ export class EngineCore {
     const numPrompt = request.promptTokenIds.length;
     if (this.requests.has(request.requestId)) return { code: "duplicate_request_id", message: `request id ${request.requestId} is already running` };
     if (numPrompt === 0) return { code: "empty_prompt", message: "The decoder prompt cannot be empty" };
+    if (this.proposer !== null && specDecodeRefusesParams(request.sampling)) return { code: "invalid_sampling_params", message: SPEC_DECODE_UNSUPPORTED_PARAMS };
     const vocabSize = this.runner.config.vocabSize;
     const badId = request.promptTokenIds.find((id) => !Number.isInteger(id) || id < 0 || id >= vocabSize);
     if (badId !== undefined) return { code: "invalid_token_id", message: `prompt token id ${badId} is out of vocabulary range [0, ${vocabSize})` };
@@ -258,6 +272,7 @@ export class EngineCore {
       if (!state) continue;
       this.requests.delete(id);
       this.scheduler.finish(state, true);
+      this.proposer?.forget?.(state);
     }
     this.grammar?.free(requestIds);
   }
@@ -309,13 +324,19 @@ export class EngineCore {
     let numPromptTokens = 0;
     let numGenerationTokens = 0;
 
+    const spec = this.config.speculative ?? null;
+    const specStats = spec !== null ? { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, numAcceptedTokensPerPos: new Array<number>(spec.numSpeculativeTokens).fill(0) } : null;
+    /** requests that sampled this step and go on: the proposer drafts their next tokens */
+    const toDraft: RequestState[] = [];
+
     chunks.forEach((chunk, i) => {
       const req = chunk.request;
       if (req.status === "finished") return; // aborted while the step ran
-      const end = chunk.startPos + chunk.numNewTokens;
+      const numDrafts = chunk.draftTokenIds.length;
+      // positions of real tokens end here; drafted positions count as computed only once accepted
+      const end = chunk.startPos + chunk.numNewTokens - numDrafts;
       req.numComputedTokens = end;
       if (req.numPreemptions === 0) numPromptTokens += Math.max(0, Math.min(end, req.numPromptTokens) - chunk.startPos);
-      this.kv.cacheFullBlocks(req);
       const rowStart = result.rowStart[i]!;
       const wanted = batch.sequences[i]!.logits;
       const rowOf = (r: number): Float32Array => result.logits.subarray(r * vocabSize, (r + 1) * vocabSize);
@@ -325,39 +346,76 @@ export class EngineCore {
           if (next < req.numPromptTokens) req.promptLogprobs[next] = positionLogprobs(rowOf(rowStart + j), req.allTokenIds[next]!, req.sampling.promptLogprobs!);
         }
       }
-      if (end < req.numTokens) return; // a prefill chunk that is not the last
+      if (end < req.numTokens) { // a prefill chunk that is not the last
+        this.kv.cacheFullBlocks(req);
+        return;
+      }
       const r = maskRow.get(req.requestId);
       const tokenBitmask = r === undefined || !fill ? undefined : this.grammarMask(req, fill, r);
-      if (tokenBitmask === null) return; // failed: reported with the step's late errors
-      const { tokenId, logprobs } = this.sampler.sample(rowOf(wanted === "all" ? rowStart + chunk.numNewTokens - 1 : rowStart), {
+      if (tokenBitmask === null) { // failed: reported with the step's late errors
+        this.kv.cacheFullBlocks(req);
+        return;
+      }
+      const ctx = {
         params: req.sampling, allTokenIds: req.allTokenIds, numPromptTokens: req.numPromptTokens, outputCounts: req.outputCounts,
         stopTokenIds: req.sampling.ignoreEos ? req.sampling.stopTokenIds : [...req.eosTokenIds, ...req.sampling.stopTokenIds], rng: req.rng,
         ...(tokenBitmask ? { tokenBitmask } : {}),
-      });
-      if (tokenBitmask) this.grammar!.accept(req.requestId, tokenId);
-      req.appendOutput(tokenId);
-      numGenerationTokens++;
+      };
+      const newTokenIds: number[] = [];
+      const newLogprobs: PositionLogprobs[] = [];
+      let finish: { reason: FinishReason; stopReason: number | null } | null = null;
+      // each token joins the context before the next position is sampled; a stop drops the rest (vLLM check_stop)
+      const push = (tokenId: number, logprobs: PositionLogprobs | undefined): boolean => {
+        if (tokenBitmask) this.grammar!.accept(req.requestId, tokenId);
+        req.appendOutput(tokenId);
+        newTokenIds.push(tokenId);
+        if (logprobs) newLogprobs.push(logprobs);
+        finish = this.checkStop(req, tokenId);
+        return finish !== null;
+      };
+      const lastRow = wanted === "all" ? rowStart + chunk.numNewTokens - 1 - numDrafts : rowStart;
+      if (numDrafts === 0) {
+        const { tokenId, logprobs } = this.sampler.sample(rowOf(lastRow), ctx);
+        push(tokenId, logprobs);
+      } else {
+        const rows = Array.from({ length: numDrafts + 1 }, (_, j) => rowOf(lastRow + j)); // [numDrafts + 1][vocabSize]
+        const { numAccepted } = verifyDrafts(rows, chunk.draftTokenIds, ctx, this.sampler, push);
+        req.numComputedTokens += numAccepted;
+        if (specStats !== null) {
+          specStats.numDrafts++;
+          specStats.numDraftTokens += numDrafts;
+          specStats.numAcceptedTokens += numAccepted;
+          for (let j = 0; j < numAccepted; j++) specStats.numAcceptedTokensPerPos[j]!++;
+        }
+      }
+      this.kv.cacheFullBlocks(req);
+      numGenerationTokens += newTokenIds.length;
       req.times.firstTokenMs ??= stepEndMs;
       req.times.lastTokenMs = stepEndMs;
-      const finish = this.checkStop(req, tokenId);
+      const finished = finish as { reason: FinishReason; stopReason: number | null } | null;
       let promptLogprobs: readonly (PositionLogprobs | null)[] | undefined;
       if (req.promptLogprobs && !req.promptLogprobsSent) {
         promptLogprobs = req.promptLogprobs;
         req.promptLogprobsSent = true;
       }
       deltas.push({
-        requestId: req.requestId, newTokenIds: [tokenId], ...(logprobs ? { logprobs: [logprobs] } : {}),
+        requestId: req.requestId, newTokenIds, ...(newLogprobs.length > 0 ? { logprobs: newLogprobs } : {}),
         ...(promptLogprobs ? { promptLogprobs } : {}),
-        ...(finish ? { finishReason: finish.reason, stopReason: finish.stopReason } : {}),
+        ...(finished ? { finishReason: finished.reason, stopReason: finished.stopReason } : {}),
         numCachedTokens: req.numCachedTokens, times: req.snapshotTimes(),
-        ...(finish && req.exportKv ? { kv: this.exportKv(req) } : {}),
+        ...(finished && req.exportKv ? { kv: this.exportKv(req) } : {}),
       });
-      if (finish) {
+      if (finished) {
         this.requests.delete(req.requestId);
         this.scheduler.finish(req);
         if (req.grammarStatus !== "none") this.grammar?.free([req.requestId]);
+        this.proposer?.forget?.(req);
+      } else if (this.proposer !== null && req.grammarStatus === "none") {
+        // structured requests decode without drafts: fennec does not yet build a grammar mask per draft position
+        toDraft.push(req);
       }
     });
+    if (this.proposer !== null && toDraft.length > 0) await this.proposer.propose(toDraft, this.config.maxModelLen);
 
     this.offload?.afterStep(chunks.map((c) => c.request));
     const counts = this.kv.takeCounts();
@@ -368,6 +426,7 @@ export class EngineCore {
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       timeToFirstTokensS: [], interTokenLatenciesS: [],
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
+      ...(specStats !== null ? { specDecoding: specStats as SpecDecodingStats } : {}),
     };
     return { deltas, stats };
   }
@@ -397,11 +456,16 @@ export class EngineCore {
     const req = c.request;
     const end = c.startPos + c.numNewTokens;
     const needPromptLogprobs = req.promptLogprobs !== null && !req.promptLogprobsSent && c.startPos < req.numPromptTokens - 1;
+    const numDrafts = c.draftTokenIds.length;
+    const tokenIds = new Int32Array(c.numNewTokens); // [numNewTokens] real tokens, then the drafts to verify
+    tokenIds.set(req.allTokenIds.slice(c.startPos, end - numDrafts));
+    tokenIds.set(c.draftTokenIds, c.numNewTokens - numDrafts);
     return {
-      tokenIds: Int32Array.from(req.allTokenIds.slice(c.startPos, end)), // [numNewTokens]
+      tokenIds,
       startPos: c.startPos,
       blockTable: Int32Array.from(req.blockIds), // [ceil(end / blockSize)]
-      logits: needPromptLogprobs ? "all" : end === req.numTokens ? "last" : "none",
+      // drafts: a row at the last real token and at every draft (the target's prediction after each)
+      logits: needPromptLogprobs || numDrafts > 0 ? "all" : end === req.numTokens ? "last" : "none",
     };
   }
 

@@ -7,6 +7,7 @@ import type { FinishReason, RequestTimes, StepStats } from "./stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { KvOffloadConfig } from "./kv-transfer-config.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
+import type { SpeculativeConfig } from "./speculative-config.ts";
 
 /** Engine arguments (vLLM names in camelCase). */
 export interface EngineArgs {
@@ -23,6 +24,8 @@ export interface EngineArgs {
   readonly device: "cpu" | "webgpu";
   /** the KV offload tier (--kv-offloading-size / --kv-transfer-config); null or absent: none */
   readonly kvOffload?: KvOffloadConfig | null;
+  /** --speculative-config, parsed (null/absent: no speculative decoding) */
+  readonly speculativeConfig?: SpeculativeConfig | null;
 }
 
 /** KV blocks handed from a prefill stage to a decode stage (disaggregated prefill, same model). */

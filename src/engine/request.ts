@@ -49,6 +49,8 @@ export class RequestState {
   numPreemptions = 0;
   /** its prefix-cache lookup was counted (once per request, at its first admission or offload load) */
   prefixLookupDone = false;
+  /** speculative decoding: tokens drafted after the last step, verified in the next one (never in allTokenIds) */
+  draftTokenIds: readonly number[] = [];
   readonly times: MutableRequestTimes;
   /** [numPromptTokens] filled while the prompt is computed; entry 0 stays null */
   promptLogprobs: (PositionLogprobs | null)[] | null;

@@ -10,7 +10,7 @@ import type { SamplingParams } from "./sampling-params.ts";
 import type { Rng } from "./rng.ts";
 
 /** vLLM treats temperatures below this as greedy */
-const GREEDY_TEMPERATURE = 1e-5;
+export const GREEDY_TEMPERATURE = 1e-5;
 
 export interface SamplingContext {
   readonly params: SamplingParams;
@@ -216,8 +216,11 @@ function keepBest(probs: Float64Array, scratch: SelectScratch, maxCount: number,
   return mass;
 }
 
-/** Samples from the processed logits with temperature, min_p, top_k and top_p (vLLM semantics). */
-function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: Float64Array, scratch: SelectScratch): number {
+/**
+ * The distribution sampling draws from, after temperature, min_p, top_k and top_p (vLLM semantics): `probs` is filled
+ * with unnormalized probabilities, 0 for every excluded token; returns their total mass.
+ */
+function randomProbs(logits: Float32Array, p: SamplingParams, probs: Float64Array, scratch: SelectScratch): number {
   const vocabSize = logits.length;
   const invTemp = 1 / p.temperature;
   let max = -Infinity;
@@ -240,25 +243,32 @@ function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: 
     // top_p applies to the renormalized mass top_k left
     let mass = topK < vocabSize ? keepBest(probs, scratch, topK, Infinity) : total;
     if (p.topP < 1) mass = keepBest(probs, scratch, Infinity, p.topP * mass);
-    let last = 0;
-    let u = rng.nextFloat() * mass;
-    for (let i = 0; i < vocabSize; i++) {
-      if (!keep[i]) continue;
-      last = i;
-      u -= probs[i]!;
-      if (u < 0) return i;
-    }
-    return last;
+    for (let i = 0; i < vocabSize; i++) if (!keep[i]) probs[i] = 0;
+    return mass;
   }
-  let u = rng.nextFloat() * total;
+  return total;
+}
+
+/**
+ * One draw from unnormalized `probs` of total `mass` (0 = excluded), in id order; the last nonzero id if rounding
+ * leaves some of u over.
+ * @example const id = drawFrom(probs, mass, rng);
+ */
+export function drawFrom(probs: Float64Array, mass: number, rng: Rng): number {
+  let u = rng.nextFloat() * mass;
   let last = 0;
-  for (let i = 0; i < vocabSize; i++) {
+  for (let i = 0; i < probs.length; i++) {
     if (probs[i] === 0) continue;
     last = i;
     u -= probs[i]!;
     if (u < 0) return i;
   }
   return last;
+}
+
+/** Samples from the processed logits with temperature, min_p, top_k and top_p (vLLM semantics). */
+function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: Float64Array, scratch: SelectScratch): number {
+  return drawFrom(probs, randomProbs(logits, p, probs, scratch), rng);
 }
 
 /** true when some logits processor would change this row */
@@ -281,9 +291,8 @@ export class Sampler {
   private probs = new Float64Array(0); // [vocabSize] unnormalized probabilities
   private select: SelectScratch = { keep: new Uint8Array(0), bucket: new Uint16Array(0) };
 
-  /** Picks the next token for one sequence from its logits row (not modified). */
-  sample(row: Float32Array, ctx: SamplingContext): SampleResult {
-    const p = ctx.params;
+  /** row: the grammar-masked row (logprobs read it); logits: after the processors too */
+  private processedLogits(row: Float32Array, ctx: SamplingContext): { row: Float32Array; logits: Float32Array } {
     if (this.processed.length !== row.length) {
       this.masked = new Float32Array(row.length);
       this.processed = new Float32Array(row.length);
@@ -303,6 +312,28 @@ export class Sampler {
       // the grammar wins when the processors leave nothing it allows (min_tokens masking the only stop token)
       if (ctx.tokenBitmask && !hasFinite(logits)) logits = row;
     }
+    return { row, logits };
+  }
+
+  /**
+   * The normalized distribution a random (temperature > 0) request draws its next token from, every sampling
+   * parameter (and the grammar's bitmask) applied exactly as `sample` applies it: the target p of speculative
+   * decoding's rejection sampler. Returns a fresh [vocabSize] array.
+   */
+  targetProbs(row: Float32Array, ctx: SamplingContext): Float64Array {
+    const { logits } = this.processedLogits(row, ctx);
+    const mass = randomProbs(logits, ctx.params, this.probs, this.select);
+    const probs = new Float64Array(row.length); // [vocabSize]
+    for (let i = 0; i < row.length; i++) probs[i] = this.probs[i]! / mass;
+    return probs;
+  }
+
+  /** Picks the next token for one sequence from its logits row (not modified). */
+  sample(row: Float32Array, ctx: SamplingContext): SampleResult {
+    const p = ctx.params;
+    const processed = this.processedLogits(row, ctx);
+    const logits = processed.logits;
+    row = processed.row;
     const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs, this.select);
     if (p.logprobs === null) return { tokenId };
     return { tokenId, logprobs: positionLogprobs(row, tokenId, p.logprobs) };

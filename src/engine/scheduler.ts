@@ -19,12 +19,18 @@ export interface SchedulerConfig {
   readonly maxModelLen: number;
 }
 
-/** One request's share of a step: positions [startPos, startPos + numNewTokens) are computed. */
+/**
+ * One request's share of a step: positions [startPos, startPos + numNewTokens) are computed. The last
+ * `draftTokenIds.length` of them are drafted tokens to verify (speculative decoding; vLLM scheduled_spec_decode_tokens).
+ */
 export interface ScheduledChunk {
   readonly request: RequestState;
   readonly startPos: number;
   readonly numNewTokens: number;
+  readonly draftTokenIds: readonly number[];
 }
+
+const NO_DRAFTS: readonly number[] = [];
 
 export interface SchedulerOutput {
   readonly chunks: readonly ScheduledChunk[];
@@ -64,8 +70,12 @@ export class Scheduler {
 
     for (let i = 0; i < this.running.length && budget > 0; ) {
       const request = this.running[i]!;
-      const numNew = Math.min(request.numTokens - request.numComputedTokens, budget, this.config.maxModelLen - request.numComputedTokens);
+      const numMissing = request.numTokens - request.numComputedTokens;
+      // drafts ride along a decode step only (one token missing); the budget and max-model-len - 1 cut them
+      const drafts = numMissing === 1 ? request.draftTokenIds : NO_DRAFTS;
+      const numNew = Math.min(numMissing + drafts.length, budget, this.config.maxModelLen - request.numComputedTokens - (drafts.length > 0 ? 1 : 0));
       if (numNew <= 0) { i++; continue; }
+      const numDrafts = Math.max(0, numNew - numMissing);
       let fits = false;
       while (true) {
         if (this.kv.allocateSlots(request, numNew) !== null) { fits = true; break; }
@@ -75,7 +85,8 @@ export class Scheduler {
         if (victim === request) break;
       }
       if (!fits) break; // the request itself was the newest: it went back to waiting
-      chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew });
+      chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew, draftTokenIds: numDrafts > 0 ? drafts.slice(0, numDrafts) : NO_DRAFTS });
+      request.draftTokenIds = [];
       budget -= numNew;
       i++;
     }
@@ -100,7 +111,7 @@ export class Scheduler {
         request.status = "running";
         request.times.scheduledMs ??= this.nowMs();
         this.running.push(request);
-        chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew });
+        chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew, draftTokenIds: NO_DRAFTS });
         budget -= numNew;
       }
     }
@@ -121,6 +132,7 @@ export class Scheduler {
   private preempt(request: RequestState): void {
     this.connector?.beforeFree(request, false);
     this.kv.free(request);
+    request.draftTokenIds = [];
     request.status = "waiting";
     request.numPreemptions++;
     this.waiting.unshift(request);

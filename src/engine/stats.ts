@@ -52,6 +52,20 @@ export interface StepStats {
   readonly numExternalKvTokens?: number;
   /** the KV offload tier's step (present only when a connector is configured) */
   readonly kvOffload?: KvOffloadStepStats;
+  /** with a speculative config: this step's drafts and acceptances */
+  readonly specDecoding?: SpecDecodingStats;
+}
+
+/**
+ * Speculative decoding in one step (vLLM SpecDecodingStats, vllm/v1/spec_decode/metrics.py): drafts = requests that
+ * had at least one draft verified; accepted excludes the bonus / recovered token.
+ */
+export interface SpecDecodingStats {
+  readonly numDrafts: number;
+  readonly numDraftTokens: number;
+  readonly numAcceptedTokens: number;
+  /** [numSpeculativeTokens] requests that accepted at least i + 1 drafts */
+  readonly numAcceptedTokensPerPos: readonly number[];
 }
 
 /** SimpleCPUOffloadConnector's save outcomes (vllm/v1/simple_kv_offload/metrics.py BoundaryStoreStats), eager mode only */

@@ -11,7 +11,7 @@ import { SAVE_OUTCOMES } from "../engine/stats.ts";
 export type MetricType = "counter" | "gauge" | "histogram" | "summary";
 
 /** The CLI flag (config.ts) that must be on for a metric to exist; engine metrics also need stats not disabled. */
-export type MetricFlag = "enable-mfu-metrics";
+export type MetricFlag = "enable-mfu-metrics" | "speculative-config";
 
 export interface MetricDef {
   readonly name: string;
@@ -32,6 +32,8 @@ export interface MetricDef {
   readonly flag?: MetricFlag;
   /** only with this KV connector configured (the offload tier's series) */
   readonly connector?: "OffloadingConnector" | "SimpleCPUOffloadConnector";
+  /** speculative decoding: an extra `position` label, "0" .. "k-1" for k = num_speculative_tokens (pre-created) */
+  readonly positionLabel?: true;
   /** "X.Y": shown with a DEPRECATED note in X.Y, hidden in X.Y+1, removed from X.Y+2 */
   readonly deprecatedIn?: string;
   /** the metric to use instead: a catalogue key (a string, not MetricKey, to keep the table's type non-circular) */
@@ -216,6 +218,16 @@ const METRICS = {
     name: "vllm:estimated_write_bytes_per_gpu_total", type: "counter", flag: "enable-mfu-metrics",
     help: "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).",
   },
+  // speculative decoding (vLLM vllm/v1/spec_decode/metrics.py), only with --speculative-config
+  spec_decode_num_drafts: { name: "vllm:spec_decode_num_drafts_total", type: "counter", flag: "speculative-config", help: "Number of spec decoding drafts." },
+  spec_decode_num_draft_tokens: { name: "vllm:spec_decode_num_draft_tokens_total", type: "counter", flag: "speculative-config", help: "Number of draft tokens." },
+  spec_decode_num_accepted_tokens: {
+    name: "vllm:spec_decode_num_accepted_tokens_total", type: "counter", flag: "speculative-config", help: "Number of accepted tokens.",
+  },
+  spec_decode_num_accepted_tokens_per_pos: {
+    name: "vllm:spec_decode_num_accepted_tokens_per_pos_total", type: "counter", flag: "speculative-config", positionLabel: true,
+    help: "Accepted tokens per draft position.",
+  },
   // legacy names old dashboards still use (vLLM deprecated them in 0.9 / 0.11; fennec carries them from 0.1)
   gpu_cache_usage_perc: {
     name: "vllm:gpu_cache_usage_perc", type: "gauge", help: "GPU KV-cache usage. 1 means 100 percent usage.",
@@ -269,5 +281,5 @@ export const METRIC_KEYS = Object.keys(METRICS) as MetricKey[];
 /** Label names of a metric, default labels first (vLLM's order). */
 export function labelNamesOf(def: MetricDef): string[] {
   const defaults = def.defaultLabels === "none" ? [] : def.defaultLabels === "engine-only" ? ["engine"] : ["model_name", "engine"];
-  return [...defaults, ...(def.requestLabels ?? []), ...Object.keys(def.extraLabels ?? {}), ...(def.infoLabels ?? [])];
+  return [...defaults, ...(def.requestLabels ?? []), ...Object.keys(def.extraLabels ?? {}), ...(def.positionLabel ? ["position"] : []), ...(def.infoLabels ?? [])];
 }

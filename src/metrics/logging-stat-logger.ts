@@ -10,6 +10,7 @@
  */
 import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
 import type { Logger } from "../util/logger.ts";
+import { SpecDecodingLogging } from "./spec-decode-logger.ts";
 
 const RECENT_LOOKUPS = 1000;
 
@@ -29,8 +30,12 @@ export class LoggingStatLogger implements StatsListener {
   private lastLogMs = performance.now();
   private timer: ReturnType<typeof setInterval> | null = null;
 
-  constructor(private readonly log: Logger, private readonly intervalS: number, engineIndices: readonly number[] = [0]) {
+  /** with --speculative-config: vLLM's SpecDecoding line after the engine lines */
+  private readonly specDecoding: SpecDecodingLogging | null;
+
+  constructor(private readonly log: Logger, private readonly intervalS: number, engineIndices: readonly number[] = [0], numSpeculativeTokens: number | null = null) {
     for (const index of engineIndices) this.window(index);
+    this.specDecoding = numSpeculativeTokens ? new SpecDecodingLogging(numSpeculativeTokens) : null;
   }
 
   private window(index: number): EngineWindow {
@@ -44,6 +49,7 @@ export class LoggingStatLogger implements StatsListener {
 
   onStep(stats: StepStats): void {
     const w = this.window(stats.engineIndex);
+    this.specDecoding?.observe(stats);
     w.promptTokens += stats.numPromptTokens;
     w.generationTokens += stats.numGenerationTokens;
     w.running = stats.numRunning;
@@ -76,6 +82,8 @@ export class LoggingStatLogger implements StatsListener {
         `Avg generation throughput: ${generation.toFixed(1)} tokens/s, Running: ${w.running} reqs, Waiting: ${w.waiting} reqs, ` +
         `GPU KV cache usage: ${(w.kvCacheUsage * 100).toFixed(1)}%, Prefix cache hit rate: ${(hitRate * 100).toFixed(1)}%`);
     }
+    const specLine = this.specDecoding?.takeLine(elapsedS) ?? null;
+    if (specLine !== null) this.log.info(specLine);
   }
 
   start(): void {

@@ -34,6 +34,8 @@ export interface RecorderOptions {
   /** for the MFU estimate: the model, and its average stored bytes per weight / per KV element (default 4: f32, an
    * upper bound for quantized weights) */
   readonly model?: { readonly config: ModelConfig; readonly bytesPerWeight?: number; readonly bytesPerKvElement?: number };
+  /** --speculative-config's num_speculative_tokens (k): registers the spec-decode series, positions 0..k-1; null = off */
+  readonly numSpeculativeTokens?: number | null;
   /** CacheConfig facts for vllm:cache_config_info, per engine */
   readonly cacheConfig?: Readonly<Partial<Record<(typeof CACHE_CONFIG_LABELS)[number], string | number | boolean | null>>>;
   /** the KV offload tier, when configured: its connector's series exist, with these deployment facts */
@@ -71,10 +73,12 @@ function pythonString(value: string | number | boolean | null | undefined): stri
   return String(value);
 }
 
-/** Every combination of the metric's enumerated extra labels. */
-function extraLabelCombinations(def: MetricDef): Labels[] {
+/** Every combination of the metric's enumerated extra labels (spec-decode positions 0..k-1). */
+function extraLabelCombinations(def: MetricDef, numSpeculativeTokens: number): Labels[] {
   let combos: Labels[] = [{}];
-  for (const [name, values] of Object.entries(def.extraLabels ?? {})) {
+  const positions: Record<string, readonly string[]> = def.positionLabel ? { position: Array.from({ length: numSpeculativeTokens }, (_, i) => String(i)) } : {};
+  const labels: Record<string, readonly string[]> = { ...def.extraLabels, ...positions };
+  for (const [name, values] of Object.entries(labels)) {
     combos = combos.flatMap((c) => values.map((v) => ({ ...c, [name]: v })));
   }
   return combos;
@@ -183,6 +187,7 @@ export class MetricsRecorder implements StatsListener {
       if (def.scope === "http") continue;
       if (def.flag === "enable-mfu-metrics" && !options.enableMfuMetrics) continue;
       if (def.connector !== undefined && def.connector !== options.kvOffload?.connector) continue;
+      if (def.flag === "speculative-config" && !options.numSpeculativeTokens) continue;
       if (!isVisible(def.deprecatedIn, options.deprecation)) continue;
       this.metrics.set(key, this.create(def));
     }
@@ -229,7 +234,7 @@ export class MetricsRecorder implements StatsListener {
         (metric as Gauge<string>).set(info, 1);
         continue;
       }
-      for (const extra of extraLabelCombinations(def)) {
+      for (const extra of extraLabelCombinations(def, this.options.numSpeculativeTokens ?? 0)) {
         const labels = { model_name: this.options.modelName, engine, ...extra };
         if (metric instanceof Histogram) metric.zero(labels);
         else if (metric instanceof Counter) metric.inc(labels, 0);
@@ -302,10 +307,19 @@ export class MetricsRecorder implements StatsListener {
     } else {
       this.pendingPromptTokens.set(stats.engineIndex, pending);
     }
+    const spec = stats.specDecoding;
+    if (spec) {
+      this.inc("spec_decode_num_drafts", labels, spec.numDrafts);
+      this.inc("spec_decode_num_draft_tokens", labels, spec.numDraftTokens);
+      this.inc("spec_decode_num_accepted_tokens", labels, spec.numAcceptedTokens);
+      spec.numAcceptedTokensPerPos.forEach((n, position) => this.inc("spec_decode_num_accepted_tokens_per_pos", this.labels(stats.engineIndex, { position: String(position) }), n));
+    }
     if (this.mfuCost !== null) {
       // tokens the forward pass computed: prompt tokens, plus one per decoding request (a request's first token is
       // sampled from its prefill, so it is not a computed decode token)
-      const numComputedTokens = stats.numPromptTokens + stats.numGenerationTokens - stats.timeToFirstTokensS.length;
+      // (speculative decoding also computes every rejected draft: drafted - accepted more positions)
+      const numRejected = spec ? spec.numDraftTokens - spec.numAcceptedTokens : 0;
+      const numComputedTokens = stats.numPromptTokens + stats.numGenerationTokens - stats.timeToFirstTokensS.length + numRejected;
       const cost = stepCost(this.mfuCost, numComputedTokens, this.meanContextTokens);
       this.inc("estimated_flops_per_gpu", labels, cost.flops);
       this.inc("estimated_read_bytes_per_gpu", labels, cost.readBytes);

@@ -1,0 +1,134 @@
+/**
+ * Black box: `fennec serve --speculative-config` (embedded stories260K) with the official openai client. The start-up
+ * repr, vLLM's spec-decode series with their help texts and positions, metric arithmetic on every scrape, generation
+ * tokens = tokens users received (streamed several per chunk), the per-request 400 for min_p, the one-line start-up
+ * refusal of a bad config; the SpecDecoding log line's format.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import { parseExposition, sampleValue, hasSeries } from "../metrics/exposition.ts";
+import { runServeExpectingExit, startServer, type ServerProcess } from "../e2e/server-process.ts";
+import { MetricsRecorder } from "../../src/metrics/recorder.ts";
+import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
+import { specDecodingLogLine } from "../../src/metrics/spec-decode-logger.ts";
+import { LoggingStatLogger } from "../../src/metrics/logging-stat-logger.ts";
+import { createLogger } from "../../src/util/logger.ts";
+
+const K = 3;
+let server: ServerProcess;
+let client: OpenAI;
+beforeAll(async () => {
+  server = await startServer(["--threads", "1", "--speculative-config", JSON.stringify({ method: "ngram", num_speculative_tokens: K, prompt_lookup_min: 2, prompt_lookup_max: 4 })]);
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none" });
+}, 130_000);
+afterAll(async () => { await server?.stop(); });
+
+async function scrape() {
+  return parseExposition(await (await fetch(`${server.url}/metrics`)).text());
+}
+
+function checkArithmetic(samples: ReturnType<typeof parseExposition>): { drafts: number; draftTokens: number; accepted: number } {
+  const drafts = sampleValue(samples, "vllm:spec_decode_num_drafts_total");
+  const draftTokens = sampleValue(samples, "vllm:spec_decode_num_draft_tokens_total");
+  const accepted = sampleValue(samples, "vllm:spec_decode_num_accepted_tokens_total");
+  const perPos = Array.from({ length: K }, (_, i) => sampleValue(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", { position: String(i) }));
+  expect(accepted).toBeLessThanOrEqual(draftTokens);
+  expect(draftTokens).toBeLessThanOrEqual(drafts * K);
+  for (let i = 1; i < K; i++) expect(perPos[i]!).toBeLessThanOrEqual(perPos[i - 1]!);
+  expect(perPos.reduce((a, b) => a + b, 0)).toBe(accepted);
+  // a draft is verified in a step that also emits a token for its request
+  expect(drafts).toBeLessThanOrEqual(sampleValue(samples, "vllm:generation_tokens_total"));
+  return { drafts, draftTokens, accepted };
+}
+
+describe("fennec serve --speculative-config", () => {
+  test("start-up log shows vLLM's repr; the series exist at 0 with vLLM's help texts and positions 0..k-1", async () => {
+    expect(server.log()).toContain("speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)");
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).toContain("# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.");
+    expect(text).toContain("# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.");
+    expect(text).toContain("# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.");
+    expect(text).toContain("# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position.");
+    const samples = parseExposition(text);
+    for (let i = 0; i < K; i++) expect(hasSeries(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", { position: String(i), engine: "0" })).toBe(true);
+    expect(hasSeries(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", { position: String(K) })).toBe(false);
+    checkArithmetic(samples);
+  });
+
+  test("streamed tokens arrive several per chunk; generation tokens = tokens received; arithmetic holds on every scrape", async () => {
+    let received = 0;
+    let maxPerChunk = 0;
+    for (let r = 0; r < 3; r++) {
+      const stream = await client.completions.create({
+        model: "stories260K", prompt: "Once upon a time, there was a little girl named Lily. She loved to play", max_tokens: 80, temperature: 0,
+        stream: true, stream_options: { include_usage: true }, logprobs: 1,
+      });
+      for await (const chunk of stream) {
+        const n = chunk.choices[0]?.logprobs?.tokens?.length ?? 0;
+        maxPerChunk = Math.max(maxPerChunk, n);
+        if (chunk.usage) received += chunk.usage.completion_tokens;
+      }
+      checkArithmetic(await scrape());
+    }
+    const samples = await scrape();
+    const { accepted } = checkArithmetic(samples);
+    expect(accepted).toBeGreaterThan(0);
+    expect(maxPerChunk).toBeGreaterThan(1);
+    expect(sampleValue(samples, "vllm:generation_tokens_total")).toBe(received);
+  });
+
+  test("min_p is refused per request with vLLM's 400", async () => {
+    const e = await client.completions.create({ model: "stories260K", prompt: "Hi", max_tokens: 4, temperature: 1, min_p: 0.2 } as never).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(OpenAI.APIError);
+    expect((e as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+    expect((e as Error).message).toContain("The min_p and logit_bias sampling parameters are not yet supported with speculative decoding.");
+  });
+
+  test("a bad config is one line and exit code 2 before anything loads", async () => {
+    const { code, output } = await runServeExpectingExit(["--speculative-config", '{"method":"ngram"}']);
+    expect(code).toBe(2);
+    expect(output.trim().split("\n")).toHaveLength(1);
+    expect(output).toContain("num_speculative_tokens must be provided with speculative model unless the draft model config contains an n_predict parameter.");
+  });
+});
+
+describe("spec-decode series and log line (units)", () => {
+  test("the series exist only with a speculative config", async () => {
+    const gate = makeDeprecationGate("0.2.0", null);
+    if (!gate.ok) throw new Error(gate.error);
+    const base = { modelName: "m", maxModelLen: 64, logStats: true, enableMfuMetrics: false, deprecation: gate.value, processMetrics: false, httpMetrics: false };
+    expect(await new MetricsRecorder(base).exposition()).not.toContain("spec_decode");
+    expect(await new MetricsRecorder({ ...base, numSpeculativeTokens: 2 }).exposition()).toContain('vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="m",engine="0",position="1"} 0');
+  });
+
+  test("SpecDecoding line: vLLM's fields and formats, printed only for intervals with drafts", () => {
+    expect(specDecodingLogLine({ numDrafts: 4, numDraftTokens: 12, numAcceptedTokens: 7, numAcceptedTokensPerPos: [4, 2, 1] }, 10)).toBe(
+      "SpecDecoding metrics: Mean acceptance length: 2.75, Accepted throughput: 0.70 tokens/s, Drafted throughput: 1.20 tokens/s, Accepted: 7 tokens, Drafted: 12 tokens, Per-position acceptance rate: 1.000, 0.500, 0.250, Avg Draft acceptance rate: 58.3%",
+    );
+    // LoggingStatLogger prints it after its engine line, only for an interval that saw drafts
+    const lines: string[] = [];
+    const logger = new LoggingStatLogger(createLogger({ level: "DEBUG", format: "text", write: (l: string) => { lines.push(l); } }), 10, [0], 2);
+    logger.logNow();
+    expect(lines.filter((l) => l.includes("SpecDecoding"))).toHaveLength(0);
+    const step = { engineIndex: 0, numPromptTokens: 0, numGenerationTokens: 2, numRunning: 1, numWaiting: 0, kvCacheUsage: 0, prefixCacheQueries: 0, prefixCacheHits: 0, specDecoding: { numDrafts: 1, numDraftTokens: 2, numAcceptedTokens: 1, numAcceptedTokensPerPos: [1, 0] } };
+    logger.onStep(step as never);
+    logger.logNow();
+    const spec = lines.filter((l) => l.includes("SpecDecoding"));
+    expect(spec).toHaveLength(1);
+    expect(spec[0]).toMatch(/SpecDecoding metrics: Mean acceptance length: 2\.00, .* Accepted: 1 tokens, Drafted: 2 tokens, Per-position acceptance rate: 1\.000, 0\.000, Avg Draft acceptance rate: 50\.0%\n?$/);
+    expect(lines.findIndex((l) => l.includes("SpecDecoding"))).toBeGreaterThan(lines.findLastIndex((l) => l.includes("Avg prompt throughput")) - 1);
+  });
+});
+
+describe("fennec generate --speculative-config", () => {
+  test("greedy ids are the same with and without speculation; the repr goes to stderr", async () => {
+    const cli = [process.execPath, "run", `${import.meta.dir}/../../src/cli.ts`, "generate", "--temperature", "0", "--max-tokens", "60", "--json", "--threads", "1"];
+    const plain = Bun.spawnSync([...cli]);
+    const spec = Bun.spawnSync([...cli, "--speculative-config", '{"method":"ngram","num_speculative_tokens":4}']);
+    expect(spec.exitCode).toBe(0);
+    const ids = JSON.parse(spec.stdout.toString()).token_ids as number[];
+    expect(ids).toHaveLength(60);
+    expect(ids).toEqual(JSON.parse(plain.stdout.toString()).token_ids);
+    expect(spec.stderr.toString()).toContain("SpeculativeConfig(method='ngram', model=None, num_spec_tokens=4)");
+  });
+});
