@@ -11,10 +11,11 @@
  */
 import { cpus } from "node:os";
 import { createEngineFrontend } from "../src/frontend/engine-frontend.ts";
-import { DEFAULT_SAMPLING_PARAMS } from "../src/engine/sampling-params.ts";
 import type { Orchestrator } from "../src/frontend/orchestrator.ts";
 import { nowMs } from "../src/util/clock.ts";
 import { createProgressBar } from "../src/util/progress.ts";
+import { randomDataset, type BenchPrompt } from "../src/commands/bench-dataset.ts";
+import { generateAll } from "../src/commands/bench-engine.ts";
 
 interface BenchArgs {
   model: string | null;
@@ -57,12 +58,9 @@ function parseArgs(argv: string[]): BenchArgs {
   return a;
 }
 
-/** seeded random prompts that avoid the low (often special) token ids */
-function randomPrompts(count: number, length: number, vocabSize: number, seed: number): number[][] {
-  let s = (seed * 2654435761 + 1) >>> 0 || 1;
-  const next = (): number => { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; return s >>> 0; };
-  const low = Math.min(300, Math.floor(vocabSize / 2));
-  return Array.from({ length: count }, () => Array.from({ length }, () => low + (next() % (vocabSize - low))));
+/** seeded random prompts (fennec bench's random dataset), `length` tokens each, outputLen tokens out */
+function randomPrompts(count: number, length: number, vocabSize: number, seed: number, outputLen: number): BenchPrompt[] {
+  return randomDataset({ numPrompts: count, inputLen: length, outputLen, rangeRatio: 0, prefixLen: 0, seed }, vocabSize, null);
 }
 
 /** One run, with `vllm bench throughput --output-json`'s keys (elapsed_time .. tokens_per_second) and fennec's own. */
@@ -106,32 +104,13 @@ function startHealthPoller(orch: Orchestrator, intervalMs = 25): { stop(): Promi
   };
 }
 
-async function run(orch: Orchestrator, prompts: number[][], args: BenchArgs, concurrency: number, tag: string): Promise<RunResult> {
-  const sampling = { ...DEFAULT_SAMPLING_PARAMS, temperature: 1, topP: 1, ignoreEos: true, maxTokens: args.outputLen };
-  let nextIndex = 0;
-  let outputTokens = 0;
-  const ttftsMs: number[] = [];
+async function run(orch: Orchestrator, prompts: BenchPrompt[], args: BenchArgs, concurrency: number, tag: string): Promise<RunResult> {
   const poller = startHealthPoller(orch);
   const bar = createProgressBar(`concurrency ${concurrency}`, { minTotal: 0, format: (done, total) => `${done}/${total} requests` });
-  let finished = 0;
-  const t0 = nowMs();
-  const worker = async (): Promise<void> => {
-    while (nextIndex < prompts.length) {
-      const i = nextIndex++;
-      const arrivalMs = nowMs();
-      let first = true;
-      for await (const out of orch.generate({ requestId: `${tag}-${i}`, promptTokenIds: prompts[i]!, sampling: { ...sampling, seed: args.seed + i }, arrivalMs })) {
-        for (const c of out.outputs) outputTokens += c.tokenIdsDelta.length;
-        if (first && out.outputs.length > 0) { ttftsMs.push(nowMs() - arrivalMs); first = false; }
-      }
-      bar.update(++finished, prompts.length);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  const { elapsedS, outputTokens, ttftsMs } = await generateAll(orch, prompts, { concurrency, tag, seed: args.seed, onFinished: (d, t) => bar.update(d, t) });
   bar.done();
-  const elapsedS = (nowMs() - t0) / 1000;
   const health = (await poller.stop()).sort((a, b) => a - b);
-  const promptTokens = prompts.reduce((s, p) => s + p.length, 0);
+  const promptTokens = prompts.reduce((s, p) => s + p.promptIds.length, 0);
   return {
     concurrency, elapsed_time: elapsedS, num_requests: prompts.length, total_num_tokens: outputTokens + promptTokens,
     requests_per_second: prompts.length / elapsedS, tokens_per_second: (outputTokens + promptTokens) / elapsedS,
@@ -166,13 +145,13 @@ async function main(): Promise<number> {
   const loadS = (nowMs() - tLoad) / 1000;
   try {
     if (args.inputLen + args.outputLen > orch.maxModelLen) throw new Error(`input-len + output-len = ${args.inputLen + args.outputLen} exceeds max-model-len ${orch.maxModelLen}`);
-    const prompts = randomPrompts(args.numPrompts, args.inputLen, orch.modelConfig.vocabSize, args.seed);
+    const prompts = randomPrompts(args.numPrompts, args.inputLen, orch.modelConfig.vocabSize, args.seed, args.outputLen);
     // warm-up: one short request so the first timed run does not pay for JIT and first-touch memory
-    await run(orch, randomPrompts(1, args.inputLen, orch.modelConfig.vocabSize, args.seed + 999), { ...args, outputLen: 4 }, 1, "warmup");
+    await run(orch, randomPrompts(1, args.inputLen, orch.modelConfig.vocabSize, args.seed + 999, 4), args, 1, "warmup");
     const results: RunResult[] = [];
     for (const c of args.concurrency) {
       // each run gets its own prompts (a different seed) so the prefix cache gives no run an advantage
-      const runPrompts = results.length === 0 ? prompts : randomPrompts(args.numPrompts, args.inputLen, orch.modelConfig.vocabSize, args.seed + 7919 * (results.length + 1));
+      const runPrompts = results.length === 0 ? prompts : randomPrompts(args.numPrompts, args.inputLen, orch.modelConfig.vocabSize, args.seed + 7919 * (results.length + 1), args.outputLen);
       results.push(await run(orch, runPrompts, args, c, `c${c}`));
     }
     const ratio = results.length === 2 ? results[1]!.output_tokens_per_second / results[0]!.output_tokens_per_second : null;

@@ -19,13 +19,24 @@ const COMMAND_MODULES: Readonly<Record<Command, () => Promise<{ main: CommandMai
   generate: () => import("./commands/generate.ts"),
   tokenize: () => import("./commands/tokenize.ts"),
   "run-batch": () => import("./commands/run-batch.ts"),
+  "bench serve": () => import("./commands/bench-serve.ts"),
+  "bench throughput": () => import("./commands/bench-throughput.ts"),
+  "bench latency": () => import("./commands/bench-latency.ts"),
+  inspect: () => import("./commands/inspect.ts"),
 };
+
+/** `fennec bench serve ...` names the command in two words. */
+function commandWords(argv: readonly string[]): [string | undefined, string[]] {
+  const [first, ...rest] = argv;
+  if (first === "bench" && rest[0] !== undefined && !rest[0].startsWith("-")) return [`bench ${rest[0]}`, rest.slice(1)];
+  return [first, rest];
+}
 
 function topHelp(): string {
   const lines = [`fennec ${pkg.version}: a vLLM-compatible LLM server for CPUs and the edge`, "", "Usage: fennec <command> [options]", "", "Commands:"];
-  for (const [name, what] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(12)} ${what}`);
-  lines.push(`  ${"version".padEnd(12)} Print the version, the build target and the kernel build this machine runs.`);
-  lines.push("", "Options:", `  ${"-h, --help".padEnd(16)} Show help (also: fennec <command> --help)`, `  ${"-V, --version".padEnd(16)} Print the version (as \`fennec version\`)`);
+  for (const [name, what] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(17)} ${what}`);
+  lines.push(`  ${"version".padEnd(17)} Print the version, the build target and the kernel build this machine runs.`);
+  lines.push("", "Options:", `  ${"-h, --help".padEnd(17)} Show help (also: fennec <command> --help)`, `  ${"-V, --version".padEnd(17)} Print the version (as \`fennec version\`)`);
   return lines.join("\n");
 }
 
@@ -42,7 +53,7 @@ export function versionLine(): string {
 const debugEnabled = (): boolean => parseLogLevel(process.env.VLLM_LOGGING_LEVEL ?? "") === "DEBUG";
 
 export async function runCli(argv: readonly string[]): Promise<number> {
-  const [first, ...rest] = argv;
+  const [first, rest] = commandWords(argv);
   if (first === undefined || first === "-h" || first === "--help" || first === "help") {
     process.stdout.write(topHelp() + "\n");
     return 0;
@@ -51,6 +62,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${versionLine()}\n`);
     return 0;
   }
+  if (first === "bench" && !(first in COMMANDS)) return fail("bench needs what to measure: fennec bench serve|throughput|latency (see fennec bench serve --help)");
   if (!(first in COMMANDS)) return fail(`unknown command "${first}" (commands: ${Object.keys(COMMANDS).join(", ")}; see fennec --help)`);
   const command = first as Command;
   if (rest.includes("-h") || rest.includes("--help")) {

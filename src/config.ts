@@ -12,12 +12,16 @@ import { speculativeConfigFromFlags, type SpeculativeConfig } from "./engine/spe
 import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { err, ok, type Result } from "./util/result.ts";
 
-export type Command = "serve" | "generate" | "tokenize" | "run-batch";
+export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "bench serve" | "bench throughput" | "bench latency" | "inspect";
 export const COMMANDS: Readonly<Record<Command, string>> = {
   serve: "Serve the OpenAI-compatible API (vLLM-style) on HTTP.",
   generate: "Generate text from a prompt and print it.",
   tokenize: "Print the token ids of a text.",
   "run-batch": "Run an OpenAI batch file (JSONL) offline, like `vllm run-batch`.",
+  "bench serve": "Benchmark any OpenAI-compatible server online, like `vllm bench serve` (same options, result block and JSON).",
+  "bench throughput": "Benchmark offline throughput of an in-process engine, like `vllm bench throughput`.",
+  "bench latency": "Benchmark the latency of one batch on an in-process engine, like `vllm bench latency`.",
+  inspect: "Print a model file's facts (fennec inspect MODEL): architecture, parameters, tensors, memory in fennec.",
 };
 
 type FlagKind = "string" | "int" | "float" | "bool";
@@ -44,10 +48,12 @@ export interface FlagSpec {
   readonly vllmName?: string;
 }
 
-const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch"];
+const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch", "bench throughput", "bench latency", "inspect"];
 /** commands that run the model (generate runs it in-process, without the engine's scheduler or pipelines) */
-const MODEL: readonly Command[] = ["serve", "generate", "run-batch"];
-const ENGINE: readonly Command[] = ["serve", "run-batch"];
+const MODEL: readonly Command[] = ["serve", "generate", "run-batch", "bench throughput", "bench latency"];
+const ENGINE: readonly Command[] = ["serve", "run-batch", "bench throughput", "bench latency"];
+const BENCH_SERVE: readonly Command[] = ["bench serve"];
+const BENCH_OFFLINE: readonly Command[] = ["bench throughput", "bench latency"];
 
 export const FLAGS: readonly FlagSpec[] = [
   // model
@@ -120,12 +126,67 @@ export const FLAGS: readonly FlagSpec[] = [
   // run-batch
   { name: "input-file", alias: "-i", kind: "string", metavar: "path", default: null, commands: ["run-batch"], help: "Input JSONL batch file (required)." },
   { name: "output-file", alias: "-o", kind: "string", metavar: "path", default: null, commands: ["run-batch"], help: "Output JSONL file (required)." },
+  { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["bench serve"], help: "Bearer token for the server. Default: $OPENAI_API_KEY, if set." },
+  // bench serve (vLLM names: vllm/benchmarks/serve.py, datasets.py)
+  { name: "backend", kind: "string", default: "openai", choices: ["openai", "vllm", "openai-chat"], commands: BENCH_SERVE, help: "API to call: openai/vllm = /v1/completions, openai-chat = /v1/chat/completions." },
+  { name: "base-url", kind: "string", metavar: "url", default: null, commands: BENCH_SERVE, help: "Server base URL (e.g. http://localhost:8000). Default: http://--host:--port." },
+  { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: BENCH_SERVE, help: "Server host when --base-url is not given." },
+  { name: "port", kind: "int", default: 8000, min: 1, max: 65535, commands: BENCH_SERVE, help: "Server port when --base-url is not given." },
+  { name: "endpoint", kind: "string", metavar: "path", default: null, commands: BENCH_SERVE, help: "API path. Default: /v1/completions (openai-chat: /v1/chat/completions)." },
+  { name: "model", kind: "string", metavar: "name", default: null, commands: BENCH_SERVE, help: "Model name to request. Default: the first model of the server's /v1/models." },
+  { name: "tokenizer", kind: "string", metavar: "path", default: null, commands: BENCH_SERVE, help: "GGUF file whose tokenizer makes the random prompts and counts tokens when the server sends no usage. Default: the embedded model's." },
+  { name: "dataset-name", kind: "string", default: "random", choices: ["random", "sharegpt"], commands: [...BENCH_SERVE, "bench throughput"], help: "random: random token prompts; sharegpt: conversations from --dataset-path." },
+  { name: "dataset-path", kind: "string", metavar: "path", default: null, commands: [...BENCH_SERVE, "bench throughput"], help: "ShareGPT JSON file (for --dataset-name sharegpt)." },
+  { name: "num-prompts", kind: "int", default: 1000, min: 1, commands: [...BENCH_SERVE, "bench throughput"], help: "Number of prompts to send." },
+  { name: "input-len", kind: "int", default: null, min: 1, commands: [...BENCH_SERVE, ...BENCH_OFFLINE], help: "Prompt tokens per request (random dataset; latency default 32)." },
+  { name: "output-len", kind: "int", default: null, min: 1, commands: [...BENCH_SERVE, ...BENCH_OFFLINE], help: "Output tokens per request (random dataset; latency default 128)." },
+  { name: "random-input-len", kind: "int", default: 1024, min: 1, commands: [...BENCH_SERVE, "bench throughput"], help: "Prompt tokens per request of the random dataset." },
+  { name: "random-output-len", kind: "int", default: 128, min: 1, commands: [...BENCH_SERVE, "bench throughput"], help: "Output tokens per request of the random dataset." },
+  { name: "random-range-ratio", kind: "float", default: 0, min: 0, max: 0.999999, commands: [...BENCH_SERVE, "bench throughput"], help: "Lengths are drawn uniformly from [len*(1-r), len*(1+r)]." },
+  { name: "random-prefix-len", kind: "int", default: 0, min: 0, commands: [...BENCH_SERVE, "bench throughput"], help: "Random tokens shared by every prompt, before its own." },
+  { name: "sharegpt-output-len", kind: "int", default: null, min: 1, commands: [...BENCH_SERVE, "bench throughput"], help: "Output tokens of every ShareGPT request (default: the length of the dataset's answer)." },
+  { name: "request-rate", kind: "string", metavar: "rps", default: "inf", commands: BENCH_SERVE, help: "Requests per second (Poisson, or gamma with --burstiness). inf sends all at once." },
+  { name: "burstiness", kind: "float", default: 1, min: 0.000001, commands: BENCH_SERVE, help: "Gamma shape of the arrival times: 1 = Poisson, lower = burstier." },
+  { name: "max-concurrency", kind: "int", default: null, min: 1, commands: BENCH_SERVE, help: "Most requests in flight at once." },
+  { name: "num-warmups", kind: "int", default: 0, min: 0, commands: [...BENCH_SERVE, "bench throughput"], help: "Requests sent before the measured run." },
+  { name: "ready-check-timeout-sec", kind: "int", default: 0, min: 0, commands: BENCH_SERVE, help: "Seconds to retry one test prompt until the server answers; 0 skips the check." },
+  { name: "percentile-metrics", kind: "string", metavar: "list", default: "ttft,tpot,itl", commands: BENCH_SERVE, help: "Comma list of metrics to report percentiles of: ttft, tpot, itl, e2el." },
+  { name: "metric-percentiles", kind: "string", metavar: "list", default: "99", commands: BENCH_SERVE, help: "Comma list of percentiles to report (e.g. 25,50,99.9)." },
+  { name: "goodput", kind: "string", metavar: "KEY:ms ...", default: null, commands: BENCH_SERVE, help: "Service-level objectives for goodput, e.g. \"ttft:500 tpot:50\" (keys ttft, tpot, e2el; milliseconds)." },
+  { name: "save-result", kind: "bool", default: false, commands: BENCH_SERVE, help: "Save the result as JSON (vLLM's keys)." },
+  { name: "save-detailed", kind: "bool", default: false, commands: BENCH_SERVE, help: "Also save per-request lists (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)." },
+  { name: "append-result", kind: "bool", default: false, commands: BENCH_SERVE, help: "Append to the result file (one JSON object a line) instead of replacing it." },
+  { name: "result-dir", kind: "string", metavar: "path", default: null, commands: BENCH_SERVE, help: "Folder of the result file. Default: the current folder." },
+  { name: "result-filename", kind: "string", metavar: "name", default: null, commands: BENCH_SERVE, help: "Result file name. Default: {label}-{rate}qps[-concurrency{N}]-{model}-{date}.json." },
+  { name: "label", kind: "string", metavar: "text", default: null, commands: BENCH_SERVE, help: "Label of the result (default: the backend)." },
+  { name: "metadata", kind: "string", metavar: "KEY=VALUE ...", default: null, commands: BENCH_SERVE, help: "Extra keys for the result JSON, space separated (e.g. \"box=pi5 note=test\")." },
+  { name: "ignore-eos", kind: "bool", default: false, commands: BENCH_SERVE, help: "Send ignore_eos: true so every request generates its full output length." },
+  { name: "temperature", kind: "float", default: null, min: 0, commands: BENCH_SERVE, help: "Sampling temperature, sent only if given (the server's default otherwise)." },
+  { name: "top-p", kind: "float", default: null, min: 0, max: 1, commands: BENCH_SERVE, help: "top_p, sent only if given." },
+  { name: "top-k", kind: "int", default: null, commands: BENCH_SERVE, help: "top_k, sent only if given." },
+  { name: "min-p", kind: "float", default: null, min: 0, max: 1, commands: BENCH_SERVE, help: "min_p, sent only if given." },
+  { name: "frequency-penalty", kind: "float", default: null, commands: BENCH_SERVE, help: "frequency_penalty, sent only if given." },
+  { name: "presence-penalty", kind: "float", default: null, commands: BENCH_SERVE, help: "presence_penalty, sent only if given." },
+  { name: "repetition-penalty", kind: "float", default: null, min: 0, commands: BENCH_SERVE, help: "repetition_penalty, sent only if given." },
+  { name: "extra-body", kind: "string", metavar: "json", default: null, commands: BENCH_SERVE, help: "JSON object merged into every request body." },
+  { name: "header", kind: "string", metavar: "KEY=VALUE ...", default: null, commands: BENCH_SERVE, help: "Extra HTTP headers, space separated." },
+  { name: "request-id-prefix", kind: "string", metavar: "text", default: null, commands: BENCH_SERVE, help: "Prefix of the x-request-id of each request. Default: bench-<8 hex>-." },
+  { name: "seed", kind: "int", default: 0, commands: [...BENCH_SERVE, ...BENCH_OFFLINE], help: "Seed of the dataset sampling and arrival times." },
+  { name: "disable-tqdm", kind: "bool", default: false, commands: [...BENCH_SERVE, ...BENCH_OFFLINE], help: "No progress bar." },
+  // bench throughput / latency (vllm/benchmarks/throughput.py, latency.py)
+  { name: "n", kind: "int", default: 1, min: 1, max: 1, commands: BENCH_OFFLINE, help: "Sequences per prompt (fennec serves n = 1)." },
+  { name: "output-json", kind: "string", metavar: "path", default: null, commands: BENCH_OFFLINE, help: "Write the result as JSON (vLLM's keys) to this file." },
+  { name: "batch-size", kind: "int", default: 8, min: 1, commands: ["bench latency"], help: "Prompts in the batch." },
+  { name: "num-iters-warmup", kind: "int", default: 10, min: 0, commands: ["bench latency"], help: "Batches run before measuring." },
+  { name: "num-iters", kind: "int", default: 30, min: 1, commands: ["bench latency"], help: "Batches measured." },
+  // inspect
+  { name: "json", kind: "bool", default: false, commands: ["inspect"], help: "Print one JSON object instead of text." },
 ];
 
 export type Options = Readonly<Record<string, FlagValue>>;
 
 /** Commands that take the model as their first positional argument, as `vllm serve MODEL` does. */
-export const POSITIONAL_MODEL: readonly Command[] = ["serve"];
+export const POSITIONAL_MODEL: readonly Command[] = ["serve", "inspect"];
 
 /** Flags of one command, for --help and parsing. */
 export function flagsOf(command: Command): FlagSpec[] {
@@ -322,7 +383,7 @@ const intOrNull = (v: FlagValue | undefined): number | null => (typeof v === "nu
 const deviceOf = (v: FlagValue | undefined): "cpu" | "webgpu" => (v === "webgpu" ? "webgpu" : "cpu");
 
 /** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (FLAGS' min/max). */
-function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
+export function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
   const enablePrefixCaching = options["no-enable-prefix-caching"] !== true;
   const transfer = parseKvTransfer({
     kvOffloadingSize: typeof options["kv-offloading-size"] === "number" ? options["kv-offloading-size"] : null,

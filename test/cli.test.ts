@@ -30,6 +30,11 @@ const BASE: Readonly<Record<Command, readonly string[]>> = {
   tokenize: ["--text", "hi"],
   serve: ["--host", "127.0.0.1", "--port", "0", "--threads", "1"],
   "run-batch": ["-i", BATCH_IN, "-o", BATCH_OUT, "--threads", "1"],
+  "bench serve": ["--base-url", "http://127.0.0.1:9", "--num-prompts", "1"],
+  "bench throughput": ["--num-prompts", "1", "--random-input-len", "4", "--random-output-len", "1", "--threads", "1"],
+  "bench latency": ["--batch-size", "1", "--input-len", "4", "--output-len", "1", "--num-iters-warmup", "0", "--num-iters", "1", "--threads", "1"],
+  // a leading flag: inspect's first bare word would be its model
+  inspect: ["--json"],
 };
 
 interface BadCase {
@@ -43,19 +48,21 @@ interface BadCase {
 }
 
 const ALL = Object.keys(COMMANDS) as Command[];
-const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch"];
+/** commands whose --model is a GGUF file (bench serve's is a served model's name) */
+const FILE_COMMANDS = ALL.filter((c) => c !== "bench serve");
+const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch", "bench throughput", "bench latency"];
 
 const BAD: readonly BadCase[] = [
   { name: "an unknown flag", commands: ALL, args: ["--bogus"], says: "unknown option --bogus" },
-  { name: "a stray argument", commands: ["generate", "tokenize", "run-batch"], args: ["stray"], says: 'unexpected argument "stray"' },
+  { name: "a stray argument", commands: ["generate", "tokenize", "run-batch", "bench serve", "bench throughput", "bench latency"], args: ["stray"], says: 'unexpected argument "stray"' },
   // serve takes one positional model, as `vllm serve MODEL`: a second one is stray
-  { name: "a second positional argument", commands: ["serve"], args: ["model.gguf", "stray"], says: 'unexpected argument "stray"' },
+  { name: "a second positional argument", commands: ["serve", "inspect"], args: ["model.gguf", "stray"], says: 'unexpected argument "stray"' },
   { name: "the model given twice", commands: ["serve"], args: ["a.gguf", "--model", "b.gguf"], says: "the model is given twice" },
   { name: "a positional model that is missing", commands: ["serve"], args: ["/nonexistent/positional.gguf"], says: "/nonexistent/positional.gguf: file not found", code: 1 },
   { name: "a flag without its value", commands: ALL, args: ["--model"], says: "--model needs a value" },
-  { name: "a missing model file", commands: ALL, args: ["--model", "/nonexistent/model.gguf"], says: "/nonexistent/model.gguf: file not found", code: 1 },
-  { name: "a model that is a folder", commands: ALL, args: ["--model", "/"], says: "/: not a regular file", code: 1 },
-  { name: "a file that is not GGUF", commands: ALL, args: ["--model", NOT_GGUF], says: `${NOT_GGUF}: not a GGUF file`, code: 1 },
+  { name: "a missing model file", commands: FILE_COMMANDS, args: ["--model", "/nonexistent/model.gguf"], says: "/nonexistent/model.gguf: file not found", code: 1 },
+  { name: "a model that is a folder", commands: FILE_COMMANDS, args: ["--model", "/"], says: "/: not a regular file", code: 1 },
+  { name: "a file that is not GGUF", commands: FILE_COMMANDS, args: ["--model", NOT_GGUF], says: `${NOT_GGUF}: not a GGUF file`, code: 1 },
   { name: "--threads 0", commands: MODEL_COMMANDS, args: ["--threads", "0"], says: "--threads must be in 1..256 (got 0)" },
   { name: "--threads 1000", commands: MODEL_COMMANDS, args: ["--threads", "1000"], says: "--threads must be in 1..256 (got 1000)" },
   { name: "--threads two", commands: MODEL_COMMANDS, args: ["--threads", "two"], says: '--threads needs an integer (got "two")' },
@@ -75,12 +82,17 @@ const BAD: readonly BadCase[] = [
 ];
 
 /** Cases with their own argv (no BASE): a missing required flag, a missing input file, an unknown command. */
-const BAD_RAW: readonly { name: string; args: readonly string[]; says: string }[] = [
+const BAD_RAW: readonly { name: string; args: readonly string[]; says: string; code?: 1 }[] = [
   { name: "tokenize without --text", args: ["tokenize"], says: "tokenize needs --text" },
   { name: "run-batch without -i", args: ["run-batch", "-o", BATCH_OUT], says: "run-batch needs -i/--input-file" },
   { name: "run-batch without -o", args: ["run-batch", "-i", BATCH_IN], says: "run-batch needs -o/--output-file" },
   { name: "run-batch with a missing input file", args: ["run-batch", "-i", join(dir, "missing.jsonl"), "-o", BATCH_OUT], says: "missing.jsonl" },
   { name: "an unknown command", args: ["frobnicate"], says: 'unknown command "frobnicate"' },
+  { name: "bench without what to measure", args: ["bench"], says: "fennec bench serve|throughput|latency" },
+  { name: "bench serve with --request-rate 0", args: ["bench", "serve", "--request-rate", "0"], says: "--request-rate must be a positive number or inf" },
+  { name: "bench serve with an unknown percentile metric", args: ["bench", "serve", "--percentile-metrics", "ttft,speed"], says: 'unknown metric "speed"' },
+  { name: "bench serve against nothing", args: ["bench", "serve", "--base-url", "http://127.0.0.1:9", "--num-prompts", "1"], says: "cannot read http://127.0.0.1:9/v1/models", code: 1 },
+  { name: "inspect with two models", args: ["inspect", "a.gguf", "b.gguf"], says: 'unexpected argument "b.gguf"' },
 ];
 
 function expectOneLineError(r: ReturnType<typeof fennec>, says: string, code: 1 | 2 = 2): void {
@@ -122,6 +134,6 @@ describe("bad input: one line, exit 2 (usage) or 1 (failed run), no stack trace"
     expectOneLineError(fennec([row.command, ...BASE[row.command], ...row.args]), row.says, row.code);
   });
   test.each(BAD_RAW.map((r) => [r.name, r] as const))("%s", (_label, row) => {
-    expectOneLineError(fennec(row.args), row.says);
+    expectOneLineError(fennec(row.args), row.says, row.code);
   });
 });

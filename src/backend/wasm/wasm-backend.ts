@@ -12,9 +12,9 @@ import { dequantizeWeight } from "../reference.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
-import { KernelKind, repack, repackedSizes, repackSpec } from "./repack.ts";
+import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { ThreadPool } from "./thread-pool.ts";
-import { WasmHeap } from "./wasm-memory.ts";
+import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
 
 /** Below this many multiply-adds a matmul runs on the calling thread alone (waking threads costs more). */
 const MIN_PARALLEL_MACS = 1 << 16;
@@ -107,6 +107,44 @@ function asBuffer(b: DeviceBuffer): WasmBuffer {
   return b;
 }
 
+type WeightLayout =
+  | { readonly kind: "repacked"; readonly spec: RepackSpec; readonly quantBytes: number; readonly scaleFloats: number; readonly mBytes: number }
+  | { readonly kind: "dense"; readonly rowsPadded: number; readonly colsPadded: number; readonly numBytes: number };
+
+/**
+ * How loadWeight lays a [rows, cols] weight out in the heap: repacked quantized blocks (2-D weights of a repackable
+ * type), else f32 padded to 4 x 4.
+ */
+function weightLayout(type: GgmlType, rows: number, cols: number): WeightLayout {
+  const spec = repackSpec(type);
+  if (spec !== undefined && rows > 1 && cols % spec.blockSize === 0) {
+    const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
+    // no offset array for KIND_I8 or an integer zero point: the kernels never read wm then (Q8_0: 36 bytes per 32 weights)
+    const mBytes = spec.kind === KernelKind.I8 || spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
+    return { kind: "repacked", spec, quantBytes, scaleFloats, mBytes };
+  }
+  const rowsPadded = Math.ceil(rows / 4) * 4;
+  const colsPadded = (cols + 3) & ~3;
+  return { kind: "dense", rowsPadded, colsPadded, numBytes: rowsPadded * colsPadded * 4 };
+}
+
+/** f16 K (or V) of one position in one layer: the cache's element size, for allocKvCache and `fennec inspect` */
+function kvBytesPerPositionPerLayerPart(shape: Pick<KvCacheShape, "numKvHeads" | "headDim">): number {
+  return shape.numKvHeads * shape.headDim * 2;
+}
+
+/** KV cache bytes one token position takes over all layers, K and V. */
+export function kvCacheBytesPerToken(shape: Pick<KvCacheShape, "numLayers" | "numKvHeads" | "headDim">): number {
+  return 2 * shape.numLayers * kvBytesPerPositionPerLayerPart(shape);
+}
+
+/** Heap bytes loadWeight takes for one weight (what `fennec inspect` reports per tensor), alignment included. */
+export function weightHeapBytes(type: GgmlType, rows: number, cols: number): number {
+  const l = weightLayout(type, rows, cols);
+  if (l.kind === "dense") return allocatedBytes(l.numBytes);
+  return allocatedBytes(l.quantBytes) + allocatedBytes(l.scaleFloats * 4) + (l.mBytes > 0 ? allocatedBytes(l.mBytes) : 0);
+}
+
 export class WasmBackend implements Backend {
   readonly name: string;
   private kv: KvState | null = null;
@@ -146,6 +184,11 @@ export class WasmBackend implements Backend {
     return this.heap.usedBytes;
   }
 
+  /** Bytes of the shared memory allocated and not freed (memoryBytes less blocks waiting for reuse). */
+  get liveMemoryBytes(): number {
+    return this.heap.liveBytes;
+  }
+
   private scratchStride = 0;
 
   /** Per-thread scratch: 64 bytes for the matmul tails, then `floats` f32 for attention scores. */
@@ -161,13 +204,11 @@ export class WasmBackend implements Backend {
     const { rows, cols, type } = source;
     const wt = weightType(type);
     if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${type}`);
-    const spec = repackSpec(type);
-    if (spec !== undefined && rows > 1 && cols % spec.blockSize === 0) {
+    const layout = weightLayout(type, rows, cols);
+    if (layout.kind === "repacked") {
+      const { spec, quantBytes, scaleFloats, mBytes } = layout;
       const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
       if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
-      const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
-      // no offset array for KIND_I8 or an integer zero point: the kernels never read wm then (Q8_0: 36 bytes per 32 weights)
-      const mBytes = spec.kind === KernelKind.I8 || spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
       const wq = this.heap.alloc(quantBytes);
       const ws = this.heap.alloc(scaleFloats * 4);
       const wm = mBytes > 0 ? this.heap.alloc(mBytes) : ws;
@@ -183,9 +224,7 @@ export class WasmBackend implements Backend {
       return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
     }
     const values = dequantizeWeight(source); // [rows, cols]
-    const rowsPadded = Math.ceil(rows / 4) * 4;
-    const colsPadded = (cols + 3) & ~3;
-    const numBytes = rowsPadded * colsPadded * 4;
+    const { rowsPadded, colsPadded, numBytes } = layout;
     const ptr = this.heap.alloc(numBytes);
     const floats = this.heap.floats;
     floats.fill(0, ptr / 4, ptr / 4 + rowsPadded * colsPadded);
@@ -216,8 +255,7 @@ export class WasmBackend implements Backend {
 
   allocKvCache(shape: KvCacheShape): void {
     if (this.kv !== null) this.heap.free(this.kv.base, this.kv.layerPartBytes * 2 * this.kv.shape.numLayers);
-    const kvDim = shape.numKvHeads * shape.headDim;
-    const blockBytes = shape.blockSize * kvDim * 2;
+    const blockBytes = shape.blockSize * kvBytesPerPositionPerLayerPart(shape);
     const layerPartBytes = shape.numBlocks * blockBytes;
     const total = layerPartBytes * 2 * shape.numLayers;
     const base = this.heap.alloc(total);

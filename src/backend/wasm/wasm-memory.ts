@@ -73,11 +73,23 @@ export class WasmHeap {
     return this.top;
   }
 
+  /** Bytes of the blocks handed out and not freed (usedBytes less the free lists). */
+  get liveBytes(): number {
+    let free = 0;
+    for (const [size, list] of this.freeLists) free += size * list.length;
+    return this.top - free;
+  }
+
   private refresh(): void {
     this.f32 = new Float32Array(this.memory.buffer);
     this.u8 = new Uint8Array(this.memory.buffer);
     this.i32 = new Int32Array(this.memory.buffer);
   }
+}
+
+/** What `alloc(numBytes)` takes from the heap (blocks are 64-byte aligned). */
+export function allocatedBytes(numBytes: number): number {
+  return align(Math.max(numBytes, 1));
 }
 
 function align(n: number): number {

@@ -1,0 +1,294 @@
+/**
+ * `fennec bench serve`: vLLM's online benchmark (vllm/benchmarks/serve.py, lib/endpoint_request_func.py) against any
+ * OpenAI-compatible server: streams each prompt of the dataset at the configured rate and concurrency, times the
+ * chunks as vLLM does (first chunk with choices = TTFT, the gaps after it = ITL, usage = token counts), prints vLLM's
+ * result block and saves vLLM's JSON keys. The API key comes from --api-key or $OPENAI_API_KEY, as in vLLM.
+ */
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Options } from "../config.ts";
+import { createRng, type Rng } from "../engine/rng.ts";
+import { openModelGguf } from "../gguf/model-source.ts";
+import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
+import type { Tokenizer } from "../tokenizer/tokenizer.ts";
+import { CliError, RuntimeFailure } from "../util/cli-error.ts";
+import { errorMessage } from "../util/error-message.ts";
+import { createProgressBar } from "../util/progress.ts";
+import { randomDataset, shareGptDataset, type BenchPrompt } from "./bench-dataset.ts";
+import { calculateMetrics, defaultResultFilename, METRIC_NAMES, resultBlock, resultJson, type MetricName, type RequestOutput } from "./bench-serve-result.ts";
+
+const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
+const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
+
+/** "KEY=VALUE KEY2=VALUE2" (vLLM takes them as several arguments; here in one, space separated) */
+function pairs(flag: string, text: string | null, sep: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (text === null) return out;
+  for (const part of text.split(/[\s,]+/).filter((p) => p !== "")) {
+    const i = part.indexOf(sep);
+    if (i <= 0) throw new CliError(`--${flag}: "${part}" is not KEY${sep}VALUE`);
+    out[part.slice(0, i)] = part.slice(i + 1);
+  }
+  return out;
+}
+
+export interface BenchServeConfig {
+  readonly backend: "openai" | "vllm" | "openai-chat";
+  readonly url: string;
+  readonly baseUrl: string;
+  readonly model: string | null;
+  readonly requestRate: number;
+  readonly burstiness: number;
+  readonly maxConcurrency: number | null;
+  readonly selected: MetricName[];
+  readonly percentiles: number[];
+  readonly goodput: Partial<Record<MetricName, number>> | null;
+  readonly sampling: Record<string, number>;
+  readonly extraBody: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+  readonly ignoreEos: boolean;
+  readonly requestIdPrefix: string;
+}
+
+export function benchServeConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): BenchServeConfig {
+  const backend = (str(options.backend) ?? "openai") as BenchServeConfig["backend"];
+  const chat = backend === "openai-chat";
+  const endpoint = str(options.endpoint) ?? (chat ? "/v1/chat/completions" : "/v1/completions");
+  if (!endpoint.endsWith(chat ? "chat/completions" : "completions")) throw new CliError(`--endpoint ${endpoint}: the ${backend} backend needs a path ending in ${chat ? "chat/completions" : "completions"}`);
+  const baseUrl = (str(options["base-url"]) ?? `http://${str(options.host)}:${num(options.port)}`).replace(/\/+$/, "");
+  if (!/^https?:\/\//.test(baseUrl)) throw new CliError(`--base-url ${baseUrl}: needs http:// or https://`);
+  const rateText = str(options["request-rate"]) ?? "inf";
+  const requestRate = rateText === "inf" ? Infinity : Number(rateText);
+  if (!(requestRate > 0)) throw new CliError(`--request-rate must be a positive number or inf (got "${rateText}")`);
+  const selected = (str(options["percentile-metrics"]) ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "");
+  for (const m of selected) if (!METRIC_NAMES.includes(m as MetricName)) throw new CliError(`--percentile-metrics: unknown metric "${m}" (known: ${METRIC_NAMES.join(", ")})`);
+  const percentiles = (str(options["metric-percentiles"]) ?? "").split(",").filter((p) => p.trim() !== "").map(Number);
+  if (percentiles.some((p) => !(p >= 0 && p <= 100))) throw new CliError(`--metric-percentiles must be numbers in 0..100 (got "${str(options["metric-percentiles"])}")`);
+  const goodputPairs = pairs("goodput", str(options.goodput), ":");
+  const goodput: Partial<Record<MetricName, number>> = {};
+  for (const [k, v] of Object.entries(goodputPairs)) {
+    if (k !== "ttft" && k !== "tpot" && k !== "e2el") throw new CliError(`--goodput: unknown objective "${k}" (ttft, tpot, e2el)`);
+    if (!(Number(v) >= 0)) throw new CliError(`--goodput ${k}: needs milliseconds (got "${v}")`);
+    goodput[k] = Number(v);
+  }
+  const sampling: Record<string, number> = {};
+  for (const [flag, field] of [["temperature", "temperature"], ["top-p", "top_p"], ["top-k", "top_k"], ["min-p", "min_p"], ["frequency-penalty", "frequency_penalty"], ["presence-penalty", "presence_penalty"], ["repetition-penalty", "repetition_penalty"]] as const) {
+    const v = num(options[flag]);
+    if (v !== null) sampling[field] = v;
+  }
+  let extraBody: Record<string, unknown> = {};
+  const extra = str(options["extra-body"]);
+  if (extra !== null) {
+    try {
+      extraBody = JSON.parse(extra) as Record<string, unknown>;
+    } catch {
+      throw new CliError(`--extra-body must be a JSON object (got ${extra})`);
+    }
+    if (typeof extraBody !== "object" || extraBody === null || Array.isArray(extraBody)) throw new CliError("--extra-body must be a JSON object");
+  }
+  const headers: Record<string, string> = { "content-type": "application/json", ...pairs("header", str(options.header), "=") };
+  const key = str(options["api-key"]) ?? env.OPENAI_API_KEY ?? null;
+  if (key) headers.authorization = `Bearer ${key}`;
+  const prefix = str(options["request-id-prefix"]) ?? `bench-${Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, "0")}-`;
+  return {
+    backend, url: baseUrl + endpoint, baseUrl, model: str(options.model), requestRate, burstiness: num(options.burstiness) ?? 1,
+    maxConcurrency: num(options["max-concurrency"]), selected: selected as MetricName[], percentiles,
+    goodput: Object.keys(goodput).length > 0 ? goodput : null, sampling, extraBody, headers, ignoreEos: options["ignore-eos"] === true, requestIdPrefix: prefix,
+  };
+}
+
+/** One streamed request, timed as vLLM's async_request_openai_completions / _chat_completions do. */
+export async function sendRequest(config: BenchServeConfig, model: string, prompt: BenchPrompt, requestId: string, benchStartMs: number): Promise<RequestOutput> {
+  const chat = config.backend === "openai-chat";
+  const body: Record<string, unknown> = {
+    model, ...(chat ? { messages: [{ role: "user", content: prompt.prompt }], max_completion_tokens: prompt.outputLen } : { prompt: prompt.prompt, max_tokens: prompt.outputLen }),
+    stream: true, stream_options: { include_usage: true }, ...config.sampling, ...(config.ignoreEos ? { ignore_eos: true } : {}), ...config.extraBody,
+  };
+  const st = performance.now();
+  let mostRecent = st;
+  let ttft = 0;
+  let first = false;
+  const itl: number[] = [];
+  let text = "";
+  let outputTokens: number | null = null;
+  let promptLen = prompt.promptIds.length;
+  const fail = (error: string): RequestOutput => ({ success: false, promptLen, outputTokens: 0, ttft, itl, latency: 0, startTime: (st - benchStartMs) / 1000, generatedText: text, error });
+  try {
+    const res = await fetch(config.url, { method: "POST", headers: { ...config.headers, "x-request-id": requestId }, body: JSON.stringify(body) });
+    if (res.status !== 200 || res.body === null) return fail(`${res.status} ${res.statusText}: ${(await res.text()).slice(0, 300)}`);
+    const decoder = new TextDecoder();
+    let buffer = "";
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      const lines = buffer.split("\n");
+      buffer = lines.pop()!;
+      for (const raw of lines) {
+        const line = raw.trim();
+        if (line === "" || line.startsWith(":")) continue;
+        const data = line.startsWith("data:") ? line.slice(5).trim() : line;
+        if (data === "[DONE]") continue;
+        const chunk = JSON.parse(data) as { choices?: { text?: string; delta?: { content?: string | null } }[]; usage?: { completion_tokens?: number; prompt_tokens?: number }; error?: { message?: string } };
+        if (chunk.error) return fail(chunk.error.message ?? JSON.stringify(chunk.error));
+        const now = performance.now();
+        if (chunk.choices && chunk.choices.length > 0) {
+          if (!first) {
+            first = true;
+            ttft = (now - st) / 1000;
+          } else {
+            itl.push((now - mostRecent) / 1000);
+          }
+          mostRecent = now;
+          text += (chat ? chunk.choices[0]!.delta?.content : chunk.choices[0]!.text) ?? "";
+        } else if (chunk.usage) {
+          outputTokens = chunk.usage.completion_tokens ?? null;
+          if (typeof chunk.usage.prompt_tokens === "number") promptLen = chunk.usage.prompt_tokens;
+        }
+      }
+    }
+  } catch (e) {
+    return fail(errorMessage(e));
+  }
+  if (!first) return fail("Never received a valid chunk to calculate TTFT.This response will be marked as failed!");
+  return {
+    success: true, promptLen, outputTokens: outputTokens ?? -1, ttft, itl, latency: (mostRecent - st) / 1000,
+    startTime: (st - benchStartMs) / 1000, generatedText: text, error: "",
+  };
+}
+
+/** Gamma(shape, scale) by Marsaglia and Tsang (vLLM draws np.random.gamma(burstiness, 1/(rate*burstiness))). */
+function gamma(rng: Rng, shape: number, scale: number): number {
+  if (shape < 1) return gamma(rng, shape + 1, scale) * Math.pow(1 - rng.nextFloat(), 1 / shape);
+  const d = shape - 1 / 3;
+  const c = 1 / Math.sqrt(9 * d);
+  for (;;) {
+    const x = Math.sqrt(-2 * Math.log(1 - rng.nextFloat())) * Math.cos(2 * Math.PI * rng.nextFloat());
+    const v = (1 + c * x) ** 3;
+    if (v <= 0) continue;
+    const u = 1 - rng.nextFloat();
+    if (Math.log(u) < 0.5 * x * x + d - d * v + d * Math.log(v)) return d * v * scale;
+  }
+}
+
+async function firstModel(config: BenchServeConfig): Promise<string> {
+  try {
+    const res = await fetch(`${config.baseUrl}/v1/models`, { headers: config.headers });
+    if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
+    const id = ((await res.json()) as { data?: { id?: string }[] }).data?.[0]?.id;
+    if (typeof id !== "string") throw new Error("no model listed");
+    return id;
+  } catch (e) {
+    throw new RuntimeFailure(`cannot read ${config.baseUrl}/v1/models (${errorMessage(e)}): is the server up? give --base-url, or --model`);
+  }
+}
+
+const twoDigits = (n: number): string => String(n).padStart(2, "0");
+function dateStamp(d: Date): string {
+  return `${d.getFullYear()}${twoDigits(d.getMonth() + 1)}${twoDigits(d.getDate())}-${twoDigits(d.getHours())}${twoDigits(d.getMinutes())}${twoDigits(d.getSeconds())}`;
+}
+
+export async function main(options: Options): Promise<number> {
+  const config = benchServeConfig(options);
+  const out = (line: string): void => void process.stdout.write(`${line}\n`);
+  const seed = num(options.seed) ?? 0;
+  const tokenizerPath = str(options.tokenizer);
+  const file = await openModelGguf(tokenizerPath);
+  if (!file.ok) throw new RuntimeFailure(`--tokenizer: ${file.error}`);
+  let tokenizer: Tokenizer;
+  try {
+    tokenizer = createTokenizer(file.value);
+  } catch (e) {
+    throw new CliError(`--tokenizer ${tokenizerPath}: cannot build the tokenizer (${errorMessage(e)})`);
+  }
+  const numPrompts = Number(options["num-prompts"]);
+  const prompts = options["dataset-name"] === "sharegpt"
+    ? shareGptDataset(str(options["dataset-path"]) ?? ((): never => { throw new CliError("--dataset-name sharegpt needs --dataset-path"); })(), numPrompts, tokenizer, num(options["sharegpt-output-len"]), seed)
+    : randomDataset({
+      numPrompts, inputLen: num(options["input-len"]) ?? Number(options["random-input-len"]), outputLen: num(options["output-len"]) ?? Number(options["random-output-len"]),
+      rangeRatio: Number(options["random-range-ratio"]), prefixLen: Number(options["random-prefix-len"]), seed,
+    }, tokenizer.vocabSize, (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }));
+  const model = config.model ?? (await firstModel(config));
+  if (config.sampling.temperature === undefined) {
+    out("WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. The default will be determined on the server side and can be model/API specific. For the old behavior, include --temperature=0.");
+  }
+
+  const readySec = Number(options["ready-check-timeout-sec"]);
+  if (readySec > 0) {
+    out("Starting initial single prompt test run...");
+    const deadline = performance.now() + readySec * 1000;
+    let test = await sendRequest(config, model, prompts[0]!, `${config.requestIdPrefix}ready`, performance.now());
+    while (!test.success && performance.now() < deadline) {
+      await Bun.sleep(1000);
+      test = await sendRequest(config, model, prompts[0]!, `${config.requestIdPrefix}ready`, performance.now());
+    }
+    if (!test.success) throw new RuntimeFailure(`Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: ${test.error}`);
+    out("Initial test run completed.");
+  } else {
+    out("Skipping endpoint ready check.");
+  }
+  const warmups = Number(options["num-warmups"]);
+  if (warmups > 0) {
+    out(`Warming up with ${warmups} requests...`);
+    await Promise.all(Array.from({ length: warmups }, (_, i) => sendRequest(config, model, prompts[i % prompts.length]!, `${config.requestIdPrefix}warmup-${i}`, performance.now())));
+    out("Warmup run completed.");
+  }
+  out("Starting main benchmark run...");
+  out(`Traffic request rate: ${Number.isFinite(config.requestRate) ? config.requestRate : "inf"}`);
+  out(`Burstiness factor: ${config.burstiness.toFixed(1)} (${config.burstiness === 1 ? "Poisson process" : "Gamma distribution"})`);
+  out(`Maximum request concurrency: ${config.maxConcurrency ?? "None"}`);
+
+  const bar = options["disable-tqdm"] === true ? null : createProgressBar("bench serve", { minTotal: 0, format: (d, t) => `${d}/${t} requests` });
+  const rng = createRng(seed + 1);
+  let inFlight = 0;
+  const waiting: (() => void)[] = [];
+  const acquire = async (): Promise<void> => {
+    if (config.maxConcurrency === null || inFlight < config.maxConcurrency) { inFlight++; return; }
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  };
+  const release = (): void => {
+    const next = waiting.shift();
+    if (next) next();
+    else inFlight--;
+  };
+  let finished = 0;
+  const startMs = performance.now();
+  const tasks: Promise<RequestOutput>[] = [];
+  for (let i = 0; i < prompts.length; i++) {
+    tasks.push((async () => {
+      await acquire();
+      try {
+        return await sendRequest(config, model, prompts[i]!, `${config.requestIdPrefix}${i}`, startMs);
+      } finally {
+        release();
+        bar?.update(++finished, prompts.length);
+      }
+    })());
+    if (Number.isFinite(config.requestRate) && i < prompts.length - 1) await Bun.sleep(gamma(rng, config.burstiness, 1 / (config.requestRate * config.burstiness)) * 1000);
+  }
+  const outputs = await Promise.all(tasks);
+  const durationS = (performance.now() - startMs) / 1000;
+  bar?.done();
+  // a server that sent no usage: count the tokens of the text, as vLLM does with its tokenizer
+  const counted = outputs.map((o) => (o.success && o.outputTokens < 0 ? { ...o, outputTokens: tokenizer.encode(o.generatedText, { addSpecial: false, parseSpecial: false }).length } : o));
+  counted.filter((o) => !o.success).slice(0, 10).forEach((o, i) => out(`Error ${i}: ${o.error}`));
+  const metrics = calculateMetrics(counted, durationS, config.percentiles, config.goodput);
+  out(resultBlock(metrics, { requestRate: config.requestRate, maxConcurrency: config.maxConcurrency, durationS, selected: config.selected }));
+
+  if (options["save-result"] === true || options["append-result"] === true) {
+    const date = dateStamp(new Date());
+    const label = str(options.label);
+    const json = resultJson({
+      date, backend: config.backend, label, modelId: model, tokenizerId: tokenizerPath ?? "embedded:stories260K", numPrompts: prompts.length,
+      metadata: pairs("metadata", str(options.metadata), "="), requestRate: config.requestRate, burstiness: config.burstiness, maxConcurrency: config.maxConcurrency,
+    }, metrics, counted, durationS, config.selected, options["save-detailed"] === true);
+    const dir = str(options["result-dir"]) ?? ".";
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, str(options["result-filename"]) ?? defaultResultFilename(label ?? config.backend, config.requestRate, config.maxConcurrency, model, date));
+    if (options["append-result"] === true) appendFileSync(path, `${JSON.stringify(json)}\n`);
+    else writeFileSync(path, JSON.stringify(json));
+    out(`Result saved to ${path}`);
+  }
+  return metrics.completed > 0 ? 0 : 1;
+}

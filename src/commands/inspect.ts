@@ -1,0 +1,161 @@
+/**
+ * `fennec inspect MODEL` (Ollama's `ollama show`): a GGUF file's facts and the memory it takes in fennec. The weight
+ * figure is what the WASM backend's loadWeight takes from its heap for exactly the tensors the loader picks (repacked
+ * quantized blocks or padded f32, 64-byte aligned: wasm-backend.ts weightHeapBytes), the KV figure its f16 cache per
+ * token; nothing is loaded to compute them. `--json` prints the same as one object.
+ */
+import { statSync } from "node:fs";
+import { kvCacheBytesPerToken, weightHeapBytes } from "../backend/wasm/wasm-backend.ts";
+import type { WeightSource } from "../backend/backend.ts";
+import type { Options } from "../config.ts";
+import type { GgufFile } from "../gguf/gguf-file.ts";
+import { openModelGguf } from "../gguf/model-source.ts";
+import { KEY } from "../gguf/names.ts";
+import { readModelConfig } from "../model/config.ts";
+import type { ModelConfig } from "../model/model-config.ts";
+import { loadModelWeights } from "../model/weights.ts";
+import { ggmlTypeName } from "../tensor/dtypes.ts";
+import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
+import { RuntimeFailure } from "../util/cli-error.ts";
+import { errorMessage } from "../util/error-message.ts";
+import { err, ok, type Result } from "../util/result.ts";
+
+export interface TensorFacts {
+  readonly name: string;
+  readonly type: string;
+  /** ne0 first, as GGUF stores it */
+  readonly shape: readonly number[];
+  readonly bytes: number;
+  /** heap bytes in fennec; null for a tensor the loader does not use */
+  readonly heap_bytes: number | null;
+}
+
+export interface ModelFacts {
+  readonly source: string;
+  readonly file_bytes: number | null;
+  readonly name: string;
+  readonly architecture: ModelConfig["architecture"];
+  readonly parameters: number;
+  readonly context_length: number;
+  readonly vocab_size: number;
+  readonly dim: number;
+  readonly hidden_dim: number;
+  readonly num_layers: number;
+  readonly num_heads: number;
+  readonly num_kv_heads: number;
+  readonly head_dim: number;
+  readonly rope_freq_base: number;
+  readonly tied_embeddings: boolean;
+  readonly qkv_bias: boolean;
+  readonly qk_norm: boolean;
+  readonly tokenizer: { readonly model: string | null; readonly pre: string | null; readonly supported: boolean; readonly error: string | null };
+  readonly chat_template: boolean;
+  readonly chat_template_chars: number;
+  readonly tensor_types: Readonly<Record<string, { readonly tensors: number; readonly parameters: number; readonly bytes: number }>>;
+  readonly tensors: readonly TensorFacts[];
+  readonly memory: { readonly weights_heap_bytes: number; readonly kv_bytes_per_token: number; readonly kv_bytes_full_context: number };
+}
+
+const metaString = (gguf: GgufFile, key: string): string | null => {
+  const e = gguf.metadata.get(key);
+  return e !== undefined && typeof e.value === "string" ? e.value : null;
+};
+
+/** Every loaded weight once (a tied output is the embedding). */
+function loadedSources(weights: ReturnType<typeof loadModelWeights> & { ok: true }): Set<WeightSource> {
+  const w = weights.value;
+  const all = new Set<WeightSource>([w.tokenEmbd, w.output, w.outputNorm]);
+  for (const layer of w.layers) for (const t of Object.values(layer)) if (t !== null) all.add(t);
+  return all;
+}
+
+/** The facts of one parsed GGUF file; an error when fennec cannot load it (the loader's own message). */
+export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<ModelFacts> {
+  const config = readModelConfig(gguf);
+  if (!config.ok) return config;
+  const c = config.value;
+  const weights = loadModelWeights(gguf, c);
+  if (!weights.ok) return err(weights.error);
+  const heapByName = new Map<string, number>();
+  for (const s of loadedSources(weights)) heapByName.set(s.name, weightHeapBytes(s.type, s.rows, s.cols));
+  const tensors: TensorFacts[] = gguf.tensors.map((t) => ({ name: t.name, type: ggmlTypeName(t.type), shape: t.shape, bytes: t.sizeBytes, heap_bytes: heapByName.get(t.name) ?? null }));
+  const types: Record<string, { tensors: number; parameters: number; bytes: number }> = {};
+  let parameters = 0;
+  for (const t of gguf.tensors) {
+    const n = t.shape.reduce((a, b) => a * b, 1);
+    parameters += n;
+    const row = (types[ggmlTypeName(t.type)] ??= { tensors: 0, parameters: 0, bytes: 0 });
+    row.tensors++;
+    row.parameters += n;
+    row.bytes += t.sizeBytes;
+  }
+  let tokenizerError: string | null = null;
+  try {
+    createTokenizer(gguf);
+  } catch (e) {
+    tokenizerError = errorMessage(e);
+  }
+  const template = metaString(gguf, KEY.chatTemplate);
+  const kvPerToken = kvCacheBytesPerToken({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim });
+  return ok({
+    source: gguf.source, file_bytes: fileBytes, name: c.name, architecture: c.architecture, parameters, context_length: c.contextLength,
+    vocab_size: c.vocabSize, dim: c.dim, hidden_dim: c.hiddenDim, num_layers: c.numLayers, num_heads: c.numHeads, num_kv_heads: c.numKvHeads,
+    head_dim: c.headDim, rope_freq_base: c.ropeFreqBase, tied_embeddings: c.tiedEmbeddings, qkv_bias: c.hasQkvBias, qk_norm: c.hasQkNorm,
+    tokenizer: { model: metaString(gguf, KEY.tokenizerModel), pre: metaString(gguf, KEY.tokenizerPre), supported: tokenizerError === null, error: tokenizerError },
+    chat_template: template !== null, chat_template_chars: template?.length ?? 0, tensor_types: types, tensors,
+    memory: { weights_heap_bytes: [...heapByName.values()].reduce((a, b) => a + b, 0), kv_bytes_per_token: kvPerToken, kv_bytes_full_context: kvPerToken * c.contextLength },
+  });
+}
+
+/** 1234567 -> "1.23 MB" (decimal, like file sizes), 6144 -> "6.0 KiB" for small per-token figures */
+function bytesText(n: number): string {
+  if (n < 10_240) return `${n} bytes`;
+  if (n < 1e6) return `${(n / 1024).toFixed(1)} KiB`;
+  return n < 1e9 ? `${(n / 1e6).toFixed(1)} MB` : `${(n / 1e9).toFixed(2)} GB`;
+}
+function countText(n: number): string {
+  const short = n >= 1e9 ? `${(n / 1e9).toFixed(2)}B` : n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}K` : String(n);
+  return `${short} (${n.toLocaleString("en-US")})`;
+}
+
+export function factsText(f: ModelFacts): string {
+  const row = (k: string, v: string): string => `${k.padEnd(16)}${v}`;
+  const lines = [
+    row("model", `${f.source}${f.file_bytes === null ? "" : ` (${bytesText(f.file_bytes)})`}`),
+    row("name", f.name),
+    row("architecture", f.architecture),
+    row("parameters", countText(f.parameters)),
+    row("context length", `${f.context_length} tokens`),
+    row("shape", `dim ${f.dim}, ${f.num_layers} layers, ${f.num_heads} heads (${f.num_kv_heads} KV heads, head size ${f.head_dim}), FFN ${f.hidden_dim}, vocab ${f.vocab_size}, RoPE base ${f.rope_freq_base}`),
+    row("", [f.tied_embeddings ? "tied embeddings" : "separate output matrix", ...(f.qkv_bias ? ["QKV bias"] : []), ...(f.qk_norm ? ["QK norm"] : [])].join(", ")),
+    row("tokenizer", `${f.tokenizer.model ?? "none"}${f.tokenizer.pre === null ? "" : ` (pre-tokenizer ${f.tokenizer.pre})`}${f.tokenizer.supported ? "" : `: fennec cannot build it (${f.tokenizer.error})`}`),
+    row("chat template", f.chat_template ? `yes (${f.chat_template_chars} characters)` : "none (fennec formats chats with its plain fallback)"),
+    "tensor types",
+  ];
+  for (const [type, t] of Object.entries(f.tensor_types).sort((a, b) => b[1].bytes - a[1].bytes)) {
+    lines.push(`  ${type.padEnd(8)}${String(t.tensors).padStart(5)} tensors ${countText(t.parameters).padStart(26)} parameters ${bytesText(t.bytes).padStart(10)}`);
+  }
+  const unused = f.tensors.filter((t) => t.heap_bytes === null);
+  if (unused.length > 0) lines.push(`  (${unused.length} tensors fennec does not use: ${unused.slice(0, 4).map((t) => t.name).join(", ")}${unused.length > 4 ? ", ..." : ""})`);
+  lines.push(
+    "memory in fennec (--device cpu)",
+    `  ${"weights in the WASM heap".padEnd(34)}${bytesText(f.memory.weights_heap_bytes)}`,
+    `  ${"KV cache per token (f16 K and V)".padEnd(34)}${bytesText(f.memory.kv_bytes_per_token)}`,
+    `  ${`KV cache for ${f.context_length} tokens`.padEnd(34)}${bytesText(f.memory.kv_bytes_full_context)}`,
+  );
+  return lines.join("\n");
+}
+
+export async function main(options: Options): Promise<number> {
+  const path = typeof options.model === "string" ? options.model : null;
+  const file = await openModelGguf(path);
+  if (!file.ok) throw new RuntimeFailure(file.error);
+  let size: number | null = null;
+  try {
+    size = path === null ? file.value.bytes.length : statSync(path).size;
+  } catch { /* the size is only shown */ }
+  const facts = inspectModel(file.value, size);
+  if (!facts.ok) throw new RuntimeFailure(facts.error);
+  process.stdout.write(options.json === true ? `${JSON.stringify(facts.value)}\n` : `${factsText(facts.value)}\n`);
+  return 0;
+}
