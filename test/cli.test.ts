@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { COMMANDS, flagsOf, type Command } from "../src/config.ts";
+import { COMMANDS, flagsOf, POSITIONAL_MODEL, type Command } from "../src/config.ts";
 
 const CLI = join(import.meta.dir, "..", "src", "cli.ts");
 const dir = mkdtempSync(join(tmpdir(), "fennec-cli-"));
@@ -111,7 +111,7 @@ describe("fennec <command> --help", () => {
       const r = fennec([command, "--help"]);
       expect(r.code).toBe(0);
       expect(r.stderr).toBe("");
-      expect(r.stdout).toStartWith(command === "serve" ? "Usage: fennec serve [MODEL] [options]" : `Usage: fennec ${command} [options]`);
+      expect(r.stdout).toStartWith(POSITIONAL_MODEL.includes(command) ? `Usage: fennec ${command} [MODEL] [options]` : `Usage: fennec ${command} [options]`);
       const flags = flagsOf(command);
       expect(flags.length).toBeGreaterThan(0);
       for (const flag of flags) {
