@@ -29,6 +29,8 @@ export function createFakeTokenizer(chatTemplate: string | null = null): Tokeniz
     tokenText,
     isSpecial: (id) => id === BOS || id === EOS,
     createDetokenizer: (options) => ({ push: (ids) => decode(ids, options), flush: () => "" }),
+    // present so grammar requests are accepted; the fake records them (request.sampling.structuredOutputs), never runs them
+    grammarVocabulary: () => ({ encodedVocab: Array.from({ length: 131 }, (_, id) => tokenText(id)), vocabType: "byte_level", prependSpace: false }),
     applyChatTemplate: (messages: readonly ChatMessage[], options) =>
       chatTemplate !== null || (options.template ?? null) !== null || options.continueFinalMessage === true
         ? templates.apply(messages, options)

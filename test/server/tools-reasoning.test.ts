@@ -238,3 +238,54 @@ describe("chat template control", () => {
     expect((await post(s, { messages: [{ role: "user", content: "Hi" }], chat_template: "{{ 1 }}" }, "/tokenize")).status).toBe(400);
   });
 });
+
+describe("tool_choice required and named (a JSON-schema grammar over the tools' parameters)", () => {
+  const TWO_TOOLS = [...TOOLS, { type: "function", function: { name: "get_time", parameters: { type: "object", properties: { zone: { $ref: "#/$defs/zone" } }, $defs: { zone: { type: "string" } } } } }];
+  test("named: the constraint is that function's parameters; the output is its arguments, finish_reason stays stop", async () => {
+    const s = server(HERMES, '{"city": "Paris"}');
+    const { status, json } = await post(s, ask({ tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } } }));
+    expect(status).toBe(200);
+    const spec = s.fake.requests[0]!.sampling.structuredOutputs!;
+    expect(spec.kind).toBe("json");
+    expect(JSON.parse((spec as { schema: string }).schema)).toEqual(TOOLS[0]!.function.parameters);
+    expect(json.choices[0].message.content).toBe("");
+    expect(json.choices[0].message.tool_calls).toHaveLength(1);
+    expect(json.choices[0].message.tool_calls[0]).toMatchObject({ type: "function", function: { name: "get_weather", arguments: '{"city": "Paris"}' } });
+    expect(json.choices[0].finish_reason).toBe("stop");
+    const out = await foldStream(await server(HERMES, '{"city": "Paris"}').call("POST", "/v1/chat/completions", ask({ tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } }, stream: true })));
+    expect(out.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([["get_weather", { city: "Paris" }]]);
+    expect(out.finish).toBe("stop");
+  });
+
+  test("required: an array of {name, parameters} with $defs hoisted; finish_reason tool_calls", async () => {
+    const script = '[{"name": "get_time", "parameters": {"zone": "UTC"}}, {"name": "get_weather", "parameters": {"city": "Paris"}}]';
+    const s = server(HERMES, script);
+    const { json } = await post(s, ask({ tools: TWO_TOOLS, tool_choice: "required" }));
+    const schema = JSON.parse((s.fake.requests[0]!.sampling.structuredOutputs as { schema: string }).schema);
+    expect(schema).toMatchObject({ type: "array", minItems: 1, $defs: { zone: { type: "string" } } });
+    expect(schema.items.anyOf.map((a: Json) => a.properties.name.enum[0])).toEqual(["get_weather", "get_time"]);
+    expect(schema.items.anyOf[1].properties.parameters.$defs).toBeUndefined();
+    expect(json.choices[0].message.content).toBe("");
+    expect(json.choices[0].message.tool_calls.map((c: Json) => [c.function.name, c.function.arguments])).toEqual([["get_time", '{"zone": "UTC"}'], ["get_weather", '{"city": "Paris"}']]);
+    expect(json.choices[0].finish_reason).toBe("tool_calls");
+    const out = await foldStream(await server(HERMES, script).call("POST", "/v1/chat/completions", ask({ tools: TWO_TOOLS, tool_choice: "required", stream: true })));
+    expect(out.calls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([["get_time", { zone: "UTC" }], ["get_weather", { city: "Paris" }]]);
+    expect(out.finish).toBe("tool_calls");
+  });
+
+  test("conflicting $defs across tools: vLLM's 400", async () => {
+    const clash = [TWO_TOOLS[1]!, { type: "function", function: { name: "other", parameters: { type: "object", $defs: { zone: { type: "integer" } } } } }];
+    const { status, json } = await post(server(HERMES, "[]"), ask({ tools: clash, tool_choice: "required" }));
+    expect(status).toBe(400);
+    expect(json.error.message).toBe("Tool definition 'zone' has multiple schemas, which is not supported.");
+  });
+});
+
+describe("a grammar holds from the first token", () => {
+  test("with --reasoning-parser, a forced call is read as content (no reasoning part to split off)", async () => {
+    const s = server(chatWith({ reasoningParser: "qwen3", enableAutoToolChoice: true, toolCallParser: "hermes" }), '{"city": "Paris"}');
+    const { json } = await post(s, ask({ tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } } }));
+    expect(json.choices[0].message.reasoning).toBeNull();
+    expect(json.choices[0].message.tool_calls[0].function.arguments).toBe('{"city": "Paris"}');
+  });
+});

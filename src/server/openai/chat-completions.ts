@@ -12,7 +12,7 @@ import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, 
 import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
 import { ChatCompletionRequest, type ChatCompletionBody } from "./schemas.ts";
 import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
-import { chatMessageOf, ChatStreamProcessor } from "./chat-output.ts";
+import { chatFinishReason, chatMessageOf, ChatStreamProcessor, outputAfterGrammar } from "./chat-output.ts";
 import { prepareChat, responseRole, toChatMessages } from "./chat-request.ts";
 import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
@@ -57,7 +57,12 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const prepared = prepareChat(orchestrator.tokenizer, body, chat);
   const prompt = prepared.prompt;
   // vLLM's hermes / mistral adjust_request: their tags are special tokens the parser must see
-  const sampling = prepared.keepSpecialTokens ? { ...requestedSampling, skipSpecialTokens: false } : requestedSampling;
+  const sampling = {
+    ...requestedSampling,
+    ...(prepared.keepSpecialTokens ? { skipSpecialTokens: false } : {}),
+    // tool_choice required / named: vLLM's adjust_request replaces the structured-output constraint with the tools' schema
+    ...(prepared.grammar !== null ? { structuredOutputs: prepared.grammar } : {}),
+  };
   const promptTokenIds = truncatePrompt(orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true }), body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
   if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
   const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);
@@ -74,6 +79,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const echoed = echoText(body, role);
   // with a reasoning parser, include_reasoning false also withholds logprobs and token ids (they would show the reasoning)
   const hideTokens = prepared.output.reasoning !== null && !prepared.output.reasoning.include;
+  const outputConfig = outputAfterGrammar(prepared.output, sampling.structuredOutputs !== null);
   const fingerprint = systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen });
 
   if (body.stream !== true) {
@@ -83,14 +89,14 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
       return {
         id, object: "chat.completion", created, model,
         choices: result.choices.map((c) => {
-          const message = chatMessageOf(c.text, prepared.output);
+          const message = chatMessageOf(c.text, outputConfig);
           const content = echoed === "" ? message.content : echoed + (message.content ?? "");
           return {
             index: c.index,
             message: { role, content, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: message.toolCalls, reasoning: message.reasoning },
             logprobs: hideTokens ? null : choiceLogprobs(options, body, c),
             // vLLM: tool calls found by the parser make the finish reason "tool_calls"
-            finish_reason: message.toolCalls.length > 0 ? "tool_calls" : c.finishReason,
+            finish_reason: c.finishReason === null ? null : chatFinishReason(c.finishReason, message.toolCalls.length > 0, outputConfig, false),
             stop_reason: c.stopReason,
             token_ids: returnTokenIds && !hideTokens ? c.tokenIds : null,
             routed_experts: null,
@@ -119,7 +125,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   });
   async function* chunks() {
     const choices: ChoiceResult[] = Array.from({ length: n }, (_, i) => newChoice(i));
-    const processors = Array.from({ length: n }, () => new ChatStreamProcessor(prepared.output));
+    const processors = Array.from({ length: n }, () => new ChatStreamProcessor(outputConfig));
     for (let i = 0; i < n; i++) {
       yield chunk([{ index: i, delta: { role, content: "" }, logprobs: null, finish_reason: null }],
         usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
@@ -152,7 +158,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
             yield chunk([{ index: o.index, delta: pieces[k], ...extras, finish_reason: null }], usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {});
             continue;
           }
-          const finishReason = processors[o.index]!.calledTools ? "tool_calls" : o.finishReason;
+          const finishReason = chatFinishReason(o.finishReason!, processors[o.index]!.calledTools, outputConfig, true);
           const choice = { index: o.index, delta: pieces[k], ...extras, finish_reason: finishReason, stop_reason: o.stopReason };
           // vLLM puts the fingerprint on the finish chunk unless a usage chunk will carry it
           const extra = {

@@ -10,7 +10,13 @@ import type { ToolDefinition } from "./tool-parsers/tool-definition.ts";
 export interface ChatOutputConfig {
   readonly reasoning: { readonly parser: ReasoningParser; readonly context: ReasoningContext; readonly promptEndsReasoning: boolean; readonly include: boolean } | null;
   /** tool_choice auto with a parser; null when tool calls are not parsed (no tools, tool_choice none) */
-  readonly tools: { readonly parser: ToolParser; readonly definitions: readonly ToolDefinition[]; readonly parallel: boolean } | null;
+  readonly tools: {
+    readonly parser: ToolParser;
+    readonly definitions: readonly ToolDefinition[];
+    readonly parallel: boolean;
+    /** tool_choice required / named (grammar-constrained output), null for auto */
+    readonly forced?: "required" | "named" | null;
+  } | null;
 }
 
 export interface MessageToolCall {
@@ -39,11 +45,26 @@ export function chatMessageOf(text: string, config: ChatOutputConfig): ChatMessa
   if (parse.calls.length === 0) return { content, reasoning, toolCalls: [] };
   const calls = config.tools.parallel ? parse.calls : parse.calls.slice(0, 1);
   const newId = () => config.tools!.parser.newCallId?.() ?? randomToolCallId();
+  const forced = config.tools.forced ?? null;
   return {
-    content: parse.content === "" ? null : parse.content,
+    // vLLM: a forced call's message has content "", an auto one's the text before the calls (null when none)
+    content: forced !== null ? "" : parse.content === "" ? null : parse.content,
     reasoning,
-    toolCalls: calls.map((c) => ({ id: newId(), type: "function", function: { name: c.name!, arguments: pythonJsonDumps(JSON.parse(c.arguments)) } })),
+    // a named call's arguments are the generated text itself; parsed calls are re-serialized as Python's json.dumps
+    toolCalls: calls.map((c) => ({ id: newId(), type: "function", function: { name: c.name!, arguments: forced === "named" ? c.arguments : pythonJsonDumps(JSON.parse(c.arguments)) } })),
   };
+}
+
+/**
+ * vLLM's finish reason for a choice: "tool_calls" when auto parsing found calls, or for required when the engine
+ * stopped; a named call keeps the engine's reason.
+ */
+export function chatFinishReason<R extends string>(engineReason: R, calledTools: boolean, config: ChatOutputConfig, streaming: boolean): R | "tool_calls" {
+  if (!calledTools || config.tools === null) return engineReason;
+  const forced = config.tools.forced ?? null;
+  if (forced === "named") return engineReason;
+  if (forced === "required" && !streaming && engineReason !== "stop") return engineReason;
+  return "tool_calls";
 }
 
 /** The streaming side: feed each text delta, get the deltas to send (reasoning, content and tool calls apart). */
@@ -84,4 +105,14 @@ export class ChatStreamProcessor {
     }
     return deltas;
   }
+}
+
+/**
+ * A grammar (structured outputs, or a forced tool choice) holds from the first generated token: fennec's engine
+ * cannot start it after the reasoning as vLLM does (reasoning_parser.is_reasoning_end gating), so the constrained
+ * output has no reasoning part and is read as content.
+ */
+export function outputAfterGrammar(config: ChatOutputConfig, constrained: boolean): ChatOutputConfig {
+  if (!constrained || config.reasoning === null) return config;
+  return { ...config, reasoning: { ...config.reasoning, promptEndsReasoning: true } };
 }

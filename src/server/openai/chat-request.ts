@@ -12,6 +12,8 @@ import type { ChatOutputConfig } from "./chat-output.ts";
 import { REASONING_PARSERS } from "./reasoning-parsers/registry.ts";
 import { TOOL_PARSERS } from "./tool-parsers/registry.ts";
 import type { ToolDefinition } from "./tool-parsers/tool-definition.ts";
+import { namedCallParser, requiredCallsParser, toolChoiceSchema } from "./tool-parsers/forced-calls.ts";
+import type { GrammarSpec } from "../../grammar/grammar-spec.ts";
 import type { ChatMessageBody, ToolDefinitionBody } from "./schemas.ts";
 
 /** The request fields this file reads (chat completions; /tokenize's chat form has the template ones). */
@@ -71,8 +73,6 @@ export function resolveToolChoice(body: ChatRequestFields, chat: ChatServingOpti
   if (choice === "required" || typeof choice === "object") {
     const what = choice === "required" ? 'tool_choice="required"' : `tool_choice=function "${choice.name}"`;
     if (chat.toolCallParser === null) throw new ApiError("badRequest", `${what} requires --tool-call-parser to be set`, "tool_choice");
-    // a grammar over the tools' schemas constrains these in vLLM; fennec refuses them rather than leave them unconstrained
-    throw new ApiError("badRequest", `${what} needs structured-output decoding, which this fennec build does not have yet; use tool_choice "auto".`, "tool_choice");
   }
   return choice;
 }
@@ -162,6 +162,8 @@ export interface PreparedChat {
   readonly output: ChatOutputConfig;
   /** vLLM's adjust_request: the tool parser needs special tokens (e.g. <tool_call>) left in the text */
   readonly keepSpecialTokens: boolean;
+  /** tool_choice required / named: the JSON schema grammar the output must follow (vLLM's adjust_request) */
+  readonly grammar: GrammarSpec | null;
 }
 
 export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat: ChatServingOptions = DEFAULT_CHAT_SERVING): PreparedChat {
@@ -169,7 +171,17 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
   const options = templateOptions(body, chat, toolChoice);
   const prompt = renderChatPrompt(tokenizer, toChatMessages(body.messages), options);
   const reasoningParser = chat.reasoningParser === null ? null : REASONING_PARSERS[chat.reasoningParser]!;
-  const toolParser = toolChoice === "auto" && chat.toolCallParser !== null ? TOOL_PARSERS[chat.toolCallParser]! : null;
+  const forced = toolChoice === "required" ? "required" : typeof toolChoice === "object" ? "named" : null;
+  let grammar: GrammarSpec | null = null;
+  if (forced !== null) {
+    if (tokenizer.grammarVocabulary === undefined) throw new ApiError("badRequest", "tool_choice required or named needs structured-output decoding, which this model's tokenizer cannot drive.", "tool_choice");
+    const built = toolChoiceSchema(body.tools as readonly ToolDefinition[], toolChoice as "required" | { name: string });
+    if ("error" in built) throw new ApiError("badRequest", built.error, "tools");
+    grammar = { kind: "json", schema: JSON.stringify(built.schema), anyWhitespace: true };
+  }
+  const toolParser = forced === "required" ? requiredCallsParser
+    : typeof toolChoice === "object" ? namedCallParser(toolChoice.name)
+    : toolChoice === "auto" && chat.toolCallParser !== null ? TOOL_PARSERS[chat.toolCallParser]! : null;
   let reasoning: ChatOutputConfig["reasoning"] = null;
   if (reasoningParser !== null) {
     const kwarg = reasoningParser.thinkingKwarg;
@@ -177,6 +189,7 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
     reasoning = {
       parser: reasoningParser,
       context: { thinkingEnabled: thinking !== false },
+      // (a grammar, e.g. a forced tool choice's, turns this on too: chat-output.ts outputAfterGrammar)
       promptEndsReasoning: reasoningParser.promptEndsReasoning(prompt),
       include: body.include_reasoning ?? true,
     };
@@ -186,9 +199,10 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
     toolChoice,
     output: {
       reasoning,
-      tools: toolParser === null ? null : { parser: toolParser, definitions: body.tools as readonly ToolDefinition[], parallel: body.parallel_tool_calls ?? true },
+      tools: toolParser === null ? null : { parser: toolParser, definitions: body.tools as readonly ToolDefinition[], parallel: body.parallel_tool_calls ?? true, forced },
     },
     keepSpecialTokens: toolParser?.keepSpecialTokens === true,
+    grammar,
   };
 }
 
