@@ -5,9 +5,14 @@
  * "error"}`, in input order. Requests go through the same HTTP app as `serve` (app.handle, no port), so validation,
  * sampling mapping and errors are the server's. A malformed line gets an error line (its custom_id, else `line-N`) and
  * the rest still runs. With --log-stats the omni tables are printed once, after the whole batch.
+ *
+ * The output file is truncated at start (a file left by an earlier run never looks like this run's result) and each
+ * result is appended as it finishes, so a run killed at 60% keeps its finished 60% (in finishing order: OpenAI's batch
+ * output order is not guaranteed either, lines carry custom_id). When the batch is done the file is replaced (temporary
+ * file + rename, never half-written) by the same lines in input order, as `vllm run-batch` writes them.
  */
 import { errorMessage } from "../util/error-message.ts";
-import { readFileSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import { runBatchConfig, type Options } from "../config.ts";
 import { BatchTables } from "../metrics/omni-stats-logger.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
@@ -121,12 +126,15 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   const chain = stageChainOf(config.value.stages);
   if (!chain.ok) throw new CliError(chain.error);
   const chat = readChatFlags(options);
+  // the flags are fine: truncate now, before the model loads (a failed load leaves an empty file, not a stale one)
+  const output = openOutput(outputPath);
   let tables: BatchTables | null = null;
   const { orchestrator } = await createServingPipeline({
     model: config.value.model, engineArgs: config.value.engine, chain: chain.value, listener: null,
     tables: config.value.metrics.logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
     ...(deps.factory ? { factory: deps.factory } : {}),
   }).catch((e: unknown) => {
+    output.close();
     // the flags were fine: a model that does not load is a failed run (exit 1)
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
   });
@@ -136,20 +144,54 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
     const results = await Promise.all(lines.map(async ({ line, lineNumber }, index) => {
       const parsed = parseBatchLine(line, lineNumber);
       const result = parsed.ok ? await runOne(app, parsed.input, index) : errorLine(parsed.customId, 400, parsed.message);
+      output.append(result);
       bar.tick();
       return result;
     }));
     bar.done();
-    try {
-      writeFileSync(outputPath, results.map((r) => JSON.stringify(r)).join("\n") + (results.length > 0 ? "\n" : ""));
-    } catch (e) {
-      throw new CliError(`cannot write ${outputPath}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
-    }
+    output.finish(results);
     (tables as BatchTables | null)?.print();
     return results;
   } finally {
+    output.close();
     await orchestrator.shutdown();
   }
+}
+
+/** The output file: truncated now, one line appended per finished result, rewritten in input order at the end. */
+function openOutput(path: string): { append(line: BatchOutputLine): void; finish(lines: readonly BatchOutputLine[]): void; close(): void } {
+  const cannotWrite = (e: unknown): CliError => new CliError(`cannot write ${path}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
+  let fd: number | null;
+  try {
+    fd = openSync(path, "w");
+  } catch (e) {
+    throw cannotWrite(e);
+  }
+  const close = (): void => {
+    if (fd !== null) closeSync(fd);
+    fd = null;
+  };
+  return {
+    append(line) {
+      if (fd === null) return;
+      try {
+        writeSync(fd, `${JSON.stringify(line)}\n`);
+      } catch (e) {
+        throw cannotWrite(e);
+      }
+    },
+    finish(lines) {
+      close();
+      const temporary = `${path}.${process.pid}.tmp`;
+      try {
+        writeFileSync(temporary, lines.map((r) => `${JSON.stringify(r)}\n`).join(""));
+        renameSync(temporary, path);
+      } catch (e) {
+        throw cannotWrite(e);
+      }
+    },
+    close,
+  };
 }
 
 function createBatchApp(orchestrator: Orchestrator, chat: ChatServingOptions) {

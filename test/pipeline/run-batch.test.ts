@@ -99,6 +99,44 @@ describe("run-batch", () => {
     expect(lines[0]).toMatch(/^fennec: .*bad\.yaml: stage 1: input_type kv_blocks needs the same block_size as stage 0/);
   }, 30_000);
 
+  test("issue 12 item 7: results are appended as they finish (a killed run keeps them), and the output is truncated at start", async () => {
+    const many = join(dir, "many.jsonl");
+    const count = 400;
+    writeFileSync(many, Array.from({ length: count }, (_, i) => JSON.stringify({
+      custom_id: `r${i}`, method: "POST", url: "/v1/completions", body: { prompt: "Once upon a time", max_tokens: 60, temperature: 1, seed: i, ignore_eos: true },
+    })).join("\n") + "\n");
+    const output = join(dir, "killed.jsonl");
+    // an earlier run's complete-looking file
+    const stale = JSON.stringify({ id: "vllm-old", custom_id: "stale", response: { status_code: 200, request_id: "x", body: {} }, error: null });
+    writeFileSync(output, `${stale}\n`);
+    const proc = Bun.spawn([process.execPath, join(import.meta.dir, "../../src/cli.ts"), "run-batch", "-i", many, "-o", output, "--max-num-seqs", "4", "--threads", "1"], { stdout: "ignore", stderr: "pipe" });
+    const lineCount = (): number => readFileSync(output, "utf8").split("\n").filter((l) => l !== "").length;
+    const deadline = Date.now() + 60_000;
+    // kill it once some results are in but far from all
+    while (Date.now() < deadline && (readFileSync(output, "utf8").includes("stale") || lineCount() < 5)) await Bun.sleep(20);
+    proc.kill("SIGKILL");
+    await proc.exited;
+    const kept = readFileSync(output, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as BatchOutputLine);
+    expect(kept.length).toBeGreaterThanOrEqual(5);
+    expect(kept.length).toBeLessThan(count);
+    expect(kept.some((l) => l.custom_id === "stale")).toBe(false);
+    for (const line of kept) {
+      expect(line.custom_id).toMatch(/^r\d+$/);
+      expect(line.response?.status_code).toBe(200);
+      expect((line.response?.body as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason).toBe("length");
+    }
+    expect(new Set(kept.map((l) => l.custom_id)).size).toBe(kept.length);
+  }, 90_000);
+
+  test("a model that does not load leaves an empty output file, never an earlier run's", async () => {
+    const output = join(dir, "failed-load.jsonl");
+    writeFileSync(output, "an earlier run's output\n");
+    const parsed = parseCommandArgs("run-batch", ["-i", input, "-o", output, "--model", join(dir, "no-such-model.gguf")]);
+    if (!parsed.ok) throw new Error(parsed.error);
+    await expect(runBatch(parsed.value)).rejects.toThrow();
+    expect(readFileSync(output, "utf8")).toBe("");
+  });
+
   test("a missing input file is one CLI error", async () => {
     const parsed = parseCommandArgs("run-batch", ["-i", join(dir, "nope.jsonl"), "-o", join(dir, "x.jsonl")]);
     if (!parsed.ok) throw new Error(parsed.error);
