@@ -203,6 +203,23 @@ export function parseGguf(bytes: Uint8Array, source: string): Result<GgufFile> {
   }
 }
 
+/** wasm32 memory: weights, KV cache and activations share 4 GiB, so a larger file can never load (nor be mapped here). */
+export const MAX_MODEL_FILE_BYTES = 4 * 2 ** 30;
+
+/** A file-system error in words: what it means for the user, not the bare errno. */
+function fileErrorText(e: unknown): string {
+  const code = typeof e === "object" && e !== null && "code" in e ? String((e as { code: unknown }).code) : "";
+  switch (code) {
+    case "ENOENT": return "file not found";
+    case "ENOTDIR": return "file not found (a part of the path is not a directory)";
+    case "EACCES":
+    case "EPERM": return "permission denied: the file, or a directory on its path, cannot be read by this user (check its permissions)";
+    case "ELOOP": return "too many symbolic links on the path";
+    case "ENOMEM": return "not enough memory to map or read the file";
+    default: return `cannot read the file (${errorMessage(e)})`;
+  }
+}
+
 /**
  * Maps the file at `path` (Bun.mmap, zero copy; read instead where it cannot be mapped) and parses it.
  * @example const file = readGguf("model.gguf"); if (!file.ok) throw new CliError(file.error);
@@ -213,10 +230,13 @@ export function readGguf(path: string): Result<GgufFile> {
     const stat = statSync(path);
     if (!stat.isFile()) return err(`${path}: not a regular file`);
     size = stat.size;
-  } catch {
-    return err(`${path}: file not found`);
+  } catch (e) {
+    return err(`${path}: ${fileErrorText(e)}`);
   }
   if (size === 0) return err(`${path}: file is empty`);
+  if (size > MAX_MODEL_FILE_BYTES) {
+    return err(`${path}: the file is ${(size / 2 ** 30).toFixed(2)} GiB, over the 4 GiB limit: the kernels hold the model in one wasm32 memory of at most 4 GiB; use a smaller quantization (e.g. Q4_K_M) or a smaller model`);
+  }
   let bytes: Uint8Array;
   try {
     bytes = Bun.mmap(path, { shared: false });
@@ -225,7 +245,7 @@ export function readGguf(path: string): Result<GgufFile> {
     try {
       bytes = new Uint8Array(readFileSync(path));
     } catch (e) {
-      return err(`${path}: cannot read the file (${errorMessage(e)})`);
+      return err(`${path}: ${fileErrorText(e)}`);
     }
   }
   return parseGguf(bytes, path);

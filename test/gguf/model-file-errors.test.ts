@@ -1,0 +1,49 @@
+/**
+ * Issue 12 item 9: a model file that cannot be opened is named for why. A directory the user cannot traverse is
+ * "permission denied" (was "file not found"), a GGUF over 4 GiB names the wasm32 limit (was "cannot read the file
+ * (ENOMEM ...)"). Permissions need a user other than root (root reads everything): the CLI runs as nobody through
+ * setpriv, a real process and a real EACCES.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, closeSync, copyFileSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MAX_MODEL_FILE_BYTES, readGguf } from "../../src/gguf/reader.ts";
+
+const ROOT = join(import.meta.dir, "..", "..");
+const dir = mkdtempSync(join(tmpdir(), "fennec-model-errors-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+chmodSync(dir, 0o755);
+
+describe("model file errors", () => {
+  const asNobody = process.getuid?.() === 0 && existsSync("/usr/bin/setpriv");
+
+  test.skipIf(!asNobody)("a model in a directory the user cannot traverse: permission denied, one line, not 'file not found'", async () => {
+    const locked = join(dir, "locked");
+    mkdirSync(locked);
+    copyFileSync(join(ROOT, "build", "default-model.gguf"), join(locked, "model.gguf"));
+    chmodSync(locked, 0o700); // root's: nobody cannot enter it
+    const proc = Bun.spawn(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", process.execPath, join(ROOT, "src", "cli.ts"),
+      "tokenize", "--model", join(locked, "model.gguf"), "--text", "hi"], { stdout: "pipe", stderr: "pipe", env: { ...process.env, HOME: dir } });
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect(code).not.toBe(0);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toContain(`${join(locked, "model.gguf")}: permission denied`);
+    expect(stderr).not.toContain("not found");
+  }, 30_000);
+
+  test("a missing file is still 'file not found'", () => {
+    const result = readGguf(join(dir, "absent.gguf"));
+    expect(result.ok ? "" : result.error).toBe(`${join(dir, "absent.gguf")}: file not found`);
+  });
+
+  test("a GGUF over 4 GiB names the 4 GiB limit before mapping anything (a sparse file: no disk used)", () => {
+    const path = join(dir, "huge.gguf");
+    const fd = openSync(path, "w");
+    ftruncateSync(fd, MAX_MODEL_FILE_BYTES + 4096);
+    closeSync(fd);
+    const result = readGguf(path);
+    expect(result.ok).toBe(false);
+    expect(result.ok ? "" : result.error).toMatch(/huge\.gguf: the file is 4\.00 GiB, over the 4 GiB limit: .*wasm32/);
+  });
+});
