@@ -96,6 +96,14 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   if (embd.shape.length !== 2 || vocabSize === undefined || vocabSize <= 0) {
     return err(`${gguf.source}: tensor ${TOKEN_EMBD} must be 2-D [dim, vocab] (got [${embd.shape.join(", ")}])`);
   }
+  // llama.cpp takes n_vocab from the tokenizer and creates token_embd / output as {n_embd, n_vocab}, refusing any
+  // other shape (llama-model.cpp create_tensor): an embedding longer than the vocabulary costs memory for rows no
+  // token reaches (2^22 rows: 4.5 GB), a shorter one fails on ordinary prompts, and ids past it have no text
+  const tokens = gguf.metadata.get(KEY.tokens)?.value;
+  const numTokens = typeof tokens === "object" && tokens !== null && "values" in tokens ? tokens.values.length : null;
+  if (numTokens !== null && numTokens !== vocabSize) {
+    return err(`${gguf.source}: tensor ${TOKEN_EMBD} has ${vocabSize} rows but the vocabulary (${KEY.tokens}) has ${numTokens} tokens; they must be equal (llama.cpp refuses this file too)`);
+  }
   const name = scalar(gguf, KEY.name);
 
   return ok({

@@ -2,10 +2,12 @@
 import { describe, expect, test } from "bun:test";
 import { GgufValueType } from "../../src/gguf/gguf-file.ts";
 import { ARCHITECTURES } from "../../src/model/architectures.ts";
+import { KEY } from "../../src/gguf/names.ts";
 import { readModelConfig } from "../../src/model/config.ts";
+import { loadModel } from "../../src/model/load-model.ts";
 import { loadModelWeights } from "../../src/model/weights.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
-import { makeTinyModel, TINY_SHAPES } from "./tiny-model.ts";
+import { makeTinyModel, TINY_SHAPES, type TinyModelOptions } from "./tiny-model.ts";
 
 describe("readModelConfig", () => {
   test.each(ARCHITECTURES.map((a) => a.architecture))("%s: reads the shape and the architecture's flags", (arch) => {
@@ -99,5 +101,36 @@ describe("loadModelWeights", () => {
   test("a row length that is not a multiple of the block size is named", () => {
     const r = load({ editTensors: (ts) => ts.map((t) => (t.name === "blk.0.ffn_down.weight" ? { ...t, type: GgmlType.Q4_K } : t)) });
     expect(r.ok ? "" : r.error).toBe("<tiny qwen2>: tensor blk.0.ffn_down.weight: row length 64 is not a multiple of the q4_k block size 256");
+  });
+});
+
+describe("vocabulary, embedding and output head agree (issue 12 item 4; llama.cpp create_tensor's shape checks)", () => {
+  const vocabOf = (n: number) => ({
+    [KEY.tokens]: { type: GgufValueType.ARRAY, value: { elementType: GgufValueType.STRING, values: Array.from({ length: n }, (_, i) => `t${i}`) } },
+  });
+  const loadWith = (numTokens: number, edit?: TinyModelOptions["editTensors"]) => {
+    const gguf = makeTinyModel(TINY_SHAPES.qwen2!, { metadata: vocabOf(numTokens), ...(edit ? { editTensors: edit } : {}) });
+    return loadModel(gguf);
+  };
+
+  test("an embedding with more rows than the vocabulary is refused before any weight is touched", () => {
+    const r = loadWith(50);
+    expect(r.ok ? "" : r.error).toBe("<tiny qwen2>: tensor token_embd.weight has 61 rows but the vocabulary (tokenizer.ggml.tokens) has 50 tokens; they must be equal (llama.cpp refuses this file too)");
+  });
+
+  test("an embedding shorter than the vocabulary is refused (it failed later, on ordinary prompts)", () => {
+    const r = loadWith(70);
+    expect(r.ok ? "" : r.error).toMatch(/token_embd\.weight has 61 rows but the vocabulary .* has 70 tokens/);
+  });
+
+  test("an output head whose rows differ from the vocabulary is refused with both shapes", () => {
+    const r = loadWith(61, (ts) => ts.map((t) => (t.name === "output.weight" ? { ...t, shape: [32, 40] } : t)));
+    expect(r.ok ? "" : r.error).toBe("<tiny qwen2>: tensor output.weight has shape [32, 40], expected [32, 61]");
+  });
+
+  test("all three agreeing loads", () => {
+    const r = loadWith(61);
+    if (!r.ok) throw new Error(r.error);
+    expect(r.value.config.vocabSize).toBe(61);
   });
 });
