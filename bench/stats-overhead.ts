@@ -17,7 +17,7 @@ import { createServingPipeline } from "../src/pipeline/serving-pipeline.ts";
 import { createApp } from "../src/server/app.ts";
 import { metricsRoute } from "../src/server/metrics-route.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../src/server/server-options.ts";
-import type { FinishedRequestStats, StatsListener, StepStats } from "../src/engine/stats.ts";
+import type { FinishedRequestStats, IterationStats as StepStats, StatsListener } from "../src/frontend/iteration-stats.ts";
 import type { GenerateRequest, Orchestrator, RequestOutput } from "../src/frontend/orchestrator.ts";
 import { nowMs } from "../src/util/clock.ts";
 

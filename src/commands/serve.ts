@@ -15,7 +15,7 @@ import { MetricsRecorder } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
 import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
 import type { StageChain } from "../pipeline/stage-config.ts";
-import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
+import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
 import { readChatFlags } from "./chat-flags.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
@@ -51,7 +51,7 @@ export function readServeConfig(options: Options, env: Readonly<Record<string, s
 /** Lets the orchestrator report stats before the recorder exists (the recorder needs the loaded model's facts). */
 class ForwardingListener implements StatsListener {
   targets: StatsListener[] = [];
-  onStep(stats: StepStats): void { for (const t of this.targets) t.onStep(stats); }
+  onStep(stats: IterationStats): void { for (const t of this.targets) t.onStep(stats); }
   onRequestFinished(stats: FinishedRequestStats): void { for (const t of this.targets) t.onRequestFinished(stats); }
 }
 

@@ -254,6 +254,7 @@ export class EngineCore {
       return { code: "kv_handoff", message: `KV handoff rejected by the model runner: ${errorMessage(e)}` };
     }
     state.numComputedTokens = kv.numTokens;
+    state.numImportedTokens = kv.numTokens;
     this.kv.cacheFullBlocks(state);
     return null;
   }
@@ -289,7 +290,6 @@ export class EngineCore {
       engineIndex: this.engineIndex, batchId: this.batchId, stepStartMs: t, stepEndMs: t, batchSize: 0, numPromptTokens: 0,
       numGenerationTokens: 0, numPreempted: 0, numRunning: this.numRunning, numWaiting: this.numWaiting, numWaitingDeferred: 0,
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
-      timeToFirstTokensS: [], interTokenLatenciesS: [],
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
     };
   }
@@ -323,6 +323,7 @@ export class EngineCore {
     const deltas: RequestDelta[] = [];
     let numPromptTokens = 0;
     let numGenerationTokens = 0;
+    let numExternalKvTokens = 0;
 
     const spec = this.config.speculative ?? null;
     const specStats = spec !== null ? { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, numAcceptedTokensPerPos: new Array<number>(spec.numSpeculativeTokens).fill(0) } : null;
@@ -390,6 +391,7 @@ export class EngineCore {
       }
       this.kv.cacheFullBlocks(req);
       numGenerationTokens += newTokenIds.length;
+      if (req.times.firstTokenMs === null && newTokenIds.length > 0) numExternalKvTokens += req.numImportedTokens;
       req.times.firstTokenMs ??= stepEndMs;
       req.times.lastTokenMs = stepEndMs;
       const finished = finish as { reason: FinishReason; stopReason: number | null } | null;
@@ -424,9 +426,9 @@ export class EngineCore {
       numGenerationTokens, numPreempted, numRunning: this.numRunning, numWaiting: this.numWaiting,
       numWaitingDeferred: Math.min(numDeferred + (this.offload?.numLoading ?? 0), this.numWaiting),
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
-      timeToFirstTokensS: [], interTokenLatenciesS: [],
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
       ...(specStats !== null ? { specDecoding: specStats as SpecDecodingStats } : {}),
+      ...(numExternalKvTokens > 0 ? { numExternalKvTokens } : {}),
     };
     return { deltas, stats };
   }

@@ -46,6 +46,8 @@ export class RequestState {
   numCachedBlocks = 0;
   /** prompt tokens found in the prefix cache at first scheduling */
   numCachedTokens = 0;
+  /** pd pipelines: prompt positions that arrived computed over a KV edge (counted when the first token comes out) */
+  numImportedTokens = 0;
   numPreemptions = 0;
   /** its prefix-cache lookup was counted (once per request, at its first admission or offload load) */
   prefixLookupDone = false;

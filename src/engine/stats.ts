@@ -1,8 +1,8 @@
 /**
- * Request timestamps and stats, as vLLM V1 defines them (RequestStateStats, IterationStats, SchedulerStats,
- * FinishedRequestStats). The one place the server (per-request metrics), the metrics recorder (/metrics) and the
- * omni tables (--log-stats) read timings from. All times are `nowMs()` (util/clock.ts): one clock for every thread.
- * OWNER: engine helper (computation); types are a contract for the server and metrics helpers.
+ * The records the engine produces, as vLLM V1 defines them (vllm/v1/metrics/stats.py: RequestStateStats,
+ * SchedulerStats): per request its timestamps, per step the batch and scheduler figures. The front end adds what
+ * only the main thread knows (frontend/iteration-stats.ts: TTFT / ITL, FinishedRequestStats); the pipeline its stage
+ * and edge records (pipeline/stage-stats.ts). All times are `nowMs()` (util/clock.ts): one clock for every thread.
  */
 export type FinishReason = "stop" | "length" | "abort" | "error";
 
@@ -20,7 +20,7 @@ export interface RequestTimes {
   readonly lastTokenMs: number | null;
 }
 
-/** One engine step (vLLM IterationStats + SchedulerStats). */
+/** One engine step (vLLM SchedulerStats + the engine's half of IterationStats). */
 export interface StepStats {
   readonly engineIndex: number;
   readonly batchId: number;
@@ -44,11 +44,9 @@ export interface StepStats {
   /** prefix cache: tokens looked up / tokens hit, this step */
   readonly prefixCacheQueries: number;
   readonly prefixCacheHits: number;
-  /** per-token latencies observed this step (main side fills these; seconds like vLLM's histograms) */
-  readonly timeToFirstTokensS: readonly number[];
-  readonly interTokenLatenciesS: readonly number[];
   /** prompt tokens whose KV came over a pipeline edge instead of being computed (the decode stage of pd), counted in
-   * the step that produced their request's first output; vLLM's prompt_tokens_by_source{source="external_kv_transfer"} */
+   * the step that produced their request's first output; vLLM's prompt_tokens_by_source{source="external_kv_transfer"}.
+   * Absent when 0. */
   readonly numExternalKvTokens?: number;
   /** the KV offload tier's step (present only when a connector is configured) */
   readonly kvOffload?: KvOffloadStepStats;
@@ -107,54 +105,4 @@ export interface KvOffloadStepStats {
   /** vLLM external_prefix_cache_*: tokens looked up beyond the local hit / found in the tier, at admission */
   readonly externalQueries: number;
   readonly externalHits: number;
-}
-
-/** Emitted once when a request finishes (vLLM FinishedRequestStats); aborted-by-client requests are flagged. */
-export interface FinishedRequestStats {
-  readonly requestId: string;
-  readonly finishReason: FinishReason;
-  /** true when the client went away: such requests count in no finished-request metric */
-  readonly clientAborted: boolean;
-  readonly numPromptTokens: number;
-  readonly numGenerationTokens: number;
-  readonly numCachedTokens: number;
-  readonly maxTokensParam: number | null;
-  readonly n: number;
-  readonly times: RequestTimes;
-  /** seconds, vLLM formulas: e2e = now - arrival; queued = scheduled - queued; prefill = first token - scheduled;
-   * decode = last token - first token; inference = last token - scheduled; mean TPOT = decode / (gen - 1) */
-  readonly e2eLatencyS: number;
-  readonly queuedTimeS: number;
-  readonly prefillTimeS: number;
-  readonly decodeTimeS: number;
-  readonly inferenceTimeS: number;
-  readonly meanTimePerOutputTokenS: number;
-}
-
-/** Per request and stage (omni StageRequestStats), recorded by the pipeline. */
-export interface StageRequestStats {
-  readonly stageId: number;
-  readonly numTokensIn: number;
-  readonly numTokensOut: number;
-  readonly batchId: number;
-  readonly batchSize: number;
-  readonly stageGenTimeMs: number;
-  readonly postprocessTimeMs: number;
-}
-
-/** Per request and edge (omni TransferEdgeStats). */
-export interface TransferEdgeStats {
-  readonly fromStage: number;
-  readonly toStage: number;
-  readonly sizeBytes: number;
-  readonly txTimeMs: number;
-  readonly inFlightTimeMs: number;
-  readonly rxDecodeTimeMs: number;
-}
-
-/** Whoever observes the engines (metrics recorder, omni tables) implements this; the orchestrator calls it. */
-export interface StatsListener {
-  onStep(stats: StepStats): void;
-  onRequestFinished(stats: FinishedRequestStats): void;
-  onPipelineRequestFinished?(requestId: string, stages: readonly StageRequestStats[], edges: readonly TransferEdgeStats[]): void;
 }

@@ -1,23 +1,21 @@
 /**
- * The orchestrator (the server's one door to generation): routes each request through a pipeline of stages, each
- * stage an engine in its own Worker, and turns engine steps into RequestOutputs on the main thread (output
- * processing, stop strings, stats). The default pipeline is one stage; stages are a list and the seam for edges
- * (kv-handoff, text-handoff: the observability helper's) is `StageEdge`, recorded per request as TransferEdgeStats.
- *
- * n > 1 is split here into child sequences `${index}_${requestId}` (vLLM ParentRequest); children share the prompt's
- * KV blocks through the prefix cache.
- * @example const orch = await createEngineFrontend({ modelPath: null, engineArgs }); for await (const out of orch.generate(req)) ...
+ * One engine's front end (vllm/v1/engine/async_llm.py: AsyncLLM.generate): the Orchestrator the server calls when
+ * there is one stage. It starts the engine Worker (engine-client.ts), sends each request down as its child sequences
+ * (parallel-sampling.ts), and turns every engine step into RequestOutputs on the main thread: detokenized text and
+ * stop strings (output-processor.ts), TTFT / ITL and finished-request stats (iteration-stats.ts) for the listeners.
+ * @example const frontend = await createEngineFrontend({ modelPath: null, engineArgs }); for await (const out of frontend.generate(req)) ...
  */
-import { EngineClient } from "./engine-client.ts";
+import { EngineClient, type EngineReadyInfo } from "./engine-client.ts";
 import { SequenceOutputProcessor } from "./output-processor.ts";
 import type { EngineArgs, KvHandoff, PositionLogprobs, RequestDelta, RunnerSpec } from "../engine/protocol.ts";
 import { validateSamplingParams, type SamplingParams } from "../engine/sampling-params.ts";
-import type { FinishReason, RequestTimes, StageRequestStats, StatsListener, StepStats, TransferEdgeStats } from "../engine/stats.ts";
-import { finishedRequestStats, IterationTracker } from "./iteration-stats.ts";
+import type { FinishReason, RequestTimes, StepStats } from "../engine/stats.ts";
+import { finishedRequestStats, IterationTracker, type StatsListener } from "./iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { nowMs } from "../util/clock.ts";
 import { OutputQueue } from "./output-queue.ts";
+import { childRequestIds, childSampling, ParentRequestCounter } from "./parallel-sampling.ts";
 import { EngineDeadError, EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "./orchestrator.ts";
 
 export interface EngineFrontendOptions {
@@ -31,18 +29,6 @@ export interface EngineFrontendOptions {
   readonly tokenizer?: Tokenizer;
   /** default: src/engine/worker.ts beside the engine client */
   readonly workerUrl?: URL | string;
-}
-
-/** A stage of the pipeline: one engine in its own Worker. */
-export interface PipelineStage {
-  readonly stageId: number;
-  readonly client: EngineClient;
-}
-
-/** Passes a request's output from one stage to the next; measures tx / in-flight / rx-decode (omni §3.5). */
-export interface StageEdge {
-  readonly fromStage: number;
-  readonly toStage: number;
 }
 
 interface SequenceState {
@@ -59,21 +45,16 @@ interface ParentState {
   readonly request: GenerateRequest;
   readonly sequences: SequenceState[];
   readonly queue: OutputQueue<RequestOutput>;
-  /** per stage: when the orchestrator submitted the request to it */
-  readonly stageSubmitMs: number[];
+  readonly counter: ParentRequestCounter;
   promptLogprobs: readonly (PositionLogprobs | null)[] | null;
   promptLogprobsSent: boolean;
   /** pd pipelines: the prompt's KV blocks, from the finishing delta */
   kv: KvHandoff | null;
-  /** the engine step that last carried output for this request */
-  lastBatchId: number;
-  lastBatchSize: number;
   done: boolean;
 }
 
-class EngineFrontend implements Orchestrator {
-  readonly stages: PipelineStage[] = [];
-  readonly edges: StageEdge[] = [];
+export class EngineFrontend implements Orchestrator {
+  private client!: EngineClient;
   private readonly parents = new Map<string, ParentState>();
   private readonly sequences = new Map<string, SequenceState>();
   private readonly tracker = new IterationTracker();
@@ -83,14 +64,19 @@ class EngineFrontend implements Orchestrator {
   constructor(readonly tokenizer: Tokenizer, private readonly listeners: readonly StatsListener[]) {}
 
   get modelConfig(): ModelConfig {
-    return this.lastStage.client.ready.config;
+    return this.client.ready.config;
   }
 
   get maxModelLen(): number {
-    return this.stages[0]!.client.ready.maxModelLen;
+    return this.client.ready.maxModelLen;
   }
 
-  /** Starts stage 0's engine (the single-stage pipeline). */
+  /** what the engine reported when its model was loaded (KV blocks, backend: vllm:cache_config_info) */
+  get ready(): EngineReadyInfo {
+    return this.client.ready;
+  }
+
+  /** Starts the engine Worker and waits until its model is loaded. */
   async start(options: EngineFrontendOptions): Promise<void> {
     const spec = {
       engineIndex: 0, engineArgs: options.engineArgs, runner: options.runner ?? { kind: "model" as const, modelPath: options.modelPath },
@@ -102,11 +88,11 @@ class EngineFrontend implements Orchestrator {
       onRequestError: (id, code, message) => this.onRequestError(id, code, message),
       onFatal: (message) => this.onFatal(message),
     }, options.workerUrl);
-    this.stages.push({ stageId: 0, client });
+    this.client = client;
   }
 
   isHealthy(): boolean {
-    return this.healthy && this.stages.every((s) => s.client.isAlive);
+    return this.healthy && this.client.isAlive;
   }
 
   deathReason(): string | null {
@@ -119,14 +105,14 @@ class EngineFrontend implements Orchestrator {
     const invalid = validateSamplingParams(request.sampling, { vocabSize: this.modelConfig.vocabSize });
     if (invalid) throw new EngineRequestError("invalid_sampling_params", invalid.message);
     const n = request.sampling.n;
-    const sequenceIds = Array.from({ length: n }, (_, index) => (n === 1 ? request.requestId : `${index}_${request.requestId}`));
+    const sequenceIds = childRequestIds(request.requestId, n);
     if (this.parents.has(request.requestId) || sequenceIds.some((id) => this.sequences.has(id))) {
       throw new EngineRequestError("duplicate_request_id", `request id ${request.requestId} is already running`);
     }
     if (signal?.aborted) return;
     const parent: ParentState = {
-      request, sequences: [], queue: new OutputQueue(), stageSubmitMs: [], promptLogprobs: null, promptLogprobsSent: false, kv: null,
-      lastBatchId: 0, lastBatchSize: 0, done: false,
+      request, sequences: [], queue: new OutputQueue(), counter: new ParentRequestCounter(n), promptLogprobs: null, promptLogprobsSent: false,
+      kv: null, done: false,
     };
     for (let index = 0; index < n; index++) {
       const sequenceId = sequenceIds[index]!;
@@ -140,10 +126,8 @@ class EngineFrontend implements Orchestrator {
       this.sequences.set(sequenceId, seq);
     }
     this.parents.set(request.requestId, parent);
-    const stage = this.stages[0]!;
-    parent.stageSubmitMs[stage.stageId] = nowMs();
     for (const seq of parent.sequences) {
-      stage.client.add({
+      this.client.add({
         requestId: seq.sequenceId, promptTokenIds: request.promptTokenIds, sampling: seq.sampling, arrivalMs: request.arrivalMs, eosTokenIds: this.tokenizer.stopIds,
         ...(request.exportKv ? { exportKv: true } : {}), ...(request.importKv ? { importKv: request.importKv } : {}),
       });
@@ -163,11 +147,7 @@ class EngineFrontend implements Orchestrator {
     this.healthy = false;
     this.fatalMessage ??= "shut down";
     for (const parent of [...this.parents.values()]) this.failParent(parent, new EngineDeadError("engine shut down"));
-    await Promise.all(this.stages.map((s) => s.client.shutdown()));
-  }
-
-  private get lastStage(): PipelineStage {
-    return this.stages[this.stages.length - 1]!;
+    await this.client.shutdown();
   }
 
   private onStep(deltas: readonly RequestDelta[], stats: StepStats): void {
@@ -186,11 +166,9 @@ class EngineFrontend implements Orchestrator {
       if (delta.kv) parent.kv = delta.kv;
       const { output, abortEngine } = seq.processor.process(delta);
       if (abortEngine) {
-        this.stages[0]!.client.abort([seq.sequenceId]);
+        this.client.abort([seq.sequenceId]);
         this.tracker.forget(seq.sequenceId);
       }
-      parent.lastBatchId = stats.batchId;
-      parent.lastBatchSize = stats.batchSize;
       let outputs = changed.get(parent);
       if (!outputs) changed.set(parent, (outputs = []));
       outputs.push(output);
@@ -202,7 +180,7 @@ class EngineFrontend implements Orchestrator {
     for (const l of this.listeners) l.onStep(stepStats);
     for (const [parent, outputs] of changed) this.emit(parent, outputs);
     for (const seq of finishedSeqs) this.recordFinished(seq, seq.processor.finishReasonOr("stop"), false, iterationMs);
-    for (const parent of changed.keys()) if (parent.sequences.every((s) => s.finished)) this.completeParent(parent, iterationMs);
+    for (const parent of changed.keys()) if (parent.sequences.every((s) => s.finished)) this.completeParent(parent);
   }
 
   private emit(parent: ParentState, outputs: CompletionOutput[]): void {
@@ -221,28 +199,21 @@ class EngineFrontend implements Orchestrator {
 
   private recordFinished(seq: SequenceState, finishReason: FinishReason, clientAborted: boolean, atMs: number): void {
     const p = seq.parent.request;
+    const numGenerationTokens = seq.processor.numGeneratedTokens;
     const stats = finishedRequestStats({
       requestId: seq.sequenceId, finishReason, clientAborted, numPromptTokens: p.promptTokenIds.length,
-      numGenerationTokens: seq.processor.numGeneratedTokens, numCachedTokens: seq.numCachedTokens,
+      numGenerationTokens, numCachedTokens: seq.numCachedTokens,
       maxTokensParam: p.sampling.maxTokens, n: p.sampling.n, times: seq.times, nowMs: atMs,
+      parent: seq.parent.counter.childFinished(numGenerationTokens, clientAborted),
     });
     for (const l of this.listeners) l.onRequestFinished(stats);
   }
 
-  /** every sequence finished normally: per-stage stats, then forget the request */
-  private completeParent(parent: ParentState, atMs: number): void {
+  /** every sequence finished normally: end the stream, forget the request */
+  private completeParent(parent: ParentState): void {
     parent.done = true;
     parent.queue.end();
     this.forgetParent(parent);
-    const stages: StageRequestStats[] = this.stages.map((s) => ({
-      stageId: s.stageId, numTokensIn: parent.request.promptTokenIds.length,
-      numTokensOut: parent.sequences.reduce((sum, q) => sum + q.processor.numGeneratedTokens, 0),
-      batchId: parent.lastBatchId, batchSize: parent.lastBatchSize,
-      stageGenTimeMs: atMs - (parent.stageSubmitMs[s.stageId] ?? atMs),
-      postprocessTimeMs: 0, // the last stage hands its output to no one
-    }));
-    const edges: TransferEdgeStats[] = [];
-    for (const l of this.listeners) l.onPipelineRequestFinished?.(parent.request.externalRequestId ?? parent.request.requestId, stages, edges);
   }
 
   /** client gone: abort every unfinished sequence in the engine (blocks freed at once) and end the stream */
@@ -250,7 +221,7 @@ class EngineFrontend implements Orchestrator {
     if (parent.done) return;
     parent.done = true;
     const open = parent.sequences.filter((s) => !s.finished);
-    this.stages[0]!.client.abort(open.map((s) => s.sequenceId));
+    this.client.abort(open.map((s) => s.sequenceId));
     const atMs = nowMs();
     for (const seq of open) {
       seq.finished = true;
@@ -266,7 +237,7 @@ class EngineFrontend implements Orchestrator {
     if (parent.done) return;
     parent.done = true;
     const open = parent.sequences.filter((s) => !s.finished);
-    if (this.isHealthy()) this.stages[0]!.client.abort(open.map((s) => s.sequenceId));
+    if (this.isHealthy()) this.client.abort(open.map((s) => s.sequenceId));
     const atMs = nowMs();
     for (const seq of open) {
       seq.finished = true;
@@ -294,14 +265,8 @@ class EngineFrontend implements Orchestrator {
   }
 }
 
-/** child i of an n > 1 request: one sequence, its own seed (seed + i, as vLLM's ParentRequest) */
-function childSampling(sampling: SamplingParams, index: number): SamplingParams {
-  if (sampling.n === 1) return sampling;
-  return { ...sampling, n: 1, seed: sampling.seed === null ? null : sampling.seed + index };
-}
-
-/** Builds the tokenizer (main thread: metadata only) and starts the pipeline's engines. */
-export async function createEngineFrontend(options: EngineFrontendOptions): Promise<Orchestrator & { readonly stages: readonly PipelineStage[] }> {
+/** Builds the tokenizer (main thread: metadata only) and starts the engine. */
+export async function createEngineFrontend(options: EngineFrontendOptions): Promise<EngineFrontend> {
   let tokenizer = options.tokenizer;
   if (!tokenizer) {
     const { openModelGguf } = await import("../gguf/model-source.ts");
@@ -310,7 +275,7 @@ export async function createEngineFrontend(options: EngineFrontendOptions): Prom
     if (!gguf.ok) throw new Error(gguf.error);
     tokenizer = createTokenizer(gguf.value);
   }
-  const orchestrator = new EngineFrontend(tokenizer, options.listeners ?? []);
-  await orchestrator.start(options);
-  return orchestrator;
+  const frontend = new EngineFrontend(tokenizer, options.listeners ?? []);
+  await frontend.start(options);
+  return frontend;
 }

@@ -8,7 +8,7 @@
  * 1000 steps that looked anything up).
  * @example const stats = new LoggingStatLogger(log, 10); listener = fanOut(recorder, stats); stats.start();
  */
-import type { FinishedRequestStats, StatsListener, StepStats } from "../engine/stats.ts";
+import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import type { Logger } from "../util/logger.ts";
 import { SpecDecodingLogging } from "./spec-decode-logger.ts";
 
@@ -47,7 +47,7 @@ export class LoggingStatLogger implements StatsListener {
     return w;
   }
 
-  onStep(stats: StepStats): void {
+  onStep(stats: IterationStats): void {
     const w = this.window(stats.engineIndex);
     this.specDecoding?.observe(stats);
     w.promptTokens += stats.numPromptTokens;

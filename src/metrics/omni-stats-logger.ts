@@ -1,11 +1,13 @@
 /**
- * When the `--log-stats` tables are printed (reference omni-stats-tables.md §1.1): online, one block per request as
- * soon as it is finalized (e2e_requests = 1, with the `(APIServer pid=N) ` prefix); offline, one block for the whole
- * batch once it has completed (e2e_requests = batch size).
+ * When the `--log-stats` tables are printed (vLLM-Omni's OrchestratorAggregator: online `log_request_stats` per
+ * request, offline one summary at the end of the batch): online, one block per request as soon as it is finalized
+ * (e2e_requests = 1, with the `(APIServer pid=N) ` prefix); offline, one block for the whole batch once it has
+ * completed (e2e_requests = batch size).
  * @example const sink = onlineTables(2, (t) => process.stdout.write(t)); buildPipeline(chain, factory, { tables: sink });
  */
-import { StageStatsAggregator, type PipelineStatsSink } from "../pipeline/stage-stats.ts";
+import type { FinalizedRequest, PipelineStatsSink, RequestStageEvents } from "../pipeline/stage-stats.ts";
 import { renderSummary } from "./omni-tables.ts";
+import { StageStatsAggregator } from "./stage-stats-aggregator.ts";
 
 export type TextSink = (text: string) => void;
 
@@ -13,8 +15,18 @@ export type TextSink = (text: string) => void;
 export function onlineTables(numStages: number, write: TextSink, pid: number = process.pid): PipelineStatsSink {
   // nothing is kept here: the pipeline holds each request's aggregator, so an aborted request leaves nothing behind
   return {
-    aggregatorFor: () => new StageStatsAggregator(numStages),
-    finalized: (_requestId, aggregator) => write(renderSummary(aggregator.summary(), new Date(), pid)),
+    eventsFor: (): RequestStageEvents => {
+      const aggregator = new StageStatsAggregator(numStages);
+      return {
+        markWallStart: (atMs) => aggregator.markWallStart(atMs),
+        onStageInput: (stageId, atMs) => aggregator.onStageInput(stageId, atMs),
+        onStageOutput: (stageId, atMs) => aggregator.onStageOutput(stageId, atMs),
+        finalize: (request: FinalizedRequest) => {
+          aggregator.finalize(request);
+          write(renderSummary(aggregator.summary(), new Date(), pid));
+        },
+      };
+    },
   };
 }
 
@@ -26,11 +38,9 @@ export class BatchTables implements PipelineStatsSink {
     this.aggregator = new StageStatsAggregator(numStages);
   }
 
-  aggregatorFor(): StageStatsAggregator {
+  eventsFor(): RequestStageEvents {
     return this.aggregator;
   }
-
-  finalized(): void {}
 
   print(): void {
     this.write(renderSummary(this.aggregator.summary(), new Date(), null));

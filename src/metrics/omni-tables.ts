@@ -5,8 +5,8 @@
  * Numbers: int fields with `,` grouping, float fields with `,` grouping and exactly 3 decimals (the type belongs to the
  * field, not the value). Zero rows are dropped (single-column: value zero; multi-column: zero in every column).
  */
-import type { StageRequestStats, TransferEdgeStats } from "../engine/stats.ts";
-import type { FinalizedRequest, PipelineSummary } from "../pipeline/stage-stats.ts";
+import type { FinalizedRequest, StageRequestStats, TransferEdgeStats } from "../pipeline/stage-stats.ts";
+import type { PipelineSummary } from "./stage-stats-aggregator.ts";
 
 type FieldKind = "int" | "float";
 type Cell = { readonly kind: FieldKind; readonly value: number } | null;

@@ -10,7 +10,8 @@
  * - `--disable-log-stats` registers no engine series at all (process metrics stay).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
-import { SAVE_OUTCOMES, type FinishedRequestStats, type KvOffloadStepStats, type StatsListener, type StepStats } from "../engine/stats.ts";
+import { SAVE_OUTCOMES, type KvOffloadStepStats } from "../engine/stats.ts";
+import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import { bucketsFor } from "./buckets.ts";
 import { CACHE_CONFIG_LABELS, CATALOGUE, FINISHED_REASONS, HTTP_EXCLUDED_HANDLERS, labelNamesOf, METRIC_KEYS, type MetricDef, type MetricKey } from "./catalogue.ts";
@@ -143,11 +144,6 @@ export function withCreatedSeries(text: string, createdS: (labels: string) => nu
   return out.join("\n");
 }
 
-/** `${index}_${parentId}` -> parentId */
-function parentIdOf(childId: string): string {
-  return childId.slice(childId.indexOf("_") + 1);
-}
-
 export class MetricsRecorder implements StatsListener {
   readonly registry = new Registry();
   private readonly metrics = new Map<MetricKey, AnyMetric>();
@@ -157,8 +153,6 @@ export class MetricsRecorder implements StatsListener {
   private readonly pendingPromptTokens = new Map<number, number>();
   private readonly mfuCost: ModelShapeCost | null;
   private meanContextTokens = 0;
-  /** n > 1 requests with children still running: parent id -> children finished so far */
-  private readonly openParents = new Map<string, { numFinished: number; maxGenerationTokens: number }>();
   private numFinished = 0;
   /** per engine label: when its series were created (Unix seconds), for the `_created` samples */
   private readonly createdS = new Map<string, number>();
@@ -262,7 +256,7 @@ export class MetricsRecorder implements StatsListener {
     if (metric instanceof Histogram) metric.observe(labels, value);
   }
 
-  onStep(stats: StepStats): void {
+  onStep(stats: IterationStats): void {
     if (!this.options.logStats) return;
     // a pipeline stage the recorder was not told about: give it the full set of series too
     const engineLabel = String(stats.engineIndex);
@@ -370,10 +364,7 @@ export class MetricsRecorder implements StatsListener {
   /** Finished requests count on the last engine (the final stage of a pipeline). */
   onRequestFinished(stats: FinishedRequestStats): void {
     if (!this.options.logStats) return;
-    if (stats.clientAborted) {
-      if (stats.n > 1) this.openParents.delete(parentIdOf(stats.requestId));
-      return;
-    }
+    if (stats.clientAborted) return;
     const engine = Math.max(...this.engineLabels.map(Number));
     const labels = this.labels(engine);
     const reason = (FINISHED_REASONS as readonly string[]).includes(stats.finishReason) ? stats.finishReason : "error";
@@ -395,25 +386,13 @@ export class MetricsRecorder implements StatsListener {
     this.meanContextTokens += (contextTokens - this.meanContextTokens) / this.numFinished;
   }
 
-  /** vLLM records n and the longest child once per parent request, when its last child finishes (children of an
-   * n > 1 request are `${index}_${parentId}`, as the orchestrator names them). */
+  /** vLLM records n and the longest child once per parent request, when its last child finishes: the front end
+   * counts the children (frontend/parallel-sampling.ts) and puts the parent's figures on that child's record. */
   private observeParent(stats: FinishedRequestStats, labels: Labels): void {
-    if (stats.n <= 1) {
-      this.observe("request_params_n", labels, 1);
-      this.observe("request_max_num_generation_tokens", labels, stats.numGenerationTokens);
-      return;
-    }
-    const parentId = parentIdOf(stats.requestId);
-    const parent = this.openParents.get(parentId) ?? { numFinished: 0, maxGenerationTokens: 0 };
-    parent.numFinished++;
-    parent.maxGenerationTokens = Math.max(parent.maxGenerationTokens, stats.numGenerationTokens);
-    if (parent.numFinished < stats.n) {
-      this.openParents.set(parentId, parent);
-      return;
-    }
-    this.openParents.delete(parentId);
-    this.observe("request_params_n", labels, stats.n);
-    this.observe("request_max_num_generation_tokens", labels, parent.maxGenerationTokens);
+    const parent = stats.n <= 1 ? { n: 1, maxNumGenerationTokens: stats.numGenerationTokens } : stats.parent;
+    if (parent === undefined) return;
+    this.observe("request_params_n", labels, parent.n);
+    this.observe("request_max_num_generation_tokens", labels, parent.maxNumGenerationTokens);
   }
 
   /**

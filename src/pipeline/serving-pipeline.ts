@@ -7,7 +7,7 @@
  */
 import type { StageChainConfig } from "../config.ts";
 import type { EngineArgs } from "../engine/protocol.ts";
-import type { StatsListener } from "../engine/stats.ts";
+import type { StatsListener } from "../frontend/iteration-stats.ts";
 import { ok, type Result } from "../util/result.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
@@ -103,17 +103,16 @@ export async function createServingPipeline(p: ServingPipelineOptions): Promise<
   let kvOffload: KvOffloadFacts | null = null;
   const factory: StageFactory = p.factory ?? (async (stage, engineIndex, listener) => {
     const engineArgs = stageEngineArgs(p.engineArgs, stage);
-    const orchestrator = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [] });
-    const ready = orchestrator.stages[0]?.client.ready;
-    if (engineIndex === 0 && ready) {
-      cacheConfig = cacheConfigInfo(engineArgs, ready.numKvBlocks, ready.maxModelLen, ready.numCpuBlocks ?? null);
-      kvOffload = kvOffloadFacts(engineArgs, ready.numCpuBlocks);
+    const frontend = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [] });
+    if (engineIndex === 0) {
+      cacheConfig = cacheConfigInfo(engineArgs, frontend.ready.numKvBlocks, frontend.ready.maxModelLen, frontend.ready.numCpuBlocks ?? null);
+      kvOffload = kvOffloadFacts(engineArgs, frontend.ready.numCpuBlocks);
     }
-    return orchestrator;
+    return frontend;
   });
   const chain = p.chain;
   if (chain === null && p.tables === null) {
-    // the plain path: nothing between the server and the engine's orchestrator
+    // the plain path: nothing between the server and the engine's front end
     const orchestrator = await factory(singleChain().stages[0]!, 0, p.listener);
     return { orchestrator, numStages: 1, cacheConfig, kvOffload };
   }

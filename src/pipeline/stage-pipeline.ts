@@ -1,38 +1,32 @@
 /**
- * A chain of stages behind the one Orchestrator interface the server and run-batch use (vLLM-Omni's orchestrator,
- * reference omni-stats-tables.md §3). Each stage is its own orchestrator (own engine, own model); edge i -> i+1 carries
- * either the prompt's KV blocks (stage i stops after the first token, stage i+1 continues the same sequence: the
- * disaggregated prefill/decode of `--pipeline pd`) or stage i's output text (the next stage's prompt).
+ * A chain of stages behind the one Orchestrator interface the server and run-batch use (vLLM-Omni's orchestrator:
+ * vllm_omni/entrypoints/omni.py, one stage after the other per request). Each stage is its own orchestrator (own
+ * engine, own model); edge i -> i+1 carries either the prompt's KV blocks (stage i stops after the first token, stage
+ * i+1 continues the same sequence: the disaggregated prefill/decode of `--pipeline pd`) or stage i's output text (the
+ * next stage's prompt).
  *
  * What the client sees: the output of the last "run" of stages linked by KV edges (for pd: the first token from
  * stage 0, then stage 1's tokens), so greedy pd output equals single-stage output.
  * What it records: per stage StageRequestStats, per edge TransferEdgeStats (tx / in-flight / rx-decode through an
  * EdgeChannel), per stage first-input / last-output times, and one FinishedRequestStats for the whole request.
- * Multi-stage chains take n = 1 only (a KV handoff continues exactly one sequence).
+ * Multi-stage chains take n = 1 only (a KV handoff continues exactly one sequence). One stage is single-stage.ts.
  */
 import type { KvHandoff } from "../engine/protocol.ts";
-import type { FinishReason, FinishedRequestStats, RequestTimes, StageRequestStats, StatsListener, StepStats, TransferEdgeStats } from "../engine/stats.ts";
+import type { IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
+import { EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "../frontend/orchestrator.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { nowMs as clockNowMs } from "../util/clock.ts";
 import { EdgeChannel } from "./edge-channel.ts";
 import { decodeKv, encodeKv } from "./kv-handoff.ts";
-import { EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "../frontend/orchestrator.ts";
+import { absorbOutput, emptyStageResult, finalizeTables, reportRun, stageFailed, startRun, type RequestRun, type StagePipelineOptions, type StageResult } from "./request-run.ts";
+import { SingleStage } from "./single-stage.ts";
 import { stageSampling, type StageChain, type StageSpec } from "./stage-config.ts";
-import type { PipelineStatsSink } from "./stage-stats.ts";
+import type { StageRequestStats, TransferEdgeStats } from "./stage-stats.ts";
 import { decodeText, encodeText } from "./text-handoff.ts";
 
 /** Builds one stage's orchestrator; `listener` gets that stage's step stats (engine label = stage id). */
 export type StageFactory = (stage: StageSpec, engineIndex: number, listener: StatsListener | null) => Promise<Orchestrator>;
-
-export interface StagePipelineOptions {
-  /** gets the pipeline's step stats (per stage) and one FinishedRequestStats per request */
-  readonly listener?: StatsListener | null;
-  readonly tables?: PipelineStatsSink | null;
-  readonly nowMs?: () => number;
-  /** one-line warnings (default: stderr) */
-  readonly warn?: (line: string) => void;
-}
 
 export class PipelineRequestError extends Error {
   override readonly name = "PipelineRequestError";
@@ -40,20 +34,17 @@ export class PipelineRequestError extends Error {
 
 /**
  * How a stage's step stats reach /metrics: the request's TTFT is stage 0's; a KV continuation's first token is an
- * inter-token gap of the same sequence, and the positions it imported count as external_kv_transfer prompt tokens in
- * the step of its first output (`importedTokens`: per request submitted with KV, in submission order); a text stage
- * starts a new generation whose TTFT is not the request's.
+ * inter-token gap of the same sequence (its engine counts the positions it imported as external_kv_transfer prompt
+ * tokens itself); a text stage starts a new generation whose TTFT is not the request's.
  */
-function stageListener(listener: StatsListener, stage: StageSpec, importedTokens: number[]): StatsListener {
+function stageListener(listener: StatsListener, stage: StageSpec): StatsListener {
   const role = stage.stageId === 0 ? "first" : stage.input === "kv_blocks" ? "continuation" : "new-generation";
   return {
-    onStep(stats: StepStats): void {
+    onStep(stats: IterationStats): void {
       if (role === "first") return listener.onStep(stats);
       if (role === "new-generation") return listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [] });
-      // FCFS: requests produce their first output in the order they were submitted
-      const numExternalKvTokens = importedTokens.splice(0, stats.timeToFirstTokensS.length).reduce((a, b) => a + b, 0);
       const interTokenLatenciesS = [...stats.timeToFirstTokensS, ...stats.interTokenLatenciesS];
-      listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [], interTokenLatenciesS, numExternalKvTokens });
+      listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [], interTokenLatenciesS });
     },
     // the pipeline reports each request once, as a whole
     onRequestFinished(): void {},
@@ -61,19 +52,19 @@ function stageListener(listener: StatsListener, stage: StageSpec, importedTokens
 }
 
 /** Builds every stage (shutting down the built ones if one fails) and the pipeline over them. */
-export async function buildPipeline(chain: StageChain, factory: StageFactory, options: StagePipelineOptions = {}): Promise<StagePipeline> {
+export async function buildPipeline(chain: StageChain, factory: StageFactory, options: StagePipelineOptions = {}): Promise<Orchestrator & { readonly numStages: number }> {
   const built: Orchestrator[] = [];
-  const importedTokens: number[][] = chain.stages.map(() => []);
   try {
     for (const stage of chain.stages) {
-      const listener = options.listener ? stageListener(options.listener, stage, importedTokens[stage.stageId]!) : null;
+      const listener = options.listener ? stageListener(options.listener, stage) : null;
       built.push(await factory(stage, stage.stageId, listener));
     }
   } catch (e) {
     await Promise.all(built.map((o) => o.shutdown()));
     throw e;
   }
-  return new StagePipeline(chain.stages.map((spec, i) => ({ spec, orchestrator: built[i]! })), options, importedTokens);
+  if (built.length === 1) return new SingleStage(chain.stages[0]!, built[0]!, options);
+  return new StagePipeline(chain.stages.map((spec, i) => ({ spec, orchestrator: built[i]! })), options);
 }
 
 interface Stage {
@@ -81,15 +72,13 @@ interface Stage {
   readonly orchestrator: Orchestrator;
 }
 
-/** What one stage produced for one request. */
-interface StageResult {
-  readonly tokenIds: number[];
+/** Where the sequence goes after a stage: on to stage `next` with this prompt (and KV), or it is done. */
+type NextStage = { readonly next: number; readonly prompt: readonly number[]; readonly importKv: KvHandoff | undefined } | { readonly done: boolean };
+
+/** The sequence being continued across KV edges: its tokens and text so far. */
+interface KvRun {
+  tokenIds: number[];
   text: string;
-  finishReason: FinishReason | null;
-  stopReason: string | number | null;
-  kv: KvHandoff | undefined;
-  times: RequestTimes | null;
-  numCachedTokens: number;
 }
 
 export class StagePipeline implements Orchestrator {
@@ -97,15 +86,16 @@ export class StagePipeline implements Orchestrator {
   private readonly edges: EdgeChannel[];
   /** per stage: requests finished so far (batch_id, the Mar-2026+ definition: 1-based finished count per stage) */
   private readonly finishedPerStage: number[];
+  /** first stage of the last KV-linked run: its outputs onward are what the client sees */
+  private readonly finalRunStart: number;
 
-  /**
-   * @param importedTokens per stage, the imported KV positions of requests submitted to it and not yet seen in its step
-   *   stats (buildPipeline shares these queues with the stages' listeners)
-   */
-  constructor(private readonly stages: readonly Stage[], private readonly options: StagePipelineOptions = {}, private readonly importedTokens: number[][] = stages.map(() => [])) {
+  constructor(private readonly stages: readonly Stage[], private readonly options: StagePipelineOptions = {}) {
     this.nowMs = options.nowMs ?? clockNowMs;
     this.edges = stages.slice(1).map((_, i) => new EdgeChannel(i, i + 1));
     this.finishedPerStage = stages.map(() => 0);
+    let k = stages.length - 1;
+    while (k > 0 && stages[k]!.spec.input === "kv_blocks") k--;
+    this.finalRunStart = k;
   }
 
   /** the response's model: the last stage's */
@@ -138,135 +128,96 @@ export class StagePipeline implements Orchestrator {
     (this.options.warn ?? ((l: string) => process.stderr.write(`${l}\n`)))(line);
   }
 
-  /** first stage of the last KV-linked run: its outputs onward are what the client sees */
-  private finalRunStart(): number {
-    let k = this.stages.length - 1;
-    while (k > 0 && this.stages[k]!.spec.input === "kv_blocks") k--;
-    return k;
-  }
-
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {
     // a bad request for this pipeline (400), not a pipeline failure
-    if (this.stages.length > 1 && request.sampling.n !== 1) throw new EngineRequestError("invalid_request", `multi-stage pipelines take n = 1 (got n = ${request.sampling.n})`);
-    // the tables name the request as its client knows it (vLLM-Omni prints the OpenAI ids online)
-    const tableId = request.externalRequestId ?? request.requestId;
-    const aggregator = this.options.tables?.aggregatorFor(tableId) ?? null;
-    aggregator?.markWallStart(this.nowMs());
-    const submitMs = this.nowMs();
-    const finalRunStart = this.finalRunStart();
-    const stageStats: StageRequestStats[] = [];
-    const edgeStats: TransferEdgeStats[] = [];
-    let prompt: readonly number[] = request.promptTokenIds;
-    let importKv: KvHandoff | undefined;
-    /** tokens / text of the current KV-linked run (the sequence being continued) */
-    let runTokenIds: number[] = [];
-    let runText = "";
-    let stage0: StageResult | null = null;
-    let firstVisibleTokenMs: number | null = null;
-    let last: StageResult | null = null;
-    let finished = false;
-    let held: RequestOutput | null = null;
-    let reported = false;
-    /** an import whose first output the stage's step stats have not shown yet (dropped if the request ends first) */
-    let unconsumedImport: { stage: number; numTokens: number } | null = null;
-
+    if (request.sampling.n !== 1) throw new EngineRequestError("invalid_request", `multi-stage pipelines take n = 1 (got n = ${request.sampling.n})`);
+    const run = startRun(request, this.options.tables ?? null, this.nowMs);
+    const kvRun: KvRun = { tokenIds: [], text: "" };
     try {
-      for (let i = 0; i < this.stages.length; i++) {
-        const { spec, orchestrator } = this.stages[i]!;
-        const next = this.stages[i + 1]?.spec;
-        const exportKv = next?.input === "kv_blocks";
-        const visible = i >= finalRunStart;
-        let sampling = stageSampling(request.sampling, spec);
-        if (spec.input === "kv_blocks" && sampling.maxTokens !== null) sampling = { ...sampling, maxTokens: sampling.maxTokens - runTokenIds.length };
-        if (exportKv) sampling = { ...sampling, maxTokens: 1 };
-        const stageRequest: GenerateRequest = {
-          requestId: request.requestId, promptTokenIds: prompt, sampling, arrivalMs: i === 0 ? request.arrivalMs : this.nowMs(),
-          ...(exportKv ? { exportKv: true } : {}), ...(importKv ? { importKv } : {}),
-        };
-        const stageSubmitMs = this.nowMs();
-        aggregator?.onStageInput(i, stageSubmitMs);
-        if (importKv) {
-          this.importedTokens[i]!.push(importKv.numTokens);
-          unconsumedImport = { stage: i, numTokens: importKv.numTokens };
-        }
-        const result: StageResult = { tokenIds: [], text: "", finishReason: null, stopReason: null, kv: undefined, times: null, numCachedTokens: 0 };
-        for await (const out of orchestrator.generate(stageRequest, signal)) {
-          aggregator?.onStageOutput(i, this.nowMs());
-          if (out.outputs.some((o) => o.tokenIdsDelta.length > 0)) unconsumedImport = null;
-          const choice = out.outputs[0];
-          if (choice) {
-            result.tokenIds.push(...choice.tokenIdsDelta);
-            result.text += choice.textDelta;
-            if (choice.finishReason !== null) { result.finishReason = choice.finishReason; result.stopReason = choice.stopReason; }
-          }
-          result.times = out.times;
-          result.numCachedTokens = out.numCachedTokens;
-          if (out.kv) result.kv = out.kv;
-          // the request's last output is held back until its stats are recorded: consumers stop at `finished`
-          if (this.stages.length === 1) {
-            // single stage: pass every choice through untouched (n > 1 included)
-            if (out.outputs.length > 0 && firstVisibleTokenMs === null) firstVisibleTokenMs = out.times.firstTokenMs;
-            if (out.finished) { held = out; break; }
-            yield out;
-            continue;
-          }
-          if (!visible || !choice) continue;
-          if (firstVisibleTokenMs === null && choice.tokenIdsDelta.length > 0) firstVisibleTokenMs = out.times.firstTokenMs ?? this.nowMs();
-          const sequenceEnds = out.finished && !this.continues(i, result, request.sampling.maxTokens, runTokenIds.length);
-          const client = this.clientOutput(request, out, choice, runTokenIds.length + result.tokenIds.length, stage0 ?? result, firstVisibleTokenMs, sequenceEnds);
-          if (sequenceEnds) { held = client; break; }
-          yield client;
-          if (out.finished) break;
-        }
-        if (i === 0) stage0 = result;
-        last = result;
-        const stageDoneMs = this.nowMs();
-        this.finishedPerStage[i]!++;
-        const stats = { stageId: i, numTokensIn: prompt.length, numTokensOut: result.tokenIds.length, batchId: this.finishedPerStage[i]!, batchSize: 1, stageGenTimeMs: stageDoneMs - stageSubmitMs, postprocessTimeMs: 0 };
-        stageStats.push(stats);
-        if (signal?.aborted || result.finishReason === "abort" || result.finishReason === "error" || result.finishReason === null) break;
-        runTokenIds = [...runTokenIds, ...result.tokenIds];
-        runText += result.text;
-        if (!next) { finished = true; break; }
-
-        // skip KV continuations of a sequence that already ended (EOS, or max_tokens reached in this stage)
-        let j = i + 1;
-        if (!this.continues(i, result, request.sampling.maxTokens, runTokenIds.length - result.tokenIds.length)) {
-          while (j < this.stages.length && this.stages[j]!.spec.input === "kv_blocks") j++;
-          if (j >= this.stages.length) { finished = true; break; }
-        }
-        const handoff = await this.handOff(request.requestId, i, j, result, prompt, runText);
-        stageStats[stageStats.length - 1] = { ...stats, postprocessTimeMs: handoff.postprocessTimeMs };
-        edgeStats.push(handoff.edge);
-        importKv = handoff.importKv;
-        if (this.stages[j]!.spec.input === "text") {
-          runTokenIds = [];
-          runText = "";
-        }
-        prompt = handoff.nextPrompt;
-        i = j - 1;
+      let stage = 0;
+      let prompt: readonly number[] = request.promptTokenIds;
+      let importKv: KvHandoff | undefined;
+      let finished = false;
+      while (true) {
+        const result = yield* this.runStage(run, stage, prompt, importKv, kvRun, signal);
+        const after = await this.afterStage(run, stage, prompt, result, kvRun, signal);
+        if ("done" in after) { finished = after.done; break; }
+        ({ next: stage, prompt, importKv } = after);
       }
       const finalizeMs = this.nowMs();
-      if (finished && aggregator) {
-        aggregator.finalize({ requestId: tableId, submitMs, finalizeMs, stages: stageStats, edges: edgeStats });
-        this.options.tables?.finalized(tableId, aggregator);
-      }
-      reported = true;
-      if (this.options.listener && stage0 && last) {
-        this.options.listener.onRequestFinished(this.finishedStats(request, stage0, last, runTokenIds.length || last.tokenIds.length, finalizeMs, firstVisibleTokenMs, signal?.aborted ?? false));
-      }
-      if (held) yield held;
+      if (finished) finalizeTables(run, finalizeMs);
+      reportRun(run, this.options.listener, kvRun.tokenIds.length || (run.last?.tokenIds.length ?? 0), finalizeMs, signal?.aborted ?? false);
+      if (run.held) yield run.held;
     } finally {
-      if (unconsumedImport) {
-        const queue = this.importedTokens[unconsumedImport.stage]!;
-        const at = queue.lastIndexOf(unconsumedImport.numTokens);
-        if (at >= 0) queue.splice(at, 1);
-      }
       // the consumer went away (or a stage failed) before the end: count it in no finished-request metric
-      if (!reported && this.options.listener && stage0 && last) {
-        this.options.listener.onRequestFinished(this.finishedStats(request, stage0, last, last.tokenIds.length, this.nowMs(), firstVisibleTokenMs, true));
-      }
+      if (!run.reported) reportRun(run, this.options.listener, run.last?.tokenIds.length ?? 0, this.nowMs(), true);
     }
+  }
+
+  /**
+   * Runs one stage of the request and yields what the client sees of it (only from the final KV-linked run on). The
+   * sampling is the stage's; a KV continuation gets the budget the run has left, a stage that exports KV one token.
+   */
+  private async *runStage(run: RequestRun, i: number, prompt: readonly number[], importKv: KvHandoff | undefined, kvRun: KvRun, signal: AbortSignal | undefined): AsyncGenerator<RequestOutput, StageResult> {
+    const { request } = run;
+    const { spec, orchestrator } = this.stages[i]!;
+    const exportKv = this.stages[i + 1]?.spec.input === "kv_blocks";
+    const visible = i >= this.finalRunStart;
+    let sampling = stageSampling(request.sampling, spec);
+    if (spec.input === "kv_blocks" && sampling.maxTokens !== null) sampling = { ...sampling, maxTokens: sampling.maxTokens - kvRun.tokenIds.length };
+    if (exportKv) sampling = { ...sampling, maxTokens: 1 };
+    const stageRequest: GenerateRequest = {
+      requestId: request.requestId, promptTokenIds: prompt, sampling, arrivalMs: i === 0 ? request.arrivalMs : this.nowMs(),
+      ...(exportKv ? { exportKv: true } : {}), ...(importKv ? { importKv } : {}),
+    };
+    const stageSubmitMs = this.nowMs();
+    run.events?.onStageInput(i, stageSubmitMs);
+    const result = emptyStageResult();
+    for await (const out of orchestrator.generate(stageRequest, signal)) {
+      run.events?.onStageOutput(i, this.nowMs());
+      absorbOutput(result, out);
+      const choice = out.outputs[0];
+      if (!visible || !choice) continue;
+      if (run.firstVisibleTokenMs === null && choice.tokenIdsDelta.length > 0) run.firstVisibleTokenMs = out.times.firstTokenMs ?? this.nowMs();
+      const sequenceEnds = out.finished && !this.continues(i, result, request.sampling.maxTokens, kvRun.tokenIds.length);
+      const client = this.clientOutput(request, out, choice, kvRun.tokenIds.length + result.tokenIds.length, run.stage0 ?? result, run.firstVisibleTokenMs, sequenceEnds);
+      if (sequenceEnds) { run.held = client; break; }
+      yield client;
+      if (out.finished) break;
+    }
+    if (i === 0) run.stage0 = result;
+    run.last = result;
+    this.finishedPerStage[i]!++;
+    run.stageStats.push(this.stageStats(i, prompt, result, this.nowMs() - stageSubmitMs));
+    return result;
+  }
+
+  /**
+   * After stage i: stop (the client went away, the stage failed, the sequence is complete) or hand the result over
+   * the edge to the next stage that has work, skipping KV continuations of a sequence that already ended (EOS, or
+   * max_tokens reached in this stage).
+   */
+  private async afterStage(run: RequestRun, i: number, prompt: readonly number[], result: StageResult, kvRun: KvRun, signal: AbortSignal | undefined): Promise<NextStage> {
+    if (stageFailed(result, signal)) return { done: false };
+    const runBefore = kvRun.tokenIds.length;
+    kvRun.tokenIds = [...kvRun.tokenIds, ...result.tokenIds];
+    kvRun.text += result.text;
+    if (i + 1 >= this.stages.length) return { done: true };
+    let j = i + 1;
+    if (!this.continues(i, result, run.request.sampling.maxTokens, runBefore)) {
+      while (j < this.stages.length && this.stages[j]!.spec.input === "kv_blocks") j++;
+      if (j >= this.stages.length) return { done: true };
+    }
+    const handoff = await this.handOff(run.request.requestId, i, j, result, prompt, kvRun.text);
+    const stats = run.stageStats[run.stageStats.length - 1]!;
+    run.stageStats[run.stageStats.length - 1] = { ...stats, postprocessTimeMs: handoff.postprocessTimeMs };
+    run.edgeStats.push(handoff.edge);
+    if (this.stages[j]!.spec.input === "text") kvRun.tokenIds = [], kvRun.text = "";
+    return { next: j, prompt: handoff.nextPrompt, importKv: handoff.importKv };
+  }
+
+  private stageStats(i: number, prompt: readonly number[], result: StageResult, stageGenTimeMs: number): StageRequestStats {
+    return { stageId: i, numTokensIn: prompt.length, numTokensOut: result.tokenIds.length, batchId: this.finishedPerStage[i]!, batchSize: 1, stageGenTimeMs, postprocessTimeMs: 0 };
   }
 
   /**
@@ -332,6 +283,7 @@ export class StagePipeline implements Orchestrator {
     return maxTokens === null || runBefore + result.tokenIds.length < maxTokens;
   }
 
+  /** what the client sees of a stage output: choice 0 with the run's totals, finished only when the sequence ends */
   private clientOutput(request: GenerateRequest, out: RequestOutput, choice: CompletionOutput, numGenerated: number, stage0: StageResult, firstTokenMs: number | null, sequenceEnds: boolean): RequestOutput {
     return {
       requestId: request.requestId,
@@ -343,23 +295,6 @@ export class StagePipeline implements Orchestrator {
         arrivalMs: request.arrivalMs, queuedMs: stage0.times?.queuedMs ?? null, scheduledMs: stage0.times?.scheduledMs ?? null,
         firstTokenMs, lastTokenMs: out.times.lastTokenMs,
       },
-    };
-  }
-
-  private finishedStats(request: GenerateRequest, stage0: StageResult, last: StageResult, numGenerated: number, finalizeMs: number, firstTokenMs: number | null, clientAborted: boolean): FinishedRequestStats {
-    const t0 = stage0.times;
-    const queuedMs = t0?.queuedMs ?? null;
-    const scheduledMs = t0?.scheduledMs ?? null;
-    const lastTokenMs = last.times?.lastTokenMs ?? null;
-    const sec = (a: number | null, b: number | null) => (a === null || b === null ? 0 : Math.max(0, b - a) / 1000);
-    const decodeS = sec(firstTokenMs, lastTokenMs);
-    return {
-      requestId: request.requestId, finishReason: clientAborted ? "abort" : (last.finishReason ?? "abort"), clientAborted,
-      numPromptTokens: request.promptTokenIds.length, numGenerationTokens: numGenerated, numCachedTokens: stage0.numCachedTokens,
-      maxTokensParam: request.sampling.maxTokens, n: request.sampling.n,
-      times: { arrivalMs: request.arrivalMs, queuedMs, scheduledMs, firstTokenMs, lastTokenMs },
-      e2eLatencyS: sec(request.arrivalMs, finalizeMs), queuedTimeS: sec(queuedMs, scheduledMs), prefillTimeS: sec(scheduledMs, firstTokenMs),
-      decodeTimeS: decodeS, inferenceTimeS: sec(scheduledMs, lastTokenMs), meanTimePerOutputTokenS: numGenerated > 1 ? decodeS / (numGenerated - 1) : 0,
     };
   }
 }

@@ -8,7 +8,7 @@ import golden from "../../../shared/models/stories260K-golden.json";
 import { createEngineFrontend } from "../../src/frontend/engine-frontend.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
-import type { StatsListener, StepStats } from "../../src/engine/stats.ts";
+import type { IterationStats as StepStats, StatsListener } from "../../src/frontend/iteration-stats.ts";
 import type { Orchestrator } from "../../src/frontend/orchestrator.ts";
 import { nowMs } from "../../src/util/clock.ts";
 

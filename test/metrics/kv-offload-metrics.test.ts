@@ -4,7 +4,8 @@
  * gauges follow the latest step, and tier hits count as external prefix hits and external_kv_transfer prompt tokens.
  */
 import { describe, expect, test } from "bun:test";
-import { SAVE_OUTCOMES, type KvOffloadStepStats, type StepStats } from "../../src/engine/stats.ts";
+import { SAVE_OUTCOMES, type KvOffloadStepStats } from "../../src/engine/stats.ts";
+import type { IterationStats as StepStats } from "../../src/frontend/iteration-stats.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import { MetricsRecorder, type KvOffloadFacts } from "../../src/metrics/recorder.ts";
 import { CATALOGUE, METRIC_KEYS } from "../../src/metrics/catalogue.ts";

@@ -1,8 +1,8 @@
 /** The --log-stats tables: the reference's worked example rendered byte for byte, then rule and invariant checks. */
 import { describe, expect, test } from "bun:test";
 import { buildTables, formatNumber, renderSummary } from "../../src/metrics/omni-tables.ts";
-import { StageStatsAggregator } from "../../src/pipeline/stage-stats.ts";
-import type { StageRequestStats, TransferEdgeStats } from "../../src/engine/stats.ts";
+import { StageStatsAggregator } from "../../src/metrics/stage-stats-aggregator.ts";
+import type { StageRequestStats, TransferEdgeStats } from "../../src/pipeline/stage-stats.ts";
 import { parseTables } from "./omni-table-parser.ts";
 import { checkTables } from "./omni-invariants.ts";
 

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StepStats } from "../../src/engine/stats.ts";
+import type { IterationStats as StepStats } from "../../src/frontend/iteration-stats.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import { MetricsRecorder } from "../../src/metrics/recorder.ts";
 import { metricsRoute } from "../../src/server/metrics-route.ts";

@@ -3,7 +3,7 @@
  * lengths (the shape of vLLM's own test_metrics.py expectations), plus pre-creation, aborts and --disable-log-stats.
  */
 import { describe, expect, test } from "bun:test";
-import type { FinishedRequestStats, StepStats } from "../../src/engine/stats.ts";
+import type { FinishedRequestStats, IterationStats as StepStats } from "../../src/frontend/iteration-stats.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import { goFloat, MetricsRecorder, type RecorderOptions } from "../../src/metrics/recorder.ts";
 import { CATALOGUE, FINISHED_REASONS, METRIC_KEYS } from "../../src/metrics/catalogue.ts";
@@ -105,7 +105,8 @@ describe("recorder: vLLM semantics after N sequential requests", () => {
     r.onRequestFinished(finished("1_p", 4, 9, { n: 3 }));
     let s = parseExposition(await r.exposition());
     expect(sampleValue(s, "vllm:request_params_n_count")).toBe(0);
-    r.onRequestFinished(finished("2_p", 4, 5, { n: 3 }));
+    // the front end counts the children (frontend/parallel-sampling.ts): the last one carries the parent's figures
+    r.onRequestFinished(finished("2_p", 4, 5, { n: 3, parent: { n: 3, maxNumGenerationTokens: 9 } }));
     r.onRequestFinished(finished("solo", 4, 2));
     s = parseExposition(await r.exposition());
     expect(sampleValue(s, "vllm:request_params_n_count")).toBe(2);

@@ -2,9 +2,10 @@
  * Test double for one stage: an Orchestrator over a tiny deterministic "model" (greedy next token = a hash of the
  * whole sequence so far, EOS = token 0), with real KV export/import semantics: the exported KV encodes the prompt
  * positions, and an import that does not match the new prompt's prefix fails the request. It reports step stats
- * (TTFT on the first token, ITL after) to its listener like the engine's main side does.
+ * (TTFT on the first token, ITL after, imported KV positions with the first) to its listener like the engine and its
+ * front end do.
  */
-import type { StatsListener } from "../../src/engine/stats.ts";
+import type { StatsListener } from "../../src/frontend/iteration-stats.ts";
 import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/frontend/orchestrator.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
@@ -74,6 +75,8 @@ export function fakeStage(options: FakeStageOptions): Orchestrator & { readonly 
           numPromptTokens: n === 1 ? request.promptTokenIds.length - (request.importKv?.numTokens ?? 0) : 0, numGenerationTokens: 1,
           numPreempted: 0, numRunning: 1, numWaiting: 0, kvCacheUsage: 0.1, prefixCacheQueries: 0, prefixCacheHits: 0,
           timeToFirstTokensS: n === 1 ? [(nowMs - request.arrivalMs) / 1000] : [], interTokenLatenciesS: n > 1 && lastMs !== null ? [(nowMs - lastMs) / 1000] : [],
+          // the engine counts imported KV positions in the step of the request's first output
+          ...(n === 1 && request.importKv ? { numExternalKvTokens: request.importKv.numTokens } : {}),
         });
         first ??= nowMs;
         lastMs = nowMs;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_SAMPLING_PARAMS, type SamplingParams } from "../../src/engine/sampling-params.ts";
-import type { StatsListener } from "../../src/engine/stats.ts";
+import type { StatsListener } from "../../src/frontend/iteration-stats.ts";
 import { BatchTables, onlineTables } from "../../src/metrics/omni-stats-logger.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import { MetricsRecorder } from "../../src/metrics/recorder.ts";

@@ -12,7 +12,8 @@ import { $ } from "bun";
 import { createEngineFrontend } from "../../src/frontend/engine-frontend.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
-import type { StatsListener, StepStats } from "../../src/engine/stats.ts";
+import type { StepStats } from "../../src/engine/stats.ts";
+import type { IterationStats, StatsListener } from "../../src/frontend/iteration-stats.ts";
 import type { SpeculativeConfig } from "../../src/engine/speculative-config.ts";
 import { nowMs } from "../../src/util/clock.ts";
 import { EngineCore, resolveEngineConfig } from "../../src/engine/engine.ts";
@@ -40,8 +41,8 @@ const STORIES = [
 ];
 
 class StepLog implements StatsListener {
-  readonly steps: StepStats[] = [];
-  onStep(s: StepStats): void { this.steps.push(s); }
+  readonly steps: IterationStats[] = [];
+  onStep(s: IterationStats): void { this.steps.push(s); }
   onRequestFinished(): void {}
 }
 const accepted = (steps: readonly StepStats[]): number => steps.reduce((a, s) => a + (s.specDecoding?.numAcceptedTokens ?? 0), 0);
