@@ -10,6 +10,7 @@ import type { EngineArgs } from "./engine/protocol.ts";
 import { parseKvTransfer } from "./engine/kv-transfer-config.ts";
 import { speculativeConfigFromFlags, type SpeculativeConfig } from "./engine/speculative-config.ts";
 import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
+import { readFileSync } from "node:fs";
 import { err, ok, type Result } from "./util/result.ts";
 
 export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "bench serve" | "bench throughput" | "bench latency" | "inspect";
@@ -24,8 +25,21 @@ export const COMMANDS: Readonly<Record<Command, string>> = {
   inspect: "Print a model file's facts (fennec inspect MODEL): architecture, parameters, tensors, memory in fennec.",
 };
 
-type FlagKind = "string" | "int" | "float" | "bool";
-type FlagValue = string | number | boolean | null;
+/** list: one or more values after the flag (argparse nargs="+"), as vLLM's --api-key and --served-model-name */
+type FlagKind = "string" | "int" | "float" | "bool" | "list";
+type FlagValue = string | number | boolean | readonly string[] | null;
+
+/**
+ * What fennec does with a vLLM flag it has no use for (docs/vllm-flags.md lists every one). Given with a value that
+ * `accepts` (or any value when `accepts` is absent): accepted, and serve logs one line `<flag> has no effect on
+ * fennec: <noop>`. Any other value, or any value when there is no `noop`: refused (exit 2) with `refuse`, which says
+ * what to use instead.
+ */
+export interface VllmFate {
+  readonly noop?: string;
+  readonly accepts?: (value: FlagValue) => boolean;
+  readonly refuse?: string;
+}
 
 export interface FlagSpec {
   readonly name: string;
@@ -46,6 +60,10 @@ export interface FlagSpec {
   readonly humanReadable?: boolean;
   /** vLLM's name for the same flag, accepted too */
   readonly vllmName?: string;
+  /** vLLM flags fennec does not implement: accepted with one log line, or refused (see VllmFate) */
+  readonly fate?: VllmFate;
+  /** other spellings vLLM takes (short options such as -tp) */
+  readonly aliases?: readonly string[];
 }
 
 const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch", "bench throughput", "bench latency", "inspect"];
@@ -54,6 +72,47 @@ const MODEL: readonly Command[] = ["serve", "generate", "run-batch", "bench thro
 const ENGINE: readonly Command[] = ["serve", "run-batch", "bench throughput", "bench latency"];
 const BENCH_SERVE: readonly Command[] = ["bench serve"];
 const BENCH_OFFLINE: readonly Command[] = ["bench throughput", "bench latency"];
+
+const one = (v: FlagValue): boolean => v === 1 || v === "1";
+const oneOf = (...values: string[]) => (v: FlagValue): boolean => typeof v === "string" && values.includes(v);
+const ANY = ["serve", "run-batch"] as const satisfies readonly Command[];
+
+/**
+ * vLLM's serve flags that a deployment is likely to carry and fennec does not implement, with their fate
+ * (docs/vllm-flags.md is this table in words). `default: null` so serve knows which ones were given.
+ */
+const VLLM_FATES: readonly FlagSpec[] = [
+  { name: "tensor-parallel-size", aliases: ["-tp"], kind: "int", default: null, commands: ANY, help: "vLLM's GPU tensor parallelism: 1 is accepted (fennec's threads split every matmul already).", fate: { noop: "one process uses every core (--threads)", accepts: one, refuse: "fennec runs on one machine: use --threads for more cores, or several fennec processes behind a load balancer" } },
+  { name: "pipeline-parallel-size", aliases: ["-pp"], kind: "int", default: null, commands: ANY, help: "vLLM's pipeline parallelism: 1 is accepted.", fate: { noop: "one process holds every layer", accepts: one, refuse: "fennec runs every layer in one process: use --pipeline pd / --stage-config for stages, or several processes behind a load balancer" } },
+  { name: "data-parallel-size", aliases: ["-dp"], kind: "int", default: null, commands: ANY, help: "vLLM's data parallelism: 1 is accepted.", fate: { noop: "one engine per process", accepts: one, refuse: "run several fennec processes (one per port or socket) behind a load balancer" } },
+  { name: "trust-remote-code", kind: "bool", default: null, commands: ANY, help: "Accepted: GGUF files carry no code to trust.", fate: { noop: "a GGUF file carries no Python code" } },
+  { name: "enforce-eager", kind: "bool", default: null, commands: ANY, help: "Accepted: fennec has no CUDA graphs, it always runs eagerly.", fate: { noop: "there are no CUDA graphs, every step runs eagerly" } },
+  { name: "enable-chunked-prefill", kind: "bool", default: null, commands: ANY, help: "Accepted: fennec always chunks long prefills (see --max-num-batched-tokens).", fate: { noop: "long prefills are always chunked to --max-num-batched-tokens" } },
+  { name: "dtype", kind: "string", default: null, commands: ANY, help: "Accepted for auto/half/float16/bfloat16/float/float32: fennec keeps the GGUF weight types and computes in float32.", fate: { noop: "weights keep their GGUF types and activations are float32", accepts: oneOf("auto", "half", "float16", "bfloat16", "float", "float32"), refuse: "give auto, or convert the model to the GGUF type you want" } },
+  { name: "swap-space", kind: "float", default: null, commands: ANY, help: "Accepted: the KV cache already lives in host memory (see --kv-offloading-size for a second tier).", fate: { noop: "the KV cache already lives in host memory; --kv-offloading-size adds an offload tier" } },
+  { name: "cpu-offload-gb", kind: "float", default: null, commands: ANY, help: "Accepted for 0: the weights already live in host memory.", fate: { noop: "the weights already live in host memory", accepts: (v) => v === 0, refuse: "the weights already live in host memory: drop the flag" } },
+  { name: "disable-custom-all-reduce", kind: "bool", default: null, commands: ANY, help: "Accepted: no GPUs to all-reduce across.", fate: { noop: "there is no cross-GPU all-reduce" } },
+  { name: "max-seq-len-to-capture", kind: "int", default: null, commands: ANY, help: "Accepted: no CUDA graphs to capture.", fate: { noop: "there are no CUDA graphs" } },
+  { name: "compilation-config", aliases: ["-O"], kind: "string", default: null, commands: ANY, help: "Accepted: no torch.compile.", fate: { noop: "the kernels are compiled WASM, there is no torch.compile" } },
+  { name: "distributed-executor-backend", kind: "string", default: null, commands: ANY, help: "Accepted for mp/uni: one process, worker threads.", fate: { noop: "one process with worker threads", accepts: oneOf("mp", "uni"), refuse: "fennec has no Ray backend: run one fennec per machine" } },
+  { name: "load-format", kind: "string", default: null, commands: ANY, help: "Accepted for auto/gguf: fennec loads GGUF files.", fate: { noop: "fennec loads GGUF files", accepts: oneOf("auto", "gguf"), refuse: "convert the model to GGUF (llama.cpp's convert_hf_to_gguf.py) and pass the .gguf file" } },
+  { name: "quantization", aliases: ["-q"], kind: "string", default: null, commands: ANY, help: "Accepted for gguf: the GGUF file's own weight types are used.", fate: { noop: "the GGUF file's weight types are used as they are", accepts: oneOf("gguf"), refuse: "quantize to a GGUF type (q8_0, q4_k_m, ...) with llama.cpp and pass that file" } },
+  { name: "kv-cache-dtype", kind: "string", default: null, commands: ANY, help: "Accepted for auto: the KV cache is float32.", fate: { noop: "the KV cache is float32", accepts: oneOf("auto"), refuse: "fennec's KV cache is float32: give auto" } },
+  { name: "download-dir", kind: "string", default: null, commands: ANY, help: "Accepted: fennec never downloads (give a local GGUF file).", fate: { noop: "fennec never downloads, it loads the local GGUF file given as the model" } },
+  { name: "revision", kind: "string", default: null, commands: ANY, help: "Accepted: the GGUF file is the revision.", fate: { noop: "the local GGUF file is the revision served" } },
+  { name: "tokenizer", kind: "string", default: null, commands: ANY, help: "Refused unless it names the model itself: fennec uses the tokenizer inside the GGUF file.", fate: { refuse: "fennec uses the tokenizer stored in the GGUF file: drop --tokenizer" } },
+  { name: "tokenizer-mode", kind: "string", default: null, commands: ANY, help: "Accepted for auto: the GGUF file's tokenizer is used.", fate: { noop: "the GGUF file's tokenizer is used", accepts: oneOf("auto"), refuse: "fennec uses the tokenizer stored in the GGUF file: give auto" } },
+  { name: "max-parallel-loading-workers", kind: "int", default: null, commands: ANY, help: "Accepted: one GGUF file is mapped at once.", fate: { noop: "one GGUF file is read in one pass" } },
+  { name: "disable-frontend-multiprocessing", kind: "bool", default: null, commands: ["serve"], help: "Accepted: the engine always runs in a worker thread.", fate: { noop: "the engine always runs in its own worker thread" } },
+  { name: "task", kind: "string", default: null, commands: ANY, help: "Accepted for auto/generate: fennec serves generative models.", fate: { noop: "fennec serves text generation", accepts: oneOf("auto", "generate"), refuse: "fennec serves text generation only (no embeddings, scoring or classification)" } },
+  { name: "runner", kind: "string", default: null, commands: ANY, help: "Accepted for auto/generate.", fate: { noop: "fennec serves text generation", accepts: oneOf("auto", "generate"), refuse: "fennec serves text generation only (no pooling runner)" } },
+  { name: "enable-lora", kind: "bool", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
+  { name: "lora-modules", kind: "list", default: null, commands: ["serve"], help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
+  { name: "max-lora-rank", kind: "int", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: drop the flag" } },
+  { name: "enable-sleep-mode", kind: "bool", default: null, commands: ["serve"], help: "Refused: no sleep mode.", fate: { refuse: "fennec has no sleep mode: stop and start the process instead" } },
+  { name: "limit-mm-per-prompt", kind: "string", default: null, commands: ANY, help: "Refused: text-only models.", fate: { refuse: "fennec serves text-only models: drop the flag" } },
+  { name: "hf-overrides", kind: "string", default: null, commands: ANY, help: "Refused: the GGUF metadata is the config.", fate: { refuse: "edit the GGUF metadata instead (gguf-py's gguf_set_metadata.py)" } },
+];
 
 export const FLAGS: readonly FlagSpec[] = [
   // model
@@ -83,15 +142,30 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "spec-method", kind: "string", metavar: "method", default: null, commands: MODEL, help: "Shortcut for --speculative-config's method (ngram or draft_model)." },
   { name: "spec-model", kind: "string", metavar: "path", default: null, commands: MODEL, help: "Shortcut for --speculative-config's model (a draft GGUF path)." },
   { name: "spec-tokens", kind: "int", default: null, min: 1, commands: MODEL, help: "Shortcut for --speculative-config's num_speculative_tokens." },
-  // vLLM flags that vLLM's own test servers pass and that mean nothing different on fennec: accepted so those command lines run
-  { name: "enable-chunked-prefill", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec always chunks long prefills (see --max-num-batched-tokens)." },
-  { name: "enforce-eager", kind: "bool", default: false, commands: ENGINE, help: "Accepted for vLLM command lines: fennec has no CUDA graphs, it always runs eagerly." },
-  { name: "dtype", kind: "string", default: "auto", commands: ENGINE, choices: ["auto", "half", "float16", "bfloat16", "float", "float32"], help: "Accepted for vLLM command lines: fennec keeps the GGUF weight types and computes activations in float32." },
+  { name: "enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Prefix caching on (fennec's default; vLLM's --enable-prefix-caching). --no-enable-prefix-caching turns it off." },
+  { name: "gpu-memory-utilization", kind: "float", metavar: "fraction", default: null, min: 0.01, max: 1, commands: ENGINE, help: "vLLM's memory share, on fennec a fraction of host memory: the KV cache pool gets this share of total RAM minus the model file (still capped by what max-num-seqs x max-model-len needs). --kv-cache-memory-bytes wins when both are given, as in vLLM." },
+  { name: "seed", kind: "int", default: null, commands: ENGINE, help: "Seed of the engine's sampler: requests without their own seed draw from one stream started at this seed, so a run of the same requests repeats. Default: a new seed each start." },
+  { name: "max-logprobs", kind: "int", default: 20, min: 0, commands: ENGINE, help: "Largest logprobs / top_logprobs / prompt_logprobs a request may ask for (vLLM's default 20)." },
+  { name: "generation-config", kind: "string", metavar: "auto|vllm|folder", default: "auto", commands: ENGINE, help: "Server-side sampling defaults: auto (the model's; a GGUF carries none, so vLLM's), vllm (vLLM's), or a folder holding a generation_config.json whose temperature / top_p / top_k / min_p / repetition_penalty / max_new_tokens become the defaults of requests that omit them." },
+  { name: "override-generation-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'JSON object of sampling defaults over --generation-config, e.g. \'{"temperature": 0.5}\' (vLLM\'s keys: temperature, top_p, top_k, min_p, repetition_penalty, max_new_tokens).' },
+  // vLLM flags that mean nothing on fennec: accepted with one log line where the value changes nothing, else refused
+  ...VLLM_FATES,
   // server
   { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
   { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve"], help: "Port to listen on." },
-  { name: "served-model-name", kind: "string", metavar: "name", default: null, commands: ["serve"], help: "Model name in the API. Default: the model file's name." },
-  { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["serve"], help: "Require this bearer token on /v1 endpoints. Default: $VLLM_API_KEY, if set." },
+  { name: "uds", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "Listen on this Unix domain socket instead of --host/--port." },
+  { name: "served-model-name", kind: "list", metavar: "name", default: null, commands: ["serve"], help: "Model name(s) in the API, one or more: requests may name any of them, answers carry the first. Default: the model file's name." },
+  { name: "api-key", kind: "list", metavar: "token", default: null, commands: ["serve"], help: "Require one of these bearer tokens (one or more) on /v1 endpoints. Default: $VLLM_API_KEY, if set." },
+  { name: "root-path", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "The path prefix of a proxy in front (FastAPI's root_path): routes also answer under it, and /openapi.json and /docs name it." },
+  { name: "allowed-origins", kind: "string", metavar: "json", default: '["*"]', commands: ["serve"], help: "CORS: origins allowed to call from a browser, a JSON list (vLLM's default [\"*\"])." },
+  { name: "allowed-methods", kind: "string", metavar: "json", default: '["*"]', commands: ["serve"], help: "CORS: allowed methods, a JSON list." },
+  { name: "allowed-headers", kind: "string", metavar: "json", default: '["*"]', commands: ["serve"], help: "CORS: allowed request headers, a JSON list (all by default, so browser SDKs' own headers pass)." },
+  { name: "allow-credentials", kind: "bool", default: false, commands: ["serve"], help: "CORS: allow credentials (cookies, Authorization) from other origins; the allowed origin is then echoed instead of *." },
+  { name: "ssl-keyfile", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "TLS: the private key (PEM); with --ssl-certfile the server speaks HTTPS." },
+  { name: "ssl-certfile", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "TLS: the certificate chain (PEM)." },
+  { name: "ssl-ca-certs", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "TLS: CA certificates (PEM) that client certificates are checked against." },
+  { name: "ssl-cert-reqs", kind: "int", default: 0, min: 0, max: 2, commands: ["serve"], help: "TLS client certificates, Python's ssl codes: 0 not asked, 1 asked for but not required (CERT_OPTIONAL), 2 required and checked against --ssl-ca-certs (CERT_REQUIRED)." },
+  { name: "disable-fastapi-docs", kind: "bool", default: false, commands: ["serve"], help: "Do not serve /docs (Swagger UI) and /openapi.json." },
   { name: "disable-web-ui", kind: "bool", default: false, commands: ["serve"], help: "Do not serve the chat and live-metrics web page at / (it uses only the public API, with the API key when one is set)." },
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
   { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
@@ -185,6 +259,7 @@ export const FLAGS: readonly FlagSpec[] = [
 
 export type Options = Readonly<Record<string, FlagValue>>;
 
+
 /** Commands that take the model as their first positional argument, as `vllm serve MODEL` does. */
 export const POSITIONAL_MODEL: readonly Command[] = ["serve", "inspect"];
 
@@ -229,6 +304,8 @@ function convert(spec: FlagSpec, raw: string): Result<FlagValue> {
       if (spec.kind === "int" ? !Number.isInteger(n) : !Number.isFinite(n)) return err(`--${spec.name} needs ${spec.kind === "int" ? "an integer" : "a number"} (got "${raw}")`);
       return inRange(spec, n) ? ok(n) : err(`--${spec.name} must be ${rangeText(spec)} (got ${raw})`);
     }
+    case "list":
+      return ok([raw]);
     case "bool":
       if (raw === "true") return ok(true);
       if (raw === "false") return ok(false);
@@ -236,9 +313,42 @@ function convert(spec: FlagSpec, raw: string): Result<FlagValue> {
   }
 }
 
+/**
+ * `--config FILE` (vLLM's): a YAML mapping of flag names (dashes or underscores) to values, turned into command-line
+ * arguments placed before the real ones, so the command line wins, as in vLLM (FlexibleArgumentParser).
+ */
+function expandConfigFile(specs: readonly FlagSpec[], argv: readonly string[]): Result<string[]> {
+  const at = argv.findIndex((a) => a === "--config" || a.startsWith("--config="));
+  if (at < 0) return ok([...argv]);
+  const path = argv[at] === "--config" ? argv[at + 1] : argv[at]!.slice("--config=".length);
+  if (path === undefined || path === "") return err("--config needs a value");
+  const rest = [...argv.slice(0, at), ...argv.slice(at + (argv[at] === "--config" ? 2 : 1))];
+  let doc: unknown;
+  try {
+    doc = Bun.YAML.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    return err(`--config ${path}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`);
+  }
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) return err(`--config ${path}: expected a mapping of flag names to values`);
+  const tokens: string[] = [];
+  for (const [key, value] of Object.entries(doc as Record<string, unknown>)) {
+    const name = key.replace(/_/g, "-");
+    const spec = specs.find((s) => s.name === name || s.vllmName === name);
+    if (spec === undefined) return err(`--config ${path}: unknown option ${key}`);
+    if (value === true) tokens.push(`--${name}`);
+    else if (value === false) { if (spec.kind === "bool") tokens.push(`--${name}=false`); }
+    else if (Array.isArray(value) && spec.kind === "list") tokens.push(`--${name}`, ...value.map(String));
+    else tokens.push(`--${name}=${typeof value === "object" && value !== null ? JSON.stringify(value) : String(value)}`);
+  }
+  return ok([...tokens, ...rest]);
+}
+
 /** Parses `argv` (after the command name) against the command's flags. Unknown flags are errors. */
-export function parseCommandArgs(command: Command, argv: readonly string[]): Result<Options> {
+export function parseCommandArgs(command: Command, rawArgv: readonly string[]): Result<Options> {
   const specs = flagsOf(command);
+  const expanded = command === "serve" || command === "run-batch" ? expandConfigFile(specs, rawArgv) : ok([...rawArgv]);
+  if (!expanded.ok) return expanded;
+  const argv = expanded.value;
   const options: Record<string, FlagValue> = {};
   for (const spec of specs) options[spec.name] = spec.default;
   let positionalModel: string | null = null;
@@ -251,7 +361,7 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
       name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
       inlineValue = eq >= 0 ? arg.slice(eq + 1) : undefined;
     } else if (arg.startsWith("-") && arg.length > 1) {
-      const spec = specs.find((s) => s.alias === arg);
+      const spec = specs.find((s) => s.alias === arg || s.aliases?.includes(arg));
       if (!spec) return err(`unknown option ${arg} for '${command}' (see fennec ${command} --help)`);
       name = spec.name;
     } else if (POSITIONAL_MODEL.includes(command) && positionalModel === null) {
@@ -264,6 +374,14 @@ export function parseCommandArgs(command: Command, argv: readonly string[]): Res
     const spec = specs.find((s) => s.name === name || s.vllmName === name);
     if (!spec) return err(`unknown option --${name} for '${command}' (see fennec ${command} --help)`);
     let raw = inlineValue;
+    if (spec.kind === "list") {
+      // nargs="+": every following argument up to the next flag
+      const values = raw !== undefined ? [raw] : [];
+      while (raw === undefined && i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) values.push(argv[++i]!);
+      if (values.length === 0) return err(`--${spec.name} needs a value`);
+      options[spec.name] = values;
+      continue;
+    }
     if (raw === undefined) {
       if (spec.kind === "bool") { options[spec.name] = true; continue; }
       raw = argv[++i];
@@ -290,8 +408,24 @@ export interface ServerConfig {
   readonly port: number;
   /** null: the model file's name */
   readonly servedModelName: string | null;
-  /** --api-key, else $VLLM_API_KEY; null = no auth */
+  /** the first --api-key, else $VLLM_API_KEY; null = no auth */
   readonly apiKey: string | null;
+  /** every --api-key (vLLM takes several); [] = no auth */
+  readonly apiKeys: readonly string[];
+  /** --served-model-name after the first: other names requests may use */
+  readonly servedModelAliases: readonly string[];
+  /** --uds: a Unix socket instead of host:port */
+  readonly uds: string | null;
+  /** --root-path, without a trailing slash; null = none */
+  readonly rootPath: string | null;
+  readonly cors: CorsSettings;
+  /** --ssl-*: null = plain HTTP */
+  readonly tls: TlsSettings | null;
+  readonly disableDocs: boolean;
+  /** --generation-config / --override-generation-config: defaults of omitted sampling fields (vLLM's keys) */
+  readonly generationDefaults: Readonly<Record<string, number>>;
+  /** --max-logprobs */
+  readonly maxLogprobs: number;
   readonly enablePerRequestMetrics: boolean;
   readonly forceIncludeUsage: boolean;
   readonly enablePromptTokensDetails: boolean;
@@ -301,6 +435,23 @@ export interface ServerConfig {
   readonly disableWebUi: boolean;
   /** --shutdown-timeout: seconds in-flight requests get to finish on SIGTERM/SIGINT; 0 aborts them at once */
   readonly shutdownTimeoutS: number;
+}
+
+/** --allowed-origins / --allowed-methods / --allowed-headers / --allow-credentials (server/cors.ts's CorsConfig). */
+export interface CorsSettings {
+  readonly allowedOrigins: readonly string[];
+  readonly allowedMethods: readonly string[];
+  readonly allowedHeaders: readonly string[];
+  readonly allowCredentials: boolean;
+}
+
+/** --ssl-keyfile / --ssl-certfile / --ssl-ca-certs / --ssl-cert-reqs, the files' paths. */
+export interface TlsSettings {
+  readonly keyFile: string;
+  readonly certFile: string;
+  readonly caFile: string | null;
+  /** Python's ssl.CERT_NONE 0, CERT_OPTIONAL 1, CERT_REQUIRED 2 */
+  readonly certReqs: 0 | 1 | 2;
 }
 
 /** The stats flags: /metrics engine series, the omni tables, MFU counters, hidden-metric versions. */
@@ -382,6 +533,79 @@ const stringOrNull = (v: FlagValue | undefined): string | null => (typeof v === 
 const intOrNull = (v: FlagValue | undefined): number | null => (typeof v === "number" ? v : null);
 const deviceOf = (v: FlagValue | undefined): "cpu" | "webgpu" => (v === "webgpu" ? "webgpu" : "cpu");
 
+/** The vLLM flags of FLAGS' fate rows that were given: one note each, or the refusal of the first refused one. */
+function vllmFates(command: Command, options: Options): Result<string[]> {
+  const notes: string[] = [];
+  for (const spec of flagsOf(command)) {
+    const value = options[spec.name];
+    if (spec.fate === undefined || value === null || value === undefined) continue;
+    const shown = `--${spec.name}${spec.kind === "bool" ? "" : ` ${Array.isArray(value) ? value.join(" ") : String(value)}`}`;
+    // --tokenizer naming the model file itself changes nothing
+    const accepted = spec.name === "tokenizer" ? value === options.model : spec.fate.noop !== undefined && (spec.fate.accepts?.(value) ?? true);
+    if (accepted) notes.push(`${shown} has no effect on fennec: ${spec.fate.noop ?? "the GGUF file's own tokenizer is used"}`);
+    else return err(`${shown} is not supported: ${spec.fate.refuse ?? "fennec does not implement it"}`);
+  }
+  return ok(notes);
+}
+
+/** A JSON list of strings (vLLM's type=json.loads flags). */
+function jsonList(name: string, raw: FlagValue | undefined): Result<string[]> {
+  let value: unknown;
+  try { value = JSON.parse(String(raw)); } catch { value = null; }
+  if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) return err(`--${name} must be a JSON list of strings, e.g. '["*"]' (got ${String(raw)})`);
+  return ok(value as string[]);
+}
+
+const GENERATION_KEYS = ["temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_new_tokens"] as const;
+
+/** The numbers of vLLM's default_sampling_params keys in an object; other keys are dropped, as vLLM drops them. */
+function generationNumbers(source: string, value: unknown): Result<Record<string, number>> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return err(`${source}: expected a JSON object`);
+  const out: Record<string, number> = {};
+  for (const key of GENERATION_KEYS) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== "number" || !Number.isFinite(v)) return err(`${source}: ${key} must be a number (got ${JSON.stringify(v)})`);
+    out[key] = v;
+  }
+  return ok(out);
+}
+
+/** --generation-config auto|vllm|FOLDER, then --override-generation-config over it (vLLM's get_diff_sampling_param). */
+function generationDefaults(options: Options): Result<Record<string, number>> {
+  const source = stringOrNull(options["generation-config"]) ?? "auto";
+  let base: Record<string, number> = {};
+  // auto reads the model's generation_config.json; a GGUF file carries none, so vLLM's own defaults apply, as with vllm
+  if (source !== "auto" && source !== "vllm") {
+    const file = `${source.replace(/\/$/, "")}/generation_config.json`;
+    let parsed: unknown;
+    try { parsed = JSON.parse(readFileSync(file, "utf8")); } catch (e) { return err(`--generation-config ${source}: cannot read ${file} (${e instanceof Error ? e.message.split("\n")[0] : String(e)})`); }
+    const numbers = generationNumbers(file, parsed);
+    if (!numbers.ok) return numbers;
+    base = numbers.value;
+  }
+  const override = stringOrNull(options["override-generation-config"]);
+  if (override === null) return ok(base);
+  let parsed: unknown;
+  try { parsed = JSON.parse(override); } catch { return err(`--override-generation-config must be a JSON object, e.g. '{"temperature": 0.5}' (got ${override})`); }
+  const numbers = generationNumbers("--override-generation-config", parsed);
+  return numbers.ok ? ok({ ...base, ...numbers.value }) : numbers;
+}
+
+function tlsSettings(options: Options): Result<TlsSettings | null> {
+  const keyFile = stringOrNull(options["ssl-keyfile"]);
+  const certFile = stringOrNull(options["ssl-certfile"]);
+  const caFile = stringOrNull(options["ssl-ca-certs"]);
+  const certReqs = Number(options["ssl-cert-reqs"] ?? 0) as 0 | 1 | 2;
+  if (keyFile === null && certFile === null) {
+    if (caFile !== null || certReqs !== 0) return err("--ssl-ca-certs and --ssl-cert-reqs need --ssl-keyfile and --ssl-certfile");
+    return ok(null);
+  }
+  if (keyFile === null || certFile === null) return err("TLS needs both --ssl-keyfile and --ssl-certfile");
+  if (certReqs !== 0 && caFile === null) return err("--ssl-cert-reqs 1 or 2 checks client certificates against --ssl-ca-certs: give it");
+  return ok({ keyFile, certFile, caFile, certReqs });
+}
+
 /** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (FLAGS' min/max). */
 export function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
   const enablePrefixCaching = options["no-enable-prefix-caching"] !== true;
@@ -397,6 +621,8 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   if (!speculative.ok) return speculative;
   return ok({ warnings: transfer.value.warnings, engine: {
     kvOffload: transfer.value.config,
+    seed: intOrNull(options.seed),
+    kvCacheMemoryFraction: typeof options["gpu-memory-utilization"] === "number" ? options["gpu-memory-utilization"] : null,
     maxNumSeqs: Number(options["max-num-seqs"]),
     maxNumBatchedTokens: Number(options["max-num-batched-tokens"]),
     maxModelLen: intOrNull(options["max-model-len"]),
@@ -441,12 +667,40 @@ function logConfig(options: Options, env: Readonly<Record<string, string | undef
  * @example const config = serveConfig(options); if (!config.ok) throw new CliError(config.error);
  */
 export function serveConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): Result<ServeConfig> {
+  const listOf = (v: FlagValue | undefined): readonly string[] | null => (Array.isArray(v) ? v : typeof v === "string" ? [v] : null);
+  // an empty VLLM_API_KEY is no key (Python's `or`), an empty --api-key an error
+  const apiKeys = listOf(options["api-key"]) ?? (env["VLLM_API_KEY"] ? [env["VLLM_API_KEY"]] : []);
+  const servedNames = listOf(options["served-model-name"]) ?? [];
+  if (apiKeys.includes("")) return err("--api-key must not be empty");
+  if (servedNames.includes("")) return err("--served-model-name must not be empty");
+  const rootPath = stringOrNull(options["root-path"]);
+  if (rootPath !== null && rootPath !== "" && !rootPath.startsWith("/")) return err(`--root-path must start with / (got "${rootPath}")`);
+  const origins = jsonList("allowed-origins", options["allowed-origins"] ?? '["*"]');
+  if (!origins.ok) return origins;
+  const methods = jsonList("allowed-methods", options["allowed-methods"] ?? '["*"]');
+  if (!methods.ok) return methods;
+  const headers = jsonList("allowed-headers", options["allowed-headers"] ?? '["*"]');
+  if (!headers.ok) return headers;
+  const tls = tlsSettings(options);
+  if (!tls.ok) return tls;
+  const generation = generationDefaults(options);
+  if (!generation.ok) return generation;
+  const notes = vllmFates("serve", options);
+  if (!notes.ok) return notes;
   const server: ServerConfig = {
     host: stringOrNull(options.host) ?? "127.0.0.1",
     port: Number(options.port),
-    servedModelName: stringOrNull(options["served-model-name"]),
-    // an empty VLLM_API_KEY is no key (Python's `or`), an empty --api-key an error
-    apiKey: stringOrNull(options["api-key"]) ?? (env["VLLM_API_KEY"] || null),
+    servedModelName: servedNames[0] ?? null,
+    apiKey: apiKeys[0] ?? null,
+    apiKeys,
+    servedModelAliases: servedNames.slice(1),
+    uds: stringOrNull(options.uds),
+    rootPath: rootPath === null || rootPath === "" || rootPath === "/" ? null : rootPath.replace(/\/+$/, ""),
+    cors: { allowedOrigins: origins.value, allowedMethods: methods.value, allowedHeaders: headers.value, allowCredentials: options["allow-credentials"] === true },
+    tls: tls.value,
+    disableDocs: options["disable-fastapi-docs"] === true,
+    generationDefaults: generation.value,
+    maxLogprobs: Number(options["max-logprobs"] ?? 20),
     enablePerRequestMetrics: options["enable-per-request-metrics"] === true,
     forceIncludeUsage: options["enable-force-include-usage"] === true,
     enablePromptTokensDetails: options["enable-prompt-tokens-details"] === true,
@@ -462,15 +716,13 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
     showHiddenMetricsForVersion: stringOrNull(options["show-hidden-metrics-for-version"]),
   };
   if (server.enablePerRequestMetrics && metrics.disableLogStats) return err(PER_REQUEST_METRICS_NEED_STATS);
-  if (server.apiKey === "") return err("--api-key must not be empty");
-  if (server.servedModelName === "") return err("--served-model-name must not be empty");
   const stages = stageChainConfig(options);
   if (!stages.ok) return stages;
   const log = logConfig(options, env);
   if (!log.ok) return log;
   const engine = engineConfig(options, env);
   if (!engine.ok) return engine;
-  return ok({ model: stringOrNull(options.model), engine: engine.value.engine, warnings: engine.value.warnings, server, metrics, stages: stages.value, log: log.value });
+  return ok({ model: stringOrNull(options.model), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], server, metrics, stages: stages.value, log: log.value });
 }
 
 /** `run-batch`'s flags as one typed config; both files are required. */
@@ -483,8 +735,10 @@ export function runBatchConfig(options: Options, env: Readonly<Record<string, st
   if (!stages.ok) return stages;
   const engine = engineConfig(options, env);
   if (!engine.ok) return engine;
+  const notes = vllmFates("run-batch", options);
+  if (!notes.ok) return notes;
   return ok({
-    model: stringOrNull(options.model), engine: engine.value.engine, warnings: engine.value.warnings, stages: stages.value, inputFile, outputFile,
+    model: stringOrNull(options.model), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], stages: stages.value, inputFile, outputFile,
     metrics: { disableLogStats: options["disable-log-stats"] === true, logStats: options["log-stats"] === true },
   });
 }

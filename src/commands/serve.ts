@@ -8,7 +8,8 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
-import { serveConfig, type LogConfig, type Options, type ServeConfig } from "../config.ts";
+import { readFileSync } from "node:fs";
+import { serveConfig, type LogConfig, type Options, type ServeConfig, type TlsSettings } from "../config.ts";
 import { speculativeConfigRepr } from "../engine/speculative-config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
@@ -78,6 +79,28 @@ async function startPipeline(config: ServeConfig, chain: StageChain | null, list
   }
 }
 
+/** A request under --root-path as the routes see it (FastAPI's root_path: a proxy in front may or may not strip it). */
+function withoutRootPath(request: Request, rootPath: string | null): Request {
+  if (rootPath === null) return request;
+  const url = new URL(request.url);
+  if (url.pathname !== rootPath && !url.pathname.startsWith(`${rootPath}/`)) return request;
+  url.pathname = url.pathname.slice(rootPath.length) || "/";
+  return new Request(url, request);
+}
+
+/** The PEM files of --ssl-*, read once at start-up; an unreadable one fails the start (exit 1). */
+function readTls(tls: TlsSettings): NonNullable<Parameters<typeof listenHttp>[1]["tls"]> {
+  const read = (flag: string, path: string): string => {
+    try { return readFileSync(path, "utf8"); } catch (e) { throw new RuntimeFailure(`${flag} ${path}: ${errorMessage(e)}`); }
+  };
+  return {
+    key: read("--ssl-keyfile", tls.keyFile), cert: read("--ssl-certfile", tls.certFile),
+    ...(tls.caFile !== null ? { ca: read("--ssl-ca-certs", tls.caFile) } : {}),
+    // Python's ssl codes: CERT_OPTIONAL asks for a certificate, CERT_REQUIRED refuses clients without a valid one
+    requestCert: tls.certReqs > 0, rejectUnauthorized: tls.certReqs === 2,
+  };
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function main(options: Options): Promise<number> {
@@ -130,17 +153,28 @@ export async function main(options: Options): Promise<number> {
     enablePromptTokensDetails: flags.enablePromptTokensDetails,
     enableServerLoadTracking: flags.enableServerLoadTracking,
     disableWebUi: flags.disableWebUi,
+    apiKeys: flags.apiKeys, servedModelAliases: flags.servedModelAliases, cors: flags.cors, disableDocs: flags.disableDocs,
+    generationDefaults: flags.generationDefaults, maxLogprobs: flags.maxLogprobs,
+    ...(flags.rootPath !== null ? { rootPath: flags.rootPath } : {}),
   });
   let http: HttpListener;
   try {
-    const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => { peers.set(request, peer); return app.handle(request); };
-    http = await listenHttp(handle, { hostname: flags.host, port: flags.port, idleTimeoutS: IDLE_TIMEOUT_S, log: (line) => log(line, "ERROR") });
+    const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => {
+      const routed = withoutRootPath(request, flags.rootPath);
+      peers.set(routed, peer);
+      return app.handle(routed);
+    };
+    http = await listenHttp(handle, {
+      hostname: flags.host, port: flags.port, idleTimeoutS: IDLE_TIMEOUT_S, log: (line) => log(line, "ERROR"),
+      ...(flags.tls !== null ? { tls: readTls(flags.tls) } : {}),
+      ...(flags.uds !== null ? { unixPath: flags.uds } : {}),
+    });
   } catch (e) {
     await orchestrator.shutdown();
-    throw new RuntimeFailure(`cannot listen on ${flags.host}:${flags.port}: ${errorMessage(e)}`);
+    throw new RuntimeFailure(`cannot listen on ${flags.uds ?? `${flags.host}:${flags.port}`}: ${errorMessage(e)}`);
   }
   statLogger?.start();
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on http://${flags.host}:${http.port} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
+  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
   if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
     log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
   }

@@ -3,6 +3,7 @@
  * `step()` into schedule -> one batched forward pass -> sample -> the step's deltas and stats. Runs inside the engine
  * Worker (worker.ts); tests drive it directly with a fake runner.
  */
+import { totalmem } from "node:os";
 import type { ModelBatch, ModelRunner, SequenceChunk } from "../model/model-batch.ts";
 import type { EngineArgs, EngineRequest, KvHandoff, PositionLogprobs, RequestDelta } from "./protocol.ts";
 import type { FinishReason, SpecDecodingStats, StepStats } from "./stats.ts";
@@ -45,9 +46,10 @@ const DEFAULT_KV_MAX_BYTES = 2 ** 30;
 
 /**
  * Resolves max-model-len and the number of KV blocks (vLLM's cache sizing): an explicit --kv-cache-memory is taken as
- * given; the default is a share of free memory, capped by what max-num-seqs x max-model-len can ever use.
+ * given; --gpu-memory-utilization is that share of total host memory; the default is a share of free memory; both
+ * capped by what max-num-seqs x max-model-len can ever use.
  */
-export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number): Result<EngineConfig> {
+export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number, totalMemoryBytes = totalmem()): Result<EngineConfig> {
   const contextLength = runner.config.contextLength;
   const maxModelLen = args.maxModelLen ?? contextLength;
   if (!Number.isInteger(maxModelLen) || maxModelLen < 1) return err(`--max-model-len must be a positive integer (got ${maxModelLen})`);
@@ -64,6 +66,11 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   } else if (args.kvCacheMemoryBytes !== null) {
     numBlocks = Math.floor(args.kvCacheMemoryBytes / bytesPerBlock);
     if (numBlocks < 1) return err(`--kv-cache-memory ${args.kvCacheMemoryBytes} bytes holds no KV block (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
+  } else if (args.kvCacheMemoryFraction !== undefined && args.kvCacheMemoryFraction !== null) {
+    // --gpu-memory-utilization: that share of host memory, within what the kernels' memory can hold and the engine can use
+    const budgetBytes = Math.min(totalMemoryBytes * args.kvCacheMemoryFraction, DEFAULT_KV_MAX_BYTES);
+    numBlocks = Math.min(maxUsefulBlocks, Math.floor(budgetBytes / bytesPerBlock));
+    if (numBlocks < 1) return err(`--gpu-memory-utilization ${args.kvCacheMemoryFraction} of ${totalMemoryBytes} bytes holds no KV block (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
   } else {
     const budgetBytes = Math.min(freeMemoryBytes * DEFAULT_KV_FREE_MEMORY_FRACTION, DEFAULT_KV_MAX_BYTES);
     numBlocks = Math.max(1, Math.min(maxUsefulBlocks, Math.floor(budgetBytes / bytesPerBlock)));

@@ -22,6 +22,10 @@ export interface EngineArgs {
   readonly numKvBlocksOverride?: number | null;
   readonly threads: number;
   readonly device: "cpu" | "webgpu";
+  /** --seed: the sampler stream of requests without their own seed; null/absent = a new seed each start */
+  readonly seed?: number | null;
+  /** --gpu-memory-utilization on fennec: this fraction of host memory for the KV pool (kvCacheMemoryBytes wins) */
+  readonly kvCacheMemoryFraction?: number | null;
   /** the KV offload tier (--kv-offloading-size / --kv-transfer-config); null or absent: none */
   readonly kvOffload?: KvOffloadConfig | null;
   /** --speculative-config, parsed (null/absent: no speculative decoding) */

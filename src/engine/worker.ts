@@ -74,7 +74,7 @@ class EngineWorker {
       });
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem());
       if (!config.ok) { post({ type: "fatal", message: config.error }); return; }
-      this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, Date.now(), {
+      this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
         grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(),
       });
       for (const line of this.engine.offload?.describe() ?? []) console.error(line);

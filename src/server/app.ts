@@ -10,6 +10,7 @@ import { clientAddress } from "./access-log.ts";
 import { createAuthCheck } from "./auth.ts";
 import { checkBodyNesting } from "./body-limits.ts";
 import { createCors, DEFAULT_CORS } from "./cors.ts";
+import { applyRequestDefaults, type RequestDefaults } from "./request-defaults.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
@@ -28,7 +29,7 @@ const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/to
 
 /** Checks that run before routing, cheapest first; each throws the ApiError to answer with. */
 function createRequestChecks(options: ServerOptions): (request: Request) => void {
-  const checkAuth = createAuthCheck(options.apiKey);
+  const checkAuth = createAuthCheck(options.apiKeys ?? (options.apiKey === null ? [] : [options.apiKey]));
   return (request) => {
     checkAuth(request);
     if (request.method !== "POST") return;
@@ -117,6 +118,7 @@ export function createApp(options: ServerOptions) {
   const forwarded = new WeakSet<Request>();
   const clients = new WeakMap<Request, string | null>();
   const cors = createCors(options.cors ?? DEFAULT_CORS);
+  const requestDefaults: RequestDefaults = { names: [options.servedModelName, ...(options.servedModelAliases ?? [])], sampling: options.generationDefaults ?? {} };
   const load = createServerLoad(options.enableServerLoadTracking === true);
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
@@ -134,7 +136,12 @@ export function createApp(options: ServerOptions) {
       }
       checkRequest(request);
     })
-    .onParse(({ request, contentType }) => (contentType.startsWith("application/json") ? parseJsonObject(request, rawBodies, options.maxBodyBytes) : undefined))
+    .onParse(async ({ request, contentType }) => {
+      if (!contentType.startsWith("application/json")) return undefined;
+      const body = await parseJsonObject(request, rawBodies, options.maxBodyBytes);
+      applyRequestDefaults(new URL(request.url).pathname, body, requestDefaults);
+      return body;
+    })
     // before the routes: Elysia applies a hook only to routes registered after it
     .onAfterResponse({ as: "global" }, ({ request, route, set, ...rest }) => {
       // a forwarded /invocations body is counted and logged once, under /invocations (as vLLM's instrumentator sees it)

@@ -16,16 +16,19 @@ function isProtected(pathname: string): boolean {
   return PROTECTED_PREFIXES.some((p) => pathname === p || pathname.startsWith(`${p}/`));
 }
 
-/** Returns a checker that throws a 401 ApiError for a request without the right key; null key = no checks. */
-export function createAuthCheck(apiKey: string | null): (request: Request) => void {
-  if (apiKey === null) return () => {};
-  const expected = digest(apiKey);
+/** Returns a checker that throws a 401 ApiError for a request without one of the keys (vLLM: several --api-key); no keys = no checks. */
+export function createAuthCheck(apiKeys: readonly string[]): (request: Request) => void {
+  if (apiKeys.length === 0) return () => {};
+  const expected = apiKeys.map(digest);
   return (request) => {
     if (request.method === "OPTIONS") return;
     if (!isProtected(new URL(request.url).pathname)) return;
     const header = request.headers.get("authorization") ?? "";
     const match = /^bearer\s+(.+)$/i.exec(header.trim());
-    if (match === null || !timingSafeEqual(digest(match[1]!), expected)) {
+    const given = match === null ? null : digest(match[1]!);
+    // every key is compared (no early exit), each in constant time
+    const ok = given !== null && expected.map((key) => timingSafeEqual(given, key)).includes(true);
+    if (!ok) {
       throw new ApiError("unauthorized", "Unauthorized: a valid API key is required (Authorization: Bearer <key>).");
     }
   };

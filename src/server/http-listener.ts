@@ -11,6 +11,7 @@
  * @example const listener = await listenHttp((r) => app.handle(r), { hostname: "127.0.0.1", port: 8000, log });
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { errorMessage } from "../util/error-message.ts";
@@ -22,6 +23,10 @@ export interface HttpListenerOptions {
   /** a connection silent for this long is closed (seconds) */
   readonly idleTimeoutS: number;
   readonly log: (line: string) => void;
+  /** HTTPS with these PEM texts (vLLM's --ssl-keyfile / --ssl-certfile / --ssl-ca-certs / --ssl-cert-reqs) */
+  readonly tls?: { readonly key: string; readonly cert: string; readonly ca?: string; readonly requestCert: boolean; readonly rejectUnauthorized: boolean };
+  /** listen on this Unix domain socket instead of hostname:port (--uds) */
+  readonly unixPath?: string;
 }
 
 export interface HttpListener {
@@ -119,7 +124,7 @@ export async function listenHttp(handle: (request: Request, peer: PeerAddress | 
   let numInFlight = 0;
   const drainWaiters: (() => void)[] = [];
   let accepting = true;
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     if (!accepting) {
       // shutting down (vLLM rejects new requests while it drains): also what /health answers meanwhile
       res.writeHead(503, { "content-type": "application/json", connection: "close", "content-length": String(Buffer.byteLength(SHUTTING_DOWN_BODY)) }).end(SHUTTING_DOWN_BODY);
@@ -147,14 +152,17 @@ export async function listenHttp(handle: (request: Request, peer: PeerAddress | 
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Internal server error", type: "InternalServerError", param: null, code: 500 } }));
         else res.destroy();
       });
-  });
+  };
+  const server = options.tls ? createTlsServer({ ...options.tls }, onRequest) : createServer(onRequest);
   server.keepAliveTimeout = options.idleTimeoutS * 1000;
   server.timeout = options.idleTimeoutS * 1000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen({ host: options.hostname, port: options.port, exclusive: true }, () => { server.off("error", reject); resolve(); });
+    const where = options.unixPath !== undefined ? { path: options.unixPath, exclusive: true } : { host: options.hostname, port: options.port, exclusive: true };
+    server.listen(where, () => { server.off("error", reject); resolve(); });
   });
-  const port = (server.address() as AddressInfo).port;
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? (address as AddressInfo).port : 0;
   return {
     port,
     get numInFlight() { return numInFlight; },

@@ -6,6 +6,7 @@ import type { Orchestrator } from "../frontend/orchestrator.ts";
 import type { LogLevel } from "../util/logger.ts";
 import type { AccessEntry } from "./access-log.ts";
 import type { CorsConfig } from "./cors.ts";
+import type { GenerationDefaults } from "./request-defaults.ts";
 
 export interface ServerOptions {
   readonly orchestrator: Orchestrator;
@@ -29,6 +30,14 @@ export interface ServerOptions {
   readonly disableWebUi?: boolean;
   /** --allowed-origins / --allowed-methods / --allowed-headers / --allow-credentials; default vLLM's (all allowed) */
   readonly cors?: CorsConfig;
+  /** the other --served-model-name names: requests may use them, answers carry servedModelName */
+  readonly servedModelAliases?: readonly string[];
+  /** every --api-key (apiKey is the first); absent = [apiKey] */
+  readonly apiKeys?: readonly string[];
+  /** --generation-config / --override-generation-config: defaults of omitted sampling fields */
+  readonly generationDefaults?: GenerationDefaults;
+  /** --max-logprobs (vLLM's default 20) */
+  readonly maxLogprobs?: number;
   /** --disable-fastapi-docs: no /docs, no /openapi.json */
   readonly disableDocs?: boolean;
   /** --root-path: the prefix a proxy in front adds (routes answer with and without it; the OpenAPI server URL) */

@@ -52,6 +52,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
     maxTokensParam,
     logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
     vocabSize: orchestrator.tokenizer.vocabSize,
+    ...(options.maxLogprobs !== undefined ? { maxLogprobs: options.maxLogprobs } : {}),
   });
   const chat = options.chat ?? DEFAULT_CHAT_SERVING;
   const prepared = prepareChat(orchestrator.tokenizer, body, chat);
@@ -66,7 +67,7 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const promptTokenIds = truncatePrompt(orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true }), body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
   if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
   const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);
-  checkSamplingParams({ ...sampling, maxTokens }, orchestrator.tokenizer.vocabSize);
+  checkSamplingParams({ ...sampling, maxTokens }, orchestrator.tokenizer.vocabSize, options.maxLogprobs);
 
   const id = `chatcmpl-${publicRequestId(requestIdHeader, body.request_id)}`;
   const created = unixSeconds(arrivalMs);

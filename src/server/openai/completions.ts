@@ -52,7 +52,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
-  const checked = toSamplingParams({ body, maxTokens: body.max_tokens ?? 16, maxTokensParam: "max_tokens", logprobs: body.logprobs ?? null, vocabSize: tokenizer.vocabSize });
+  const checked = toSamplingParams({ body, maxTokens: body.max_tokens ?? 16, maxTokensParam: "max_tokens", logprobs: body.logprobs ?? null, vocabSize: tokenizer.vocabSize, ...(options.maxLogprobs !== undefined ? { maxLogprobs: options.maxLogprobs } : {}) });
   // vLLM: echo with logprobs also scores the prompt (prompt_logprobs = logprobs unless set)
   const echoLogprobs = body.echo === true && body.logprobs !== undefined && body.logprobs !== null;
   const sampling = echoLogprobs && checked.promptLogprobs === null ? { ...checked, promptLogprobs: body.logprobs ?? null } : checked;
@@ -67,7 +67,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
     const tokenIds = truncatePrompt(fullIds, body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
     if (tokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "prompt");
     const maxTokens = resolveMaxTokens(tokenIds.length, sampling.maxTokens, "max_tokens", orchestrator.maxModelLen);
-    checkSamplingParams({ ...sampling, maxTokens }, tokenizer.vocabSize);
+    checkSamplingParams({ ...sampling, maxTokens }, tokenizer.vocabSize, options.maxLogprobs);
     const text = isText && tokenIds === fullIds ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
     return { text, tokenIds, sampling: { ...sampling, maxTokens } };
   });

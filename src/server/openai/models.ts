@@ -1,4 +1,4 @@
-/** GET /v1/models: the one served model, in vLLM's shape (reference §5.1). */
+/** GET /v1/models: the served model under each of its names, in vLLM's shape (reference §5.1). */
 import { Elysia } from "elysia";
 import type { ServerOptions } from "../server-options.ts";
 import { MODELS_RESPONSES } from "./response-docs.ts";
@@ -7,10 +7,11 @@ import { nowMs } from "../../util/clock.ts";
 
 export function listModels(options: ServerOptions) {
   const created = unixSeconds(nowMs());
+  // one card per --served-model-name, as vLLM lists its base model paths
   return {
     object: "list",
-    data: [{
-      id: options.servedModelName,
+    data: [options.servedModelName, ...(options.servedModelAliases ?? [])].map((id) => ({
+      id,
       object: "model",
       created,
       owned_by: "fennec",
@@ -22,7 +23,7 @@ export function listModels(options: ServerOptions) {
         allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false,
         allow_view: true, allow_fine_tuning: false, organization: "*", group: null, is_blocking: false,
       }],
-    }],
+    })),
   };
 }
 

@@ -77,6 +77,8 @@ export interface SamplingInput {
   /** top logprobs per generated token, null = none */
   readonly logprobs: number | null;
   readonly vocabSize: number;
+  /** --max-logprobs; absent = vLLM's 20 */
+  readonly maxLogprobs?: number;
 }
 
 function checkTokenIds(param: string, ids: readonly number[], vocabSize: number): void {
@@ -87,8 +89,8 @@ function checkTokenIds(param: string, ids: readonly number[], vocabSize: number)
 }
 
 /** Runs the engine's checks (vLLM's SamplingParams._verify_args) and turns a failure into vLLM's 400. */
-export function checkSamplingParams(params: SamplingParams, vocabSize: number): void {
-  const error = validateSamplingParams(params, { vocabSize });
+export function checkSamplingParams(params: SamplingParams, vocabSize: number, maxLogprobs?: number): void {
+  const error = validateSamplingParams(params, maxLogprobs === undefined ? { vocabSize } : { vocabSize, maxLogprobs });
   if (error !== null) throw invalidParam(error.param, error.message, error.value);
 }
 
@@ -135,7 +137,7 @@ export function toSamplingParams(input: SamplingInput): SamplingParams {
   if (input.maxTokens !== null && input.maxTokens < 1) {
     throw invalidParam(input.maxTokensParam, `${input.maxTokensParam} must be at least 1, got ${input.maxTokens}.`, input.maxTokens);
   }
-  checkSamplingParams(params, input.vocabSize);
+  checkSamplingParams(params, input.vocabSize, input.maxLogprobs);
   return params;
 }
 
