@@ -289,3 +289,13 @@ describe("a grammar holds from the first token", () => {
     expect(json.choices[0].message.tool_calls[0].function.arguments).toBe('{"city": "Paris"}');
   });
 });
+
+test("--exclude-tools-when-tool-choice-none leaves the tools out of the prompt for tool_choice none only", async () => {
+  const template = readFileSync(llamaTemplatePath("Qwen-Qwen2.5-7B-Instruct"), "utf8");
+  const s = server(chatWith({ excludeToolsWhenToolChoiceNone: true, enableAutoToolChoice: true, toolCallParser: "hermes" }), "ok", template);
+  await post(s, ask({ tools: TOOLS, tool_choice: "none" }));
+  await post(s, ask({ tools: TOOLS }));
+  const [none, auto] = s.fake.requests.map((r) => s.fake.tokenizer.decode(r.promptTokenIds));
+  expect(none).not.toContain("get_weather");
+  expect(auto).toContain("get_weather");
+});
