@@ -19,6 +19,7 @@ const COMMAND_MODULES: Readonly<Record<Command, () => Promise<{ main: CommandMai
   generate: () => import("./commands/generate.ts"),
   tokenize: () => import("./commands/tokenize.ts"),
   "run-batch": () => import("./commands/run-batch.ts"),
+  chat: () => import("./commands/chat.ts"),
   "bench serve": () => import("./commands/bench-serve.ts"),
   "bench throughput": () => import("./commands/bench-throughput.ts"),
   "bench latency": () => import("./commands/bench-latency.ts"),

@@ -13,12 +13,13 @@ import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { readFileSync } from "node:fs";
 import { err, ok, type Result } from "./util/result.ts";
 
-export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "bench serve" | "bench throughput" | "bench latency" | "inspect";
+export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "chat" | "bench serve" | "bench throughput" | "bench latency" | "inspect";
 export const COMMANDS: Readonly<Record<Command, string>> = {
   serve: "Serve the OpenAI-compatible API (vLLM-style) on HTTP.",
   generate: "Generate text from a prompt and print it.",
   tokenize: "Print the token ids of a text.",
   "run-batch": "Run an OpenAI batch file (JSONL) offline, like `vllm run-batch`.",
+  chat: "Chat in the terminal with a server (--url) or an in-process engine on a model, like `vllm chat` / `ollama run`.",
   "bench serve": "Benchmark any OpenAI-compatible server online, like `vllm bench serve` (same options, result block and JSON).",
   "bench throughput": "Benchmark offline throughput of an in-process engine, like `vllm bench throughput`.",
   "bench latency": "Benchmark the latency of one batch on an in-process engine, like `vllm bench latency`.",
@@ -66,10 +67,10 @@ export interface FlagSpec {
   readonly aliases?: readonly string[];
 }
 
-const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch", "bench throughput", "bench latency", "inspect"];
+const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch", "chat", "bench throughput", "bench latency", "inspect"];
 /** commands that run the model (generate runs it in-process, without the engine's scheduler or pipelines) */
-const MODEL: readonly Command[] = ["serve", "generate", "run-batch", "bench throughput", "bench latency"];
-const ENGINE: readonly Command[] = ["serve", "run-batch", "bench throughput", "bench latency"];
+const MODEL: readonly Command[] = ["serve", "generate", "run-batch", "chat", "bench throughput", "bench latency"];
+const ENGINE: readonly Command[] = ["serve", "run-batch", "chat", "bench throughput", "bench latency"];
 const BENCH_SERVE: readonly Command[] = ["bench serve"];
 const BENCH_OFFLINE: readonly Command[] = ["bench throughput", "bench latency"];
 
@@ -200,7 +201,12 @@ export const FLAGS: readonly FlagSpec[] = [
   // run-batch
   { name: "input-file", alias: "-i", kind: "string", metavar: "path", default: null, commands: ["run-batch"], help: "Input JSONL batch file (required)." },
   { name: "output-file", alias: "-o", kind: "string", metavar: "path", default: null, commands: ["run-batch"], help: "Output JSONL file (required)." },
-  { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["bench serve"], help: "Bearer token for the server. Default: $OPENAI_API_KEY, if set." },
+  { name: "api-key", kind: "string", metavar: "token", default: null, commands: ["chat", "bench serve"], help: "Bearer token for the server. Default: $OPENAI_API_KEY, if set." },
+  // chat (vLLM: vllm chat)
+  { name: "url", kind: "string", metavar: "url", default: null, commands: ["chat"], help: "Base URL of an OpenAI-compatible API (e.g. http://localhost:8000/v1). Default: an in-process engine on --model." },
+  { name: "model-name", kind: "string", metavar: "name", default: null, commands: ["chat"], help: "Model name sent to --url. Default: the first of its /models." },
+  { name: "system-prompt", kind: "string", metavar: "text", default: null, commands: ["chat"], help: "System prompt to start with (change it with /system in the chat)." },
+  { name: "max-tokens", kind: "int", default: null, min: 1, commands: ["chat"], help: "Maximum tokens per answer. Default: the server's (in-process: up to the context length)." },
   // bench serve (vLLM names: vllm/benchmarks/serve.py, datasets.py)
   { name: "backend", kind: "string", default: "openai", choices: ["openai", "vllm", "openai-chat"], commands: BENCH_SERVE, help: "API to call: openai/vllm = /v1/completions, openai-chat = /v1/chat/completions." },
   { name: "base-url", kind: "string", metavar: "url", default: null, commands: BENCH_SERVE, help: "Server base URL (e.g. http://localhost:8000). Default: http://--host:--port." },
@@ -235,9 +241,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "label", kind: "string", metavar: "text", default: null, commands: BENCH_SERVE, help: "Label of the result (default: the backend)." },
   { name: "metadata", kind: "string", metavar: "KEY=VALUE ...", default: null, commands: BENCH_SERVE, help: "Extra keys for the result JSON, space separated (e.g. \"box=pi5 note=test\")." },
   { name: "ignore-eos", kind: "bool", default: false, commands: BENCH_SERVE, help: "Send ignore_eos: true so every request generates its full output length." },
-  { name: "temperature", kind: "float", default: null, min: 0, commands: BENCH_SERVE, help: "Sampling temperature, sent only if given (the server's default otherwise)." },
-  { name: "top-p", kind: "float", default: null, min: 0, max: 1, commands: BENCH_SERVE, help: "top_p, sent only if given." },
-  { name: "top-k", kind: "int", default: null, commands: BENCH_SERVE, help: "top_k, sent only if given." },
+  { name: "temperature", kind: "float", default: null, min: 0, commands: [...BENCH_SERVE, "chat"], help: "Sampling temperature, sent only if given (the server's default otherwise)." },
+  { name: "top-p", kind: "float", default: null, min: 0, max: 1, commands: [...BENCH_SERVE, "chat"], help: "top_p, sent only if given." },
+  { name: "top-k", kind: "int", default: null, commands: [...BENCH_SERVE, "chat"], help: "top_k, sent only if given." },
   { name: "min-p", kind: "float", default: null, min: 0, max: 1, commands: BENCH_SERVE, help: "min_p, sent only if given." },
   { name: "frequency-penalty", kind: "float", default: null, commands: BENCH_SERVE, help: "frequency_penalty, sent only if given." },
   { name: "presence-penalty", kind: "float", default: null, commands: BENCH_SERVE, help: "presence_penalty, sent only if given." },

@@ -30,6 +30,7 @@ const BASE: Readonly<Record<Command, readonly string[]>> = {
   tokenize: ["--text", "hi"],
   serve: ["--host", "127.0.0.1", "--port", "0", "--threads", "1"],
   "run-batch": ["-i", BATCH_IN, "-o", BATCH_OUT, "--threads", "1"],
+  chat: ["--url", "http://127.0.0.1:9/v1"],
   "bench serve": ["--base-url", "http://127.0.0.1:9", "--num-prompts", "1"],
   "bench throughput": ["--num-prompts", "1", "--random-input-len", "4", "--random-output-len", "1", "--threads", "1"],
   "bench latency": ["--batch-size", "1", "--input-len", "4", "--output-len", "1", "--num-iters-warmup", "0", "--num-iters", "1", "--threads", "1"],
@@ -49,12 +50,12 @@ interface BadCase {
 
 const ALL = Object.keys(COMMANDS) as Command[];
 /** commands whose --model is a GGUF file (bench serve's is a served model's name) */
-const FILE_COMMANDS = ALL.filter((c) => c !== "bench serve");
-const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch", "bench throughput", "bench latency"];
+const FILE_COMMANDS = ALL.filter((c) => c !== "bench serve" && c !== "chat");
+const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch", "chat", "bench throughput", "bench latency"];
 
 const BAD: readonly BadCase[] = [
   { name: "an unknown flag", commands: ALL, args: ["--bogus"], says: "unknown option --bogus" },
-  { name: "a stray argument", commands: ["generate", "tokenize", "run-batch", "bench serve", "bench throughput", "bench latency"], args: ["stray"], says: 'unexpected argument "stray"' },
+  { name: "a stray argument", commands: ["generate", "tokenize", "run-batch", "chat", "bench serve", "bench throughput", "bench latency"], args: ["stray"], says: 'unexpected argument "stray"' },
   // serve takes one positional model, as `vllm serve MODEL`: a second one is stray
   { name: "a second positional argument", commands: ["serve", "inspect"], args: ["model.gguf", "stray"], says: 'unexpected argument "stray"' },
   { name: "the model given twice", commands: ["serve"], args: ["a.gguf", "--model", "b.gguf"], says: "the model is given twice" },
@@ -92,6 +93,8 @@ const BAD_RAW: readonly { name: string; args: readonly string[]; says: string; c
   { name: "bench serve with --request-rate 0", args: ["bench", "serve", "--request-rate", "0"], says: "--request-rate must be a positive number or inf" },
   { name: "bench serve with an unknown percentile metric", args: ["bench", "serve", "--percentile-metrics", "ttft,speed"], says: 'unknown metric "speed"' },
   { name: "bench serve against nothing", args: ["bench", "serve", "--base-url", "http://127.0.0.1:9", "--num-prompts", "1"], says: "cannot read http://127.0.0.1:9/v1/models", code: 1 },
+  { name: "chat without a server", args: ["chat", "--url", "http://127.0.0.1:9/v1"], says: "cannot read http://127.0.0.1:9/v1/models", code: 1 },
+  { name: "chat on a missing model file", args: ["chat", "--model", "/nonexistent/chat.gguf"], says: "/nonexistent/chat.gguf: file not found", code: 1 },
   { name: "inspect with two models", args: ["inspect", "a.gguf", "b.gguf"], says: 'unexpected argument "b.gguf"' },
 ];
 
