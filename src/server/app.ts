@@ -22,6 +22,7 @@ import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/to-engine.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
 import type { ServerOptions } from "./server-options.ts";
+import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
@@ -102,6 +103,8 @@ function bodyBytes(value: unknown): number | null {
 }
 
 export function createApp(options: ServerOptions) {
+  // one grammar checker per app (its xgrammar thread starts with the first structured request)
+  if (!options.grammarChecker) options = { ...options, grammarChecker: new GrammarChecker() };
   const checkRequest = createRequestChecks(options);
   const rawBodies = new WeakMap<Request, string>();
   const rawBodyOf = (request: Request): unknown => {

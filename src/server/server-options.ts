@@ -7,6 +7,8 @@ import type { LogLevel } from "../util/logger.ts";
 import type { AccessEntry } from "./access-log.ts";
 import type { CorsConfig } from "./cors.ts";
 import type { GenerationDefaults } from "./request-defaults.ts";
+import type { GrammarChecker } from "../grammar/grammar-checker.ts";
+import type { StructuredOutputsServerConfig } from "./openai/structured-outputs.ts";
 
 export interface ServerOptions {
   readonly orchestrator: Orchestrator;
@@ -56,6 +58,10 @@ export interface ServerOptions {
   readonly metricsRoute?: import("elysia").AnyElysia;
   /** chat templates, tool calling and reasoning (vLLM's chat flags); default: the model's template, no parsers */
   readonly chat?: import("./chat-serving.ts").ChatServingOptions;
+  /** checks structured-output grammars before the engine sees them; default: one started on first use */
+  readonly grammarChecker?: GrammarChecker;
+  /** --structured-outputs-config (default: any whitespace) */
+  readonly structuredOutputs?: StructuredOutputsServerConfig;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

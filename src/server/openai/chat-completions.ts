@@ -18,6 +18,7 @@ import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
+import { extrasContext, samplingExtras } from "./sampling-extras.ts";
 import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 export { toChatMessages };
@@ -58,8 +59,13 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   const prepared = prepareChat(orchestrator.tokenizer, body, chat);
   const prompt = prepared.prompt;
   // vLLM's hermes / mistral adjust_request: their tags are special tokens the parser must see
+  const extras = await samplingExtras(body, extrasContext(options));
+  if (prepared.grammar !== null && extras.structuredOutputs !== null) {
+    throw new ApiError("badRequest", "You can only either use constraints for structured outputs or tools, not both.", "tool_choice");
+  }
   const sampling = {
     ...requestedSampling,
+    ...extras,
     ...(prepared.keepSpecialTokens ? { skipSpecialTokens: false } : {}),
     // tool_choice required / named: vLLM's adjust_request replaces the structured-output constraint with the tools' schema
     ...(prepared.grammar !== null ? { structuredOutputs: prepared.grammar } : {}),

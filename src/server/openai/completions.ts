@@ -17,6 +17,7 @@ import { COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
+import { extrasContext, samplingExtras } from "./sampling-extras.ts";
 import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 type RequestTimes = RequestOutput["times"];
@@ -52,7 +53,7 @@ export async function createCompletion(options: ServerOptions, body: CompletionB
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
-  const checked = toSamplingParams({ body, maxTokens: body.max_tokens ?? 16, maxTokensParam: "max_tokens", logprobs: body.logprobs ?? null, vocabSize: tokenizer.vocabSize, ...(options.maxLogprobs !== undefined ? { maxLogprobs: options.maxLogprobs } : {}) });
+  const checked = { ...toSamplingParams({ body, maxTokens: body.max_tokens ?? 16, maxTokensParam: "max_tokens", logprobs: body.logprobs ?? null, vocabSize: tokenizer.vocabSize, ...(options.maxLogprobs !== undefined ? { maxLogprobs: options.maxLogprobs } : {}) }), ...await samplingExtras(body, extrasContext(options)) };
   // vLLM: echo with logprobs also scores the prompt (prompt_logprobs = logprobs unless set)
   const echoLogprobs = body.echo === true && body.logprobs !== undefined && body.logprobs !== null;
   const sampling = echoLogprobs && checked.promptLogprobs === null ? { ...checked, promptLogprobs: body.logprobs ?? null } : checked;

@@ -56,8 +56,36 @@ const samplingFields = {
   metadata: t.Optional(t.Nullable(t.Record(t.String(), t.String(), { description: "OpenAI: accepted, unused." }))),
   service_tier: t.Optional(t.Nullable(t.String({ description: "OpenAI: accepted, unused." }))),
   response_format: t.Optional(t.Nullable(t.Object({
-    type: t.String({ description: "Only `text`: fennec has no structured-output decoding, so json_object / json_schema are refused.", example: "text" }),
-  }, { description: "Output format." }))),
+    type: t.String({ description: "`text`, `json_object` (any JSON object), `json_schema` (the schema in `json_schema.schema`) or `structural_tag` (xgrammar's structural tag in `format`).", example: "json_schema" }),
+    json_schema: t.Optional(t.Nullable(t.Object({
+      name: t.Optional(t.String({ description: "A name for the schema (OpenAI requires one; unused)." })),
+      description: t.Optional(t.Nullable(t.String())),
+      schema: t.Optional(t.Nullable(t.Unknown({ description: "The JSON schema every answer follows (enforced token by token with xgrammar)." }))),
+      strict: t.Optional(t.Nullable(t.Boolean({ description: "Accepted: the schema is always enforced, as in vLLM." }))),
+    }))),
+    format: t.Optional(t.Unknown({ description: "structural_tag: the tag's format (xgrammar StructuralTag)." })),
+    structures: t.Optional(t.Unknown({ description: "structural_tag, legacy form: [{begin, schema, end}]." })),
+    triggers: t.Optional(t.Unknown({ description: "structural_tag, legacy form: trigger prefixes." })),
+  }, { description: "Output format; anything but text constrains decoding (vLLM overrides the matching structured_outputs key)." }))),
+  structured_outputs: t.Optional(t.Nullable(t.Object({
+    json: t.Optional(t.Nullable(t.Unknown({ description: "A JSON schema (object or JSON text)." }))),
+    regex: t.Optional(t.Nullable(t.String({ description: "A regular expression the whole answer matches." }))),
+    choice: t.Optional(t.Nullable(t.Array(t.String(), { description: "The answer is exactly one of these strings." }))),
+    grammar: t.Optional(t.Nullable(t.String({ description: "An EBNF / GBNF grammar (xgrammar syntax, root rule `root`)." }))),
+    json_object: t.Optional(t.Nullable(t.Boolean({ description: "true: any JSON object." }))),
+    structural_tag: t.Optional(t.Nullable(t.String({ description: "An xgrammar structural tag as JSON text." }))),
+    disable_any_whitespace: t.Optional(t.Nullable(t.Boolean({ description: "Compact JSON on one line (no free whitespace)." }))),
+    disable_additional_properties: t.Optional(t.Nullable(t.Boolean({ description: "Accepted: xgrammar's strict mode already forbids properties a schema does not name." }))),
+    whitespace_pattern: t.Optional(t.Nullable(t.String({ description: "Refused: the xgrammar backend has no custom whitespace pattern." }))),
+  }, { description: "vLLM extra: one constraint kind per request, enforced token by token with xgrammar." }))),
+  guided_json: t.Optional(t.Unknown({ description: "Pre-0.12 vLLM alias of structured_outputs.json (honoured)." })),
+  guided_regex: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM alias of structured_outputs.regex (honoured)." }))),
+  guided_choice: t.Optional(t.Nullable(t.Array(t.String(), { description: "Pre-0.12 vLLM alias of structured_outputs.choice (honoured)." }))),
+  guided_grammar: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM alias of structured_outputs.grammar (honoured)." }))),
+  guided_decoding_backend: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM field: only `xgrammar` or `auto`." }))),
+  guided_whitespace_pattern: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM field: refused (xgrammar has no whitespace pattern)." }))),
+  allowed_token_ids: t.Optional(t.Nullable(t.Array(t.Integer(), { description: "vLLM extra: only these token ids may be generated.", example: [13, 198] }))),
+  bad_words: t.Optional(t.Nullable(t.Array(t.String(), { description: "vLLM extra: words (tokenized with and without a leading space) that are never completed.", example: ["darn"] }))),
 };
 
 export const ChatContentPart = t.Object({

@@ -40,7 +40,6 @@ interface RequestOptionsBody {
   readonly stream?: boolean | null;
   readonly n?: number | null;
   readonly prompt_logprobs?: number | null;
-  readonly response_format?: { type: string } | null;
   readonly use_beam_search?: boolean | null;
   readonly truncate_prompt_tokens?: number | null;
   readonly best_of?: number | null;
@@ -57,10 +56,6 @@ export function checkRequestOptions(body: RequestOptionsBody): void {
   }
   if (body.stream === true && body.prompt_logprobs !== undefined && body.prompt_logprobs !== null) {
     throw new ApiError("badRequest", "`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
-  }
-  const format = body.response_format?.type;
-  if (format !== undefined && format !== "text") {
-    throw new ApiError("badRequest", `response_format type "${format}" is not supported: fennec has no structured-output decoding (use "text").`, "response_format");
   }
 }
 
