@@ -6,7 +6,7 @@
  * To add a flag: add one row to FLAGS (keep rows grouped by the command family that owns them; give numbers their
  * min/max there, so every command rejects a bad value with the same one line) and one field to its command's config.
  */
-import type { EngineArgs } from "./engine/protocol.ts";
+import type { EngineArgs, KvCacheDtypeName } from "./engine/protocol.ts";
 import { parseKvTransfer } from "./engine/kv-transfer-config.ts";
 import { speculativeConfigFromFlags, type SpeculativeConfig } from "./engine/speculative-config.ts";
 import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
@@ -135,6 +135,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
   { name: "kv-cache-memory", vllmName: "kv-cache-memory-bytes", kind: "int", metavar: "bytes", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Bytes for the KV cache (vLLM: --kv-cache-memory-bytes, also accepted). Default: a share of free memory, capped by what max-num-seqs x max-model-len needs." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
+  { name: "kv-cache-dtype", kind: "string", default: "auto", commands: ENGINE, help: "Data type of the KV cache: auto / float16 (f16), or fp8 / fp8_e4m3 (vLLM's names for an 8-bit cache; fennec stores int8 with one scale per token row, llama.cpp's q8_0 rule: half the KV memory and the bytes attention reads; WASM kernels only, not --device webgpu). vLLM's other values are refused." },
   // KV offload tier under the prefix cache (vLLM's native offload and SimpleCPUOffloadConnector; docs in README)
   { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
   { name: "kv-offloading-backend", kind: "string", default: "native", commands: ENGINE, choices: ["native", "lmcache"], help: "Backend of --kv-offloading-size: native (fennec's host-memory tier); lmcache is refused (no LMCache server)." },
@@ -613,7 +614,32 @@ function tlsSettings(options: Options): Result<TlsSettings | null> {
 }
 
 /** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (FLAGS' min/max). */
+/** vLLM's CacheDType values (vllm/config/cache.py) and the ones fennec implements. */
+const KV_CACHE_DTYPES_SERVED: readonly KvCacheDtypeName[] = ["auto", "float16", "fp8", "fp8_e4m3"];
+const KV_CACHE_DTYPES_VLLM = [
+  "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc",
+  "turboquant_k3v4_nc", "turboquant_3bit_nc", "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
+];
+
+/** --kv-cache-dtype: vLLM's names; what fennec has no cache for is refused, saying what it has. */
+export function kvCacheDtypeOf(raw: string, device: "cpu" | "webgpu"): Result<KvCacheDtypeName> {
+  if (!(KV_CACHE_DTYPES_SERVED as readonly string[]).includes(raw)) {
+    if (KV_CACHE_DTYPES_VLLM.includes(raw)) return err(`--kv-cache-dtype ${raw} is not supported by fennec; use auto (f16) or fp8 / fp8_e4m3 (fennec's 8-bit cache)`);
+    return err(`--kv-cache-dtype must be one of ${KV_CACHE_DTYPES_VLLM.join(", ")} (got "${raw}")`);
+  }
+  const dtype = raw as KvCacheDtypeName;
+  if (device === "webgpu" && (dtype === "fp8" || dtype === "fp8_e4m3")) {
+    return err("--kv-cache-dtype fp8 is not supported with --device webgpu (fennec's 8-bit KV cache has WASM kernels only); use --kv-cache-dtype auto or --device cpu");
+  }
+  return ok(dtype);
+}
+
 export function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
+  const kvCacheDtype = kvCacheDtypeOf(String(options["kv-cache-dtype"] ?? "auto"), deviceOf(options.device));
+  if (!kvCacheDtype.ok) return kvCacheDtype;
+  const dtypeWarnings = kvCacheDtype.value === "fp8" || kvCacheDtype.value === "fp8_e4m3"
+    ? [`Using ${kvCacheDtype.value} data type to store kv cache. It reduces the GPU memory footprint and boosts the performance. Meanwhile, it may cause accuracy drop without a proper scaling factor`]
+    : [];
   const enablePrefixCaching = options["no-enable-prefix-caching"] !== true;
   const transfer = parseKvTransfer({
     kvOffloadingSize: typeof options["kv-offloading-size"] === "number" ? options["kv-offloading-size"] : null,
@@ -625,7 +651,8 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   if (!transfer.ok) return transfer;
   const speculative = speculativeConfigFromFlags(options);
   if (!speculative.ok) return speculative;
-  return ok({ warnings: transfer.value.warnings, engine: {
+  return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings], engine: {
+    kvCacheDtype: kvCacheDtype.value,
     kvOffload: transfer.value.config,
     seed: intOrNull(options.seed),
     kvCacheMemoryFraction: typeof options["gpu-memory-utilization"] === "number" ? options["gpu-memory-utilization"] : null,

@@ -23,7 +23,12 @@ export interface WeightSource {
 export interface Weight { readonly rows: number; readonly cols: number; readonly type: GgmlType }
 export interface DeviceBuffer { readonly length: number }
 
+/** How the KV cache stores K and V: f16, or 8-bit (int8 with one scale per token row, tensor/kv-q8.ts). */
+export type KvCacheDtype = "f16" | "q8";
+
 export interface KvCacheShape {
+  /** default f16 */
+  readonly dtype?: KvCacheDtype;
   readonly numLayers: number;
   readonly numBlocks: number;
   readonly blockSize: number;

@@ -4,6 +4,7 @@
  * Weights are dequantized to f32 at load with the table's dequantizers; the KV cache is f32.
  * @example const backend = new ReferenceBackend(); const w = backend.loadWeight(source);
  */
+import { roundTripKvRowQ8 } from "../tensor/kv-q8.ts";
 import { weightType, type GgmlType } from "../tensor/dtypes.ts";
 import type {
   AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource,
@@ -207,6 +208,11 @@ export class ReferenceBackend implements Backend {
       const slot = slots[i]!;
       kc[layer]!.set(ks.subarray(i * kvDim, (i + 1) * kvDim), slot * kvDim);
       vc[layer]!.set(vs.subarray(i * kvDim, (i + 1) * kvDim), slot * kvDim);
+      // the 8-bit cache keeps what the kernels keep: the rows after int8 with a per-token scale
+      if (shape.dtype === "q8") {
+        roundTripKvRowQ8(kc[layer]!.subarray(slot * kvDim, (slot + 1) * kvDim));
+        roundTripKvRowQ8(vc[layer]!.subarray(slot * kvDim, (slot + 1) * kvDim));
+      }
     }
   }
 

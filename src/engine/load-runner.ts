@@ -42,7 +42,14 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       } catch (e) {
         return err(errorMessage(e));
       }
-      const runner = new Runner(model.value.config, model.value.weights, backend);
+      const eightBit = args.kvCacheDtype === "fp8" || args.kvCacheDtype === "fp8_e4m3";
+      let runner: InstanceType<typeof Runner>;
+      try {
+        runner = new Runner(model.value.config, model.value.weights, backend, undefined, eightBit ? "q8" : "f16");
+      } catch (e) {
+        backend.dispose();
+        return err(errorMessage(e));
+      }
       // compile every kernel the model's weight types need now, so the first request does not pay for it (WebGPU)
       await backend.warmUp?.([...new Set(gguf.value.tensors.map((t) => t.type))]);
       return ok({ runner, backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}) });

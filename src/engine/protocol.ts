@@ -9,6 +9,9 @@ import type { KvOffloadConfig } from "./kv-transfer-config.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 import type { SpeculativeConfig } from "./speculative-config.ts";
 
+/** The --kv-cache-dtype values fennec serves: auto and float16 are the f16 cache, fp8 and fp8_e4m3 the 8-bit one. */
+export type KvCacheDtypeName = "auto" | "float16" | "fp8" | "fp8_e4m3";
+
 /** Engine arguments (vLLM names in camelCase). */
 export interface EngineArgs {
   readonly maxNumSeqs: number;
@@ -26,6 +29,8 @@ export interface EngineArgs {
   readonly seed?: number | null;
   /** --gpu-memory-utilization on fennec: this fraction of host memory for the KV pool (kvCacheMemoryBytes wins) */
   readonly kvCacheMemoryFraction?: number | null;
+  /** --kv-cache-dtype as given (vLLM's name: auto, float16, fp8, fp8_e4m3); absent: auto */
+  readonly kvCacheDtype?: KvCacheDtypeName;
   /** the KV offload tier (--kv-offloading-size / --kv-transfer-config); null or absent: none */
   readonly kvOffload?: KvOffloadConfig | null;
   /** --speculative-config, parsed (null/absent: no speculative decoding) */

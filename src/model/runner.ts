@@ -3,7 +3,7 @@
  * KV slots, attention ranges, logit rows) and runs the batched forward on the backend it was given.
  * The only place block ids become memory: slot = blockTable[pos / blockSize] * blockSize + pos % blockSize.
  */
-import type { AttentionSequence, Backend } from "../backend/backend.ts";
+import type { AttentionSequence, Backend, KvCacheDtype } from "../backend/backend.ts";
 import type { BatchLogits, ModelBatch, ModelRunner } from "./model-batch.ts";
 import type { ModelConfig } from "./model-config.ts";
 import { BatchedForward, type ForwardInputs, type LoadProgress } from "./forward.ts";
@@ -25,11 +25,15 @@ export class Runner implements ModelRunner {
   /** bytes one position takes in the backend's KV cache, over all layers, K and V (f32 or f16: the backend's choice) */
   private readonly kvBytesPerPosition: number;
 
-  constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress) {
+  constructor(
+    readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress,
+    /** --kv-cache-dtype: f16 (auto) or the 8-bit cache */
+    private readonly kvDtype: KvCacheDtype = "f16",
+  ) {
     this.forward = new BatchedForward(config, weights, backend, onProgress);
     // the backend keeps its KV layout to itself: measure one position with a 1-block, 1-slot cache (replaced at allocateKvCache)
     const { numLayers, numKvHeads, headDim } = config;
-    backend.allocKvCache({ numLayers, numBlocks: 1, blockSize: 1, numKvHeads, headDim });
+    backend.allocKvCache({ dtype: kvDtype, numLayers, numBlocks: 1, blockSize: 1, numKvHeads, headDim });
     this.kvBytesPerPosition = backend.exportKvBlocks(Int32Array.of(0)).length;
   }
 
@@ -42,7 +46,7 @@ export class Runner implements ModelRunner {
       throw new Error(`allocateKvCache: numBlocks ${numBlocks} and blockSize ${blockSize} must be positive integers`);
     }
     const { numLayers, numKvHeads, headDim } = this.config;
-    this.backend.allocKvCache({ numLayers, numBlocks, blockSize, numKvHeads, headDim });
+    this.backend.allocKvCache({ dtype: this.kvDtype, numLayers, numBlocks, blockSize, numKvHeads, headDim });
     this.kv = { numBlocks, blockSize };
   }
 

@@ -84,7 +84,7 @@ export function cacheConfigInfo(engineArgs: EngineArgs, numKvBlocks: number, max
   const kvCacheSizeTokens = numKvBlocks * engineArgs.blockSize;
   const offload = engineArgs.kvOffload ?? null;
   return {
-    block_size: engineArgs.blockSize, cache_dtype: "auto", enable_prefix_caching: engineArgs.enablePrefixCaching,
+    block_size: engineArgs.blockSize, cache_dtype: engineArgs.kvCacheDtype ?? "auto", enable_prefix_caching: engineArgs.enablePrefixCaching,
     num_gpu_blocks: numKvBlocks, num_cpu_blocks: numCpuBlocks, kv_cache_size_tokens: kvCacheSizeTokens,
     kv_cache_max_concurrency: kvCacheSizeTokens / maxModelLen, sliding_window: null, is_attention_free: false,
     // vLLM prints the flags as given (None when --kv-offloading-size is not used, even with --kv-transfer-config)

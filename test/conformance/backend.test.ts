@@ -5,10 +5,11 @@
  * Tolerances (relative to the rms of the reference output):
  *   matmul, quantized weights: 3e-2 (activations are quantized to int8 per 32, as llama.cpp does)
  *   matmul, float weights: 1e-4 (f32 sums vs the reference's f64 sums)
- *   attention: 4e-3 (K/V stored as f16); everything else: 1e-5.
+ *   attention: 4e-3 (K/V stored as f16); over the 8-bit cache 1e-4 (the reference applies the same int8 rounding,
+ *   tensor/kv-q8.ts, so only the sums' order differs); everything else: 1e-5.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { AttentionSequence, Backend, KvCacheShape } from "../../src/backend/backend.ts";
+import type { AttentionSequence, Backend, KvCacheDtype, KvCacheShape } from "../../src/backend/backend.ts";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
 import { GgmlType, WEIGHT_TYPES, weightType, type WeightType } from "../../src/tensor/dtypes.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
@@ -81,7 +82,7 @@ const NUM_HEADS = 6;
  */
 const LONG_KV: KvCacheShape = { numLayers: 1, numBlocks: 64, blockSize: 16, numKvHeads: 2, headDim: 32 };
 const LONG_HEADS = 8;
-async function longAttention(be: Backend): Promise<{ batch: Float32Array; aloneA: Float32Array }> {
+async function longAttention(be: Backend, dtype: KvCacheDtype = "f16"): Promise<{ batch: Float32Array; aloneA: Float32Array }> {
   const { blockSize, numKvHeads, headDim } = LONG_KV;
   const kvDim = numKvHeads * headDim;
   const qDim = LONG_HEADS * headDim;
@@ -91,7 +92,7 @@ async function longAttention(be: Backend): Promise<{ batch: Float32Array; aloneA
     { rowStart: 2, numRows: 5, startPos: 0, blockTable: table(38, 1) },
     { rowStart: 7, numRows: 1, startPos: 261, blockTable: table(39, 17) },
   ];
-  be.allocKvCache(LONG_KV);
+  be.allocKvCache({ ...LONG_KV, dtype });
   const r = rng(77);
   for (const s of seqs) {
     const n = s.startPos + s.numRows;
@@ -275,6 +276,51 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s, attention 
   });
 });
 
+describe.each(BACKENDS.filter((e) => e.name.startsWith("wasm")).map((e) => [e.name, e] as const))("backend %s, 8-bit KV cache", (name, entry) => {
+  const reason = entry.unavailable();
+  (reason === null ? test : test.skip)("attention over the q8 cache matches the reference's q8 cache; export/import round-trips; half the bytes", async () => {
+    const be = await entry.create();
+    try {
+      const got = await longAttention(be, "q8");
+      const want = await longAttention(new ReferenceBackend(), "q8");
+      expectClose(got.batch, want.batch, 1e-4, `${name} q8 attention`);
+      expect(got.aloneA).toEqual(got.batch.subarray(0, got.aloneA.length));
+      // the 8-bit cache is within 2e-2 x rms of the f16 cache on these random rows (the documented tolerance)
+      expectClose(got.batch, (await longAttention(new ReferenceBackend(), "f16")).batch, 2e-2, `${name} q8 vs f16`);
+      const q8Bytes = be.exportKvBlocks(new Int32Array([3, 5]));
+      be.importKvBlocks(new Int32Array([60, 61]), q8Bytes);
+      expect(be.exportKvBlocks(new Int32Array([60, 61]))).toEqual(q8Bytes);
+      be.allocKvCache({ ...LONG_KV, dtype: "f16" });
+      const f16Bytes = be.exportKvBlocks(new Int32Array([3, 5]));
+      // per block and part: 16 x 64 int8 + 16 f32 scales against 16 x 64 f16
+      expect(q8Bytes.length / f16Bytes.length).toBe((16 * 64 + 16 * 4) / (16 * 64 * 2));
+    } finally {
+      be.dispose();
+    }
+  });
+  (reason === null ? test : test.skip)("headDim 12 (the 4-wide and scalar tails), GQA 6/2, scattered blocks", async () => {
+    const be = await entry.create();
+    const shape: KvCacheShape = { ...KV, dtype: "q8" };
+    const seqs: AttentionSequence[] = [{ rowStart: 0, numRows: 3, startPos: 9, blockTable: new Int32Array([7, 2, 5]) }];
+    const qDim = NUM_HEADS * KV.headDim;
+    const outs: Float32Array[] = [];
+    try {
+      for (const b of [be, new ReferenceBackend()]) {
+        b.allocKvCache(shape);
+        const slots = Int32Array.from({ length: 12 }, (_, p) => seqs[0]!.blockTable[Math.floor(p / 4)]! * 4 + (p % 4));
+        const r = rng(21);
+        b.kvStore(0, await upload(b, randomFloats(12 * 24, r, 3)), await upload(b, randomFloats(12 * 24, r, 3)), slots);
+        const out = b.alloc(3 * qDim);
+        b.attention(out, await upload(b, randomFloats(3 * qDim, rng(22), 2)), 0, NUM_HEADS, seqs);
+        outs.push(await b.read(out, 3 * qDim));
+      }
+      expectClose(outs[0]!, outs[1]!, 1e-4, `${name} q8 attention, headDim 12`);
+    } finally {
+      be.dispose();
+    }
+  });
+});
+
 describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () => {
   const levels = (["scalar", "simd", "relaxed-simd"] as const).filter((l) => supportsLevel(l));
   const it = levels.length >= 2 ? test : test.skip;
@@ -297,12 +343,12 @@ describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () =>
     }
     for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
   });
-  it("attention with segmented rows, 1, 2 and 3 threads", async () => {
+  it.each(["f16", "q8"] as const)("attention with segmented rows over the %s cache, 1, 2 and 3 threads", async (dtype) => {
     const results: Float32Array[] = [];
     for (const level of levels) {
       for (const threads of [1, 2, 3]) {
         const be = await createWasmBackend({ threads, simd: level });
-        results.push((await longAttention(be)).batch);
+        results.push((await longAttention(be, dtype)).batch);
         be.dispose();
       }
     }

@@ -18,6 +18,9 @@ export interface KernelExports {
   kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
     numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
+  kv_store_q8(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
+  attention_q8(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
   attention_segment_keys(): number;
   attention_merge(out: number, partials: number, merges: number, numHeads: number, numKvHeads: number, headDim: number, taskStart: number, taskEnd: number): void;
   rms_norm(out: number, x: number, w: number, numRows: number, dim: number, eps: number): void;

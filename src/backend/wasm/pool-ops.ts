@@ -25,6 +25,7 @@ export enum PoolOp {
   Attention = 3,
   SiluMul = 4,
   AttentionMerge = 5,
+  AttentionQ8 = 6,
   Exit = 9,
 }
 
@@ -90,6 +91,10 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       return;
     case PoolOp.Attention:
       k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, scratch + 64, start, end);
+      return;
+    case PoolOp.AttentionQ8:
+      k.attention_q8(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
         ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, scratch + 64, start, end);
       return;
     case PoolOp.AttentionMerge:

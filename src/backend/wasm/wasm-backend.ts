@@ -2,7 +2,8 @@
  * The WASM backend: AssemblyScript kernels (kernels/) on one shared memory, matmuls and attention split across a
  * pool of persistent worker threads. Weights are repacked at load (repack.ts); float weights become f32 rows.
  * KV cache: f16, [numLayers, K|V, numBlocks, numKvHeads, blockSize, headDim] (half the bytes of f32; attention
- * converts with a bit trick, see kernels/common.ts).
+ * converts with a bit trick, see kernels/common.ts), or 8-bit (KvCacheShape.dtype "q8": per block the int8 rows,
+ * then one f32 scale per token; about half the bytes again, see kernels/attention.ts).
  * Matmul activations are quantized to int8 per 32 once per matmul input (quantize_q8), as llama.cpp does.
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
@@ -128,13 +129,15 @@ function weightLayout(type: GgmlType, rows: number, cols: number): WeightLayout 
   return { kind: "dense", rowsPadded, colsPadded, numBytes: rowsPadded * colsPadded * 4 };
 }
 
-/** f16 K (or V) of one position in one layer: the cache's element size, for allocKvCache and `fennec inspect` */
-function kvBytesPerPositionPerLayerPart(shape: Pick<KvCacheShape, "numKvHeads" | "headDim">): number {
-  return shape.numKvHeads * shape.headDim * 2;
+/** K (or V) of one position in one layer, for allocKvCache and `fennec inspect`: f16 values, or int8 values and
+ * the token's f32 scale (the 8-bit cache) */
+function kvBytesPerPositionPerLayerPart(shape: Pick<KvCacheShape, "numKvHeads" | "headDim" | "dtype">): number {
+  const kvDim = shape.numKvHeads * shape.headDim;
+  return shape.dtype === "q8" ? kvDim + 4 : kvDim * 2;
 }
 
 /** KV cache bytes one token position takes over all layers, K and V. */
-export function kvCacheBytesPerToken(shape: Pick<KvCacheShape, "numLayers" | "numKvHeads" | "headDim">): number {
+export function kvCacheBytesPerToken(shape: Pick<KvCacheShape, "numLayers" | "numKvHeads" | "headDim" | "dtype">): number {
   return 2 * shape.numLayers * kvBytesPerPositionPerLayerPart(shape);
 }
 
@@ -451,7 +454,8 @@ export class WasmBackend implements Backend {
     const kv = this.cache();
     const s = this.putInts(slots);
     const { numKvHeads, headDim, blockSize } = kv.shape;
-    this.k.kv_store_f16(this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, numKvHeads, headDim, blockSize);
+    const store = kv.shape.dtype === "q8" ? this.k.kv_store_q8 : this.k.kv_store_f16;
+    store(this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, numKvHeads, headDim, blockSize);
   }
 
   attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
@@ -521,7 +525,7 @@ export class WasmBackend implements Backend {
     const o = asBuffer(out).ptr;
     const args = [o, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
       base + (numRows * 3 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize];
-    this.pool.run(PoolOp.Attention, args, numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
+    this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
     if (numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + mergeStart * 4, numHeads, numKvHeads, headDim], numMerges);
   }
 

@@ -64,6 +64,9 @@ function f32Bits(value: number): number {
   return new Uint32Array(f.buffer)[0]!;
 }
 
+/** The refusal of an 8-bit KV cache (no WGSL kernel reads it yet). */
+export const WEBGPU_NO_Q8_KV = "--kv-cache-dtype fp8 is not supported with --device webgpu (fennec's 8-bit KV cache has WASM kernels only); use --kv-cache-dtype auto or --device cpu";
+
 export class WebGpuBackend implements Backend {
   readonly name = "webgpu";
   /** the adapter, e.g. "llvmpipe: Mesa 25.0.7 (LLVM 15.0.6) (mesa)" */
@@ -223,6 +226,7 @@ export class WebGpuBackend implements Backend {
 
   allocKvCache(shape: KvCacheShape): void {
     this.live();
+    if (shape.dtype === "q8") throw new Error(WEBGPU_NO_Q8_KV);
     if (shape.headDim > MAX_HEAD_DIM) throw new Error(`webgpu: head dim ${shape.headDim} is over the attention shader's ${MAX_HEAD_DIM}`);
     this.releaseKv();
     this.kv = new GpuKvCache(this.device, this.enc, shape, this.mirrorKv, (bytes, what) => this.createBuffer(bytes, what));
