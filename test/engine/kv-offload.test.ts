@@ -208,6 +208,27 @@ describe("loads that go wrong", () => {
   });
 });
 
+describe("per-request facts", () => {
+  test("a prefix from the tier counts in cached tokens, and its TTFT includes the load", async () => {
+    const { engine } = makeEngine({ numBlocks: 14, kvOffload: offloadConfig({ cpu_bytes_to_use: 64 * BLOCK_BYTES }) });
+    engine.addRequest(request("first", [...SHARED, 1, 2, 3], { maxTokens: 4 }));
+    await drive(engine);
+    for (let i = 0; i < 3; i++) { engine.addRequest(request(`o${i}`, prompt(150, 100 + i), { maxTokens: 4 })); await drive(engine); }
+    // the tier answers after 60 ms (a slow disk; still under the deadline)
+    const tier = (engine.offload as unknown as { tier: { read: (s: number) => Promise<Uint8Array> } }).tier;
+    const realRead = tier.read.bind(tier);
+    tier.read = (s) => new Promise((resolve) => setTimeout(() => resolve(realRead(s)), 60));
+    engine.addRequest(TARGET);
+    const run = await drive(engine);
+    const first = run.outputs.get("again")!.deltas[0]!;
+    expect(first.numCachedTokens).toBe(96);
+    expect(first.times.firstTokenMs! - first.times.arrivalMs).toBeGreaterThanOrEqual(60);
+    // it was not scheduled while it waited: its first scheduling comes after the load
+    expect(first.times.scheduledMs! - first.times.arrivalMs).toBeGreaterThanOrEqual(60);
+    expect(sumOffload(run.steps, (s) => s.loadBlocksCompleted)).toBe(6);
+  });
+});
+
 describe("aborts", () => {
   test("1,000 random aborts mid-load and mid-store leak no block in either tier", async () => {
     const path = join(dir, "aborts", "kv");
