@@ -31,7 +31,7 @@ const gguf = await openModelGguf(values.model);
 if (!gguf.ok) throw new Error(gguf.error);
 const model = loadModel(gguf.value);
 if (!model.ok) throw new Error(model.error);
-const config = model.value.config;
+const { config, weights } = model.value;
 if (context + 1 > config.contextLength) throw new Error(`--context ${context} does not fit the model's context ${config.contextLength}`);
 const blockSize = 16;
 const numBlocks = Math.ceil((context + 1) / blockSize);
@@ -47,7 +47,7 @@ async function measure(dtype: KvCacheDtype): Promise<{ median: number; best: num
     attention(...args);
     attentionMs += performance.now() - t;
   };
-  const runner = new Runner(config, model.value.weights, backend, undefined, dtype);
+  const runner = new Runner(config, weights, backend, undefined, dtype);
   runner.allocateKvCache(numBlocks, blockSize);
   const kvDim = config.numKvHeads * config.headDim;
   const chunk = 512;
