@@ -37,6 +37,31 @@ export interface EngineConfig {
   readonly kvOffload?: KvOffloadConfig | null;
   /** speculative decoding (--speculative-config); absent or null: off */
   readonly speculative?: SpeculativeConfig | null;
+  /** logit rows per step for prompt logprobs (PROMPT_LOGITS_SCRATCH_BYTES of vocabulary rows); absent: no bound */
+  readonly maxPromptLogprobRows?: number;
+}
+
+/**
+ * The logits a step may compute for prompt logprobs, at most: every prompt position of a chunk needs a whole
+ * vocabulary row (151,936 floats for Qwen), and 8,100 of them at once (5 GB) did not fit the 4 GiB wasm32 memory
+ * and killed the engine. Prompts with prompt_logprobs are prefilled in chunks that fit this, as many steps as it takes.
+ */
+export const PROMPT_LOGITS_SCRATCH_BYTES = 64 * 2 ** 20;
+
+/** Logit rows per step a prompt-logprobs prefill may use for this vocabulary. */
+export function promptLogprobRowsFor(vocabSize: number): number {
+  return Math.max(1, Math.floor(PROMPT_LOGITS_SCRATCH_BYTES / (vocabSize * 4)));
+}
+
+/**
+ * The largest step the forward pass can be given (tokens, logit rows), reserved at start-up so that no request can
+ * make the engine allocate: every chunk's tokens are within --max-num-batched-tokens, and its logit rows are one per
+ * sequence, the drafts of speculative decoding, and the prompt-logprob rows.
+ */
+export function maxStepShape(config: EngineConfig): { numTokens: number; numLogitRows: number } {
+  const draftRows = config.maxNumSeqs * (config.speculative?.numSpeculativeTokens ?? 0);
+  const promptRows = config.maxPromptLogprobRows ?? config.maxNumBatchedTokens;
+  return { numTokens: config.maxNumBatchedTokens, numLogitRows: Math.min(config.maxNumBatchedTokens, config.maxNumSeqs + draftRows + promptRows) };
 }
 
 /** Default KV pool when --kv-cache-memory is not given: this share of free memory, at most this many bytes. */
@@ -78,6 +103,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
     numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null, speculative: args.speculativeConfig ?? null,
+    maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize),
   });
 }
 
@@ -146,6 +172,9 @@ export class EngineCore {
     this.proposer = options.proposer ?? (spec?.method === "ngram" ? new NgramDraftProposer(spec) : null);
     if (spec !== null && this.proposer === null) throw new Error(`speculative method ${spec.method} needs its proposer passed to the engine`);
     runner.allocateKvCache(config.numBlocks, config.blockSize);
+    // every buffer a step can need, now: a request that needs more than start-up reserved cannot exist
+    const shape = maxStepShape(config);
+    runner.reserveActivations?.(shape.numTokens, shape.numLogitRows);
     this.offload = config.kvOffload ? createConnector(config, config.kvOffload, this.kv, runner, nowMs, engineIndex) : null;
     this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload);
   }

@@ -17,6 +17,11 @@ export interface SchedulerConfig {
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
   readonly maxModelLen: number;
+  /**
+   * logit rows one step may spend on prompt logprobs (each prompt position then needs a full vocabulary row): a
+   * request with prompt_logprobs gets its prefill in chunks of at most this many tokens; absent = no bound
+   */
+  readonly maxPromptLogprobRows?: number;
 }
 
 /**
@@ -62,6 +67,14 @@ export class Scheduler {
 
   schedule(): SchedulerOutput {
     let budget = this.config.maxNumBatchedTokens;
+    let promptLogitBudget = this.config.maxPromptLogprobRows ?? Infinity;
+    /** numNew cut to the prompt-logprob rows left, for a chunk starting at `startPos` that needs them */
+    const capForPromptLogits = (request: RequestState, startPos: number, numNew: number): number => {
+      if (request.promptLogprobs === null || request.promptLogprobsSent || startPos >= request.numPromptTokens - 1) return numNew;
+      const capped = Math.min(numNew, promptLogitBudget);
+      promptLogitBudget -= Math.max(0, capped);
+      return capped;
+    };
     const chunks: ScheduledChunk[] = [];
     let numPreempted = 0;
     let numDeferred = 0;
@@ -73,7 +86,8 @@ export class Scheduler {
       const numMissing = request.numTokens - request.numComputedTokens;
       // drafts ride along a decode step only (one token missing); the budget and max-model-len - 1 cut them
       const drafts = numMissing === 1 ? request.draftTokenIds : NO_DRAFTS;
-      const numNew = Math.min(numMissing + drafts.length, budget, this.config.maxModelLen - request.numComputedTokens - (drafts.length > 0 ? 1 : 0));
+      const numNew = capForPromptLogits(request, request.numComputedTokens,
+        Math.min(numMissing + drafts.length, budget, this.config.maxModelLen - request.numComputedTokens - (drafts.length > 0 ? 1 : 0)));
       if (numNew <= 0) { i++; continue; }
       const numDrafts = Math.max(0, numNew - numMissing);
       let fits = false;
@@ -100,7 +114,10 @@ export class Scheduler {
         if (this.kv.isNextBlockPending(request, computed)) { w++; numDeferred++; continue; }
         // its next blocks are in the offload tier: it waits for their load instead of computing them
         if (this.connector?.startLoad(request, computed)) { this.waiting.splice(w, 1); continue; }
-        const numNew = Math.min(request.numTokens - request.numComputedTokens - computed.numTokens, budget);
+        const startPos = request.numComputedTokens + computed.numTokens;
+        const numNew = capForPromptLogits(request, startPos, Math.min(request.numTokens - startPos, budget));
+        // this step's prompt-logprob rows are spent: it starts next step, still first in line
+        if (numNew <= 0) break;
         if (this.kv.allocateSlots(request, numNew, computed) === null) break;
         this.waiting.splice(w, 1);
         if (!request.prefixLookupDone) {

@@ -96,6 +96,21 @@ export class BatchedForward {
     }));
   }
 
+  /**
+   * Allocates the buffers for steps of up to `numTokens` rows and `numLogitRows` logit rows (the engine calls it at
+   * start-up with its largest step); a failure names what was asked for.
+   */
+  reserve(numTokens: number, numLogitRows: number): void {
+    const { dim, hiddenDim, vocabSize } = this.config;
+    try {
+      this.ensureScratch(numTokens, numLogitRows);
+    } catch (e) {
+      const floatsPerToken = 4 * dim + 2 * this.config.numHeads * this.config.headDim + 4 * this.config.numKvHeads * this.config.headDim + 3 * hiddenDim;
+      const mib = ((numTokens * floatsPerToken + numLogitRows * (2 * dim + vocabSize)) * 4) / 2 ** 20;
+      throw new Error(`the activations of a ${numTokens}-token step with ${numLogitRows} logit rows (${mib.toFixed(0)} MiB) do not fit beside the weights and the KV cache (${e instanceof Error ? e.message : String(e)}); lower --max-num-batched-tokens or --kv-cache-memory`);
+    }
+  }
+
   /** Buffers grow to the largest step seen so far and are then reused. */
   private ensureScratch(numTokens: number, numLogitRows: number): Scratch {
     const s = this.scratch;

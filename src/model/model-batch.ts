@@ -43,6 +43,11 @@ export interface ModelRunner {
   /** (re)allocate the KV cache; block ids are then 0..numBlocks-1 */
   allocateKvCache(numBlocks: number, blockSize: number): void;
   execute(batch: ModelBatch): Promise<BatchLogits>;
+  /**
+   * allocate the activation buffers for a step of up to `numTokens` tokens and `numLogitRows` logit rows now (at
+   * start-up), throwing with the sizes if they do not fit; steps within them never allocate
+   */
+  reserveActivations?(numTokens: number, numLogitRows: number): void;
   /** copy whole blocks out / in (disaggregated prefill -> decode); layout is the runner's own, same model only */
   exportKvBlocks(blockIds: Int32Array): Uint8Array;
   importKvBlocks(blockIds: Int32Array, data: Uint8Array): void;

@@ -100,6 +100,10 @@ export class Runner implements ModelRunner {
     return { inputs: { tokenIds, positions, slots, sequences, logitRows }, rowStart };
   }
 
+  reserveActivations(numTokens: number, numLogitRows: number): void {
+    this.forward.reserve(numTokens, numLogitRows);
+  }
+
   async execute(batch: ModelBatch): Promise<BatchLogits> {
     if (this.kv === null) throw new Error("runner: allocateKvCache was not called");
     const { inputs, rowStart } = this.flatten(batch, this.kv);

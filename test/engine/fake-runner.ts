@@ -36,6 +36,10 @@ export class FakeRunner implements ModelRunner {
   numExecuteCalls = 0;
   /** [numExecuteCalls] sequences per call */
   readonly batchSizes: number[] = [];
+  /** [numExecuteCalls] logit rows each call returned (the engine's per-step logits allocation) */
+  readonly logitRowsPerCall: number[] = [];
+  /** what the engine reserved at start-up (reserveActivations), null before */
+  reserved: { numTokens: number; numLogitRows: number } | null = null;
   private kv = new Uint32Array(0); // [numBlocks * blockSize] running hash per slot
   private written = new Uint8Array(0); // [numBlocks * blockSize] 1 once a slot was written
   private blockSize = 16;
@@ -57,6 +61,10 @@ export class FakeRunner implements ModelRunner {
     this.blockSize = blockSize;
     this.kv = new Uint32Array(numBlocks * blockSize);
     this.written = new Uint8Array(numBlocks * blockSize);
+  }
+
+  reserveActivations(numTokens: number, numLogitRows: number): void {
+    this.reserved = { numTokens, numLogitRows };
   }
 
   async execute(batch: ModelBatch): Promise<BatchLogits> {
@@ -90,6 +98,8 @@ export class FakeRunner implements ModelRunner {
         if (seq.logits === "all" || (seq.logits === "last" && isLast)) rows.push(this.logitsFor(h, pos, V));
       }
     });
+    this.logitRowsPerCall.push(rows.length);
+    if (this.reserved !== null && rows.length > this.reserved.numLogitRows) throw new Error(`fake runner: ${rows.length} logit rows, ${this.reserved.numLogitRows} reserved`);
     const logits = new Float32Array(rows.length * V); // [numRows, vocabSize]
     rows.forEach((r, i) => logits.set(r, i * V));
     return { logits, rowStart };

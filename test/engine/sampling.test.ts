@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { sample, type SamplingContext } from "../../src/engine/sampler.ts";
 import { createRng } from "../../src/engine/rng.ts";
 import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams, type SamplingParams } from "../../src/engine/sampling-params.ts";
+import { promptLogprobRowsFor } from "../../src/engine/engine.ts";
 import { makeEngine, prompt, request, runAlone, runToCompletion } from "./helpers.ts";
 
 /** token 5 is the best by a little, token 6 next, token 7 third; the rest far below */
@@ -159,6 +160,30 @@ describe("sampling in the engine", () => {
       expect(pl[i]!.chosen.logprob).toBeLessThanOrEqual(pl[i]!.top[0]!.logprob);
     }
     expect(out.tokens).toEqual((await runAlone(request("x", long, { maxTokens: 2 }))).tokens);
+  });
+  test("issue 12 item 1: prompt_logprobs prefill in chunks of the logit rows reserved at start-up, same logprobs as unbounded", async () => {
+    const long = prompt(100, 9);
+    const sampling = { maxTokens: 3, promptLogprobs: 2 };
+    const unbounded = await runAlone(request("u", long, sampling), { maxNumBatchedTokens: 128 });
+    const { engine, runner } = makeEngine({ maxNumBatchedTokens: 128, maxNumSeqs: 4, maxPromptLogprobRows: 7 });
+    // the largest step (tokens, logit rows) was reserved when the engine was built
+    expect(runner.reserved).toEqual({ numTokens: 128, numLogitRows: 4 + 7 });
+    engine.addRequest(request("b", long, sampling));
+    engine.addRequest(request("plain", prompt(40, 3), { maxTokens: 3 }));
+    const { outputs } = await runToCompletion(engine);
+    const bounded = outputs.get("b")!;
+    expect(bounded.promptLogprobs).toEqual(unbounded.promptLogprobs);
+    expect(bounded.tokens).toEqual(unbounded.tokens);
+    // 99 prompt positions at most 7 a step: 15 steps or more, never more rows than reserved
+    expect(runner.logitRowsPerCall.length).toBeGreaterThanOrEqual(15);
+    expect(Math.max(...runner.logitRowsPerCall)).toBeLessThanOrEqual(4 + 7);
+    // the request beside it is not held back by the chunking: its 40-token prompt ran in the first step
+    expect(outputs.get("plain")!.tokens.length).toBe(3);
+  });
+  test("the prompt-logprob row budget follows the vocabulary: 64 MiB of float rows", () => {
+    expect(promptLogprobRowsFor(151_936)).toBe(110);
+    expect(promptLogprobRowsFor(49_152)).toBe(341);
+    expect(promptLogprobRowsFor(512)).toBe(32_768);
   });
   test("logprobs in the engine: one entry per generated token", async () => {
     const out = await runAlone(request("lp", p, { maxTokens: 5, logprobs: 1 }));
