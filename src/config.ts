@@ -195,7 +195,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "enable-auto-tool-choice", kind: "bool", default: false, commands: ENGINE, help: 'Parse tool calls out of the output when tool_choice is "auto" (the default when a request has tools); needs --tool-call-parser.' },
   { name: "tool-call-parser", kind: "string", metavar: "name", default: null, commands: ENGINE, help: "How the model writes tool calls: hermes (Hermes, Qwen2.5/3), llama3_json / llama4_json (Llama 3.x), pythonic (Llama 3.2 small), mistral, qwen3_coder / qwen3_xml (Qwen3-Coder, Qwen3.5)." },
   { name: "exclude-tools-when-tool-choice-none", kind: "bool", default: false, commands: ENGINE, help: 'Leave the tools out of the prompt when tool_choice is "none" (by default they are always rendered).' },
-  { name: "reasoning-parser", kind: "string", metavar: "name", default: null, commands: ENGINE, help: "Split reasoning from the answer into `reasoning`: qwen3, deepseek_r1 (<think>...</think>), granite (\"Here is my thought process:\")." },
+  { name: "reasoning-parser", kind: "string", metavar: "name", default: null, commands: ENGINE, help: "Split reasoning from the answer into `reasoning`: qwen3, deepseek_r1 (<think>...</think>), granite (\"Here is my thought process:\"), openai_gptoss (gpt-oss Harmony channels)." },
   // pipelines
   { name: "pipeline", kind: "string", default: "single", commands: ENGINE, choices: ["single", "pd"], help: "single: one engine; pd: disaggregated prefill and decode stages." },
   { name: "stage-config", kind: "string", metavar: "path", default: null, commands: ENGINE, help: "YAML or JSON file describing a chain of stages (see docs/pipelines.md)." },

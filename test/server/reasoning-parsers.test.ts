@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { ChatStreamProcessor, chatMessageOf, type ChatOutputConfig } from "../../src/server/openai/chat-output.ts";
 import { graniteReasoningParser } from "../../src/server/openai/reasoning-parsers/granite.ts";
+import { gptOssReasoningParser } from "../../src/server/openai/reasoning-parsers/gpt-oss.ts";
 import type { ReasoningParser } from "../../src/server/openai/reasoning-parsers/reasoning-parser.ts";
 import { deepseekR1ReasoningParser, qwen3ReasoningParser } from "../../src/server/openai/reasoning-parsers/think-tags.ts";
 import { splits } from "./tool-parsers/stream-helpers.ts";
@@ -59,4 +60,11 @@ describe("granite", () => {
   test("both markers", () => check(g, "Here is my thought process: think hard. Here is my response: done.", " think hard. ", " done."));
   test("Here's spelling", () => check(g, "Here's my thought process:a Here's my response:b", "a ", "b"));
   test("no markers: all content", () => check(g, "Hello there.", null, "Hello there."));
+});
+
+describe("openai_gptoss (Harmony channels)", () => {
+  const g = config(gptOssReasoningParser);
+  test("analysis is reasoning, final is content", () => check(g, "<|channel|>analysis<|message|>User asks.<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>", "User asks.", "Hello!"));
+  test("cut off while analysing: reasoning only", () => check(g, "<|channel|>analysis<|message|>Thinking about", "Thinking about", null));
+  test("not Harmony: all content", () => check(g, "plain text", null, "plain text"));
 });

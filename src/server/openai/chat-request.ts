@@ -201,7 +201,7 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
       reasoning,
       tools: toolParser === null ? null : { parser: toolParser, definitions: body.tools as readonly ToolDefinition[], parallel: body.parallel_tool_calls ?? true, forced },
     },
-    keepSpecialTokens: toolParser?.keepSpecialTokens === true,
+    keepSpecialTokens: toolParser?.keepSpecialTokens === true || reasoningParser?.keepSpecialTokens === true,
     grammar,
   };
 }

@@ -19,6 +19,8 @@ export interface ReasoningParser {
    * enable_thinking false renders `<think>\n\n</think>\n\n`), so all output is content.
    */
   promptEndsReasoning(prompt: string): boolean;
+  /** its markers are special tokens that must stay in the text (skip_special_tokens off) */
+  readonly keepSpecialTokens?: boolean;
   /** the template variable that turns thinking on or off, and its default */
   readonly thinkingKwarg: { readonly name: string; readonly default: boolean } | null;
 }

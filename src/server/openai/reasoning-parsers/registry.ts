@@ -1,4 +1,5 @@
 /** The reasoning parsers fennec has, by vLLM's `--reasoning-parser` name. */
+import { gptOssReasoningParser } from "./gpt-oss.ts";
 import { graniteReasoningParser } from "./granite.ts";
 import type { ReasoningParser } from "./reasoning-parser.ts";
 import { deepseekR1ReasoningParser, qwen3ReasoningParser } from "./think-tags.ts";
@@ -6,6 +7,7 @@ import { deepseekR1ReasoningParser, qwen3ReasoningParser } from "./think-tags.ts
 export const REASONING_PARSERS: Readonly<Record<string, ReasoningParser>> = {
   deepseek_r1: deepseekR1ReasoningParser,
   granite: graniteReasoningParser,
+  openai_gptoss: gptOssReasoningParser,
   qwen3: qwen3ReasoningParser,
 };
 
