@@ -19,6 +19,7 @@ import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
 import { systemFingerprint } from "./fingerprint.ts";
 import { extrasContext, samplingExtras } from "./sampling-extras.ts";
+import { checkRequestGrammar } from "./structured-outputs.ts";
 import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 export { toChatMessages };
@@ -56,13 +57,16 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
     ...(options.maxLogprobs !== undefined ? { maxLogprobs: options.maxLogprobs } : {}),
   });
   const chat = options.chat ?? DEFAULT_CHAT_SERVING;
-  const prepared = prepareChat(orchestrator.tokenizer, body, chat);
+  const extrasCtx = extrasContext(options);
+  const prepared = prepareChat(orchestrator.tokenizer, body, chat, extrasCtx.structuredOutputs.disableAnyWhitespace);
   const prompt = prepared.prompt;
-  // vLLM's hermes / mistral adjust_request: their tags are special tokens the parser must see
-  const extras = await samplingExtras(body, extrasContext(options));
+  const extras = await samplingExtras(body, extrasCtx);
   if (prepared.grammar !== null && extras.structuredOutputs !== null) {
     throw new ApiError("badRequest", "You can only either use constraints for structured outputs or tools, not both.", "tool_choice");
   }
+  // the tools' schemas become a grammar: xgrammar's verdict on them is a 400 before any engine work
+  if (prepared.grammar !== null) await checkRequestGrammar(extrasCtx.checker, { spec: prepared.grammar, param: "tools" });
+  // vLLM's hermes / mistral adjust_request: their tags are special tokens the parser must see
   const sampling = {
     ...requestedSampling,
     ...extras,

@@ -166,7 +166,8 @@ export interface PreparedChat {
   readonly grammar: GrammarSpec | null;
 }
 
-export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat: ChatServingOptions = DEFAULT_CHAT_SERVING): PreparedChat {
+/** `disableAnyWhitespace`: --structured-outputs-config's, for the forced tool choice's grammar (vLLM's server setting). */
+export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat: ChatServingOptions = DEFAULT_CHAT_SERVING, disableAnyWhitespace = false): PreparedChat {
   const toolChoice = resolveToolChoice(body, chat);
   const options = templateOptions(body, chat, toolChoice);
   const prompt = renderChatPrompt(tokenizer, toChatMessages(body.messages), options);
@@ -177,7 +178,7 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
     if (tokenizer.grammarVocabulary === undefined) throw new ApiError("badRequest", "tool_choice required or named needs structured-output decoding, which this model's tokenizer cannot drive.", "tool_choice");
     const built = toolChoiceSchema(body.tools as readonly ToolDefinition[], toolChoice as "required" | { name: string });
     if ("error" in built) throw new ApiError("badRequest", built.error, "tools");
-    grammar = { kind: "json", schema: JSON.stringify(built.schema), anyWhitespace: true };
+    grammar = { kind: "json", schema: JSON.stringify(built.schema), anyWhitespace: !disableAnyWhitespace };
   }
   const toolParser = forced === "required" ? requiredCallsParser
     : typeof toolChoice === "object" ? namedCallParser(toolChoice.name)
