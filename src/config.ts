@@ -139,6 +139,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
   { name: "kv-offloading-backend", kind: "string", default: "native", commands: ENGINE, choices: ["native", "lmcache"], help: "Backend of --kv-offloading-size: native (fennec's host-memory tier); lmcache is refused (no LMCache server)." },
   { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use.' },
+  { name: "structured-outputs-config", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Structured outputs as vLLM configures them, a JSON object: {"backend": "xgrammar"} ("auto" also picks xgrammar, fennec\'s one backend), "disable_any_whitespace": true (compact JSON for every request; with an explicit xgrammar backend, as vLLM requires).' },
   { name: "speculative-config", alias: "-sc", kind: "string", metavar: "json", default: null, commands: MODEL, help: 'Speculative decoding as vLLM configures it, a JSON object: {"method": "ngram", "num_speculative_tokens": 4} (prompt lookup; prompt_lookup_max / prompt_lookup_min default to 5) or {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4} (a smaller GGUF with the same vocabulary).' },
   { name: "spec-method", kind: "string", metavar: "method", default: null, commands: MODEL, help: "Shortcut for --speculative-config's method (ngram or draft_model)." },
   { name: "spec-model", kind: "string", metavar: "path", default: null, commands: MODEL, help: "Shortcut for --speculative-config's model (a draft GGUF path)." },
@@ -441,6 +442,45 @@ export interface ServerConfig {
   readonly disableWebUi: boolean;
   /** --shutdown-timeout: seconds in-flight requests get to finish on SIGTERM/SIGINT; 0 aborts them at once */
   readonly shutdownTimeoutS: number;
+  /** --structured-outputs-config */
+  readonly structuredOutputs: StructuredOutputsSettings;
+}
+
+/** --structured-outputs-config (vllm/config/structured_outputs.py StructuredOutputsConfig), what fennec acts on. */
+export interface StructuredOutputsSettings {
+  /** compact JSON for every structured request */
+  readonly disableAnyWhitespace: boolean;
+}
+
+/** vLLM's backends: fennec runs xgrammar ("auto" chooses it first in vLLM too); the others are refused */
+const STRUCTURED_BACKENDS = ["auto", "xgrammar", "guidance", "outlines", "lm-format-enforcer"];
+
+/**
+ * --structured-outputs-config as vLLM's StructuredOutputsConfig validates it (unknown keys refused, its messages);
+ * keys fennec cannot act on are refused rather than ignored.
+ * @example structuredOutputsConfig('{"backend": "xgrammar", "disable_any_whitespace": true}') // ok({ disableAnyWhitespace: true })
+ */
+export function structuredOutputsConfig(raw: string | null): Result<StructuredOutputsSettings> {
+  if (raw === null) return ok({ disableAnyWhitespace: false });
+  let value: unknown;
+  try { value = JSON.parse(raw); } catch (e) { return err(`--structured-outputs-config must be a JSON object: ${(e as Error).message}`); }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return err("--structured-outputs-config must be a JSON object");
+  const c = value as Record<string, unknown>;
+  const known = ["backend", "disable_any_whitespace", "disable_additional_properties", "reasoning_parser", "reasoning_parser_plugin", "enable_in_reasoning"];
+  const unknown = Object.keys(c).filter((k) => !known.includes(k));
+  if (unknown.length > 0) return err(`--structured-outputs-config: unknown key(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
+  const backend = c.backend ?? "auto";
+  if (typeof backend !== "string" || !STRUCTURED_BACKENDS.includes(backend)) return err(`--structured-outputs-config: backend must be one of ${STRUCTURED_BACKENDS.join(", ")} (got ${JSON.stringify(backend)})`);
+  if (backend !== "auto" && backend !== "xgrammar") return err(`--structured-outputs-config: backend ${backend} is not available in fennec; use "xgrammar" (or "auto", which picks it)`);
+  const disableAnyWhitespace = c.disable_any_whitespace ?? false;
+  if (typeof disableAnyWhitespace !== "boolean") return err("--structured-outputs-config: disable_any_whitespace must be true or false");
+  if (disableAnyWhitespace && backend !== "xgrammar") return err("--structured-outputs-config: disable_any_whitespace is only supported for xgrammar and guidance backends.");
+  if (c.disable_additional_properties === true) return err("--structured-outputs-config: disable_additional_properties is only supported for the guidance backend.");
+  for (const k of ["reasoning_parser", "reasoning_parser_plugin"]) {
+    if (c[k] !== undefined && c[k] !== "") return err(`--structured-outputs-config: ${k} is set from --reasoning-parser in fennec; remove it here`);
+  }
+  if (c.enable_in_reasoning === true) return err("--structured-outputs-config: enable_in_reasoning is not supported by fennec (the grammar constrains the whole answer)");
+  return ok({ disableAnyWhitespace });
 }
 
 /** --allowed-origins / --allowed-methods / --allowed-headers / --allow-credentials (server/cors.ts's CorsConfig). */
@@ -511,6 +551,7 @@ export interface RunBatchConfig {
   readonly stages: StageChainConfig;
   readonly inputFile: string;
   readonly outputFile: string;
+  readonly structuredOutputs: StructuredOutputsSettings;
 }
 
 export interface GenerateConfig {
@@ -719,6 +760,8 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
   if (!generation.ok) return generation;
   const notes = vllmFates("serve", options);
   if (!notes.ok) return notes;
+  const structuredOutputs = structuredOutputsConfig(stringOrNull(options["structured-outputs-config"]));
+  if (!structuredOutputs.ok) return structuredOutputs;
   const server: ServerConfig = {
     host: stringOrNull(options.host) ?? "127.0.0.1",
     port: Number(options.port),
@@ -739,6 +782,7 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
     enableServerLoadTracking: options["enable-server-load-tracking"] === true,
     enableRequestIdHeaders: options["enable-request-id-headers"] === true,
     disableWebUi: options["disable-web-ui"] === true,
+    structuredOutputs: structuredOutputs.value,
     shutdownTimeoutS: intOrNull(options["shutdown-timeout"]) ?? 0,
   };
   const metrics: MetricsConfig = {
@@ -769,8 +813,11 @@ export function runBatchConfig(options: Options, env: Readonly<Record<string, st
   if (!engine.ok) return engine;
   const notes = vllmFates("run-batch", options);
   if (!notes.ok) return notes;
+  const structuredOutputs = structuredOutputsConfig(stringOrNull(options["structured-outputs-config"]));
+  if (!structuredOutputs.ok) return structuredOutputs;
   return ok({
     model: stringOrNull(options.model), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], stages: stages.value, inputFile, outputFile,
+    structuredOutputs: structuredOutputs.value,
     metrics: { disableLogStats: options["disable-log-stats"] === true, logStats: options["log-stats"] === true },
   });
 }

@@ -22,6 +22,7 @@ import { createApp } from "../server/app.ts";
 import type { ChatServingOptions } from "../server/chat-serving.ts";
 import { readChatFlags } from "./chat-flags.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
+import type { StructuredOutputsSettings } from "../config.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 
 /** vLLM run-batch's endpoints (the generative ones fennec serves). */
@@ -139,7 +140,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
   });
   try {
-    const app = createBatchApp(orchestrator, chat);
+    const app = createBatchApp(orchestrator, chat, config.value.structuredOutputs);
     const bar = progress(lines.length);
     const results = await Promise.all(lines.map(async ({ line, lineNumber }, index) => {
       const parsed = parseBatchLine(line, lineNumber);
@@ -194,9 +195,9 @@ function openOutput(path: string): { append(line: BatchOutputLine): void; finish
   };
 }
 
-function createBatchApp(orchestrator: Orchestrator, chat: ChatServingOptions) {
+function createBatchApp(orchestrator: Orchestrator, chat: ChatServingOptions, structuredOutputs: StructuredOutputsSettings) {
   return createApp({
-    chat,
+    chat, structuredOutputs,
     orchestrator, servedModelName: orchestrator.modelConfig.name, modelPath: "run-batch", apiKey: null,
     enablePerRequestMetrics: false, forceIncludeUsage: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
     shutdownSignal: new AbortController().signal, log: (line) => void process.stderr.write(`${line}\n`),

@@ -154,7 +154,7 @@ export async function main(options: Options): Promise<number> {
     enableServerLoadTracking: flags.enableServerLoadTracking,
     disableWebUi: flags.disableWebUi,
     apiKeys: flags.apiKeys, servedModelAliases: flags.servedModelAliases, cors: flags.cors, disableDocs: flags.disableDocs,
-    generationDefaults: flags.generationDefaults, maxLogprobs: flags.maxLogprobs,
+    generationDefaults: flags.generationDefaults, maxLogprobs: flags.maxLogprobs, structuredOutputs: flags.structuredOutputs,
     ...(flags.rootPath !== null ? { rootPath: flags.rootPath } : {}),
   });
   let http: HttpListener;
