@@ -53,12 +53,12 @@ describe("the compiled binary, alone in a folder", () => {
   });
 
   test("streaming, n > 1, stop strings and logprobs under a grammar", async () => {
-    const stream = await client.chat.completions.create({
+    // structured_outputs: vLLM's extra field, passed through by the client
+    const params: OpenAI.ChatCompletionCreateParamsStreaming & { structured_outputs: unknown } = {
       model: "", messages: [{ role: "user", content: "pick" }], max_tokens: 40, temperature: 1, seed: 7, n: 2, stream: true,
-      logprobs: true, top_logprobs: 2,
-      // @ts-expect-error vLLM's extra field
-      structured_outputs: { choice: ["once upon a time", "the end"] },
-    });
+      logprobs: true, top_logprobs: 2, structured_outputs: { choice: ["once upon a time", "the end"] },
+    };
+    const stream = await client.chat.completions.create(params);
     const texts = ["", ""];
     const finishes: (string | null)[] = [null, null];
     let numLogprobs = 0;
@@ -73,9 +73,10 @@ describe("the compiled binary, alone in a folder", () => {
     expect(finishes).toEqual(["stop", "stop"]);
     expect(numLogprobs).toBeGreaterThan(0);
     // a stop string inside the grammar's answer ends it early, as without a grammar
-    const stopped = await client.completions.create({ model: "", prompt: "x", max_tokens: 40, temperature: 0, stop: [" upon"],
-      // @ts-expect-error vLLM's extra field
-      structured_outputs: { choice: ["once upon a time"] } });
+    const stopParams: OpenAI.CompletionCreateParamsNonStreaming & { structured_outputs: unknown } = {
+      model: "", prompt: "x", max_tokens: 40, temperature: 0, stop: [" upon"], structured_outputs: { choice: ["once upon a time"] },
+    };
+    const stopped = await client.completions.create(stopParams);
     expect(stopped.choices[0]!.text).toBe("once");
     expect(stopped.choices[0]!.finish_reason).toBe("stop");
   });
