@@ -84,6 +84,22 @@ describe("an evicted prefix", () => {
     expect(engine.offload!.numFreeSlots).toBe(64);
   });
 
+  test("comes back through the native offload (--kv-offloading-size: OffloadingConnector), with its transfer records", async () => {
+    const cold = await runAlone(TARGET, { numBlocks: 14 });
+    const parsed = parseKvTransfer({ kvOffloadingSize: (64 * BLOCK_BYTES) / 2 ** 30, kvOffloadingBackend: "native", kvTransferConfig: null, useSimpleKvOffload: false, enablePrefixCaching: true }, 16);
+    if (!parsed.ok) throw new Error(parsed.error);
+    const { again, run } = await evictThenReload(parsed.value.config);
+    expect(again.tokens).toEqual(cold.tokens);
+    expect(again.numCachedTokens).toBe(96);
+    const last = run.steps.at(-1)!.kvOffload!;
+    expect(last.connector).toBe("OffloadingConnector");
+    expect(last.capacityBlocks).toBe(64);
+    const loads = run.steps.flatMap((s) => s.kvOffload?.loads ?? []);
+    expect(loads.reduce((a, l) => a + l.bytes, 0)).toBe(6 * BLOCK_BYTES);
+    expect(run.steps.flatMap((s) => s.kvOffload?.stores ?? []).length).toBeGreaterThan(0);
+    expect(run.steps.flatMap((s) => s.kvOffload?.lookupSyncDelaysS ?? []).length).toBeGreaterThan(0);
+  });
+
   test("is recomputed without the tier", async () => {
     const { again, computedForAgain, run } = await evictThenReload(null);
     expect(again.numCachedTokens).toBe(0);
