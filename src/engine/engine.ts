@@ -37,6 +37,8 @@ export interface EngineConfig {
   readonly kvOffload?: KvOffloadConfig | null;
   /** speculative decoding (--speculative-config); absent or null: off */
   readonly speculative?: SpeculativeConfig | null;
+  /** speculative decoding: drafted tokens one step may verify, shared by the decoding requests (absent or null: no cap) */
+  readonly maxDraftTokensPerStep?: number | null;
   /** logit rows per step for prompt logprobs (PROMPT_LOGITS_SCRATCH_BYTES of vocabulary rows); absent: no bound */
   readonly maxPromptLogprobRows?: number;
 }
@@ -104,7 +106,19 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
     numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null, speculative: args.speculativeConfig ?? null,
     maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize),
+    maxDraftTokensPerStep: args.speculativeConfig ? defaultDraftCap(args) : null,
   });
+}
+
+/**
+ * The default draft cap: k + 1 tokens per step over all decoding requests (a lone request verifies all k drafts, 8
+ * requests verify none). On a CPU a step costs about the same as one token only while it reads weights rather than
+ * computes (bench/spec-decode.ts: 5 tokens of one request ~ 1 token; 8 x 5 tokens ~ 4.6 x 8 x 1), so drafts pay at
+ * low concurrency and cost at high concurrency. `numDraftTokensPerStep` (tests, benchmarks) overrides it.
+ */
+function defaultDraftCap(args: EngineArgs): number | null {
+  if (args.numDraftTokensPerStep !== undefined) return args.numDraftTokensPerStep;
+  return args.speculativeConfig!.numSpeculativeTokens + 1;
 }
 
 export interface RequestErrorInfo {

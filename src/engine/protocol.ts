@@ -35,6 +35,8 @@ export interface EngineArgs {
   readonly kvOffload?: KvOffloadConfig | null;
   /** --speculative-config, parsed (null/absent: no speculative decoding) */
   readonly speculativeConfig?: SpeculativeConfig | null;
+  /** cap on drafted tokens per step, shared by the decoding requests (null: none; absent: k + 1, see engine.ts) */
+  readonly numDraftTokensPerStep?: number | null;
 }
 
 /** KV blocks handed from a prefill stage to a decode stage (disaggregated prefill, same model). */

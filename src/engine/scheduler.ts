@@ -22,6 +22,8 @@ export interface SchedulerConfig {
    * request with prompt_logprobs gets its prefill in chunks of at most this many tokens; absent = no bound
    */
   readonly maxPromptLogprobRows?: number;
+  /** speculative decoding: drafted tokens one step may verify, shared evenly by the decoding requests (absent: no cap) */
+  readonly maxDraftTokensPerStep?: number | null;
 }
 
 /**
@@ -81,11 +83,18 @@ export class Scheduler {
     // requests whose offload load finished go back first, in the order they came
     if (this.connector !== null) this.waiting.unshift(...this.connector.takeLoaded());
 
+    // a CPU step stays about as cheap as one token only while it is memory-bound: the draft cap is shared by every
+    // decoding request, so a big batch (compute-bound already) verifies few or no drafts
+    const draftCap = this.config.maxDraftTokensPerStep ?? null;
+    let numDecoding = 0;
+    if (draftCap !== null) for (const r of this.running) if (r.numTokens - r.numComputedTokens === 1) numDecoding++;
+    const draftsPerRequest = draftCap === null ? Infinity : Math.floor(draftCap / Math.max(1, numDecoding));
+
     for (let i = 0; i < this.running.length && budget > 0; ) {
       const request = this.running[i]!;
       const numMissing = request.numTokens - request.numComputedTokens;
-      // drafts ride along a decode step only (one token missing); the budget and max-model-len - 1 cut them
-      const drafts = numMissing === 1 ? request.draftTokenIds : NO_DRAFTS;
+      // drafts ride along a decode step only (one token missing); the cap, the budget and max-model-len - 1 cut them
+      const drafts = numMissing === 1 ? request.draftTokenIds.slice(0, draftsPerRequest) : NO_DRAFTS;
       const numNew = capForPromptLogits(request, request.numComputedTokens,
         Math.min(numMissing + drafts.length, budget, this.config.maxModelLen - request.numComputedTokens - (drafts.length > 0 ? 1 : 0)));
       if (numNew <= 0) { i++; continue; }

@@ -120,6 +120,19 @@ describe("speculative decoding in the engine (fake runner)", () => {
     expect(specTotals(a.steps).accepted).toBeGreaterThan(0);
   });
 
+  test("the draft cap is shared by the decoding requests: a full batch verifies none, a lone request all k", async () => {
+    const capped = await run(prompts, { speculative: NGRAM, maxDraftTokensPerStep: NGRAM.numSpeculativeTokens + 1 }, { maxTokens: 40 });
+    const off = await run(prompts, {}, { maxTokens: 40 });
+    expect(tokensOf(capped.outputs)).toEqual(tokensOf(off.outputs));
+    for (const s of capped.steps) {
+      const d = s.specDecoding!;
+      expect(d.numDraftTokens).toBeLessThanOrEqual(NGRAM.numSpeculativeTokens + 1);
+      if (s.numRunning >= 6 && s.numPromptTokens === 0) expect(d.numDraftTokens).toBe(0);
+    }
+    const alone = await run(prompts.slice(0, 1), { speculative: NGRAM, maxDraftTokensPerStep: NGRAM.numSpeculativeTokens + 1 }, { maxTokens: 40 });
+    expect(alone.steps.some((s) => s.specDecoding!.numDraftTokens === NGRAM.numSpeculativeTokens)).toBe(true);
+  });
+
   test("min_p and logit_bias are refused per request, as vLLM does", () => {
     const { engine } = makeEngine({ speculative: NGRAM }, RUNNER);
     expect(engine.addRequest(request("x", [1, 2, 3], { temperature: 1, minP: 0.1 }))?.message).toBe("The min_p and logit_bias sampling parameters are not yet supported with speculative decoding.");

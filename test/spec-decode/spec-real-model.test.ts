@@ -72,7 +72,8 @@ describe("default model (stories260K) through the engine Worker", () => {
   });
 
   test("1 request and 8 concurrent: identical greedy ids, drafts accepted", async () => {
-    const { orch, log } = await start({ speculativeConfig: NGRAM });
+    // no draft cap: every one of the 8 verifies drafts (the default cap would leave a full batch without any)
+    const { orch, log } = await start({ speculativeConfig: NGRAM, numDraftTokensPerStep: null });
     expect(await greedy(orch, "alone", prompts[0]!, 60)).toEqual(off[0]!);
     const on = await Promise.all(prompts.map((p, i) => greedy(orch, `on${i}`, p, 60 + 5 * i)));
     expect(on).toEqual(off);
@@ -82,7 +83,7 @@ describe("default model (stories260K) through the engine Worker", () => {
   });
 
   test("preemption by a small KV pool, prefix caching off: identical greedy ids", async () => {
-    const { orch, log } = await start({ speculativeConfig: NGRAM, numKvBlocksOverride: 20, maxNumBatchedTokens: 32, enablePrefixCaching: false });
+    const { orch, log } = await start({ speculativeConfig: NGRAM, numDraftTokensPerStep: null, numKvBlocksOverride: 20, maxNumBatchedTokens: 32, enablePrefixCaching: false });
     const on = await Promise.all(prompts.map((p, i) => greedy(orch, `pre${i}`, p, 60 + 5 * i)));
     expect(on).toEqual(off);
     expect(log.steps.reduce((a, s) => a + s.numPreempted, 0)).toBeGreaterThan(0);
@@ -108,7 +109,7 @@ describe("random-weight models of real shapes (in-process engine)", () => {
     const prompts = Array.from({ length: 8 }, (_, i) => Array.from({ length: 12 + 5 * i }, (_, j) => (i * 7919 + j * 104729) % vocab));
     const results: number[][][] = [];
     for (const speculative of [null, NGRAM]) {
-      const cfg = resolveEngineConfig({ ...ARGS, maxModelLen: 256, numKvBlocksOverride: 24, speculativeConfig: speculative }, runner, 1e9);
+      const cfg = resolveEngineConfig({ ...ARGS, maxModelLen: 256, numKvBlocksOverride: 24, speculativeConfig: speculative, numDraftTokensPerStep: null }, runner, 1e9);
       if (!cfg.ok) throw new Error(cfg.error);
       const engine = new EngineCore(runner, cfg.value, 0, nowMs, 1);
       prompts.forEach((p, i) => engine.addRequest(request(`r${i}`, p, { maxTokens: 48, ignoreEos: true })));
