@@ -21,6 +21,9 @@ import { createProgressBar } from "../util/progress.ts";
 import { errorMessage } from "../util/error-message.ts";
 import type { ModelRunner } from "../model/model-batch.ts";
 import { EngineCore } from "../engine/engine.ts";
+import { checkDraftVocabulary } from "../engine/spec-decode/draft-model-proposer.ts";
+import type { GgufFile } from "../gguf/gguf-file.ts";
+import { KEY } from "../gguf/names.ts";
 import { speculativeConfigRepr, type SpeculativeConfig } from "../engine/speculative-config.ts";
 
 /** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
@@ -53,7 +56,7 @@ function createPick(temperature: number, seed: number, promptIds: readonly numbe
  * With --speculative-config: the one sequence runs on an in-process engine (the scheduler, the proposer and the
  * rejection sampler of `serve`), sized for exactly this request; yields tokens as steps emit them.
  */
-async function* speculativeTokens(runner: ModelRunner, ids: readonly number[], spec: SpeculativeConfig, o: { maxTokens: number; temperature: number; seed: number; stopIds: readonly number[] }): AsyncGenerator<number> {
+async function* speculativeTokens(runner: ModelRunner, draftRunner: ModelRunner | null, ids: readonly number[], spec: SpeculativeConfig, o: { maxTokens: number; temperature: number; seed: number; stopIds: readonly number[] }): AsyncGenerator<number> {
   const maxModelLen = runner.config.contextLength;
   const maxTokens = Math.min(o.maxTokens, maxModelLen - ids.length);
   if (maxTokens <= 0) return;
@@ -61,7 +64,7 @@ async function* speculativeTokens(runner: ModelRunner, ids: readonly number[], s
   const numBlocks = Math.ceil((ids.length + maxTokens + spec.numSpeculativeTokens + 1) / blockSize);
   const engine = new EngineCore(runner, {
     maxNumSeqs: 1, maxNumBatchedTokens: Math.max(512, spec.numSpeculativeTokens + 1), maxModelLen, blockSize, numBlocks, enablePrefixCaching: false, speculative: spec,
-  }, 0, undefined, o.seed);
+  }, 0, undefined, o.seed, { draftRunner });
   const error = engine.addRequest({
     requestId: "generate", promptTokenIds: ids, arrivalMs: 0, eosTokenIds: o.stopIds,
     sampling: { ...DEFAULT_SAMPLING_PARAMS, temperature: o.temperature, seed: o.seed, maxTokens },
@@ -71,6 +74,22 @@ async function* speculativeTokens(runner: ModelRunner, ids: readonly number[], s
     const result = await engine.step();
     for (const d of result?.deltas ?? []) yield* d.newTokenIds;
   }
+}
+
+/** method draft_model: the draft GGUF on its own backend, with the engine's vocabulary check */
+async function loadDraft(spec: SpeculativeConfig, target: ModelRunner, targetGguf: GgufFile, options: BackendOptions): Promise<ModelRunner | null> {
+  if (spec.method !== "draft_model" || spec.model === null) return null;
+  const file = await openModelGguf(spec.model);
+  if (!file.ok) throw new RuntimeFailure(`speculative draft model: ${file.error}`);
+  const model = loadModel(file.value);
+  if (!model.ok) throw new RuntimeFailure(`speculative draft model: ${model.error}`);
+  const tokensOf = (g: GgufFile): string[] | null => {
+    const v = g.metadata.get(KEY.tokens)?.value;
+    return Array.isArray(v) && v.every((t) => typeof t === "string") ? (v as string[]) : null;
+  };
+  const same = checkDraftVocabulary(target.config, model.value.config, tokensOf(targetGguf), tokensOf(file.value));
+  if (!same.ok) throw new RuntimeFailure(same.error);
+  return new Runner(model.value.config, model.value.weights, await createBackend(options));
 }
 
 function promptIds(tokenizer: Tokenizer, prompt: string): number[] {
@@ -127,7 +146,7 @@ export async function main(options: Options): Promise<number> {
   let atStart = prompt === "";
   const pick = createPick(temperature, seed, ids, tokenizer.stopIds);
   const stream = speculative !== null
-    ? speculativeTokens(runner, ids, speculative, { maxTokens, temperature, seed, stopIds: tokenizer.stopIds })
+    ? speculativeTokens(runner, await loadDraft(speculative, runner, gguf, backendOptions(config)), ids, speculative, { maxTokens, temperature, seed, stopIds: tokenizer.stopIds })
     : decodeTokens(runner, ids, { maxTokens, stopIds: tokenizer.stopIds, pick });
   for await (const id of stream) {
     generated.push(id);

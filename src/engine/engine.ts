@@ -24,6 +24,7 @@ import type { SpeculativeConfig } from "./speculative-config.ts";
 import { SPEC_DECODE_UNSUPPORTED_PARAMS, specDecodeRefusesParams } from "./speculative-config.ts";
 import { NgramDraftProposer, type DraftProposer } from "./spec-decode/proposer.ts";
 import { verifyDrafts } from "./spec-decode/rejection-sampler.ts";
+import { DraftModelProposer } from "./spec-decode/draft-model-proposer.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -76,7 +77,7 @@ const DEFAULT_KV_MAX_BYTES = 2 ** 30;
  * given; --gpu-memory-utilization is that share of total host memory; the default is a share of free memory; both
  * capped by what max-num-seqs x max-model-len can ever use.
  */
-export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number, totalMemoryBytes = totalmem()): Result<EngineConfig> {
+export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number, totalMemoryBytes = totalmem(), extraKvBytesPerBlock = 0): Result<EngineConfig> {
   const contextLength = runner.config.contextLength;
   const maxModelLen = args.maxModelLen ?? contextLength;
   if (!Number.isInteger(maxModelLen) || maxModelLen < 1) return err(`--max-model-len must be a positive integer (got ${maxModelLen})`);
@@ -84,7 +85,8 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   if (!Number.isInteger(args.blockSize) || args.blockSize < 1) return err(`--block-size must be a positive integer (got ${args.blockSize})`);
   if (!Number.isInteger(args.maxNumSeqs) || args.maxNumSeqs < 1) return err(`--max-num-seqs must be a positive integer (got ${args.maxNumSeqs})`);
   if (!Number.isInteger(args.maxNumBatchedTokens) || args.maxNumBatchedTokens < 1) return err(`--max-num-batched-tokens must be a positive integer (got ${args.maxNumBatchedTokens})`);
-  const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize);
+  // a draft model's KV cache uses the same block ids: one block costs both models' bytes
+  const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize) + extraKvBytesPerBlock;
   const maxUsefulBlocks = args.maxNumSeqs * Math.ceil(maxModelLen / args.blockSize);
   let numBlocks: number;
   if (args.numKvBlocksOverride !== undefined && args.numKvBlocksOverride !== null) {
@@ -135,8 +137,10 @@ export interface EngineOptions {
   readonly grammarWorkerUrl?: string;
   /** something finished outside a step (a grammar compiled or failed): the loop should look again */
   readonly onWake?: () => void;
-  /** speculative decoding's drafter when it is not the ngram one (the draft model); default from config.speculative */
+  /** speculative decoding's drafter when it is not the ngram one; default from config.speculative */
   readonly proposer?: DraftProposer | null;
+  /** method draft_model: the loaded draft (its KV cache gets the engine's block ids) */
+  readonly draftRunner?: ModelRunner | null;
 }
 
 /** A request that failed after it was accepted (its grammar would not compile, or its grammar reached a dead end). */
@@ -183,7 +187,12 @@ export class EngineCore {
     this.kv = new KvCacheManager(config);
     this.nextFallbackSeed = seed;
     const spec = config.speculative ?? null;
-    this.proposer = options.proposer ?? (spec?.method === "ngram" ? new NgramDraftProposer(spec) : null);
+    this.proposer = options.proposer
+      ?? (spec?.method === "ngram" ? new NgramDraftProposer(spec) : null)
+      ?? (spec?.method === "draft_model" && options.draftRunner
+        ? new DraftModelProposer(options.draftRunner, spec, config.numBlocks, config.blockSize,
+          (req, numPositions) => numPositions <= req.blockIds.length * config.blockSize || this.kv.allocateSlots(req, numPositions - req.numComputedTokens) !== null)
+        : null);
     if (spec !== null && this.proposer === null) throw new Error(`speculative method ${spec.method} needs its proposer passed to the engine`);
     runner.allocateKvCache(config.numBlocks, config.blockSize);
     // every buffer a step can need, now: a request that needs more than start-up reserved cannot exist
@@ -198,6 +207,7 @@ export class EngineCore {
     this.offload?.close();
     this.grammar?.dispose();
     this.grammar = null;
+    this.proposer?.dispose?.();
   }
 
   get numRunning(): number { return this.scheduler.running.length; }

@@ -17,6 +17,8 @@ export interface LoadedRunner {
   readonly backend: string;
   /** resolves with a reason if the device is lost (WebGPU): the engine is then dead */
   readonly lost?: Promise<string>;
+  /** the GGUF's tokenizer.ggml.tokens, when it has them (a draft model's tokenizer is checked against the target's) */
+  readonly tokens?: readonly string[];
 }
 
 export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Result<LoadedRunner>> {
@@ -52,7 +54,12 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       }
       // compile every kernel the model's weight types need now, so the first request does not pay for it (WebGPU)
       await backend.warmUp?.([...new Set(gguf.value.tensors.map((t) => t.type))]);
-      return ok({ runner, backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}) });
+      const { KEY } = await import("../gguf/names.ts");
+      const tokens = gguf.value.metadata.get(KEY.tokens)?.value;
+      return ok({
+        runner, backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}),
+        ...(Array.isArray(tokens) && tokens.every((t) => typeof t === "string") ? { tokens: tokens as string[] } : {}),
+      });
     }
   }
 }

@@ -3,9 +3,10 @@
  * message per engine step. Messages in: init (once), add, abort, shutdown. The loop yields to the event loop after
  * every step so an abort lands between two steps at the latest (its blocks are freed at once).
  */
-import { freemem } from "node:os";
+import { freemem, totalmem } from "node:os";
 import { EngineCore, resolveEngineConfig } from "./engine.ts";
 import { loadRunner } from "./load-runner.ts";
+import { checkDraftVocabulary } from "./spec-decode/draft-model-proposer.ts";
 import type { EngineWorkerSpec, FromEngine, ToEngine } from "./protocol.ts";
 import type { ModelRunner } from "../model/model-batch.ts";
 import { nowMs } from "../util/clock.ts";
@@ -72,10 +73,20 @@ class EngineWorker {
         this.stopped = true;
         this.wakeLoop();
       });
-      const config = resolveEngineConfig(spec.engineArgs, runner, freemem());
-      if (!config.ok) { post({ type: "fatal", message: config.error }); return; }
+      // method draft_model: the draft GGUF on its own backend, checked against the target's vocabulary
+      const speculative = spec.engineArgs.speculativeConfig ?? null;
+      let draftRunner: ModelRunner | null = null;
+      if (speculative?.method === "draft_model" && speculative.model !== null) {
+        const draft = await loadRunner({ kind: "model", modelPath: speculative.model }, spec.engineArgs);
+        if (!draft.ok) { post({ type: "fatal", message: `speculative draft model: ${draft.error}` }); return; }
+        draftRunner = draft.value.runner;
+        const same = checkDraftVocabulary(runner.config, draftRunner.config, loaded.value.tokens ?? null, draft.value.tokens ?? null);
+        if (!same.ok) { draftRunner.dispose(); post({ type: "fatal", message: same.error }); return; }
+      }
+      const config = resolveEngineConfig(spec.engineArgs, runner, freemem(), totalmem(), draftRunner?.kvBytesPerBlock(spec.engineArgs.blockSize) ?? 0);
+      if (!config.ok) { draftRunner?.dispose(); post({ type: "fatal", message: config.error }); return; }
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
-        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(),
+        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
       });
       for (const line of this.engine.offload?.describe() ?? []) console.error(line);
       post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, maxModelLen: config.value.maxModelLen, backend });
