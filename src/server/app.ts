@@ -132,7 +132,12 @@ export function createApp(options: ServerOptions) {
       // read now: once the response is out the socket may be gone
       if (options.accessLog !== undefined) clients.set(request, clientAddress(options.peerOf?.(request) ?? server?.requestIP(request)));
       const preflight = cors.preflight(request);
-      if (preflight !== null) return preflight;
+      if (preflight !== null) {
+        // answered before routing, so the after-response hook never sees it: its access line is written here
+        const url = new URL(request.url);
+        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: `${url.pathname}${url.search}`, status: preflight.status });
+        return preflight;
+      }
       Object.assign(set.headers, cors.responseHeaders(request));
       if (options.enableRequestIdHeaders === true) {
         set.headers["x-request-id"] = publicRequestId(request.headers.get("x-request-id"), null);

@@ -62,6 +62,8 @@ export interface StartOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** the server speaks HTTPS (--ssl-certfile): poll /health over TLS, trusting any certificate */
   readonly https?: boolean;
+  /** the TLS options of the /health polls (client certificates); default: trust any server certificate */
+  readonly healthTls?: { readonly ca?: string; readonly cert?: string; readonly key?: string };
   /** prefix of every route (--root-path) */
   readonly rootPath?: string;
   /** the command before the serve flags (default serverCommand()) */
@@ -94,7 +96,7 @@ export async function startServer(args: readonly string[] = [], start: StartOpti
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before it was ready:\n${server.log()}`);
     try {
-      if ((await fetch(`${url}/health`, { tls: { rejectUnauthorized: false } })).status === 200) return server;
+      if ((await fetch(`${url}/health`, { tls: start.healthTls ?? { rejectUnauthorized: false } })).status === 200) return server;
     } catch {
       // not listening yet
     }
