@@ -217,7 +217,7 @@ describe("architecture: who may import whom", () => {
     { file: "util/x.ts", line: 'import { f } from "../tensor/dtypes.ts";', forbidden: true },
     { file: "tensor/x.ts", line: 'import { f } from "../gguf/reader.ts";', forbidden: true },
     { file: "tensor/x.ts", line: 'import { f } from "../util/result.ts";', forbidden: false },
-    { file: "gguf/x.ts", line: 'import { f } from "../model/config.ts";', forbidden: true },
+    { file: "gguf/x.ts", line: 'import { f } from "../model/read-model-config.ts";', forbidden: true },
     { file: "backend/wasm/x.ts", line: 'import type { M } from "../../model/model-config.ts";', forbidden: true },
     { file: "model/x.ts", line: 'import { f } from "../backend/create-backend.ts";', forbidden: true },
     { file: "model/x.ts", line: 'import type { Backend } from "../backend/backend.ts";', forbidden: false },

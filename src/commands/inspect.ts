@@ -11,7 +11,7 @@ import type { Options } from "../config.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import { KEY } from "../gguf/names.ts";
-import { readModelConfig } from "../model/config.ts";
+import { readModelConfig } from "../model/read-model-config.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import { loadModelWeights } from "../model/weights.ts";
 import { ggmlTypeName } from "../tensor/dtypes.ts";

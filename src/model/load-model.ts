@@ -4,7 +4,7 @@
  */
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { ok, type Result } from "../util/result.ts";
-import { readModelConfig } from "./config.ts";
+import { readModelConfig } from "./read-model-config.ts";
 import type { ModelConfig } from "./model-config.ts";
 import { loadModelWeights, type ModelWeights } from "./weights.ts";
 

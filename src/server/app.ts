@@ -1,6 +1,7 @@
 /**
  * The HTTP app: one named plugin per route group, composed here, plus the request-wide checks (API key, body size,
- * JSON media type) and the one error handler. Built from `ServerOptions` only, so tests pass a fake orchestrator and
+ * JSON media type) and the one error handler. Reading JSON bodies is request-body.ts, measuring responses for the
+ * HTTP metrics http-metrics.ts. Built from `ServerOptions` only, so tests pass a fake orchestrator and
  * call `app.handle(new Request(...))` without a port.
  * @example const app = createApp(options); app.listen({ hostname: "127.0.0.1", port: 8000 });
  */
@@ -8,19 +9,20 @@ import { errorMessage } from "../util/error-message.ts";
 import { Elysia } from "elysia";
 import { clientAddress } from "./access-log.ts";
 import { createAuthCheck } from "./auth.ts";
-import { checkBodyNesting } from "./body-limits.ts";
 import { createCors, DEFAULT_CORS } from "./cors.ts";
 import { applyRequestDefaults, type RequestDefaults } from "./request-defaults.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
+import { bodyBytes, headerBytes } from "./http-metrics.ts";
 import { createServerLoad, loadRoutes } from "./load.ts";
 import { chatCompletionsRoutes } from "./openai/chat-completions.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completions.ts";
 import { modelsRoutes } from "./openai/models.ts";
-import { publicRequestId } from "./openai/to-engine.ts";
+import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
+import { parseJsonObject } from "./request-body.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
@@ -46,61 +48,6 @@ function createRequestChecks(options: ServerOptions): (request: Request) => void
   };
 }
 
-
-/** The body as text, refused with 413 once it passes `maxBytes` (chunked bodies declare no length up front). */
-async function readBodyText(request: Request, maxBytes: number): Promise<string> {
-  if (request.body === null) return "";
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      void reader.cancel();
-      throw new ApiError("payloadTooLarge", `Request body is larger than the limit of ${maxBytes} bytes.`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-/** JSON bodies are parsed here so that malformed JSON and non-object bodies get a clear 400 of their own. */
-async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, string>, maxBytes: number): Promise<Record<string, unknown>> {
-  const text = await readBodyText(request, maxBytes);
-  checkBodyNesting(text);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-    // kept for error messages: Elysia converts values before validating them
-    rawBodies.set(request, text);
-  } catch {
-    throw new ApiError("invalidBody", "Request body is not valid JSON");
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError("invalidBody", "Request body must be a JSON object");
-  return value as Record<string, unknown>;
-}
-
-/** A Content-Length header as a number; null when absent or not a number. */
-function headerBytes(header: string | null): number | null {
-  const bytes = header === null || header === "" ? NaN : Number(header);
-  return Number.isFinite(bytes) ? bytes : null;
-}
-
-/** Size of a handler's return value as it goes out (JSON for objects); null for streams and what cannot be measured. */
-function bodyBytes(value: unknown): number | null {
-  if (value === undefined || value === null || value instanceof Response || value instanceof ReadableStream) return null;
-  if (typeof value === "string") return Buffer.byteLength(value);
-  if (value instanceof Blob) return value.size;
-  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return value.byteLength;
-  try {
-    const json = JSON.stringify(value);
-    return json === undefined ? null : Buffer.byteLength(json);
-  } catch {
-    return null;
-  }
-}
 
 export function createApp(options: ServerOptions) {
   // one grammar checker per app (its xgrammar thread starts with the first structured request)

@@ -1,6 +1,7 @@
 /**
- * POST /v1/chat/completions: render the chat template, tokenize, check, generate; answer as one JSON body or as SSE
- * chunks in vLLM's order (role chunk, content deltas, one finish chunk per choice, optional usage chunk, [DONE]).
+ * POST /v1/chat/completions: one preparation step (render the chat template, tokenize, check: prepareChatCompletion),
+ * then generate, then one of the two response builders of chat-response.ts: one JSON body, or SSE chunks in vLLM's
+ * order (role chunk, content deltas, one finish chunk per choice, optional usage chunk, [DONE]).
  */
 import { Elysia } from "elysia";
 import { contentText } from "../../tokenizer/chat-template.ts";
@@ -8,19 +9,19 @@ import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerLoad } from "../load.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { applyOutput, collectGeneration, generateOutputs, linkAbort, newChoice, primed, type ChoiceResult } from "./generation.ts";
-import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
+import type { GenerateRequest } from "../../frontend/orchestrator.ts";
+import { collectGeneration, generateOutputs, linkAbort, primed } from "./generation.ts";
 import { ChatCompletionRequest, type ChatCompletionBody } from "./schemas.ts";
 import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
-import { chatFinishReason, chatMessageOf, ChatStreamProcessor, outputAfterGrammar } from "./chat-output.ts";
+import { outputAfterGrammar } from "./chat-output.ts";
+import { chatCompletionBody, chatCompletionChunks, type ChatAnswer } from "./chat-response.ts";
 import { prepareChat, responseRole, toChatMessages } from "./chat-request.ts";
 import { CHAT_COMPLETION_RESPONSES } from "./response-docs.ts";
 import { sseResponse } from "./stream.ts";
-import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./to-engine.ts";
+import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./wire-to-request.ts";
 import { systemFingerprint } from "./fingerprint.ts";
 import { extrasContext, samplingExtras } from "./sampling-extras.ts";
 import { checkRequestGrammar } from "./structured-outputs.ts";
-import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
 
 export { toChatMessages };
 
@@ -31,13 +32,18 @@ export function echoText(body: Pick<ChatCompletionBody, "messages" | "add_genera
   return contentText(toChatMessages([last])[0]!.content);
 }
 
-function choiceLogprobs(options: ServerOptions, body: ChatCompletionBody, choice: Pick<ChoiceResult, "logprobs">) {
-  if (body.logprobs !== true) return null;
-  return { content: chatLogprobs(options.orchestrator.tokenizer, choice.logprobs, body.top_logprobs ?? 0) };
+/** The request for the engine and everything its answer depends on, checked once, before anything runs. */
+export interface PreparedChat {
+  readonly request: GenerateRequest;
+  readonly answer: ChatAnswer;
 }
 
-export async function createChatCompletion(options: ServerOptions, body: ChatCompletionBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined): Promise<Response | Record<string, unknown>> {
-  const arrivalMs = nowMs();
+/**
+ * The preparation step (vLLM serving_chat.py create_chat_completion up to the generator): model, stream options and
+ * request-level rules, sampling from the body, the rendered and tokenized prompt, the context-length budget, ids.
+ * Throws ApiError (400/404) naming the parameter.
+ */
+export async function prepareChatCompletion(options: ServerOptions, body: ChatCompletionBody, requestIdHeader: string | null, arrivalMs: number): Promise<PreparedChat> {
   const { orchestrator } = options;
   checkModel(body.model, options.servedModelName);
   checkStreamOptions(body.stream, body.stream_options);
@@ -80,115 +86,41 @@ export async function createChatCompletion(options: ServerOptions, body: ChatCom
   checkSamplingParams({ ...sampling, maxTokens }, orchestrator.tokenizer.vocabSize, options.maxLogprobs);
 
   const id = `chatcmpl-${publicRequestId(requestIdHeader, body.request_id)}`;
-  const created = unixSeconds(arrivalMs);
-  const model = options.servedModelName;
   const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling: { ...sampling, maxTokens }, arrivalMs };
-  const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`${id} aborted: the client disconnected`));
-  const n = sampling.n;
-  const returnTokenIds = body.return_token_ids === true;
   const role = responseRole(body, chat);
-  const echoed = echoText(body, role);
-  // with a reasoning parser, include_reasoning false also withholds logprobs and token ids (they would show the reasoning)
-  const hideTokens = prepared.output.reasoning !== null && !prepared.output.reasoning.include;
-  const outputConfig = outputAfterGrammar(prepared.output, sampling.structuredOutputs !== null);
-  const fingerprint = systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen });
+  return {
+    request,
+    answer: {
+      id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: orchestrator.tokenizer, n: sampling.n, promptTokenIds,
+      role, echoed: echoText(body, role), returnTokenIds: body.return_token_ids === true,
+      logprobs: body.logprobs === true, topLogprobs: body.top_logprobs ?? 0,
+      // with a reasoning parser, include_reasoning false also withholds logprobs and token ids (they would show the reasoning)
+      hideTokens: prepared.output.reasoning !== null && !prepared.output.reasoning.include,
+      outputConfig: outputAfterGrammar(prepared.output, sampling.structuredOutputs !== null),
+      fingerprint: systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen }),
+      usage: usageMode(body.stream_options, options.forceIncludeUsage),
+      enablePromptTokensDetails: options.enablePromptTokensDetails === true, enablePerRequestMetrics: options.enablePerRequestMetrics,
+    },
+  };
+}
 
+export async function createChatCompletion(options: ServerOptions, body: ChatCompletionBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined): Promise<Response | Record<string, unknown>> {
+  const { request, answer } = await prepareChatCompletion(options, body, requestIdHeader, nowMs());
+  const { orchestrator } = options;
+  const abort = linkAbort(clientSignal, options.shutdownSignal, () => options.log(`${answer.id} aborted: the client disconnected`));
   if (body.stream !== true) {
     try {
-      const result = await collectGeneration(orchestrator, request, abort);
-      const completionTokens = result.choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
-      return {
-        id, object: "chat.completion", created, model,
-        choices: result.choices.map((c) => {
-          const message = chatMessageOf(c.text, outputConfig);
-          const content = echoed === "" ? message.content : echoed + (message.content ?? "");
-          return {
-            index: c.index,
-            message: { role, content, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: message.toolCalls, reasoning: message.reasoning },
-            logprobs: hideTokens ? null : choiceLogprobs(options, body, c),
-            // vLLM: tool calls found by the parser make the finish reason "tool_calls"
-            finish_reason: c.finishReason === null ? null : chatFinishReason(c.finishReason, message.toolCalls.length > 0, outputConfig, false),
-            stop_reason: c.stopReason,
-            token_ids: returnTokenIds && !hideTokens ? c.tokenIds : null,
-            routed_experts: null,
-          };
-        }),
-        service_tier: null, system_fingerprint: fingerprint,
-        usage: { ...usageWire(result.numPromptTokens, completionTokens), prompt_tokens_details: promptTokensDetails(options.enablePromptTokensDetails, result.numCachedTokens) },
-        prompt_logprobs: result.promptLogprobs ? promptLogprobsWire(orchestrator.tokenizer, result.promptLogprobs) : null,
-        prompt_token_ids: returnTokenIds ? promptTokenIds : null,
-        prompt_text: null,
-        kv_transfer_params: null,
-        ec_transfer_params: null,
-        metrics: metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times: result.times, numGenerationTokens: completionTokens }, false),
-      };
+      return chatCompletionBody(answer, await collectGeneration(orchestrator, request, abort));
     } finally {
       abort.dispose();
     }
   }
-
-  const usage = usageMode(body.stream_options, options.forceIncludeUsage);
-  const numPromptTokens = promptTokenIds.length;
-  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ id, object: "chat.completion.chunk", created, model, choices, ...extra });
   const outputs = await primed(generateOutputs(orchestrator, request, abort)).catch((error: unknown) => {
     abort.dispose();
     throw error;
   });
-  async function* chunks() {
-    const choices: ChoiceResult[] = Array.from({ length: n }, (_, i) => newChoice(i));
-    const processors = Array.from({ length: n }, () => new ChatStreamProcessor(outputConfig));
-    for (let i = 0; i < n; i++) {
-      yield chunk([{ index: i, delta: { role, content: "" }, logprobs: null, finish_reason: null }],
-        usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
-    }
-    if (echoed !== "") {
-      for (let i = 0; i < n; i++) {
-        yield chunk([{ index: i, delta: { content: echoed }, logprobs: null, finish_reason: null }],
-          usage.continuousUsage ? { usage: usageWire(numPromptTokens, 0) } : {});
-      }
-    }
-    let times = null;
-    let cachedTokens = 0;
-    for await (const output of outputs) {
-      applyOutput(choices, output);
-      times = output.times;
-      cachedTokens = output.numCachedTokens;
-      for (const o of output.outputs) {
-        const hasLogprobs = body.logprobs === true && !hideTokens && (o.logprobsDelta?.length ?? 0) > 0;
-        const final = o.finishReason !== null;
-        const deltas = processors[o.index]!.push(o.textDelta, final);
-        if (!final && deltas.length === 0 && !hasLogprobs) continue;
-        const logprobs = body.logprobs === true && !hideTokens ? choiceLogprobs(options, body, { logprobs: [...(o.logprobsDelta ?? [])] }) : null;
-        const ids = returnTokenIds && !hideTokens ? { token_ids: o.tokenIdsDelta } : {};
-        // every delta but the last goes alone; the last carries the finish reason; logprobs and ids go on the first
-        const pieces: Record<string, unknown>[] = deltas.length === 0 ? [final ? {} : { content: "" }] : deltas.map((d) => ({ ...d }));
-        for (let k = 0; k < pieces.length; k++) {
-          const last = k === pieces.length - 1;
-          const extras = k === 0 ? { logprobs, ...ids } : { logprobs: null };
-          if (!(final && last)) {
-            yield chunk([{ index: o.index, delta: pieces[k], ...extras, finish_reason: null }], usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {});
-            continue;
-          }
-          const finishReason = chatFinishReason(o.finishReason!, processors[o.index]!.calledTools, outputConfig, true);
-          const choice = { index: o.index, delta: pieces[k], ...extras, finish_reason: finishReason, stop_reason: o.stopReason };
-          // vLLM puts the fingerprint on the finish chunk unless a usage chunk will carry it
-          const extra = {
-            ...(usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {}),
-            ...(!usage.includeUsage ? { system_fingerprint: fingerprint } : {}),
-          };
-          yield chunk([choice], extra);
-        }
-      }
-    }
-    if (abort.controller.signal.aborted) return;
-    if (usage.includeUsage) {
-      const completionTokens = choices.reduce((sum, c) => sum + c.numGeneratedTokens, 0);
-      const metrics = metricsWire({ enabled: options.enablePerRequestMetrics, n, numPrompts: 1, times, numGenerationTokens: completionTokens }, true);
-      const finalUsage = finalStreamUsageWire(numPromptTokens, completionTokens, options.enablePromptTokensDetails, cachedTokens);
-      yield chunk([], { usage: finalUsage, system_fingerprint: fingerprint, ...(metrics === null ? {} : { metrics }) });
-    }
-  }
-  return sseResponse(chunks(), { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });
+  const chunks = chatCompletionChunks(answer, outputs, () => abort.controller.signal.aborted);
+  return sseResponse(chunks, { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });
 }
 
 /** `track` counts the request for GET /load (server/load.ts) until its response is over. */

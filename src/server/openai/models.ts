@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { ServerOptions } from "../server-options.ts";
 import { MODELS_RESPONSES } from "./response-docs.ts";
-import { unixSeconds } from "./to-engine.ts";
+import { unixSeconds } from "./wire-to-request.ts";
 import { nowMs } from "../../util/clock.ts";
 
 export function listModels(options: ServerOptions) {

@@ -1,7 +1,7 @@
 /**
  * Request bodies of the OpenAI-compatible API as Elysia `t` (TypeBox) schemas: they validate every request and document
- * it in /openapi.json. Wire names are snake_case (OpenAI / vLLM); handlers map them to camelCase in to-engine.ts.
- * Ranges that vLLM reports with its own messages (temperature in [0, 2], ...) are checked in to-engine.ts and only
+ * it in /openapi.json. Wire names are snake_case (OpenAI / vLLM); handlers map them to camelCase in wire-to-request.ts.
+ * Ranges that vLLM reports with its own messages (temperature in [0, 2], ...) are checked in wire-to-request.ts and only
  * described here, so the client gets vLLM's text. Unknown fields are accepted and ignored, as vLLM does.
  */
 import { t } from "elysia";

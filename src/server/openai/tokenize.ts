@@ -6,7 +6,7 @@ import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
 import { renderChatPrompt, resolveToolChoice, templateOptions, toChatMessages } from "./chat-request.ts";
 import { DetokenizeRequest, TokenizeRequest, type DetokenizeBody, type TokenizeBody } from "./schemas.ts";
 import { DETOKENIZE_RESPONSES, TOKENIZE_RESPONSES } from "./response-docs.ts";
-import { checkModel } from "./to-engine.ts";
+import { checkModel } from "./wire-to-request.ts";
 import { jsonPreview } from "../../util/json-limits.ts";
 
 export function tokenize(options: ServerOptions, body: TokenizeBody) {

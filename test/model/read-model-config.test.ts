@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { GgufValueType } from "../../src/gguf/gguf-file.ts";
 import { ARCHITECTURES } from "../../src/model/architectures.ts";
 import { KEY } from "../../src/gguf/names.ts";
-import { readModelConfig } from "../../src/model/config.ts";
+import { readModelConfig } from "../../src/model/read-model-config.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { loadModelWeights } from "../../src/model/weights.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";

@@ -1,7 +1,9 @@
 /**
- * Framework-free mapping from validated wire bodies (snake_case) to what the orchestrator takes (camelCase), with
- * vLLM's semantic checks and messages (reference §5.2, §5.5): sampling ranges, n, logprobs, stream options and the
- * context-length rules. Throws ApiError (400/404) naming the parameter.
+ * Framework-free mapping from validated wire bodies (snake_case) to the GenerateRequest fields the orchestrator takes
+ * (camelCase), with vLLM's semantic checks and messages (vllm/entrypoints/openai/protocol.py to_sampling_params and
+ * the request validators, vllm/sampling_params.py SamplingParams._verify_args, serving_engine.py
+ * _validate_input for the context-length rules): sampling ranges, n, logprobs, stream options. Throws ApiError
+ * (400/404) naming the parameter.
  */
 import type { SamplingParams } from "../../engine/sampling-params.ts";
 import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams } from "../../engine/sampling-params.ts";
