@@ -125,7 +125,7 @@ export async function main(options: Options): Promise<number> {
     : pipeline.orchestrator;
   const servedModelName = flags.servedModelName ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
-    modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats,
+    modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats, toolCallParser: chat.toolCallParser !== null,
     enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate.value,
     numSpeculativeTokens: config.engine.speculativeConfig?.numSpeculativeTokens ?? null,
     // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
@@ -149,6 +149,7 @@ export async function main(options: Options): Promise<number> {
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
     ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
+    onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
     enableRequestIdHeaders: flags.enableRequestIdHeaders,
     enablePromptTokensDetails: flags.enablePromptTokensDetails,
     enableServerLoadTracking: flags.enableServerLoadTracking,

@@ -11,7 +11,7 @@ import { SAVE_OUTCOMES } from "../engine/stats.ts";
 export type MetricType = "counter" | "gauge" | "histogram" | "summary";
 
 /** The CLI flag (config.ts) that must be on for a metric to exist; engine metrics also need stats not disabled. */
-export type MetricFlag = "enable-mfu-metrics" | "speculative-config";
+export type MetricFlag = "enable-mfu-metrics" | "speculative-config" | "tool-call-parser";
 
 export interface MetricDef {
   readonly name: string;
@@ -21,9 +21,9 @@ export interface MetricDef {
   /** labels after model_name and engine, each with every value it can take (series are pre-created) */
   readonly extraLabels?: Readonly<Record<string, readonly string[]>>;
   /** "engine-only": vLLM's info gauges carry `engine` but no `model_name`; "none": the HTTP metrics */
-  readonly defaultLabels?: "model-engine" | "engine-only" | "none";
+  readonly defaultLabels?: "model-engine" | "engine-only" | "model-only" | "none";
   /** "http": prometheus-fastapi-instrumentator's request metrics, kept with --disable-log-stats, created per request */
-  readonly scope?: "engine" | "http";
+  readonly scope?: "engine" | "http" | "frontend";
   /** labels whose values are only known per request (no pre-created series), after the default labels */
   readonly requestLabels?: readonly string[];
   /** info gauges: labels whose values come from the running config (value is always 1) */
@@ -40,6 +40,9 @@ export interface MetricDef {
   readonly replacedBy?: string;
 }
 
+export const TOOL_PARSER_MODES = ["streaming", "non_streaming"] as const;
+export const TOOL_PARSER_OUTCOMES = ["tool_call", "no_tool_call"] as const;
+export const TOOL_PARSER_REQUEST_TYPES = ["chat_completions", "responses", "other"] as const;
 export const FINISHED_REASONS = ["stop", "length", "abort", "error", "repetition"] as const;
 export const PROMPT_TOKEN_SOURCES = ["local_compute", "local_cache_hit", "external_kv_transfer"] as const;
 export const WAITING_REASONS = ["capacity", "deferred"] as const;
@@ -246,6 +249,12 @@ const METRICS = {
     help: "Histogram of time per output token in seconds.", deprecatedIn: "0.1", replacedBy: "inter_token_latency",
   },
   // HTTP metrics of prometheus-fastapi-instrumentator, which vLLM mounts (reference §1.8); status is grouped as 2xx/4xx/5xx
+  // the API server's own counter, not an engine's: model_name only, there whenever --tool-call-parser is set
+  tool_call_parser_invocations: {
+    name: "vllm:tool_call_parser_invocations_total", type: "counter", scope: "frontend", defaultLabels: "model-only", flag: "tool-call-parser",
+    extraLabels: { mode: TOOL_PARSER_MODES, outcome: TOOL_PARSER_OUTCOMES, request_type: TOOL_PARSER_REQUEST_TYPES },
+    help: "Total number of ToolParser invocations. Non-streaming increments once per choice; streaming increments once per delta.",
+  },
   http_requests_total: {
     name: "http_requests_total", type: "counter", scope: "http", defaultLabels: "none", requestLabels: ["method", "status", "handler"],
     help: "Total number of requests by method, status and handler.",
@@ -280,6 +289,6 @@ export const METRIC_KEYS = Object.keys(METRICS) as MetricKey[];
 
 /** Label names of a metric, default labels first (vLLM's order). */
 export function labelNamesOf(def: MetricDef): string[] {
-  const defaults = def.defaultLabels === "none" ? [] : def.defaultLabels === "engine-only" ? ["engine"] : ["model_name", "engine"];
+  const defaults = def.defaultLabels === "none" ? [] : def.defaultLabels === "engine-only" ? ["engine"] : def.defaultLabels === "model-only" ? ["model_name"] : ["model_name", "engine"];
   return [...defaults, ...(def.requestLabels ?? []), ...Object.keys(def.extraLabels ?? {}), ...(def.positionLabel ? ["position"] : []), ...(def.infoLabels ?? [])];
 }

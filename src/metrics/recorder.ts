@@ -24,6 +24,8 @@ export interface RecorderOptions {
   readonly maxModelLen: number;
   /** one `engine` label per engine (stage); default [0] */
   readonly engineIndices?: readonly number[];
+  /** --tool-call-parser is set: vllm:tool_call_parser_invocations_total exists */
+  readonly toolCallParser?: boolean;
   /** false with --disable-log-stats: no vllm:* engine series */
   readonly logStats: boolean;
   readonly enableMfuMetrics: boolean;
@@ -55,6 +57,12 @@ export interface KvOffloadFacts {
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string> | Summary<string>;
 
 /** One answered HTTP request, for the instrumentator's metrics. */
+/** One run of the tool-call parser over a choice (non-streaming) or a delta (streaming). */
+export interface ToolParserInvocation {
+  readonly mode: "streaming" | "non_streaming";
+  readonly outcome: "tool_call" | "no_tool_call";
+}
+
 export interface HttpResponseEvent {
   /** the route's path, or null when no route matched */
   readonly handler: string | null;
@@ -175,10 +183,16 @@ export class MetricsRecorder implements StatsListener {
       : null;
     // HTTP metrics exist with or without engine stats (vLLM's instrumentator is independent of --disable-log-stats)
     for (const key of METRIC_KEYS) if (CATALOGUE[key].scope === "http" && (options.httpMetrics ?? true)) this.metrics.set(key, this.create(CATALOGUE[key]));
+    // vLLM's tool-parser counter lives in the API server: there with a parser, with or without engine stats
+    if (options.toolCallParser === true) {
+      const metric = this.create(CATALOGUE.tool_call_parser_invocations) as Counter<string>;
+      this.metrics.set("tool_call_parser_invocations", metric);
+      for (const extra of extraLabelCombinations(CATALOGUE.tool_call_parser_invocations, 0)) metric.inc({ model_name: options.modelName, ...extra }, 0);
+    }
     if (!options.logStats) return;
     for (const key of METRIC_KEYS) {
       const def = CATALOGUE[key];
-      if (def.scope === "http") continue;
+      if (def.scope === "http" || def.scope === "frontend") continue;
       if (def.flag === "enable-mfu-metrics" && !options.enableMfuMetrics) continue;
       if (def.connector !== undefined && def.connector !== options.kvOffload?.connector) continue;
       if (def.flag === "speculative-config" && !options.numSpeculativeTokens) continue;
@@ -211,7 +225,7 @@ export class MetricsRecorder implements StatsListener {
     this.createdS.set(engine, Date.now() / 1000);
     for (const [key, metric] of this.metrics) {
       const def = CATALOGUE[key];
-      if (def.scope === "http") continue;
+      if (def.scope === "http" || def.scope === "frontend") continue;
       if (def.infoLabels !== undefined) {
         if (!withInfo) continue;
         if (key === "simple_kv_offload_info") {
@@ -408,6 +422,11 @@ export class MetricsRecorder implements StatsListener {
     if (event.responseBytes !== null) (this.metrics.get("http_response_size_bytes") as Summary<string> | undefined)?.observe({ handler }, event.responseBytes);
     (this.metrics.get("http_request_duration_highr_seconds") as Histogram<string> | undefined)?.observe(event.durationS);
     (this.metrics.get("http_request_duration_seconds") as Histogram<string> | undefined)?.observe({ method: event.method, handler }, event.durationS);
+  }
+
+  /** One tool-parser run (vLLM: once per choice without streaming, once per delta when streaming). */
+  onToolParserInvocation(event: ToolParserInvocation): void {
+    (this.metrics.get("tool_call_parser_invocations") as Counter<string> | undefined)?.inc({ model_name: this.options.modelName, mode: event.mode, outcome: event.outcome, request_type: "chat_completions" });
   }
 
   /** The Prometheus text exposition (what GET /metrics returns), bucket bounds written as vLLM writes them. */

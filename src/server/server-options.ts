@@ -62,6 +62,8 @@ export interface ServerOptions {
   readonly grammarChecker?: GrammarChecker;
   /** --structured-outputs-config (default: any whitespace) */
   readonly structuredOutputs?: StructuredOutputsServerConfig;
+  /** called per tool-parser run (vllm:tool_call_parser_invocations_total) */
+  readonly onToolParserInvocation?: (event: import("../metrics/recorder.ts").ToolParserInvocation) => void;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

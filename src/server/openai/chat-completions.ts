@@ -88,6 +88,7 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   const id = `chatcmpl-${publicRequestId(requestIdHeader, body.request_id)}`;
   const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling: { ...sampling, maxTokens }, arrivalMs };
   const role = responseRole(body, chat);
+  const outputConfig = outputAfterGrammar(prepared.output, sampling.structuredOutputs !== null);
   return {
     request,
     answer: {
@@ -96,7 +97,9 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
       logprobs: body.logprobs === true, topLogprobs: body.top_logprobs ?? 0,
       // with a reasoning parser, include_reasoning false also withholds logprobs and token ids (they would show the reasoning)
       hideTokens: prepared.output.reasoning !== null && !prepared.output.reasoning.include,
-      outputConfig: outputAfterGrammar(prepared.output, sampling.structuredOutputs !== null),
+      outputConfig,
+      // the counter is of the model-format parser's runs (auto), not of the forced forms
+      ...(outputConfig.tools !== null && (outputConfig.tools.forced ?? null) === null && options.onToolParserInvocation !== undefined ? { onToolParserRun: options.onToolParserInvocation } : {}),
       fingerprint: systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen }),
       usage: usageMode(body.stream_options, options.forceIncludeUsage),
       enablePromptTokensDetails: options.enablePromptTokensDetails === true, enablePerRequestMetrics: options.enablePerRequestMetrics,

@@ -7,6 +7,7 @@
  */
 import type { RequestOutput } from "../../frontend/orchestrator.ts";
 import type { Tokenizer } from "../../tokenizer/tokenizer.ts";
+import type { ToolParserInvocation } from "../../metrics/recorder.ts";
 import { chatFinishReason, chatMessageOf, ChatStreamProcessor, type ChatOutputConfig } from "./chat-output.ts";
 import { applyOutput, newChoice, type ChoiceResult, type GenerationResult } from "./generation.ts";
 import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
@@ -32,6 +33,8 @@ export interface ChatAnswer {
   /** with a reasoning parser and include_reasoning false, logprobs and token ids are withheld (they show the reasoning) */
   readonly hideTokens: boolean;
   readonly outputConfig: ChatOutputConfig;
+  /** told of each run of the model-format tool parser (vllm:tool_call_parser_invocations_total); absent when none runs */
+  readonly onToolParserRun?: (event: ToolParserInvocation) => void;
   readonly fingerprint: string;
   readonly usage: UsageMode;
   readonly enablePromptTokensDetails: boolean;
@@ -51,6 +54,7 @@ export function chatCompletionBody(answer: ChatAnswer, result: GenerationResult)
     id, object: "chat.completion", created, model,
     choices: result.choices.map((c) => {
       const message = chatMessageOf(c.text, outputConfig);
+      answer.onToolParserRun?.({ mode: "non_streaming", outcome: message.toolCalls.length > 0 ? "tool_call" : "no_tool_call" });
       const content = echoed === "" ? message.content : echoed + (message.content ?? "");
       return {
         index: c.index,
@@ -101,6 +105,7 @@ export async function* chatCompletionChunks(answer: ChatAnswer, outputs: AsyncIt
       const hasLogprobs = answer.logprobs && !hideTokens && (o.logprobsDelta?.length ?? 0) > 0;
       const final = o.finishReason !== null;
       const deltas = processors[o.index]!.push(o.textDelta, final);
+      answer.onToolParserRun?.({ mode: "streaming", outcome: deltas.some((d) => d.tool_calls !== undefined) ? "tool_call" : "no_tool_call" });
       if (!final && deltas.length === 0 && !hasLogprobs) continue;
       const logprobs = answer.logprobs && !hideTokens ? choiceLogprobs(answer, { logprobs: [...(o.logprobsDelta ?? [])] }) : null;
       const ids = returnTokenIds && !hideTokens ? { token_ids: o.tokenIdsDelta } : {};
