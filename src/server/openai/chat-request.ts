@@ -29,6 +29,7 @@ export interface ChatRequestFields {
   readonly chat_template_kwargs?: Record<string, unknown> | null;
   readonly reasoning_effort?: string | null;
   readonly include_reasoning?: boolean | null;
+  readonly thinking_token_budget?: number | null;
 }
 
 export type ToolChoice = "none" | "auto" | "required" | { readonly name: string };
@@ -168,6 +169,7 @@ export interface PreparedChat {
 
 /** `disableAnyWhitespace`: --structured-outputs-config's, for the forced tool choice's grammar (vLLM's server setting). */
 export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat: ChatServingOptions = DEFAULT_CHAT_SERVING, disableAnyWhitespace = false): PreparedChat {
+  checkThinkingBudget(body.thinking_token_budget, chat);
   const toolChoice = resolveToolChoice(body, chat);
   const options = templateOptions(body, chat, toolChoice);
   const prompt = renderChatPrompt(tokenizer, toChatMessages(body.messages), options);
@@ -210,4 +212,15 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
 /** vLLM's get_chat_request_role: --response-role, unless the prompt continues the last message (no generation prompt). */
 export function responseRole(body: Pick<ChatRequestFields, "messages" | "add_generation_prompt">, chat: ChatServingOptions = DEFAULT_CHAT_SERVING): string {
   return (body.add_generation_prompt ?? true) ? chat.responseRole : (body.messages.at(-1)?.role ?? chat.responseRole);
+}
+
+/** vLLM's thinking_token_budget checks; past them fennec refuses (it cannot force the reasoning end). */
+function checkThinkingBudget(budget: number | null | undefined, chat: ChatServingOptions): void {
+  if (budget === undefined || budget === null) return;
+  if (budget < -1) throw new ApiError("badRequest", "`thinking_token_budget` must be a non-negative integer or -1 for unlimited.", "thinking_token_budget");
+  if (chat.reasoningParser === null) {
+    throw new ApiError("badRequest", "thinking_token_budget is set but reasoning_config is not configured. Please set --reasoning-parser and/or --reasoning-config to use thinking_token_budget.", "thinking_token_budget");
+  }
+  // -1 is "unlimited": what fennec does anyway
+  if (budget !== -1) throw new ApiError("badRequest", "thinking_token_budget is not supported by fennec: it cannot force the end of the reasoning; leave it out or use -1 (unlimited).", "thinking_token_budget");
 }

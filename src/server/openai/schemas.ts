@@ -145,6 +145,7 @@ export const ChatCompletionRequest = t.Object({
   tool_choice: t.Optional(t.Nullable(t.Union([t.String(), t.Record(t.String(), t.Unknown())], { description: "`none`, `auto` (needs --enable-auto-tool-choice and --tool-call-parser; the default when tools are given), `required` or `{\"type\": \"function\", \"function\": {\"name\": ...}}`." }))),
   parallel_tool_calls: nullableBoolean("OpenAI: false keeps only the first tool call (default true)."),
   reasoning_effort: t.Optional(t.Nullable(t.String({ description: "OpenAI: passed to the chat template as `reasoning_effort`; also sets enable_thinking (false for `none`) unless chat_template_kwargs sets it." }))),
+  thinking_token_budget: nullableInteger("vLLM extra: refused: fennec has no thinking-token budget (vLLM forces the reasoning end after this many tokens)."),
   include_reasoning: nullableBoolean("vLLM extra: with --reasoning-parser, false leaves `reasoning` out (null) of the answer (default true)."),
 }, {
   description: "OpenAI Chat Completions request, plus vLLM's extra sampling fields.",
