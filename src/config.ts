@@ -139,6 +139,8 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
   { name: "kv-offloading-backend", kind: "string", default: "native", commands: ENGINE, choices: ["native", "lmcache"], help: "Backend of --kv-offloading-size: native (fennec's host-memory tier); lmcache is refused (no LMCache server)." },
   { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use.' },
+  { name: "return-tokens-as-token-ids", kind: "bool", default: false, commands: ["serve"], help: "Write logprob tokens as token_id:{id} (a request's return_tokens_as_token_ids overrides it), as vLLM." },
+  { name: "scheduling-policy", kind: "string", choices: ["fcfs", "priority"], default: "fcfs", commands: ENGINE, help: "How waiting requests are ordered: fcfs (first come, first served) or priority (by the request's priority field, lower first, then arrival; the highest (priority, arrival) running request is preempted first), as vLLM." },
   { name: "structured-outputs-config", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Structured outputs as vLLM configures them, a JSON object: {"backend": "xgrammar"} ("auto" also picks xgrammar, fennec\'s one backend), "disable_any_whitespace": true (compact JSON for every request; with an explicit xgrammar backend, as vLLM requires).' },
   { name: "speculative-config", alias: "-sc", kind: "string", metavar: "json", default: null, commands: MODEL, help: 'Speculative decoding as vLLM configures it, a JSON object: {"method": "ngram", "num_speculative_tokens": 4} (prompt lookup; prompt_lookup_max / prompt_lookup_min default to 5) or {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4} (a smaller GGUF with the same vocabulary).' },
   { name: "spec-method", kind: "string", metavar: "method", default: null, commands: MODEL, help: "Shortcut for --speculative-config's method (ngram or draft_model)." },
@@ -448,6 +450,8 @@ export interface ServerConfig {
   readonly shutdownTimeoutS: number;
   /** --structured-outputs-config */
   readonly structuredOutputs: StructuredOutputsSettings;
+  /** --return-tokens-as-token-ids */
+  readonly returnTokensAsTokenIds: boolean;
 }
 
 /** --structured-outputs-config (vllm/config/structured_outputs.py StructuredOutputsConfig), what fennec acts on. */
@@ -709,6 +713,7 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: deviceOf(options.device),
     speculativeConfig: speculative.value,
+    schedulingPolicy: options["scheduling-policy"] === "priority" ? "priority" : "fcfs",
   } });
 }
 
@@ -787,6 +792,7 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
     enableRequestIdHeaders: options["enable-request-id-headers"] === true,
     disableWebUi: options["disable-web-ui"] === true,
     structuredOutputs: structuredOutputs.value,
+    returnTokensAsTokenIds: options["return-tokens-as-token-ids"] === true,
     shutdownTimeoutS: intOrNull(options["shutdown-timeout"]) ?? 0,
   };
   const metrics: MetricsConfig = {

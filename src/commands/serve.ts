@@ -155,7 +155,7 @@ export async function main(options: Options): Promise<number> {
     enableServerLoadTracking: flags.enableServerLoadTracking,
     disableWebUi: flags.disableWebUi,
     apiKeys: flags.apiKeys, servedModelAliases: flags.servedModelAliases, cors: flags.cors, disableDocs: flags.disableDocs,
-    generationDefaults: flags.generationDefaults, maxLogprobs: flags.maxLogprobs, structuredOutputs: flags.structuredOutputs,
+    generationDefaults: flags.generationDefaults, maxLogprobs: flags.maxLogprobs, structuredOutputs: flags.structuredOutputs, returnTokensAsTokenIds: flags.returnTokensAsTokenIds,
     ...(flags.rootPath !== null ? { rootPath: flags.rootPath } : {}),
   });
   let http: HttpListener;

@@ -40,6 +40,8 @@ export interface EngineConfig {
   readonly speculative?: SpeculativeConfig | null;
   /** speculative decoding: drafted tokens one step may verify, shared by the decoding requests (absent or null: no cap) */
   readonly maxDraftTokensPerStep?: number | null;
+  /** --scheduling-policy; absent: fcfs */
+  readonly schedulingPolicy?: "fcfs" | "priority";
   /** logit rows per step for prompt logprobs (PROMPT_LOGITS_SCRATCH_BYTES of vocabulary rows); absent: no bound */
   readonly maxPromptLogprobRows?: number;
 }
@@ -107,7 +109,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
     numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null, speculative: args.speculativeConfig ?? null,
-    maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize),
+    maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize), schedulingPolicy: args.schedulingPolicy ?? "fcfs",
     maxDraftTokensPerStep: args.speculativeConfig ? defaultDraftCap(args) : null,
   });
 }
@@ -234,6 +236,10 @@ export class EngineCore {
     const blocksNeeded = Math.ceil((numPrompt + state.maxOutputTokens) / blockSize);
     if (blocksNeeded > numBlocks) {
       return { code: "kv_cache_too_small", message: `request needs ${blocksNeeded} KV blocks (${numPrompt} prompt + ${state.maxOutputTokens} output tokens) but the cache has ${numBlocks}; raise --kv-cache-memory or lower max_tokens` };
+    }
+    // the field text of vLLM's protocol.py: a priority is an error unless the server schedules by priority
+    if (request.sampling.priority !== 0 && this.config.schedulingPolicy !== "priority") {
+      return { code: "invalid_priority", message: "Priority scheduling is not enabled: start the server with --scheduling-policy priority to use the priority field (or send priority 0)." };
     }
     const spec = request.sampling.structuredOutputs;
     if (spec && !this.options.grammarVocab) {

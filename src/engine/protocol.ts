@@ -37,6 +37,8 @@ export interface EngineArgs {
   readonly speculativeConfig?: SpeculativeConfig | null;
   /** cap on drafted tokens per step, shared by the decoding requests (null: none; absent: k + 1, see engine.ts) */
   readonly numDraftTokensPerStep?: number | null;
+  /** --scheduling-policy: fcfs (default) or priority (the request's priority field orders the queue) */
+  readonly schedulingPolicy?: "fcfs" | "priority";
 }
 
 /** KV blocks handed from a prefill stage to a decode stage (disaggregated prefill, same model). */

@@ -95,7 +95,8 @@ export class RequestState {
     if ((index + 1) * blockSize > this.allTokenIds.length) return null;
     for (let i = this.blockHashes.length; i <= index; i++) {
       const parent = i === 0 ? null : this.blockHashes[i - 1]!;
-      this.blockHashes.push(hashBlock(parent, this.allTokenIds, i * blockSize, blockSize));
+      // vLLM: the salt goes into the first block's hash, so every later block differs too
+      this.blockHashes.push(hashBlock(parent, this.allTokenIds, i * blockSize, blockSize, i === 0 ? this.sampling.cacheSalt : null));
     }
     return this.blockHashes[index]!;
   }
@@ -106,7 +107,7 @@ export class RequestState {
 }
 
 /** Two independent 32-bit FNV-1a-style lanes over (parent hash, tokens): 64 bits, collisions negligible here. */
-function hashBlock(parent: BlockHash | null, tokenIds: readonly number[], start: number, count: number): BlockHash {
+function hashBlock(parent: BlockHash | null, tokenIds: readonly number[], start: number, count: number, salt: string | null = null): BlockHash {
   let a = 0x811c9dc5, b = 0x01000193 ^ 0x5bd1e995;
   const feed = (x: number): void => {
     a = Math.imul(a ^ (x & 0xffff), 0x01000193) ^ (x >>> 16);
@@ -115,6 +116,10 @@ function hashBlock(parent: BlockHash | null, tokenIds: readonly number[], start:
     b ^= b >>> 15;
   };
   if (parent !== null) for (let i = 0; i < parent.length; i += 8) feed(parseInt(parent.slice(i, i + 8), 16));
+  if (salt !== null) {
+    feed(0x5a17);
+    for (let i = 0; i < salt.length; i++) feed(salt.charCodeAt(i));
+  }
   feed(count);
   for (let i = start; i < start + count; i++) feed(tokenIds[i]!);
   return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");

@@ -37,13 +37,17 @@ export interface SamplingParams {
   readonly allowedTokenIds: readonly number[] | null;
   /** token sequences that may not be completed (vLLM bad_words, tokenized on the main thread) */
   readonly badWordsTokenIds: readonly (readonly number[])[];
+  /** vLLM priority (request-level there): lower runs first under --scheduling-policy priority */
+  readonly priority: number;
+  /** vLLM cache_salt (request-level there): prefix-cache blocks are shared only between requests with the same salt */
+  readonly cacheSalt: string | null;
 }
 
 export const DEFAULT_SAMPLING_PARAMS: SamplingParams = {
   n: 1, temperature: 1, topP: 1, topK: 0, minP: 0, presencePenalty: 0, frequencyPenalty: 0, repetitionPenalty: 1,
   logitBias: null, seed: null, logprobs: null, promptLogprobs: null, stop: [], stopTokenIds: [],
   includeStopStrInOutput: false, ignoreEos: false, minTokens: 0, maxTokens: 16, skipSpecialTokens: true,
-  structuredOutputs: null, allowedTokenIds: null, badWordsTokenIds: [],
+  structuredOutputs: null, allowedTokenIds: null, badWordsTokenIds: [], priority: 0, cacheSalt: null,
 };
 
 /** camelCase field -> the OpenAI / vLLM wire name that error messages and `param` use */
@@ -53,7 +57,7 @@ export const SAMPLING_WIRE_NAMES: Readonly<Record<keyof SamplingParams, string>>
   logprobs: "logprobs", promptLogprobs: "prompt_logprobs", stop: "stop", stopTokenIds: "stop_token_ids",
   includeStopStrInOutput: "include_stop_str_in_output", ignoreEos: "ignore_eos", minTokens: "min_tokens",
   maxTokens: "max_tokens", skipSpecialTokens: "skip_special_tokens", structuredOutputs: "structured_outputs",
-  allowedTokenIds: "allowed_token_ids", badWordsTokenIds: "bad_words",
+  allowedTokenIds: "allowed_token_ids", badWordsTokenIds: "bad_words", priority: "priority", cacheSalt: "cache_salt",
 };
 
 /** vLLM's default --max-logprobs */
@@ -121,6 +125,8 @@ export function validateSamplingParams(p: SamplingParams, limits: SamplingLimits
     if (p.allowedTokenIds.some((id) => !Number.isInteger(id) || id < 0 || (limits.vocabSize !== undefined && id >= limits.vocabSize))) return fail("allowedTokenIds", "allowed_token_ids contains out-of-vocab token id!");
   }
   if (p.badWordsTokenIds.length > MAX_BAD_WORDS) return fail("badWordsTokenIds", `Too many bad words after tokenization: ${p.badWordsTokenIds.length}. The max number is ${MAX_BAD_WORDS}.`);
+  if (!Number.isInteger(p.priority)) return fail("priority", `priority must be an integer, got ${p.priority}.`);
+  if (p.cacheSalt !== null && p.cacheSalt === "") return fail("cacheSalt", "Parameter 'cache_salt' must be a non-empty string if provided.");
   for (const id of p.stopTokenIds) {
     if (!Number.isInteger(id) || id < 0 || (limits.vocabSize !== undefined && id >= limits.vocabSize)) return fail("stopTokenIds", `stop_token_ids contains ${id}, which is not a token id of this model.`);
   }

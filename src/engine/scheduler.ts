@@ -24,7 +24,16 @@ export interface SchedulerConfig {
   readonly maxPromptLogprobRows?: number;
   /** speculative decoding: drafted tokens one step may verify, shared evenly by the decoding requests (absent: no cap) */
   readonly maxDraftTokensPerStep?: number | null;
+  /**
+   * --scheduling-policy (vLLM SchedulerConfig.policy): "fcfs" (default) or "priority": waiting requests by (priority,
+   * arrival), lower first, and the running request with the highest (priority, arrival) is preempted first
+   */
+  readonly schedulingPolicy?: "fcfs" | "priority";
 }
+
+/** vLLM's priority order: lower priority value first, then earlier arrival */
+const before = (a: RequestState, b: RequestState): boolean =>
+  a.sampling.priority < b.sampling.priority || (a.sampling.priority === b.sampling.priority && a.times.arrivalMs < b.times.arrivalMs);
 
 /**
  * One request's share of a step: positions [startPos, startPos + numNewTokens) are computed. The last
@@ -64,7 +73,18 @@ export class Scheduler {
 
   add(request: RequestState): void {
     request.status = "waiting";
-    this.waiting.push(request);
+    if (this.config.schedulingPolicy !== "priority") { this.waiting.push(request); return; }
+    let at = this.waiting.length;
+    while (at > 0 && before(request, this.waiting[at - 1]!)) at--;
+    this.waiting.splice(at, 0, request);
+  }
+
+  /** FCFS: the newest running request; priority: the one with the highest (priority, arrival) (vLLM). */
+  private victimIndex(): number {
+    if (this.config.schedulingPolicy !== "priority") return this.running.length - 1;
+    let worst = 0;
+    for (let r = 1; r < this.running.length; r++) if (before(this.running[worst]!, this.running[r]!)) worst = r;
+    return worst;
   }
 
   schedule(): SchedulerOutput {
@@ -102,7 +122,9 @@ export class Scheduler {
       let fits = false;
       while (true) {
         if (this.kv.allocateSlots(request, numNew) !== null) { fits = true; break; }
-        const victim = this.running.pop()!;
+        const v = this.victimIndex();
+        const victim = this.running.splice(v, 1)[0]!;
+        if (v < i) i--;
         this.preempt(victim);
         numPreempted++;
         if (victim === request) break;
@@ -161,6 +183,7 @@ export class Scheduler {
     request.draftTokenIds = [];
     request.status = "waiting";
     request.numPreemptions++;
-    this.waiting.unshift(request);
+    if (this.config.schedulingPolicy === "priority") this.add(request);
+    else this.waiting.unshift(request);
   }
 }

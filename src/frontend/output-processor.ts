@@ -51,7 +51,10 @@ export class SequenceOutputProcessor {
   process(delta: RequestDelta): ProcessedDelta {
     this.numGenerated += delta.newTokenIds.length;
     const searchFrom = Math.max(0, this.text.length - this.longestStopLength() + 1);
-    this.text += this.detokenizer.push(delta.newTokenIds);
+    // vLLM's detokenizer (v1/engine/detokenizer.py update): a stop token (EOS or stop_token_ids) ends the text without
+    // its own text, unless include_stop_str_in_output
+    const stopTerminated = delta.finishReason === "stop" && !this.params.includeStopStrInOutput;
+    this.text += this.detokenizer.push(stopTerminated ? delta.newTokenIds.slice(0, -1) : delta.newTokenIds);
     if (delta.finishReason) this.text += this.detokenizer.flush();
     let finishReason: FinishReason | null = delta.finishReason ?? null;
     let stopReason: string | number | null = delta.stopReason ?? null;

@@ -60,6 +60,8 @@ export interface ServerOptions {
   readonly chat?: import("./chat-serving.ts").ChatServingOptions;
   /** checks structured-output grammars before the engine sees them; default: one started on first use */
   readonly grammarChecker?: GrammarChecker;
+  /** --return-tokens-as-token-ids: logprob tokens as `token_id:{id}` unless the request says otherwise */
+  readonly returnTokensAsTokenIds?: boolean;
   /** --structured-outputs-config (default: any whitespace) */
   readonly structuredOutputs?: StructuredOutputsServerConfig;
   /** called per tool-parser run (vllm:tool_call_parser_invocations_total) */

@@ -21,6 +21,7 @@ import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./wire-to-request.ts";
 import { systemFingerprint } from "./fingerprint.ts";
 import { extrasContext, samplingExtras } from "./sampling-extras.ts";
+import { logprobTokenizer } from "./logprobs.ts";
 import { checkRequestGrammar } from "./structured-outputs.ts";
 
 export { toChatMessages };
@@ -92,7 +93,7 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   return {
     request,
     answer: {
-      id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: orchestrator.tokenizer, n: sampling.n, promptTokenIds,
+      id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(orchestrator.tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n, promptTokenIds,
       role, echoed: echoText(body, role), returnTokenIds: body.return_token_ids === true,
       logprobs: body.logprobs === true, topLogprobs: body.top_logprobs ?? 0,
       // with a reasoning parser, include_reasoning false also withholds logprobs and token ids (they would show the reasoning)

@@ -18,6 +18,7 @@ import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./wire-to-request.ts";
 import { systemFingerprint } from "./fingerprint.ts";
 import { extrasContext, samplingExtras } from "./sampling-extras.ts";
+import { logprobTokenizer } from "./logprobs.ts";
 
 interface PreparedPrompt {
   readonly text: string;
@@ -72,7 +73,7 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   return {
     requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs })),
     answer: {
-      id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer, n: sampling.n,
+      id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n,
       prompts: prompts.map((p) => ({ text: p.text, tokenIds: p.tokenIds })), echo: body.echo === true,
       returnTokenIds: body.return_token_ids === true, numTop: body.logprobs ?? null,
       fingerprint: systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen }),

@@ -94,3 +94,14 @@ export function appendPromptCompletionLogprobs(into: CompletionLogprobs, tokeniz
   });
   return offset;
 }
+
+/**
+ * vLLM's return_tokens_as_token_ids (request field, or --return-tokens-as-token-ids): logprob tokens are written
+ * `token_id:{id}`, so clients can tell tokens apart that do not decode to valid text on their own.
+ * @example logprobTokenizer(tokenizer, true).tokenText(42) // "token_id:42"
+ */
+export function logprobTokenizer(tokenizer: Tokenizer, asTokenIds: boolean): Tokenizer {
+  if (!asTokenIds) return tokenizer;
+  const named: Tokenizer = Object.create(tokenizer) as Tokenizer;
+  return Object.assign(named, { tokenText: (tokenId: number) => `token_id:${tokenId}` });
+}

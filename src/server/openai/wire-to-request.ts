@@ -64,7 +64,7 @@ export function checkRequestOptions(body: RequestOptionsBody): void {
 /** Fields chat and completions share, already past the schema (types are right, ranges not yet checked). */
 type SharedBody = Pick<ChatCompletionBody, "n" | "temperature" | "top_p" | "top_k" | "min_p" | "presence_penalty"
   | "frequency_penalty" | "repetition_penalty" | "logit_bias" | "seed" | "stop" | "stop_token_ids"
-  | "include_stop_str_in_output" | "ignore_eos" | "min_tokens" | "skip_special_tokens" | "prompt_logprobs">;
+  | "include_stop_str_in_output" | "ignore_eos" | "min_tokens" | "skip_special_tokens" | "prompt_logprobs" | "priority" | "cache_salt">;
 
 export interface SamplingInput {
   readonly body: SharedBody;
@@ -130,6 +130,8 @@ export function toSamplingParams(input: SamplingInput): SamplingParams {
     maxTokens: input.maxTokens,
     skipSpecialTokens: b.skip_special_tokens ?? d.skipSpecialTokens,
     structuredOutputs: null, allowedTokenIds: null, badWordsTokenIds: [],
+    priority: b.priority ?? d.priority,
+    cacheSalt: b.cache_salt ?? d.cacheSalt,
   };
   if (input.maxTokens !== null && input.maxTokens < 1) {
     throw invalidParam(input.maxTokensParam, `${input.maxTokensParam} must be at least 1, got ${input.maxTokens}.`, input.maxTokens);
