@@ -99,6 +99,46 @@ describe("vLLM's serving command lines", () => {
     await server.stop();
   }, 60_000);
 
+  test("--seed: requests without a seed repeat across restarts with the same server seed", async () => {
+    const sample = async (seed: string): Promise<string[]> => {
+      const server = await startServer([MODEL, "--seed", seed, "--max-num-seqs", "1"]);
+      servers.push(server);
+      const texts: string[] = [];
+      // one after the other: the engine's stream of fallback seeds is consumed in arrival order
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${server.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "Once upon a time", max_tokens: 16, temperature: 1 }) });
+        texts.push(((await res.json()) as { choices: { text: string }[] }).choices[0]!.text);
+      }
+      await server.stop();
+      return texts;
+    };
+    const first = await sample("7");
+    expect(await sample("7")).toEqual(first);
+    expect(await sample("8")).not.toEqual(first);
+  }, 90_000);
+
+  test("--root-path: routes answer under the prefix and without it; the OpenAPI document names it", async () => {
+    const server = await startServer([MODEL, "--root-path", "/llm/"], { rootPath: "/llm" });
+    servers.push(server);
+    const base = server.url.replace(/\/llm$/, "");
+    expect((await fetch(`${base}/llm/v1/models`)).status).toBe(200);
+    expect((await fetch(`${base}/v1/models`)).status).toBe(200);
+    const doc = (await (await fetch(`${base}/llm/openapi.json`)).json()) as { servers?: { url: string }[] };
+    expect(doc.servers).toEqual([{ url: "/llm" }]);
+    expect(await (await fetch(`${base}/llm/docs`)).text()).toContain("/llm/docs/assets/swagger-ui-bundle.js");
+    await server.stop();
+  }, 60_000);
+
+  test("no stack trace unless VLLM_LOGGING_LEVEL=DEBUG", () => {
+    const run = (env: Record<string, string>) => Bun.spawnSync([process.execPath, join(ROOT, "src", "cli.ts"), "serve", "/nonexistent/model.gguf", "--port", "0"], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+    const plain = run({});
+    expect(plain.exitCode).toBe(1);
+    expect(plain.stderr.toString().trimEnd().split("\n")).toEqual([expect.stringContaining("/nonexistent/model.gguf: file not found")]);
+    const debug = run({ VLLM_LOGGING_LEVEL: "DEBUG" });
+    expect(debug.exitCode).toBe(1);
+    expect(debug.stderr.toString()).toMatch(/\n\s+at /);
+  }, 60_000);
+
   test("docs/vllm-flags.md names every serve flag with its fate", () => {
     const doc = readFileSync(join(ROOT, "docs", "vllm-flags.md"), "utf8");
     const missing = FLAGS.filter((f) => f.commands.includes("serve")).filter((f) => {
@@ -107,6 +147,7 @@ describe("vLLM's serving command lines", () => {
       const fate = f.fate === undefined ? "implemented" : f.fate.noop === undefined ? "refused" : "accepted";
       return !row.split("|")[2]!.includes(fate);
     }).map((f) => f.name);
+    // a new serve flag: run `npx bun run scripts/vllm-flags-doc.ts`
     expect(missing).toEqual([]);
   });
 });

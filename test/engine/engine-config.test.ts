@@ -26,6 +26,14 @@ describe("engine config", () => {
     // 1 KiB free -> a quarter, 256 bytes -> 4 blocks
     expect(resolveEngineConfig(ARGS, runner, 1024)).toMatchObject({ ok: true, value: { numBlocks: 4 } });
   });
+  test("--gpu-memory-utilization: that share of total memory, capped by what the sequences can use; --kv-cache-memory wins", () => {
+    // 0.5 of 1280 bytes total = 640 bytes -> 10 blocks (free memory does not matter)
+    expect(resolveEngineConfig({ ...ARGS, kvCacheMemoryFraction: 0.5 }, runner, 64, 1280)).toMatchObject({ ok: true, value: { numBlocks: 10 } });
+    // plenty: capped at 4 x 256 / 16 = 64 blocks
+    expect(resolveEngineConfig({ ...ARGS, kvCacheMemoryFraction: 0.9 }, runner, 64, 1e9)).toMatchObject({ ok: true, value: { numBlocks: 64 } });
+    expect(resolveEngineConfig({ ...ARGS, kvCacheMemoryFraction: 0.01 }, runner, 64, 1000)).toEqual({ ok: false, error: "--gpu-memory-utilization 0.01 of 1000 bytes holds no KV block (one block of 16 tokens needs 64 bytes)" });
+    expect(resolveEngineConfig({ ...ARGS, kvCacheMemoryFraction: 0.5, kvCacheMemoryBytes: 64 * 3 }, runner, 64, 1280)).toMatchObject({ ok: true, value: { numBlocks: 3 } });
+  });
   test("the block override wins", () => {
     expect(resolveEngineConfig({ ...ARGS, kvCacheMemoryBytes: 64 * 100, numKvBlocksOverride: 7 }, runner, 1e9)).toMatchObject({ ok: true, value: { numBlocks: 7 } });
   });

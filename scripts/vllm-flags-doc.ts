@@ -1,0 +1,29 @@
+/**
+ * Rewrites the table of docs/vllm-flags.md from config.ts's FLAGS (every `serve` flag with its fate), keeping the
+ * text above it. Run after adding a serve flag: `npx bun run scripts/vllm-flags-doc.ts` (test/e2e/vllm-command-lines
+ * fails until the doc names every flag).
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { FLAGS, type FlagSpec } from "../src/config.ts";
+
+const DOC = join(import.meta.dir, "..", "docs", "vllm-flags.md");
+const HEADER = "| flag | fate | what it does on fennec |\n|---|---|---|\n";
+
+function row(f: FlagSpec): string {
+  const names = [`--${f.name}`, ...(f.vllmName ? [`--${f.vllmName}`] : []), ...(f.alias ? [f.alias] : []), ...(f.aliases ?? [])].map((n) => `\`${n}\``).join(", ");
+  let fate: string;
+  let what: string;
+  if (f.fate === undefined) { fate = "implemented"; what = f.help; }
+  else if (f.fate.noop !== undefined && f.fate.accepts !== undefined) { fate = "accepted for some values, else refused"; what = `${f.help} No effect: ${f.fate.noop}. Other values: ${f.fate.refuse}.`; }
+  else if (f.fate.noop !== undefined) { fate = "accepted, no effect (one log line)"; what = `${f.help.replace(/^Accepted: /, "")} Logged: "${f.fate.noop}".`; }
+  else { fate = "refused (exit 2)"; what = `${f.fate.refuse}.`; }
+  return `| ${names} | ${fate} | ${what.replace(/\|/g, "\\|")} |`;
+}
+
+const text = readFileSync(DOC, "utf8");
+const at = text.indexOf(HEADER);
+if (at < 0) throw new Error(`${DOC}: the table header is missing`);
+const rows = FLAGS.filter((f) => f.commands.includes("serve")).map(row);
+writeFileSync(DOC, `${text.slice(0, at)}${HEADER}${rows.join("\n")}\n`);
+process.stdout.write(`${DOC}: ${rows.length} flags\n`);
