@@ -13,7 +13,8 @@ let server: ServerProcess;
 const dir = mkdtempSync(join(tmpdir(), "fennec-bench-"));
 
 beforeAll(async () => {
-  // one SmolLM2-shaped layer: prefill of a few hundred tokens takes long enough that HTTP overhead is noise in TTFT
+  // one SmolLM2-shaped layer: a prefill of 1024 tokens takes long enough that the HTTP path (tens of ms on a loaded
+  // machine) is noise in TTFT; one request at a time, so no prefill lands between another request's tokens
   server = await startServer(["--model", await makeModelFile("smollm2-135m", "q8_0", 1), "--api-key", KEY]);
 }, 120_000);
 afterAll(async () => { await server?.stop(); });
@@ -47,30 +48,35 @@ const VLLM_KEYS = [
 test("bench serve: vLLM's block, figures within 10% of the server's /metrics, vLLM's JSON keys", async () => {
   const before = await scrape();
   const r = await fennec([
-    "bench", "serve", "--base-url", server.url, "--num-prompts", "12", "--max-concurrency", "4", "--random-input-len", "384",
-    "--random-output-len", "24", "--ignore-eos", "--percentile-metrics", "ttft,tpot,itl,e2el", "--save-result", "--result-dir", dir,
+    "bench", "serve", "--base-url", server.url, "--num-prompts", "4", "--max-concurrency", "1", "--random-input-len", "1024",
+    "--random-output-len", "32", "--ignore-eos", "--percentile-metrics", "ttft,tpot,itl,e2el", "--save-result", "--result-dir", dir,
   ], { OPENAI_API_KEY: KEY });
   expect(r.stderr).toBe("");
   expect(r.code).toBe(0);
   const after = await scrape();
   const delta = (name: string): number => after(name) - before(name);
   const block = r.stdout.slice(r.stdout.indexOf("============ Serving Benchmark Result ============"));
-  expect(r.stdout).toContain("Skipping endpoint ready check.\nStarting main benchmark run...\nTraffic request rate: inf\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: 4\n");
+  expect(r.stdout).toContain("Skipping endpoint ready check.\nStarting main benchmark run...\nTraffic request rate: inf\nBurstiness factor: 1.0 (Poisson process)\nMaximum request concurrency: 1\n");
   expect(block.split("\n").slice(0, 4)).toEqual([
     "============ Serving Benchmark Result ============",
-    `Successful requests:                     ${"12".padEnd(10)}`,
+    `Successful requests:                     ${"4".padEnd(10)}`,
     `Failed requests:                         ${"0".padEnd(10)}`,
-    `Maximum request concurrency:             ${"4".padEnd(10)}`,
+    `Maximum request concurrency:             ${"1".padEnd(10)}`,
   ]);
   for (const header of ["---------------Time to First Token----------------", "-----Time per Output Token (excl. 1st token)------", "---------------Inter-token Latency----------------", "----------------End-to-end Latency----------------"]) expect(block).toContain(`\n${header}\n`);
   // counts: exactly what the server counted
-  expect(delta("vllm:request_success_total")).toBe(12);
+  expect(delta("vllm:request_success_total")).toBe(4);
   expect(rowOf(block, "Total input tokens:")).toBe(delta("vllm:prompt_tokens_total"));
   expect(rowOf(block, "Total generated tokens:")).toBe(delta("vllm:generation_tokens_total"));
-  expect(rowOf(block, "Total generated tokens:")).toBe(12 * 24);
+  expect(rowOf(block, "Total generated tokens:")).toBe(4 * 32);
   // latencies: the client's means against the server's histogram means over the same run
   const serverMeanMs = (h: string): number => (1000 * delta(`${h}_sum`)) / delta(`${h}_count`);
   const close = (client: number, server: number) => ({ client, server, within10: Math.abs(client - server) <= 0.1 * server });
+  const pairs = ["TTFT:vllm:time_to_first_token_seconds", "ITL:vllm:inter_token_latency_seconds", "E2EL:vllm:e2e_request_latency_seconds"].map((p) => {
+    const [short, series] = [p.slice(0, p.indexOf(":")), p.slice(p.indexOf(":") + 1)];
+    return `${short} client ${rowOf(block, `Mean ${short} (ms):`).toFixed(1)} ms / server ${serverMeanMs(series).toFixed(1)} ms`;
+  });
+  console.log(`bench serve vs the server's /metrics: ${pairs.join(", ")}`);
   expect(close(rowOf(block, "Mean TTFT (ms):"), serverMeanMs("vllm:time_to_first_token_seconds"))).toMatchObject({ within10: true });
   expect(close(rowOf(block, "Mean ITL (ms):"), serverMeanMs("vllm:inter_token_latency_seconds"))).toMatchObject({ within10: true });
   expect(close(rowOf(block, "Mean E2EL (ms):"), serverMeanMs("vllm:e2e_request_latency_seconds"))).toMatchObject({ within10: true });
@@ -79,10 +85,10 @@ test("bench serve: vLLM's block, figures within 10% of the server's /metrics, vL
 
   const files = readdirSync(dir);
   expect(files).toHaveLength(1);
-  expect(files[0]).toMatch(/^openai-infqps-concurrency4-smollm2-135m random weights \(seed 0, q8_0\)-\d{8}-\d{6}\.json$/);
+  expect(files[0]).toMatch(/^openai-infqps-concurrency1-smollm2-135m random weights \(seed 0, q8_0\)-\d{8}-\d{6}\.json$/);
   const json = JSON.parse(readFileSync(join(dir, files[0]!), "utf8")) as Record<string, unknown>;
   expect(Object.keys(json)).toEqual(VLLM_KEYS);
-  expect(json).toMatchObject({ backend: "openai", endpoint_type: "openai", request_rate: "inf", max_concurrency: 4, completed: 12, failed: 0, total_output_tokens: 288 });
+  expect(json).toMatchObject({ backend: "openai", endpoint_type: "openai", request_rate: "inf", max_concurrency: 1, completed: 4, failed: 0, total_output_tokens: 128 });
   expect(json.mean_ttft_ms).toBeCloseTo(rowOf(block, "Mean TTFT (ms):"), 1);
 }, 120_000);
 

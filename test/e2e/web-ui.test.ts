@@ -162,3 +162,26 @@ test("web page without a key: the same, with browser-measured timings; phone wid
   expect(overflow).toBeLessThanOrEqual(0);
   await phone.close();
 }, 120_000);
+
+test("web page on a prefill/decode pipeline: the metrics view shows one row per stage and the KV handed over", async () => {
+  const pd = await startServer(["--pipeline", "pd"]);
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${pd.url}/#metrics`);
+    await page.locator("#m-requests").waitFor();
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${pd.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: `Once upon a time ${i}`, max_tokens: 8 }) });
+      expect(res.status).toBe(200);
+    }
+    const rows = page.locator("#stage-table tr");
+    expect(await poll(() => rows.count(), (n) => n === 3)).toBe(3);
+    // stage 1 (decode) got its prompts' KV from stage 0: the transfer column counts those tokens
+    const transferred = async (): Promise<number> => Number(await rows.nth(2).locator("td").nth(6).innerText());
+    expect(await poll(transferred, (n) => n > 0)).toBeGreaterThan(0);
+    expect(await rows.nth(1).locator("td").nth(6).innerText()).toBe("0");
+    expect(Number(await page.locator("#m-requests .v").innerText())).toBe(3);
+    await page.close();
+  } finally {
+    await pd.stop();
+  }
+}, 120_000);
