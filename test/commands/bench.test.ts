@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { calculateMetrics, defaultResultFilename, percentile, resultBlock, type RequestOutput } from "../../src/commands/bench-serve-result.ts";
+import { calculateMetrics, defaultResultFilename, percentile, resultBlock, resultJson, type RequestOutput } from "../../src/commands/bench-serve-result.ts";
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli.ts");
 const dir = mkdtempSync(join(tmpdir(), "fennec-bench-cmd-"));
@@ -46,6 +46,20 @@ describe("bench serve arithmetic", () => {
     expect(block).toContain("----------------End-to-end Latency----------------");
     expect(block).not.toContain("---------------Inter-token Latency----------------");
     expect(block[block.length - 1]).toBe("=".repeat(50));
+  });
+
+  test("goodput row and --save-detailed lists in vLLM's places", () => {
+    const outs = [output({}), output({ success: false, outputTokens: 0, error: "boom" })];
+    const m = calculateMetrics(outs, 1, [99], { e2el: 100 });
+    const block = resultBlock(m, { requestRate: Infinity, maxConcurrency: 2, durationS: 1, selected: ["ttft"] }).split("\n");
+    expect(block.indexOf(`${"Request goodput (req/s):".padEnd(40)} ${"0.00".padEnd(10)}`)).toBe(block.findIndex((l) => l.startsWith("Request throughput")) + 1);
+    const header = { date: "d", backend: "openai-chat", label: null, modelId: "m", tokenizerId: "t", numPrompts: 2, metadata: { box: "pi5" }, requestRate: Infinity, burstiness: 1, maxConcurrency: 2 };
+    const json = resultJson(header, m, outs, 1, ["ttft"], true);
+    const keys = Object.keys(json);
+    expect(keys.slice(0, 11)).toEqual(["date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "box", "request_rate", "burstiness", "max_concurrency"]);
+    expect(keys.slice(keys.indexOf("total_token_throughput") + 1, keys.indexOf("max_output_tokens_per_s"))).toEqual(["input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors"]);
+    expect([json.output_lens, json.errors, json.request_goodput]).toEqual([[3, 0], ["", "boom"], 0]);
+    expect(Object.keys(resultJson(header, m, outs, 1, ["ttft"], false))).not.toContain("ttfts");
   });
 
   test("default result file name as vLLM writes it", () => {
