@@ -21,6 +21,7 @@ import { sseResponse } from "./stream.ts";
 import { checkModel, checkRequestOptions, checkSamplingParams, checkStreamOptions, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./wire-to-request.ts";
 import { systemFingerprint } from "./fingerprint.ts";
 import { extrasContext, samplingExtras } from "./sampling-extras.ts";
+import { refuseFields } from "./request-fields.ts";
 import { logprobTokenizer } from "./logprobs.ts";
 import { checkRequestGrammar } from "./structured-outputs.ts";
 
@@ -49,6 +50,7 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   checkModel(body.model, options.servedModelName);
   checkStreamOptions(body.stream, body.stream_options);
   checkRequestOptions(body);
+  refuseFields(body, "chat");
   if (body.messages.length === 0) throw new ApiError("badRequest", "messages must not be empty", "messages");
   if (body.logprobs !== true && (body.top_logprobs ?? 0) > 0) {
     throw new ApiError("badRequest", "when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");

@@ -18,6 +18,7 @@ import { sseResponse } from "./stream.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkSamplingParams, checkStreamOptions, promptsOf, publicRequestId, resolveMaxTokens, toSamplingParams, truncatePrompt, unixSeconds, usageMode } from "./wire-to-request.ts";
 import { systemFingerprint } from "./fingerprint.ts";
 import { extrasContext, samplingExtras } from "./sampling-extras.ts";
+import { refuseFields } from "./request-fields.ts";
 import { logprobTokenizer } from "./logprobs.ts";
 
 interface PreparedPrompt {
@@ -43,6 +44,7 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   checkModel(body.model, options.servedModelName);
   checkStreamOptions(body.stream, body.stream_options);
   checkRequestOptions(body);
+  refuseFields(body, "completions");
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");

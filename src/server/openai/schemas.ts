@@ -5,6 +5,7 @@
  * described here, so the client gets vLLM's text. Unknown fields are accepted and ignored, as vLLM does.
  */
 import { t } from "elysia";
+import { refusedFieldSchemas } from "./request-fields.ts";
 
 const nullableNumber = (description: string, example?: number) =>
   t.Optional(t.Nullable(t.Number({ description, ...(example === undefined ? {} : { example }) })));
@@ -84,6 +85,8 @@ const samplingFields = {
   guided_regex: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM alias of structured_outputs.regex (honoured)." }))),
   guided_choice: t.Optional(t.Nullable(t.Array(t.String(), { description: "Pre-0.12 vLLM alias of structured_outputs.choice (honoured)." }))),
   guided_grammar: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM alias of structured_outputs.grammar (honoured)." }))),
+  json_schema: t.Optional(t.Unknown({ description: "llama.cpp server's field: alias of structured_outputs.json (honoured)." })),
+  grammar: t.Optional(t.Nullable(t.String({ description: "llama.cpp server's GBNF field: alias of structured_outputs.grammar (honoured)." }))),
   guided_decoding_backend: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM field: only `xgrammar` or `auto`." }))),
   guided_whitespace_pattern: t.Optional(t.Nullable(t.String({ description: "Pre-0.12 vLLM field: refused (xgrammar has no whitespace pattern)." }))),
   allowed_token_ids: t.Optional(t.Nullable(t.Array(t.Integer(), { description: "vLLM extra: only these token ids may be generated.", example: [13, 198] }))),
@@ -135,6 +138,8 @@ const chatTemplateFields = {
 };
 
 export const ChatCompletionRequest = t.Object({
+  // refused fields first: a declaration below wins (request-fields.ts keeps every field's fate)
+  ...refusedFieldSchemas("chat", []),
   messages: t.Array(ChatMessage, { description: "The conversation so far.", example: [{ role: "user", content: "Once upon a time" }] }),
   ...samplingFields,
   max_tokens: nullableInteger("Deprecated alias of max_completion_tokens.", 32),
@@ -155,6 +160,7 @@ export const ChatCompletionRequest = t.Object({
 });
 
 export const CompletionRequest = t.Object({
+  ...refusedFieldSchemas("completions", []),
   prompt: t.Union([
     t.String(),
     t.Array(t.String()),

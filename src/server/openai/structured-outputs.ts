@@ -21,6 +21,9 @@ export interface StructuredOutputsBody {
   readonly guided_grammar?: string | null;
   readonly guided_decoding_backend?: string | null;
   readonly guided_whitespace_pattern?: string | null;
+  /** llama.cpp server's fields */
+  readonly json_schema?: unknown;
+  readonly grammar?: string | null;
 }
 
 export interface ResponseFormatBody {
@@ -104,6 +107,7 @@ function gatherKeys(body: StructuredOutputsBody): Map<Kind, { value: unknown; pa
   const aliases: [Kind, unknown, string][] = [
     ["json", body.guided_json, "guided_json"], ["regex", body.guided_regex, "guided_regex"],
     ["choice", body.guided_choice, "guided_choice"], ["grammar", body.guided_grammar, "guided_grammar"],
+    ["json", body.json_schema, "json_schema"], ["grammar", body.grammar, "grammar"],
   ];
   for (const [kind, value, param] of aliases) {
     if (value === undefined || value === null) continue;
