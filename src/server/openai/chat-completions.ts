@@ -50,7 +50,6 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   checkModel(body.model, options.servedModelName);
   checkStreamOptions(body.stream, body.stream_options);
   checkRequestOptions(body);
-  refuseFields(body, "chat");
   if (body.messages.length === 0) throw new ApiError("badRequest", "messages must not be empty", "messages");
   if (body.logprobs !== true && (body.top_logprobs ?? 0) > 0) {
     throw new ApiError("badRequest", "when using `top_logprobs`, `logprobs` must be set to true.", "top_logprobs");
@@ -68,6 +67,8 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   const chat = options.chat ?? DEFAULT_CHAT_SERVING;
   const extrasCtx = extrasContext(options);
   const prepared = prepareChat(orchestrator.tokenizer, body, chat, extrasCtx.structuredOutputs.disableAnyWhitespace);
+  // after prepareChat: its reasoning checks answer thinking_token_budget with vLLM's own messages first
+  refuseFields(body, "chat");
   const prompt = prepared.prompt;
   const extras = await samplingExtras(body, extrasCtx);
   if (prepared.grammar !== null && extras.structuredOutputs !== null) {
