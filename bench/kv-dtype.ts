@@ -1,7 +1,7 @@
 /**
  * KV cache dtype bench (not a test): one decode step at a --context-token context with the f16 cache against the
- * 8-bit cache (--kv-cache-dtype fp8), alternating f16 / q8 runs --rounds times in one run (best round each), on Runner.execute (no
- * engine, no HTTP), with the attention share. The cache is filled with random K/V through backend.kvStore for every
+ * 8-bit cache (--kv-cache-dtype fp8), both runners side by side in one process, their steps alternating (reps x
+ * rounds steps each, medians), on Runner.execute (no engine, no HTTP), with the attention share. The cache is filled with random K/V through backend.kvStore for every
  * layer (the step's work does not depend on the values; a real prefill of 4k tokens would take minutes here).
  * Usage: bun run bench/kv-dtype.ts --model F [--threads 2] [--context 4096] [--reps 10] [--rounds 2]
  */
@@ -37,17 +37,23 @@ const blockSize = 16;
 const numBlocks = Math.ceil((context + 1) / blockSize);
 const table = Int32Array.from({ length: numBlocks }, (_, b) => b);
 
-/** median and best ms of one decode step at the context, and the median attention ms of a step */
-async function measure(dtype: KvCacheDtype): Promise<{ median: number; best: number; attention: number; kvBytes: number }> {
+interface Timed {
+  readonly runner: Runner;
+  readonly step: () => Promise<unknown>;
+  attentionMs: number;
+}
+
+/** A runner with the cache filled to the context, and one decode step at that context. */
+async function prepare(dtype: KvCacheDtype): Promise<Timed> {
   const backend = await createBackend({ kind: "wasm", threads });
-  let attentionMs = 0;
+  const runner = new Runner(config, weights, backend, undefined, dtype);
+  const timed: Timed = { runner, attentionMs: 0, step: () => runner.execute({ sequences: [{ tokenIds: Int32Array.of(300), startPos: context, blockTable: table, logits: "last" }] }) };
   const attention = backend.attention.bind(backend);
   backend.attention = (...args) => {
     const t = performance.now();
     attention(...args);
-    attentionMs += performance.now() - t;
+    timed.attentionMs += performance.now() - t;
   };
-  const runner = new Runner(config, weights, backend, undefined, dtype);
   runner.allocateKvCache(numBlocks, blockSize);
   const kvDim = config.numKvHeads * config.headDim;
   const chunk = 512;
@@ -65,44 +71,30 @@ async function measure(dtype: KvCacheDtype): Promise<{ median: number; best: num
       backend.free(v);
     }
   }
-  const step = () => runner.execute({ sequences: [{ tokenIds: Int32Array.of(300), startPos: context, blockTable: table, logits: "last" }] });
-  for (let i = 0; i < 2; i++) await step();
-  const times: number[] = [];
-  const attn: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    attentionMs = 0;
-    const t = performance.now();
-    await step();
-    times.push(performance.now() - t);
-    attn.push(attentionMs);
-  }
-  const kvBytes = runner.kvBytesPerBlock(blockSize);
-  runner.dispose();
-  times.sort((a, b) => a - b);
-  attn.sort((a, b) => a - b);
-  return { median: times[reps >> 1]!, best: times[0]!, attention: attn[reps >> 1]!, kvBytes };
+  for (let i = 0; i < 2; i++) await timed.step();
+  return timed;
 }
 
-const results: Record<KvCacheDtype, { median: number[]; best: number[]; attention: number[]; kvBytes: number }> = {
-  f16: { median: [], best: [], attention: [], kvBytes: 0 },
-  q8: { median: [], best: [], attention: [], kvBytes: 0 },
-};
-for (let r = 0; r < rounds; r++) {
-  for (const dtype of ["f16", "q8"] as const) {
-    const m = await measure(dtype);
-    results[dtype].median.push(m.median);
-    results[dtype].best.push(m.best);
-    results[dtype].attention.push(m.attention);
-    results[dtype].kvBytes = m.kvBytes;
-    process.stderr.write(`round ${r + 1} ${dtype}: step ${m.median.toFixed(2)} ms (attention ${m.attention.toFixed(2)})\n`);
+// both caches side by side; their steps alternate one by one, so a change in the box's load hits both alike
+const runs: Record<KvCacheDtype, Timed> = { f16: await prepare("f16"), q8: await prepare("q8") };
+const steps: Record<KvCacheDtype, number[]> = { f16: [], q8: [] };
+const attn: Record<KvCacheDtype, number[]> = { f16: [], q8: [] };
+for (let i = 0; i < reps * rounds; i++) {
+  for (const dtype of (i % 2 === 0 ? ["f16", "q8"] : ["q8", "f16"]) as KvCacheDtype[]) {
+    const r = runs[dtype];
+    r.attentionMs = 0;
+    const t = performance.now();
+    await r.step();
+    steps[dtype].push(performance.now() - t);
+    attn[dtype].push(r.attentionMs);
   }
 }
-// the best round: on a shared box a round's median moves by several times with the load
-const med = (xs: number[]) => Math.min(...xs);
-const f16 = results.f16;
-const q8 = results.q8;
-console.log(`${values.model}, ${threads} threads, one decode step at context ${context} (median of ${reps} steps, best of ${rounds} alternating rounds)`);
-console.log("| KV cache | bytes per block of 16 | step ms | attention ms | step speed-up |");
-console.log("|---|---|---|---|---|");
-console.log(`| f16 (auto) | ${f16.kvBytes} | ${med(f16.median).toFixed(2)} | ${med(f16.attention).toFixed(2)} | 1.00x |`);
-console.log(`| 8-bit (fp8) | ${q8.kvBytes} | ${med(q8.median).toFixed(2)} | ${med(q8.attention).toFixed(2)} | ${(med(f16.median) / med(q8.median)).toFixed(2)}x |`);
+const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const bytes = (d: KvCacheDtype) => runs[d].runner.kvBytesPerBlock(blockSize);
+console.log(`${values.model}, ${threads} threads, one decode step at context ${context} (medians of ${reps * rounds} steps each, f16 and 8-bit steps alternating)`);
+console.log("| KV cache | bytes per block of 16 | step ms | attention ms | step speed-up | attention speed-up |");
+console.log("|---|---|---|---|---|---|");
+console.log(`| f16 (auto) | ${bytes("f16")} | ${med(steps.f16).toFixed(2)} | ${med(attn.f16).toFixed(2)} | 1.00x | 1.00x |`);
+console.log(`| 8-bit (fp8) | ${bytes("q8")} | ${med(steps.q8).toFixed(2)} | ${med(attn.q8).toFixed(2)} | ${(med(steps.f16) / med(steps.q8)).toFixed(2)}x | ${(med(attn.f16) / med(attn.q8)).toFixed(2)}x |`);
+runs.f16.runner.dispose();
+runs.q8.runner.dispose();
