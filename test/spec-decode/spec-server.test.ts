@@ -132,3 +132,50 @@ describe("fennec generate --speculative-config", () => {
     expect(spec.stderr.toString()).toContain("SpeculativeConfig(method='ngram', model=None, num_spec_tokens=4)");
   });
 });
+
+describe("speculation with n > 1, the pd pipeline and run-batch", () => {
+  const PROMPT = "Once upon a time, there was a little girl named Lily. She loved to play";
+
+  test("n = 2 (seeded): two choices, each as long as asked, counted in generation tokens", async () => {
+    const before = sampleValue(await scrape(), "vllm:generation_tokens_total");
+    const r = await client.completions.create({ model: "stories260K", prompt: PROMPT, max_tokens: 30, temperature: 0.8, n: 2, seed: 5, ignore_eos: true } as never) as unknown as { choices: { index: number; text: string }[]; usage: { completion_tokens: number } };
+    expect(r.choices.map((c) => c.index).sort()).toEqual([0, 1]);
+    expect(r.usage.completion_tokens).toBe(60);
+    const samples = await scrape();
+    checkArithmetic(samples);
+    expect(sampleValue(samples, "vllm:generation_tokens_total") - before).toBe(60);
+  });
+
+  test("--pipeline pd with speculation gives the single engine's greedy text", async () => {
+    const pd = await startServer(["--threads", "1", "--pipeline", "pd", "--speculative-config", JSON.stringify({ method: "ngram", num_speculative_tokens: K, prompt_lookup_min: 2, prompt_lookup_max: 4 })]);
+    try {
+      const body = { model: "stories260K", prompt: PROMPT, max_tokens: 100, temperature: 0 };
+      const single = await client.completions.create(body);
+      const piped = await new OpenAI({ baseURL: `${pd.url}/v1`, apiKey: "none" }).completions.create(body);
+      expect(piped.choices[0]!.text).toBe(single.choices[0]!.text);
+      const samples = parseExposition(await (await fetch(`${pd.url}/metrics`)).text());
+      // the decode stage (engine 1) drafted and verified
+      expect(sampleValue(samples, "vllm:spec_decode_num_drafts_total", { engine: "1" })).toBeGreaterThan(0);
+    } finally {
+      await pd.stop();
+    }
+  }, 130_000);
+
+  test("run-batch takes --speculative-config and answers as without it", async () => {
+    const { mkdtempSync, writeFileSync, readFileSync, rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join((await import("node:os")).tmpdir(), "fennec-spec-batch-"));
+    const input = join(dir, "in.jsonl");
+    writeFileSync(input, [1, 2].map((i) => JSON.stringify({ custom_id: `r${i}`, method: "POST", url: "/v1/completions", body: { model: "stories260K", prompt: i === 1 ? PROMPT : "The cat", max_tokens: 50, temperature: 0 } })).join("\n"));
+    const texts: string[][] = [];
+    for (const extra of [[], ["--speculative-config", '{"method":"ngram","num_speculative_tokens":4}']]) {
+      const output = join(dir, `out${texts.length}.jsonl`);
+      const proc = Bun.spawnSync([process.execPath, "run", `${import.meta.dir}/../../src/cli.ts`, "run-batch", "-i", input, "-o", output, "--threads", "1", ...extra]);
+      expect(proc.exitCode).toBe(0);
+      texts.push(readFileSync(output, "utf8").trim().split("\n").map((l) => JSON.parse(l).response.body.choices[0].text as string));
+    }
+    rmSync(dir, { recursive: true, force: true });
+    expect(texts[1]).toEqual(texts[0]!);
+    expect(texts[0]![0]!.length).toBeGreaterThan(20);
+  }, 60_000);
+});
