@@ -130,7 +130,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   // the flags are fine: truncate now, before the model loads (a failed load leaves an empty file, not a stale one)
   const output = openOutput(outputPath);
   let tables: BatchTables | null = null;
-  const { orchestrator } = await createServingPipeline({
+  const { orchestrator, startupLines } = await createServingPipeline({
     model: config.value.model, engineArgs: config.value.engine, chain: chain.value, listener: null,
     tables: config.value.metrics.logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
     ...(deps.factory ? { factory: deps.factory } : {}),
@@ -139,6 +139,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
     // the flags were fine: a model that does not load is a failed run (exit 1)
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
   });
+  for (const line of startupLines) process.stderr.write(`${line}\n`);
   try {
     const app = createBatchApp(orchestrator, chat, config.value.structuredOutputs);
     const bar = progress(lines.length);

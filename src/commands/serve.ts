@@ -120,6 +120,7 @@ export async function main(options: Options): Promise<number> {
   // vLLM prints the speculative config's repr in its start-up config line
   if (config.engine.speculativeConfig) log(`speculative_config=${speculativeConfigRepr(config.engine.speculativeConfig)}`);
   const pipeline = await startPipeline(config, chain, listener);
+  for (const line of pipeline.startupLines) log(line);
   const orchestrator = config.log.enableLogRequests
     ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
     : pipeline.orchestrator;

@@ -149,7 +149,9 @@ export class KvOffloadConnector implements KvConnectorHooks {
     const gb = (this.capacityBlocks * this.tier.slotBytes) / 1e9;
     const mode = c.lazy ? "lazy" : "eager";
     if (c.connector === "OffloadingConnector") return [`OffloadingConnector: CPUOffloadingSpec, ${this.capacityBlocks} CPU blocks (${gb.toFixed(2)} GB), eviction_policy=lru`];
+    const tierLine = this.tier.describe?.();
     return [
+      ...(tierLine !== undefined ? [tierLine] : []),
       `SimpleCPUOffloadConnector: role=kv_both, per_rank=${(c.cpuBytes / 1e9).toFixed(2)} GB, world_size=1, mode=${mode}, backend=${c.backend}, disk=${c.diskPath ?? "none"}`,
       `SimpleCPUOffloadScheduler: Allocating ${this.capacityBlocks} ${c.backend === "disk" ? "disk" : "CPU"} blocks (${gb.toFixed(2)} GB, mode=${mode})`,
     ];

@@ -23,6 +23,8 @@ export interface OffloadTier {
   read(slot: number): Promise<Uint8Array>;
   /** releases memory / unlinks the file; idempotent */
   close(): void;
+  /** the tier's own start-up log line, if it has one */
+  describe?(): string;
 }
 
 /** Host memory: one buffer per slot, allocated on first use (8 GiB of default capacity is not taken up front). */

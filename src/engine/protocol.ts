@@ -113,7 +113,7 @@ export type ToEngine =
   | { readonly type: "shutdown" };
 
 export type FromEngine =
-  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly numCpuBlocks?: number | null; readonly maxModelLen: number; readonly backend: string }
+  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string }
   | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats }
   | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
   | { readonly type: "fatal"; readonly message: string };

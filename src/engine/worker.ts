@@ -88,8 +88,7 @@ class EngineWorker {
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
         grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
       });
-      for (const line of this.engine.offload?.describe() ?? []) console.error(line);
-      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, maxModelLen: config.value.maxModelLen, backend });
+      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, startupLines: this.engine.offload?.describe() ?? [], maxModelLen: config.value.maxModelLen, backend });
       for (const m of this.pending.splice(0)) this.handle(m);
       await this.loop(this.engine);
     } catch (e) {

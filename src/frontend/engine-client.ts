@@ -21,6 +21,8 @@ export interface EngineReadyInfo {
   readonly numKvBlocks: number;
   /** blocks of the KV offload tier; null without one */
   readonly numCpuBlocks: number | null;
+  /** the engine's start-up log lines (the KV offload tier's), for the server's logger */
+  readonly startupLines: readonly string[];
   readonly maxModelLen: number;
   readonly backend: string;
 }
@@ -61,7 +63,7 @@ export class EngineClient {
         const msg = event.data;
         switch (msg.type) {
           case "ready":
-            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, numCpuBlocks: msg.numCpuBlocks ?? null, maxModelLen: msg.maxModelLen, backend: msg.backend });
+            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, numCpuBlocks: msg.numCpuBlocks ?? null, startupLines: msg.startupLines ?? [], maxModelLen: msg.maxModelLen, backend: msg.backend });
             client.closed.then(() => fatal("engine worker exited"));
             resolve(client);
             return;

@@ -68,6 +68,8 @@ export interface ServingPipeline {
   readonly cacheConfig: CacheConfigInfo | null;
   /** stage 0's KV offload tier, for its connector's series; null without one */
   readonly kvOffload: KvOffloadFacts | null;
+  /** the engines' start-up log lines, for the server's logger */
+  readonly startupLines: readonly string[];
 }
 
 /** The offload tier's facts for the metrics (vllm:simple_kv_offload_info), from the config and the ready engine. */
@@ -101,9 +103,11 @@ function kvOffloadFacts(engineArgs: EngineArgs, capacityBlocks: number | null | 
 export async function createServingPipeline(p: ServingPipelineOptions): Promise<ServingPipeline> {
   let cacheConfig: CacheConfigInfo | null = null;
   let kvOffload: KvOffloadFacts | null = null;
+  const startupLines: string[] = [];
   const factory: StageFactory = p.factory ?? (async (stage, engineIndex, listener) => {
     const engineArgs = stageEngineArgs(p.engineArgs, stage);
     const frontend = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [] });
+    startupLines.push(...(frontend.ready.startupLines ?? []));
     if (engineIndex === 0) {
       cacheConfig = cacheConfigInfo(engineArgs, frontend.ready.numKvBlocks, frontend.ready.maxModelLen, frontend.ready.numCpuBlocks ?? null);
       kvOffload = kvOffloadFacts(engineArgs, frontend.ready.numCpuBlocks);
@@ -114,9 +118,9 @@ export async function createServingPipeline(p: ServingPipelineOptions): Promise<
   if (chain === null && p.tables === null) {
     // the plain path: nothing between the server and the engine's front end
     const orchestrator = await factory(singleChain().stages[0]!, 0, p.listener);
-    return { orchestrator, numStages: 1, cacheConfig, kvOffload };
+    return { orchestrator, numStages: 1, cacheConfig, kvOffload, startupLines };
   }
   const effective = chain ?? singleChain();
   const orchestrator = await buildPipeline(effective, factory, { listener: p.listener, tables: p.tables?.(effective.stages.length) ?? null });
-  return { orchestrator, numStages: effective.stages.length, cacheConfig, kvOffload };
+  return { orchestrator, numStages: effective.stages.length, cacheConfig, kvOffload, startupLines };
 }
