@@ -15,6 +15,7 @@ import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { errorMessage } from "../util/error-message.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { randomDataset, shareGptDataset, type BenchPrompt } from "./bench-dataset.ts";
+import { fetchSpecDecodeCounters, specDecodeReport } from "./bench-spec-decode.ts";
 import { calculateMetrics, defaultResultFilename, METRIC_NAMES, resultBlock, resultJson, type MetricName, type RequestOutput } from "./bench-serve-result.ts";
 
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
@@ -253,6 +254,8 @@ export async function main(options: Options): Promise<number> {
     else inFlight--;
   };
   let finished = 0;
+  // vLLM reads the server's spec-decode counters before and after the run
+  const specBefore = await fetchSpecDecodeCounters(config.baseUrl, config.headers);
   const startMs = performance.now();
   const tasks: Promise<RequestOutput>[] = [];
   for (let i = 0; i < prompts.length; i++) {
@@ -274,7 +277,11 @@ export async function main(options: Options): Promise<number> {
   const counted = outputs.map((o) => (o.success && o.outputTokens < 0 ? { ...o, outputTokens: tokenizer.encode(o.generatedText, { addSpecial: false, parseSpecial: false }).length } : o));
   counted.filter((o) => !o.success).slice(0, 10).forEach((o, i) => out(`Error ${i}: ${o.error}`));
   const metrics = calculateMetrics(counted, durationS, config.percentiles, config.goodput);
-  out(resultBlock(metrics, { requestRate: config.requestRate, maxConcurrency: config.maxConcurrency, durationS, selected: config.selected }));
+  const spec = specDecodeReport(specBefore, await fetchSpecDecodeCounters(config.baseUrl, config.headers));
+  const block = resultBlock(metrics, { requestRate: config.requestRate, maxConcurrency: config.maxConcurrency, durationS, selected: config.selected }).split("\n");
+  // the section goes after the latency sections, before the closing rule (vLLM's order)
+  if (spec !== null) block.splice(block.length - 1, 0, ...spec.lines);
+  out(block.join("\n"));
 
   if (options["save-result"] === true || options["append-result"] === true) {
     const date = dateStamp(new Date());
@@ -283,6 +290,7 @@ export async function main(options: Options): Promise<number> {
       date, backend: config.backend, label, modelId: model, tokenizerId: tokenizerPath ?? "embedded:stories260K", numPrompts: prompts.length,
       metadata: pairs("metadata", str(options.metadata), "="), requestRate: config.requestRate, burstiness: config.burstiness, maxConcurrency: config.maxConcurrency,
     }, metrics, counted, durationS, config.selected, options["save-detailed"] === true);
+    if (spec !== null) Object.assign(json, spec.json);
     const dir = str(options["result-dir"]) ?? ".";
     mkdirSync(dir, { recursive: true });
     const path = join(dir, str(options["result-filename"]) ?? defaultResultFilename(label ?? config.backend, config.requestRate, config.maxConcurrency, model, date));

@@ -179,3 +179,26 @@ describe("speculation with n > 1, the pd pipeline and run-batch", () => {
     expect(texts[0]![0]!.length).toBeGreaterThan(20);
   }, 60_000);
 });
+
+describe("bench serve against a speculating server", () => {
+  test("prints vLLM's Speculative Decoding section from the /metrics deltas and saves its keys", async () => {
+    const { mkdtempSync, readFileSync, readdirSync, rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join((await import("node:os")).tmpdir(), "fennec-spec-bench-"));
+    const proc = Bun.spawnSync([process.execPath, "run", `${import.meta.dir}/../../src/cli.ts`, "bench", "serve", "--base-url", server.url, "--num-prompts", "4",
+      "--random-input-len", "24", "--random-output-len", "48", "--ignore-eos", "--temperature", "0", "--save-result", "--result-dir", dir]);
+    const text = proc.stdout.toString();
+    expect(proc.exitCode).toBe(0);
+    const lines = text.split("\n");
+    const at = lines.indexOf("---------------Speculative Decoding---------------");
+    expect(at).toBeGreaterThan(lines.findIndex((l) => l.includes("E2EL")));
+    expect(lines[at + 1]).toMatch(/^Acceptance rate \(%\): {20} \d+\.\d\d/);
+    // the closing rule comes after the section
+    expect(lines.findIndex((l, i) => i > at && /^=+$/.test(l))).toBeGreaterThan(at + 6);
+    const saved = JSON.parse(readFileSync(join(dir, readdirSync(dir)[0]!), "utf8"));
+    expect(saved.spec_decode_draft_tokens).toBeGreaterThan(0);
+    expect(saved.spec_decode_accepted_tokens).toBeLessThanOrEqual(saved.spec_decode_draft_tokens);
+    expect(saved.spec_decode_per_position_acceptance_rates).toHaveLength(K);
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+});
