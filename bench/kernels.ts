@@ -7,7 +7,8 @@
 import { parseArgs } from "node:util";
 import { WEIGHT_TYPES } from "../src/tensor/dtypes.ts";
 import { ensureKernels } from "../test/kernels/ensure-kernels.ts";
-import { randomFloats, randomWeight, rng } from "../test/conformance/random-weights.ts";
+import { randomFloats, randomWeight } from "../test/conformance/random-weights.ts";
+import { rng } from "../test/helpers/prng.ts";
 
 const { values } = parseArgs({
   options: {

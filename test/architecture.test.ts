@@ -1,6 +1,7 @@
 /**
- * Who may import whom (docs/architecture.md, adapted to the real tree): every import of every file in src/ is checked
- * against the row of its folder. A new import across layers fails here; change the table only with a one-line why.
+ * Who may import whom (docs/architecture.md): every import of every file in src/ is checked against the row of its
+ * folder, with no per-file exceptions, and the import graph must have no circle. A new import across layers fails
+ * here; change the table only with a one-line why.
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";

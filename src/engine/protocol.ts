@@ -1,6 +1,6 @@
 /**
  * The only module both sides of the engine Worker boundary import: every message, as discriminated unions on `type`.
- * Handlers switch exhaustively (util/result.ts `unreachable`). OWNER: engine helper (may extend; keep it the one table).
+ * Handlers switch exhaustively (util/result.ts `unreachable`). Keep it the one table of messages.
  */
 import type { SamplingParams } from "./sampling-params.ts";
 import type { FinishReason, RequestTimes, StepStats } from "./stats.ts";

@@ -2,7 +2,7 @@ import type { GrammarSpec } from "../grammar/grammar-spec.ts";
 
 /**
  * Every sampling parameter of the OpenAI and vLLM APIs, camelCase inside fennec (the server maps snake_case wire
- * names to this). Defaults follow vLLM's SamplingParams. OWNER: engine helper (validation lives here too).
+ * names to this). Defaults and validation follow vLLM's SamplingParams (vllm/sampling_params.py, _verify_args).
  */
 export interface SamplingParams {
   readonly n: number;

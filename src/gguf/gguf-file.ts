@@ -1,5 +1,5 @@
 /**
- * What a parsed GGUF file is. OWNER: foundation helper (reader.ts produces it, writer.ts consumes a similar shape).
+ * What a parsed GGUF file is (reader.ts produces it, writer.ts consumes a similar shape).
  * Tensor shapes are ggml order: ne0 (the row length, innermost) first.
  */
 import type { GgmlType } from "../tensor/dtypes.ts";

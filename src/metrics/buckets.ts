@@ -1,5 +1,5 @@
 /**
- * vLLM's histogram bucket families (reference vllm-metrics-and-api.md §1.2), one row each. Token-count histograms use the
+ * vLLM's histogram bucket families (vllm/v1/metrics/loggers.py PrometheusStatLogger, vllm/v1/metrics/buckets.py), one row each. Token-count histograms use the
  * 1-2-5 series capped at max_model_len, computed by `tokenBuckets`.
  */
 export type BucketFamily =
@@ -23,7 +23,7 @@ const FIXED_BUCKETS: Readonly<Record<Exclude<BucketFamily, "request_tokens">, re
   inter_token_latency: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0],
   iteration_tokens: [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384],
   request_params_n: [1, 2, 5, 10, 20],
-  // prometheus-fastapi-instrumentator's defaults (vLLM's HTTP metrics, reference §1.8)
+  // prometheus-fastapi-instrumentator's defaults (the HTTP metrics vLLM mounts)
   http_duration_highr: [0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 7.5, 10, 30, 60],
   http_duration: [0.1, 0.5, 1],
   // OffloadingConnector (vllm/distributed/kv_transfer/kv_connector/v1/offloading/metrics.py)

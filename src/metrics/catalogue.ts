@@ -1,5 +1,5 @@
 /**
- * Every Prometheus metric fennec exposes, defined once (reference vllm-metrics-and-api.md §1.3, §1.5, §2.3): vLLM's exact
+ * Every Prometheus metric fennec exposes, defined once (vllm/v1/metrics/loggers.py PrometheusStatLogger, vllm/v1/metrics/perf.py for MFU): vLLM's exact
  * names, help texts, labels and bucket families. Counters carry their exposed `_total` name (prom-client does not add
  * it, prometheus_client does). Every series gets `model_name` and `engine` first (except where `defaultLabels` says
  * otherwise); enumerated extras list their values so the series are pre-created at 0.
@@ -135,7 +135,7 @@ const METRICS = {
     name: "vllm:request_prefill_kv_computed_tokens", type: "histogram", buckets: "request_tokens",
     help: "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
   },
-  // SimpleCPUOffloadConnector (vllm/v1/simple_kv_offload/metrics.py, reference vllm-engine-features.md §2.6)
+  // SimpleCPUOffloadConnector (vllm/v1/simple_kv_offload/metrics.py)
   simple_kv_offload_save_outcomes: {
     name: "vllm:simple_kv_offload_save_outcomes_total", type: "counter", connector: "SimpleCPUOffloadConnector", extraLabels: { outcome: SAVE_OUTCOMES },
     help: "Store admission decisions in SimpleCPUOffloadConnector, by outcome. Outcomes classify eager-mode boundary hand-off stores; lazy-mode stores are not classified.",
@@ -248,7 +248,7 @@ const METRICS = {
     name: "vllm:time_per_output_token_seconds", type: "histogram", buckets: "inter_token_latency",
     help: "Histogram of time per output token in seconds.", deprecatedIn: "0.1", replacedBy: "inter_token_latency",
   },
-  // HTTP metrics of prometheus-fastapi-instrumentator, which vLLM mounts (reference §1.8); status is grouped as 2xx/4xx/5xx
+  // HTTP metrics of prometheus-fastapi-instrumentator, which vLLM mounts; status is grouped as 2xx/4xx/5xx
   // the API server's own counter, not an engine's: model_name only, there whenever --tool-call-parser is set
   tool_call_parser_invocations: {
     name: "vllm:tool_call_parser_invocations_total", type: "counter", scope: "frontend", defaultLabels: "model-only", flag: "tool-call-parser",

@@ -1,5 +1,5 @@
 /**
- * vLLM's metric deprecation policy (reference vllm-metrics-and-api.md §2): a metric deprecated in X.Y is shown with
+ * vLLM's metric deprecation policy (vllm/v1/metrics/loggers.py with --show-hidden-metrics-for-version, vllm/config/observability.py): a metric deprecated in X.Y is shown with
  * "DEPRECATED: Use <new> instead." in its help during X.Y, hidden in X.Y+1 unless the server runs with
  * `--show-hidden-metrics-for-version=X.Y`, and removed from X.Y+2 on. Like vLLM, the escape hatch only works for
  * exactly the previous minor ("0.1" when running 0.2.x); any other well-formed version is accepted but shows nothing.

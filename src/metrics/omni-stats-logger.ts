@@ -1,6 +1,6 @@
 /**
- * When the `--log-stats` tables are printed (vLLM-Omni's OrchestratorAggregator: online `log_request_stats` per
- * request, offline one summary at the end of the batch): online, one block per request as soon as it is finalized
+ * When the `--log-stats` tables are printed (vLLM-Omni: vllm_omni/entrypoints/async_omni.py keeps an aggregator
+ * per request online, vllm_omni/entrypoints/omni.py Omni.generate one for the whole batch offline): online, one block per request as soon as it is finalized
  * (e2e_requests = 1, with the `(APIServer pid=N) ` prefix); offline, one block for the whole batch once it has
  * completed (e2e_requests = batch size).
  * @example const sink = onlineTables(2, (t) => process.stdout.write(t)); buildPipeline(chain, factory, { tables: sink });

@@ -1,5 +1,5 @@
 /**
- * vLLM-Omni's `--log-stats` tables (reference omni-stats-tables.md §1.2-§1.7 and the §7 checklist): `[Overall Summary]`,
+ * vLLM-Omni's `--log-stats` tables (vllm_omni/metrics/stats.py OrchestratorAggregator.build_and_log_summary, vllm_omni/metrics/utils.py _format_table): `[Overall Summary]`,
  * then per request id in lexicographic order `[RequestE2EStats [request_id=…]]`, `[StageRequestStats [request_id=…]]`
  * and `[TransferEdgeStats [request_id=…]]`, each one log record of a PrettyTable-default grid.
  * Numbers: int fields with `,` grouping, float fields with `,` grouping and exactly 3 decimals (the type belongs to the
@@ -50,7 +50,7 @@ const EDGE_FIELDS: readonly (readonly [string, FieldKind, (e: TransferEdgeStats)
   ["tx_time_ms", "float", (e) => e.txTimeMs],
 ];
 
-/** Per-request totals (RequestE2EStats), §2 formulas. */
+/** Per-request totals (RequestE2EStats, vllm_omni/metrics/stats.py). */
 export interface RequestE2E {
   readonly e2eTotalMs: number;
   readonly e2eTotalTokens: number;

@@ -1,5 +1,5 @@
 /**
- * Per-request timing metrics (vLLM `--enable-per-request-metrics`, reference §3.2): the `metrics` object that chat and
+ * Per-request timing metrics (vLLM `--enable-per-request-metrics`, PerRequestTimingMetrics): the `metrics` object that chat and
  * completion responses carry. Pure functions of the engine's timestamps and the completion token count.
  * All timestamps come from one clock (util/clock.ts nowMs), so every interval below is in milliseconds already.
  * @example perRequestMetrics(output.times, 10) // { timeToFirstTokenMs: 500, generationTimeMs: 1000, ... }

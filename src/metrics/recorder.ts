@@ -1,6 +1,6 @@
 /**
- * The metrics recorder: a StatsListener that turns engine stats into vLLM's Prometheus series (reference
- * vllm-metrics-and-api.md §1 and §4), on its own prom-client Registry (no global state: one per server or test).
+ * The metrics recorder: a StatsListener that turns engine stats into vLLM's Prometheus series (vllm/v1/metrics/loggers.py
+ * PrometheusStatLogger.record), on its own prom-client Registry (no global state: one per server or test).
  * Rules kept from vLLM:
  * - every series of every engine (and every enumerated label value) exists at 0 from start-up;
  * - TTFT and ITL come per step (one ITL sample per step per request, not per token);
@@ -294,7 +294,7 @@ export class MetricsRecorder implements StatsListener {
     this.inc("gpu_prefix_cache_hits", labels, stats.prefixCacheHits);
     this.inc("num_preemptions", labels, stats.numPreempted);
     // prompt tokens: computed, prefix-cache hits looked up this step, and KV received over a pipeline edge
-    // (§4.3: the sources sum to the total; cached = local + external)
+    // (vLLM: the sources sum to prompt_tokens; cached = local hits + external)
     // KV that came over a pipeline edge or back from the offload tier
     const external = (stats.numExternalKvTokens ?? 0) + (stats.kvOffload?.externalHits ?? 0);
     this.inc("prompt_tokens", labels, stats.numPromptTokens + stats.prefixCacheHits + external);

@@ -1,7 +1,8 @@
 /**
  * Collects what the omni `--log-stats` tables need, as vLLM-Omni's OrchestratorAggregator does
- * (vllm_omni/entrypoints/stage_utils.py / omni_stage stats: per request its stage and edge records, per stage the
- * first time anything was sent to it and the last time anything came out of it). One aggregator per summary: per
+ * (vllm_omni/metrics/stats.py: OrchestratorAggregator on_forward / on_stage_metrics / on_finalize_request /
+ * build_and_log_summary): per request its stage and edge records, per stage the first time anything was sent to it
+ * and the last time anything came out of it. One aggregator per summary: per
  * request online, per batch offline (omni-stats-logger.ts decides). All times are `nowMs()` milliseconds from the
  * pipeline (one clock).
  * @example const agg = new StageStatsAggregator(2); agg.markWallStart(nowMs()); ...; const s = agg.summary();

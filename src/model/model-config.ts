@@ -1,5 +1,5 @@
 /**
- * The shape of a model, read from GGUF metadata by `model/config.ts` (OWNER: model helper).
+ * The shape of a model, read from GGUF metadata by `model/read-model-config.ts`.
  * Everything below the engine reads the model only through this.
  */
 export type Architecture = "llama" | "qwen2" | "qwen3";

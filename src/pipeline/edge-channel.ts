@@ -1,7 +1,7 @@
 /**
  * One edge `i -> i+1` of a pipeline: a MessageChannel the sender posts serialized payloads on (the buffer is
  * transferred, not copied) and the receiving stage takes them from, by request id. It is where the omni transfer
- * timings come from (reference omni-stats-tables.md §3.5):
+ * timings come from (vllm_omni/distributed/omni_connectors/adapter.py: send / recv):
  * - tx_time_ms: serialize the payload + post it (the caller starts the clock before building the payload);
  * - in_flight_time_ms: receiver dequeue time - the sender's `sentMs` stamp (queue latency), floored at 0;
  * - rx_decode_time_ms: the receiver's deserialize time (the caller measures it around its decode).

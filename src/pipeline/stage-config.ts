@@ -1,6 +1,5 @@
 /**
- * `--stage-config FILE`: a chain of stages in YAML or JSON, modelled on vLLM-Omni's stage configs (reference
- * omni-stats-tables.md §3.2): `stage_args` is a list of stages, each with its own `engine_args` (its own model) and
+ * `--stage-config FILE`: a chain of stages in YAML or JSON, modelled on vLLM-Omni's stage configs (vllm_omni/model_executor/stage_configs/*.yaml): `stage_args` is a list of stages, each with its own `engine_args` (its own model) and
  * `default_sampling_params`; stage i > 0 reads stage i-1 (`engine_input_source: [i-1]`) through an edge that carries
  * either the previous stage's KV blocks (`input_type: kv_blocks`, same model: the stage continues the sequence, as the
  * decode half of disaggregated prefill) or its output text (`input_type: text`: the next stage's prompt).

@@ -1,5 +1,5 @@
 /**
- * --api-key (reference §5.6): requests to /v1 paths need `Authorization: Bearer <key>` (scheme case-insensitive);
+ * --api-key (vllm/entrypoints/openai/api_server.py: AuthenticationMiddleware): requests to /v1 paths need `Authorization: Bearer <key>` (scheme case-insensitive);
  * everything else (/health, /metrics, /docs, /tokenize, ...) stays open, and so do CORS preflights (OPTIONS).
  * Keys are compared as SHA-256 digests in constant time, as vLLM does.
  */

@@ -1,5 +1,5 @@
 /**
- * The server-wide chat settings vLLM takes on its command line (reference §6.1, §7, §8): the template and how content
+ * The server-wide chat settings vLLM takes on its command line (vllm/entrypoints/openai/cli_args.py: --chat-template, --chat-template-content-format, --enable-auto-tool-choice, --tool-call-parser, --reasoning-parser): the template and how content
  * reaches it, default template kwargs, whether requests may bring their own template, the response role, and the
  * tool-call and reasoning parsers. Built once by `fennec serve` / `run-batch` (commands/chat-flags.ts).
  */

@@ -1,6 +1,6 @@
 /**
  * Every failure the HTTP layer returns, as the OpenAI error object `{"error":{"message","type","param","code"}}` with
- * the HTTP status equal to `code` (vLLM reference §5.5). Handlers throw `ApiError`; one `onError` (app.ts) turns
+ * the HTTP status equal to `code` (vLLM: serving_engine.py create_error_response, protocol.py ErrorResponse). Handlers throw `ApiError`; one `onError` (app.ts) turns
  * ApiError, Elysia's VALIDATION / PARSE / NOT_FOUND and anything unexpected into that body. Never a stack trace.
  */
 import { Elysia, ValidationError } from "elysia";

@@ -1,4 +1,4 @@
-/** GET /health, GET|POST /ping (200 empty, 503 when the engine is dead) and GET /version (reference §5.1). */
+/** GET /health, GET|POST /ping (200 empty, 503 when the engine is dead) and GET /version (vllm/entrypoints/openai/api_server.py: health, ping, show_version). */
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { ServerOptions } from "./server-options.ts";

@@ -1,5 +1,5 @@
 /**
- * GET /load and --enable-server-load-tracking (reference §5.1): `{"server_load": N}`, the generation requests in
+ * GET /load and --enable-server-load-tracking (vllm/entrypoints/openai/api_server.py: get_server_load_metrics, load_aware_call): `{"server_load": N}`, the generation requests in
  * flight. Like vLLM, the route always exists and reads 0 unless tracking is on; a request counts from its start until
  * its response has been sent in full, or the client went away (a stream counts until its last chunk or its cancel).
  */

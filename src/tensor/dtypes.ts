@@ -1,8 +1,7 @@
 /**
  * THE table of weight types (ggml `type_traits`, gguf-py `GGML_QUANT_SIZES`). All row and offset math reads it,
  * and the tests walk it, so a new type is one row here plus kernels.
- *
- * OWNER: foundation helper (dequantize / quantize bodies). The exported shape below is a contract other code relies on.
+ * The exported shape below is a contract other code relies on.
  */
 import { dequantizeBf16, dequantizeF16, dequantizeF32, quantizeBf16, quantizeF16, quantizeF32 } from "./quant-float.ts";
 import { dequantizeQ4_K, dequantizeQ5_K, dequantizeQ6_K, quantizeQ4_K, quantizeQ5_K, quantizeQ6_K } from "./quant-k.ts";

@@ -13,7 +13,8 @@ import type { AttentionSequence, Backend, KvCacheDtype, KvCacheShape } from "../
 import { ReferenceBackend } from "../../src/backend/reference.ts";
 import { GgmlType, WEIGHT_TYPES, weightType, type WeightType } from "../../src/tensor/dtypes.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
-import { randomFloats, randomWeight, rng } from "./random-weights.ts";
+import { randomFloats, randomWeight } from "./random-weights.ts";
+import { rng } from "../helpers/prng.ts";
 
 await ensureKernels();
 const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");

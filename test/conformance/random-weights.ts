@@ -4,18 +4,8 @@
  */
 import { GgmlType, WEIGHT_TYPES, type WeightType } from "../../src/tensor/dtypes.ts";
 import type { WeightSource } from "../../src/backend/backend.ts";
+import { rng } from "../helpers/prng.ts";
 
-/** mulberry32: a small seeded generator in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function randomFloats(n: number, random: () => number, scale = 1): Float32Array {
   const out = new Float32Array(n); // [n]

@@ -1,5 +1,6 @@
 /** Engine behaviour through EngineCore with the fake runner: batch invariance, prefix caching, preemption, aborts. */
 import { describe, expect, test } from "bun:test";
+import { randomInt, rng } from "../helpers/prng.ts";
 import { makeEngine, prompt, request, runAlone, runToCompletion } from "./helpers.ts";
 
 /** 8 mixed requests: short and long prompts (several chunks at a 64-token budget), short and long outputs */
@@ -107,8 +108,8 @@ describe("preemption", () => {
 describe("abort", () => {
   test("after 1000 requests aborted at random points every block is free and the queues are empty", async () => {
     const { engine } = makeEngine({ numBlocks: 64, blockSize: 8, maxNumSeqs: 8, maxNumBatchedTokens: 48 });
-    let s = 12345;
-    const rand = (n: number): number => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s % n; };
+    const random = rng(12345);
+    const rand = (n: number): number => randomInt(random, n);
     const live = new Set<string>();
     const shared = prompt(24, 5);
     let added = 0;

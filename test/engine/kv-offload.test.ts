@@ -11,6 +11,7 @@ import { parseKvTransfer, type KvOffloadConfig } from "../../src/engine/kv-trans
 import { diskTierPath } from "../../src/engine/offload-tiers.ts";
 import type { KvOffloadStepStats, SaveOutcome, StepStats } from "../../src/engine/stats.ts";
 import type { EngineCore } from "../../src/engine/engine.ts";
+import { randomInt, rng } from "../helpers/prng.ts";
 import { collect, makeEngine, prompt, request, runAlone, type Collected } from "./helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-offload-"));
@@ -251,8 +252,8 @@ describe("aborts", () => {
     const cfg = offloadConfig({ kv_offload_backend: "disk", disk_path: path, disk_capacity_bytes: 24 * 4096, use_page_cache: true });
     const { engine } = makeEngine({ numBlocks: 16, maxNumBatchedTokens: 48, kvOffload: cfg });
     const prefixes = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => prompt(64, 500 + i));
-    let seed = 12345;
-    const rand = (n: number): number => { seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return (seed >>> 0) % n; };
+    const random = rng(12345);
+    const rand = (n: number): number => randomInt(random, n);
     let aborted = 0;
     let sawLoading = 0;
     let sawStoring = 0;

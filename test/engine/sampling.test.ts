@@ -4,6 +4,7 @@ import { sample, type SamplingContext } from "../../src/engine/sampler.ts";
 import { createRng } from "../../src/engine/rng.ts";
 import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams, type SamplingParams } from "../../src/engine/sampling-params.ts";
 import { promptLogprobRowsFor } from "../../src/engine/engine.ts";
+import { rng } from "../helpers/prng.ts";
 import { makeEngine, prompt, request, runAlone, runToCompletion } from "./helpers.ts";
 
 /** token 5 is the best by a little, token 6 next, token 7 third; the rest far below */
@@ -48,8 +49,8 @@ describe("sampler", () => {
   test("top_k and top_p select exactly the set a full sort gives, ties broken by lower id (large vocabulary)", () => {
     const V = 5000;
     const r = new Float32Array(V);
-    let x = 7;
-    for (let i = 0; i < V; i++) { x = (Math.imul(x, 1103515245) + 12345) >>> 0; r[i] = Math.round(((x >>> 8) / 0x1000000) * 40) / 10; } // ties
+    const random = rng(7);
+    for (let i = 0; i < V; i++) r[i] = Math.round(random() * 40) / 10; // ties
     const expectedSet = (topK: number, topP: number): Set<number> => {
       const probs = Array.from(r, (v) => Math.exp(v - 4));
       const order = [...probs.keys()].sort((a, b) => probs[b]! - probs[a]! || a - b).slice(0, topK > 0 ? topK : V);

@@ -12,6 +12,7 @@ import { nowMs } from "../../src/util/clock.ts";
 import type { FakeRunnerOptions } from "../engine/fake-runner.ts";
 import { createFakeTokenizer, fakeText } from "../engine/fake-tokenizer.ts";
 import { GREEDY, prompt, request as engineRequest, runAlone } from "../engine/helpers.ts";
+import { randomInt, rng } from "../helpers/prng.ts";
 import { FAKE_EOS } from "../engine/fake-tokenizer.ts";
 
 /** the orchestrator passes the tokenizer's stop ids as EOS; so must the reference run */
@@ -153,8 +154,8 @@ describe("orchestrator over an engine Worker", () => {
 
   test("200 requests aborted at random points through the Worker leave an empty engine that still serves", async () => {
     const { orch, rec } = await start({ stepDelayMs: 1 }, { kvCacheMemoryBytes: 64 * 16 * 4, maxNumSeqs: 8 });
-    let s = 99;
-    const rand = (n: number): number => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s % n; };
+    const random = rng(99);
+    const rand = (n: number): number => randomInt(random, n);
     let numPreAborted = 0;
     const runs = Array.from({ length: 200 }, async (_, i) => {
       const controller = new AbortController();

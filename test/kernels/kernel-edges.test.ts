@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { GgmlType, WEIGHT_TYPES, weightType } from "../../src/tensor/dtypes.ts";
-import { randomFloats, randomWeight, rng } from "../conformance/random-weights.ts";
+import { randomFloats, randomWeight } from "../conformance/random-weights.ts";
+import { rng } from "../helpers/prng.ts";
 import { ensureKernels } from "./ensure-kernels.ts";
 
 await ensureKernels();

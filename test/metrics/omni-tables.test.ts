@@ -4,6 +4,7 @@ import { buildTables, formatNumber, renderSummary } from "../../src/metrics/omni
 import { StageStatsAggregator } from "../../src/metrics/stage-stats-aggregator.ts";
 import type { StageRequestStats, TransferEdgeStats } from "../../src/pipeline/stage-stats.ts";
 import { parseTables } from "./omni-table-parser.ts";
+import { rng } from "../helpers/prng.ts";
 import { checkTables } from "./omni-invariants.ts";
 
 function stage(stageId: number, o: Partial<StageRequestStats>): StageRequestStats {
@@ -109,8 +110,7 @@ describe("the reference's worked example (docs values, 3 stages)", () => {
 
 describe("rules on synthetic batches", () => {
   function batch(numRequests: number, numStages: number, seed: number) {
-    let x = seed;
-    const rand = () => ((x = (x * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const rand = rng(seed);
     const agg = new StageStatsAggregator(numStages);
     agg.markWallStart(5000);
     let t = 5000.25;

@@ -6,7 +6,7 @@ import { GgufValueType, type GgufFile, type GgufMetadataEntry, type GgufTensorIn
 import { archKey, KEY, tensorName, type TensorKey } from "../../src/gguf/names.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
-import { rng } from "../conformance/random-weights.ts";
+import { rng } from "../helpers/prng.ts";
 
 /** The dimensions of a tiny model (fields of ModelConfig) and whether its output matrix is the embedding. */
 export interface TinyShape extends Pick<ModelConfig, "architecture" | "vocabSize" | "dim" | "hiddenDim" | "numLayers" | "numHeads" | "numKvHeads" | "headDim" | "contextLength"> {

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { randomInt, rng } from "../helpers/prng.ts";
 import { parseExposition, sampleValue } from "../metrics/exposition.ts";
 
 const CLI = join(import.meta.dir, "../../src/cli.ts");
@@ -52,9 +53,9 @@ async function start(args: readonly string[] = ARGS): Promise<Server> {
 
 const WORDS = "once upon a time there was a little girl named lily she loved to play in the park with her dog max one day they found a big red ball under a tree".split(" ");
 function story(seed: number, numWords: number): string {
-  let s = seed;
+  const random = rng(seed);
   const out: string[] = [];
-  for (let i = 0; i < numWords; i++) { s = (s * 1103515245 + 12345) >>> 0; out.push(WORDS[(s >>> 8) % WORDS.length]!); }
+  for (let i = 0; i < numWords; i++) out.push(WORDS[randomInt(random, WORDS.length)]!);
   return out.join(" ");
 }
 

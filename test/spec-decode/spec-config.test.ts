@@ -1,6 +1,7 @@
 /** --speculative-config parsing: vLLM's keys, defaults and exact error texts; the ngram matcher on vLLM's examples. */
 import { describe, expect, test } from "bun:test";
 import { parseSpeculativeConfig, speculativeConfigFromFlags, speculativeConfigRepr } from "../../src/engine/speculative-config.ts";
+import { randomInt, rng } from "../helpers/prng.ts";
 import { proposeNgram } from "../../src/engine/spec-decode/ngram-proposer.ts";
 
 describe("--speculative-config", () => {
@@ -79,8 +80,8 @@ describe("ngram proposer (vLLM NgramProposer)", () => {
   });
 
   test("equals the n-from-max-down search on random contexts", () => {
-    let s = 12345;
-    const rand = (m: number): number => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return (s >>> 8) % m; };
+    const random = rng(12345);
+    const rand = (m: number): number => randomInt(random, m);
     for (let trial = 0; trial < 400; trial++) {
       const ctx = Array.from({ length: 5 + rand(60) }, () => rand(4));
       const minN = 1 + rand(3);

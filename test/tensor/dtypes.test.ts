@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { byteSize, GgmlType, ggmlTypeName, WEIGHT_TYPES, weightType, weightTypeByName, type WeightType } from "../../src/tensor/dtypes.ts";
-import { rng } from "../conformance/random-weights.ts"; // mulberry32, seeded, so failures reproduce
+import { rng } from "../helpers/prng.ts"; // mulberry32, seeded, so failures reproduce
 
 const N = 1024; // 4 super-blocks, 32 small blocks
 

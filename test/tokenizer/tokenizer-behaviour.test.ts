@@ -10,6 +10,7 @@ import { GgufValueType, type GgufFile, type GgufMetadataEntry } from "../../src/
 import { KEY } from "../../src/gguf/names.ts";
 import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import { TokenizerError, type Tokenizer } from "../../src/tokenizer/tokenizer.ts";
+import { rng } from "../helpers/prng.ts";
 import { loadVocabTokenizer, readGgufOrThrow, stories260kGguf } from "./helpers.ts";
 
 const NO_SPECIAL = { addSpecial: false, parseSpecial: false } as const;
@@ -214,8 +215,7 @@ describe("bad metadata gives one clear error", () => {
 describe("speed", () => {
   /** ~2,000+ tokens of seeded pseudo-random words (few repeats, so the word cache does not hide the merge work) */
   function randomText(numWords: number): string {
-    let state = 12345;
-    const next = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const next = rng(12345);
     const letters = "abcdefghijklmnopqrstuvwxyzéü";
     const words: string[] = [];
     for (let i = 0; i < numWords; i++) {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import type { AttentionSequence, Backend, DeviceBuffer, Weight, WeightSource } from "../../src/backend/backend.ts";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
 import { createWebGpuBackend, WebGpuBackend } from "../../src/backend/webgpu/webgpu-backend.ts";
+import { rng as sharedRng } from "../helpers/prng.ts";
 import { GgmlType, WEIGHT_TYPES, byteSize, type WeightType } from "../../src/tensor/dtypes.ts";
 
 // a cold Mesa shader cache compiles each pipeline with LLVM: seconds on a busy 2-core machine
@@ -18,14 +19,10 @@ const notices: string[] = [];
 beforeAll(async () => { gpu = await createWebGpuBackend({ timeoutMs: 20_000, log: (l) => notices.push(l) }); });
 afterAll(() => gpu?.dispose());
 
+/** the shared mulberry32, spread over [-1, 1) */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1;
-  };
+  const random = sharedRng(seed);
+  return () => random() * 2 - 1;
 }
 const randn = (n: number, seed: number, scale = 1) => { const r = rng(seed); return Float32Array.from({ length: n }, () => r() * scale); };
 

@@ -1,5 +1,5 @@
 /**
- * `system_fingerprint` (reference §5.3): vLLM's default `--fingerprint-mode full` writes
+ * `system_fingerprint`: vLLM's default `--fingerprint-mode full` writes
  * `vllm-<version>-<8 hex of a config hash>`; fennec writes `fennec-<version>-<8 hex>` over what shapes the answers
  * (model, its name, context length), so a client can tell when the backend configuration changed.
  * @example systemFingerprint({ servedModelName: "stories260K", modelPath: "embedded:stories260K", maxModelLen: 512 }) // "fennec-0.2.0-1a2b3c4d"

@@ -1,5 +1,5 @@
 /**
- * POST /invocations (SageMaker, reference §5.1): vLLM routes it by the body's shape, `messages` to chat completions and
+ * POST /invocations (SageMaker; vllm/entrypoints/openai/api_server.py: invocations): vLLM routes it by the body's shape, `messages` to chat completions and
  * `prompt` to completions, and leaves it outside --api-key. fennec forwards the body to that route of the same app,
  * so the answer (stream or not, errors included) is exactly the route's.
  */

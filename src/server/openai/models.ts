@@ -1,4 +1,4 @@
-/** GET /v1/models: the served model under each of its names, in vLLM's shape (reference §5.1). */
+/** GET /v1/models: the served model under each of its names, in vLLM's shape (vllm/entrypoints/openai/serving_models.py: show_available_models). */
 import { Elysia } from "elysia";
 import type { ServerOptions } from "../server-options.ts";
 import { MODELS_RESPONSES } from "./response-docs.ts";

@@ -1,6 +1,6 @@
 /**
  * Server-sent events as vLLM/OpenAI send them: one `data: <json>\n\n` per chunk, `data: [DONE]\n\n` at the end.
- * An error after the first byte becomes an error event followed by [DONE] (reference §5.4). A client that goes away
+ * An error after the first byte becomes an error event followed by [DONE] (vllm/entrypoints/openai/serving_chat.py: chat_completion_stream_generator's error path). A client that goes away
  * cancels the stream, which aborts the request in the engine.
  */
 import { toApiError } from "../errors.ts";

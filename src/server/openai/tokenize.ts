@@ -1,4 +1,4 @@
-/** POST /tokenize and POST /detokenize (vLLM extras, reference §5.1): completion or chat form. */
+/** POST /tokenize and POST /detokenize (vLLM extras: vllm/entrypoints/openai/serving_tokenization.py): completion or chat form. */
 import { Elysia } from "elysia";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";

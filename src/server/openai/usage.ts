@@ -1,5 +1,5 @@
 /**
- * The `usage` and `metrics` parts that chat and completion responses share (reference §3.3, §5.3).
+ * The `usage` and `metrics` parts that chat and completion responses share (vLLM protocol.py UsageInfo; the `metrics` object is vLLM's PerRequestTimingMetrics, attached only for one prompt with n = 1).
  */
 import type { RequestOutput } from "../../frontend/orchestrator.ts";
 

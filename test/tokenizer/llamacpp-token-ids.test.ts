@@ -11,6 +11,7 @@ import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { loadVocabTokenizer, readGgufOrThrow } from "./helpers.ts";
+import { rng } from "../helpers/prng.ts";
 import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 const PIECES = [
@@ -21,8 +22,7 @@ const PIECES = [
 ];
 
 function randomStrings(count: number, seed: number): string[] {
-  let state = seed;
-  const next = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const next = rng(seed);
   const out: string[] = [];
   for (let i = 0; i < count; i++) {
     let s = "";
