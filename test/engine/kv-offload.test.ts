@@ -260,10 +260,13 @@ describe("aborts", () => {
     let next = 0;
     const live: string[] = [];
     const outputs = new Map<string, Collected>();
+    const sent = new Map<string, ReturnType<typeof request>>();
     while (aborted < 1000) {
       while (live.length < 3) {
         const id = `r${next++}`;
-        engine.addRequest(request(id, [...prefixes[rand(8)]!, ...prompt(1 + rand(20), next)], { maxTokens: 1 + rand(6) }));
+        const r = request(id, [...prefixes[rand(8)]!, ...prompt(1 + rand(20), next)], { maxTokens: 1 + rand(6) });
+        sent.set(id, r);
+        engine.addRequest(r);
         live.push(id);
       }
       const r = await engine.step();
@@ -289,5 +292,10 @@ describe("aborts", () => {
     expect(engine.offload!.numInFlight).toBe(0);
     expect(statSync(diskTierPath(path)).size).toBe(24 * 4096);
     engine.dispose();
+    // the requests that ran to the end, many of them on loaded prefixes, said what a cold run says
+    const finished = [...outputs].filter(([, c]) => c.finishReason === "length");
+    expect(finished.length).toBeGreaterThan(100);
+    expect(finished.filter(([, c]) => c.numCachedTokens > 0).length).toBeGreaterThan(20);
+    for (const [id, c] of finished.slice(0, 60)) expect(c.tokens).toEqual((await runAlone(sent.get(id)!)).tokens);
   });
 });
