@@ -142,9 +142,11 @@ export async function main(options: Options): Promise<number> {
 
   const shutdown = new AbortController();
   const peers = new WeakMap<Request, PeerAddress | null>();
+  const targets = new WeakMap<Request, string>();
   const app = createApp({
     chat,
     peerOf: (request) => peers.get(request) ?? null,
+    targetOf: (request) => targets.get(request),
     orchestrator, servedModelName, modelPath: config.model ?? "embedded:stories260K", apiKey: flags.apiKey,
     enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
@@ -164,6 +166,7 @@ export async function main(options: Options): Promise<number> {
     const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => {
       const routed = withoutRootPath(request, flags.rootPath);
       peers.set(routed, peer);
+      if (routed !== request) { const url = new URL(request.url); targets.set(routed, `${url.pathname}${url.search}`); }
       return app.handle(routed);
     };
     http = await listenHttp(handle, {

@@ -82,7 +82,7 @@ export function createApp(options: ServerOptions) {
       if (preflight !== null) {
         // answered before routing, so the after-response hook never sees it: its access line is written here
         const url = new URL(request.url);
-        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: `${url.pathname}${url.search}`, status: preflight.status });
+        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: options.targetOf?.(request) ?? `${url.pathname}${url.search}`, status: preflight.status });
         return preflight;
       }
       Object.assign(set.headers, cors.responseHeaders(request));
@@ -107,7 +107,7 @@ export function createApp(options: ServerOptions) {
         const status = response?.status ?? (typeof set.status === "number" ? set.status : 200);
         const url = new URL(request.url);
         const pathname = url.pathname;
-        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: `${pathname}${url.search}`, status });
+        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: options.targetOf?.(request) ?? `${pathname}${url.search}`, status });
         if (options.onHttpResponse === undefined) return;
         options.onHttpResponse({
           // the matched route, also for requests refused before routing (401, 413): the instrumentator labels those too

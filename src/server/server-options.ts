@@ -54,6 +54,8 @@ export interface ServerOptions {
   readonly accessLog?: (entry: AccessEntry) => void;
   /** the peer address of a request (serve's node:http listener knows it; Bun.serve's requestIP is the fallback) */
   readonly peerOf?: (request: Request) => { readonly address: string; readonly port: number } | null;
+  /** the request target as the client sent it, for the access line (before --root-path was taken off); absent = the URL's */
+  readonly targetOf?: (request: Request) => string | undefined;
   /** the /metrics route (observability helper), mounted when given; it stays open without the API key */
   readonly metricsRoute?: import("elysia").AnyElysia;
   /** chat templates, tool calling and reasoning (vLLM's chat flags); default: the model's template, no parsers */

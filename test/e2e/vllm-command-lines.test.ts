@@ -126,6 +126,9 @@ describe("vLLM's serving command lines", () => {
     const doc = (await (await fetch(`${base}/llm/openapi.json`)).json()) as { servers?: { url: string }[] };
     expect(doc.servers).toEqual([{ url: "/llm" }]);
     expect(await (await fetch(`${base}/llm/docs`)).text()).toContain("/llm/docs/assets/swagger-ui-bundle.js");
+    await Bun.sleep(200);
+    // the access line shows the path the client sent
+    expect(server.log()).toContain('"GET /llm/v1/models HTTP/1.1" 200 OK');
     await server.stop();
   }, 60_000);
 
