@@ -5,7 +5,7 @@
  * @example const backend = new ReferenceBackend(); const w = backend.loadWeight(source);
  */
 import { roundTripKvRowQ8 } from "../tensor/kv-q8.ts";
-import { weightType, type GgmlType } from "../tensor/dtypes.ts";
+import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import type {
   AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource,
 } from "./backend.ts";
@@ -42,29 +42,12 @@ function asBuffer(b: DeviceBuffer): Float32Array {
   return b.data;
 }
 
-/** Dequantize a GGUF tensor to f32 [rows, cols]; throws a one-line error naming the tensor on bad input. */
-export function dequantizeWeight(source: WeightSource): Float32Array {
-  const wt = weightType(source.type);
-  if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${source.type}`);
-  if (source.cols % wt.blockSize !== 0) {
-    throw new Error(`weight ${source.name}: row length ${source.cols} is not a multiple of the ${wt.name} block size ${wt.blockSize}`);
-  }
-  const n = source.rows * source.cols;
-  const needBytes = (n / wt.blockSize) * wt.bytesPerBlock;
-  if (source.data.length < needBytes) {
-    throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${source.rows}, ${source.cols}] needs ${needBytes}`);
-  }
-  const out = new Float32Array(n); // [rows, cols]
-  wt.dequantize(source.data.subarray(0, needBytes), out, n);
-  return out;
-}
-
 export class ReferenceBackend implements Backend {
   readonly name = "reference";
   private kv: RefKvCache | null = null;
 
   loadWeight(source: WeightSource): Weight {
-    return new RefWeight(source.rows, source.cols, source.type, dequantizeWeight(source));
+    return new RefWeight(source.rows, source.cols, source.type, dequantizeTensor(source));
   }
 
   alloc(numFloats: number): DeviceBuffer {

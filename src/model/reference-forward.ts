@@ -10,9 +10,9 @@
  * then logits = rmsnorm(x).Wout.
  */
 import type { WeightSource } from "../backend/backend.ts";
-import type { GgmlType } from "../tensor/dtypes.ts";
+import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import type { ModelConfig } from "./model-config.ts";
-import { dequantizeTensor, type ModelWeights } from "./weights.ts";
+import type { ModelWeights } from "./weights.ts";
 
 /** A matrix dequantized to f32 [rows, cols] row-major (rows = output features), and the type it came from. */
 interface Matrix {

@@ -132,16 +132,3 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
     output: config.tiedEmbeddings ? tokenEmbd : tensor(gguf, tensorName("output"), [dim, vocabSize]),
   };
 }
-
-/**
- * A weight dequantized to f32 [rows, cols] with the table's dequantizer (the reference forward's view of it).
- * @example const wq = dequantizeTensor(weights.layers[0].wq); // [qDim * dim]
- */
-export function dequantizeTensor(source: WeightSource): Float32Array {
-  const wt = weightType(source.type);
-  if (wt === undefined) throw new Error(`tensor ${source.name}: unsupported type ${ggmlTypeName(source.type)}`);
-  const n = source.rows * source.cols;
-  const out = new Float32Array(n); // [rows, cols]
-  wt.dequantize(source.data, out, n);
-  return out;
-}

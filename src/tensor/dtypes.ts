@@ -89,3 +89,35 @@ const GGML_TYPE_NAMES: Readonly<Record<number, string>> = {
   21: "iq3_s", 22: "iq2_s", 23: "iq4_xs", 24: "i8", 25: "i16", 26: "i32", 27: "i64", 28: "f64", 29: "iq1_m", 30: "bf16",
   34: "tq1_0", 35: "tq2_0", 39: "mxfp4", 40: "nvfp4", 41: "q1_0", 42: "q2_0",
 };
+
+/** A tensor's raw GGUF bytes and shape (backend/backend.ts WeightSource has this shape). */
+export interface TensorBytes {
+  readonly name: string;
+  readonly type: GgmlType;
+  /** ne1 (rows = output features) */
+  readonly rows: number;
+  /** ne0 (the row length) */
+  readonly cols: number;
+  readonly data: Uint8Array;
+}
+
+/**
+ * The one whole-tensor dequantizer (every backend and the reference forward use it): f32 [rows, cols] through the
+ * table's dequantizer; throws a one-line error naming the tensor on an unknown type, a ragged row or short data.
+ * @example const w = dequantizeTensor(weights.layers[0].wq); // [qDim * dim]
+ */
+export function dequantizeTensor(source: TensorBytes): Float32Array {
+  const wt = weightType(source.type);
+  if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${source.type}`);
+  if (source.cols % wt.blockSize !== 0) {
+    throw new Error(`weight ${source.name}: row length ${source.cols} is not a multiple of the ${wt.name} block size ${wt.blockSize}`);
+  }
+  const n = source.rows * source.cols;
+  const needBytes = (n / wt.blockSize) * wt.bytesPerBlock;
+  if (source.data.length < needBytes) {
+    throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${source.rows}, ${source.cols}] needs ${needBytes}`);
+  }
+  const out = new Float32Array(n); // [rows, cols]
+  wt.dequantize(source.data.subarray(0, needBytes), out, n);
+  return out;
+}

@@ -9,7 +9,7 @@
  * Float types (F32, F16, BF16) are not repacked here: they become f32 rows (see wasm-backend.ts).
  * @example const spec = repackSpec(GgmlType.Q4_0); // { kind: KernelKind.U4, ... }
  */
-import { GgmlType } from "../../tensor/dtypes.ts";
+import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 
 /** The kernel kinds of kernels/matmul-quant.ts (same numbers). */
 export enum KernelKind {
@@ -151,25 +151,25 @@ const decodeQ6_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
 /** quant bytes per group and row of each kind (kernels/matmul-quant.ts groupBytes) */
 const GROUP_BYTES: Readonly<Record<KernelKind, number>> = { [KernelKind.I8]: 32, [KernelKind.U5]: 20, [KernelKind.U4]: 16, [KernelKind.U6G16]: 12 };
 
-const spec = (kind: KernelKind, blockSize: number, bytesPerBlock: number, decode: BlockDecoder, zeroPoint = 0): RepackSpec => ({
-  kind, blockSize, bytesPerBlock, decode, zeroPoint,
-  groupSize: kind === KernelKind.U6G16 ? 16 : 32,
-  groupBytes: GROUP_BYTES[kind],
-});
+/** block size and bytes per block come from the weight-type table (tensor/dtypes.ts), not restated here */
+const spec = (type: GgmlType, kind: KernelKind, decode: BlockDecoder, zeroPoint = 0): RepackSpec => {
+  const { blockSize, bytesPerBlock } = weightType(type)!;
+  return { kind, blockSize, bytesPerBlock, decode, zeroPoint, groupSize: kind === KernelKind.U6G16 ? 16 : 32, groupBytes: GROUP_BYTES[kind] };
+};
 
 /**
  * THE table: ggml type -> kernel kind, block decoder, zero point (Q5_K's qh bit j belongs to sub-block j). The decoders
  * always fill the offsets; with a zero point they equal -zeroPoint * scale and are not stored.
  */
 const REPACK: ReadonlyMap<GgmlType, RepackSpec> = new Map([
-  [GgmlType.Q8_0, spec(KernelKind.I8, 32, 34, decodeQ8_0)],
-  [GgmlType.Q4_0, spec(KernelKind.U4, 32, 18, decodeQ4_0, 8)],
-  [GgmlType.Q4_1, spec(KernelKind.U4, 32, 20, decodeQ4_1)],
-  [GgmlType.Q5_0, spec(KernelKind.U5, 32, 22, decodeQ5_0, 16)],
-  [GgmlType.Q5_1, spec(KernelKind.U5, 32, 24, decodeQ5_1)],
-  [GgmlType.Q4_K, spec(KernelKind.U4, 256, 144, decodeQ4_K)],
-  [GgmlType.Q5_K, spec(KernelKind.U5, 256, 176, decodeQ5_K)],
-  [GgmlType.Q6_K, spec(KernelKind.U6G16, 256, 210, decodeQ6_K, 32)],
+  [GgmlType.Q8_0, spec(GgmlType.Q8_0, KernelKind.I8, decodeQ8_0)],
+  [GgmlType.Q4_0, spec(GgmlType.Q4_0, KernelKind.U4, decodeQ4_0, 8)],
+  [GgmlType.Q4_1, spec(GgmlType.Q4_1, KernelKind.U4, decodeQ4_1)],
+  [GgmlType.Q5_0, spec(GgmlType.Q5_0, KernelKind.U5, decodeQ5_0, 16)],
+  [GgmlType.Q5_1, spec(GgmlType.Q5_1, KernelKind.U5, decodeQ5_1)],
+  [GgmlType.Q4_K, spec(GgmlType.Q4_K, KernelKind.U4, decodeQ4_K)],
+  [GgmlType.Q5_K, spec(GgmlType.Q5_K, KernelKind.U5, decodeQ5_K)],
+  [GgmlType.Q6_K, spec(GgmlType.Q6_K, KernelKind.U6G16, decodeQ6_K, 32)],
 ]);
 
 /** The repack rule of a quantized type, or undefined for float types (F32/F16/BF16). */

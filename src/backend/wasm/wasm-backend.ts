@@ -7,9 +7,8 @@
  * Matmul activations are quantized to int8 per 32 once per matmul input (quantize_q8), as llama.cpp does.
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
-import { GgmlType, weightType } from "../../tensor/dtypes.ts";
+import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
-import { dequantizeWeight } from "../reference.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
@@ -226,7 +225,7 @@ export class WasmBackend implements Backend {
       if (mBytes > 0) allocations.push([wm, mBytes]);
       return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
     }
-    const values = dequantizeWeight(source); // [rows, cols]
+    const values = dequantizeTensor(source); // [rows, cols]
     const { rowsPadded, colsPadded, numBytes } = layout;
     const ptr = this.heap.alloc(numBytes);
     const floats = this.heap.floats;

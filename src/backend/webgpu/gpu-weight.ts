@@ -5,9 +5,8 @@
  * stored as F16 (F32 for odd-length rows); 1-D tensors (norms, biases) are stored as F32 for the elementwise shaders.
  * @example const w = uploadWeight(device, source, settings); // then matmul / embed read w.chunks
  */
-import { GgmlType, weightType } from "../../tensor/dtypes.ts";
+import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { Weight, WeightSource } from "../backend.ts";
-import { dequantizeWeight } from "../reference.ts";
 import type { BufferRange } from "./step-encoder.ts";
 import { layoutFor, repackRows, rowWords, type GpuWeightLayout } from "./weight-layouts.ts";
 
@@ -51,7 +50,7 @@ export function uploadWeight(device: GPUDevice, source: WeightSource, settings: 
   // 1-D tensors (norms, biases) feed elementwise shaders that read f32
   const wantF32 = rows === 1;
   if (layout === undefined || (wantF32 && layout.type !== GgmlType.F32)) {
-    const f32 = dequantizeWeight(source); // [rows, cols]; validates sizes with a one-line error
+    const f32 = dequantizeTensor(source); // [rows, cols]; validates sizes with a one-line error
     if (!wantF32 && cols % 2 === 0) {
       if (layout === undefined) settings.onConvert(wt.name, source.type);
       const f16 = new Uint8Array(f32.length * 2); // [rows, cols] binary16

@@ -9,7 +9,7 @@
  * with `const UNIT: u32` elements per unit; the row stride in words comes from the shader's params (`p.rowWords`).
  * A "unit" is the parallel grain: 32 elements for block types (a K-quant sub-block), 1 or 2 for floats.
  */
-import { GgmlType } from "../../tensor/dtypes.ts";
+import { GgmlType, weightType } from "../../tensor/dtypes.ts";
 
 export interface GpuWeightLayout {
   readonly type: GgmlType;
@@ -54,6 +54,12 @@ fn k_scale_min(base: u32, s: u32) -> vec2f {
 /** the 4 x values X[xb + 4i ..] */
 const X4 = "vec4f(X[xb + 4u * i], X[xb + 4u * i + 1u], X[xb + 4u * i + 2u], X[xb + 4u * i + 3u])";
 
+/** a quantized type's GGUF block (elements, bytes), read from the weight-type table instead of restated */
+function ggufBlock(type: GgmlType): { blockElems: number; srcBlockBytes: number } {
+  const wt = weightType(type)!;
+  return { blockElems: wt.blockSize, srcBlockBytes: wt.bytesPerBlock };
+}
+
 export const GPU_WEIGHT_LAYOUTS: readonly GpuWeightLayout[] = [
   {
     type: GgmlType.F32, unitElems: 1, blockElems: 1, blockWords: 1, srcBlockBytes: 4,
@@ -77,7 +83,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   },
   {
     // [d as f32][32 x int8 in 8 words]
-    type: GgmlType.Q8_0, unitElems: 32, blockElems: 32, blockWords: 9, srcBlockBytes: 34,
+    type: GgmlType.Q8_0, unitElems: 32, blockWords: 9, ...ggufBlock(GgmlType.Q8_0),
     repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); copyWords(s, b + 2, d, w + 1, 8); },
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
@@ -98,7 +104,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   },
   {
     // [d as f32][16 bytes of nibbles in 4 words]: element j < 16 is the low nibble of byte j, j + 16 the high one
-    type: GgmlType.Q4_0, unitElems: 32, blockElems: 32, blockWords: 5, srcBlockBytes: 18,
+    type: GgmlType.Q4_0, unitElems: 32, blockWords: 5, ...ggufBlock(GgmlType.Q4_0),
     repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); copyWords(s, b + 2, d, w + 1, 4); },
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
@@ -124,7 +130,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   {
     // GGUF bytes as they are (144 = 36 words): [d, dmin as f16x2][scales 12 bytes][qs 128 bytes]; unit = sub-block s
     // of 32 elements: nibbles (s odd: high) of qs[(s / 2) * 32 ..], scale and min from get_scale_min_k4(s)
-    type: GgmlType.Q4_K, unitElems: 32, blockElems: 256, blockWords: 36, srcBlockBytes: 144,
+    type: GgmlType.Q4_K, unitElems: 32, blockWords: 36, ...ggufBlock(GgmlType.Q4_K),
     repackBlock: (s, b, d, _f, w) => copyWords(s, b, d, w, 36),
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
@@ -157,7 +163,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
     // repacked to 53 words: [ql 128 bytes][qh 64 bytes][scales 16 x int8][d as f32]. Element e of the block:
     // half h = e / 128, k = (e % 128) / 32, l = e % 32; ql byte h*64 + (k & 1)*32 + l (k >= 2: high nibble),
     // qh byte h*32 + l >> 2k, scale e / 16. Unit = (h, k): 32 elements.
-    type: GgmlType.Q6_K, unitElems: 32, blockElems: 256, blockWords: 53, srcBlockBytes: 210,
+    type: GgmlType.Q6_K, unitElems: 32, blockWords: 53, ...ggufBlock(GgmlType.Q6_K),
     repackBlock: (s, b, d, f, w) => { copyWords(s, b, d, w, 52); f[w + 52] = s.getFloat16(b + 208, true); },
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
@@ -210,7 +216,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   },
   {
     // [d as f32][m as f32][16 bytes of nibbles]: x = d * q + m
-    type: GgmlType.Q4_1, unitElems: 32, blockElems: 32, blockWords: 6, srcBlockBytes: 20,
+    type: GgmlType.Q4_1, unitElems: 32, blockWords: 6, ...ggufBlock(GgmlType.Q4_1),
     repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); f[w + 1] = s.getFloat16(b + 2, true); copyWords(s, b + 4, d, w + 2, 4); },
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
@@ -237,7 +243,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   },
   {
     // [d as f32][qh: bit j = 5th bit of element j][16 bytes of nibbles]: x = d * (q - 16)
-    type: GgmlType.Q5_0, unitElems: 32, blockElems: 32, blockWords: 6, srcBlockBytes: 22,
+    type: GgmlType.Q5_0, unitElems: 32, blockWords: 6, ...ggufBlock(GgmlType.Q5_0),
     repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); copyWords(s, b + 2, d, w + 1, 5); },
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
@@ -258,7 +264,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   },
   {
     // [d as f32][m as f32][qh][16 bytes of nibbles]: x = d * q + m
-    type: GgmlType.Q5_1, unitElems: 32, blockElems: 32, blockWords: 7, srcBlockBytes: 24,
+    type: GgmlType.Q5_1, unitElems: 32, blockWords: 7, ...ggufBlock(GgmlType.Q5_1),
     repackBlock: (s, b, d, f, w) => { f[w] = s.getFloat16(b, true); f[w + 1] = s.getFloat16(b + 2, true); copyWords(s, b + 4, d, w + 2, 5); },
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
@@ -280,7 +286,7 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
   {
     // GGUF bytes as they are (176 = 44 words): [d, dmin][scales 12][qh 32][qs 128]; sub-block s, element l:
     // nibble of qs[(s / 2) * 32 + l] (s odd: high) + 16 * bit s of qh[l]; scale and min as Q4_K
-    type: GgmlType.Q5_K, unitElems: 32, blockElems: 256, blockWords: 44, srcBlockBytes: 176,
+    type: GgmlType.Q5_K, unitElems: 32, blockWords: 44, ...ggufBlock(GgmlType.Q5_K),
     repackBlock: (s, b, d, _f, w) => copyWords(s, b, d, w, 44),
     wgsl: /* wgsl */ `
 const UNIT: u32 = 32u;
