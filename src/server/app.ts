@@ -22,7 +22,7 @@ import { completionsRoutes } from "./openai/completions.ts";
 import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
-import { parseJsonObject } from "./request-body.ts";
+import { parseJsonObject, startJsonParser } from "./request-body.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
@@ -53,6 +53,7 @@ export function createApp(options: ServerOptions) {
   // one grammar checker per app (its xgrammar thread starts with the first structured request)
   if (!options.grammarChecker) options = { ...options, grammarChecker: new GrammarChecker() };
   const checkRequest = createRequestChecks(options);
+  startJsonParser();
   const rawBodies = new WeakMap<Request, string>();
   const rawBodyOf = (request: Request): unknown => {
     const text = rawBodies.get(request);

@@ -1,41 +1,142 @@
 /**
- * Reading a JSON request body: as text with the size limit enforced while it streams in (chunked bodies declare no
- * length), its nesting depth checked before JSON.parse, and a clear 400 for malformed JSON or a non-object body.
+ * Reading a JSON request body: refused with 413 past the size limit while it streams in, with a 400 naming the
+ * nesting limit as soon as the chunks nest too deep, and with a 400 of its own when it is not JSON or not an object.
+ * Bodies over OFF_THREAD_BYTES are decoded, checked and parsed in a Worker (json-parse-worker.ts): JSON.parse and the
+ * string building of a 15 MB body held the event loop for 50-150 ms, which /health and every stream felt.
  * @example const body = await parseJsonObject(request, rawBodies, 1 << 20);
  */
-import { checkBodyNesting } from "./body-limits.ts";
+import { workerEntryUrl } from "../util/compiled-entry.ts";
+import { MAX_JSON_DEPTH, nestingError } from "./body-limits.ts";
+import { NestingScanner } from "../util/json-limits.ts";
 import { ApiError } from "./errors.ts";
+import type { FromJsonParser, ToJsonParser } from "./json-parse-worker.ts";
 
-/** The body as text, refused with 413 once it passes `maxBytes` (chunked bodies declare no length up front). */
-async function readBodyText(request: Request, maxBytes: number): Promise<string> {
-  if (request.body === null) return "";
-  const chunks: Uint8Array[] = [];
+/** Bodies larger than this are parsed off the main thread (about a millisecond of parsing stays inline). */
+export const OFF_THREAD_BYTES = 1024 * 1024;
+
+const notJson = (): ApiError => new ApiError("invalidBody", "Request body is not valid JSON");
+
+/** The body's bytes, refused with 413 once they pass `maxBytes`; `onChunk` sees each chunk as it arrives. */
+async function readBodyChunks(request: Request, maxBytes: number, onChunk: (chunk: Uint8Array) => void): Promise<number> {
+  if (request.body === null) return 0;
   let total = 0;
   const reader = request.body.getReader();
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) break;
+    if (done) return total;
     total += value.byteLength;
-    if (total > maxBytes) {
+    try {
+      if (total > maxBytes) throw new ApiError("payloadTooLarge", `Request body is larger than the limit of ${maxBytes} bytes.`);
+      onChunk(value);
+    } catch (e) {
       void reader.cancel();
-      throw new ApiError("payloadTooLarge", `Request body is larger than the limit of ${maxBytes} bytes.`);
+      throw e;
     }
-    chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
-/** JSON bodies are parsed here so that malformed JSON and non-object bodies get a clear 400 of their own. */
+/** The one parser Worker of the process, unref'd (it never keeps the process alive). */
+let parser: { worker: Worker; pending: Map<number, (reply: FromJsonParser) => void>; nextId: number } | null = null;
+
+/** The body's bytes in one buffer that grows by doubling: one copy per chunk as it arrives, one transfer at the end. */
+class ByteAccumulator {
+  private bytes: Uint8Array;
+  length = 0;
+  constructor(capacity: number) {
+    this.bytes = new Uint8Array(capacity);
+  }
+  push(chunk: Uint8Array): void {
+    if (this.length + chunk.byteLength > this.bytes.byteLength) {
+      const grown = new Uint8Array(Math.max(this.bytes.byteLength * 2, this.length + chunk.byteLength));
+      grown.set(this.bytes.subarray(0, this.length));
+      this.bytes = grown;
+    }
+    this.bytes.set(chunk, this.length);
+    this.length += chunk.byteLength;
+  }
+  /** the buffer (its first `length` bytes are the body), to transfer: the accumulator is spent */
+  take(): ArrayBuffer {
+    return this.bytes.buffer as ArrayBuffer;
+  }
+}
+
+/** Starts the parser Worker now (createApp calls it): its start-up should not fall on the first large request. */
+export function startJsonParser(): void {
+  if (parser !== null) return;
+    const worker = new Worker(workerEntryUrl(import.meta.url, "./json-parse-worker.ts", "server/json-parse-worker.js"));
+    (worker as unknown as { unref?: () => void }).unref?.();
+    const state = { worker, pending: new Map<number, (reply: FromJsonParser) => void>(), nextId: 0 };
+    worker.onmessage = (event: MessageEvent<FromJsonParser>) => {
+      const resolve = state.pending.get(event.data.id);
+      state.pending.delete(event.data.id);
+      resolve?.(event.data);
+    };
+  // a Worker that died answers nothing: fail what it held (a 400 each) and start a new one next time
+  worker.onerror = () => {
+    for (const [id, resolve] of state.pending) resolve({ id, ok: false, problem: "the body could not be parsed" });
+    state.pending.clear();
+    if (parser === state) parser = null;
+  };
+  parser = state;
+}
+
+function parseOffThread(body: ArrayBuffer, length: number): Promise<FromJsonParser> {
+  startJsonParser();
+  const state = parser!;
+  const id = state.nextId++;
+  return new Promise((resolve) => {
+    state.pending.set(id, resolve);
+    state.worker.postMessage({ id, body, length, maxDepth: MAX_JSON_DEPTH } satisfies ToJsonParser, [body]);
+  });
+}
+
+/**
+ * The body as a JSON object. Small bodies are decoded and checked chunk by chunk as they arrive and parsed here, their
+ * text kept in `rawBodies` for error messages (Elysia converts values before validating them); large ones are parsed
+ * by the Worker (no raw text kept: re-parsing it for a message would cost what the Worker saved).
+ */
 export async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, string>, maxBytes: number): Promise<Record<string, unknown>> {
-  const text = await readBodyText(request, maxBytes);
-  checkBodyNesting(text);
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  let large: ByteAccumulator | null = null;
+  const inlineChunks: Uint8Array[] = [];
+  const pieces: string[] = [];
+  const decoder = new TextDecoder("utf-8");
+  const scanner = new NestingScanner({ maxDepth: MAX_JSON_DEPTH });
+  let inline = true;
+  let bytes = 0;
+  const checkText = (text: string): void => {
+    const problem = scanner.feed(text);
+    if (problem !== null) throw nestingError(problem);
+    pieces.push(text);
+  };
+  await readBodyChunks(request, maxBytes, (chunk) => {
+    bytes += chunk.byteLength;
+    if (inline && bytes > OFF_THREAD_BYTES) {
+      inline = false;
+      pieces.length = 0;
+      large = new ByteAccumulator(Number.isFinite(declared) && declared > 0 && declared <= maxBytes ? declared : 4 * OFF_THREAD_BYTES);
+      for (const c of inlineChunks.splice(0)) large.push(c);
+    }
+    if (large !== null) { large.push(chunk); return; }
+    inlineChunks.push(chunk);
+    // nesting is checked as the chunks arrive: a 100k-deep body is refused before it is even read to the end
+    checkText(decoder.decode(chunk, { stream: true }));
+  });
   let value: unknown;
-  try {
-    value = JSON.parse(text);
-    // kept for error messages: Elysia converts values before validating them
+  if (inline) {
+    checkText(decoder.decode());
+    const text = pieces.join("");
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw notJson();
+    }
     rawBodies.set(request, text);
-  } catch {
-    throw new ApiError("invalidBody", "Request body is not valid JSON");
+  } else {
+    const accumulated = (large as ByteAccumulator | null)!;
+    const reply = await parseOffThread(accumulated.take(), accumulated.length);
+    if (!reply.ok) throw reply.problem.startsWith("nesting: ") ? nestingError(reply.problem.slice("nesting: ".length)) : notJson();
+    value = reply.value;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError("invalidBody", "Request body must be a JSON object");
   return value as Record<string, unknown>;

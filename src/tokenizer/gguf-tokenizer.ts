@@ -9,6 +9,7 @@ import type { GgufFile } from "../gguf/gguf-file.ts";
 import { BpeEncoder } from "./bpe.ts";
 import { ChatTemplate } from "./chat-template.ts";
 import { decodeIds, PieceTable, StreamingDetokenizer } from "./detokenizer.ts";
+import { cutRule, slicesOf } from "./encode-slices.ts";
 import { partitionSpecial } from "./special-tokens.ts";
 import { buildByteTokens, spmEncode } from "./spm.ts";
 import type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, GrammarVocabulary, IncrementalDetokenizer, Tokenizer } from "./tokenizer.ts";
@@ -35,6 +36,9 @@ class GgufTokenizer implements Tokenizer {
   private readonly encodeText: (text: string, out: number[]) => void;
   private readonly chatTemplate: ChatTemplate;
   private readonly utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  /** where long texts may be cut (encode-slices.ts), computed on first use; null: nowhere */
+  private cut: ((text: string, i: number) => boolean) | null | undefined = undefined;
+  private longestToken: number | undefined = undefined;
 
   constructor(private readonly vocab: Vocab) {
     this.vocabSize = vocab.tokens.length;
@@ -57,8 +61,40 @@ class GgufTokenizer implements Tokenizer {
     const { vocab } = this;
     const out: number[] = [];
     if (options.addSpecial && vocab.addBos && vocab.bosId !== null) out.push(vocab.bosId);
-    // SPM: a space goes in front of text that starts the input or follows a special token
+    this.encodeSlice(text, options, true, out);
+    if (options.addSpecial && vocab.addEos && vocab.eosId !== null) out.push(vocab.eosId);
+    return out;
+  }
+
+  /**
+   * The same ids as encode, computed a slice of about `sliceChars` characters at a time with `pause()` awaited between
+   * slices (encode-slices.ts says where a text can be cut without changing its ids).
+   */
+  async encodeInSlices(text: string, options: EncodeOptions, sliceChars: number, pause: () => Promise<void>): Promise<number[]> {
+    const { vocab } = this;
+    if (this.cut === undefined) this.cut = cutRule(vocab);
+    if (this.cut === null || text.length <= sliceChars) return this.encode(text, options);
+    const out: number[] = [];
+    if (options.addSpecial && vocab.addBos && vocab.bosId !== null) out.push(vocab.bosId);
     let afterSpecial = true;
+    for (const slice of slicesOf(text, sliceChars, this.cut)) {
+      afterSpecial = this.encodeSlice(slice, options, afterSpecial, out);
+      await pause();
+    }
+    if (options.addSpecial && vocab.addEos && vocab.eosId !== null) out.push(vocab.eosId);
+    return out;
+  }
+
+  /** The longest token text in characters: no token covers more of a prompt (for bounding a prompt before encoding). */
+  get maxTokenChars(): number {
+    this.longestToken ??= this.vocab.tokens.reduce((longest, token) => Math.max(longest, token.length), 1);
+    return this.longestToken;
+  }
+
+  /** Encodes `text` onto `out`; `afterSpecial`: the text starts the input or follows a special token. Returns it for what follows. */
+  private encodeSlice(text: string, options: EncodeOptions, afterSpecial: boolean, out: number[]): boolean {
+    const { vocab } = this;
+    // SPM: a space goes in front of text that starts the input or follows a special token
     for (const fragment of partitionSpecial(vocab, text, options.parseSpecial)) {
       if (fragment.kind === "token") {
         out.push(fragment.id);
@@ -69,8 +105,7 @@ class GgufTokenizer implements Tokenizer {
       this.encodeText(prefix + fragment.text, out);
       afterSpecial = false;
     }
-    if (options.addSpecial && vocab.addEos && vocab.eosId !== null) out.push(vocab.eosId);
-    return out;
+    return afterSpecial;
   }
 
   decode(tokenIds: readonly number[], options: DecodeOptions = DEFAULT_DECODE): string {

@@ -89,6 +89,10 @@ export interface Tokenizer {
   /** ids that end generation (eos, eot, im_end ...) */
   readonly stopIds: readonly number[];
   encode(text: string, options: EncodeOptions): number[];
+  /** encode's ids, `sliceChars` characters at a time, awaiting `pause()` between slices (long prompts) */
+  encodeInSlices?(text: string, options: EncodeOptions, sliceChars: number, pause: () => Promise<void>): Promise<number[]>;
+  /** the longest token text in characters (a prompt of N tokens has at most N x this many characters) */
+  readonly maxTokenChars?: number;
   decode(tokenIds: readonly number[], options?: DecodeOptions): string;
   /** the text of one token (byte tokens as their byte, in latin1 when not valid UTF-8 alone) */
   tokenText(tokenId: number): string;

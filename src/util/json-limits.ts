@@ -18,38 +18,74 @@ const CLOSE_BRACE = 0x7d; // }
 const CLOSE_BRACKET = 0x5d; // ]
 const QUOTE = 0x22; // "
 const APOSTROPHE = 0x27; // '
-const BACKSLASH = 0x5c; // \
 const HASH = 0x23; // #
-const NEWLINE = 0x0a;
+
+/**
+ * The nesting scanner over text that arrives in pieces (a request body chunk by chunk): feed() returns the one-line
+ * problem once objects/arrays nest deeper than `maxDepth` (brackets inside strings do not count), else null. Strings
+ * are skipped with indexOf, so a 15 MB prompt costs a few native searches, not 15 million steps.
+ */
+export class NestingScanner {
+  private depth = 0;
+  private inString = false;
+  /** the previous piece ended inside a string on a backslash: the next character is escaped */
+  private escaped = false;
+  /** YAML only: inside a '...' string or a # comment */
+  private inQuote = false;
+  private inComment = false;
+
+  constructor(private readonly limits: NestingLimits) {}
+
+  feed(text: string): string | null {
+    const n = text.length;
+    const yaml = this.limits.yaml === true;
+    let i = 0;
+    while (i < n) {
+      if (this.inString) {
+        if (this.escaped) { this.escaped = false; i++; continue; }
+        let quote = text.indexOf('"', i);
+        let slash = text.indexOf("\\", i);
+        while (slash >= 0 && (quote < 0 || slash < quote)) {
+          if (slash + 1 >= n) { this.escaped = true; return null; }
+          if (quote === slash + 1) quote = text.indexOf('"', slash + 2);
+          slash = text.indexOf("\\", slash + 2);
+        }
+        if (quote < 0) return null;
+        this.inString = false;
+        i = quote + 1;
+        continue;
+      }
+      if (this.inQuote || this.inComment) {
+        // YAML '...' ('' is an escaped quote, read here as an end and a new start) and # comments to the line's end
+        const end = text.indexOf(this.inQuote ? "'" : "\n", i);
+        if (end < 0) return null;
+        this.inQuote = this.inComment = false;
+        i = end + 1;
+        continue;
+      }
+      const c = text.charCodeAt(i++);
+      if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        if (++this.depth > this.limits.maxDepth) return `nesting is deeper than the limit of ${this.limits.maxDepth} levels of objects and arrays`;
+      } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+        if (this.depth > 0) this.depth--;
+      } else if (c === QUOTE) {
+        this.inString = true;
+      } else if (yaml && c === APOSTROPHE) {
+        this.inQuote = true;
+      } else if (yaml && c === HASH) {
+        this.inComment = true;
+      }
+    }
+    return null;
+  }
+}
 
 /**
  * The one-line problem when `text` nests objects/arrays deeper than `maxDepth` (brackets inside strings do not count),
  * else null. Never parses: malformed text is left to the parser, which then sees bounded nesting.
  */
 export function nestingProblem(text: string, limits: NestingLimits): string | null {
-  let depth = 0;
-  const n = text.length;
-  for (let i = 0; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      if (++depth > limits.maxDepth) return `nesting is deeper than the limit of ${limits.maxDepth} levels of objects and arrays`;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      if (depth > 0) depth--;
-    } else if (c === QUOTE) {
-      // skip the string, escapes included
-      for (i++; i < n; i++) {
-        const s = text.charCodeAt(i);
-        if (s === BACKSLASH) i++;
-        else if (s === QUOTE) break;
-      }
-    } else if (limits.yaml === true && c === APOSTROPHE) {
-      // YAML single-quoted: '' is an escaped quote, which this loop reads as the end and a new start
-      for (i++; i < n && text.charCodeAt(i) !== APOSTROPHE; i++);
-    } else if (limits.yaml === true && c === HASH) {
-      for (i++; i < n && text.charCodeAt(i) !== NEWLINE; i++);
-    }
-  }
-  return null;
+  return new NestingScanner(limits).feed(text);
 }
 
 /**

@@ -24,6 +24,7 @@ import { extrasContext, samplingExtras } from "./sampling-extras.ts";
 import { refuseFields } from "./request-fields.ts";
 import { logprobTokenizer } from "./logprobs.ts";
 import { checkRequestGrammar } from "./structured-outputs.ts";
+import { checkPromptChars, encodePrompt, messageContentChars } from "./prompt-text.ts";
 
 export { toChatMessages };
 
@@ -66,6 +67,9 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   });
   const chat = options.chat ?? DEFAULT_CHAT_SERVING;
   const extrasCtx = extrasContext(options);
+  // the contents are in the rendered prompt: bound them before the template renders them
+  const truncates = body.truncate_prompt_tokens !== undefined && body.truncate_prompt_tokens !== null;
+  if (!truncates) checkPromptChars(orchestrator.tokenizer, orchestrator.maxModelLen, messageContentChars(body.messages), "messages");
   const prepared = prepareChat(orchestrator.tokenizer, body, chat, extrasCtx.structuredOutputs.disableAnyWhitespace);
   // after prepareChat: its reasoning checks answer thinking_token_budget with vLLM's own messages first
   refuseFields(body, "chat");
@@ -84,7 +88,9 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
     // tool_choice required / named: vLLM's adjust_request replaces the structured-output constraint with the tools' schema
     ...(prepared.grammar !== null ? { structuredOutputs: prepared.grammar } : {}),
   };
-  const promptTokenIds = truncatePrompt(orchestrator.tokenizer.encode(prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true }), body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
+  if (!truncates) checkPromptChars(orchestrator.tokenizer, orchestrator.maxModelLen, prompt.length, "messages");
+  const fullIds = await encodePrompt(orchestrator.tokenizer, prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
+  const promptTokenIds = truncatePrompt(fullIds, body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
   if (promptTokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "messages");
   const maxTokens = resolveMaxTokens(promptTokenIds.length, sampling.maxTokens, maxTokensParam, orchestrator.maxModelLen);
   checkSamplingParams({ ...sampling, maxTokens }, orchestrator.tokenizer.vocabSize, options.maxLogprobs);

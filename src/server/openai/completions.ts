@@ -20,6 +20,7 @@ import { systemFingerprint } from "./fingerprint.ts";
 import { extrasContext, samplingExtras } from "./sampling-extras.ts";
 import { refuseFields } from "./request-fields.ts";
 import { logprobTokenizer } from "./logprobs.ts";
+import { checkPromptChars, encodePrompt } from "./prompt-text.ts";
 
 interface PreparedPrompt {
   readonly text: string;
@@ -53,12 +54,16 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   const echoLogprobs = body.echo === true && body.logprobs !== undefined && body.logprobs !== null;
   const sampling = echoLogprobs && checked.promptLogprobs === null ? { ...checked, promptLogprobs: body.logprobs ?? null } : checked;
   const addSpecial = body.add_special_tokens ?? true;
-  const prompts: PreparedPrompt[] = inputs.map((input) => {
+  // every text prompt is bounded before any is tokenized (unless it is to be truncated: vLLM tokenizes it whole first)
+  const truncates = body.truncate_prompt_tokens !== undefined && body.truncate_prompt_tokens !== null;
+  if (!truncates) for (const input of inputs) if ("text" in input) checkPromptChars(tokenizer, orchestrator.maxModelLen, input.text.length, "prompt");
+  const encoded = await Promise.all(inputs.map((input) => ("text" in input ? encodePrompt(tokenizer, input.text, { addSpecial, parseSpecial: true }) : null)));
+  const prompts: PreparedPrompt[] = inputs.map((input, i) => {
     const isText = "text" in input;
     if (isText ? input.text === "" : input.tokenIds.length === 0) {
       throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
     }
-    const fullIds = isText ? tokenizer.encode(input.text, { addSpecial, parseSpecial: true }) : input.tokenIds;
+    const fullIds = encoded[i] ?? ("tokenIds" in input ? input.tokenIds : []);
     if (!isText) checkPromptTokenIds(fullIds, tokenizer.vocabSize);
     const tokenIds = truncatePrompt(fullIds, body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
     if (tokenIds.length === 0) throw new ApiError("badRequest", "The decoder prompt cannot be empty", "prompt");

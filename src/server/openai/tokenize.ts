@@ -6,10 +6,11 @@ import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
 import { renderChatPrompt, resolveToolChoice, templateOptions, toChatMessages } from "./chat-request.ts";
 import { DetokenizeRequest, TokenizeRequest, type DetokenizeBody, type TokenizeBody } from "./schemas.ts";
 import { DETOKENIZE_RESPONSES, TOKENIZE_RESPONSES } from "./response-docs.ts";
+import { encodePrompt } from "./prompt-text.ts";
 import { checkModel } from "./wire-to-request.ts";
 import { jsonPreview } from "../../util/json-limits.ts";
 
-export function tokenize(options: ServerOptions, body: TokenizeBody) {
+export async function tokenize(options: ServerOptions, body: TokenizeBody) {
   const { tokenizer } = options.orchestrator;
   checkModel(body.model, options.servedModelName);
   if ((body.prompt === undefined) === (body.messages === undefined)) {
@@ -22,9 +23,10 @@ export function tokenize(options: ServerOptions, body: TokenizeBody) {
     const fields = { ...body, messages: body.messages, tool_choice: "none" as const };
     resolveToolChoice(fields, chat);
     const text = renderChatPrompt(tokenizer, toChatMessages(body.messages), templateOptions(fields, { ...chat, excludeToolsWhenToolChoiceNone: false }, "none"));
-    tokens = tokenizer.encode(text, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
+    tokens = await encodePrompt(tokenizer, text, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
   } else {
-    tokens = tokenizer.encode(body.prompt ?? "", { addSpecial: body.add_special_tokens ?? true, parseSpecial: true });
+    // any length, as vLLM's /tokenize (the body limit bounds it); a long one in slices, the event loop free meanwhile
+    tokens = await encodePrompt(tokenizer, body.prompt ?? "", { addSpecial: body.add_special_tokens ?? true, parseSpecial: true });
   }
   return {
     count: tokens.length,
