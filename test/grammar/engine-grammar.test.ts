@@ -133,3 +133,31 @@ describe("grammar-constrained greedy decoding in the engine", () => {
     expect(engine.kv.usage()).toBe(0);
   });
 });
+
+describe("the grammar thread's per-request matcher (the API speculative decoding will use)", () => {
+  test("rollBack undoes accepted tokens, sent or not: the masks equal those of the shorter history", async () => {
+    const { GrammarThreadClient } = await import("../../src/grammar/grammar-thread.ts");
+    const client = new GrammarThreadClient({ vocab, vocabSize: V, cacheSize: 4 }, () => {});
+    try {
+      const spec: GrammarSpec = { kind: "regex", pattern: "ab(cd|ef)gh" };
+      const ids = (s: string) => tok.encode(s, { addSpecial: false, parseSpecial: false });
+      for (const id of ["short", "long"]) expect((await client.compile(id, spec, tok.stopIds)).ok).toBe(true);
+      for (const t of ids("a")) client.accept("short", t);
+      for (const t of ids("a")) client.accept("long", t);
+      await client.fill(["short", "long"]);
+      // "long" takes b, c, d: two sent with a fill, then rolled back over a sent and an unsent token
+      client.accept("long", ids("b")[0]!);
+      client.accept("long", ids("c")[0]!);
+      await client.fill(["long"]);
+      client.accept("long", ids("d")[0]!);
+      client.rollBack("long", 2); // drops d (unsent) and c (sent)
+      client.accept("short", ids("b")[0]!);
+      const both = await client.fill(["short", "long"]);
+      const w = both.words;
+      expect(Array.from(both.masks.subarray(w, 2 * w))).toEqual(Array.from(both.masks.subarray(0, w)));
+      expect(both.status.map((s) => s.kind)).toEqual(["ok", "ok"]);
+    } finally {
+      client.dispose();
+    }
+  });
+});
