@@ -1,5 +1,5 @@
 /**
- * `bun run bench:spec-decode -- [--model F] [--speculative-config JSON] [--output-len N] [--threads T] [--json]`
+ * `bun run bench:spec-decode -- [--model F] [--speculative-config JSON] [--output-len N] [--threads T] [--rounds R] [--concurrency C] [--json]`
  * Speculative decoding off vs on, side by side in one run, through the orchestrator and its engine Worker:
  * - copy-heavy: greedy continuations of story prompts (the output repeats spans of the prompt and of itself: small
  *   and random-weight models fall into loops), ignore_eos;
@@ -31,11 +31,11 @@ const STORIES = [
   "A big dog lived next to the school. The children loved him and gave him bones.",
 ];
 
-interface Args { model: string | null; spec: SpeculativeConfig; outputLen: number; threads: number; json: boolean }
+interface Args { model: string | null; spec: SpeculativeConfig; outputLen: number; threads: number; json: boolean; rounds: number; concurrency: number[] }
 
 function parseArgs(argv: string[]): Args {
   let specText = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}';
-  const a = { model: null as string | null, outputLen: 128, threads: Math.min(2, cpus().length), json: false };
+  const a = { model: null as string | null, outputLen: 128, threads: Math.min(2, cpus().length), json: false, rounds: 3, concurrency: [1, 8] };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     if (flag === "--model") a.model = argv[++i] ?? null;
@@ -43,6 +43,8 @@ function parseArgs(argv: string[]): Args {
     else if (flag === "--output-len") a.outputLen = Number(argv[++i]);
     else if (flag === "--threads") a.threads = Number(argv[++i]);
     else if (flag === "--json") a.json = true;
+    else if (flag === "--rounds") a.rounds = Number(argv[++i]);
+    else if (flag === "--concurrency") a.concurrency = [Number(argv[++i])];
     else throw new Error(`unknown flag ${flag}`);
   }
   const spec = parseSpeculativeConfig(specText);
@@ -111,7 +113,7 @@ const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  const rounds = 3;
+  const rounds = args.rounds;
   const engineArgs: EngineArgs = {
     maxNumSeqs: 16, maxNumBatchedTokens: 512, maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: null, enablePrefixCaching: false,
     threads: args.threads, device: "cpu",
@@ -138,7 +140,7 @@ async function main(): Promise<void> {
   await measure(on, totals, copyPrompts.slice(0, 1), greedy, 1, "warm-on");
   const rows: Record<string, unknown>[] = [];
   for (const [workload, prompts, sampling] of [["copy-heavy", copyPrompts, greedy], ["no-match", randomPrompts, random]] as const) {
-    for (const concurrency of [1, 8]) {
+    for (const concurrency of args.concurrency) {
       const ps = concurrency === 1 ? prompts.slice(0, 3) : prompts;
       const offRuns: number[] = [], onRuns: number[] = [], lcppPlain: number[] = [], lcppLookup: number[] = [];
       let same: boolean | null = null;
@@ -164,6 +166,7 @@ async function main(): Promise<void> {
         acceptance_rate: draftTokens > 0 ? accepted / draftTokens : null, mean_acceptance_length: drafts > 0 ? 1 + accepted / drafts : null, greedy_identical: same,
         ...(lcppPlain.length > 0 ? { llama_cpp: Math.max(...lcppPlain), llama_cpp_lookup: Math.max(...lcppLookup) } : {}),
       });
+      console.error(`done: ${JSON.stringify(rows.at(-1))}`);
     }
   }
   await off.shutdown();
