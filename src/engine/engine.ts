@@ -115,8 +115,9 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
 }
 
 /**
- * The default draft cap: k + 1 tokens per step over all decoding requests (a lone request verifies all k drafts, 8
- * requests verify none). On a CPU a step costs about the same as one token only while it reads weights rather than
+ * The default draft cap: k + 1 tokens (decode + drafted) per step over all decoding requests: a lone request verifies
+ * all k drafts, two share the rest, a big batch verifies none (bench/spec-decode.ts, smollm2-135m q8_0: even one draft
+ * per request made 8 concurrent streams 0.71x). On a CPU a step costs about the same as one token only while it reads weights rather than
  * computes (bench/spec-decode.ts: 5 tokens of one request ~ 1 token; 8 x 5 tokens ~ 4.6 x 8 x 1), so drafts pay at
  * low concurrency and cost at high concurrency. `numDraftTokensPerStep` (tests, benchmarks) overrides it.
  */

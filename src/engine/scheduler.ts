@@ -22,7 +22,8 @@ export interface SchedulerConfig {
    * request with prompt_logprobs gets its prefill in chunks of at most this many tokens; absent = no bound
    */
   readonly maxPromptLogprobRows?: number;
-  /** speculative decoding: drafted tokens one step may verify, shared evenly by the decoding requests (absent: no cap) */
+  /** speculative decoding: tokens (decode + drafted) a step with drafts may hold, shared evenly by the decoding
+   * requests (absent: no cap) */
   readonly maxDraftTokensPerStep?: number | null;
   /**
    * --scheduling-policy (vLLM SchedulerConfig.policy): "fcfs" (default) or "priority": waiting requests by (priority,
@@ -108,7 +109,8 @@ export class Scheduler {
     const draftCap = this.config.maxDraftTokensPerStep ?? null;
     let numDecoding = 0;
     if (draftCap !== null) for (const r of this.running) if (r.numTokens - r.numComputedTokens === 1) numDecoding++;
-    const draftsPerRequest = draftCap === null ? Infinity : Math.floor(draftCap / Math.max(1, numDecoding));
+    // the cap counts every decode token: each decoding request gets floor(cap / numDecoding) tokens, one of them its own
+    const draftsPerRequest = draftCap === null ? Infinity : Math.max(0, Math.floor(draftCap / Math.max(1, numDecoding)) - 1);
 
     for (let i = 0; i < this.running.length && budget > 0; ) {
       const request = this.running[i]!;
