@@ -170,21 +170,35 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
     });
   });
 
-  it("rmsNorm, also per head (QK-norm shape)", async () => {
-    const random = rng(11);
-    const f32 = weightType(GgmlType.F32)!;
-    for (const [numRows, dim] of [[5, 37], [15, 8]] as const) {
-      const x = randomFloats(numRows * dim, random, 3);
-      const w = randomWeight(f32, 1, dim, random, "norm");
-      const out = backend.alloc(numRows * dim);
-      backend.rmsNorm(out, await upload(backend, x), backend.loadWeight(w), numRows, dim, 1e-5);
-      const outRef = oracle.alloc(numRows * dim);
-      oracle.rmsNorm(outRef, await upload(oracle, x), oracle.loadWeight(w), numRows, dim, 1e-5);
-      expectClose(await backend.read(out, numRows * dim), await oracle.read(outRef, numRows * dim), 1e-5, `${name} rmsNorm`);
+  it("embed rejects an out-of-range token id with one line", () => {
+    const w = backend.loadWeight(randomWeight(weightType(GgmlType.F32)!, 4, 8, rng(17)));
+    const out = backend.alloc(8);
+    for (const id of [4, -1]) {
+      expect(() => backend.embed(out, w, Int32Array.from([id]))).toThrow(`embed: token id ${id} out of range [0, 4)`);
     }
   });
 
-  it("addBias, siluMul, add (aliased), gatherRows", async () => {
+  it("rmsNorm, also per head (QK-norm shape) and in place", async () => {
+    const random = rng(11);
+    const f32 = weightType(GgmlType.F32)!;
+    // dim 96: more values per row than a 64-thread workgroup; the in-place call is how the model runs QK-norm
+    for (const [numRows, dim] of [[5, 37], [15, 8], [3, 96]] as const) {
+      const x = randomFloats(numRows * dim, random, 3);
+      const w = randomWeight(f32, 1, dim, random, "norm");
+      const out = backend.alloc(numRows * dim);
+      const wb = backend.loadWeight(w);
+      const xb = await upload(backend, x);
+      backend.rmsNorm(out, xb, wb, numRows, dim, 1e-5);
+      const outRef = oracle.alloc(numRows * dim);
+      oracle.rmsNorm(outRef, await upload(oracle, x), oracle.loadWeight(w), numRows, dim, 1e-5);
+      const want = await oracle.read(outRef, numRows * dim);
+      expectClose(await backend.read(out, numRows * dim), want, 1e-5, `${name} rmsNorm`);
+      backend.rmsNorm(xb, xb, wb, numRows, dim, 1e-5);
+      expectClose(await backend.read(xb, numRows * dim), want, 1e-5, `${name} rmsNorm in place`);
+    }
+  });
+
+  it("addBias, siluMul, add (aliased), gatherRows (exact, also in place)", async () => {
     const random = rng(12);
     const f32 = weightType(GgmlType.F32)!;
     const n = 3 * 29;
@@ -202,26 +216,35 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
       const sum = await be.read(ab, n);
       be.addBias(bb, be.loadWeight(bias), 3);
       const biased = await be.read(bb, n);
+      be.siluMul(ab, ab, bb, n); // out aliasing the gate, as the MLP calls it
+      const siluInPlace = await be.read(ab, n);
       const g = be.alloc(4 * 29);
       be.gatherRows(g, bb, new Int32Array([2, 0, 2, 1]), 29);
-      results.push([silu, sum, biased, await be.read(g, 4 * 29)]);
+      const gathered = await be.read(g, 4 * 29);
+      be.gatherRows(bb, bb, new Int32Array([2, 1]), 29); // in place: rows 2 and 1 to rows 0 and 1
+      results.push([silu, sum, biased, siluInPlace, gathered, await be.read(bb, n)]);
     }
-    ["siluMul", "add", "addBias", "gatherRows"].forEach((op, i) => expectClose(results[0]![i]!, results[1]![i]!, 1e-5, `${name} ${op}`));
+    ["siluMul", "add", "addBias", "siluMul in place"].forEach((op, i) => expectClose(results[0]![i]!, results[1]![i]!, 1e-5, `${name} ${op}`));
+    // gatherRows copies: the same bits as the oracle
+    expect(results[0]![4]!).toEqual(results[1]![4]!);
+    expect(results[0]![5]!).toEqual(results[1]![5]!);
   });
 
   for (const neox of [false, true]) {
-    it(`rope (${neox ? "NEOX" : "normal"}, partial rotary dims)`, async () => {
+    it(`rope (${neox ? "NEOX" : "normal"}, full and partial rotary dims, positions up to 4999)`, async () => {
       const random = rng(neox ? 13 : 14);
-      const numRows = 5;
+      const numRows = 6;
       const numHeads = 3;
       const headDim = 16;
-      const positions = new Int32Array([0, 1, 7, 300, 4095]);
-      const x = randomFloats(numRows * numHeads * headDim, random);
-      const got = await upload(backend, x);
-      backend.rope(got, positions, numHeads, headDim, 12, 10000, neox);
-      const want = await upload(oracle, x);
-      oracle.rope(want, positions, numHeads, headDim, 12, 10000, neox);
-      expectClose(await backend.read(got, x.length), await oracle.read(want, x.length), 1e-5, `${name} rope`);
+      const positions = new Int32Array([0, 1, 7, 300, 4095, 4999]);
+      for (const ropeDim of [16, 12, 8]) {
+        const x = randomFloats(numRows * numHeads * headDim, random);
+        const got = await upload(backend, x);
+        backend.rope(got, positions, numHeads, headDim, ropeDim, 10000, neox);
+        const want = await upload(oracle, x);
+        oracle.rope(want, positions, numHeads, headDim, ropeDim, 10000, neox);
+        expectClose(await backend.read(got, x.length), await oracle.read(want, x.length), 1e-5, `${name} rope dim ${ropeDim}`);
+      }
     });
   }
 
