@@ -382,7 +382,8 @@ export class EngineCore {
     const batchId = ++this.batchId;
     const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
     // grammar requests that sample this step: their bitmasks are filled on the grammar thread during the forward pass
-    const grammarIds = chunks.filter((c) => c.request.grammarStatus === "ready" && c.startPos + c.numNewTokens >= c.request.numTokens).map((c) => c.request.requestId);
+    // (a reasoning-gated grammar is neither filled nor advanced before the reasoning ends: vLLM should_fill_bitmask)
+    const grammarIds = chunks.filter((c) => c.request.grammarStatus === "ready" && c.request.reasoningEnded && c.startPos + c.numNewTokens >= c.request.numTokens).map((c) => c.request.requestId);
     const [result, fill] = await Promise.all([this.runner.execute(batch), grammarIds.length > 0 ? this.grammar!.fill(grammarIds) : null]);
     const maskRow = new Map<string, number>(grammarIds.map((id, r) => [id, r]));
     const stepEndMs = this.nowMs();
@@ -435,6 +436,8 @@ export class EngineCore {
       // each token joins the context before the next position is sampled; a stop drops the rest (vLLM check_stop)
       const push = (tokenId: number, logprobs: PositionLogprobs | undefined): boolean => {
         if (tokenBitmask) this.grammar!.accept(req.requestId, tokenId);
+        // vLLM should_advance: the grammar starts on the token after the reasoning end token (which it never sees)
+        else if (!req.reasoningEnded && req.sampling.structuredOutputs!.reasoningEndTokenIds!.includes(tokenId)) req.reasoningEnded = true;
         req.appendOutput(tokenId);
         newTokenIds.push(tokenId);
         if (logprobs) newLogprobs.push(logprobs);

@@ -38,6 +38,8 @@ export class RequestState {
   readonly exportKv: boolean;
   status: RequestStatus = "waiting";
   grammarStatus: GrammarStatus;
+  /** false while a reasoning-gated grammar waits for the reasoning end token (grammar-spec.ts ReasoningGate) */
+  reasoningEnded: boolean;
   /** tokens whose K/V are in the cache (positions [0, numComputedTokens)) */
   numComputedTokens = 0;
   /** [ceil(numComputedTokens / blockSize)] KV block ids, in position order */
@@ -75,6 +77,7 @@ export class RequestState {
     this.times = { arrivalMs: request.arrivalMs, queuedMs, scheduledMs: null, firstTokenMs: null, lastTokenMs: null };
     this.promptLogprobs = request.sampling.promptLogprobs !== null ? new Array(this.numPromptTokens).fill(null) : null;
     this.grammarStatus = request.sampling.structuredOutputs ? "compiling" : "none";
+    this.reasoningEnded = (request.sampling.structuredOutputs?.reasoningEndTokenIds ?? null) === null;
   }
 
   get numTokens(): number {

@@ -6,7 +6,20 @@
  */
 import type { CompiledGrammar, Grammar, GrammarCompiler, Testings } from "@mlc-ai/web-xgrammar";
 
-export type GrammarSpec =
+export type GrammarSpec = GrammarConstraint & ReasoningGate;
+
+/**
+ * vLLM's reasoning gate (vllm/v1/structured_output/__init__.py StructuredOutputManager.should_advance and
+ * should_fill_bitmask, via the reasoner's is_reasoning_end): the engine neither masks nor advances the matcher until
+ * a generated token is one of these ids; from the token after it the grammar holds. Absent or null = from the first
+ * token (no reasoning parser, a parser whose end is not one special token, or a prompt that already ends reasoning).
+ * Not part of the grammar itself: grammarKey leaves it out.
+ */
+export interface ReasoningGate {
+  readonly reasoningEndTokenIds?: readonly number[] | null;
+}
+
+type GrammarConstraint =
   /** a JSON schema (as JSON text); anyWhitespace false = compact JSON on one line (disable_any_whitespace) */
   | { readonly kind: "json"; readonly schema: string; readonly anyWhitespace: boolean }
   /** any JSON object: xgrammar compiles the schema {"type": "object"} (vLLM json_object) */
@@ -33,7 +46,8 @@ export const GRAMMAR_ERROR_PREFIX: Readonly<Record<GrammarKind, string>> = {
 
 /** Cache key: two specs with the same key compile to the same grammar. */
 export function grammarKey(spec: GrammarSpec): string {
-  return JSON.stringify(spec);
+  const { reasoningEndTokenIds: _gate, ...grammar } = spec;
+  return JSON.stringify(grammar);
 }
 
 /** vLLM choice_as_grammar: root ::= "a" | "b", with `"` and `\` escaped. */

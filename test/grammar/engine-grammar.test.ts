@@ -134,6 +134,40 @@ describe("grammar-constrained greedy decoding in the engine", () => {
   });
 });
 
+describe("a reasoning-gated grammar (vLLM should_advance / should_fill_bitmask on is_reasoning_end)", () => {
+  test("tokens up to the reasoning end token are free; from the next one the output is the grammar's", async () => {
+    const spec: GrammarSpec = { kind: "choice", choices: ["yes", "no", "maybe so"] };
+    const free = makeEngine();
+    free.addRequest(request("free", PROMPT, { maxTokens: 6 }, [...tok.stopIds]));
+    const freeTokens = (await runToCompletion(free)).outputs.get("free")!.tokens;
+    // the stand-in for `</think>`: the free output's third token (one that does not occur before it)
+    const k = 2;
+    expect(freeTokens.slice(0, k)).not.toContain(freeTokens[k]!);
+    const endId = freeTokens[k]!;
+    const thinking = freeTokens.slice(0, k + 1);
+    const fromStart = await referenceGreedy(PROMPT, spec, 12);
+    expect(fromStart.slice(0, k + 1)).not.toEqual(thinking); // the grammar would not have allowed the free start
+    const after = await referenceGreedy([...PROMPT, ...thinking], spec, 12 - thinking.length);
+    const engine = makeEngine();
+    engine.addRequest(request("gated", PROMPT, { maxTokens: 12, structuredOutputs: { ...spec, reasoningEndTokenIds: [endId] } }, [...tok.stopIds]));
+    const { outputs, errors } = await runToCompletion(engine);
+    expect(errors.size).toBe(0);
+    const out = outputs.get("gated")!.tokens;
+    expect(out).toEqual([...thinking, ...after]);
+    expect(["yes", "no", "maybe so"]).toContain(tok.decode(out.slice(thinking.length).filter((t) => !tok.stopIds.includes(t))));
+  });
+
+  test("never reaching the end token: the grammar never starts (all output is free, as without one)", async () => {
+    const free = makeEngine();
+    free.addRequest(request("free", PROMPT, { maxTokens: 8 }, [...tok.stopIds]));
+    const freeTokens = (await runToCompletion(free)).outputs.get("free")!.tokens;
+    const unused = [...Array(V).keys()].find((id) => !freeTokens.includes(id) && !tok.stopIds.includes(id))!;
+    const engine = makeEngine();
+    engine.addRequest(request("gated", PROMPT, { maxTokens: 8, structuredOutputs: { kind: "regex", pattern: "[0-9]+", reasoningEndTokenIds: [unused] } }, [...tok.stopIds]));
+    expect((await runToCompletion(engine)).outputs.get("gated")!.tokens).toEqual(freeTokens);
+  });
+});
+
 describe("the grammar thread's per-request matcher (the API speculative decoding will use)", () => {
   test("rollBack undoes accepted tokens, sent or not: the masks equal those of the shorter history", async () => {
     const { GrammarThreadClient } = await import("../../src/grammar/grammar-thread.ts");

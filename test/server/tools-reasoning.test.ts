@@ -281,10 +281,47 @@ describe("tool_choice required and named (a JSON-schema grammar over the tools' 
   });
 });
 
-describe("a grammar holds from the first token", () => {
-  test("with --reasoning-parser, a forced call is read as content (no reasoning part to split off)", async () => {
-    const s = server(chatWith({ reasoningParser: "qwen3", enableAutoToolChoice: true, toolCallParser: "hermes" }), '{"city": "Paris"}');
-    const { json } = await post(s, ask({ tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } } }));
+describe("a grammar starts after the reasoning (vLLM is_reasoning_end gating)", () => {
+  const QWEN3_TOOLS = chatWith({ reasoningParser: "qwen3", enableAutoToolChoice: true, toolCallParser: "hermes" });
+  const NAMED = { tools: TOOLS, tool_choice: { type: "function", function: { name: "get_weather" } } };
+  /** The fake tokenizer with `</think>` as one token, as in Qwen3's vocabulary (id 130 stands for it). */
+  function withThinkToken(s: ReturnType<typeof server>) {
+    const encode = s.fake.tokenizer.encode;
+    Object.assign(s.fake.tokenizer, { encode: (text: string, o: { addSpecial: boolean; parseSpecial: boolean }) => (text === "</think>" && o.parseSpecial ? [130] : encode(text, o)) });
+    return s;
+  }
+
+  test("qwen3 with a one-token </think>: the grammar carries its id; the reasoning is split off, the call is the rest", async () => {
+    const s = withThinkToken(server(QWEN3_TOOLS, '<think>Paris is a city.</think>{"city": "Paris"}'));
+    const { json } = await post(s, ask(NAMED));
+    expect((s.fake.requests[0]!.sampling.structuredOutputs as { reasoningEndTokenIds?: readonly number[] | null }).reasoningEndTokenIds).toEqual([130]);
+    expect(json.choices[0].message.reasoning).toBe("Paris is a city.");
+    expect(json.choices[0].message.tool_calls[0].function.arguments).toBe('{"city": "Paris"}');
+    const out = await foldStream(await withThinkToken(server(QWEN3_TOOLS, '<think>Paris is a city.</think>{"city": "Paris"}')).call("POST", "/v1/chat/completions", ask({ ...NAMED, stream: true })));
+    expect(out.reasoning).toBe("Paris is a city.");
+    expect(out.calls.map((c) => c.arguments)).toEqual(['{"city": "Paris"}']);
+  });
+
+  test("response_format json_schema: gated the same way; the content is the JSON", async () => {
+    const s = withThinkToken(server(QWEN3, '<think>hmm</think>{"a": 1}'));
+    const { json } = await post(s, ask({ response_format: { type: "json_schema", json_schema: { name: "a", schema: { type: "object" } } } }));
+    expect((s.fake.requests[0]!.sampling.structuredOutputs as { reasoningEndTokenIds?: readonly number[] | null }).reasoningEndTokenIds).toEqual([130]);
+    expect(json.choices[0].message.reasoning).toBe("hmm");
+    expect(json.choices[0].message.content).toBe('{"a": 1}');
+  });
+
+  test("the prompt already ends the reasoning (enable_thinking false): no gate, all content", async () => {
+    const s = withThinkToken(server(QWEN3_TOOLS, '{"city": "Paris"}', qwen3Template()));
+    const { json } = await post(s, ask({ ...NAMED, chat_template_kwargs: { enable_thinking: false } }));
+    expect((s.fake.requests[0]!.sampling.structuredOutputs as { reasoningEndTokenIds?: unknown }).reasoningEndTokenIds).toBeUndefined();
+    expect(json.choices[0].message.reasoning).toBeNull();
+    expect(json.choices[0].message.tool_calls[0].function.arguments).toBe('{"city": "Paris"}');
+  });
+
+  test("an end that is not one token of the vocabulary (the plain fake spells </think> in 8): from the first token, all content", async () => {
+    const s = server(QWEN3_TOOLS, '{"city": "Paris"}');
+    const { json } = await post(s, ask(NAMED));
+    expect((s.fake.requests[0]!.sampling.structuredOutputs as { reasoningEndTokenIds?: unknown }).reasoningEndTokenIds).toBeUndefined();
     expect(json.choices[0].message.reasoning).toBeNull();
     expect(json.choices[0].message.tool_calls[0].function.arguments).toBe('{"city": "Paris"}');
   });

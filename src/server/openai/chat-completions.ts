@@ -88,6 +88,9 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
     // tool_choice required / named: vLLM's adjust_request replaces the structured-output constraint with the tools' schema
     ...(prepared.grammar !== null ? { structuredOutputs: prepared.grammar } : {}),
   };
+  // with a single-token reasoning end the grammar starts after it, and the reasoning is split off as for free text
+  const gated = sampling.structuredOutputs !== null && prepared.reasoningEndTokenIds !== null;
+  if (gated) sampling.structuredOutputs = { ...sampling.structuredOutputs!, reasoningEndTokenIds: prepared.reasoningEndTokenIds };
   if (!truncates) checkPromptChars(orchestrator.tokenizer, orchestrator.maxModelLen, prompt.length, "messages");
   const fullIds = await encodePrompt(orchestrator.tokenizer, prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
   const promptTokenIds = truncatePrompt(fullIds, body.truncate_prompt_tokens, orchestrator.maxModelLen, sampling.maxTokens);
@@ -98,7 +101,7 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   const id = `chatcmpl-${publicRequestId(requestIdHeader, body.request_id)}`;
   const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling: { ...sampling, maxTokens }, arrivalMs };
   const role = responseRole(body, chat);
-  const outputConfig = outputAfterGrammar(prepared.output, sampling.structuredOutputs !== null);
+  const outputConfig = outputAfterGrammar(prepared.output, sampling.structuredOutputs !== null, gated);
   return {
     request,
     answer: {

@@ -108,11 +108,11 @@ export class ChatStreamProcessor {
 }
 
 /**
- * A grammar (structured outputs, or a forced tool choice) holds from the first generated token: fennec's engine
- * cannot start it after the reasoning as vLLM does (reasoning_parser.is_reasoning_end gating), so the constrained
- * output has no reasoning part and is read as content.
+ * A grammar that holds from the first generated token (no reasoning gate: the parser's end is not one special token,
+ * see reasoning-parser.ts endToken) leaves the output no reasoning part: it is read as content. A gated grammar
+ * (vLLM's is_reasoning_end gating) starts after the reasoning, which is split off as for free text.
  */
-export function outputAfterGrammar(config: ChatOutputConfig, constrained: boolean): ChatOutputConfig {
-  if (!constrained || config.reasoning === null) return config;
+export function outputAfterGrammar(config: ChatOutputConfig, constrained: boolean, gated: boolean): ChatOutputConfig {
+  if (!constrained || gated || config.reasoning === null) return config;
   return { ...config, reasoning: { ...config.reasoning, promptEndsReasoning: true } };
 }

@@ -165,6 +165,20 @@ export interface PreparedChat {
   readonly keepSpecialTokens: boolean;
   /** tool_choice required / named: the JSON schema grammar the output must follow (vLLM's adjust_request) */
   readonly grammar: GrammarSpec | null;
+  /** the grammar (this one or response_format's) starts after these tokens: chat-request.ts reasoningEndTokenIds */
+  readonly reasoningEndTokenIds: readonly number[] | null;
+}
+
+/**
+ * The reasoning gate of a structured-output grammar (vLLM's reasoner.is_reasoning_end on token ids, used by
+ * vllm/v1/structured_output/__init__.py should_advance / should_fill_bitmask): the id of the parser's one end token,
+ * or null, so the grammar holds from the first token, when there is no parser, the prompt already ends the reasoning
+ * (Qwen3 with enable_thinking false), or the end is not a single token of this vocabulary (granite, openai_gptoss).
+ */
+export function reasoningEndTokenIds(tokenizer: Tokenizer, reasoning: ChatOutputConfig["reasoning"]): readonly number[] | null {
+  if (reasoning === null || reasoning.promptEndsReasoning || reasoning.parser.endToken === null) return null;
+  const ids = tokenizer.encode(reasoning.parser.endToken, { addSpecial: false, parseSpecial: true });
+  return ids.length === 1 ? ids : null;
 }
 
 /** `disableAnyWhitespace`: --structured-outputs-config's, for the forced tool choice's grammar (vLLM's server setting). */
@@ -192,7 +206,7 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
     reasoning = {
       parser: reasoningParser,
       context: { thinkingEnabled: thinking !== false },
-      // (a grammar, e.g. a forced tool choice's, turns this on too: chat-output.ts outputAfterGrammar)
+      // (an ungated grammar turns this on too: chat-output.ts outputAfterGrammar)
       promptEndsReasoning: reasoningParser.promptEndsReasoning(prompt),
       include: body.include_reasoning ?? true,
     };
@@ -206,6 +220,7 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
     },
     keepSpecialTokens: toolParser?.keepSpecialTokens === true || reasoningParser?.keepSpecialTokens === true,
     grammar,
+    reasoningEndTokenIds: reasoningEndTokenIds(tokenizer, reasoning),
   };
 }
 

@@ -67,4 +67,6 @@ export const gptOssReasoningParser: ReasoningParser = {
     return split ?? { reasoning: "", content: text };
   },
   promptEndsReasoning: () => false,
+  // the reasoning ends at a multi-token channel switch (<|channel|>final), not one token: a grammar still holds from the first token here and the output is all content
+  endToken: null,
 };

@@ -42,4 +42,6 @@ export const graniteReasoningParser: ReasoningParser = {
     return { reasoning: final ? body : body.slice(0, body.length - partialMarker(body, RESPONSE_STARTS)), content: "" };
   },
   promptEndsReasoning: () => false,
+  // the reasoning ends at plain text ("Here is my response:"), not one token: a grammar still holds from the first token here and the output is all content
+  endToken: null,
 };

@@ -19,6 +19,12 @@ export interface ReasoningParser {
    * enable_thinking false renders `<think>\n\n</think>\n\n`), so all output is content.
    */
   promptEndsReasoning(prompt: string): boolean;
+  /**
+   * The text of the one special token that ends the reasoning (vLLM's is_reasoning_end on token ids), or null when
+   * the end is not a single token: a structured-output grammar then starts after that token (chat-completions.ts
+   * reasoningGate), or, for null, holds from the first token and the output is all content.
+   */
+  readonly endToken: string | null;
   /** its markers are special tokens that must stay in the text (skip_special_tokens off) */
   readonly keepSpecialTokens?: boolean;
   /** the template variable that turns thinking on or off, and its default */

@@ -47,6 +47,7 @@ function makeParser(flavour: Flavour): ReasoningParser {
 
   return {
     name: flavour.name,
+    endToken: END,
     thinkingKwarg: flavour.honoursThinkingOff ? { name: "enable_thinking", default: true } : null,
     extract(text, context) {
       const t = afterStart(text);
