@@ -42,7 +42,7 @@ export const REQUEST_FIELDS: readonly RequestField[] = [
   row("max_tokens", BOTH, "implemented", "The output budget (completions default 16; chat: up to the context)."),
   row("max_completion_tokens", CHAT, "implemented", "Wins over max_tokens."),
   row("n", BOTH, "implemented", "Choices per prompt (child sequences sharing the prompt's KV blocks)."),
-  row("response_format", BOTH, "implemented", "text, json_object, json_schema, structural_tag: enforced token by token with xgrammar."),
+  row("response_format", BOTH, "implemented", "text, json_object, json_schema, structural_tag: enforced token by token with xgrammar. With `--reasoning-parser qwen3` / `deepseek_r1` the grammar starts after the `</think>` token (the reasoning is free and returned as `reasoning`), as vLLM; with `granite` / `openai_gptoss` (no single end token) it holds from the first token and the output is content."),
   row("structured_outputs", BOTH, "implemented", "json, regex, choice, grammar, json_object, structural_tag, disable_any_whitespace; disable_additional_properties is accepted (xgrammar's strict mode already forbids unnamed properties); whitespace_pattern is refused (outlines only)."),
   row("guided_json", BOTH, "implemented", "vLLM < 0.12 spelling of structured_outputs.json, honoured (vLLM now ignores it, which would silently drop the constraint)."),
   row("guided_regex", BOTH, "implemented", "Alias of structured_outputs.regex."),
