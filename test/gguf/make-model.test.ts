@@ -17,7 +17,7 @@ import { getU32 } from "../../src/gguf/metadata.ts";
 import { readGguf, tensorData } from "../../src/gguf/reader.ts";
 import { writeGgufFile } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType } from "../../src/tensor/dtypes.ts";
-import { openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);
@@ -40,7 +40,7 @@ beforeAll(async () => {
   llama = await openLlamaCpp();
 });
 afterAll(async () => {
-  await llama?.dispose();
+  await disposeLlamaCpp(llama);
   rmSync(dir, { recursive: true, force: true });
 });
 

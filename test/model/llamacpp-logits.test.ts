@@ -27,7 +27,7 @@ import { llamaModelsDir } from "../../scripts/llama-vocab.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { writeVocabModel } from "./llamacpp-models.ts";
 import type { TinyShape } from "./tiny-model.ts";
-import { openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 const STEPS = 32;
 const PROMPT = "Once upon a time";
@@ -138,7 +138,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await llama?.dispose();
+  await disposeLlamaCpp(llama);
   if (dir !== "") rmSync(dir, { recursive: true, force: true });
 });
 

@@ -15,7 +15,7 @@ import { mdF32, mdU32 } from "../../src/gguf/metadata.ts";
 import { writeGgufFile, type GgufTensorToWrite } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, WEIGHT_TYPES, type WeightType } from "../../src/tensor/dtypes.ts";
 import { readFileSync } from "node:fs";
-import { openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);
@@ -29,7 +29,7 @@ beforeAll(async () => {
   llama = await openLlamaCpp();
 });
 afterAll(async () => {
-  await llama?.dispose();
+  await disposeLlamaCpp(llama);
   rmSync(dir, { recursive: true, force: true });
 });
 

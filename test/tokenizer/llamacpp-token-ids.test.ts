@@ -12,7 +12,7 @@ import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { loadVocabTokenizer, readGgufOrThrow } from "./helpers.ts";
 import { rng } from "../helpers/prng.ts";
-import { openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 const PIECES = [
   "a", "b", "Z", "word", " ", "  ", "   ", "\n", "\n\n", "\t", "\r\n", "\r", "1", "23", "456789", "'s", "'LL", "'re", "'ve",
@@ -42,7 +42,7 @@ if (existsSync(DEFAULT_MODEL_GGUF)) MODELS.push(["stories260K", DEFAULT_MODEL_GG
 const STRINGS = randomStrings(300, 20261129);
 let llama: Llama | null = null;
 afterAll(async () => {
-  await llama?.dispose();
+  await disposeLlamaCpp(llama);
 });
 
 describe.each(MODELS)("%s vs llama.cpp", (_name, path, load) => {
