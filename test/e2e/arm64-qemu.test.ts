@@ -5,24 +5,16 @@
  * (the same check as test/golden for the host binary) and answers one request as a server.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { startServer, type ServerProcess } from "./server-process.ts";
+import { newestMtimeMs, startServer, type ServerProcess } from "./server-process.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BINARY = join(ROOT, "dist", "fennec-linux-arm64");
 const SYSROOT = "/usr/aarch64-linux-gnu";
 const golden = JSON.parse(readFileSync(join(ROOT, "..", "shared", "models", "stories260K-golden.json"), "utf8")) as { greedyFromBos: { ids: number[]; text: string } };
 
-function newestMtimeMs(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtimeMs(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
 
 /** qemu on x64, nothing on arm64; a missing qemu fails with the command that installs it. */
 function runner(): string[] {

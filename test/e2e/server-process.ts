@@ -21,7 +21,7 @@ export interface ServerProcess {
 }
 
 /** Newest modification time of any file under `dir` (ms). */
-function newestMtimeMs(dir: string): number {
+export function newestMtimeMs(dir: string): number {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
