@@ -24,6 +24,7 @@ const COMMAND_MODULES: Readonly<Record<Command, () => Promise<{ main: CommandMai
   "bench throughput": () => import("./commands/bench-throughput.ts"),
   "bench latency": () => import("./commands/bench-latency.ts"),
   inspect: () => import("./commands/inspect.ts"),
+  proxy: () => import("./commands/proxy.ts"),
 };
 
 /** `fennec bench serve ...` names the command in two words. */

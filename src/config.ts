@@ -13,7 +13,7 @@ import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { readFileSync } from "node:fs";
 import { err, ok, type Result } from "./util/result.ts";
 
-export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "chat" | "bench serve" | "bench throughput" | "bench latency" | "inspect";
+export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "chat" | "bench serve" | "bench throughput" | "bench latency" | "inspect" | "proxy";
 export const COMMANDS: Readonly<Record<Command, string>> = {
   serve: "Serve the OpenAI-compatible API (vLLM-style) on HTTP.",
   generate: "Generate text from a prompt and print it.",
@@ -24,6 +24,7 @@ export const COMMANDS: Readonly<Record<Command, string>> = {
   "bench throughput": "Benchmark offline throughput of an in-process engine, like `vllm bench throughput`.",
   "bench latency": "Benchmark the latency of one batch on an in-process engine, like `vllm bench latency`.",
   inspect: "Print a model file's facts (fennec inspect MODEL): architecture, parameters, tensors, memory in fennec.",
+  proxy: "Split each request between a prefill and a decode server through kv_transfer_params, as vLLM's disaggregated-serving proxy.",
 };
 
 /** list: one or more values after the flag (argparse nargs="+"), as vLLM's --api-key and --served-model-name */
@@ -155,8 +156,8 @@ export const FLAGS: readonly FlagSpec[] = [
   // vLLM flags that mean nothing on fennec: accepted with one log line where the value changes nothing, else refused
   ...VLLM_FATES,
   // server
-  { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: ["serve"], help: "Address to listen on." },
-  { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve"], help: "Port to listen on." },
+  { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: ["serve", "proxy"], help: "Address to listen on." },
+  { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve", "proxy"], help: "Port to listen on." },
   { name: "uds", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "Listen on this Unix domain socket instead of --host/--port." },
   { name: "served-model-name", kind: "list", metavar: "name", default: null, commands: ["serve"], help: "Model name(s) in the API, one or more: requests may name any of them, answers carry the first. Default: the model file's name." },
   { name: "api-key", kind: "list", metavar: "token", default: null, commands: ["serve"], help: "Require one of these bearer tokens (one or more) on /v1 endpoints. Default: $VLLM_API_KEY, if set." },
@@ -182,9 +183,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "shutdown-timeout", kind: "int", metavar: "seconds", default: 0, min: 0, commands: ["serve"], help: "On SIGTERM/SIGINT, wait up to this many seconds for in-flight requests to finish (new requests get 503) before aborting them; 0 aborts them at once (vLLM's default)." },
   { name: "show-hidden-metrics-for-version", kind: "string", metavar: "version", default: null, commands: ["serve"], help: "Show metrics hidden since the given previous version (e.g. 0.1)." },
   // logs (vLLM's names; the level of fennec's own lines is VLLM_LOGGING_LEVEL, as in vLLM)
-  { name: "log-format", kind: "string", default: "text", commands: ["serve"], choices: ["text", "json"], help: "text: vLLM's line shape (LEVEL MM-DD HH:MM:SS [source] message); json: one JSON object per line (time, level, source, message) for log collectors." },
-  { name: "uvicorn-log-level", kind: "string", default: "info", commands: ["serve"], choices: ["critical", "error", "warning", "info", "debug", "trace"], help: "Level of the HTTP server's lines (the access log is written at info)." },
-  { name: "disable-uvicorn-access-log", kind: "bool", default: false, commands: ["serve"], help: "Turn off the access line written for every request." },
+  { name: "log-format", kind: "string", default: "text", commands: ["serve", "proxy"], choices: ["text", "json"], help: "text: vLLM's line shape (LEVEL MM-DD HH:MM:SS [source] message); json: one JSON object per line (time, level, source, message) for log collectors." },
+  { name: "uvicorn-log-level", kind: "string", default: "info", commands: ["serve", "proxy"], choices: ["critical", "error", "warning", "info", "debug", "trace"], help: "Level of the HTTP server's lines (the access log is written at info)." },
+  { name: "disable-uvicorn-access-log", kind: "bool", default: false, commands: ["serve", "proxy"], help: "Turn off the access line written for every request." },
   { name: "enable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Log each request's prompt, token ids and sampling parameters as it reaches the engine." },
   { name: "disable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Deprecated in vLLM (request logging is off by default): accepted, logs one line; use --enable-log-requests to turn it on." },
   { name: "max-log-len", kind: "int", default: null, min: 0, commands: ["serve"], help: "With --enable-log-requests: print at most this many prompt characters and token ids. Default: all." },
@@ -268,6 +269,10 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "num-iters", kind: "int", default: 30, min: 1, commands: ["bench latency"], help: "Batches measured." },
   // inspect
   { name: "json", kind: "bool", default: false, commands: ["inspect"], help: "Print one JSON object instead of text." },
+  // proxy (vLLM: examples/online_serving/disaggregated_serving/disagg_proxy_demo.py --prefill / --decode)
+  { name: "prefill", kind: "list", metavar: "url", default: null, commands: ["proxy"], help: "Prefill servers, one or more (http://host:port or host:port), used in turn: each gets the request with max_tokens 1 and kv_transfer_params {do_remote_decode: true} (required)." },
+  { name: "decode", kind: "list", metavar: "url", default: null, commands: ["proxy"], help: "Decode servers, one or more, used in turn: each gets the original request with the kv_transfer_params its prefill server answered, and its answer (streamed or not) goes back to the client (required)." },
+  { name: "upstream-timeout", kind: "int", metavar: "seconds", default: 600, min: 1, commands: ["proxy"], help: "Longest wait for a prefill answer, or for a decode server's first response bytes; past it the client gets a 504 error." },
 ];
 
 export type Options = Readonly<Record<string, FlagValue>>;
@@ -848,6 +853,48 @@ export function tokenizeConfig(options: Options): Result<TokenizeConfig> {
   const text = stringOrNull(options.text);
   if (text === null) return err("tokenize needs --text <string> (see fennec tokenize --help)");
   return ok({ model: stringOrNull(options.model), text, addSpecial: options["add-special"] === true, json: options.json === true });
+}
+
+/** `proxy`'s flags as one typed config: the prefill and decode servers as base URLs without a trailing /v1. */
+export interface ProxyConfig {
+  readonly prefill: readonly string[];
+  readonly decode: readonly string[];
+  readonly host: string;
+  readonly port: number;
+  readonly upstreamTimeoutS: number;
+  readonly log: LogConfig;
+}
+
+/**
+ * One --prefill / --decode value as a base URL: `host:port` (disagg_proxy_demo.py's form) gets http://; a trailing
+ * `/v1` (the OpenAI client's base URL) or `/` is dropped, since the proxy appends the request's own /v1/... path.
+ */
+export function upstreamBaseUrl(flag: string, raw: string): Result<string> {
+  const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+  let url: URL;
+  try { url = new URL(text); } catch { return err(`--${flag} "${raw}" is not a server address: give http://host:port or host:port`); }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return err(`--${flag} "${raw}": only http:// and https:// servers can be proxied`);
+  if (url.search !== "" || url.hash !== "") return err(`--${flag} "${raw}": give the server's base URL without a query or fragment`);
+  return ok(`${url.origin}${url.pathname.replace(/\/+$/, "").replace(/\/v1$/, "")}`);
+}
+
+export function proxyConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): Result<ProxyConfig> {
+  const lists: Record<"prefill" | "decode", string[]> = { prefill: [], decode: [] };
+  for (const flag of ["prefill", "decode"] as const) {
+    const values = options[flag];
+    if (!Array.isArray(values) || values.length === 0) return err(`proxy needs --${flag} <url>... (one or more ${flag} servers, e.g. --${flag} http://127.0.0.1:${flag === "prefill" ? 8100 : 8200})`);
+    for (const raw of values as readonly string[]) {
+      const url = upstreamBaseUrl(flag, raw);
+      if (!url.ok) return url;
+      lists[flag].push(url.value);
+    }
+  }
+  const log = logConfig(options, env);
+  if (!log.ok) return log;
+  return ok({
+    prefill: lists.prefill, decode: lists.decode, host: stringOrNull(options.host) ?? "127.0.0.1", port: Number(options.port),
+    upstreamTimeoutS: Number(options["upstream-timeout"]), log: log.value,
+  });
 }
 
 export function commandHelp(command: Command): string {

@@ -36,6 +36,8 @@ const BASE: Readonly<Record<Command, readonly string[]>> = {
   "bench latency": ["--batch-size", "1", "--input-len", "4", "--output-len", "1", "--num-iters-warmup", "0", "--num-iters", "1", "--threads", "1"],
   // a leading flag: inspect's first bare word would be its model
   inspect: ["--json"],
+  // servers nothing listens on: every case below fails before the proxy would listen
+  proxy: ["--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9", "--port", "0"],
 };
 
 interface BadCase {
@@ -50,17 +52,19 @@ interface BadCase {
 
 const ALL = Object.keys(COMMANDS) as Command[];
 /** commands whose --model is a GGUF file (bench serve's is a served model's name) */
-const FILE_COMMANDS = ALL.filter((c) => c !== "bench serve" && c !== "chat");
+const FILE_COMMANDS = ALL.filter((c) => c !== "bench serve" && c !== "chat" && c !== "proxy");
 const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch", "chat", "bench throughput", "bench latency"];
 
 const BAD: readonly BadCase[] = [
   { name: "an unknown flag", commands: ALL, args: ["--bogus"], says: "unknown option --bogus" },
-  { name: "a stray argument", commands: ["generate", "tokenize", "run-batch", "chat", "bench serve", "bench throughput", "bench latency"], args: ["stray"], says: 'unexpected argument "stray"' },
+  { name: "a stray argument", commands: ["generate", "tokenize", "run-batch", "chat", "bench serve", "bench throughput", "bench latency", "proxy"], args: ["stray"], says: 'unexpected argument "stray"' },
   // serve takes one positional model, as `vllm serve MODEL`: a second one is stray
   { name: "a second positional argument", commands: ["serve", "inspect"], args: ["model.gguf", "stray"], says: 'unexpected argument "stray"' },
   { name: "the model given twice", commands: ["serve"], args: ["a.gguf", "--model", "b.gguf"], says: "the model is given twice" },
   { name: "a positional model that is missing", commands: ["serve"], args: ["/nonexistent/positional.gguf"], says: "/nonexistent/positional.gguf: file not found", code: 1 },
-  { name: "a flag without its value", commands: ALL, args: ["--model"], says: "--model needs a value" },
+  { name: "a flag without its value", commands: ALL.filter((c) => c !== "proxy"), args: ["--model"], says: "--model needs a value" },
+  { name: "a list flag without its value", commands: ["proxy"], args: ["--decode"], says: "--decode needs a value" },
+  { name: "--upstream-timeout 0", commands: ["proxy"], args: ["--upstream-timeout", "0"], says: "--upstream-timeout must be a positive integer (got 0)" },
   { name: "a missing model file", commands: FILE_COMMANDS, args: ["--model", "/nonexistent/model.gguf"], says: "/nonexistent/model.gguf: file not found", code: 1 },
   { name: "a model that is a folder", commands: FILE_COMMANDS, args: ["--model", "/"], says: "/: not a regular file", code: 1 },
   { name: "a file that is not GGUF", commands: FILE_COMMANDS, args: ["--model", NOT_GGUF], says: `${NOT_GGUF}: not a GGUF file`, code: 1 },
@@ -79,7 +83,7 @@ const BAD: readonly BadCase[] = [
   { name: "--block-size -16", commands: ["serve", "run-batch"], args: ["--block-size", "-16"], says: "--block-size must be a positive integer (got -16)" },
   { name: "--kv-cache-memory 0", commands: ["serve", "run-batch"], args: ["--kv-cache-memory", "0"], says: "--kv-cache-memory must be a positive integer (got 0)" },
   { name: "an unknown --pipeline", commands: ["serve", "run-batch"], args: ["--pipeline", "zigzag"], says: "--pipeline must be one of single, pd" },
-  { name: "--port 70000", commands: ["serve"], args: ["--port", "70000"], says: "--port must be in 0..65535 (got 70000)" },
+  { name: "--port 70000", commands: ["serve", "proxy"], args: ["--port", "70000"], says: "--port must be in 0..65535 (got 70000)" },
 ];
 
 /** Cases with their own argv (no BASE): a missing required flag, a missing input file, an unknown command. */
@@ -96,6 +100,10 @@ const BAD_RAW: readonly { name: string; args: readonly string[]; says: string; c
   { name: "chat without a server", args: ["chat", "--url", "http://127.0.0.1:9/v1"], says: "cannot read http://127.0.0.1:9/v1/models", code: 1 },
   { name: "chat on a missing model file", args: ["chat", "--model", "/nonexistent/chat.gguf"], says: "/nonexistent/chat.gguf: file not found", code: 1 },
   { name: "inspect with two models", args: ["inspect", "a.gguf", "b.gguf"], says: 'unexpected argument "b.gguf"' },
+  { name: "proxy without --prefill", args: ["proxy", "--decode", "http://127.0.0.1:9"], says: "proxy needs --prefill <url>..." },
+  { name: "proxy without --decode", args: ["proxy", "--prefill", "127.0.0.1:9"], says: "proxy needs --decode <url>..." },
+  { name: "proxy with a server that is not http", args: ["proxy", "--prefill", "ftp://127.0.0.1:9", "--decode", "127.0.0.1:9"], says: 'only http:// and https:// servers can be proxied' },
+  { name: "proxy with a server that is no address", args: ["proxy", "--prefill", "127.0.0.1:9", "--decode", "http://[::1"], says: 'is not a server address' },
 ];
 
 function expectOneLineError(r: ReturnType<typeof fennec>, says: string, code: 1 | 2 = 2): void {

@@ -68,6 +68,8 @@ export interface StartOptions {
   readonly rootPath?: string;
   /** the command before the serve flags (default serverCommand()) */
   readonly command?: readonly string[];
+  /** the route that answers 200 once the process is ready (default /health) */
+  readonly readyPath?: string;
 }
 
 /** Runs `fennec serve` with extra args (not the port) and resolves once /health answers 200. */
@@ -96,7 +98,7 @@ export async function startServer(args: readonly string[] = [], start: StartOpti
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before it was ready:\n${server.log()}`);
     try {
-      if ((await fetch(`${url}/health`, { tls: start.healthTls ?? { rejectUnauthorized: false } })).status === 200) return server;
+      if ((await fetch(`${url}${start.readyPath ?? "/health"}`, { tls: start.healthTls ?? { rejectUnauthorized: false } })).status === 200) return server;
     } catch {
       // not listening yet
     }
