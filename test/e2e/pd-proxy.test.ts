@@ -4,8 +4,7 @@
  * of vLLM's NixlConnector (vllm-engine-features.md 4.2: a prefill leg with kv_transfer_params {do_remote_decode: true},
  * max_tokens 1, stream false, answered with {do_remote_prefill: true, remote_engine_id, remote_block_ids, ...}; a
  * decode leg given those params), so the test shows the proxy works with any server that speaks them, and can make a
- * leg fail in each way (an HTTP error, no answer, a cut stream). The proxy against two real fennec processes is
- * test/e2e/pd-two-processes.test.ts.
+ * leg fail in each way (an HTTP error, no answer, a cut stream).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
