@@ -139,7 +139,7 @@ export const FLAGS: readonly FlagSpec[] = [
   // KV offload tier under the prefix cache (vLLM's native offload and SimpleCPUOffloadConnector; docs in README)
   { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
   { name: "kv-offloading-backend", kind: "string", default: "native", commands: ENGINE, choices: ["native", "lmcache"], help: "Backend of --kv-offloading-size: native (fennec's host-memory tier); lmcache is refused (no LMCache server)." },
-  { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use.' },
+  { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use; or prefill/decode across instances: {"kv_connector":"NixlConnector","kv_role":"kv_producer"|"kv_consumer"|"kv_both","engine_id":"...","kv_ip":"host","kv_port":N,"kv_load_failure_policy":"fail"|"recompute","kv_connector_extra_config":{"kv_lease_duration":30}} (fennec\'s own TCP transport under vLLM\'s name, not the NIXL library; kv_ip/kv_port default to VLLM_NIXL_SIDE_CHANNEL_HOST/PORT, localhost:5600).' },
   { name: "return-tokens-as-token-ids", kind: "bool", default: false, commands: ["serve"], help: "Write logprob tokens as token_id:{id} (a request's return_tokens_as_token_ids overrides it), as vLLM." },
   { name: "scheduling-policy", kind: "string", choices: ["fcfs", "priority"], default: "fcfs", commands: ENGINE, help: "How waiting requests are ordered: fcfs (first come, first served) or priority (by the request's priority field, lower first, then arrival; the highest (priority, arrival) running request is preempted first), as vLLM." },
   { name: "structured-outputs-config", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Structured outputs as vLLM configures them, a JSON object: {"backend": "xgrammar"} ("auto" also picks xgrammar, fennec\'s one backend), "disable_any_whitespace": true (compact JSON for every request; with an explicit xgrammar backend, as vLLM requires).' },
@@ -699,6 +699,8 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     kvOffloadingBackend: String(options["kv-offloading-backend"] ?? "native"),
     kvTransferConfig: stringOrNull(options["kv-transfer-config"]),
     useSimpleKvOffload: env["VLLM_USE_SIMPLE_KV_OFFLOAD"] === "1",
+    sideChannelHost: env["VLLM_NIXL_SIDE_CHANNEL_HOST"] ?? null,
+    sideChannelPort: env["VLLM_NIXL_SIDE_CHANNEL_PORT"] ?? null,
     enablePrefixCaching,
   }, Number(options["block-size"]));
   if (!transfer.ok) return transfer;
@@ -707,6 +709,7 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings], engine: {
     kvCacheDtype: kvCacheDtype.value,
     kvOffload: transfer.value.config,
+    kvPeer: transfer.value.peer ?? null,
     seed: intOrNull(options.seed),
     kvCacheMemoryFraction: typeof options["gpu-memory-utilization"] === "number" ? options["gpu-memory-utilization"] : null,
     maxNumSeqs: Number(options["max-num-seqs"]),

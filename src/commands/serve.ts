@@ -134,8 +134,14 @@ export async function main(options: Options): Promise<number> {
     model: { config: orchestrator.modelConfig },
     ...(pipeline.cacheConfig ? { cacheConfig: pipeline.cacheConfig } : {}),
     kvOffload: pipeline.kvOffload,
+    kvPeerConnector: config.engine.kvPeer ? "NixlConnector" : null,
   });
   listener.targets.push(recorder);
+  // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
+  if (config.engine.kvPeer) {
+    const nixlLog = mainLog.child("nixl_connector.py");
+    listener.targets.push({ onStep: (s) => { for (const line of s.kvPeer?.logLines ?? []) nixlLog.warning(line); }, onRequestFinished: () => {} });
+  }
   // vLLM's periodic "Engine 000: Avg prompt throughput ..." line; off with --disable-log-stats, as in vLLM
   const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i), config.engine.speculativeConfig?.numSpeculativeTokens ?? null);
   if (statLogger !== null) listener.targets.push(statLogger);

@@ -14,8 +14,9 @@ import { positionLogprobs, Sampler } from "./sampler.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { nowMs as clockNowMs } from "../util/clock.ts";
 import { errorMessage } from "../util/error-message.ts";
-import type { KvOffloadConfig } from "./kv-transfer-config.ts";
+import type { KvOffloadConfig, KvPeerConfig } from "./kv-transfer-config.ts";
 import { KvOffloadConnector } from "./kv-offload-connector.ts";
+import { KvPeerConnector } from "./kv-peer-connector.ts";
 import { KvBlockTransfer } from "./kv-block-transfer.ts";
 import { CpuTier, DiskTier, type OffloadTier } from "./offload-tiers.ts";
 import { GrammarThreadClient, type FillResult } from "../grammar/grammar-thread.ts";
@@ -36,6 +37,8 @@ export interface EngineConfig {
   readonly enablePrefixCaching: boolean;
   /** the KV offload tier under the prefix cache (--kv-offloading-size / --kv-transfer-config); none when absent */
   readonly kvOffload?: KvOffloadConfig | null;
+  /** NixlConnector: the KV connector between instances; none when absent */
+  readonly kvPeer?: KvPeerConfig | null;
   /** speculative decoding (--speculative-config); absent or null: off */
   readonly speculative?: SpeculativeConfig | null;
   /** speculative decoding: drafted tokens one step may verify, shared by the decoding requests (absent or null: no cap) */
@@ -108,7 +111,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   }
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
-    numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null, speculative: args.speculativeConfig ?? null,
+    numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null, kvPeer: args.kvPeer ?? null, speculative: args.speculativeConfig ?? null,
     maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize), schedulingPolicy: args.schedulingPolicy ?? "fcfs",
     maxDraftTokensPerStep: args.speculativeConfig ? defaultDraftCap(args) : null,
   });
@@ -164,6 +167,8 @@ export class EngineCore {
   readonly scheduler: Scheduler;
   /** the offload tier (null without one) */
   readonly offload: KvOffloadConnector | null;
+  /** the connector between instances (null without one) */
+  readonly peer: KvPeerConnector | null;
   private readonly requests = new Map<string, RequestState>();
   private batchId = 0;
   private readonly sampler = new Sampler();
@@ -202,12 +207,19 @@ export class EngineCore {
     const shape = maxStepShape(config);
     runner.reserveActivations?.(shape.numTokens, shape.numLogitRows);
     this.offload = config.kvOffload ? createConnector(config, config.kvOffload, this.kv, runner, nowMs, engineIndex) : null;
-    this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload);
+    this.peer = config.kvPeer
+      ? new KvPeerConnector({
+        config: config.kvPeer, kv: this.kv, transfer: new KvBlockTransfer(runner, config.blockSize), descriptorsPerBlock: runner.config.numLayers * 2,
+        engineIndex, nowMs, onWake: () => this.options.onWake?.(),
+      })
+      : null;
+    this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload ?? this.peer);
   }
 
   /** Releases the offload tier (unlinks its disk file) and the grammar thread; the engine takes no requests afterwards. */
   dispose(): void {
     this.offload?.close();
+    this.peer?.close();
     this.grammar?.dispose();
     this.grammar = null;
     this.proposer?.dispose?.();
@@ -215,8 +227,8 @@ export class EngineCore {
 
   get numRunning(): number { return this.scheduler.running.length; }
   /** waiting requests, with those waiting for an offload load (vLLM keeps them in its waiting queue, "deferred") */
-  get numWaiting(): number { return this.scheduler.waiting.length + (this.offload?.numLoading ?? 0); }
-  hasWork(): boolean { return this.scheduler.numUnfinished > 0; }
+  get numWaiting(): number { return this.scheduler.waiting.length + (this.offload?.numLoading ?? 0) + (this.peer?.numLoading ?? 0); }
+  hasWork(): boolean { return this.scheduler.numUnfinished > 0 || (this.peer?.hasPendingWork() ?? false); }
   /** requests whose grammar is compiling (they wait in the queue) */
   get numCompilingGrammars(): number { return this.numCompiling; }
 
@@ -250,9 +262,18 @@ export class EngineCore {
       const imported = this.importKv(state, request.importKv);
       if (imported) return imported;
     }
+    const transferParams = request.sampling.kvTransferParams ?? null;
+    if (transferParams !== null) {
+      if (this.peer === null) {
+        return { code: "kv_transfer_params_unsupported", message: 'kv_transfer_params needs a KV connector between instances: start the server with --kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\' (or kv_producer / kv_consumer)' };
+      }
+      const refused = this.peer.prepare(state, transferParams);
+      if (refused) return refused;
+    }
     this.requests.set(request.requestId, state);
     this.scheduler.add(state);
     if (spec) this.startGrammar(state, spec);
+    this.peer?.wakeWaiter();
     return null;
   }
 
@@ -358,6 +379,7 @@ export class EngineCore {
       numGenerationTokens: 0, numPreempted: 0, numRunning: this.numRunning, numWaiting: this.numWaiting, numWaitingDeferred: 0,
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
+      ...(this.peer ? { kvPeer: this.peer.takeStats() } : {}),
     };
   }
 
@@ -366,11 +388,14 @@ export class EngineCore {
    * flight, waits for them (an abort can still land meanwhile).
    */
   private async scheduleStep(): Promise<ReturnType<Scheduler["schedule"]>> {
+    const connector = this.offload ?? this.peer;
     for (;;) {
-      this.offload?.drain([...this.scheduler.running, ...this.scheduler.waiting]);
+      connector?.drain([...this.scheduler.running, ...this.scheduler.waiting]);
+      // a read from the prefill instance failed under kv_load_failure_policy "fail": the request ends (HTTP 500)
+      if (this.peer) for (const f of this.peer.takeFailed()) this.failLate(f.request.requestId, "kv_load_failed", f.message);
       const out = this.scheduler.schedule();
-      if (out.chunks.length > 0 || this.offload === null || !this.offload.hasPendingLoads()) return out;
-      await this.offload.waitForProgress();
+      if (out.chunks.length > 0 || connector === null || !connector.hasPendingLoads()) return out;
+      await connector.waitForProgress();
     }
   }
 
@@ -378,7 +403,8 @@ export class EngineCore {
   async step(): Promise<EngineStepResult | null> {
     const stepStartMs = this.nowMs();
     const { chunks, numPreempted, numDeferred } = await this.scheduleStep();
-    if (chunks.length === 0) return null;
+    // an idle engine still reports what its connector counted (an expired lease, a read notification that failed)
+    if (chunks.length === 0) return this.peer?.hasStatsToReport() ? { deltas: [], stats: this.idleStats() } : null;
     const batchId = ++this.batchId;
     const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
     // grammar requests that sample this step: their bitmasks are filled on the grammar thread during the forward pass
@@ -476,6 +502,7 @@ export class EngineCore {
         ...(finished ? { finishReason: finished.reason, stopReason: finished.stopReason } : {}),
         numCachedTokens: req.numCachedTokens, times: req.snapshotTimes(),
         ...(finished && req.exportKv ? { kv: this.exportKv(req) } : {}),
+        ...(finished && this.peer ? { kvTransferParams: this.peer.requestFinished(req, finished.reason) } : {}),
       });
       if (finished) {
         this.requests.delete(req.requestId);
@@ -494,9 +521,10 @@ export class EngineCore {
     const stats: StepStats = {
       engineIndex: this.engineIndex, batchId, stepStartMs, stepEndMs, batchSize: chunks.length, numPromptTokens,
       numGenerationTokens, numPreempted, numRunning: this.numRunning, numWaiting: this.numWaiting,
-      numWaitingDeferred: Math.min(numDeferred + (this.offload?.numLoading ?? 0), this.numWaiting),
+      numWaitingDeferred: Math.min(numDeferred + (this.offload?.numLoading ?? 0) + (this.peer?.numLoading ?? 0), this.numWaiting),
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
+      ...(this.peer ? { kvPeer: this.peer.takeStats() } : {}),
       ...(specStats !== null ? { specDecoding: specStats as SpecDecodingStats } : {}),
       ...(numExternalKvTokens > 0 ? { numExternalKvTokens } : {}),
     };

@@ -37,6 +37,8 @@ export interface KvConnectorHooks {
   /** before a request's primary blocks are freed; `gone`: aborted (its queued stores are dropped) */
   beforeFree(request: RequestState, gone: boolean): void;
   readonly numLoading: number;
+  /** true when the request may not compute its prompt itself now (its KV is to be read from elsewhere) */
+  mustWait?(request: RequestState): boolean;
 }
 
 export interface KvOffloadConnectorOptions {

@@ -41,11 +41,34 @@ export interface KvTransferFlags {
   readonly kvTransferConfig: string | null;
   /** VLLM_USE_SIMPLE_KV_OFFLOAD */
   readonly useSimpleKvOffload: boolean;
+  /** VLLM_NIXL_SIDE_CHANNEL_HOST / VLLM_NIXL_SIDE_CHANNEL_PORT as set (null: unset) */
+  readonly sideChannelHost?: string | null;
+  readonly sideChannelPort?: string | null;
   readonly enablePrefixCaching: boolean;
+}
+
+/**
+ * fennec's connector between instances, selected with vLLM's name `NixlConnector` (the string deployments pass): the
+ * transport is fennec's own TCP side channel (kv-peer-connector.ts), not the NIXL library.
+ */
+export interface KvPeerConfig {
+  readonly connector: "NixlConnector";
+  readonly role: "kv_producer" | "kv_consumer" | "kv_both";
+  /** engine_id (vLLM: a random uuid4 when not given) */
+  readonly engineId: string;
+  /** where the side channel listens and what a prefill answer names as remote_host / remote_port (port 0: any free) */
+  readonly host: string;
+  readonly port: number;
+  /** kv_connector_extra_config.kv_lease_duration, seconds: pinned prefill blocks are freed after it */
+  readonly leaseSeconds: number;
+  /** decode side: a failed load fails the request (vLLM's default) or recomputes the prompt */
+  readonly loadFailurePolicy: "fail" | "recompute";
 }
 
 export interface ParsedKvTransfer {
   readonly config: KvOffloadConfig | null;
+  /** NixlConnector: the connector between instances; null otherwise */
+  readonly peer?: KvPeerConfig | null;
   /** vLLM's warnings, printed once at start-up */
   readonly warnings: readonly string[];
 }
@@ -120,8 +143,14 @@ export function parseKvTransfer(flags: KvTransferFlags, blockSize: number): Resu
     if (Object.keys(transfer).length === 0) return ok({ config: null, warnings });
     return err("--kv-transfer-config: kv_connector is required (fennec's connectors: OffloadingConnector, SimpleCPUOffloadConnector)");
   }
+  if (connector === "NixlConnector") {
+    if (role === undefined || role === null) return err("Please specify kv_role when kv_connector is set, supported roles are ('kv_producer', 'kv_both', 'kv_consumer')");
+    const peer = parsePeer(transfer, role as KvPeerConfig["role"], flags, warnings);
+    if (!peer.ok) return peer;
+    return ok({ config: null, peer: peer.value, warnings });
+  }
   if (typeof connector !== "string" || !(CONNECTORS as readonly string[]).includes(connector)) {
-    return err(`--kv-transfer-config: fennec has no kv_connector ${JSON.stringify(connector)}; it implements ${CONNECTORS.join(", ")} (the KV offload tier)`);
+    return err(`--kv-transfer-config: fennec has no kv_connector ${JSON.stringify(connector)}; it implements ${[...CONNECTORS, "NixlConnector"].join(", ")} (the KV offload tier; NixlConnector: fennec's own TCP transport between instances)`);
   }
   if (role === undefined || role === null) return err("Please specify kv_role when kv_connector is set, supported roles are ('kv_producer', 'kv_both', 'kv_consumer')");
   if (role !== "kv_both") return err(`--kv-transfer-config: ${connector} stores and loads KV, so kv_role must be kv_both (got ${String(role)})`);
@@ -239,4 +268,61 @@ function parseOffloading(extra: Json, blockSize: number): Result<TierFields> {
     offloadPromptOnly = v.value;
   }
   return ok({ connector: "OffloadingConnector", backend: "cpu", cpuBytes: cpuBytes.value, lazy: false, diskPath: null, diskCapacityBytes: 0, diskBufferSlots: 0, usePageCache: false, offloadPromptOnly });
+}
+
+/** vLLM's NIXL side-channel defaults (vllm/envs.py) and lease (nixl_connector.py kv_lease_duration) */
+const DEFAULT_SIDE_CHANNEL_HOST = "localhost";
+const DEFAULT_SIDE_CHANNEL_PORT = 5600;
+const DEFAULT_LEASE_SECONDS = 30;
+/** NixlConnector extra-config keys fennec honours; the rest of vLLM's are refused by name */
+const PEER_KEYS = ["kv_lease_duration", "backends", "enforce_handshake_compat"] as const;
+const PEER_REFUSED: Readonly<Record<string, string>> = {
+  num_threads: "fennec's transport is one TCP connection per transfer on the event loop, not NIXL worker threads",
+  bidirectional_kv_xfer: "the decode side does not hand its blocks back for a next turn",
+  kv_recompute_threshold: "the decode side loads every remote block it is given",
+  decoder_kv_blocks_ttl: "it belongs to bidirectional_kv_xfer, which fennec does not do",
+  engine_ttl: "fennec keeps no per-remote-engine state between transfers",
+  push_registration_timeout: "fennec's connector pulls (NIXL read mode), it never pushes",
+  enable_cross_layers_blocks: "a fennec block already holds every layer",
+};
+
+/**
+ * NixlConnector's keys (vllm/config/kv_transfer.py, nixl_connector.py). kv_ip / kv_port, unused by vLLM's NIXL
+ * connector, name fennec's side channel when given; else VLLM_NIXL_SIDE_CHANNEL_HOST / _PORT as in vLLM.
+ */
+function parsePeer(transfer: Json, role: KvPeerConfig["role"], flags: KvTransferFlags, warnings: string[]): Result<KvPeerConfig> {
+  for (const key of ["kv_rank", "kv_parallel_size", "kv_buffer_size", "kv_connector_module_path", "enable_permute_local_kv"]) {
+    if (transfer[key] !== undefined && !(key === "kv_parallel_size" && transfer[key] === 1)) return err(`--kv-transfer-config: ${key} is not used by NixlConnector; remove it`);
+  }
+  const device = transfer["kv_buffer_device"];
+  if (device !== undefined && device !== "cpu") return err(`--kv-transfer-config: kv_buffer_device must be cpu on fennec (got ${JSON.stringify(device)})`);
+  const policy = transfer["kv_load_failure_policy"] ?? "fail";
+  if (policy !== "fail" && policy !== "recompute") return err(`--kv-transfer-config: kv_load_failure_policy must be one of 'recompute', 'fail' (got ${JSON.stringify(policy)})`);
+  const engineId = transfer["engine_id"] ?? crypto.randomUUID();
+  if (typeof engineId !== "string" || engineId === "") return err(`--kv-transfer-config: engine_id must be a non-empty string (got ${JSON.stringify(engineId)})`);
+  const host = transfer["kv_ip"] ?? flags.sideChannelHost ?? DEFAULT_SIDE_CHANNEL_HOST;
+  if (typeof host !== "string" || host === "") return err(`--kv-transfer-config: kv_ip must be a host name or address (got ${JSON.stringify(host)})`);
+  const portRaw = transfer["kv_port"] ?? (flags.sideChannelPort !== null && flags.sideChannelPort !== undefined ? Number(flags.sideChannelPort) : DEFAULT_SIDE_CHANNEL_PORT);
+  if (typeof portRaw !== "number" || !Number.isInteger(portRaw) || portRaw < 0 || portRaw > 65535) {
+    return err(`--kv-transfer-config: the side-channel port (kv_port or VLLM_NIXL_SIDE_CHANNEL_PORT) must be an integer 0-65535 (got ${JSON.stringify(transfer["kv_port"] ?? flags.sideChannelPort)})`);
+  }
+  const extra = transfer["kv_connector_extra_config"] ?? {};
+  if (!isObject(extra)) return err("--kv-transfer-config: kv_connector_extra_config must be a JSON object");
+  for (const key of Object.keys(extra)) {
+    const why = PEER_REFUSED[key];
+    if (why !== undefined) return err(`kv_connector_extra_config: NixlConnector's "${key}" is not supported by fennec: ${why}; remove it`);
+    if (!(PEER_KEYS as readonly string[]).includes(key)) return err(`kv_connector_extra_config: NixlConnector has no key "${key}" on fennec (keys: ${PEER_KEYS.join(", ")})`);
+  }
+  const backends = extra["backends"];
+  if (backends !== undefined && !(Array.isArray(backends) && backends.length > 0 && backends.every((b) => b === "UCX" || b === "TCP"))) {
+    return err(`kv_connector_extra_config: backends ${JSON.stringify(backends)}: fennec's transport is TCP; give ["UCX"] (vLLM's default, mapped to it) or ["TCP"]`);
+  }
+  const compat = extra["enforce_handshake_compat"];
+  if (compat !== undefined && compat !== true) return err("kv_connector_extra_config: enforce_handshake_compat must be true on fennec: blocks of another layout cannot be read");
+  const lease = extra["kv_lease_duration"] ?? DEFAULT_LEASE_SECONDS;
+  if (typeof lease !== "number" || !Number.isFinite(lease) || lease <= 0) return err(`kv_connector_extra_config: kv_lease_duration must be a positive number of seconds (got ${JSON.stringify(lease)})`);
+  if (role === "kv_both") {
+    warnings.push("Using kv_role='kv_both' with NixlConnector is deprecated and will be removed in a future release. Please set kv_role='kv_producer' for prefill instances and kv_role='kv_consumer' for decode instances.");
+  }
+  return ok({ connector: "NixlConnector", role, engineId, host, port: portRaw, leaseSeconds: lease, loadFailurePolicy: policy });
 }

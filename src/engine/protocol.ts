@@ -5,7 +5,7 @@
 import type { SamplingParams } from "./sampling-params.ts";
 import type { FinishReason, RequestTimes, StepStats } from "./stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
-import type { KvOffloadConfig } from "./kv-transfer-config.ts";
+import type { KvOffloadConfig, KvPeerConfig } from "./kv-transfer-config.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 import type { SpeculativeConfig } from "./speculative-config.ts";
 
@@ -33,6 +33,8 @@ export interface EngineArgs {
   readonly kvCacheDtype?: KvCacheDtypeName;
   /** the KV offload tier (--kv-offloading-size / --kv-transfer-config); null or absent: none */
   readonly kvOffload?: KvOffloadConfig | null;
+  /** NixlConnector: fennec's KV connector between instances (prefill / decode on other processes); null or absent: none */
+  readonly kvPeer?: KvPeerConfig | null;
   /** --speculative-config, parsed (null/absent: no speculative decoding) */
   readonly speculativeConfig?: SpeculativeConfig | null;
   /** cap on drafted tokens per step, shared by the decoding requests (null: none; absent: k + 1, see engine.ts) */
@@ -88,6 +90,8 @@ export interface RequestDelta {
   readonly times: RequestTimes;
   /** with exportKv, on finish */
   readonly kv?: KvHandoff;
+  /** on finish, with a KV connector between instances: the response's kv_transfer_params (vLLM request_finished) */
+  readonly kvTransferParams?: Readonly<Record<string, unknown>> | null;
 }
 
 /** How the engine Worker gets its model runner. */

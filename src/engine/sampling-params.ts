@@ -41,6 +41,11 @@ export interface SamplingParams {
   readonly priority: number;
   /** vLLM cache_salt (request-level there): prefix-cache blocks are shared only between requests with the same salt */
   readonly cacheSalt: string | null;
+  /**
+   * vLLM kv_transfer_params (SamplingParams.extra_args there): the per-request protocol of the KV connector between
+   * instances, read by the engine's connector (engine/kv-peer-connector.ts); null = none
+   */
+  readonly kvTransferParams?: Readonly<Record<string, unknown>> | null;
 }
 
 export const DEFAULT_SAMPLING_PARAMS: SamplingParams = {
@@ -58,6 +63,7 @@ export const SAMPLING_WIRE_NAMES: Readonly<Record<keyof SamplingParams, string>>
   includeStopStrInOutput: "include_stop_str_in_output", ignoreEos: "ignore_eos", minTokens: "min_tokens",
   maxTokens: "max_tokens", skipSpecialTokens: "skip_special_tokens", structuredOutputs: "structured_outputs",
   allowedTokenIds: "allowed_token_ids", badWordsTokenIds: "bad_words", priority: "priority", cacheSalt: "cache_salt",
+  kvTransferParams: "kv_transfer_params",
 };
 
 /** vLLM's default --max-logprobs */

@@ -147,6 +147,8 @@ export class Scheduler {
         if (this.kv.isNextBlockPending(request, computed)) { w++; numDeferred++; continue; }
         // its next blocks are in the offload tier: it waits for their load instead of computing them
         if (this.connector?.startLoad(request, computed)) { this.waiting.splice(w, 1); continue; }
+        // its prompt is on another instance but there is no room to read it yet: it keeps its place
+        if (this.connector?.mustWait?.(request)) break;
         const startPos = request.numComputedTokens + computed.numTokens;
         const numNew = capForPromptLogits(request, startPos, Math.min(request.numTokens - startPos, budget));
         // this step's prompt-logprob rows are spent: it starts next step, still first in line

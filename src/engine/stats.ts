@@ -52,6 +52,33 @@ export interface StepStats {
   readonly kvOffload?: KvOffloadStepStats;
   /** with a speculative config: this step's drafts and acceptances */
   readonly specDecoding?: SpecDecodingStats;
+  /** the KV connector between instances (NixlConnector), present only when configured */
+  readonly kvPeer?: KvPeerStepStats;
+}
+
+/** One successful KV read from another instance (vLLM NixlKVConnectorStats: one entry per transfer). */
+export interface KvPeerTransfer {
+  /** read sent -> last block received (NIXL xferDuration) */
+  readonly seconds: number;
+  /** connect + read request written (NIXL postDuration) */
+  readonly postSeconds: number;
+  readonly bytes: number;
+  /** contiguous regions copied: blocks x layers x (K, V) (NIXL descCount) */
+  readonly descriptors: number;
+}
+
+/** The connector between instances over one engine step: counts since the previous step. */
+export interface KvPeerStepStats {
+  readonly transfers: readonly KvPeerTransfer[];
+  readonly failedTransfers: number;
+  readonly failedNotifications: number;
+  /** prefill side: pinned requests freed by the lease (vllm:nixl_num_kv_expired_reqs) */
+  readonly expiredRequests: number;
+  /** decode side, vLLM external_prefix_cache_*: tokens beyond the local hit / granted by the remote prefill, at admission */
+  readonly externalQueries: number;
+  readonly externalHits: number;
+  /** one line per event (expiry, failed read), logged by the main thread */
+  readonly logLines: readonly string[];
 }
 
 /**

@@ -88,7 +88,9 @@ class EngineWorker {
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
         grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
       });
-      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, startupLines: this.engine.offload?.describe() ?? [], maxModelLen: config.value.maxModelLen, backend });
+      await this.engine.peer?.listen();
+      const startupLines = [...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
+      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, startupLines, maxModelLen: config.value.maxModelLen, backend });
       for (const m of this.pending.splice(0)) this.handle(m);
       await this.loop(this.engine);
     } catch (e) {

@@ -50,6 +50,8 @@ interface ParentState {
   promptLogprobsSent: boolean;
   /** pd pipelines: the prompt's KV blocks, from the finishing delta */
   kv: KvHandoff | null;
+  /** the engine's kv_transfer_params at finish (a prefill instance's answer for the decode instance) */
+  kvTransferParams: Readonly<Record<string, unknown>> | null;
   done: boolean;
 }
 
@@ -112,7 +114,7 @@ export class EngineFrontend implements Orchestrator {
     if (signal?.aborted) return;
     const parent: ParentState = {
       request, sequences: [], queue: new OutputQueue(), counter: new ParentRequestCounter(n), promptLogprobs: null, promptLogprobsSent: false,
-      kv: null, done: false,
+      kv: null, kvTransferParams: null, done: false,
     };
     for (let index = 0; index < n; index++) {
       const sequenceId = sequenceIds[index]!;
@@ -164,6 +166,7 @@ export class EngineFrontend implements Orchestrator {
       seq.numCachedTokens = delta.numCachedTokens;
       if (delta.promptLogprobs && parent.promptLogprobs === null) parent.promptLogprobs = delta.promptLogprobs;
       if (delta.kv) parent.kv = delta.kv;
+      if (delta.kvTransferParams) parent.kvTransferParams = delta.kvTransferParams;
       const { output, abortEngine } = seq.processor.process(delta);
       if (abortEngine) {
         this.client.abort([seq.sequenceId]);
@@ -193,6 +196,7 @@ export class EngineFrontend implements Orchestrator {
     parent.queue.push({
       requestId: parent.request.requestId, outputs, numPromptTokens: parent.request.promptTokenIds.length,
       numCachedTokens: first.numCachedTokens, ...(promptLogprobs ? { promptLogprobs } : {}), ...(parent.kv ? { kv: parent.kv } : {}),
+      ...(parent.kvTransferParams ? { kvTransferParams: parent.kvTransferParams } : {}),
       finished: parent.sequences.every((s) => s.finished), times: first.times,
     });
   }

@@ -66,6 +66,8 @@ export interface RequestOutput {
   readonly times: RequestTimes;
   /** with exportKv, on the finished output: the prompt's KV blocks (RequestDelta.kv) */
   readonly kv?: KvHandoff;
+  /** on the finished output, with a KV connector between instances: the response's kv_transfer_params */
+  readonly kvTransferParams?: Readonly<Record<string, unknown>>;
 }
 
 export interface Orchestrator {

@@ -14,7 +14,11 @@ export type BucketFamily =
   | "kv_offload_size"
   | "kv_offload_lookup_sync"
   | "kv_offload_lookup_async"
-  | "kv_offload_allocation";
+  | "kv_offload_allocation"
+  | "nixl_xfer_time"
+  | "nixl_post_time"
+  | "nixl_bytes"
+  | "nixl_descriptors";
 
 /** Fixed families; `request_tokens` depends on max_model_len and is filled by `bucketsFor`. */
 const FIXED_BUCKETS: Readonly<Record<Exclude<BucketFamily, "request_tokens">, readonly number[]>> = {
@@ -31,6 +35,11 @@ const FIXED_BUCKETS: Readonly<Record<Exclude<BucketFamily, "request_tokens">, re
   kv_offload_lookup_sync: [1e-5, 5e-5, 1e-4, 5e-4, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1],
   kv_offload_lookup_async: [1e-4, 5e-4, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10],
   kv_offload_allocation: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144],
+  // NixlConnector (vllm/distributed/kv_transfer/kv_connector/v1/nixl/stats.py)
+  nixl_xfer_time: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0],
+  nixl_post_time: [0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0],
+  nixl_bytes: [2 ** 11, 2 ** 13, 2 ** 15, 2 ** 17, 2 ** 19, 2 ** 21, 2 ** 23, 2 ** 25, 2 ** 27, 2 ** 29, 2 ** 31, 2 ** 33],
+  nixl_descriptors: [10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000],
 };
 
 /**

@@ -31,7 +31,7 @@ export interface MetricDef {
   readonly buckets?: BucketFamily;
   readonly flag?: MetricFlag;
   /** only with this KV connector configured (the offload tier's series) */
-  readonly connector?: "OffloadingConnector" | "SimpleCPUOffloadConnector";
+  readonly connector?: "OffloadingConnector" | "SimpleCPUOffloadConnector" | "NixlConnector";
   /** speculative decoding: an extra `position` label, "0" .. "k-1" for k = num_speculative_tokens (pre-created) */
   readonly positionLabel?: true;
   /** "X.Y": shown with a DEPRECATED note in X.Y, hidden in X.Y+1, removed from X.Y+2 */
@@ -155,6 +155,34 @@ const METRICS = {
   simple_kv_offload_info: {
     name: "vllm:simple_kv_offload_info", type: "gauge", connector: "SimpleCPUOffloadConnector", infoLabels: SIMPLE_KV_OFFLOAD_INFO_LABELS,
     help: "SimpleCPUOffloadConnector deployment facts. Value is always 1. backend is cpu or disk; page_cache and lazy_offload are true/false; capacity_blocks is the offload pool size.",
+  },
+  // NixlConnector: fennec's connector between instances under vLLM's name (nixl/stats.py; help texts as vLLM's, the
+  // double space of num_descriptors included)
+  nixl_xfer_time: {
+    name: "vllm:nixl_xfer_time_seconds", type: "histogram", connector: "NixlConnector", buckets: "nixl_xfer_time",
+    help: "Histogram of transfer duration for NIXL KV Cache transfers.",
+  },
+  nixl_post_time: {
+    name: "vllm:nixl_post_time_seconds", type: "histogram", connector: "NixlConnector", buckets: "nixl_post_time",
+    help: "Histogram of transfer post time for NIXL KV Cache transfers.",
+  },
+  nixl_bytes_transferred: {
+    name: "vllm:nixl_bytes_transferred", type: "histogram", connector: "NixlConnector", buckets: "nixl_bytes",
+    help: "Histogram of bytes transferred per NIXL KV Cache transfers.",
+  },
+  nixl_num_descriptors: {
+    name: "vllm:nixl_num_descriptors", type: "histogram", connector: "NixlConnector", buckets: "nixl_descriptors",
+    help: "Histogram of number of descriptors per NIXL  KV Cache transfers.",
+  },
+  nixl_num_failed_transfers: {
+    name: "vllm:nixl_num_failed_transfers_total", type: "counter", connector: "NixlConnector", help: "Number of failed NIXL KV Cache transfers.",
+  },
+  nixl_num_failed_notifications: {
+    name: "vllm:nixl_num_failed_notifications_total", type: "counter", connector: "NixlConnector", help: "Number of failed NIXL KV Cache notifications.",
+  },
+  nixl_num_kv_expired_reqs: {
+    name: "vllm:nixl_num_kv_expired_reqs_total", type: "counter", connector: "NixlConnector",
+    help: "Number of requests that had their KV expire. NOTE: This metric is tracked on the P instance.",
   },
   // OffloadingConnector, the native offload (--kv-offloading-size; offloading/metrics.py, kv_offload/cpu/spec.py)
   kv_offload_load_bytes: { name: "vllm:kv_offload_load_bytes_total", type: "counter", connector: "OffloadingConnector", help: "Total bytes loaded from offload storage to GPU." },

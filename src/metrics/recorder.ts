@@ -10,7 +10,7 @@
  * - `--disable-log-stats` registers no engine series at all (process metrics stay).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
-import { SAVE_OUTCOMES, type KvOffloadStepStats } from "../engine/stats.ts";
+import { SAVE_OUTCOMES, type KvOffloadStepStats, type KvPeerStepStats } from "../engine/stats.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import { bucketsFor } from "./buckets.ts";
@@ -43,6 +43,8 @@ export interface RecorderOptions {
   readonly cacheConfig?: Readonly<Partial<Record<(typeof CACHE_CONFIG_LABELS)[number], string | number | boolean | null>>>;
   /** the KV offload tier, when configured: its connector's series exist, with these deployment facts */
   readonly kvOffload?: KvOffloadFacts | null;
+  /** NixlConnector (fennec's connector between instances) configured: the vllm:nixl_* series exist */
+  readonly kvPeerConnector?: "NixlConnector" | null;
 }
 
 export interface KvOffloadFacts {
@@ -194,7 +196,7 @@ export class MetricsRecorder implements StatsListener {
       const def = CATALOGUE[key];
       if (def.scope === "http" || def.scope === "frontend") continue;
       if (def.flag === "enable-mfu-metrics" && !options.enableMfuMetrics) continue;
-      if (def.connector !== undefined && def.connector !== options.kvOffload?.connector) continue;
+      if (def.connector !== undefined && def.connector !== (options.kvOffload?.connector ?? options.kvPeerConnector)) continue;
       if (def.flag === "speculative-config" && !options.numSpeculativeTokens) continue;
       if (!isVisible(def.deprecatedIn, options.deprecation)) continue;
       this.metrics.set(key, this.create(def));
@@ -290,13 +292,14 @@ export class MetricsRecorder implements StatsListener {
     this.inc("prefix_cache_queries", labels, stats.prefixCacheQueries);
     this.inc("prefix_cache_hits", labels, stats.prefixCacheHits);
     if (stats.kvOffload) this.onOffloadStep(stats.kvOffload, stats.engineIndex);
+    if (stats.kvPeer) this.onPeerStep(stats.kvPeer, stats.engineIndex);
     this.inc("gpu_prefix_cache_queries", labels, stats.prefixCacheQueries);
     this.inc("gpu_prefix_cache_hits", labels, stats.prefixCacheHits);
     this.inc("num_preemptions", labels, stats.numPreempted);
     // prompt tokens: computed, prefix-cache hits looked up this step, and KV received over a pipeline edge
     // (vLLM: the sources sum to prompt_tokens; cached = local hits + external)
     // KV that came over a pipeline edge or back from the offload tier
-    const external = (stats.numExternalKvTokens ?? 0) + (stats.kvOffload?.externalHits ?? 0);
+    const external = (stats.numExternalKvTokens ?? 0) + (stats.kvOffload?.externalHits ?? 0) + (stats.kvPeer?.externalHits ?? 0);
     this.inc("prompt_tokens", labels, stats.numPromptTokens + stats.prefixCacheHits + external);
     this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_compute" }), stats.numPromptTokens);
     this.inc("prompt_tokens_by_source", this.labels(stats.engineIndex, { source: "local_cache_hit" }), stats.prefixCacheHits);
@@ -333,6 +336,22 @@ export class MetricsRecorder implements StatsListener {
       this.inc("estimated_read_bytes_per_gpu", labels, cost.readBytes);
       this.inc("estimated_write_bytes_per_gpu", labels, cost.writeBytes);
     }
+  }
+
+  /** The connector between instances: one observation per successful transfer (vLLM NixlPromMetrics.observe). */
+  private onPeerStep(p: KvPeerStepStats, engineIndex: number): void {
+    const labels = this.labels(engineIndex);
+    this.inc("external_prefix_cache_queries", labels, p.externalQueries);
+    this.inc("external_prefix_cache_hits", labels, p.externalHits);
+    for (const t of p.transfers) {
+      this.observe("nixl_xfer_time", labels, t.seconds);
+      this.observe("nixl_post_time", labels, t.postSeconds);
+      this.observe("nixl_bytes_transferred", labels, t.bytes);
+      this.observe("nixl_num_descriptors", labels, t.descriptors);
+    }
+    this.inc("nixl_num_failed_transfers", labels, p.failedTransfers);
+    this.inc("nixl_num_failed_notifications", labels, p.failedNotifications);
+    this.inc("nixl_num_kv_expired_reqs", labels, p.expiredRequests);
   }
 
   /** The offload tier's step: counters by the step's deltas, gauges to the state after it (vLLM drains once a step). */

@@ -42,7 +42,14 @@ describe("kv transfer config", () => {
 
   test("what fennec cannot honour is refused, never ignored", () => {
     for (const json of [
-      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both" }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_connector_extra_config: { num_threads: 8 } }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_connector_extra_config: { push_registration_timeout: 1 } }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_connector_extra_config: { surprise: 1 } }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_rank: 0 }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_port: 70000 }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_load_failure_policy: "retry" }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_connector_extra_config: { backends: ["LIBFABRIC"] } }),
+      JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_both", kv_connector_extra_config: { kv_lease_duration: 0 } }),
       JSON.stringify({ kv_connector: "SimpleCPUOffloadConnector", kv_role: "kv_both", kv_port: 1 }),
       JSON.stringify({ kv_connector: "SimpleCPUOffloadConnector", kv_role: "kv_both", surprise: 1 }),
       JSON.stringify({ kv_connector: "SimpleCPUOffloadConnector", kv_role: "kv_producer" }),
@@ -57,6 +64,23 @@ describe("kv transfer config", () => {
       expect(r.ok ? "" : r.error).not.toBe("");
     }
     expect(parse({ kvOffloadingSize: 1, kvTransferConfig: simple({}) }).ok).toBe(false);
+  });
+
+  test("NixlConnector: fennec's connector between instances, vLLM's keys and defaults (side channel from VLLM_NIXL_SIDE_CHANNEL_*, lease 30 s, policy fail)", () => {
+    const d = parse({ kvTransferConfig: JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_producer" }) });
+    expect(d.ok && d.value.peer).toMatchObject({ connector: "NixlConnector", role: "kv_producer", host: "localhost", port: 5600, leaseSeconds: 30, loadFailurePolicy: "fail" });
+    expect(d.ok && d.value.peer?.engineId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(d.ok && d.value.config).toBeNull();
+    const env = parse({ kvTransferConfig: JSON.stringify({ kv_connector: "NixlConnector", kv_role: "kv_consumer" }), sideChannelHost: "10.0.0.2", sideChannelPort: "6000" });
+    expect(env.ok && env.value.peer).toMatchObject({ host: "10.0.0.2", port: 6000, role: "kv_consumer" });
+    const given = parse({ kvTransferConfig: JSON.stringify({
+      kv_connector: "NixlConnector", kv_role: "kv_both", engine_id: "p0", kv_ip: "127.0.0.1", kv_port: 0, kv_load_failure_policy: "recompute",
+      kv_connector_extra_config: { kv_lease_duration: 5, backends: ["UCX"] },
+    }), sideChannelPort: "6000" });
+    expect(given.ok && given.value.peer).toEqual({ connector: "NixlConnector", role: "kv_both", engineId: "p0", host: "127.0.0.1", port: 0, leaseSeconds: 5, loadFailurePolicy: "recompute" });
+    // vLLM's deprecation warning for kv_both with NIXL
+    expect(given.ok && given.value.warnings[0]).toStartWith("Using kv_role='kv_both' with NixlConnector is deprecated");
+    expect(parse({ kvTransferConfig: JSON.stringify({ kv_connector: "NixlConnector" }) })).toEqual({ ok: false, error: "Please specify kv_role when kv_connector is set, supported roles are ('kv_producer', 'kv_both', 'kv_consumer')" });
   });
 
   test("vLLM's warnings: disk-only keys on the cpu backend; no prefix caching turns the tier off", () => {

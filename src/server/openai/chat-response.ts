@@ -72,7 +72,7 @@ export function chatCompletionBody(answer: ChatAnswer, result: GenerationResult)
     prompt_logprobs: result.promptLogprobs ? promptLogprobsWire(answer.tokenizer, result.promptLogprobs) : null,
     prompt_token_ids: returnTokenIds ? answer.promptTokenIds : null,
     prompt_text: null,
-    kv_transfer_params: null,
+    kv_transfer_params: result.kvTransferParams,
     ec_transfer_params: null,
     metrics: metricsWire({ enabled: answer.enablePerRequestMetrics, n, numPrompts: 1, times: result.times, numGenerationTokens: completionTokens }, false),
   };

@@ -83,7 +83,7 @@ export function completionBody(answer: CompletionAnswer, results: readonly Gener
     id, object: "text_completion", created, model, choices,
     service_tier: null, system_fingerprint: answer.fingerprint,
     usage: { ...usageWire(promptTokens, completionTokens), prompt_tokens_details: promptTokensDetails(answer.enablePromptTokensDetails, results.reduce((s, r) => s + r.numCachedTokens, 0)) },
-    kv_transfer_params: null,
+    kv_transfer_params: results[0]?.kvTransferParams ?? null,
     ec_transfer_params: null,
     metrics: metricsWire(metricsInput(answer, results[0]!.times, completionTokens), false),
   };

@@ -95,6 +95,8 @@ export interface GenerationResult {
   readonly times: RequestTimes | null;
   /** with sampling.promptLogprobs: one entry per prompt token (the first null) */
   readonly promptLogprobs: readonly (PositionLogprobs | null)[] | null;
+  /** vLLM's response kv_transfer_params (a prefill instance's answer), null otherwise */
+  readonly kvTransferParams: Readonly<Record<string, unknown>> | null;
 }
 
 export function newChoice(index: number): ChoiceResult {
@@ -128,7 +130,7 @@ export async function collectGeneration(orchestrator: Orchestrator, request: Gen
     last = output;
   }
   for (const c of choices) if (c.finishReason === null) c.finishReason = "abort";
-  return { choices, numPromptTokens: last?.numPromptTokens ?? request.promptTokenIds.length, numCachedTokens: last?.numCachedTokens ?? 0, times: last?.times ?? null, promptLogprobs };
+  return { choices, numPromptTokens: last?.numPromptTokens ?? request.promptTokenIds.length, numCachedTokens: last?.numCachedTokens ?? 0, times: last?.times ?? null, promptLogprobs, kvTransferParams: last?.kvTransferParams ?? null };
 }
 
 /**

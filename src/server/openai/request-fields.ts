@@ -100,7 +100,7 @@ export const REQUEST_FIELDS: readonly RequestField[] = [
   row("return_prompt_text", BOTH, "refused", "prompt_text in the answer is not implemented yet.", (v) => v === null || v === false),
   row("return_assistant_tokens_mask", CHAT, "refused", "Render endpoint only in vLLM; fennec has none.", (v) => v === null || v === false),
   row("cache_salt", BOTH, "implemented", "Separates prefix-cache namespaces: blocks are reused only under the same salt."),
-  row("kv_transfer_params", BOTH, "refused", "Disaggregated prefill runs inside fennec (--pipeline pd), not across servers.", (v) => v === null),
+  row("kv_transfer_params", BOTH, "implemented", "With --kv-transfer-config NixlConnector (fennec's TCP transport): do_remote_decode pins the prompt's blocks and the answer carries the params; do_remote_prefill reads them from the prefill instance. Without a connector it is refused (400)."),
   row("ec_transfer_params", BOTH, "refused", "Encoder-cache disaggregation: fennec runs no encoder.", (v) => v === null),
   row("vllm_xargs", BOTH, "refused", "Extra arguments for custom logits processors, which fennec cannot load.", empty),
   row("repetition_detection", BOTH, "refused", "Early stop on repeated n-grams is not implemented.", (v) => v === null),

@@ -49,6 +49,7 @@ const samplingFields = {
   request_id: t.Optional(t.Nullable(t.String({ description: "vLLM extra: id used in the response (`X-Request-Id` header wins)." }))),
   priority: nullableInteger("vLLM extra: with --scheduling-policy priority, lower runs first (then arrival); any other value than 0 is refused under fcfs.", 0),
   cache_salt: t.Optional(t.Nullable(t.String({ description: "vLLM extra: prefix-cache blocks are reused only by requests with the same salt (a separate namespace per tenant)." }))),
+  kv_transfer_params: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown(), { description: "vLLM extra: the KV connector's per-request protocol between a prefill and a decode instance (needs --kv-transfer-config with NixlConnector): {\"do_remote_decode\": true} on the prefill leg; the prefill answer's kv_transfer_params on the decode leg." }))),
   return_tokens_as_token_ids: nullableBoolean("vLLM extra: logprob tokens are written `token_id:{id}` (default: --return-tokens-as-token-ids)."),
   prompt_logprobs: nullableInteger("vLLM extra: log probabilities of the top 0..20 tokens at every prompt position (not with streaming).", 1),
   return_token_ids: nullableBoolean("vLLM extra: also return the generated token ids (`token_ids` per choice) and the prompt's (`prompt_token_ids`)."),

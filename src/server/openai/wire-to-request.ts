@@ -64,7 +64,7 @@ export function checkRequestOptions(body: RequestOptionsBody): void {
 /** Fields chat and completions share, already past the schema (types are right, ranges not yet checked). */
 type SharedBody = Pick<ChatCompletionBody, "n" | "temperature" | "top_p" | "top_k" | "min_p" | "presence_penalty"
   | "frequency_penalty" | "repetition_penalty" | "logit_bias" | "seed" | "stop" | "stop_token_ids"
-  | "include_stop_str_in_output" | "ignore_eos" | "min_tokens" | "skip_special_tokens" | "prompt_logprobs" | "priority" | "cache_salt">;
+  | "include_stop_str_in_output" | "ignore_eos" | "min_tokens" | "skip_special_tokens" | "prompt_logprobs" | "priority" | "cache_salt" | "kv_transfer_params">;
 
 export interface SamplingInput {
   readonly body: SharedBody;
@@ -132,7 +132,10 @@ export function toSamplingParams(input: SamplingInput): SamplingParams {
     structuredOutputs: null, allowedTokenIds: null, badWordsTokenIds: [],
     priority: b.priority ?? d.priority,
     cacheSalt: b.cache_salt ?? d.cacheSalt,
+    kvTransferParams: b.kv_transfer_params ?? null,
   };
+  // one sequence per transfer: n children would read (and free) the same remote blocks
+  if (params.kvTransferParams !== null && params.n !== 1) throw invalidParam("kv_transfer_params", `kv_transfer_params needs n = 1 (got n = ${params.n}).`, params.n);
   if (input.maxTokens !== null && input.maxTokens < 1) {
     throw invalidParam(input.maxTokensParam, `${input.maxTokensParam} must be at least 1, got ${input.maxTokens}.`, input.maxTokens);
   }
