@@ -7,8 +7,8 @@
 // Head-major blocks: the keys one task reads (one KV head) lie in runs of blockSize * headDim contiguous halves, which
 // the hardware prefetcher streams (key-major rows, headDim of every numKvHeads * headDim, ran at half the speed once
 // the cache left L2).
-// One task = (query row, KV head, segment of up to SEGMENT_KEYS keys); tasks are split across threads, and rows with
-// more than one segment merge them afterwards (attention_merge). Scores and widened rows live in per-thread scratch.
+// One task = (tile of query rows, KV head, segment of up to SEGMENT_KEYS keys); tasks are split across threads, and rows
+// with more than one segment merge them afterwards (attention_merge). Scores and widened rows live in per-thread scratch.
 import { expF32, expF32x4, f16ToF32, f16x4ToF32x4, f32ToF16, f32x4ToF16x4, hsumf, reduce4f } from "./common";
 
 /** Store k, v [numRows, numKvHeads * headDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
@@ -245,12 +245,36 @@ function expInPlace(x: usize, n: i32, max: f32): f32 {
   return sum;
 }
 
-/** Keys per attention task: longer contexts split into segments that run in parallel, then merge (attention_merge). */
+/** Keys per attention segment: longer rows split into segments that run as separate tasks, then merge (attention_merge). */
 export const SEGMENT_KEYS: i32 = 256;
 
 /** SEGMENT_KEYS for the host, which lays out the tasks. */
 export function attention_segment_keys(): i32 {
   return SEGMENT_KEYS;
+}
+
+/**
+ * Query rows per tile: a task scores the rows of one tile (consecutive rows of one sequence) against each K/V block
+ * it widens, so a prefill widens each key once per tile instead of once per row (llama.cpp ggml_compute_forward_
+ * flash_ext_f16 takes one query row per pass; the tile is FlashAttention's Q block).
+ */
+export const TILE_ROWS: i32 = 16;
+
+/** TILE_ROWS for the host, which cuts the tiles. */
+export function attention_tile_rows(): i32 {
+  return TILE_ROWS;
+}
+
+/** Keys widened at a time (K, then V): 64 rows of headDim 64 are 16 KiB of f32, L1-resident. */
+const KV_BLOCK_KEYS: i32 = 64;
+
+/**
+ * Floats of per-thread scratch the attention kernels use for `groupSize` query heads per KV head: the scores of a
+ * tile's query vectors over a segment [TILE_ROWS * groupSize, SEGMENT_KEYS], their sums of exp, and one block of
+ * widened K or V rows [KV_BLOCK_KEYS, headDim].
+ */
+export function attention_scratch_floats(groupSize: i32, headDim: i32): i32 {
+  return TILE_ROWS * groupSize * (SEGMENT_KEYS + 1) + KV_BLOCK_KEYS * headDim;
 }
 
 /** Floats of one task's partial result per query head: max score, sum of exp, then the unnormalized output [headDim]. */
@@ -259,8 +283,65 @@ export function attention_segment_keys(): i32 {
   return headDim + 2;
 }
 
-/** Keys whose widened V rows are in scratch at a time: 64 rows of headDim 64 are 16 KiB, L1-resident. */
-const V_BLOCK_KEYS: i32 = 64;
+/**
+ * dst[t] = (q . k_t) * scale for the m widened K rows at kRows [m, headDim]; every score is dotF32's sum (4 lanes over
+ * the dims, then (l0 + l2) + (l1 + l3)), however the keys are grouped, so the bits never depend on the tiling.
+ */
+function scoreKeys(dst: usize, qv: usize, kRows: usize, m: i32, headDim: i32, scale: f32): void {
+  let t = 0;
+  if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
+    const rowBytes = <usize>(headDim << 2);
+    const sv = f32x4.splat(scale);
+    for (; t + 4 <= m; t += 4) {
+      const k = kRows + <usize>t * rowBytes;
+      let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+      for (let d = 0; d < headDim; d += 4) {
+        const qd = v128.load(qv + (<usize>d << 2));
+        const r = k + (<usize>d << 2);
+        a0 = f32x4.add(a0, f32x4.mul(qd, v128.load(r)));
+        a1 = f32x4.add(a1, f32x4.mul(qd, v128.load(r + rowBytes)));
+        a2 = f32x4.add(a2, f32x4.mul(qd, v128.load(r + 2 * rowBytes)));
+        a3 = f32x4.add(a3, f32x4.mul(qd, v128.load(r + 3 * rowBytes)));
+      }
+      v128.store(dst + (<usize>t << 2), f32x4.mul(reduce4f(a0, a1, a2, a3), sv));
+    }
+  }
+  for (; t < m; t++) store<f32>(dst + (<usize>t << 2), dotF32(qv, kRows + <usize>(t * headDim) * 4, headDim) * scale);
+}
+
+/** scoreKeys for two query vectors at once: each loaded K vector feeds both (same bits as two scoreKeys calls). */
+function scoreKeys2(dstA: usize, dstB: usize, qa: usize, qb: usize, kRows: usize, m: i32, headDim: i32, scale: f32): void {
+  let t = 0;
+  if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
+    const rowBytes = <usize>(headDim << 2);
+    const sv = f32x4.splat(scale);
+    for (; t + 4 <= m; t += 4) {
+      const k = kRows + <usize>t * rowBytes;
+      let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+      let b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+      for (let d = 0; d < headDim; d += 4) {
+        const qA = v128.load(qa + (<usize>d << 2));
+        const qB = v128.load(qb + (<usize>d << 2));
+        const r = k + (<usize>d << 2);
+        const k0 = v128.load(r), k1 = v128.load(r + rowBytes), k2 = v128.load(r + 2 * rowBytes), k3 = v128.load(r + 3 * rowBytes);
+        a0 = f32x4.add(a0, f32x4.mul(qA, k0));
+        b0 = f32x4.add(b0, f32x4.mul(qB, k0));
+        a1 = f32x4.add(a1, f32x4.mul(qA, k1));
+        b1 = f32x4.add(b1, f32x4.mul(qB, k1));
+        a2 = f32x4.add(a2, f32x4.mul(qA, k2));
+        b2 = f32x4.add(b2, f32x4.mul(qB, k2));
+        a3 = f32x4.add(a3, f32x4.mul(qA, k3));
+        b3 = f32x4.add(b3, f32x4.mul(qB, k3));
+      }
+      v128.store(dstA + (<usize>t << 2), f32x4.mul(reduce4f(a0, a1, a2, a3), sv));
+      v128.store(dstB + (<usize>t << 2), f32x4.mul(reduce4f(b0, b1, b2, b3), sv));
+    }
+  }
+  if (t < m) {
+    scoreKeys(dstA + (<usize>t << 2), qa, kRows + <usize>(t * headDim) * 4, m - t, headDim, scale);
+    scoreKeys(dstB + (<usize>t << 2), qb, kRows + <usize>(t * headDim) * 4, m - t, headDim, scale);
+  }
+}
 
 /**
  * o [headDim] += sum over keys t of e[t] * v_t, in key order, with the V rows widened at vRows [numKeys, headDim] f32.
@@ -289,7 +370,54 @@ function accumulateWeighted(o: usize, e: usize, vRows: usize, numKeys: i32, head
       v128.store(od, a3, 48);
     }
   }
-  for (; d < headDim; d++) {
+  accumulateTail(o, e, vRows, numKeys, headDim, d);
+}
+
+/** accumulateWeighted for two outputs over the same keys: each loaded V vector feeds both (same bits as two calls). */
+function accumulateWeighted2(oa: usize, ob: usize, ea: usize, eb: usize, vRows: usize, numKeys: i32, headDim: i32): void {
+  let d = 0;
+  if (ASC_FEATURE_SIMD) {
+    const rowBytes = <usize>(headDim << 2);
+    for (; d + 16 <= headDim; d += 16) {
+      const da = oa + (<usize>d << 2);
+      const db = ob + (<usize>d << 2);
+      let a0 = v128.load(da), a1 = v128.load(da, 16), a2 = v128.load(da, 32), a3 = v128.load(da, 48);
+      let b0 = v128.load(db), b1 = v128.load(db, 16), b2 = v128.load(db, 32), b3 = v128.load(db, 48);
+      let v = vRows + (<usize>d << 2);
+      for (let t = 0; t < numKeys; t++) {
+        const pa = v128.load32_splat(ea + (<usize>t << 2));
+        const pb = v128.load32_splat(eb + (<usize>t << 2));
+        const v0 = v128.load(v);
+        a0 = f32x4.add(a0, f32x4.mul(pa, v0));
+        b0 = f32x4.add(b0, f32x4.mul(pb, v0));
+        const v1 = v128.load(v, 16);
+        a1 = f32x4.add(a1, f32x4.mul(pa, v1));
+        b1 = f32x4.add(b1, f32x4.mul(pb, v1));
+        const v2 = v128.load(v, 32);
+        a2 = f32x4.add(a2, f32x4.mul(pa, v2));
+        b2 = f32x4.add(b2, f32x4.mul(pb, v2));
+        const v3 = v128.load(v, 48);
+        a3 = f32x4.add(a3, f32x4.mul(pa, v3));
+        b3 = f32x4.add(b3, f32x4.mul(pb, v3));
+        v += rowBytes;
+      }
+      v128.store(da, a0);
+      v128.store(da, a1, 16);
+      v128.store(da, a2, 32);
+      v128.store(da, a3, 48);
+      v128.store(db, b0);
+      v128.store(db, b1, 16);
+      v128.store(db, b2, 32);
+      v128.store(db, b3, 48);
+    }
+  }
+  accumulateTail(oa, ea, vRows, numKeys, headDim, d);
+  accumulateTail(ob, eb, vRows, numKeys, headDim, d);
+}
+
+/** accumulateWeighted's scalar loop over dims [from, headDim). */
+function accumulateTail(o: usize, e: usize, vRows: usize, numKeys: i32, headDim: i32, from: i32): void {
+  for (let d = from; d < headDim; d++) {
     const od = o + (<usize>d << 2);
     let acc = load<f32>(od);
     for (let t = 0; t < numKeys; t++) acc = acc + load<f32>(e + (<usize>t << 2)) * load<f32>(vRows + (<usize>(t * headDim + d) << 2));
@@ -298,20 +426,22 @@ function accumulateWeighted(o: usize, e: usize, vRows: usize, numKeys: i32, head
 }
 
 /**
- * out, q [rows, numHeads * headDim] f32. rowInfo i32 [numTaskRows, 3] = (row, numKeys, blockTable byte address).
- * tasks i32 [numTasks, 5] = (rowInfo index, KV head, first key, end key, partial index or -1). One task = the group of
- * numHeads / numKvHeads query heads sharing a KV head (each K/V row widened from f16 once for the group) over one
- * segment of keys. A task that covers all of its row's keys (partial index -1) writes the output; otherwise it writes
- * per head (max, sum of exp, unnormalized output) at partials + index * groupSize * (headDim + 2) floats, and
- * attention_merge combines the segments. Tasks [taskStart, taskEnd).
- * scratch (per thread): scores [groupSize, SEGMENT_KEYS] f32, sums of exp [groupSize] f32, then the widened V rows
- * [V_BLOCK_KEYS, headDim] f32 (the K rows are widened 4 at a time into the same place).
+ * out, q [rows, numHeads * headDim] f32. rowInfo i32 [numTaskRows, 4] = (row, numKeys, blockTable byte address, first
+ * partial index or -1). tasks i32 [numTasks, 4] = (first rowInfo index, number of rows, KV head, segment): one task =
+ * a tile of up to TILE_ROWS consecutive rows of one sequence, the numHeads / numKvHeads query heads sharing one KV head,
+ * and one segment of SEGMENT_KEYS keys. Each K/V row of the segment is widened once per task and used by every query
+ * vector of the tile (rows x heads); the causal cut applies only where a row's keys end inside the segment (the
+ * diagonal). A row of one segment writes its output; a row of several writes, per segment and head, (max, sum of exp,
+ * unnormalized output) at partials + (first partial + KV head * segments + segment) * groupSize * (headDim + 2)
+ * floats, and attention_merge combines them. Every score, exp and sum is taken per query row in the same order
+ * whatever the tile (see scoreKeys): the bits depend on neither the batch, the tiling nor the thread count.
+ * Tasks [taskStart, taskEnd); scratch: attention_scratch_floats per thread.
  */
 export function attention_f16(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
   numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTasks(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, scratch, taskStart, taskEnd);
+  attentionTiles(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, scratch, taskStart, taskEnd);
 }
 
 /** attention_f16 over the 8-bit cache (kv_store_q8's layout): the same tasks, partials and order of sums. */
@@ -319,96 +449,115 @@ export function attention_q8(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
   numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTasks(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, scratch, taskStart, taskEnd);
+  attentionTiles(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, scratch, taskStart, taskEnd);
+}
+
+/** Keys of segment `segment` that rowInfo entry `r` attends to (0 when its keys end before the segment). */
+// @ts-ignore: decorator
+@inline function keysIn(rowInfo: usize, r: i32, segment: i32): i32 {
+  return max(0, min(SEGMENT_KEYS, load<i32>(rowInfo + (<usize>r << 4), 4) - segment * SEGMENT_KEYS));
+}
+
+/** Where query head g of rowInfo entry r accumulates for this segment: its output row, or its partial after (max, sum). */
+// @ts-ignore: decorator
+@inline function tileOutput(out: usize, partials: usize, rowInfo: usize, r: i32, segment: i32, qDim: i32, kvHead: i32, groupSize: i32, g: i32, headDim: i32): usize {
+  const info = rowInfo + (<usize>r << 4);
+  const base = load<i32>(info, 12);
+  if (base < 0) return out + (<usize>(load<i32>(info) * qDim + (kvHead * groupSize + g) * headDim) << 2);
+  const segments = (load<i32>(info, 4) + SEGMENT_KEYS - 1) / SEGMENT_KEYS;
+  const partial = base + kvHead * segments + segment;
+  return partials + (<usize>((partial * groupSize + g) * partialFloats(headDim) + 2) << 2);
 }
 
 /** The attention tasks over either cache type (`q8` is a constant in each caller, so each gets its own loop). */
 // @ts-ignore: decorator
-@inline function attentionTasks(
+@inline function attentionTiles(
   q8: bool, out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
   numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
-  const sums = scratch + (<usize>(groupSize * SEGMENT_KEYS) << 2);
-  const rows = sums + (<usize>groupSize << 2);
+  const segBytes = <usize>(SEGMENT_KEYS << 2);
+  const sums = scratch + <usize>(TILE_ROWS * groupSize) * segBytes;
+  const rows = sums + (<usize>(TILE_ROWS * groupSize) << 2);
+  const rowBytes = <usize>(headDim << 2);
   for (let task = taskStart; task < taskEnd; task++) {
-    const tk = tasks + <usize>(task * 20);
-    const info = rowInfo + <usize>(load<i32>(tk) * 12);
-    const kvHead = load<i32>(tk, 4);
-    const k0 = load<i32>(tk, 8);
-    const numKeys = load<i32>(tk, 12) - k0;
-    const partial = load<i32>(tk, 16);
-    const row = load<i32>(info);
-    const blockTable = <usize>load<i32>(info, 8);
-    const q0 = q + (<usize>(row * qDim + kvHead * groupSize * headDim) << 2);
-    let t = 0;
-    if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
-      // 4 keys at a time: 4 independent sums instead of one chain (each key's own order is dotF32's: same bits)
-      const rowBytes = <usize>(headDim << 2);
-      for (; t + 4 <= numKeys; t += 4) {
-        for (let j = 0; j < 4; j++) {
-          widenKv(q8, rows + <usize>j * rowBytes, kLayer, blockTable, k0 + t + j, kvHead, numKvHeads, headDim, blockSize);
+    const tk = tasks + (<usize>task << 4);
+    const first = load<i32>(tk);
+    const numTileRows = load<i32>(tk, 4);
+    const kvHead = load<i32>(tk, 8);
+    const segment = load<i32>(tk, 12);
+    const k0 = segment * SEGMENT_KEYS;
+    const blockTable = <usize>load<i32>(rowInfo + (<usize>first << 4), 8);
+    let nMax = 0;
+    for (let i = 0; i < numTileRows; i++) nMax = max(nMax, keysIn(rowInfo, first + i, segment));
+    // scores of every query vector of the tile, one widened block of K rows at a time
+    for (let kb = 0; kb < nMax; kb += KV_BLOCK_KEYS) {
+      const nb = min(KV_BLOCK_KEYS, nMax - kb);
+      for (let j = 0; j < nb; j++) {
+        widenKv(q8, rows + <usize>j * rowBytes, kLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
+      }
+      for (let i = 0; i < numTileRows; i++) {
+        const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
+        if (m <= 0) continue;
+        const q0 = q + (<usize>(load<i32>(rowInfo + (<usize>(first + i) << 4)) * qDim + kvHead * groupSize * headDim) << 2);
+        const s0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>kb << 2);
+        let g = 0;
+        for (; g + 2 <= groupSize; g += 2) {
+          scoreKeys2(s0 + <usize>g * segBytes, s0 + <usize>(g + 1) * segBytes, q0 + <usize>g * rowBytes, q0 + <usize>(g + 1) * rowBytes, rows, m, headDim, scale);
         }
-        for (let g = 0; g < groupSize; g++) {
-          const qg = q0 + (<usize>(g * headDim) << 2);
-          let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
-          for (let d = 0; d < headDim; d += 4) {
-            const qv = v128.load(qg + (<usize>d << 2));
-            const r = rows + (<usize>d << 2);
-            a0 = f32x4.add(a0, f32x4.mul(qv, v128.load(r)));
-            a1 = f32x4.add(a1, f32x4.mul(qv, v128.load(r + rowBytes)));
-            a2 = f32x4.add(a2, f32x4.mul(qv, v128.load(r + 2 * rowBytes)));
-            a3 = f32x4.add(a3, f32x4.mul(qv, v128.load(r + 3 * rowBytes)));
-          }
-          v128.store(scratch + (<usize>(g * SEGMENT_KEYS + t) << 2), f32x4.mul(reduce4f(a0, a1, a2, a3), f32x4.splat(scale)));
+        if (g < groupSize) scoreKeys(s0 + <usize>g * segBytes, q0 + <usize>g * rowBytes, rows, m, headDim, scale);
+      }
+    }
+    // per query vector: exp(score - max) in place of the scores, its sum, and its zeroed output
+    for (let i = 0; i < numTileRows; i++) {
+      const n = keysIn(rowInfo, first + i, segment);
+      if (n <= 0) continue;
+      const partial = load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0;
+      for (let g = 0; g < groupSize; g++) {
+        const sg = scratch + <usize>(i * groupSize + g) * segBytes;
+        const max = maxOf(sg, n);
+        const sum = expInPlace(sg, n, max);
+        const o = tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim);
+        if (partial) {
+          store<f32>(o - 8, max);
+          store<f32>(o - 4, sum);
+        } else {
+          store<f32>(sums + (<usize>(i * groupSize + g) << 2), sum);
+        }
+        memory.fill(o, 0, rowBytes);
+      }
+    }
+    // V one widened block at a time, added to every query vector's output in key order
+    for (let kb = 0; kb < nMax; kb += KV_BLOCK_KEYS) {
+      const nb = min(KV_BLOCK_KEYS, nMax - kb);
+      for (let j = 0; j < nb; j++) {
+        widenKv(q8, rows + <usize>j * rowBytes, vLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
+      }
+      for (let i = 0; i < numTileRows; i++) {
+        const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
+        if (m <= 0) continue;
+        const e0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>kb << 2);
+        let g = 0;
+        for (; g + 2 <= groupSize; g += 2) {
+          accumulateWeighted2(tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim),
+            tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g + 1, headDim),
+            e0 + <usize>g * segBytes, e0 + <usize>(g + 1) * segBytes, rows, m, headDim);
+        }
+        if (g < groupSize) {
+          accumulateWeighted(tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim),
+            e0 + <usize>g * segBytes, rows, m, headDim);
         }
       }
     }
-    for (; t < numKeys; t++) {
-      widenKv(q8, rows, kLayer, blockTable, k0 + t, kvHead, numKvHeads, headDim, blockSize);
+    for (let i = 0; i < numTileRows; i++) {
+      if (keysIn(rowInfo, first + i, segment) <= 0 || load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0) continue;
       for (let g = 0; g < groupSize; g++) {
-        store<f32>(scratch + (<usize>(g * SEGMENT_KEYS + t) << 2), dotF32(q0 + (<usize>(g * headDim) << 2), rows, headDim) * scale);
-      }
-    }
-    // per query head: exp(score - max) in place of the scores, and where its output goes (with its sum of exp)
-    for (let g = 0; g < groupSize; g++) {
-      const sg = scratch + (<usize>(g * SEGMENT_KEYS) << 2);
-      const max = maxOf(sg, numKeys);
-      const sum = expInPlace(sg, numKeys, max);
-      const o = outputOf(out, partials, partial, row, qDim, kvHead, groupSize, g, headDim);
-      if (partial >= 0) {
-        store<f32>(o - 8, max);
-        store<f32>(o - 4, sum);
-      } else {
-        store<f32>(sums + (<usize>g << 2), sum);
-      }
-      memory.fill(o, 0, <usize>(headDim << 2));
-    }
-    // V in blocks of keys whose widened rows stay in L1, each added to every head's output
-    for (let b = 0; b < numKeys; b += V_BLOCK_KEYS) {
-      const n = min(V_BLOCK_KEYS, numKeys - b);
-      for (let j = 0; j < n; j++) {
-        widenKv(q8, rows + (<usize>(j * headDim) << 2), vLayer, blockTable, k0 + b + j, kvHead, numKvHeads, headDim, blockSize);
-      }
-      for (let g = 0; g < groupSize; g++) {
-        const o = outputOf(out, partials, partial, row, qDim, kvHead, groupSize, g, headDim);
-        accumulateWeighted(o, scratch + (<usize>(g * SEGMENT_KEYS + b) << 2), rows, n, headDim);
-      }
-    }
-    if (partial < 0) {
-      for (let g = 0; g < groupSize; g++) {
-        scaleInPlace(outputOf(out, partials, -1, row, qDim, kvHead, groupSize, g, headDim), 1 / load<f32>(sums + (<usize>g << 2)), headDim);
+        const o = tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim);
+        scaleInPlace(o, 1 / load<f32>(sums + (<usize>(i * groupSize + g) << 2)), headDim);
       }
     }
   }
-}
-
-/** Where query head g of a task accumulates: the output row, or (partial >= 0) its partial after (max, sum). */
-// @ts-ignore: decorator
-@inline function outputOf(out: usize, partials: usize, partial: i32, row: i32, qDim: i32, kvHead: i32, groupSize: i32, g: i32, headDim: i32): usize {
-  if (partial < 0) return out + (<usize>(row * qDim + (kvHead * groupSize + g) * headDim) << 2);
-  return partials + (<usize>((partial * groupSize + g) * partialFloats(headDim) + 2) << 2);
 }
 
 /** x[d] *= s */

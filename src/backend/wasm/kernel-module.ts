@@ -22,6 +22,8 @@ export interface KernelExports {
   attention_q8(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
     numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
   attention_segment_keys(): number;
+  attention_tile_rows(): number;
+  attention_scratch_floats(groupSize: number, headDim: number): number;
   attention_merge(out: number, partials: number, merges: number, numHeads: number, numKvHeads: number, headDim: number, taskStart: number, taskEnd: number): void;
   rms_norm(out: number, x: number, w: number, numRows: number, dim: number, eps: number): void;
   rope_table(table: number, positions: number, numRows: number, ropeDim: number, freqBase: number): void;

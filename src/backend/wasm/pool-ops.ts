@@ -1,6 +1,6 @@
 /**
  * The operations the thread pool runs, and the shared control block every thread reads. An op's work units (row
- * groups of 4 for matmuls, (row, KV head, key segment) tasks for attention) are cut into chunks that threads claim one at a time
+ * groups of 4 for matmuls, (tile of query rows, KV head, key segment) tasks for attention) are cut into chunks that threads claim one at a time
  * from a ticket counter, so a thread the OS has descheduled does not hold the others up: whoever is running takes
  * the remaining chunks (the caller may end up doing all of them). Results never depend on who ran which chunk.
  *

@@ -158,6 +158,8 @@ export class WasmBackend implements Backend {
   private readonly attentionPartials: Scratch;
   /** keys per attention task (the kernels' SEGMENT_KEYS) */
   private readonly segmentKeys: number;
+  /** query rows per attention tile (the kernels' TILE_ROWS) */
+  private readonly tileRows: number;
   /** what the table in ropeTableScratch was computed for */
   private ropeTable = { positions: new Int32Array(0), ropeDim: 0, freqBase: 0 };
 
@@ -174,6 +176,7 @@ export class WasmBackend implements Backend {
     this.ropeTableScratch = new Scratch(heap);
     this.attentionPartials = new Scratch(heap);
     this.segmentKeys = k.attention_segment_keys();
+    this.tileRows = k.attention_tile_rows();
     this.setThreadScratch(0);
   }
 
@@ -462,6 +465,7 @@ export class WasmBackend implements Backend {
     const { numKvHeads, headDim, blockSize } = kv.shape;
     if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
     const groupSize = numHeads / numKvHeads;
+    const segmentsOf = (numKeys: number) => Math.ceil(numKeys / this.segmentKeys);
     let numRows = 0;
     let tableInts = 0;
     let numTasks = 0;
@@ -472,48 +476,55 @@ export class WasmBackend implements Backend {
       if (s.blockTable.length < need) throw new Error(`attention: block table of ${s.blockTable.length} blocks, ${need} needed`);
       numRows += s.numRows;
       tableInts += s.blockTable.length;
+      // tiles of up to tileRows rows; a tile has a task per KV head and segment its last (longest) row reaches
+      for (let i = 0; i < s.numRows; i += this.tileRows) numTasks += segmentsOf(s.startPos + Math.min(s.numRows, i + this.tileRows)) * numKvHeads;
       for (let i = 0; i < s.numRows; i++) {
-        const segments = Math.ceil((s.startPos + i + 1) / this.segmentKeys);
-        numTasks += segments * numKvHeads;
+        const segments = segmentsOf(s.startPos + i + 1);
         if (segments > 1) {
           numPartials += segments * numKvHeads;
           numMerges += numKvHeads;
         }
       }
     }
-    // scratch per thread: scores [groupSize, segmentKeys] + widened V rows [segmentKeys, headDim]
-    this.setThreadScratch(this.segmentKeys * (groupSize + headDim));
-    // int scratch: rowInfo [numRows, 3] (row, numKeys, block table address) | the block tables |
-    // tasks [numTasks, 5] (rowInfo index, KV head, first key, end key, partial index or -1) | merges [numMerges, 4]
-    const info = new Int32Array(numRows * 3 + tableInts + numTasks * 5 + numMerges * 4);
+    this.setThreadScratch(this.k.attention_scratch_floats(groupSize, headDim));
+    // int scratch: rowInfo [numRows, 4] (row, numKeys, block table address, first partial or -1) | the block tables |
+    // tasks [numTasks, 4] (first rowInfo index, rows, KV head, segment) | merges [numMerges, 4]
+    const info = new Int32Array(numRows * 4 + tableInts + numTasks * 4 + numMerges * 4);
     const base = this.ints.ensure(info.length * 4);
     let r = 0;
-    let tableAt = numRows * 3;
-    let taskAt = numRows * 3 + tableInts;
-    const mergeStart = taskAt + numTasks * 5;
+    let tableAt = numRows * 4;
+    let taskAt = numRows * 4 + tableInts;
+    const mergeStart = taskAt + numTasks * 4;
     let mergeAt = mergeStart;
     let partial = 0;
     for (const s of sequences) {
       info.set(s.blockTable, tableAt);
+      const firstRow = r;
       for (let i = 0; i < s.numRows; i++, r++) {
         const numKeys = s.startPos + i + 1;
-        info[r * 3] = s.rowStart + i;
-        info[r * 3 + 1] = numKeys;
-        info[r * 3 + 2] = base + tableAt * 4;
-        const segments = Math.ceil(numKeys / this.segmentKeys);
-        for (let h = 0; h < numKvHeads; h++) {
-          if (segments > 1) {
+        const segments = segmentsOf(numKeys);
+        info[r * 4] = s.rowStart + i;
+        info[r * 4 + 1] = numKeys;
+        info[r * 4 + 2] = base + tableAt * 4;
+        info[r * 4 + 3] = segments > 1 ? partial : -1;
+        if (segments > 1) {
+          for (let h = 0; h < numKvHeads; h++) {
             info[mergeAt++] = s.rowStart + i;
             info[mergeAt++] = h;
-            info[mergeAt++] = partial;
+            info[mergeAt++] = partial + h * segments;
             info[mergeAt++] = segments;
           }
-          for (let seg = 0; seg < segments; seg++) {
-            info[taskAt++] = r;
+          partial += segments * numKvHeads;
+        }
+      }
+      for (let i = 0; i < s.numRows; i += this.tileRows) {
+        const rows = Math.min(this.tileRows, s.numRows - i);
+        for (let h = 0; h < numKvHeads; h++) {
+          for (let seg = 0; seg < segmentsOf(s.startPos + i + rows); seg++) {
+            info[taskAt++] = firstRow + i;
+            info[taskAt++] = rows;
             info[taskAt++] = h;
-            info[taskAt++] = seg * this.segmentKeys;
-            info[taskAt++] = Math.min(numKeys, (seg + 1) * this.segmentKeys);
-            info[taskAt++] = segments > 1 ? partial++ : -1;
+            info[taskAt++] = seg;
           }
         }
       }
@@ -523,7 +534,7 @@ export class WasmBackend implements Backend {
     const partials = numPartials > 0 ? this.attentionPartials.ensure(numPartials * groupSize * (headDim + 2) * 4) : 0;
     const o = asBuffer(out).ptr;
     const args = [o, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
-      base + (numRows * 3 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize];
+      base + (numRows * 4 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize];
     this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
     if (numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + mergeStart * 4, numHeads, numKvHeads, headDim], numMerges);
   }
