@@ -1,0 +1,147 @@
+/**
+ * deploy/kubernetes, checked without a cluster (none can run here): Debian's kubectl renders the kustomization
+ * offline; the InferencePool and HTTPRoute pass the JSON schemas in deploy/kubernetes/schema (ajv); every fennec
+ * container's arguments parse as the fennec command line they are (config.ts, the parser the binary uses, with the
+ * container's environment); and the names, labels and ports the files share agree with each other.
+ */
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import Ajv from "ajv";
+import { parseAllDocuments } from "yaml";
+import { parseCommandArgs, proxyConfig, serveConfig, type Command } from "../../src/config.ts";
+
+const DIR = join(import.meta.dir, "..", "..", "deploy", "kubernetes");
+const kubectl = Bun.which("kubectl");
+
+interface Resource {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly labels?: Record<string, string> };
+  readonly spec: Record<string, unknown>;
+}
+interface Container {
+  readonly name: string;
+  readonly image: string;
+  readonly args?: readonly string[];
+  readonly env?: readonly { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  readonly ports?: readonly { name?: string; containerPort: number }[];
+  readonly readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  readonly livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readonly startupProbe?: { httpGet?: { path: string; port: string | number } };
+}
+interface PodTemplate {
+  readonly metadata: { readonly labels: Record<string, string>; readonly annotations?: Record<string, string> };
+  readonly spec: { readonly containers: readonly Container[]; readonly serviceAccountName?: string };
+}
+
+const kustomization = parseAllDocuments(readFileSync(join(DIR, "kustomization.yaml"), "utf8"))[0]!.toJS() as { resources: string[] };
+const resources: Resource[] = kustomization.resources.flatMap((file) => parseAllDocuments(readFileSync(join(DIR, file), "utf8")).map((d) => {
+  expect({ file, errors: d.errors.map(String) }).toEqual({ file, errors: [] });
+  return d.toJS() as Resource;
+}));
+const byKind = (kind: string): Resource[] => resources.filter((r) => r.kind === kind);
+const named = (kind: string, name: string): Resource => {
+  const r = resources.find((x) => x.kind === kind && x.metadata.name === name);
+  if (r === undefined) throw new Error(`no ${kind} ${name} in deploy/kubernetes`);
+  return r;
+};
+const templateOf = (deployment: Resource): PodTemplate => deployment.spec.template as PodTemplate;
+const portOf = (c: Container, nameOrNumber: string | number): number => typeof nameOrNumber === "number" ? nameOrNumber : c.ports!.find((p) => p.name === nameOrNumber)!.containerPort;
+const fennecContainers = byKind("Deployment").flatMap((d) => templateOf(d).spec.containers.filter((c) => c.image.startsWith("fennec:")).map((c) => ({ deployment: d, container: c })));
+
+/** The container's environment as the process sees it: field references get a sample pod's values. */
+function envOf(c: Container): Record<string, string> {
+  const sample: Record<string, string> = { "status.podIP": "10.1.2.3", "metadata.namespace": "default", "metadata.name": "pod-0" };
+  return Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? sample[e.valueFrom?.fieldRef?.fieldPath ?? ""] ?? ""]));
+}
+
+describe("deploy/kubernetes without a cluster", () => {
+  test("the kustomization lists every manifest of the folder", () => {
+    const yamls = readdirSync(DIR).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml").sort();
+    expect([...kustomization.resources].sort()).toEqual(yamls);
+    expect(byKind("Deployment").map((d) => d.metadata.name).sort()).toEqual(["fennec-decode", "fennec-epp", "fennec-prefill"]);
+  });
+
+  (kubectl !== null ? test : test.skip)("kubectl kustomize renders it offline: the same resources, nothing dropped", () => {
+    const run = Bun.spawnSync([kubectl!, "kustomize", DIR], { stdout: "pipe", stderr: "pipe", timeout: 60_000 });
+    expect({ code: run.exitCode, stderr: run.exitCode === 0 ? "" : run.stderr.toString() }).toEqual({ code: 0, stderr: "" });
+    const rendered = parseAllDocuments(run.stdout.toString()).map((d) => d.toJS() as Resource);
+    expect(rendered.map((r) => `${r.kind}/${r.metadata.name}`).sort()).toEqual(resources.map((r) => `${r.kind}/${r.metadata.name}`).sort());
+  });
+
+  test("the InferencePool and the HTTPRoute pass their v1 schemas, and the schemas refuse a broken copy", () => {
+    const ajv = new Ajv({ allErrors: true, strict: false });
+    const pool = ajv.compile(JSON.parse(readFileSync(join(DIR, "schema", "inferencepool-v1.schema.json"), "utf8")));
+    const route = ajv.compile(JSON.parse(readFileSync(join(DIR, "schema", "httproute-v1.schema.json"), "utf8")));
+    for (const p of byKind("InferencePool")) expect({ name: p.metadata.name, errors: pool(p) ? null : pool.errors }).toEqual({ name: p.metadata.name, errors: null });
+    for (const r of byKind("HTTPRoute")) expect({ name: r.metadata.name, errors: route(r) ? null : route.errors }).toEqual({ name: r.metadata.name, errors: null });
+    // the pre-v1 field names (v1alpha2) and a pool backendRef without its group are what the schemas must catch
+    const old = structuredClone(byKind("InferencePool")[0]!) as unknown as { spec: Record<string, unknown> };
+    old.spec = { ...old.spec, targetPortNumber: 8000 };
+    expect(pool(old)).toBe(false);
+    const loose = structuredClone(byKind("HTTPRoute")[0]!) as unknown as { spec: { rules: { backendRefs: Record<string, unknown>[] }[] } };
+    delete loose.spec.rules[0]!.backendRefs[0]!.group;
+    expect(route(loose)).toBe(false);
+  });
+
+  test("every fennec container's arguments are a valid fennec command line (the binary's own parser)", () => {
+    expect(fennecContainers.length).toBe(3);
+    for (const { deployment, container } of fennecContainers) {
+      const [command, ...args] = container.args ?? [];
+      const where = `${deployment.metadata.name}/${container.name}`;
+      const parsed = parseCommandArgs(command as Command, args);
+      expect({ where, error: parsed.ok ? null : parsed.error }).toEqual({ where, error: null });
+      if (!parsed.ok) continue;
+      const config = command === "proxy" ? proxyConfig(parsed.value, envOf(container)) : serveConfig(parsed.value, envOf(container));
+      expect({ where, error: config.ok ? null : config.error }).toEqual({ where, error: null });
+    }
+  });
+
+  test("names, labels and ports agree across the files", () => {
+    const pool = byKind("InferencePool")[0]!.spec as { selector: { matchLabels: Record<string, string> }; targetPorts: { number: number }[]; endpointPickerRef: { name: string; port: { number: number } } };
+    const decode = templateOf(named("Deployment", "fennec-decode"));
+    const prefill = templateOf(named("Deployment", "fennec-prefill"));
+    // the pool selects the decode pods, and only them
+    expect(decode.metadata.labels).toMatchObject(pool.selector.matchLabels);
+    expect(prefill.metadata.labels).not.toMatchObject(pool.selector.matchLabels);
+    // the pool's port is the decode pod's proxy; the proxy's --decode is that pod's engine; its --prefill the prefill Service
+    const proxy = decode.spec.containers.find((c) => c.args?.[0] === "proxy")!;
+    const engine = decode.spec.containers.find((c) => c.args?.[0] === "serve")!;
+    const proxyArgs = parseCommandArgs("proxy", proxy.args!.slice(1));
+    const engineArgs = parseCommandArgs("serve", engine.args!.slice(1));
+    if (!proxyArgs.ok || !engineArgs.ok) throw new Error("arguments do not parse");
+    expect(pool.targetPorts[0]!.number).toBe(Number(proxyArgs.value.port));
+    expect(portOf(proxy, "http")).toBe(Number(proxyArgs.value.port));
+    expect(proxyArgs.value.decode).toEqual([`http://127.0.0.1:${engineArgs.value.port}`]);
+    const prefillService = named("Service", "fennec-prefill").spec as { selector: Record<string, string>; ports: { port: number; targetPort: string }[] };
+    expect(proxyArgs.value.prefill).toEqual([`http://fennec-prefill:${prefillService.ports[0]!.port}`]);
+    expect(prefill.metadata.labels).toMatchObject(prefillService.selector);
+    // the picker: its Service is the pool's endpointPickerRef, on the port the EPP serves gRPC on; it scrapes the engine
+    const eppService = named("Service", pool.endpointPickerRef.name).spec as { selector: Record<string, string>; ports: { port: number; targetPort: string }[] };
+    expect(eppService.ports[0]!.port).toBe(pool.endpointPickerRef.port.number);
+    const epp = templateOf(named("Deployment", "fennec-epp"));
+    expect(epp.metadata.labels).toMatchObject(eppService.selector);
+    const eppArgs = epp.spec.containers[0]!.args!;
+    expect(eppArgs).toContain(`--pool-name=${byKind("InferencePool")[0]!.metadata.name}`);
+    expect(eppArgs).toContain(`--model-server-metrics-port=${engineArgs.value.port}`);
+    expect(eppArgs).toContain(`--grpc-port=${portOf(epp.spec.containers[0]!, "grpc")}`);
+    // the route sends to this pool
+    const route = byKind("HTTPRoute")[0]!.spec as { rules: { backendRefs: { kind: string; name: string }[] }[] };
+    expect(route.rules[0]!.backendRefs[0]).toMatchObject({ kind: "InferencePool", name: byKind("InferencePool")[0]!.metadata.name });
+  });
+
+  test("every fennec pod: probes on /health, Prometheus annotations naming the engine's /metrics port", () => {
+    for (const name of ["fennec-prefill", "fennec-decode"]) {
+      const t = templateOf(named("Deployment", name));
+      const engine = t.spec.containers.find((c) => c.args?.[0] === "serve")!;
+      for (const probe of [engine.readinessProbe, engine.livenessProbe, engine.startupProbe]) {
+        expect({ name, path: probe?.httpGet?.path }).toEqual({ name, path: "/health" });
+        expect(portOf(engine, probe!.httpGet!.port)).toBe(Number((parseCommandArgs("serve", engine.args!.slice(1)) as { value: { port: number } }).value.port));
+      }
+      expect(t.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/path": "/metrics", "prometheus.io/port": String(portOf(engine, engine.readinessProbe!.httpGet!.port)) });
+    }
+    const proxy = templateOf(named("Deployment", "fennec-decode")).spec.containers.find((c) => c.args?.[0] === "proxy")!;
+    expect(proxy.readinessProbe?.httpGet?.path).toBe("/health");
+  });
+});
