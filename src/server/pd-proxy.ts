@@ -195,6 +195,8 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
       params = await prefillLeg(prefillUrl, path, original, headers, request.signal);
     } catch (e) {
       const failure = e instanceof LegFailure ? e : new LegFailure(ERROR_TYPES.internal, `prefill leg failed: ${errorMessage(e)}`);
+      // the client went away: nobody reads the answer, and it is no server's failure
+      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away during the prefill leg`); return errorReply(failure.kind, failure.message, requestId); }
       options.log("ERROR", `${requestId}: ${failure.message}`);
       return errorReply(failure.kind, failure.message, requestId, failure.param);
     }
@@ -210,6 +212,7 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     } catch (e) {
       timer.settle();
       const failure = fetchFailure("decode", decodeUrl, e, timer.timedOut(), timeoutMs);
+      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away before the decode answer`); return errorReply(failure.kind, failure.message, requestId); }
       options.log("ERROR", `${requestId}: ${failure.message}`);
       return errorReply(failure.kind, failure.message, requestId);
     }

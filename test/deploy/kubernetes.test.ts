@@ -137,7 +137,8 @@ describe("deploy/kubernetes without a cluster", () => {
       const engine = t.spec.containers.find((c) => c.args?.[0] === "serve")!;
       for (const probe of [engine.readinessProbe, engine.livenessProbe, engine.startupProbe]) {
         expect({ name, path: probe?.httpGet?.path }).toEqual({ name, path: "/health" });
-        expect(portOf(engine, probe!.httpGet!.port)).toBe(Number((parseCommandArgs("serve", engine.args!.slice(1)) as { value: { port: number } }).value.port));
+        const args = parseCommandArgs("serve", engine.args!.slice(1));
+        expect(args.ok && portOf(engine, probe!.httpGet!.port) === Number(args.value.port)).toBe(true);
       }
       expect(t.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/path": "/metrics", "prometheus.io/port": String(portOf(engine, engine.readinessProbe!.httpGet!.port)) });
     }
