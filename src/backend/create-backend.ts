@@ -4,6 +4,7 @@
  */
 import type { Backend } from "./backend.ts";
 import { ReferenceBackend } from "./reference.ts";
+import type { MemoryPlan } from "./wasm/memory-plan.ts";
 import type { SimdLevel } from "./wasm/simd-levels.ts";
 
 export type BackendKind = "reference" | "wasm" | "webgpu";
@@ -14,6 +15,8 @@ export interface BackendOptions {
   readonly threads?: number;
   /** force a kernel build (wasm); default: the best one this runtime validates */
   readonly simd?: SimdLevel;
+  /** where the model's layers go when it needs more than one wasm32 memory (wasm/memory-plan.ts); default: one memory */
+  readonly memoryPlan?: MemoryPlan;
 }
 
 export async function createBackend(options: BackendOptions): Promise<Backend> {
@@ -21,6 +24,10 @@ export async function createBackend(options: BackendOptions): Promise<Backend> {
     case "reference":
       return new ReferenceBackend();
     case "wasm": {
+      if (options.memoryPlan !== undefined && options.memoryPlan.numMemories > 1) {
+        const { createSplitWasmBackend } = await import("./wasm/split-wasm-backend.ts");
+        return createSplitWasmBackend({ threads: options.threads, simd: options.simd }, options.memoryPlan);
+      }
       const { createWasmBackend } = await import("./wasm/wasm-backend.ts");
       return createWasmBackend({ threads: options.threads, simd: options.simd });
     }

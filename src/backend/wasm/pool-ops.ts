@@ -6,18 +6,23 @@
  *
  * Control block, i32 [CONTROL_INTS] at a fixed address in the shared memory:
  *   [0] generation (bumped by the caller to start an op)   [1] chunks completed   [2] op   [3] number of threads
- *   [4] per-thread scratch base   [5] scratch stride (bytes)   [6] error flag
- *   [7] ticket = (generation & 0xffff) << 16 | next chunk   [8 ..] op arguments (f32 args as bits)
- *   [40] number of chunks   [41] number of work units   [64 ..] MatmulQuant's table (GROUP_ROW rows)
+ *   [6] error flag   [7] ticket = (generation & 0xffff) << 16 | next chunk   [8 ..] op arguments (f32 args as bits)
+ *   [40] number of chunks   [41] number of work units   [42] the memory the op runs in (its kernel instance)
+ *   [48 ..] per memory: per-thread scratch base, scratch stride (bytes)   [64 ..] MatmulQuant's table (GROUP_ROW rows)
+ * A model larger than one wasm32 memory spreads over several (split-wasm-backend.ts): every thread instantiates the
+ * kernels once per memory, and an op's addresses are offsets in the memory named at [42]. The block is in memory 0.
  * Everything an op reads lives here or in the kernels' memory: a thread's view of the memory's buffer is the size
  * the memory had when the view was made (a grown shared memory gets a new, longer buffer), so JS reads only this block.
  */
 import type { KernelExports } from "./kernel-module.ts";
 
 export const CTL = {
-  generation: 0, completed: 1, op: 2, numThreads: 3, scratchBase: 4, scratchStride: 5, error: 6, ticket: 7, args: 8,
-  numChunks: 40, numUnits: 41, groupTable: 64,
+  generation: 0, completed: 1, op: 2, numThreads: 3, error: 6, ticket: 7, args: 8,
+  numChunks: 40, numUnits: 41, memory: 42, scratch: 48, groupTable: 64,
 } as const;
+
+/** wasm32 memories one pool serves (8 x 4 GiB): the scratch slots [48, 64) hold a (base, stride) pair each */
+export const MAX_MEMORIES = 8;
 
 export enum PoolOp {
   MatmulQuant = 1,
@@ -81,7 +86,8 @@ export function matmulTableRange(k: KernelExports, table: Int32Array, at: number
 /** Runs units [start, end) of the op in the control block on thread `tid`'s scratch. */
 function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: number, start: number, end: number): void {
   const a = CTL.args;
-  const scratch = (ctl[CTL.scratchBase]! >>> 0) + tid * ctl[CTL.scratchStride]!;
+  const memory = ctl[CTL.memory]!;
+  const scratch = (ctl[CTL.scratch + 2 * memory]! >>> 0) + tid * ctl[CTL.scratch + 2 * memory + 1]!;
   switch (ctl[CTL.op]! as PoolOp) {
     case PoolOp.MatmulQuant:
       matmulTableRange(k, ctl, CTL.groupTable, start, end, scratch);
@@ -113,10 +119,11 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
 }
 
 /**
- * Claims and runs chunks of generation `generation` until none is left. A thread that wakes after its generation
- * has ended finds a ticket of another generation and returns without touching anything.
+ * Claims and runs chunks of generation `generation` until none is left, on the kernel instance of the op's memory
+ * (`kernels[i]` runs on memory i). A thread that wakes after its generation has ended finds a ticket of another
+ * generation and returns without touching anything.
  */
-export function workChunks(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: number, generation: number): void {
+export function workChunks(kernels: readonly KernelExports[], ctl: Int32Array, ctlF: Float32Array, tid: number, generation: number): void {
   const stamp = generation & 0xffff;
   for (;;) {
     const ticket = Atomics.load(ctl, CTL.ticket);
@@ -128,7 +135,7 @@ export function workChunks(k: KernelExports, ctl: Int32Array, ctlF: Float32Array
     // the claimed chunk keeps the op (and its arguments) alive until it is counted complete
     const [start, end] = share(ctl[CTL.numUnits]!, chunk, numChunks);
     try {
-      runRange(k, ctl, ctlF, tid, start, end);
+      runRange(kernels[ctl[CTL.memory]!]!, ctl, ctlF, tid, start, end);
     } catch {
       Atomics.store(ctl, CTL.error, 1);
     }

@@ -1,5 +1,6 @@
 /**
- * A kernel thread: instantiates the kernel module on the shared memory, then loops on the control block
+ * A kernel thread: instantiates the kernel module on each shared memory (one, or several for a model larger than one
+ * wasm32 memory; the control block is in the first), then loops on the control block
  * (pool-ops.ts): wait for a new generation (spin a little, then Atomics.wait), claim and run chunks until none is
  * left. No postMessage per op. Listed as an entry point of the compiled binary in build.ts.
  */
@@ -8,7 +9,8 @@ import { CONTROL_INTS, CTL, PoolOp, workChunks } from "./pool-ops.ts";
 
 export interface PoolWorkerInit {
   readonly module: WebAssembly.Module;
-  readonly memory: WebAssembly.Memory;
+  /** the kernels' memories; the control block is in memories[0] */
+  readonly memories: readonly WebAssembly.Memory[];
   /** byte address of the control block */
   readonly control: number;
   readonly tid: number;
@@ -18,11 +20,10 @@ export interface PoolWorkerInit {
 declare const self: Worker;
 
 self.onmessage = (event: MessageEvent<PoolWorkerInit>) => {
-  const { module, memory, control, tid, spinIterations } = event.data;
-  const instance = new WebAssembly.Instance(module, { env: { memory } });
-  const kernels = instance.exports as unknown as KernelExports;
-  const ctl = new Int32Array(memory.buffer, control, CONTROL_INTS);
-  const ctlF = new Float32Array(memory.buffer, control, CONTROL_INTS);
+  const { module, memories, control, tid, spinIterations } = event.data;
+  const kernels = memories.map((memory) => new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports);
+  const ctl = new Int32Array(memories[0]!.buffer, control, CONTROL_INTS);
+  const ctlF = new Float32Array(memories[0]!.buffer, control, CONTROL_INTS);
   let seen = Atomics.load(ctl, CTL.generation);
   self.postMessage("ready");
   for (;;) {

@@ -1,12 +1,14 @@
 /**
- * Persistent kernel threads on the one shared memory. The caller is thread 0: `run` writes the op into the control
- * block, opens its chunk ticket, bumps the generation and wakes the workers, claims chunks itself like any worker,
- * then waits (spin, then Atomics.wait) until every chunk is complete. With one thread there are no workers.
- * @example const pool = await ThreadPool.start(module, heap, kernels, 2); pool.run(PoolOp.MatmulF32, args);
+ * Persistent kernel threads on the shared memories (one, or several for a model larger than one wasm32 memory:
+ * every thread has a kernel instance per memory). The caller is thread 0: `run` writes the op and its memory into
+ * the control block (in memory 0), opens its chunk ticket, bumps the generation and wakes the workers, claims chunks
+ * itself like any worker, then waits (spin, then Atomics.wait) until every chunk is complete. With one thread there
+ * are no workers. A backend drives one memory through `forMemory(i)`; the threads and barriers are shared.
+ * @example const pool = await ThreadPool.start(module, [heap], [kernels], 2); pool.forMemory(0).run(PoolOp.MatmulF32, args, units);
  */
 import { workerEntryUrl } from "../../util/compiled-entry.ts";
 import type { KernelExports } from "./kernel-module.ts";
-import { CONTROL_INTS, CTL, openTicket, PoolOp, workChunks } from "./pool-ops.ts";
+import { CONTROL_INTS, CTL, MAX_MEMORIES, openTicket, PoolOp, workChunks } from "./pool-ops.ts";
 import type { PoolWorkerInit } from "./pool-worker.ts";
 import type { WasmHeap } from "./wasm-memory.ts";
 
@@ -14,9 +16,32 @@ import type { WasmHeap } from "./wasm-memory.ts";
 const SPIN_ITERATIONS = 20000;
 const CHUNKS_PER_THREAD = 4;
 
+/** The pool as one memory's backend sees it: ops whose addresses are offsets in that memory. */
+export class MemoryPool {
+  constructor(private readonly pool: ThreadPool, readonly memory: number) {}
+
+  get numThreads(): number {
+    return this.pool.numThreads;
+  }
+
+  setScratch(base: number, strideBytes: number): void {
+    this.pool.setScratch(this.memory, base, strideBytes);
+  }
+
+  run(op: PoolOp, args: readonly number[], numUnits: number, floatArgs?: ReadonlyMap<number, number>, table?: Int32Array): void {
+    this.pool.run(this.memory, op, args, numUnits, floatArgs, table);
+  }
+
+  /** Stops the shared threads (every memory's backend may call it; the second call does nothing). */
+  stop(): void {
+    this.pool.stop();
+  }
+}
+
 export class ThreadPool {
   private constructor(
-    private readonly kernels: KernelExports,
+    /** one instance per memory, on this thread */
+    private readonly kernels: readonly KernelExports[],
     private readonly workers: Worker[],
     private readonly ctl: Int32Array,
     private readonly ctlF: Float32Array,
@@ -26,7 +51,10 @@ export class ThreadPool {
     return this.workers.length + 1;
   }
 
-  static async start(module: WebAssembly.Module, heap: WasmHeap, kernels: KernelExports, numThreads: number): Promise<ThreadPool> {
+  /** `heaps[i]` and `kernels[i]` (this thread's instance on it) per memory; the control block goes in heaps[0]. */
+  static async start(module: WebAssembly.Module, heaps: readonly WasmHeap[], kernels: readonly KernelExports[], numThreads: number): Promise<ThreadPool> {
+    if (heaps.length < 1 || heaps.length > MAX_MEMORIES || kernels.length !== heaps.length) throw new Error(`wasm backend: ${heaps.length} memories (1..${MAX_MEMORIES} with one kernel instance each)`);
+    const heap = heaps[0]!;
     const control = heap.alloc(CONTROL_INTS * 4);
     const ctl = new Int32Array(heap.memory.buffer, control, CONTROL_INTS);
     const ctlF = new Float32Array(heap.memory.buffer, control, CONTROL_INTS);
@@ -41,7 +69,7 @@ export class ThreadPool {
         worker.onmessage = () => resolve();
         worker.onerror = (e) => reject(new Error(`wasm backend: kernel thread ${tid} failed to start: ${e.message}`));
       }));
-      const init: PoolWorkerInit = { module, memory: heap.memory, control, tid, spinIterations: SPIN_ITERATIONS };
+      const init: PoolWorkerInit = { module, memories: heaps.map((h) => h.memory), control, tid, spinIterations: SPIN_ITERATIONS };
       worker.postMessage(init);
       workers.push(worker);
     }
@@ -50,19 +78,29 @@ export class ThreadPool {
     return new ThreadPool(kernels, workers, ctl, ctlF);
   }
 
-  setScratch(base: number, strideBytes: number): void {
-    this.ctl[CTL.scratchBase] = base;
-    this.ctl[CTL.scratchStride] = strideBytes;
+  get numMemories(): number {
+    return this.kernels.length;
+  }
+
+  forMemory(memory: number): MemoryPool {
+    if (!(memory >= 0 && memory < this.kernels.length)) throw new Error(`wasm backend: no memory ${memory} in a pool of ${this.kernels.length}`);
+    return new MemoryPool(this, memory);
+  }
+
+  setScratch(memory: number, base: number, strideBytes: number): void {
+    this.ctl[CTL.scratch + 2 * memory] = base;
+    this.ctl[CTL.scratch + 2 * memory + 1] = strideBytes;
   }
 
   /**
-   * Runs `op` over `numUnits` work units on every thread that is running (the caller included) and returns when all
-   * are done; args are i32 (addresses, counts) except the f32 slots listed in floatArgs; `table` (MatmulQuant's) is
-   * copied to the control block's table slots.
+   * Runs `op` over `numUnits` work units of `memory` on every thread that is running (the caller included) and
+   * returns when all are done; args are i32 (addresses, counts) except the f32 slots listed in floatArgs; `table`
+   * (MatmulQuant's) is copied to the control block's table slots.
    */
-  run(op: PoolOp, args: readonly number[], numUnits: number, floatArgs: ReadonlyMap<number, number> = new Map(), table?: Int32Array): void {
+  run(memory: number, op: PoolOp, args: readonly number[], numUnits: number, floatArgs: ReadonlyMap<number, number> = new Map(), table?: Int32Array): void {
     const { ctl, ctlF } = this;
     ctl[CTL.op] = op;
+    ctl[CTL.memory] = memory;
     if (table !== undefined) ctl.set(table, CTL.groupTable);
     for (let i = 0; i < args.length; i++) ctl[CTL.args + i] = args[i]!;
     for (const [i, v] of floatArgs) ctlF[CTL.args + i] = v;

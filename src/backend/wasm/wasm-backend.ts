@@ -13,7 +13,7 @@ import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
-import { ThreadPool } from "./thread-pool.ts";
+import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
 import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
 
 /** Below this many multiply-adds a matmul runs on the calling thread alone (waking threads costs more). */
@@ -43,7 +43,8 @@ function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: numb
   return { acts: kind === KernelKind.I8 ? a.qa16 : a.qa, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.qs16 : a.qs32 };
 }
 
-class WasmBuffer implements DeviceBuffer {
+/** a buffer at byte offset `ptr` of the backend's memory (split-wasm-backend.ts copies between memories by it) */
+export class WasmBuffer implements DeviceBuffer {
   constructor(readonly ptr: number, readonly length: number) {}
 }
 
@@ -167,7 +168,7 @@ export class WasmBackend implements Backend {
     readonly level: SimdLevel,
     private readonly heap: WasmHeap,
     private readonly k: KernelExports,
-    private readonly pool: ThreadPool,
+    private readonly pool: MemoryPool,
   ) {
     this.name = `wasm-${level}`;
     this.activations = new Scratch(heap);
@@ -629,16 +630,27 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     [sums, numTokens * (cols / 16) * 20], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
 }
 
-/** Loads the kernels, starts the thread pool and returns the backend. */
-export async function createWasmBackend(options: WasmBackendOptions = {}): Promise<WasmBackend> {
+/**
+ * One backend per memory on one thread pool: `numMemories` shared memories, a kernel instance on each, the pool's
+ * threads with an instance on each. One memory is the whole backend; several are the parts of split-wasm-backend.ts.
+ */
+export async function createWasmBackends(options: WasmBackendOptions, numMemories: number): Promise<{ backends: WasmBackend[]; heaps: WasmHeap[] }> {
   const threads = options.threads ?? navigator.hardwareConcurrency;
   if (!Number.isInteger(threads) || threads < 1 || threads > 256) throw new Error(`--threads: ${threads} is not a thread count (1..256)`);
   const { module, level } = await loadKernelModule(options.simd);
-  const heap = new WasmHeap();
-  const instance = new WebAssembly.Instance(module, { env: { memory: heap.memory } });
-  const kernels = instance.exports as unknown as KernelExports;
-  heap.setBase(kernels.heap_base());
-  const starting = ThreadPool.start(module, heap, kernels, threads); // workers boot meanwhile
-  warmUpKernels(kernels, heap);
-  return new WasmBackend(level, heap, kernels, await starting);
+  const heaps = Array.from({ length: numMemories }, () => new WasmHeap());
+  const kernels = heaps.map((heap) => {
+    const k = new WebAssembly.Instance(module, { env: { memory: heap.memory } }).exports as unknown as KernelExports;
+    heap.setBase(k.heap_base());
+    return k;
+  });
+  const starting = ThreadPool.start(module, heaps, kernels, threads); // workers boot meanwhile
+  warmUpKernels(kernels[0]!, heaps[0]!);
+  const pool = await starting;
+  return { backends: heaps.map((heap, i) => new WasmBackend(level, heap, kernels[i]!, pool.forMemory(i))), heaps };
+}
+
+/** Loads the kernels, starts the thread pool and returns the backend (one memory). */
+export async function createWasmBackend(options: WasmBackendOptions = {}): Promise<WasmBackend> {
+  return (await createWasmBackends(options, 1)).backends[0]!;
 }
