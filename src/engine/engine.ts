@@ -74,15 +74,59 @@ export function maxStepShape(config: EngineConfig): { numTokens: number; numLogi
 
 /** Default KV pool when --kv-cache-memory is not given: this share of free memory, at most this many bytes. */
 const DEFAULT_KV_FREE_MEMORY_FRACTION = 0.25;
-/** 1 GiB: the kernels' wasm32 memory (4 GiB at most) holds the weights too */
+/** 1 GiB: the default pool (a model larger than one wasm32 memory gets more memories, wasm/memory-plan.ts) */
 const DEFAULT_KV_MAX_BYTES = 2 ** 30;
 
+/** What the KV pool is sized against besides the flags. */
+export interface KvPoolLimits {
+  readonly bytesPerBlock: number;
+  /** max-num-seqs x the blocks of max-model-len: more is never used */
+  readonly maxUsefulBlocks: number;
+  readonly freeMemoryBytes: number;
+  readonly totalMemoryBytes: number;
+  /** the weights and activations in memory (what --gpu-memory-utilization's share holds besides the KV cache); 0 when unknown */
+  readonly modelBytes?: number;
+}
+
 /**
- * Resolves max-model-len and the number of KV blocks (vLLM's cache sizing): an explicit --kv-cache-memory is taken as
- * given; --gpu-memory-utilization is that share of total host memory; the default is a share of free memory; both
- * capped by what max-num-seqs x max-model-len can ever use.
+ * KV blocks of the pool (vLLM's cache sizing): an explicit --kv-cache-memory is taken as given;
+ * --gpu-memory-utilization is that share of total host memory for the whole engine, the KV pool getting what the
+ * weights and activations leave (vLLM gpu_worker.py determine_available_memory); the default is a share of free
+ * memory, at most 1 GiB; the last two capped by what max-num-seqs x max-model-len can ever use.
  */
-export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number, totalMemoryBytes = totalmem(), extraKvBytesPerBlock = 0): Result<EngineConfig> {
+export function kvPoolBlocks(args: Pick<EngineArgs, "kvCacheMemoryBytes" | "kvCacheMemoryFraction" | "blockSize">, limits: KvPoolLimits): Result<number> {
+  const { bytesPerBlock, maxUsefulBlocks } = limits;
+  if (args.kvCacheMemoryBytes !== null) {
+    const numBlocks = Math.floor(args.kvCacheMemoryBytes / bytesPerBlock);
+    if (numBlocks < 1) return err(`--kv-cache-memory ${args.kvCacheMemoryBytes} bytes holds no KV block (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
+    return ok(numBlocks);
+  }
+  if (args.kvCacheMemoryFraction !== undefined && args.kvCacheMemoryFraction !== null) {
+    const modelBytes = limits.modelBytes ?? 0;
+    const budgetBytes = limits.totalMemoryBytes * args.kvCacheMemoryFraction - modelBytes;
+    const numBlocks = Math.min(maxUsefulBlocks, Math.floor(budgetBytes / bytesPerBlock));
+    if (numBlocks < 1) {
+      const after = modelBytes > 0 ? ` after ${modelBytes} bytes of weights and activations` : "";
+      return err(`--gpu-memory-utilization ${args.kvCacheMemoryFraction} of ${limits.totalMemoryBytes} bytes holds no KV block${after} (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
+    }
+    return ok(numBlocks);
+  }
+  const budgetBytes = Math.min(limits.freeMemoryBytes * DEFAULT_KV_FREE_MEMORY_FRACTION, DEFAULT_KV_MAX_BYTES);
+  return ok(Math.max(1, Math.min(maxUsefulBlocks, Math.floor(budgetBytes / bytesPerBlock))));
+}
+
+/** What the CPU backend's start-up placement (model-placement.ts) planned the memories for. */
+export interface PlacedModel {
+  /** weights and activations (for --gpu-memory-utilization's share) */
+  readonly modelBytes: number;
+  /** the KV blocks its memories hold at most */
+  readonly kvBlocks: number;
+}
+
+/**
+ * Resolves max-model-len and the number of KV blocks (kvPoolBlocks), within what the placed model's memories hold.
+ */
+export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number, totalMemoryBytes = totalmem(), extraKvBytesPerBlock = 0, placed: PlacedModel | null = null): Result<EngineConfig> {
   const contextLength = runner.config.contextLength;
   const maxModelLen = args.maxModelLen ?? contextLength;
   if (!Number.isInteger(maxModelLen) || maxModelLen < 1) return err(`--max-model-len must be a positive integer (got ${maxModelLen})`);
@@ -97,17 +141,11 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   if (args.numKvBlocksOverride !== undefined && args.numKvBlocksOverride !== null) {
     numBlocks = args.numKvBlocksOverride;
     if (!Number.isInteger(numBlocks) || numBlocks < 1) return err(`the KV block override must be a positive integer (got ${numBlocks})`);
-  } else if (args.kvCacheMemoryBytes !== null) {
-    numBlocks = Math.floor(args.kvCacheMemoryBytes / bytesPerBlock);
-    if (numBlocks < 1) return err(`--kv-cache-memory ${args.kvCacheMemoryBytes} bytes holds no KV block (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
-  } else if (args.kvCacheMemoryFraction !== undefined && args.kvCacheMemoryFraction !== null) {
-    // --gpu-memory-utilization: that share of host memory, within what the kernels' memory can hold and the engine can use
-    const budgetBytes = Math.min(totalMemoryBytes * args.kvCacheMemoryFraction, DEFAULT_KV_MAX_BYTES);
-    numBlocks = Math.min(maxUsefulBlocks, Math.floor(budgetBytes / bytesPerBlock));
-    if (numBlocks < 1) return err(`--gpu-memory-utilization ${args.kvCacheMemoryFraction} of ${totalMemoryBytes} bytes holds no KV block (one block of ${args.blockSize} tokens needs ${bytesPerBlock} bytes)`);
   } else {
-    const budgetBytes = Math.min(freeMemoryBytes * DEFAULT_KV_FREE_MEMORY_FRACTION, DEFAULT_KV_MAX_BYTES);
-    numBlocks = Math.max(1, Math.min(maxUsefulBlocks, Math.floor(budgetBytes / bytesPerBlock)));
+    const blocks = kvPoolBlocks(args, { bytesPerBlock, maxUsefulBlocks, freeMemoryBytes, totalMemoryBytes, modelBytes: placed?.modelBytes ?? 0 });
+    if (!blocks.ok) return blocks;
+    // free memory may have grown since the memories were planned: never more than they were planned for
+    numBlocks = Math.min(blocks.value, placed?.kvBlocks ?? Infinity);
   }
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,

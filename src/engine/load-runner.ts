@@ -4,6 +4,7 @@
  */
 import type { ModelRunner } from "../model/model-batch.ts";
 import type { EngineArgs, RunnerSpec } from "./protocol.ts";
+import type { PlacedModel } from "./engine.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { errorMessage } from "../util/error-message.ts";
 
@@ -19,6 +20,10 @@ export interface LoadedRunner {
   readonly lost?: Promise<string>;
   /** the GGUF's tokenizer.ggml.tokens, when it has them (a draft model's tokenizer is checked against the target's) */
   readonly tokens?: readonly string[];
+  /** start-up lines (the CPU backend's memory accounting) */
+  readonly startupLines?: readonly string[];
+  /** what the CPU backend's memories were planned for (absent: not planned) */
+  readonly placed?: PlacedModel;
 }
 
 export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Result<LoadedRunner>> {
@@ -37,10 +42,14 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       if (!gguf.ok) return gguf;
       const model = loadModel(gguf.value);
       if (!model.ok) return model;
+      // --device cpu: the model over as many wasm32 memories as it needs, checked against the machine before loading
+      const { placeModel } = await import("./model-placement.ts");
+      const placement = args.device === "webgpu" ? null : placeModel(model.value.config, model.value.weights, args);
+      if (placement !== null && !placement.ok) return placement;
       let backend: Awaited<ReturnType<typeof createBackend>>;
       try {
         // --device cpu: the WASM kernels on a thread pool; webgpu: the WGSL backend (one line when there is no adapter)
-        backend = await createBackend(args.device === "webgpu" ? { kind: "webgpu" } : { kind: "wasm", threads: args.threads });
+        backend = await createBackend(placement === null ? { kind: "webgpu" } : { kind: "wasm", threads: args.threads, memoryPlan: placement.value.plan });
       } catch (e) {
         return err(errorMessage(e));
       }
@@ -58,6 +67,7 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       const tokens = gguf.value.metadata.get(KEY.tokens)?.value;
       return ok({
         runner, backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}),
+        ...(placement !== null ? { startupLines: [placement.value.line], placed: { modelBytes: placement.value.modelBytes, kvBlocks: placement.value.kvBlocks } } : {}),
         ...(Array.isArray(tokens) && tokens.every((t) => typeof t === "string") ? { tokens: tokens as string[] } : {}),
       });
     }

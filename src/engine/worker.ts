@@ -83,13 +83,13 @@ class EngineWorker {
         const same = checkDraftVocabulary(runner.config, draftRunner.config, loaded.value.tokens ?? null, draft.value.tokens ?? null);
         if (!same.ok) { draftRunner.dispose(); post({ type: "fatal", message: same.error }); return; }
       }
-      const config = resolveEngineConfig(spec.engineArgs, runner, freemem(), totalmem(), draftRunner?.kvBytesPerBlock(spec.engineArgs.blockSize) ?? 0);
+      const config = resolveEngineConfig(spec.engineArgs, runner, freemem(), totalmem(), draftRunner?.kvBytesPerBlock(spec.engineArgs.blockSize) ?? 0, loaded.value.placed ?? null);
       if (!config.ok) { draftRunner?.dispose(); post({ type: "fatal", message: config.error }); return; }
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
         grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
       });
       await this.engine.peer?.listen();
-      const startupLines = [...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
+      const startupLines = [...(loaded.value.startupLines ?? []), ...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
       post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, startupLines, maxModelLen: config.value.maxModelLen, backend });
       for (const m of this.pending.splice(0)) this.handle(m);
       await this.loop(this.engine);
