@@ -7,7 +7,6 @@
  */
 import { freemem, totalmem } from "node:os";
 import { kvCacheBytesPerToken, planMemories, WASM32_MEMORY_BYTES, type MemoryPlan, type PlannedWeight } from "../backend/create-backend.ts";
-import type { WeightSource } from "../backend/backend.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { err, ok, type Result } from "../util/result.ts";
@@ -28,8 +27,8 @@ export interface ModelPlacement {
 }
 
 /** Every distinct weight tensor (a tied output counts once). */
-function distinctWeights(weights: ModelWeights): WeightSource[] {
-  const all = new Set<WeightSource>([weights.tokenEmbd, weights.output, weights.outputNorm]);
+function distinctWeights(weights: ModelWeights): ModelWeights["tokenEmbd"][] {
+  const all = new Set<ModelWeights["tokenEmbd"]>([weights.tokenEmbd, weights.output, weights.outputNorm]);
   for (const layer of weights.layers) for (const w of Object.values(layer)) if (w !== null) all.add(w);
   return [...all];
 }
