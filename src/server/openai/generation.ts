@@ -54,7 +54,9 @@ export const SHUTTING_DOWN = (): ApiError => new ApiError("unavailable", "The se
  * dead engine is ours (500, /health 503), as vLLM's serving layer maps EngineGenerateError / EngineDeadError.
  */
 export function engineErrorToApiError(error: unknown): ApiError | null {
-  if (error instanceof EngineRequestError) return new ApiError("badRequest", error.message);
+  // the decode side could not read its prompt's KV from the prefill instance (kv_load_failure_policy fail): not the
+  // client's fault; vLLM ends such a request with FINISHED_ERROR (500)
+  if (error instanceof EngineRequestError) return new ApiError(error.code === "kv_load_failed" ? "internal" : "badRequest", error.message);
   if (error instanceof EngineDeadError) return new ApiError("internal", "Internal server error: the engine is not running.");
   return null;
 }
