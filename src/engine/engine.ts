@@ -19,7 +19,7 @@ import { KvOffloadConnector } from "./kv-offload-connector.ts";
 import { KvPeerConnector } from "./kv-peer-connector.ts";
 import { KvBlockTransfer } from "./kv-block-transfer.ts";
 import { CpuTier, DiskTier, type OffloadTier } from "./offload-tiers.ts";
-import { GrammarThreadClient, type FillResult } from "../grammar/grammar-thread.ts";
+import { GrammarThreadClient, type FillRequest, type FillResult } from "../grammar/grammar-thread.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 import type { SpeculativeConfig } from "./speculative-config.ts";
 import { SPEC_DECODE_UNSUPPORTED_PARAMS, specDecodeRefusesParams } from "./speculative-config.ts";
@@ -445,11 +445,20 @@ export class EngineCore {
     if (chunks.length === 0) return this.peer?.hasStatsToReport() ? { deltas: [], stats: this.idleStats() } : null;
     const batchId = ++this.batchId;
     const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
-    // grammar requests that sample this step: their bitmasks are filled on the grammar thread during the forward pass
-    // (a reasoning-gated grammar is neither filled nor advanced before the reasoning ends: vLLM should_fill_bitmask)
-    const grammarIds = chunks.filter((c) => c.request.grammarStatus === "ready" && c.request.reasoningEnded && c.startPos + c.numNewTokens >= c.request.numTokens).map((c) => c.request.requestId);
-    const [result, fill] = await Promise.all([this.runner.execute(batch), grammarIds.length > 0 ? this.grammar!.fill(grammarIds) : null]);
-    const maskRow = new Map<string, number>(grammarIds.map((id, r) => [id, r]));
+    // grammar requests that sample this step: their bitmasks (one per draft position and one after the drafts) are
+    // filled on the grammar thread during the forward pass (a reasoning-gated grammar is neither filled nor advanced
+    // before the reasoning ends: vLLM should_fill_bitmask)
+    const grammarFrom = new Map<string, number>();
+    const fillRequests: FillRequest[] = [];
+    for (const c of chunks) {
+      if (c.startPos + c.numNewTokens < c.request.numTokens) continue; // a prefill chunk that does not sample
+      const from = grammarStart(c.request, c.draftTokenIds);
+      if (from === null) continue;
+      grammarFrom.set(c.request.requestId, from);
+      fillRequests.push({ requestId: c.request.requestId, drafts: c.draftTokenIds.slice(from) });
+    }
+    const [result, fill] = await Promise.all([this.runner.execute(batch), fillRequests.length > 0 ? this.grammar!.fill(fillRequests) : null]);
+    const maskRow = new Map<string, number>(fillRequests.map((f, r) => [f.requestId, r]));
     const stepEndMs = this.nowMs();
     const vocabSize = this.runner.config.vocabSize;
     const deltas: RequestDelta[] = [];
@@ -465,9 +474,9 @@ export class EngineCore {
     chunks.forEach((chunk, i) => {
       const req = chunk.request;
       if (req.status === "finished") return; // aborted while the step ran
-      const numDrafts = chunk.draftTokenIds.length;
+      const numScheduledDrafts = chunk.draftTokenIds.length;
       // positions of real tokens end here; drafted positions count as computed only once accepted
-      const end = chunk.startPos + chunk.numNewTokens - numDrafts;
+      const end = chunk.startPos + chunk.numNewTokens - numScheduledDrafts;
       req.numComputedTokens = end;
       if (req.numPreemptions === 0) numPromptTokens += Math.max(0, Math.min(end, req.numPromptTokens) - chunk.startPos);
       const rowStart = result.rowStart[i]!;
@@ -484,22 +493,24 @@ export class EngineCore {
         return;
       }
       const r = maskRow.get(req.requestId);
-      const tokenBitmask = r === undefined || !fill ? undefined : this.grammarMask(req, fill, r);
-      if (tokenBitmask === null) { // failed: reported with the step's late errors
+      const from = grammarFrom.get(req.requestId) ?? null;
+      const masks = r === undefined || !fill || from === null ? null : this.grammarMasks(req, fill, r, from, chunk.draftTokenIds.length);
+      if (masks === false) { // failed: reported with the step's late errors
         this.kv.cacheFullBlocks(req);
         return;
       }
+      // drafts the grammar refuses (or that lead it to a dead end) are cut before verification (vLLM: -1, always rejected)
+      const numDrafts = masks === null ? numScheduledDrafts : masks.numDrafts;
       const ctx = {
         params: req.sampling, allTokenIds: req.allTokenIds, numPromptTokens: req.numPromptTokens, outputCounts: req.outputCounts,
         stopTokenIds: req.sampling.ignoreEos ? req.sampling.stopTokenIds : [...req.eosTokenIds, ...req.sampling.stopTokenIds], rng: req.rng,
-        ...(tokenBitmask ? { tokenBitmask } : {}),
       };
       const newTokenIds: number[] = [];
       const newLogprobs: PositionLogprobs[] = [];
       let finish: { reason: FinishReason; stopReason: number | null } | null = null;
       // each token joins the context before the next position is sampled; a stop drops the rest (vLLM check_stop)
       const push = (tokenId: number, logprobs: PositionLogprobs | undefined): boolean => {
-        if (tokenBitmask) this.grammar!.accept(req.requestId, tokenId);
+        if (from !== null && newTokenIds.length >= from) this.grammar!.accept(req.requestId, tokenId);
         // vLLM should_advance: the grammar starts on the token after the reasoning end token (which it never sees)
         else if (!req.reasoningEnded && req.sampling.structuredOutputs!.reasoningEndTokenIds!.includes(tokenId)) req.reasoningEnded = true;
         req.appendOutput(tokenId);
@@ -508,13 +519,15 @@ export class EngineCore {
         finish = this.checkStop(req, tokenId);
         return finish !== null;
       };
-      const lastRow = wanted === "all" ? rowStart + chunk.numNewTokens - 1 - numDrafts : rowStart;
+      const lastRow = wanted === "all" ? rowStart + chunk.numNewTokens - 1 - numScheduledDrafts : rowStart;
       if (numDrafts === 0) {
-        const { tokenId, logprobs } = this.sampler.sample(rowOf(lastRow), ctx);
+        const tokenBitmask = masks?.masks[0];
+        const { tokenId, logprobs } = this.sampler.sample(rowOf(lastRow), tokenBitmask ? { ...ctx, tokenBitmask } : ctx);
         push(tokenId, logprobs);
       } else {
         const rows = Array.from({ length: numDrafts + 1 }, (_, j) => rowOf(lastRow + j)); // [numDrafts + 1][vocabSize]
-        const { numAccepted } = verifyDrafts(rows, chunk.draftTokenIds, ctx, this.sampler, push);
+        const drafts = chunk.draftTokenIds.slice(0, numDrafts);
+        const { numAccepted } = verifyDrafts(rows, drafts, ctx, this.sampler, push, masks ? { bitmasks: masks.masks } : {});
         req.numComputedTokens += numAccepted;
         if (specStats !== null) {
           specStats.numDrafts++;
@@ -547,12 +560,14 @@ export class EngineCore {
         this.scheduler.finish(req);
         if (req.grammarStatus !== "none") this.grammar?.free([req.requestId]);
         this.proposer?.forget?.(req);
-      } else if (this.proposer !== null && req.grammarStatus === "none") {
-        // structured requests decode without drafts: fennec does not yet build a grammar mask per draft position
+      } else if (this.proposer !== null) {
         toDraft.push(req);
       }
     });
-    if (this.proposer !== null && toDraft.length > 0) await this.proposer.propose(toDraft, this.config.maxModelLen);
+    if (this.proposer !== null && toDraft.length > 0) {
+      await this.proposer.propose(toDraft, this.config.maxModelLen);
+      await this.validateDrafts(toDraft);
+    }
 
     this.offload?.afterStep(chunks.map((c) => c.request));
     const counts = this.kv.takeCounts();
@@ -570,24 +585,55 @@ export class EngineCore {
   }
 
   /**
-   * The request's bitmask row, or null when it cannot go on (the request is failed): the grammar refused a token it
-   * had allowed (vLLM: "Unexpected: grammar rejected tokens ... Terminating request."), or no token of the vocabulary
-   * can continue it.
+   * Structured requests keep only the drafts their grammar accepts (vLLM Scheduler.update_draft_token_ids ->
+   * validate_tokens), so the next step neither computes nor counts drafts that could never be emitted. A reasoning-gated
+   * grammar validates only the drafts after a drafted reasoning end token.
    */
-  private grammarMask(req: RequestState, fill: FillResult, row: number): Int32Array | null {
+  private async validateDrafts(requests: readonly RequestState[]): Promise<void> {
+    const checks: { req: RequestState; from: number }[] = [];
+    for (const req of requests) {
+      if (req.grammarStatus !== "ready" || req.draftTokenIds.length === 0 || this.requests.get(req.requestId) !== req) continue;
+      const from = grammarStart(req, req.draftTokenIds);
+      if (from !== null && from < req.draftTokenIds.length) checks.push({ req, from });
+    }
+    if (checks.length === 0) return;
+    const status = await this.grammar!.validateDrafts(checks.map(({ req, from }) => ({ requestId: req.requestId, drafts: req.draftTokenIds.slice(from) })));
+    checks.forEach(({ req, from }, i) => {
+      const s = status[i]!;
+      if (s.kind === "rejected") this.failLate(req.requestId, "grammar_rejected", grammarRejectedMessage(s.tokenId, req.requestId));
+      else req.draftTokenIds = req.draftTokenIds.slice(0, from + s.numValidDrafts);
+    });
+  }
+
+  /**
+   * The request's bitmask at each verified position ([numDrafts + 1]; undefined before the grammar starts) and how
+   * many of its scheduled drafts stay (the grammar's valid prefix, cut where a later position would leave no token),
+   * or false when it cannot go on (the request is failed): the grammar refused a token it had allowed (vLLM:
+   * "Unexpected: grammar rejected tokens ... Terminating request."), or no token of the vocabulary can continue it.
+   * @param from the first position the grammar constrains (after a drafted reasoning end token)
+   */
+  private grammarMasks(req: RequestState, fill: FillResult, row: number, from: number, numScheduledDrafts: number): { masks: (Int32Array | undefined)[]; numDrafts: number } | false {
     const status = fill.status[row]!;
     if (status.kind === "rejected") {
-      this.failLate(req.requestId, "grammar_rejected", `Unexpected: grammar rejected tokens [${status.tokenId}] for request ${req.requestId}. Terminating request.`);
-      return null;
+      this.failLate(req.requestId, "grammar_rejected", grammarRejectedMessage(status.tokenId, req.requestId));
+      return false;
     }
-    const mask = fill.masks.subarray(row * fill.words, (row + 1) * fill.words);
-    let any = false;
-    for (let w = 0; w < mask.length && !any; w++) any = mask[w] !== 0;
-    if (!any) {
-      this.failLate(req.requestId, "grammar_dead_end", `structured output: no token of this model's vocabulary can continue the grammar after ${req.numOutputTokens} generated tokens`);
-      return null;
+    let numDrafts = Math.min(numScheduledDrafts, from + status.numValidDrafts);
+    const masks: (Int32Array | undefined)[] = new Array(from).fill(undefined);
+    for (let j = from; j <= numDrafts; j++) {
+      const start = (fill.rowStart[row]! + j - from) * fill.words;
+      const mask = fill.masks.subarray(start, start + fill.words);
+      let any = false;
+      for (let w = 0; w < mask.length && !any; w++) any = mask[w] !== 0;
+      if (!any && j === 0) {
+        this.failLate(req.requestId, "grammar_dead_end", `structured output: no token of this model's vocabulary can continue the grammar after ${req.numOutputTokens} generated tokens`);
+        return false;
+      }
+      // a draft that leads the grammar where no token can follow is never verified: the position before it is the last
+      if (!any) { numDrafts = j - 1; break; }
+      masks.push(mask);
     }
-    return mask;
+    return { masks: masks.slice(0, numDrafts + 1), numDrafts };
   }
 
   private toSequenceChunk(c: ScheduledChunk): SequenceChunk {
@@ -618,6 +664,23 @@ export class EngineCore {
     if (req.numTokens >= this.config.maxModelLen) return { reason: "length", stopReason: null };
     return null;
   }
+}
+
+/**
+ * The first position (0 = the next token, j = after the j-th draft) a request's grammar constrains this step, or null
+ * when none: not compiled, or a reasoning-gated grammar whose reasoning has not ended and whose drafts hold no
+ * reasoning end token (vLLM should_fill_bitmask; after a drafted end token the bitmask switches on in the same window).
+ */
+function grammarStart(req: RequestState, drafts: readonly number[]): number | null {
+  if (req.grammarStatus !== "ready") return null;
+  if (req.reasoningEnded) return 0;
+  const endIds = req.sampling.structuredOutputs!.reasoningEndTokenIds!;
+  const end = drafts.findIndex((id) => endIds.includes(id));
+  return end < 0 ? null : end + 1;
+}
+
+function grammarRejectedMessage(tokenId: number, requestId: string): string {
+  return `Unexpected: grammar rejected tokens [${tokenId}] for request ${requestId}. Terminating request.`;
 }
 
 /** The offload tier's storage and connector for one engine (the disk file is created, empty, here). */

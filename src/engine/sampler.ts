@@ -315,6 +315,14 @@ export class Sampler {
     return { row, logits };
   }
 
+  /** The row logprobs are read from, as `sample` reads them: a grammar-masked copy, or `row` itself. */
+  maskedRow(row: Float32Array, ctx: SamplingContext): Float32Array {
+    if (!ctx.tokenBitmask) return row;
+    const masked = row.slice(); // [vocabSize]
+    applyTokenBitmask(masked, ctx.tokenBitmask);
+    return masked;
+  }
+
   /**
    * The normalized distribution a random (temperature > 0) request draws its next token from, every sampling
    * parameter (and the grammar's bitmask) applied exactly as `sample` applies it: the target p of speculative

@@ -2,13 +2,14 @@
  * The engine Worker's handle on its grammar thread (grammar-worker.ts): compile a request's grammar, keep its
  * matcher in step with the tokens the engine samples, and fetch next-token bitmasks, one fill per engine step.
  * Per request it mirrors every accepted token, so a thread that xgrammar poisoned (an abort inside WASM) is replaced
- * and every live matcher is rebuilt by replaying its tokens; the engine only sees a slower fill.
+ * and every live matcher is rebuilt by replaying its tokens; the engine only sees a slower fill. Speculative decoding:
+ * a fill takes each request's drafts and returns a mask per draft position (grammar-protocol.ts FillRow).
  * Started lazily: an engine that never gets a structured request never loads xgrammar.
  * @example const g = new GrammarThreadClient(init, onLost); await g.compile("r1", spec, [2]); const m = await g.fill(["r1"]);
  */
 import { workerEntryUrl } from "../util/compiled-entry.ts";
 import type { GrammarSpec } from "./grammar-spec.ts";
-import type { FillRow, FillStatus, FromGrammar, GrammarThreadInit, ToGrammar } from "./grammar-protocol.ts";
+import { fillRowStarts, type FillRow, type FillStatus, type FromGrammar, type GrammarThreadInit, type ToGrammar } from "./grammar-protocol.ts";
 import { unreachable } from "../util/result.ts";
 
 export type CompileResult =
@@ -18,9 +19,24 @@ export type CompileResult =
 export interface FillResult {
   /** int32 words per row: ceil(vocabSize / 32) */
   readonly words: number;
-  /** [requestIds.length, words] bit set = allowed */
+  /** [rowStart.at(-1), words] bit set = allowed; request r's mask at position j (after j drafts) is row rowStart[r] + j */
   readonly masks: Int32Array;
+  /** [requestIds.length + 1] */
+  readonly rowStart: readonly number[];
   readonly status: readonly FillStatus[];
+}
+
+/** A request in a fill: its id, and the drafted tokens it verifies this step (speculative decoding). */
+export interface FillRequest {
+  readonly requestId: string;
+  readonly drafts: readonly number[];
+}
+
+interface FillInFlight {
+  readonly fillId: number;
+  readonly requests: readonly FillRequest[];
+  readonly withMasks: boolean;
+  readonly resolve: (r: FillResult) => void;
 }
 
 interface RequestGrammar {
@@ -46,7 +62,7 @@ export class GrammarThreadClient {
   private generation = 0;
   private readonly requests = new Map<string, RequestGrammar>();
   private nextFillId = 1;
-  private fillInFlight: { readonly fillId: number; readonly requestIds: readonly string[]; readonly resolve: (r: FillResult) => void } | null = null;
+  private fillInFlight: FillInFlight | null = null;
   private restartNeeded = false;
   /** the thread's TokenizerInfo build time, once ready (ms) */
   tokenizerInfoMs: number | null = null;
@@ -89,12 +105,27 @@ export class GrammarThreadClient {
     }
   }
 
-  /** The next-token bitmask of each request, after its matcher took every token accepted so far. One at a time. */
-  fill(requestIds: readonly string[]): Promise<FillResult> {
+  /**
+   * The next-token bitmask of each request, after its matcher took every token accepted so far; with drafts, one per
+   * draft position and one after them, for the drafts the grammar accepts (status numValidDrafts). One at a time.
+   */
+  fill(requests: readonly (string | FillRequest)[]): Promise<FillResult> {
+    return this.startFill(requests.map((r) => (typeof r === "string" ? { requestId: r, drafts: [] } : r)), true);
+  }
+
+  /**
+   * How many of each request's drafts the grammar accepts, in order (vLLM XgrammarGrammar.validate_tokens: the
+   * longest valid prefix; the matcher ends where it started). Shares the one-at-a-time slot with fill.
+   */
+  async validateDrafts(requests: readonly FillRequest[]): Promise<readonly FillStatus[]> {
+    return (await this.startFill(requests, false)).status;
+  }
+
+  private startFill(requests: readonly FillRequest[], withMasks: boolean): Promise<FillResult> {
     if (this.fillInFlight) throw new Error("GrammarThreadClient.fill: one fill at a time");
     if (this.restartNeeded) this.restart();
     return new Promise((resolve) => {
-      this.fillInFlight = { fillId: this.nextFillId++, requestIds, resolve };
+      this.fillInFlight = { fillId: this.nextFillId++, requests, withMasks, resolve };
       this.sendFill();
     });
   }
@@ -111,15 +142,15 @@ export class GrammarThreadClient {
 
   private sendFill(): void {
     const inFlight = this.fillInFlight!;
-    const rows: FillRow[] = inFlight.requestIds.map((requestId) => {
+    const rows: FillRow[] = inFlight.requests.map(({ requestId, drafts }) => {
       const r = this.requests.get(requestId);
-      if (!r) return { requestId, rollBack: 0, accept: [] };
-      const row = { requestId, rollBack: r.rollBackPending, accept: r.history.slice(r.synced) };
+      if (!r) return { requestId, rollBack: 0, accept: [], drafts };
+      const row = { requestId, rollBack: r.rollBackPending, accept: r.history.slice(r.synced), drafts };
       r.synced = r.history.length;
       r.rollBackPending = 0;
       return row;
     });
-    this.send({ type: "fill", fillId: inFlight.fillId, rows });
+    this.send({ type: "fill", fillId: inFlight.fillId, rows, withMasks: inFlight.withMasks });
   }
 
   private send(message: ToGrammar): void {
@@ -178,7 +209,7 @@ export class GrammarThreadClient {
         const inFlight = this.fillInFlight;
         if (!inFlight || inFlight.fillId !== message.fillId) return;
         this.fillInFlight = null;
-        inFlight.resolve({ words: message.words, masks: message.masks, status: message.status });
+        inFlight.resolve({ words: message.words, masks: message.masks, rowStart: fillRowStarts(inFlight.requests), status: message.status });
         if (this.restartNeeded) this.restart();
         return;
       }

@@ -11,7 +11,7 @@
 import * as xg from "@mlc-ai/web-xgrammar";
 import type { CompiledGrammar, GrammarCompiler, GrammarMatcher as Matcher } from "@mlc-ai/web-xgrammar";
 import { cleanXGrammarError, compileGrammar, grammarKey, GRAMMAR_ERROR_PREFIX, type GrammarSpec } from "./grammar-spec.ts";
-import type { FillStatus, FromGrammar, GrammarThreadInit, ToGrammar } from "./grammar-protocol.ts";
+import { fillRowStarts, type FillRow, type FillStatus, type FromGrammar, type GrammarThreadInit, type ToGrammar } from "./grammar-protocol.ts";
 import { unreachable } from "../util/result.ts";
 import { errorMessage } from "../util/error-message.ts";
 
@@ -47,7 +47,7 @@ class GrammarThread {
     if (!this.compiler) { this.pending.push(message); return; }
     switch (message.type) {
       case "compile": await this.compile(message.requestId, message.spec, message.stopTokenIds); return;
-      case "fill": await this.fill(message.fillId, message.rows); return;
+      case "fill": await this.fill(message.fillId, message.rows, message.withMasks); return;
       case "free":
         for (const id of message.requestIds) {
           this.matchers.get(id)?.matcher.dispose();
@@ -100,15 +100,21 @@ class GrammarThread {
     }
   }
 
-  private async fill(fillId: number, rows: readonly { requestId: string; rollBack: number; accept: readonly number[] }[]): Promise<void> {
+  private async fill(fillId: number, rows: readonly FillRow[], withMasks: boolean): Promise<void> {
     const words = this.words;
-    const masks = new Int32Array(rows.length * words); // [rows, words]
+    const starts = fillRowStarts(rows);
+    const masks = new Int32Array(withMasks ? starts[rows.length]! * words : 0); // [sum(drafts + 1), words]
     const status: FillStatus[] = [];
     for (let r = 0; r < rows.length; r++) {
       const row = rows[r]!;
       const entry = this.matchers.get(row.requestId);
-      const out = masks.subarray(r * words, (r + 1) * words);
-      if (!entry) { out.fill(-1); status.push({ kind: "ok" }); continue; }
+      /** the bitmask at position j (after the row's first j drafts) */
+      const out = (j: number): Int32Array => masks.subarray((starts[r]! + j) * words, (starts[r]! + j + 1) * words);
+      if (!entry) {
+        if (withMasks) for (let j = 0; j <= row.drafts.length; j++) out(j).fill(-1);
+        status.push({ kind: "ok", numValidDrafts: row.drafts.length });
+        continue;
+      }
       const { matcher } = entry;
       if (row.rollBack > 0) matcher.rollBack(row.rollBack);
       let rejected: number | null = null;
@@ -117,10 +123,20 @@ class GrammarThread {
         if (!matcher.acceptToken(tokenId)) { rejected = tokenId; break; }
       }
       if (rejected !== null) { status.push({ kind: "rejected", tokenId: rejected }); continue; }
-      // vLLM writes an all-allowed row for a terminated grammar
-      if (matcher.isTerminated()) out.fill(-1);
-      else out.set((await matcher.getNextTokenBitmask()).subarray(0, words));
-      status.push({ kind: "ok" });
+      // vLLM grammar_bitmask: a mask at each draft position and the bonus one, advancing through the drafts, then
+      // rolled back (the tokens the engine emits come back as `accept`); vLLM writes all-allowed rows once terminated
+      let numValid = 0;
+      for (let j = 0; ; j++) {
+        if (withMasks) {
+          if (matcher.isTerminated()) out(j).fill(-1);
+          else out(j).set((await matcher.getNextTokenBitmask()).subarray(0, words));
+        }
+        // a draft past the grammar's end, or one it refuses, is invalid, and so is every draft after it
+        if (j === row.drafts.length || matcher.isTerminated() || !matcher.acceptToken(row.drafts[j]!)) break;
+        numValid++;
+      }
+      if (numValid > 0) matcher.rollBack(numValid);
+      status.push({ kind: "ok", numValidDrafts: numValid });
     }
     post({ type: "filled", fillId, words, masks, status }, [masks.buffer]);
   }

@@ -2,7 +2,8 @@
  * The rejection sampler keeps the output distribution: on the default model (stories260K, vocabulary 512) the first
  * and second speculated positions' tokens, over a few thousand seeded samples, agree with the distribution sampling
  * draws from without speculation (chi-square, p = 0.001), for a likely, a middling and an excluded draft; and a
- * deliberately wrong rule (the replacement drawn from p itself, the draft not removed) fails the same test.
+ * deliberately wrong rule (the replacement drawn from p itself, the draft not removed) fails the same test. With a
+ * grammar bitmask at the speculated position the tokens follow the masked p (and fail it when the mask is left out).
  */
 import { describe, expect, test } from "bun:test";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
@@ -84,7 +85,7 @@ describe("rejection sampling keeps the distribution (stories260K)", async () => 
   const second = [...p1.keys()].sort((a, b) => p1[b]! - p1[a]!)[1]!;
 
   /** first emitted token of NUM_SAMPLES verifications of [draft, second], and the second one where the first was accepted */
-  function sampleSpec(draft: number, rule: RejectionRule) {
+  function sampleSpec(draft: number, rule: RejectionRule, bitmasks?: readonly (Int32Array | undefined)[]) {
     const first = new Map<number, number>();
     const next = new Map<number, number>();
     let numNext = 0;
@@ -97,7 +98,7 @@ describe("rejection sampling keeps the distribution (stories260K)", async () => 
         (ctx.outputCounts as Map<number, number>).set(id, (ctx.outputCounts.get(id) ?? 0) + 1);
         return false;
       };
-      verifyDrafts([row0, row1, row1], [draft, second], ctx, sampler, push, rule);
+      verifyDrafts([row0, row1, row1], [draft, second], ctx, sampler, push, { rule, ...(bitmasks ? { bitmasks } : {}) });
       first.set(emitted[0]!, (first.get(emitted[0]!) ?? 0) + 1);
       if (emitted[0] === likely) { next.set(emitted[1]!, (next.get(emitted[1]!) ?? 0) + 1); numNext++; }
     }
@@ -129,6 +130,26 @@ describe("rejection sampling keeps the distribution (stories260K)", async () => 
     expect(numNext).toBeGreaterThan(500);
     const { stat, df } = chiSquare(next, p1, numNext);
     expect(stat).toBeLessThan(chiSquareCritical(df));
+  });
+
+  // structured outputs: a grammar's bitmask at the first position (here: every id not divisible by 3) applies to p there
+  const mask = new Int32Array(Math.ceil(p0.length / 32)); // [words] bit set = allowed
+  for (let id = 0; id < p0.length; id++) if (id % 3 !== 0) mask[id >> 5]! |= 1 << (id & 31);
+  const p0Masked = sampler.targetProbs(row0, { ...context(PROMPT, 0), tokenBitmask: mask });
+  const maskedDraft = byProb.find((id) => id % 3 !== 0)!;
+
+  test("with a grammar bitmask per position: the first speculated position ~ the masked p", () => {
+    expect(byProb.slice(0, 10).some((id) => id % 3 === 0)).toBe(true); // the mask removes likely tokens
+    const { first } = sampleSpec(maskedDraft, STANDARD_REJECTION, [mask, undefined, undefined]);
+    const { stat, df } = chiSquare(first, p0Masked, NUM_SAMPLES);
+    expect(df).toBeGreaterThan(3);
+    expect(stat).toBeLessThan(chiSquareCritical(df));
+  });
+
+  test("the mask left out at the draft position fails the masked test", () => {
+    const { first } = sampleSpec(maskedDraft, STANDARD_REJECTION);
+    const { stat, df } = chiSquare(first, p0Masked, NUM_SAMPLES);
+    expect(stat).toBeGreaterThan(chiSquareCritical(df));
   });
 
   test("a wrong rule (replacement drawn from p with the draft left in) fails the test", () => {

@@ -10,7 +10,8 @@
  *   zeroed, and stop.
  * Tokens are handed to `push` one by one, in order, and each is part of the context of the next position (penalties,
  * min_tokens see it), as vLLM extends the output history by the preceding drafts. `push` returns true when the
- * request stopped (EOS, stop token, max_tokens): nothing after it is emitted.
+ * request stopped (EOS, stop token, max_tokens): nothing after it is emitted. Structured outputs: position i's grammar
+ * bitmask masks the target's row i, so p(draft) and the replacement are the grammar-constrained distribution.
  */
 import type { PositionLogprobs } from "../protocol.ts";
 import { drawFrom, GREEDY_TEMPERATURE, positionLogprobs, type Sampler, type SamplingContext } from "../sampler.ts";
@@ -35,6 +36,16 @@ export const STANDARD_REJECTION: RejectionRule = {
   },
 };
 
+export interface VerifyOptions {
+  /** the acceptance rule for random requests (tests pass a wrong one) */
+  readonly rule?: RejectionRule;
+  /**
+   * structured outputs: [numDrafts + 1] the grammar's bitmask at each position (undefined: none there), applied to
+   * the target's row at that position before anything else, as without speculation (vLLM grammar_bitmask per draft)
+   */
+  readonly bitmasks?: readonly (Int32Array | undefined)[];
+}
+
 export interface VerifyResult {
   /** drafts accepted (the bonus / recovered token is not counted, as vLLM counts) */
   readonly numAccepted: number;
@@ -47,26 +58,32 @@ export interface VerifyResult {
  */
 export function verifyDrafts(
   rows: readonly Float32Array[], draftTokenIds: readonly number[], ctx: SamplingContext, sampler: Sampler,
-  push: (tokenId: number, logprobs: PositionLogprobs | undefined) => boolean, rule: RejectionRule = STANDARD_REJECTION,
+  push: (tokenId: number, logprobs: PositionLogprobs | undefined) => boolean, options: VerifyOptions = {},
 ): VerifyResult {
+  const rule = options.rule ?? STANDARD_REJECTION;
   const p = ctx.params;
   const greedy = p.temperature < GREEDY_TEMPERATURE;
+  const at = (i: number): SamplingContext => {
+    const tokenBitmask = options.bitmasks?.[i];
+    return tokenBitmask ? { ...ctx, tokenBitmask } : ctx;
+  };
   for (let i = 0; i < draftTokenIds.length; i++) {
     const draft = draftTokenIds[i]!;
+    const ctxAt = at(i);
     let tokenId: number;
     let logprobs: PositionLogprobs | undefined;
     if (greedy) {
-      ({ tokenId, logprobs } = sampler.sample(rows[i]!, ctx));
+      ({ tokenId, logprobs } = sampler.sample(rows[i]!, ctxAt));
     } else {
-      const probs = sampler.targetProbs(rows[i]!, ctx);
+      const probs = sampler.targetProbs(rows[i]!, ctxAt);
       tokenId = rule.accept(probs[draft]!, ctx.rng.nextFloat()) ? draft : rule.recover(probs, draft, ctx.rng);
-      if (p.logprobs !== null) logprobs = positionLogprobs(rows[i]!, tokenId, p.logprobs);
+      if (p.logprobs !== null) logprobs = positionLogprobs(sampler.maskedRow(rows[i]!, ctxAt), tokenId, p.logprobs);
     }
     const accepted = tokenId === draft;
     if (push(tokenId, logprobs)) return { numAccepted: accepted ? i + 1 : i };
     if (!accepted) return { numAccepted: i };
   }
-  const bonus = sampler.sample(rows[draftTokenIds.length]!, ctx);
+  const bonus = sampler.sample(rows[draftTokenIds.length]!, at(draftTokenIds.length));
   push(bonus.tokenId, bonus.logprobs);
   return { numAccepted: draftTokenIds.length };
 }
