@@ -52,7 +52,7 @@ interface RemotePrefill {
 
 interface PinnedRequest {
   readonly blockIds: readonly number[];
-  readonly timer: ReturnType<typeof setTimeout>;
+  timer: ReturnType<typeof setTimeout>;
   reads: number;
 }
 
@@ -109,6 +109,7 @@ export class KvPeerConnector implements KvConnectorHooks {
   /** requests whose read failed and recompute: never read again */
   private readonly recomputing = new Set<RequestState>();
   private progress: (() => void) | null = null;
+  private heartbeat: ReturnType<typeof setInterval> | null = null;
   // per-step counts
   private transfers: KvPeerTransfer[] = [];
   private failedTransfers = 0;
@@ -193,7 +194,28 @@ export class KvPeerConnector implements KvConnectorHooks {
     const needed = this.kv.blocksFor(request.numPromptTokens - 1);
     if (blockIds.length < needed) return bad(`kv_transfer_params: remote_block_ids has ${blockIds.length} blocks, the prompt's ${request.numPromptTokens - 1} tokens need ${needed} of ${this.blockSize} tokens`);
     this.remotePrefill.set(request, { engineId, requestId, host, port: port as number, blockIds });
+    this.heartbeat ??= setInterval(() => this.sendHeartbeats(), Math.max(100, Math.floor(this.config.leaseSeconds * 1000 / 6)));
     return null;
+  }
+
+  /**
+   * Decode side, every lease / 6 while requests wait for admission (vLLM's lease heartbeat): the prefill instances
+   * keep their blocks for them, however long the queue.
+   */
+  private sendHeartbeats(): void {
+    if (this.remotePrefill.size === 0 || this.closed) {
+      if (this.heartbeat !== null) clearInterval(this.heartbeat);
+      this.heartbeat = null;
+      return;
+    }
+    const byPeer = new Map<string, { host: string; port: number; ids: string[] }>();
+    for (const r of this.remotePrefill.values()) {
+      const key = `${r.host}:${r.port}`;
+      let peer = byPeer.get(key);
+      if (peer === undefined) byPeer.set(key, (peer = { host: r.host, port: r.port, ids: [] }));
+      peer.ids.push(r.requestId);
+    }
+    for (const peer of byPeer.values()) this.notify(peer.host, peer.port, controlFrame(FRAME.heartbeat, { request_ids: peer.ids }));
   }
 
   /**
@@ -207,16 +229,27 @@ export class KvPeerConnector implements KvConnectorHooks {
     const blockIds = request.blockIds.slice(0, this.kv.blocksFor(numTokens));
     for (const id of blockIds) this.kv.pool.touch(id);
     this.unpin(request.requestId);
-    const timer = setTimeout(() => {
-      this.toRelease.push({ requestId: request.requestId, expired: true });
-      this.onWake();
-    }, this.config.leaseSeconds * 1000);
-    this.pinned.set(request.requestId, { blockIds, timer, reads: 0 });
+    this.pinned.set(request.requestId, { blockIds, timer: this.leaseTimer(request.requestId, this.config.leaseSeconds * 1000), reads: 0 });
     return {
       do_remote_prefill: true, do_remote_decode: false, remote_block_ids: [blockIds], remote_engine_id: this.config.engineId,
       remote_request_id: request.requestId, remote_host: this.config.host, remote_port: this.boundPort, tp_size: 1,
       remote_num_tokens: numTokens, remote_blocks_expiry_time: null, transfer_mode: "pull",
     };
+  }
+
+  private leaseTimer(requestId: string, ms: number): ReturnType<typeof setTimeout> {
+    return setTimeout(() => {
+      this.toRelease.push({ requestId, expired: true });
+      this.onWake();
+    }, ms);
+  }
+
+  /** a decode instance still waits to read this request: vLLM's heartbeat sets its expiry to now + lease x 2/3 */
+  private extendLease(requestId: string): void {
+    const entry = this.pinned.get(requestId);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
+    entry.timer = this.leaseTimer(requestId, Math.floor(this.config.leaseSeconds * 1000 * 2 / 3));
   }
 
   private unpin(requestId: string): PinnedRequest | null {
@@ -273,7 +306,8 @@ export class KvPeerConnector implements KvConnectorHooks {
 
   recordAdmission(request: RequestState, computed: ComputedBlocks): void {
     const queries = request.numTokens - computed.numTokens;
-    if (queries !== 0 && this.consumer) this.externalQueries += queries;
+    // vLLM counts every admission while a connector is configured, on the prefill side too (its hits are 0 there)
+    if (queries !== 0) this.externalQueries += queries;
   }
 
   beforeFree(request: RequestState, gone: boolean): void {
@@ -457,10 +491,15 @@ export class KvPeerConnector implements KvConnectorHooks {
 
   /** Decode side: tells the prefill side its blocks are no longer needed (a request that never read them). */
   private notifyDone(remote: RemotePrefill): void {
+    this.notify(remote.host, remote.port, controlFrame(FRAME.done, { request_id: remote.requestId }));
+  }
+
+  /** One control frame on its own connection; a failure counts in vllm:nixl_num_failed_notifications. */
+  private notify(host: string, port: number, frame: Uint8Array): void {
     if (this.closed) return;
-    const socket = connect({ host: remote.host, port: remote.port });
+    const socket = connect({ host, port });
     this.sockets.add(socket);
-    socket.on("connect", () => socket.end(controlFrame(FRAME.done, { request_id: remote.requestId })));
+    socket.on("connect", () => socket.end(frame));
     socket.on("error", () => { this.failedNotifications++; });
     socket.on("close", () => this.sockets.delete(socket));
   }
@@ -484,8 +523,17 @@ export class KvPeerConnector implements KvConnectorHooks {
           }
           continue;
         }
+        if (frame.type === FRAME.heartbeat) {
+          const ids = frame.json["request_ids"];
+          if (Array.isArray(ids)) for (const id of ids) if (typeof id === "string") this.extendLease(id);
+          continue;
+        }
         if (frame.type !== FRAME.read) { refuse(`unexpected frame type ${frame.type}`); return; }
-        this.answerRead(socket, frame.json, refuse);
+        try {
+          this.answerRead(socket, frame.json, refuse);
+        } catch (e) {
+          refuse(`the prefill instance could not read its blocks: ${errorMessage(e)}`);
+        }
       }
     });
   }
@@ -516,6 +564,7 @@ export class KvPeerConnector implements KvConnectorHooks {
   close(): void {
     this.closed = true;
     for (const entry of this.pinned.values()) clearTimeout(entry.timer);
+    if (this.heartbeat !== null) clearInterval(this.heartbeat);
     for (const s of this.sockets) s.destroy();
     this.server?.close();
   }

@@ -8,10 +8,11 @@
  *   BLOCKS  prefill -> decode  [u32 firstBlock][u32 numBlocks][numBlocks x block_bytes]
  *   ERROR   prefill -> decode  JSON {message}
  *   DONE    decode -> prefill  JSON {request_id}      (the read notification: the prefill side frees the blocks)
+ *   HEARTBEAT decode -> prefill JSON {request_ids}   (still waiting to read them: their lease is extended)
  */
 import { err, ok, type Result } from "../util/result.ts";
 
-export const FRAME = { read: 1, blocks: 2, error: 3, done: 4 } as const;
+export const FRAME = { read: 1, blocks: 2, error: 3, done: 4, heartbeat: 5 } as const;
 export type FrameType = (typeof FRAME)[keyof typeof FRAME];
 
 const HEADER_BYTES = 5;
@@ -50,7 +51,7 @@ export function blocksHeader(firstBlock: number, numBlocks: number, dataBytes: n
 }
 
 export type Frame =
-  | { readonly type: typeof FRAME.read | typeof FRAME.error | typeof FRAME.done; readonly json: Record<string, unknown> }
+  | { readonly type: typeof FRAME.read | typeof FRAME.error | typeof FRAME.done | typeof FRAME.heartbeat; readonly json: Record<string, unknown> }
   | { readonly type: typeof FRAME.blocks; readonly firstBlock: number; readonly numBlocks: number; readonly data: Uint8Array };
 
 /** Splits a byte stream into frames. Block bytes are copied once, from the socket's chunks into the frame's buffer. */
@@ -78,7 +79,7 @@ export class FrameReader {
         if (frame.length < 8) return err("KV side channel: block frame shorter than its header");
         const v = new DataView(frame.buffer, frame.byteOffset, 8);
         frames.push({ type, firstBlock: v.getUint32(0, true), numBlocks: v.getUint32(4, true), data: frame.subarray(8) });
-      } else if (type === FRAME.read || type === FRAME.error || type === FRAME.done) {
+      } else if (type === FRAME.read || type === FRAME.error || type === FRAME.done || type === FRAME.heartbeat) {
         let json: unknown;
         try {
           json = JSON.parse(new TextDecoder().decode(frame));

@@ -90,6 +90,41 @@ describe("prefill/decode faults (NixlConnector)", () => {
     expect(await eventually(async () => await metric(decode.url, "vllm:kv_cache_usage_perc") === 0)).toBe(true);
   }, 60_000);
 
+  test("lease heartbeats: the prefill side keeps blocks a decode instance still waits for; a decode instance sends them while its request queues", async () => {
+    const { params } = await prefillParams("Lily and Ben went to the park to play on the swings");
+    const expiredBefore = await metric(prefill.url, "vllm:nixl_num_kv_expired_reqs_total");
+    const beat = (): Promise<void> => new Promise((resolve) => {
+      const socket = connect({ host: "127.0.0.1", port: params.remote_port }, () => socket.end(controlFrame(FRAME.heartbeat, { request_ids: [params.remote_request_id] })));
+      socket.on("close", () => resolve());
+    });
+    // heartbeats every lease / 4 for twice the lease: still held
+    for (let t = 0; t < 8; t++) { await beat(); await Bun.sleep(LEASE_S * 1000 / 4); }
+    expect(await metric(prefill.url, "vllm:nixl_num_kv_expired_reqs_total")).toBe(expiredBefore);
+    expect(await metric(prefill.url, "vllm:kv_cache_usage_perc")).toBeGreaterThan(0);
+    // then silence: it expires within lease x 2/3
+    expect(await eventually(async () => await metric(prefill.url, "vllm:nixl_num_kv_expired_reqs_total") === expiredBefore + 1, LEASE_S * 1000 + 5000)).toBe(true);
+
+    // the decode side: one sequence at a time, so the second request queues behind a long one and beats meanwhile
+    const queued = await startServer([...peerArgs("kv_consumer", {}, 0.6), "--max-num-seqs", "1"]);
+    const beats: string[] = [];
+    const fake = await fakePrefill((socket) => { socket.end(controlFrame(FRAME.error, { message: "stand-in prefill: no blocks" })); });
+    fake.server.on("connection", (socket) => socket.on("data", (chunk: Buffer) => {
+      const frames = new FrameReader(0).push(new Uint8Array(chunk));
+      if (frames.ok) for (const f of frames.value) if (f.type === FRAME.heartbeat) beats.push(...(f.json["request_ids"] as string[]));
+    }));
+    try {
+      const long = post(queued.url, "completions", { prompt: "Once", max_tokens: 400, ignore_eos: true, temperature: 0 });
+      await Bun.sleep(50);
+      const waiting = await post(queued.url, "completions", body("The cat sat on the mat", { kv_transfer_params: { ...params, remote_request_id: "waits-in-queue", remote_num_tokens: null, remote_port: fake.port } }));
+      expect(waiting.status).toBe(500);
+      expect((await long).status).toBe(200);
+      expect(beats).toContain("waits-in-queue");
+    } finally {
+      fake.server.close();
+      await queued.stop();
+    }
+  }, 120_000);
+
   test("the prefill side dies: the decode side answers a 500 that says why (policy fail) or recomputes (policy recompute), never hangs", async () => {
     const prompt = "Once upon a time there was a little girl named Lily who loved to play outside";
     const expected = await answerText("completions", await post(single.url, "completions", body(prompt)));
