@@ -25,6 +25,7 @@ const COMMAND_MODULES: Readonly<Record<Command, () => Promise<{ main: CommandMai
   "bench latency": () => import("./commands/bench-latency.ts"),
   inspect: () => import("./commands/inspect.ts"),
   proxy: () => import("./commands/proxy.ts"),
+  pull: () => import("./commands/pull.ts"),
 };
 
 /** `fennec bench serve ...` names the command in two words. */
@@ -75,7 +76,9 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   if (!parsed.ok) return fail(parsed.error);
   try {
     const { main } = await COMMAND_MODULES[command]();
-    return await main(parsed.value);
+    // a Hugging Face model is fetched (or found in the cache) before the command sees a local path; pull does it itself
+    const options = command === "pull" ? parsed.value : await (await import("./commands/model-argument.ts")).resolveModelArgument(command, parsed.value);
+    return await main(options);
   } catch (e) {
     if (debugEnabled() && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
     if (e instanceof CliError) return fail(e.message);

@@ -13,7 +13,7 @@ import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { readFileSync } from "node:fs";
 import { err, ok, type Result } from "./util/result.ts";
 
-export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "chat" | "bench serve" | "bench throughput" | "bench latency" | "inspect" | "proxy";
+export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "chat" | "bench serve" | "bench throughput" | "bench latency" | "inspect" | "proxy" | "pull";
 export const COMMANDS: Readonly<Record<Command, string>> = {
   serve: "Serve the OpenAI-compatible API (vLLM-style) on HTTP.",
   generate: "Generate text from a prompt and print it.",
@@ -25,6 +25,7 @@ export const COMMANDS: Readonly<Record<Command, string>> = {
   "bench latency": "Benchmark the latency of one batch on an in-process engine, like `vllm bench latency`.",
   inspect: "Print a model file's facts (fennec inspect MODEL): architecture, parameters, tensors, memory in fennec.",
   proxy: "Split each request between a prefill and a decode server through kv_transfer_params, as vLLM's disaggregated-serving proxy.",
+  pull: "Download a GGUF model from the Hugging Face Hub into its cache without serving it (fennec pull org/repo[:QUANT]), then print its path.",
 };
 
 /** list: one or more values after the flag (argparse nargs="+"), as vLLM's --api-key and --served-model-name */
@@ -68,7 +69,7 @@ export interface FlagSpec {
   readonly aliases?: readonly string[];
 }
 
-const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch", "chat", "bench throughput", "bench latency", "inspect"];
+const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch", "chat", "bench throughput", "bench latency", "inspect", "pull"];
 /** commands that run the model (generate runs it in-process, without the engine's scheduler or pipelines) */
 const MODEL: readonly Command[] = ["serve", "generate", "run-batch", "chat", "bench throughput", "bench latency"];
 const ENGINE: readonly Command[] = ["serve", "run-batch", "chat", "bench throughput", "bench latency"];
@@ -99,8 +100,6 @@ const VLLM_FATES: readonly FlagSpec[] = [
   { name: "distributed-executor-backend", kind: "string", default: null, commands: ANY, help: "Accepted for mp/uni: one process, worker threads.", fate: { noop: "one process with worker threads", accepts: oneOf("mp", "uni"), refuse: "fennec has no Ray backend: run one fennec per machine" } },
   { name: "load-format", kind: "string", default: null, commands: ANY, help: "Accepted for auto/gguf: fennec loads GGUF files.", fate: { noop: "fennec loads GGUF files", accepts: oneOf("auto", "gguf"), refuse: "convert the model to GGUF (llama.cpp's convert_hf_to_gguf.py) and pass the .gguf file" } },
   { name: "quantization", aliases: ["-q"], kind: "string", default: null, commands: ANY, help: "Accepted for gguf: the GGUF file's own weight types are used.", fate: { noop: "the GGUF file's weight types are used as they are", accepts: oneOf("gguf"), refuse: "quantize to a GGUF type (q8_0, q4_k_m, ...) with llama.cpp and pass that file" } },
-  { name: "download-dir", kind: "string", default: null, commands: ANY, help: "Accepted: fennec never downloads (give a local GGUF file).", fate: { noop: "fennec never downloads, it loads the local GGUF file given as the model" } },
-  { name: "revision", kind: "string", default: null, commands: ANY, help: "Accepted: the GGUF file is the revision.", fate: { noop: "the local GGUF file is the revision served" } },
   { name: "tokenizer", kind: "string", default: null, commands: ANY, help: "Refused unless it names the model itself: fennec uses the tokenizer inside the GGUF file.", fate: { refuse: "fennec uses the tokenizer stored in the GGUF file: drop --tokenizer" } },
   { name: "tokenizer-mode", kind: "string", default: null, commands: ANY, help: "Accepted for auto: the GGUF file's tokenizer is used.", fate: { noop: "the GGUF file's tokenizer is used", accepts: oneOf("auto"), refuse: "fennec uses the tokenizer stored in the GGUF file: give auto" } },
   { name: "max-parallel-loading-workers", kind: "int", default: null, commands: ANY, help: "Accepted: one GGUF file is mapped at once.", fate: { noop: "one GGUF file is read in one pass" } },
@@ -117,7 +116,11 @@ const VLLM_FATES: readonly FlagSpec[] = [
 
 export const FLAGS: readonly FlagSpec[] = [
   // model
-  { name: "model", kind: "string", metavar: "path", default: null, commands: ALL, help: "Path to a GGUF model file. Default: the embedded stories260K model." },
+  { name: "model", kind: "string", metavar: "path|repo", default: null, commands: ALL, help: "A GGUF model file, or a Hugging Face repository to fetch it from: org/repo (its Q4_K_M file, else its first GGUF), org/repo:QUANT (e.g. Qwen/Qwen3-0.6B-GGUF:Q8_0) or hf://org/repo/file.gguf, downloaded once into the Hugging Face cache (HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_HUB_OFFLINE, HF_ENDPOINT as huggingface_hub reads them). A split model is given by its first part (name-00001-of-0000N.gguf). Default: the embedded stories260K model." },
+  // the Hub (vLLM's model-loading flags, doing what they do there)
+  { name: "revision", kind: "string", metavar: "rev", default: null, commands: ALL, help: "The branch, tag or commit of a Hugging Face model (as vLLM's --revision). Default: main. A local file is served as it is (the flag is then refused)." },
+  { name: "download-dir", kind: "string", metavar: "dir", default: null, commands: ALL, help: "Where Hugging Face models are cached (as vLLM's --download-dir). Default: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub." },
+  { name: "hf-token", kind: "string", metavar: "token", default: null, commands: ALL, help: "The bearer token for private or gated Hugging Face models (as vLLM's --hf-token). Default: HF_TOKEN, else the token file `hf auth login` wrote." },
   // generate / tokenize
   { name: "prompt", kind: "string", metavar: "text", default: "", commands: ["generate"], help: 'Prompt text. An empty prompt starts from BOS.' },
   { name: "max-tokens", kind: "int", default: 64, min: 0, commands: ["generate"], help: "Maximum number of tokens to generate." },
@@ -159,7 +162,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "host", kind: "string", metavar: "address", default: "127.0.0.1", commands: ["serve", "proxy"], help: "Address to listen on." },
   { name: "port", kind: "int", default: 8000, min: 0, max: 65535, commands: ["serve", "proxy"], help: "Port to listen on." },
   { name: "uds", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "Listen on this Unix domain socket instead of --host/--port." },
-  { name: "served-model-name", kind: "list", metavar: "name", default: null, commands: ["serve"], help: "Model name(s) in the API, one or more: requests may name any of them, answers carry the first. Default: the model file's name." },
+  { name: "served-model-name", kind: "list", metavar: "name", default: null, commands: ["serve"], help: "Model name(s) in the API, one or more: requests may name any of them, answers and the metrics' model_name label carry the first. Default: the model argument as given (vLLM's rule), or stories260K for the embedded model." },
   { name: "api-key", kind: "list", metavar: "token", default: null, commands: ["serve"], help: "Require one of these bearer tokens (one or more) on /v1 endpoints. Default: $VLLM_API_KEY, if set." },
   { name: "root-path", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "The path prefix of a proxy in front (FastAPI's root_path): routes also answer under it, and /openapi.json and /docs name it." },
   { name: "allowed-origins", kind: "string", metavar: "json", default: '["*"]', commands: ["serve"], help: "CORS: origins allowed to call from a browser, a JSON list (vLLM's default [\"*\"])." },
@@ -279,7 +282,7 @@ export type Options = Readonly<Record<string, FlagValue>>;
 
 
 /** Commands that take the model as their first positional argument, as `vllm serve MODEL` does. */
-export const POSITIONAL_MODEL: readonly Command[] = ["serve", "inspect"];
+export const POSITIONAL_MODEL: readonly Command[] = ["serve", "inspect", "pull"];
 
 /** Flags of one command, for --help and parsing. */
 export function flagsOf(command: Command): FlagSpec[] {
@@ -902,7 +905,7 @@ export function proxyConfig(options: Options, env: Readonly<Record<string, strin
 
 export function commandHelp(command: Command): string {
   const usage = POSITIONAL_MODEL.includes(command) ? `Usage: fennec ${command} [MODEL] [options]` : `Usage: fennec ${command} [options]`;
-  const lines = [usage, "", COMMANDS[command], "", ...(POSITIONAL_MODEL.includes(command) ? ["MODEL: a GGUF file, as vLLM's positional model (same as --model).", ""] : []), "Options:"];
+  const lines = [usage, "", COMMANDS[command], "", ...(POSITIONAL_MODEL.includes(command) ? ["MODEL: a GGUF file or a Hugging Face repository (org/repo[:QUANT]), as vLLM's positional model (same as --model).", ""] : []), "Options:"];
   for (const f of flagsOf(command)) {
     const flag = `${f.alias ? `${f.alias}, ` : ""}--${f.name}${f.kind === "bool" ? "" : ` <${f.metavar ?? (f.choices ? f.choices.join("|") : f.kind)}>`}`;
     const def = f.default === null || f.default === false ? "" : ` (default: ${JSON.stringify(f.default)})`;

@@ -29,6 +29,8 @@ const RULES: readonly Rule[] = [
   { files: /^tensor\//, may: [/^tensor\//, /^util\//] },
   // default-model.ts embeds the built GGUF file into the binary
   { files: /^gguf\//, may: [/^gguf\//, /^tensor\//, /^util\//, /^\.\.\/build\/default-model\.gguf$/] },
+  // the Hugging Face Hub client: HTTP and the cache layout, no model code
+  { files: /^hub\//, may: [/^hub\//, /^util\//] },
   { files: /^tokenizer\//, may: [/^tokenizer\//, /^gguf\//, /^tensor\//, /^util\//], packages: [/^@huggingface\/jinja$/] },
   // kernel-files.ts embeds the built kernels; dawn-device.ts loads the webgpu package's native module
   { files: /^backend\//, may: [/^backend\//, /^tensor\//, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },

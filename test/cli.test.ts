@@ -38,6 +38,7 @@ const BASE: Readonly<Record<Command, readonly string[]>> = {
   inspect: ["--json"],
   // servers nothing listens on: every case below fails before the proxy would listen
   proxy: ["--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9", "--port", "0"],
+  pull: [],
 };
 
 interface BadCase {
@@ -52,7 +53,7 @@ interface BadCase {
 
 const ALL = Object.keys(COMMANDS) as Command[];
 /** commands whose --model is a GGUF file (bench serve's is a served model's name) */
-const FILE_COMMANDS = ALL.filter((c) => c !== "bench serve" && c !== "chat" && c !== "proxy");
+const FILE_COMMANDS = ALL.filter((c) => c !== "bench serve" && c !== "chat" && c !== "proxy" && c !== "pull");
 const MODEL_COMMANDS: readonly Command[] = ["generate", "serve", "run-batch", "chat", "bench throughput", "bench latency"];
 
 const BAD: readonly BadCase[] = [

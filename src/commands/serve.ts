@@ -124,7 +124,8 @@ export async function main(options: Options): Promise<number> {
   const orchestrator = config.log.enableLogRequests
     ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
     : pipeline.orchestrator;
-  const servedModelName = flags.servedModelName ?? orchestrator.modelConfig.name;
+  // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
+  const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats, toolCallParser: chat.toolCallParser !== null,
     enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate.value,

@@ -22,6 +22,8 @@ export interface GgufTensorInfo {
   /** absolute byte offset of the tensor data in the file */
   readonly offset: number;
   readonly sizeBytes: number;
+  /** which of GgufFile.parts holds the data (split models); absent: `bytes` */
+  readonly part?: number;
 }
 
 export interface GgufFile {
@@ -32,6 +34,8 @@ export interface GgufFile {
   readonly metadata: ReadonlyMap<string, GgufMetadataEntry>;
   /** in file order */
   readonly tensors: readonly GgufTensorInfo[];
-  /** the whole file (zero-copy where possible) */
+  /** the whole file (zero-copy where possible); the first part of a split model */
   readonly bytes: Uint8Array;
+  /** every part of a split model, the first being `bytes` (split-gguf.ts); absent for one file */
+  readonly parts?: readonly Uint8Array[];
 }

@@ -256,5 +256,6 @@ export function readGguf(path: string): Result<GgufFile> {
  * @example const q = tensorData(file, info); // Uint8Array of info.sizeBytes bytes
  */
 export function tensorData(file: GgufFile, info: GgufTensorInfo): Uint8Array {
-  return file.bytes.subarray(info.offset, info.offset + info.sizeBytes);
+  const bytes = info.part === undefined ? file.bytes : file.parts![info.part]!;
+  return bytes.subarray(info.offset, info.offset + info.sizeBytes);
 }

@@ -34,7 +34,8 @@ interface Serves {
 
 const SERVES: readonly Serves[] = [
   // quickstart: `vllm serve Qwen/Qwen2.5-1.5B-Instruct --dtype auto --api-key token-abc123`
-  { name: "quickstart with --dtype auto and --api-key", args: [MODEL, "--dtype", "auto", "--api-key", "token-abc123"], models: ["stories260K"], apiKey: "token-abc123", noops: ["--dtype auto"] },
+  { name: "quickstart with --dtype auto and --api-key", args: [MODEL, "--dtype", "auto", "--api-key", "token-abc123"], models: [MODEL], apiKey: "token-abc123", noops: ["--dtype auto"] },
+  // ... served under the model argument as given, as vLLM's served_model_name defaults to `model`
   // Helm chart / production-stack values: positional model, single GPU, the usual memory and batch knobs
   {
     name: "helm chart values",
@@ -43,7 +44,7 @@ const SERVES: readonly Serves[] = [
     models: ["llama", "llama-8b"], noops: ["--tensor-parallel-size 1", "--trust-remote-code", "--enforce-eager", "--swap-space 4"],
   },
   // `vllm serve MODEL -tp 1 -pp 1 --load-format auto --uvicorn-log-level warning --disable-uvicorn-access-log`
-  { name: "short options and log flags", args: [MODEL, "-tp", "1", "-pp", "1", "--load-format", "auto", "--uvicorn-log-level", "warning", "--disable-uvicorn-access-log", "--max-logprobs", "5", "--generation-config", "vllm"], models: ["stories260K"], noops: ["--tensor-parallel-size 1", "--pipeline-parallel-size 1", "--load-format auto"] },
+  { name: "short options and log flags", args: [MODEL, "-tp", "1", "-pp", "1", "--load-format", "auto", "--uvicorn-log-level", "warning", "--disable-uvicorn-access-log", "--max-logprobs", "5", "--generation-config", "vllm"], models: [MODEL], noops: ["--tensor-parallel-size 1", "--pipeline-parallel-size 1", "--load-format auto"] },
 ];
 
 interface Refuses {

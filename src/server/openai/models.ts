@@ -1,8 +1,13 @@
-/** GET /v1/models: the served model under each of its names, in vLLM's shape (vllm/entrypoints/openai/serving_models.py: show_available_models). */
+/**
+ * GET /v1/models: the served model under each of its names, in vLLM's shape (vllm/entrypoints/openai/serving_models.py:
+ * show_available_models); GET /v1/models/{id}: one of those cards, as OpenAI's retrieve-model endpoint (ids may hold
+ * "/", as a Hugging Face name does), else vLLM's 404 for an unknown model.
+ */
 import { Elysia } from "elysia";
 import type { ServerOptions } from "../server-options.ts";
-import { MODELS_RESPONSES } from "./response-docs.ts";
+import { MODEL_RESPONSES, MODELS_RESPONSES } from "./response-docs.ts";
 import { unixSeconds } from "./wire-to-request.ts";
+import { ApiError } from "../errors.ts";
 import { nowMs } from "../../util/clock.ts";
 
 export function listModels(options: ServerOptions) {
@@ -27,8 +32,18 @@ export function listModels(options: ServerOptions) {
   };
 }
 
+export function retrieveModel(options: ServerOptions, id: string) {
+  const card = listModels(options).data.find((m) => m.id === id);
+  if (card === undefined) throw new ApiError("notFound", `The model \`${id}\` does not exist.`, "model");
+  return card;
+}
+
 export function modelsRoutes(options: ServerOptions) {
-  return new Elysia({ name: "openai-models" }).get("/v1/models", () => listModels(options), {
-    detail: { tags: ["OpenAI"], summary: "List the served model", security: [{ bearerAuth: [] }], responses: MODELS_RESPONSES },
-  });
+  return new Elysia({ name: "openai-models" })
+    .get("/v1/models", () => listModels(options), {
+      detail: { tags: ["OpenAI"], summary: "List the served model", security: [{ bearerAuth: [] }], responses: MODELS_RESPONSES },
+    })
+    .get("/v1/models/*", ({ params }) => retrieveModel(options, decodeURIComponent(params["*"])), {
+      detail: { tags: ["OpenAI"], summary: "Retrieve one served model by any of its names", security: [{ bearerAuth: [] }], responses: MODEL_RESPONSES },
+    });
 }

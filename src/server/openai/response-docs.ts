@@ -66,6 +66,15 @@ export const MODELS_RESPONSES = {
   401: ERRORS[401],
 };
 
+export const MODEL_RESPONSES = {
+  200: {
+    description: "The served model under this name.",
+    content: { "application/json": { example: { id: "stories260K", object: "model", created: 1764400000, owned_by: "fennec", root: "embedded:stories260K", parent: null, max_model_len: 512, permission: [] } } },
+  },
+  401: ERRORS[401],
+  404: ERRORS[404],
+};
+
 export const TOKENIZE_RESPONSES = {
   200: { description: "Token ids.", content: { "application/json": { example: { count: 5, max_model_len: 512, tokens: [1, 403, 407, 261, 560], token_strs: ["<s>", "▁Once", "▁upon", "▁a", "▁time"] } } } },
   400: ERRORS[400],
