@@ -95,7 +95,8 @@ test("bench serve: vLLM's block, figures within 10% of the server's /metrics, vL
 
   const files = readdirSync(dir);
   expect(files).toHaveLength(1);
-  expect(files[0]).toMatch(/^openai-infqps-concurrency1-smollm2-135m random weights \(seed 0, q8_0\)-\d{8}-\d{6}\.json$/);
+  // vLLM's name: the served model id's last "/" part (the model file's name, since the server is named by its --model)
+  expect(files[0]).toMatch(/^openai-infqps-concurrency1-smollm2-135m-q8-0-1\.gguf-\d{8}-\d{6}\.json$/);
   const json = JSON.parse(readFileSync(join(dir, files[0]!), "utf8")) as Record<string, unknown>;
   expect(Object.keys(json)).toEqual(VLLM_KEYS);
   expect(json).toMatchObject({ backend: "openai", endpoint_type: "openai", request_rate: "inf", max_concurrency: 1, completed: 4, failed: 0, total_output_tokens: 128 });

@@ -71,6 +71,11 @@ describe("vLLM's serving command lines", () => {
       const answer = await client.completions.create({ model: row.models.at(-1)!, prompt: "Once upon a time", max_tokens: 4 });
       expect(answer.model).toBe(row.models[0]!);
       expect(answer.usage!.completion_tokens).toBe(4);
+      // every name retrieves its card (OpenAI's models.retrieve); the first labels the metrics, as vLLM's model_name
+      for (const id of row.models) expect((await client.models.retrieve(id)).id).toBe(id);
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).toContain(`vllm:num_requests_running{model_name="${row.models[0]}"`);
+      for (const other of row.models.slice(1)) expect(metrics).not.toContain(`model_name="${other}"`);
       const log = server.log();
       for (const flag of row.noops) expect(log).toMatch(new RegExp(`^WARNING \\d{2}-\\d{2} [\\d:]{8} \\[serve\\.ts\\] ${flag.replace(/[-.]/g, "\\$&")} has no effect on fennec: `, "m"));
       await server.stop();
