@@ -309,10 +309,40 @@ function scoreKeys(dst: usize, qv: usize, kRows: usize, m: i32, headDim: i32, sc
   for (; t < m; t++) store<f32>(dst + (<usize>t << 2), dotF32(qv, kRows + <usize>(t * headDim) * 4, headDim) * scale);
 }
 
-/** scoreKeys for two query vectors at once: each loaded K vector feeds both (same bits as two scoreKeys calls). */
+/**
+ * scoreKeys for two query vectors at once (qb = qa + headDim floats, the next head): each loaded K vector feeds both
+ * (same bits as two scoreKeys calls).
+ */
 function scoreKeys2(dstA: usize, dstB: usize, qa: usize, qb: usize, kRows: usize, m: i32, headDim: i32, scale: f32): void {
   let t = 0;
-  if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
+  if (ASC_FEATURE_SIMD && headDim == 64) {
+    // headDim 64 (SmolLM2, Qwen2.5, Llama 3.2): every row and head offset a constant, folded into the loads' addressing
+    // (JSC's OMG dump: 35 -> 24 instructions per 32 multiply-adds)
+    const sv = f32x4.splat(scale);
+    for (; t + 4 <= m; t += 4) {
+      let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+      let b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+      let k = kRows + (<usize>t << 8);
+      let qd = qa;
+      for (let d = 0; d < 16; d++) {
+        const qA = v128.load(qd);
+        const qB = v128.load(qd, 256);
+        const k0 = v128.load(k), k1 = v128.load(k, 256), k2 = v128.load(k, 512), k3 = v128.load(k, 768);
+        a0 = f32x4.add(a0, f32x4.mul(qA, k0));
+        b0 = f32x4.add(b0, f32x4.mul(qB, k0));
+        a1 = f32x4.add(a1, f32x4.mul(qA, k1));
+        b1 = f32x4.add(b1, f32x4.mul(qB, k1));
+        a2 = f32x4.add(a2, f32x4.mul(qA, k2));
+        b2 = f32x4.add(b2, f32x4.mul(qB, k2));
+        a3 = f32x4.add(a3, f32x4.mul(qA, k3));
+        b3 = f32x4.add(b3, f32x4.mul(qB, k3));
+        k += 16;
+        qd += 16;
+      }
+      v128.store(dstA + (<usize>t << 2), f32x4.mul(reduce4f(a0, a1, a2, a3), sv));
+      v128.store(dstB + (<usize>t << 2), f32x4.mul(reduce4f(b0, b1, b2, b3), sv));
+    }
+  } else if (ASC_FEATURE_SIMD && (headDim & 3) == 0) {
     const rowBytes = <usize>(headDim << 2);
     const sv = f32x4.splat(scale);
     for (; t + 4 <= m; t += 4) {

@@ -156,17 +156,18 @@ describe("thread counts", () => {
 describe("attention tiles", () => {
   // 37 rows from position 250: tiles of 16, 16 and 5 rows; the first tile's rows 250..255 have one key segment (256
   // keys) and write their output, its later rows two (partials, then the merge). GQA 10/2 (a pair of heads and one
-  // more, twice), headDim 20 (past the 16-dim SIMD blocks). Then a second sequence of 3 rows at position 5.
-  const numKvHeads = 2, numHeads = 10, headDim = 20, blockSize = 16;
-  const qDim = numHeads * headDim;
-  const kvDim = numKvHeads * headDim;
+  // more, twice), headDim 20 (past the 16-dim SIMD blocks) and 64 (its own constant-offset loop). Then a second
+  // sequence of 3 rows at position 5.
+  const numKvHeads = 2, numHeads = 10, blockSize = 16;
   const seqs: AttentionSequence[] = [
     { rowStart: 0, numRows: 37, startPos: 250, blockTable: Int32Array.from({ length: 18 }, (_, i) => 17 - i) },
     { rowStart: 37, numRows: 3, startPos: 5, blockTable: new Int32Array([18]) },
   ];
   const numRows = 40;
 
-  async function run(be: Backend, dtype: KvCacheDtype, split: "batch" | "rows"): Promise<Float32Array> {
+  async function run(be: Backend, dtype: KvCacheDtype, headDim: number, split: "batch" | "rows"): Promise<Float32Array> {
+    const qDim = numHeads * headDim;
+    const kvDim = numKvHeads * headDim;
     be.allocKvCache({ numLayers: 1, numBlocks: 19, blockSize, numKvHeads, headDim, dtype });
     const r = rng(31);
     const upload = (data: Float32Array) => {
@@ -187,18 +188,18 @@ describe("attention tiles", () => {
     return be.read(out, numRows * qDim);
   }
 
-  test.each(["f16", "q8"] as const)("%s cache: a tile's rows give each row's bits alone, on 1 and 3 threads and every build, and the oracle's result", async (dtype) => {
+  test.each([["f16", 20], ["q8", 20], ["f16", 64], ["q8", 64]] as const)("%s cache, headDim %d: a tile's rows give each row's bits alone, on 1 and 3 threads and every build, and the oracle's result", async (dtype, headDim) => {
     const results: Float32Array[] = [];
     for (const simd of ["scalar", "simd", "relaxed-simd"] as const) {
       for (const threads of [1, 3]) {
         const be = await createWasmBackend({ threads, simd });
-        results.push(await run(be, dtype, "batch"));
-        if (threads === 1) results.push(await run(be, dtype, "rows"));
+        results.push(await run(be, dtype, headDim, "batch"));
+        if (threads === 1) results.push(await run(be, dtype, headDim, "rows"));
         be.dispose();
       }
     }
     for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
-    const want = await run(new ReferenceBackend(), dtype, "batch");
+    const want = await run(new ReferenceBackend(), dtype, headDim, "batch");
     let sumSq = 0;
     let maxErr = 0;
     want.forEach((w, i) => {
