@@ -465,27 +465,38 @@ function accumulateTail(o: usize, e: usize, vRows: usize, numKeys: i32, headDim:
  * unnormalized output) at partials + (first partial + KV head * segments + segment) * groupSize * (headDim + 2)
  * floats, and attention_merge combines them. Every score, exp and sum is taken per query row in the same order
  * whatever the tile (see scoreKeys): the bits depend on neither the batch, the tiling nor the thread count.
+ * window > 0 (a sliding-window layer, gemma3): a row with numKeys keys sees only keys numKeys - window .. numKeys - 1;
+ * within a segment its keys start after keysBefore, which depends on the row alone (so the bits still do not depend on
+ * the tile), K/V blocks before every row's window are not read, and the host leaves out the segments before a row's
+ * window (its merge starts at its first segment).
  * Tasks [taskStart, taskEnd); scratch: attention_scratch_floats per thread.
  */
 export function attention_f16(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTiles(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, scratch, taskStart, taskEnd);
+  attentionTiles(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, scratch, taskStart, taskEnd);
 }
 
 /** attention_f16 over the 8-bit cache (kv_store_q8's layout): the same tasks, partials and order of sums. */
 export function attention_q8(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTiles(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, scratch, taskStart, taskEnd);
+  attentionTiles(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, scratch, taskStart, taskEnd);
 }
 
 /** Keys of segment `segment` that rowInfo entry `r` attends to (0 when its keys end before the segment). */
 // @ts-ignore: decorator
 @inline function keysIn(rowInfo: usize, r: i32, segment: i32): i32 {
   return max(0, min(SEGMENT_KEYS, load<i32>(rowInfo + (<usize>r << 4), 4) - segment * SEGMENT_KEYS));
+}
+
+/** Keys at the start of segment `segment` before rowInfo entry r's sliding window (0 without a window). */
+// @ts-ignore: decorator
+@inline function keysBefore(rowInfo: usize, r: i32, segment: i32, window: i32): i32 {
+  if (window <= 0) return 0;
+  return max(0, load<i32>(rowInfo + (<usize>r << 4), 4) - window - segment * SEGMENT_KEYS);
 }
 
 /** Where query head g of rowInfo entry r accumulates for this segment: its output row, or its partial after (max, sum). */
@@ -503,7 +514,7 @@ export function attention_q8(
 // @ts-ignore: decorator
 @inline function attentionTiles(
   q8: bool, out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
@@ -519,35 +530,47 @@ export function attention_q8(
     const segment = load<i32>(tk, 12);
     const k0 = segment * SEGMENT_KEYS;
     const blockTable = <usize>load<i32>(rowInfo + (<usize>first << 4), 8);
+    // a row's keys in this segment are [lo, n): lo = keysBefore (its sliding window), n = keysIn (the causal cut)
     let nMax = 0;
-    for (let i = 0; i < numTileRows; i++) nMax = max(nMax, keysIn(rowInfo, first + i, segment));
+    let loMin = SEGMENT_KEYS;
+    for (let i = 0; i < numTileRows; i++) {
+      const n = keysIn(rowInfo, first + i, segment);
+      const lo = keysBefore(rowInfo, first + i, segment, window);
+      if (lo >= n) continue;
+      nMax = max(nMax, n);
+      loMin = min(loMin, lo);
+    }
     // scores of every query vector of the tile, one widened block of K rows at a time
     for (let kb = 0; kb < nMax; kb += KV_BLOCK_KEYS) {
       const nb = min(KV_BLOCK_KEYS, nMax - kb);
+      if (kb + nb <= loMin) continue; // before every row's window
       for (let j = 0; j < nb; j++) {
         widenKv(q8, rows + <usize>j * rowBytes, kLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
       }
       for (let i = 0; i < numTileRows; i++) {
         const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
-        if (m <= 0) continue;
+        const a = max(0, keysBefore(rowInfo, first + i, segment, window) - kb);
+        if (m <= a) continue;
         const q0 = q + (<usize>(load<i32>(rowInfo + (<usize>(first + i) << 4)) * qDim + kvHead * groupSize * headDim) << 2);
-        const s0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>kb << 2);
+        const s0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>(kb + a) << 2);
+        const kr = rows + <usize>a * rowBytes;
         let g = 0;
         for (; g + 2 <= groupSize; g += 2) {
-          scoreKeys2(s0 + <usize>g * segBytes, s0 + <usize>(g + 1) * segBytes, q0 + <usize>g * rowBytes, q0 + <usize>(g + 1) * rowBytes, rows, m, headDim, scale);
+          scoreKeys2(s0 + <usize>g * segBytes, s0 + <usize>(g + 1) * segBytes, q0 + <usize>g * rowBytes, q0 + <usize>(g + 1) * rowBytes, kr, m - a, headDim, scale);
         }
-        if (g < groupSize) scoreKeys(s0 + <usize>g * segBytes, q0 + <usize>g * rowBytes, rows, m, headDim, scale);
+        if (g < groupSize) scoreKeys(s0 + <usize>g * segBytes, q0 + <usize>g * rowBytes, kr, m - a, headDim, scale);
       }
     }
     // per query vector: exp(score - max) in place of the scores, its sum, and its zeroed output
     for (let i = 0; i < numTileRows; i++) {
       const n = keysIn(rowInfo, first + i, segment);
-      if (n <= 0) continue;
+      const lo = keysBefore(rowInfo, first + i, segment, window);
+      if (n <= lo) continue;
       const partial = load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0;
       for (let g = 0; g < groupSize; g++) {
-        const sg = scratch + <usize>(i * groupSize + g) * segBytes;
-        const max = maxOf(sg, n);
-        const sum = expInPlace(sg, n, max);
+        const sg = scratch + <usize>(i * groupSize + g) * segBytes + (<usize>lo << 2);
+        const max = maxOf(sg, n - lo);
+        const sum = expInPlace(sg, n - lo, max);
         const o = tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim);
         if (partial) {
           store<f32>(o - 8, max);
@@ -561,27 +584,30 @@ export function attention_q8(
     // V one widened block at a time, added to every query vector's output in key order
     for (let kb = 0; kb < nMax; kb += KV_BLOCK_KEYS) {
       const nb = min(KV_BLOCK_KEYS, nMax - kb);
+      if (kb + nb <= loMin) continue;
       for (let j = 0; j < nb; j++) {
         widenKv(q8, rows + <usize>j * rowBytes, vLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
       }
       for (let i = 0; i < numTileRows; i++) {
         const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
-        if (m <= 0) continue;
-        const e0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>kb << 2);
+        const a = max(0, keysBefore(rowInfo, first + i, segment, window) - kb);
+        if (m <= a) continue;
+        const e0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>(kb + a) << 2);
+        const vr = rows + <usize>a * rowBytes;
         let g = 0;
         for (; g + 2 <= groupSize; g += 2) {
           accumulateWeighted2(tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim),
             tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g + 1, headDim),
-            e0 + <usize>g * segBytes, e0 + <usize>(g + 1) * segBytes, rows, m, headDim);
+            e0 + <usize>g * segBytes, e0 + <usize>(g + 1) * segBytes, vr, m - a, headDim);
         }
         if (g < groupSize) {
           accumulateWeighted(tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim),
-            e0 + <usize>g * segBytes, rows, m, headDim);
+            e0 + <usize>g * segBytes, vr, m - a, headDim);
         }
       }
     }
     for (let i = 0; i < numTileRows; i++) {
-      if (keysIn(rowInfo, first + i, segment) <= 0 || load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0) continue;
+      if (keysIn(rowInfo, first + i, segment) <= keysBefore(rowInfo, first + i, segment, window) || load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0) continue;
       for (let g = 0; g < groupSize; g++) {
         const o = tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim);
         scaleInPlace(o, 1 / load<f32>(sums + (<usize>(i * groupSize + g) << 2)), headDim);

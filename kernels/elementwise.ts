@@ -79,6 +79,44 @@ export function silu_mul(out: usize, gate: usize, up: usize, n: i32): void {
   }
 }
 
+/**
+ * out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation (gemma3's GeGLU, ggml_gelu_f32) written as
+ * x * sigmoid(2u) = x / (1 + e^(-2u)), u = sqrt(2/pi) * (x + 0.044715 x^3), which equals 0.5 x (1 + tanh(u)).
+ */
+export function gelu_mul(out: usize, gate: usize, up: usize, n: i32): void {
+  const c: f32 = 1.5957691216057308; // 2 * sqrt(2 / pi)
+  const a: f32 = 0.044715;
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const cv = f32x4.splat(c);
+    const av = f32x4.splat(a);
+    const one = f32x4.splat(1);
+    for (; i + 4 <= n; i += 4) {
+      const o = <usize>i << 2;
+      const g = v128.load(gate + o);
+      const u2 = f32x4.mul(f32x4.mul(cv, g), f32x4.add(one, f32x4.mul(av, f32x4.mul(g, g))));
+      const gelu = f32x4.div(g, f32x4.add(one, expF32x4(f32x4.neg(u2))));
+      v128.store(out + o, f32x4.mul(gelu, v128.load(up + o)));
+    }
+  }
+  for (; i < n; i++) {
+    const o = <usize>i << 2;
+    const g = load<f32>(gate + o);
+    const u2 = (c * g) * (1 + a * (g * g));
+    store<f32>(out + o, (g / (1 + expF32(-u2))) * load<f32>(up + o));
+  }
+}
+
+/** x[i] *= s in place (gemma3's embedding scale, a query pre-scale) */
+export function scale(x: usize, s: f32, n: i32): void {
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    const sv = f32x4.splat(s);
+    for (; i + 4 <= n; i += 4) v128.store(x + (<usize>i << 2), f32x4.mul(v128.load(x + (<usize>i << 2)), sv));
+  }
+  for (; i < n; i++) store<f32>(x + (<usize>i << 2), load<f32>(x + (<usize>i << 2)) * s);
+}
+
 /** out[i] = a[i] + b[i]; out may alias a */
 export function add(out: usize, a: usize, b: usize, n: i32): void {
   let i = 0;

@@ -84,10 +84,18 @@ export interface Backend {
   rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void;
   /** write k, v [numRows, numKvHeads * headDim] of `layer` into the cache slots (slot = block * blockSize + offset) */
   kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void;
-  /** causal attention of q [rows, numHeads * headDim] over the cached K/V of `layer`; GQA by numHeads / numKvHeads */
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void;
+  /**
+   * causal attention of q [rows, numHeads * headDim] over the cached K/V of `layer`; GQA by numHeads / numKvHeads.
+   * slidingWindow > 0 (gemma3's sliding layers): the row at position p sees keys max(0, p - window + 1) .. p only, and
+   * the blocks before them are never read (so the KV manager may have freed them).
+   */
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow?: number): void;
   /** out[i] = silu(gate[i]) * up[i] for n elements */
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void;
+  /** out[i] = gelu(gate[i]) * up[i] for n elements, GELU's tanh approximation (GeGLU: gemma3) */
+  geluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void;
+  /** x[i] *= s in place for n elements */
+  scale(x: DeviceBuffer, s: number, n: number): void;
   /** out[i] = a[i] + b[i] (out may alias a) */
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void;
   /** copy numRows rows of length cols: dst row i = src row rowIds[i] (gathers the positions that need logits) */

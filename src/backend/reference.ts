@@ -199,7 +199,7 @@ export class ReferenceBackend implements Backend {
     }
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0): void {
     const { shape, k: kc, v: vc } = this.cache();
     const { headDim, numKvHeads, blockSize } = shape;
     const kvDim = numKvHeads * headDim;
@@ -214,12 +214,14 @@ export class ReferenceBackend implements Backend {
       for (let i = 0; i < seq.numRows; i++) {
         const row = seq.rowStart + i;
         const numKeys = seq.startPos + i + 1;
-        const scores = new Float64Array(numKeys); // [numKeys]
+        // a sliding-window row sees only its last `slidingWindow` positions
+        const first = slidingWindow > 0 ? Math.max(0, numKeys - slidingWindow) : 0;
+        const scores = new Float64Array(numKeys); // [numKeys], used from `first`
         for (let h = 0; h < numHeads; h++) {
           const kvHead = Math.floor(h / groupSize);
           const qBase = row * qDim + h * headDim;
           let max = -Infinity;
-          for (let t = 0; t < numKeys; t++) {
+          for (let t = first; t < numKeys; t++) {
             const slot = seq.blockTable[Math.floor(t / blockSize)]! * blockSize + (t % blockSize);
             const kBase = slot * kvDim + kvHead * headDim;
             let dot = 0;
@@ -228,12 +230,12 @@ export class ReferenceBackend implements Backend {
             if (scores[t]! > max) max = scores[t]!;
           }
           let sum = 0;
-          for (let t = 0; t < numKeys; t++) {
+          for (let t = first; t < numKeys; t++) {
             scores[t] = Math.exp(scores[t]! - max);
             sum += scores[t]!;
           }
           const acc = new Float64Array(headDim); // [headDim]
-          for (let t = 0; t < numKeys; t++) {
+          for (let t = first; t < numKeys; t++) {
             const slot = seq.blockTable[Math.floor(t / blockSize)]! * blockSize + (t % blockSize);
             const vBase = slot * kvDim + kvHead * headDim;
             const p = scores[t]! / sum;
@@ -253,6 +255,21 @@ export class ReferenceBackend implements Backend {
       const x = g[i]!;
       o[i] = (x / (1 + Math.exp(-x))) * u[i]!;
     }
+  }
+
+  geluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
+    const o = asBuffer(out);
+    const g = asBuffer(gate);
+    const u = asBuffer(up);
+    for (let i = 0; i < n; i++) {
+      const x = g[i]!;
+      o[i] = 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * x * (1 + 0.044715 * x * x))) * u[i]!;
+    }
+  }
+
+  scale(x: DeviceBuffer, s: number, n: number): void {
+    const xs = asBuffer(x);
+    for (let i = 0; i < n; i++) xs[i] = xs[i]! * s;
   }
 
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {

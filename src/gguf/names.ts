@@ -41,6 +41,12 @@ const ARCH_KEY = {
   ropeFreqBase: "rope.freq_base",
   ropeDimensionCount: "rope.dimension_count",
   vocabSize: "vocab_size",
+  slidingWindow: "attention.sliding_window",
+  slidingWindowPattern: "attention.sliding_window_pattern",
+  ropeFreqBaseSwa: "rope.freq_base_swa",
+  ropeScalingType: "rope.scaling.type",
+  ropeScalingFactor: "rope.scaling.factor",
+  finalLogitSoftcapping: "final_logit_softcapping",
 } as const;
 
 /** @example archKey("qwen2", "headCountKv") // "qwen2.attention.head_count_kv" */
@@ -67,6 +73,8 @@ const TENSOR = {
   ffnGate: "blk.{n}.ffn_gate.weight",
   ffnUp: "blk.{n}.ffn_up.weight",
   ffnDown: "blk.{n}.ffn_down.weight",
+  attnPostNorm: "blk.{n}.post_attention_norm.weight",
+  ffnPostNorm: "blk.{n}.post_ffw_norm.weight",
 } as const;
 
 export type TensorKey = keyof typeof TENSOR;

@@ -3,13 +3,14 @@
  * many sequences) go through each layer together, as rows of one matrix. Only attention looks across rows, and it is
  * told where each sequence's rows are. Same math, in the same order, as `reference-forward.ts`.
  *
- * Per layer, for all numTokens rows at once:
- *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions) ; kvStore(k,v -> slots) ;
- *   xb = attention(q, cache) ; x += xb.Wo ; xb = rmsnorm(x) ; x += (silu(xb.Wgate) * xb.Wup).Wdown
+ * x = embed(tokens) (* sqrt(dim): gemma3), then per layer, for all numTokens rows at once:
+ *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions; the layer's base) ; kvStore(k,v -> slots) ;
+ *   xb = attention(q, cache; a sliding layer's window) ; x += xb.Wo (post-norm'd: gemma3) ;
+ *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
  */
 import type { AttentionSequence, Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
-import type { ModelConfig } from "./model-config.ts";
+import { layerRopeFreqBase, layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import type { ModelWeights } from "./weights.ts";
 
 /** One step's flattened inputs, built by the runner from a ModelBatch. */
@@ -42,6 +43,7 @@ interface LayerHandles {
   bq: Weight | null; bk: Weight | null; bv: Weight | null;
   qNorm: Weight | null; kNorm: Weight | null;
   ffnNorm: Weight; wGate: Weight; wUp: Weight; wDown: Weight;
+  attnPostNorm: Weight | null; ffnPostNorm: Weight | null;
 }
 
 /** Activation buffers for up to `numTokens` rows and `numLogitRows` logit rows (llama2.c RunState, batched). */
@@ -93,6 +95,7 @@ export class BatchedForward {
       attnNorm: load(l.attnNorm), wq: load(l.wq), wk: load(l.wk), wv: load(l.wv), wo: load(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
       ffnNorm: load(l.ffnNorm), wGate: load(l.wGate), wUp: load(l.wUp), wDown: load(l.wDown),
+      attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
   }
 
@@ -165,6 +168,9 @@ export class BatchedForward {
     };
 
     b.embed(s.x, this.tokenEmbd, inputs.tokenIds);
+    if (c.embeddingScale !== undefined && c.embeddingScale !== 1) b.scale(s.x, c.embeddingScale, n * dim);
+    // the kernels scale scores by 1 / sqrt(headDim); another attention scale pre-scales q (as llama.cpp gemma3.cpp does)
+    const qScale = c.attentionScale === undefined ? 1 : c.attentionScale * Math.sqrt(headDim);
 
     for (let l = 0; l < this.layers.length; l++) {
       const w = this.layers[l]!;
@@ -185,18 +191,24 @@ export class BatchedForward {
         q = s.qNormed;
         k = s.kNormed;
       }
-      b.rope(q, inputs.positions, numHeads, headDim, c.ropeDim, c.ropeFreqBase, c.ropeNeox);
-      b.rope(k, inputs.positions, numKvHeads, headDim, c.ropeDim, c.ropeFreqBase, c.ropeNeox);
+      const freqBase = layerRopeFreqBase(c, l);
+      b.rope(q, inputs.positions, numHeads, headDim, c.ropeDim, freqBase, c.ropeNeox);
+      b.rope(k, inputs.positions, numKvHeads, headDim, c.ropeDim, freqBase, c.ropeNeox);
+      if (qScale !== 1) b.scale(q, qScale, n * numHeads * headDim);
       b.kvStore(l, k, s.v, inputs.slots);
-      b.attention(s.xb, q, l, numHeads, inputs.sequences);
+      b.attention(s.xb, q, l, numHeads, inputs.sequences, layerSlidingWindow(c, l));
       b.matmul(s.xb2, w.wo, s.xb, n);
-      b.add(s.x, s.x, s.xb2, n * dim);
+      // post-norms write to another buffer: WebGPU cannot bind one buffer as both input and output
+      if (w.attnPostNorm) b.rmsNorm(s.xb, s.xb2, w.attnPostNorm, n, dim, rmsEps);
+      b.add(s.x, s.x, w.attnPostNorm ? s.xb : s.xb2, n * dim);
 
       b.rmsNorm(s.xb, s.x, w.ffnNorm, n, dim, rmsEps);
       matmuls([s.gate, s.up], [w.wGate, w.wUp], s.xb);
-      b.siluMul(s.act, s.gate, s.up, n * hiddenDim);
+      if (c.ffnActivation === "gelu_tanh") b.geluMul(s.act, s.gate, s.up, n * hiddenDim);
+      else b.siluMul(s.act, s.gate, s.up, n * hiddenDim);
       b.matmul(s.xb2, w.wDown, s.act, n);
-      b.add(s.x, s.x, s.xb2, n * dim);
+      if (w.ffnPostNorm) b.rmsNorm(s.xb, s.xb2, w.ffnPostNorm, n, dim, rmsEps);
+      b.add(s.x, s.x, w.ffnPostNorm ? s.xb : s.xb2, n * dim);
     }
 
     if (numLogitRows === 0) return new Float32Array(0);

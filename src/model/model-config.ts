@@ -2,7 +2,10 @@
  * The shape of a model, read from GGUF metadata by `model/read-model-config.ts`.
  * Everything below the engine reads the model only through this.
  */
-export type Architecture = "llama" | "qwen2" | "qwen3";
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3";
+
+/** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
+export type FfnActivation = "silu" | "gelu_tanh";
 
 export interface ModelConfig {
   readonly architecture: Architecture;
@@ -30,4 +33,29 @@ export interface ModelConfig {
   readonly hasQkvBias: boolean;
   /** qwen3: attn_{q,k}_norm */
   readonly hasQkNorm: boolean;
+  // gemma3 (absent: llama-like). Fields below follow llama.cpp src/models/gemma3.cpp.
+  /** default silu */
+  readonly ffnActivation?: FfnActivation;
+  /** the token embeddings are multiplied by this (gemma3: sqrt(dim)); default 1 */
+  readonly embeddingScale?: number;
+  /** post_attention_norm / post_ffw_norm on each branch's output before the residual add */
+  readonly hasPostNorms?: boolean;
+  /** attention.sliding_window: a sliding layer's query at position p sees keys p - window + 1 .. p; 0 / absent: none */
+  readonly slidingWindow?: number;
+  /** [numLayers] true for the sliding-window layers (they use ropeFreqBaseSwa) */
+  readonly slidingLayers?: readonly boolean[];
+  /** rope base of the sliding layers (gemma3: rope.freq_base_swa, default 10000) */
+  readonly ropeFreqBaseSwa?: number;
+  /** attention score scale; default 1 / sqrt(headDim) (gemma3 27B: 1 / sqrt(dim / numHeads), query_pre_attn_scalar) */
+  readonly attentionScale?: number;
+}
+
+/** The rope base of layer l (sliding-window layers have their own). */
+export function layerRopeFreqBase(config: ModelConfig, layer: number): number {
+  return config.slidingLayers?.[layer] === true ? (config.ropeFreqBaseSwa ?? config.ropeFreqBase) : config.ropeFreqBase;
+}
+
+/** The sliding window of layer l, or 0 for a full-attention layer. */
+export function layerSlidingWindow(config: ModelConfig, layer: number): number {
+  return config.slidingLayers?.[layer] === true ? (config.slidingWindow ?? 0) : 0;
 }

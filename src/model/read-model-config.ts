@@ -5,7 +5,7 @@
 import type { GgufFile, GgufScalar } from "../gguf/gguf-file.ts";
 import { archKey, KEY, tensorName } from "../gguf/names.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { ARCHITECTURES, architectureTraits } from "./architectures.ts";
+import { ARCHITECTURES, architectureTraits, type ArchitectureTraits } from "./architectures.ts";
 import type { ModelConfig } from "./model-config.ts";
 
 /** The token embedding's ne1 is the vocab size; no output tensor means tied embeddings. */
@@ -105,6 +105,21 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     return err(`${gguf.source}: tensor ${TOKEN_EMBD} has ${vocabSize} rows but the vocabulary (${KEY.tokens}) has ${numTokens} tokens; they must be equal (llama.cpp refuses this file too)`);
   }
   const name = scalar(gguf, KEY.name);
+  const gemma = readSlidingWindow(gguf, traits, numLayers.value);
+  if (!gemma.ok) return gemma;
+  // fennec has no linear rope scaling and no logit softcapping: refuse them rather than ignore them
+  const scalingType = scalar(gguf, archKey(p, "ropeScalingType"));
+  const scalingFactor = numberKey(gguf, archKey(p, "ropeScalingFactor"));
+  if (!scalingFactor.ok) return scalingFactor;
+  if (scalingType === "linear" && scalingFactor.value !== undefined && scalingFactor.value !== 1) {
+    return err(`${gguf.source}: linear rope scaling (${archKey(p, "ropeScalingFactor")} = ${scalingFactor.value}) is not supported`);
+  }
+  const softcap = numberKey(gguf, archKey(p, "finalLogitSoftcapping"));
+  if (!softcap.ok) return softcap;
+  if (softcap.value !== undefined && softcap.value !== 0) {
+    return err(`${gguf.source}: ${archKey(p, "finalLogitSoftcapping")} = ${softcap.value} is not supported`);
+  }
+  const attentionScale = traits.dimPerHeadScaleAtLayers === numLayers.value ? 1 / Math.sqrt(dim.value / numHeads.value) : undefined;
 
   return ok({
     architecture: traits.architecture,
@@ -124,5 +139,38 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     tiedEmbeddings: !gguf.tensors.some((t) => t.name === OUTPUT),
     hasQkvBias: traits.hasQkvBias,
     hasQkNorm: traits.hasQkNorm,
+    ...(traits.ffnActivation !== undefined ? { ffnActivation: traits.ffnActivation } : {}),
+    ...(traits.scaleEmbeddings === true ? { embeddingScale: Math.sqrt(dim.value) } : {}),
+    ...(traits.hasPostNorms === true ? { hasPostNorms: true } : {}),
+    ...gemma.value,
+    ...(attentionScale !== undefined ? { attentionScale } : {}),
   });
+}
+
+type SlidingWindowFields = Pick<ModelConfig, "slidingWindow" | "slidingLayers" | "ropeFreqBaseSwa">;
+
+/**
+ * The sliding-window layers (llama.cpp gemma3.cpp load_arch_hparams): only when `attention.sliding_window` is set and
+ * > 0; layer l slides unless l % period == period - 1, the period being `attention.sliding_window_pattern` (a u32) or
+ * the architecture's (gemma3: 6); period 0 makes every layer slide.
+ */
+function readSlidingWindow(gguf: GgufFile, traits: ArchitectureTraits, numLayers: number): Result<SlidingWindowFields> {
+  if (traits.slidingWindowPeriod === undefined) return ok({});
+  const p = traits.keyPrefix;
+  const window = numberKey(gguf, archKey(p, "slidingWindow"));
+  if (!window.ok) return window;
+  if (window.value === undefined || window.value === 0) return ok({});
+  if (!Number.isInteger(window.value) || window.value < 0) return err(`${gguf.source}: metadata ${archKey(p, "slidingWindow")} must be a positive integer (got ${window.value})`);
+  const patternKey = archKey(p, "slidingWindowPattern");
+  if (gguf.metadata.has(patternKey) && typeof gguf.metadata.get(patternKey)!.value === "object") {
+    return err(`${gguf.source}: metadata ${patternKey} as an array is not supported (a u32 period is)`);
+  }
+  const period = numberKey(gguf, patternKey);
+  if (!period.ok) return period;
+  const n = period.value ?? traits.slidingWindowPeriod;
+  if (!Number.isInteger(n) || n < 0) return err(`${gguf.source}: metadata ${patternKey} must be a non-negative integer (got ${n})`);
+  const slidingLayers = Array.from({ length: numLayers }, (_, l) => n === 0 || l % n < n - 1);
+  const ropeFreqBaseSwa = positiveFloat(gguf, archKey(p, "ropeFreqBaseSwa"), traits.defaultRopeFreqBaseSwa ?? 10000);
+  if (!ropeFreqBaseSwa.ok) return ropeFreqBaseSwa;
+  return ok({ slidingWindow: window.value, slidingLayers, ropeFreqBaseSwa: ropeFreqBaseSwa.value });
 }

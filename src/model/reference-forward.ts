@@ -3,15 +3,17 @@
  * cache, every weight dequantized to f32 up front. Slow on purpose: every fast path (the batched runner, the WASM and
  * WebGPU kernels) is tested against this, so it must stay simple enough to check by reading.
  *
- * Per layer (paper order):
- *   xb = rmsnorm(x) ; q,k,v = xb.Wq,Wk,Wv (+bias: qwen2) ; per-head rmsnorm on q,k (qwen3) ; rope(q,k) ;
- *   cache k,v at pos ; xb = attention(q, cache[0..pos]) ; x += xb.Wo ;
- *   xb = rmsnorm(x) ; x += (silu(xb.Wgate) * xb.Wup).Wdown
+ * x = embedding(token) (* sqrt(dim): gemma3), then per layer (paper order):
+ *   xb = rmsnorm(x) ; q,k,v = xb.Wq,Wk,Wv (+bias: qwen2) ; per-head rmsnorm on q,k (qwen3, gemma3) ; rope(q,k) ;
+ *   cache k,v at pos ; xb = attention(q, cache[0..pos], or the last `window` positions on a sliding layer) ;
+ *   x += xb.Wo (rmsnorm'd first: gemma3 post-attention norm) ;
+ *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (rmsnorm'd first: gemma3 post-FFN norm), act = silu or tanh-GELU
  * then logits = rmsnorm(x).Wout.
+ * gemma3's layers alternate: sliding-window layers with their own rope base, and global ones (llama.cpp gemma3.cpp).
  */
 import type { WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
-import type { ModelConfig } from "./model-config.ts";
+import { layerRopeFreqBase, layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import type { ModelWeights } from "./weights.ts";
 
 /** A matrix dequantized to f32 [rows, cols] row-major (rows = output features), and the type it came from. */
@@ -36,6 +38,8 @@ interface LayerF32 {
   wGate: Matrix; // [hiddenDim, dim]
   wUp: Matrix; // [hiddenDim, dim]
   wDown: Matrix; // [dim, hiddenDim]
+  attnPostNorm: Float32Array | null; // [dim]
+  ffnPostNorm: Float32Array | null; // [dim]
 }
 
 export interface ReferenceForwardOptions {
@@ -45,6 +49,8 @@ export interface ReferenceForwardOptions {
    * both sides compute the same numbers.
    */
   readonly roundMatmulInput?: (x: Float32Array, weightType: GgmlType) => Float32Array;
+  /** Replaces the tanh-GELU of GeGLU models (the llama.cpp cross-check passes ggml's f16 table lookup); default `gelu`. */
+  readonly gelu?: (x: number) => number;
 }
 
 // ---- leaf ops (llama2.c names) ----
@@ -107,6 +113,9 @@ function softmax(x: Float32Array, n: number): void {
 
 const silu = (x: number): number => x / (1 + Math.exp(-x));
 
+/** GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (ggml_gelu_f32, gelu_pytorch_tanh) */
+export const gelu = (x: number): number => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * x * (1 + 0.044715 * x * x)));
+
 /**
  * The reference model: call `forward(token, pos)` for pos = 0, 1, 2 ... of one sequence; `reset()` starts a new one.
  * @example const ref = new ReferenceForward(config, weights, 64); const logits = ref.forward(bosId, 0);
@@ -117,6 +126,7 @@ export class ReferenceForward {
   private readonly outputNorm: Float32Array; // [dim]
   private readonly output: Matrix; // [vocabSize, dim] (the same data as tokenEmbd when tied)
   private readonly roundInput: ReferenceForwardOptions["roundMatmulInput"];
+  private readonly gelu: (x: number) => number;
 
   // run state (llama2.c RunState)
   private readonly x: Float32Array; // [dim] the residual stream
@@ -143,8 +153,10 @@ export class ReferenceForward {
       attnNorm: f32(l.attnNorm), wq: matrix(l.wq), wk: matrix(l.wk), wv: matrix(l.wv), wo: matrix(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
       ffnNorm: f32(l.ffnNorm), wGate: matrix(l.wGate), wUp: matrix(l.wUp), wDown: matrix(l.wDown),
+      attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
     this.roundInput = options.roundMatmulInput;
+    this.gelu = options.gelu ?? gelu;
 
     const { dim, hiddenDim, numLayers, vocabSize } = config;
     const qDim = config.numHeads * config.headDim;
@@ -187,6 +199,8 @@ export class ReferenceForward {
     const { x, xb, xb2, hb, hb2, q, k, v, att } = this;
 
     x.set(this.tokenEmbd.subarray(token * dim, (token + 1) * dim));
+    const embeddingScale = c.embeddingScale ?? 1;
+    for (let i = 0; i < dim; i++) x[i] = x[i]! * embeddingScale;
 
     for (let l = 0; l < this.layers.length; l++) {
       const w = this.layers[l]!;
@@ -205,42 +219,49 @@ export class ReferenceForward {
         for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
         for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
       }
-      rope(q, numHeads, headDim, c.ropeDim, pos, c.ropeFreqBase, c.ropeNeox);
-      rope(k, numKvHeads, headDim, c.ropeDim, pos, c.ropeFreqBase, c.ropeNeox);
+      const freqBase = layerRopeFreqBase(c, l);
+      rope(q, numHeads, headDim, c.ropeDim, pos, freqBase, c.ropeNeox);
+      rope(k, numKvHeads, headDim, c.ropeDim, pos, freqBase, c.ropeNeox);
 
       // cache k, v at pos
       const layerOffset = l * this.maxSeqLen * kvDim;
       this.keyCache.set(k, layerOffset + pos * kvDim);
       this.valueCache.set(v, layerOffset + pos * kvDim);
 
-      // multi-head attention over positions 0..pos; query head h reads kv head h / groupSize (GQA)
-      const scale = 1 / Math.sqrt(headDim);
+      // multi-head attention over positions first..pos (first = 0, or pos - window + 1 on a sliding layer);
+      // query head h reads kv head h / groupSize (GQA)
+      const window = layerSlidingWindow(c, l);
+      const first = window > 0 ? Math.max(0, pos - window + 1) : 0;
+      const scale = c.attentionScale ?? 1 / Math.sqrt(headDim);
       for (let h = 0; h < numHeads; h++) {
         const qOffset = h * headDim;
         const kvHeadOffset = Math.floor(h / groupSize) * headDim;
-        for (let t = 0; t <= pos; t++) {
+        for (let t = first; t <= pos; t++) {
           const kOffset = layerOffset + t * kvDim + kvHeadOffset;
           let score = 0;
           for (let i = 0; i < headDim; i++) score += q[qOffset + i]! * this.keyCache[kOffset + i]!;
-          att[t] = score * scale;
+          att[t - first] = score * scale;
         }
-        softmax(att, pos + 1);
+        softmax(att, pos - first + 1);
         for (let i = 0; i < headDim; i++) xb[qOffset + i] = 0;
-        for (let t = 0; t <= pos; t++) {
+        for (let t = first; t <= pos; t++) {
           const vOffset = layerOffset + t * kvDim + kvHeadOffset;
-          const a = att[t]!;
+          const a = att[t - first]!;
           for (let i = 0; i < headDim; i++) xb[qOffset + i]! += a * this.valueCache[vOffset + i]!;
         }
       }
       this.matmul(xb2, xb, w.wo, qDim, dim);
+      if (w.attnPostNorm) rmsnorm(xb2, xb2, w.attnPostNorm, dim, rmsEps);
       addInPlace(x, xb2);
 
-      // feed-forward: SwiGLU
+      // feed-forward: SwiGLU, or GeGLU (gemma3)
       rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
       this.matmul(hb, xb, w.wGate, dim, hiddenDim);
       this.matmul(hb2, xb, w.wUp, dim, hiddenDim);
-      for (let i = 0; i < hiddenDim; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
+      for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
       this.matmul(xb2, hb, w.wDown, hiddenDim, dim);
+      if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
       addInPlace(x, xb2);
     }
 

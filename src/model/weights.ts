@@ -16,6 +16,7 @@ const LAYER_TENSORS = {
   attnNorm: "attnNorm", wq: "attnQ", wk: "attnK", wv: "attnV", wo: "attnOutput",
   bq: "attnQBias", bk: "attnKBias", bv: "attnVBias", qNorm: "attnQNorm", kNorm: "attnKNorm",
   ffnNorm: "ffnNorm", wGate: "ffnGate", wUp: "ffnUp", wDown: "ffnDown",
+  attnPostNorm: "attnPostNorm", ffnPostNorm: "ffnPostNorm",
 } as const satisfies Record<keyof LayerWeights, TensorKey>;
 type LayerTensorKey = keyof typeof LAYER_TENSORS;
 
@@ -45,6 +46,9 @@ export interface LayerWeights {
   readonly wUp: WeightSource;
   /** [dim, hiddenDim] */
   readonly wDown: WeightSource;
+  /** gemma3: [dim] each, RMSNorm of the attention / FFN output before its residual add */
+  readonly attnPostNorm: WeightSource | null;
+  readonly ffnPostNorm: WeightSource | null;
 }
 
 export interface ModelWeights {
@@ -85,7 +89,7 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
 }
 
 /**
- * Finds and checks every tensor the config implies (GQA, tied output, qwen2 biases, qwen3 QK-norm). Tensors the
+ * Finds and checks every tensor the config implies (GQA, tied output, qwen2 biases, qwen3 QK-norm, gemma3 post-norms). Tensors the
  * flags do not ask for are ignored, as llama.cpp does.
  * @example const weights = loadModelWeights(gguf, config); if (!weights.ok) throw new CliError(weights.error);
  */
@@ -108,6 +112,7 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
     const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, tensorName(LAYER_TENSORS[key], l), shape);
     const bias = (key: LayerTensorKey, n: number): WeightSource | null => (config.hasQkvBias ? t(key, [n]) : null);
     const norm = (key: LayerTensorKey): WeightSource | null => (config.hasQkNorm ? t(key, [headDim]) : null);
+    const postNorm = (key: LayerTensorKey): WeightSource | null => (config.hasPostNorms === true ? t(key, [dim]) : null);
     layers.push({
       attnNorm: t("attnNorm", [dim]),
       wq: t("wq", [dim, qDim]),
@@ -123,6 +128,8 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
       wGate: t("wGate", [dim, hiddenDim]),
       wUp: t("wUp", [dim, hiddenDim]),
       wDown: t("wDown", [hiddenDim, dim]),
+      attnPostNorm: postNorm("attnPostNorm"),
+      ffnPostNorm: postNorm("ffnPostNorm"),
     });
   }
   return {

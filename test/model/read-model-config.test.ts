@@ -35,7 +35,7 @@ describe("readModelConfig", () => {
   const u32 = (value: number) => ({ type: GgufValueType.UINT32, value });
   const bad: [string, Record<string, { type: GgufValueType; value: number | string } | null>, RegExp][] = [
     ["missing architecture", { "general.architecture": null }, /missing metadata general.architecture/],
-    ["unsupported architecture", { "general.architecture": { type: GgufValueType.STRING, value: "gpt2" } }, /unsupported architecture "gpt2" \(supported: llama, qwen2, qwen3\)/],
+    ["unsupported architecture", { "general.architecture": { type: GgufValueType.STRING, value: "gpt2" } }, new RegExp(`unsupported architecture "gpt2" \\(supported: ${ARCHITECTURES.map((a) => a.architecture).join(", ")}\\)`)],
     ["missing key", { "llama.block_count": null }, /missing metadata llama.block_count/],
     ["zero", { "llama.embedding_length": u32(0) }, /llama.embedding_length must be a positive integer/],
     ["string for a number", { "llama.block_count": { type: GgufValueType.STRING, value: "two" } }, /llama.block_count is not a number/],
@@ -53,6 +53,49 @@ describe("readModelConfig", () => {
   });
 });
 
+describe("gemma3 (llama.cpp gemma3.cpp load_arch_hparams)", () => {
+  const u32 = (value: number) => ({ type: GgufValueType.UINT32, value });
+  const f32 = (value: number) => ({ type: GgufValueType.FLOAT32, value });
+  const read = (metadata: TinyModelOptions["metadata"], shape = TINY_SHAPES.gemma3!) => readModelConfig(makeTinyModel(shape, { metadata }));
+
+  test("GeGLU, sqrt(dim) embedding scale, post-norms, sliding layers l % period < period - 1 with base 10000", () => {
+    const config = read({});
+    if (!config.ok) throw new Error(config.error);
+    expect(config.value).toMatchObject({
+      ffnActivation: "gelu_tanh", embeddingScale: Math.sqrt(32), hasPostNorms: true, hasQkNorm: true, ropeNeox: true,
+      slidingWindow: 5, slidingLayers: [true, false, true], ropeFreqBaseSwa: 10000, ropeFreqBase: 1000000,
+    });
+    expect(config.value.attentionScale).toBeUndefined(); // 1 / sqrt(headDim)
+  });
+
+  test("the default period is 6 (layers 5, 11, ... are global); rope.freq_base_swa is read; no window: every layer global", () => {
+    const twelve = { ...TINY_SHAPES.gemma3!, numLayers: 12, slidingWindowPattern: undefined };
+    const config = read({ "gemma3.rope.freq_base_swa": f32(5000) }, twelve);
+    if (!config.ok) throw new Error(config.error);
+    expect(config.value.slidingLayers).toEqual([true, true, true, true, true, false, true, true, true, true, true, false]);
+    expect(config.value.ropeFreqBaseSwa).toBe(5000);
+    const none = read({ "gemma3.attention.sliding_window": null });
+    if (!none.ok) throw new Error(none.error);
+    expect(none.value.slidingLayers).toBeUndefined();
+  });
+
+  test("62 layers (27B) scale scores by 1 / sqrt(dim / heads) (gemma_pytorch query_pre_attn_scalar)", () => {
+    const config = read({ "gemma3.block_count": u32(62) }, { ...TINY_SHAPES.gemma3!, numLayers: 62 });
+    if (!config.ok) throw new Error(config.error);
+    expect(config.value.attentionScale).toBeCloseTo(1 / Math.sqrt(32 / 4), 12);
+  });
+
+  test.each([
+    ["logit softcapping", { "gemma3.final_logit_softcapping": f32(30) }, /gemma3.final_logit_softcapping = 30 is not supported/],
+    ["linear rope scaling", { "gemma3.rope.scaling.type": { type: GgufValueType.STRING, value: "linear" }, "gemma3.rope.scaling.factor": f32(8) }, /linear rope scaling .* is not supported/],
+    ["a pattern array", { "gemma3.attention.sliding_window_pattern": { type: GgufValueType.ARRAY, value: { type: GgufValueType.BOOL, values: [true, false, true] } } }, /sliding_window_pattern as an array is not supported/],
+  ] as const)("refused with one line, never ignored: %s", (_label, metadata, message) => {
+    const config = read(metadata as TinyModelOptions["metadata"]);
+    expect(config.ok).toBe(false);
+    if (!config.ok) expect(config.error).toMatch(message);
+  });
+});
+
 describe("loadModelWeights", () => {
   test.each(Object.keys(TINY_SHAPES))("%s: finds every tensor; tied output is the embedding", (arch) => {
     const shape = TINY_SHAPES[arch]!;
@@ -67,7 +110,8 @@ describe("loadModelWeights", () => {
     expect(w.layers[0]!.wk.rows).toBe(shape.numKvHeads * shape.headDim);
     expect(w.layers[0]!.wq.rows).toBe(shape.numHeads * shape.headDim);
     expect(w.layers[1]!.bq !== null).toBe(arch === "qwen2");
-    expect(w.layers[1]!.qNorm !== null).toBe(arch === "qwen3");
+    expect(w.layers[1]!.qNorm !== null).toBe(arch === "qwen3" || arch === "gemma3");
+    expect(w.layers[1]!.attnPostNorm !== null && w.layers[1]!.ffnPostNorm !== null).toBe(arch === "gemma3");
     expect(w.tokenEmbd.data.length).toBe(shape.vocabSize * shape.dim * 4);
   });
 

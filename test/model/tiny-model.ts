@@ -11,6 +11,9 @@ import { rng } from "../helpers/prng.ts";
 /** The dimensions of a tiny model (fields of ModelConfig) and whether its output matrix is the embedding. */
 export interface TinyShape extends Pick<ModelConfig, "architecture" | "vocabSize" | "dim" | "hiddenDim" | "numLayers" | "numHeads" | "numKvHeads" | "headDim" | "contextLength"> {
   readonly tied: boolean;
+  /** gemma3: attention.sliding_window and attention.sliding_window_pattern (a period; llama.cpp's default is 6) */
+  readonly slidingWindow?: number;
+  readonly slidingWindowPattern?: number;
 }
 
 /** Small seeded generator (mulberry32, shared with the conformance suite): the same seed gives the same model on every machine. */
@@ -41,9 +44,10 @@ function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
     const n = (key: TensorKey): string => tensorName(key, l);
     out.push(v(n("attnNorm"), s.dim, "norm"), m(n("attnQ"), s.dim, qDim), m(n("attnK"), s.dim, kvDim), m(n("attnV"), s.dim, kvDim));
     if (s.architecture === "qwen2") out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"));
-    if (s.architecture === "qwen3") out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
+    if (s.architecture === "qwen3" || s.architecture === "gemma3") out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
     out.push(m(n("attnOutput"), qDim, s.dim), v(n("ffnNorm"), s.dim, "norm"));
     out.push(m(n("ffnGate"), s.dim, s.hiddenDim), m(n("ffnUp"), s.dim, s.hiddenDim), m(n("ffnDown"), s.hiddenDim, s.dim));
+    if (s.architecture === "gemma3") out.push(v(n("attnPostNorm"), s.dim, "norm"), v(n("ffnPostNorm"), s.dim, "norm"));
   }
   out.push(v(tensorName("outputNorm"), s.dim, "norm"));
   if (!s.tied) out.push(m(tensorName("output"), s.dim, s.vocabSize));
@@ -93,6 +97,8 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
     [archKey(p, "rmsEps"), f32(1e-5)],
     [archKey(p, "ropeFreqBase"), f32(p === "llama" ? 10000 : 1000000)],
   ]);
+  if (s.slidingWindow !== undefined) metadata.set(archKey(p, "slidingWindow"), u32(s.slidingWindow));
+  if (s.slidingWindowPattern !== undefined) metadata.set(archKey(p, "slidingWindowPattern"), u32(s.slidingWindowPattern));
   for (const [key, value] of Object.entries(options.metadata ?? {})) {
     if (value === null) metadata.delete(key);
     else metadata.set(key, value);
@@ -128,4 +134,9 @@ export const TINY_SHAPES: Readonly<Record<string, TinyShape>> = {
   llama: { architecture: "llama", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, tied: true, contextLength: 64 },
   qwen2: { architecture: "qwen2", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 1, headDim: 8, tied: false, contextLength: 64 },
   qwen3: { architecture: "qwen3", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, tied: true, contextLength: 64 },
+  // sliding layers 0 and 2 (window 5), global layer 1; heads wider than dim / numHeads, one KV head as in gemma3-270m
+  gemma3: {
+    architecture: "gemma3", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 3, numHeads: 4, numKvHeads: 1, headDim: 16, tied: true, contextLength: 64,
+    slidingWindow: 5, slidingWindowPattern: 2,
+  },
 };

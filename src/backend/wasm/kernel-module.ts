@@ -17,10 +17,10 @@ export interface KernelExports {
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
   kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
-    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, scratch: number, taskStart: number, taskEnd: number): void;
   kv_store_q8(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_q8(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
-    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, scratch: number, taskStart: number, taskEnd: number): void;
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, scratch: number, taskStart: number, taskEnd: number): void;
   attention_segment_keys(): number;
   attention_tile_rows(): number;
   attention_scratch_floats(groupSize: number, headDim: number): number;
@@ -29,6 +29,8 @@ export interface KernelExports {
   rope_table(table: number, positions: number, numRows: number, ropeDim: number, freqBase: number): void;
   rope(x: number, table: number, numRows: number, numHeads: number, headDim: number, ropeDim: number, neox: number): void;
   silu_mul(out: number, gate: number, up: number, n: number): void;
+  gelu_mul(out: number, gate: number, up: number, n: number): void;
+  scale(x: number, s: number, n: number): void;
   add(out: number, a: number, b: number, n: number): void;
   add_bias(x: number, bias: number, numRows: number, n: number): void;
   dequant_row(kind: number, dst: number, wq: number, ws: number, wm: number, row: number, cols: number, zeroPoint: number): void;

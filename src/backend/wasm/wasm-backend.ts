@@ -98,6 +98,14 @@ class Scratch {
   }
 }
 
+/** A rope cos/sin table in its scratch and what it was computed for. */
+interface RopeTable {
+  readonly scratch: Scratch;
+  readonly positions: Int32Array;
+  readonly ropeDim: number;
+  readonly freqBase: number;
+}
+
 function asWeight(w: Weight): WasmWeight {
   if (!(w instanceof WasmWeight)) throw new Error("wasm backend: weight from another backend");
   return w;
@@ -154,15 +162,14 @@ export class WasmBackend implements Backend {
   private readonly activations: Scratch;
   private readonly ints: Scratch;
   private readonly threadScratch: Scratch;
-  private readonly ropeTableScratch: Scratch;
+  /** two cos/sin tables: gemma3's sliding and global layers alternate between two rope bases */
+  private readonly ropeTables: RopeTable[];
   /** attention's per-segment results of rows longer than segmentKeys, until attention_merge combines them */
   private readonly attentionPartials: Scratch;
   /** keys per attention task (the kernels' SEGMENT_KEYS) */
   private readonly segmentKeys: number;
   /** query rows per attention tile (the kernels' TILE_ROWS) */
   private readonly tileRows: number;
-  /** what the table in ropeTableScratch was computed for */
-  private ropeTable = { positions: new Int32Array(0), ropeDim: 0, freqBase: 0 };
 
   constructor(
     readonly level: SimdLevel,
@@ -174,7 +181,7 @@ export class WasmBackend implements Backend {
     this.activations = new Scratch(heap);
     this.ints = new Scratch(heap);
     this.threadScratch = new Scratch(heap);
-    this.ropeTableScratch = new Scratch(heap);
+    this.ropeTables = [0, 1].map(() => ({ scratch: new Scratch(heap), positions: new Int32Array(0), ropeDim: 0, freqBase: 0 }));
     this.attentionPartials = new Scratch(heap);
     this.segmentKeys = k.attention_segment_keys();
     this.tileRows = k.attention_tile_rows();
@@ -442,15 +449,16 @@ export class WasmBackend implements Backend {
 
   /** The cos/sin table of these positions: every layer of a step asks for the same one, so it is computed once. */
   private ropeTableFor(positions: Int32Array, ropeDim: number, freqBase: number): number {
-    const t = this.ropeTable;
-    const same = t.positions.length === positions.length && t.ropeDim === ropeDim && t.freqBase === freqBase &&
+    const same = (t: RopeTable) => t.positions.length === positions.length && t.ropeDim === ropeDim && t.freqBase === freqBase &&
       t.positions.every((p, i) => p === positions[i]);
-    if (!same) {
-      const at = this.ropeTableScratch.ensure(positions.length * ropeDim * 4);
-      this.k.rope_table(at, this.putInts(positions), positions.length, ropeDim, freqBase);
-      this.ropeTable = { positions: positions.slice(), ropeDim, freqBase };
-    }
-    return this.ropeTableScratch.ptr;
+    const hit = this.ropeTables.find(same);
+    if (hit !== undefined) return hit.scratch.ptr;
+    // replace the older table; the newer stays for the other rope base
+    const t = this.ropeTables.shift()!;
+    const at = t.scratch.ensure(positions.length * ropeDim * 4);
+    this.k.rope_table(at, this.putInts(positions), positions.length, ropeDim, freqBase);
+    this.ropeTables.push({ scratch: t.scratch, positions: positions.slice(), ropeDim, freqBase });
+    return at;
   }
 
   kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void {
@@ -461,12 +469,14 @@ export class WasmBackend implements Backend {
     store(this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, numKvHeads, headDim, blockSize);
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0): void {
     const kv = this.cache();
     const { numKvHeads, headDim, blockSize } = kv.shape;
     if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
     const groupSize = numHeads / numKvHeads;
     const segmentsOf = (numKeys: number) => Math.ceil(numKeys / this.segmentKeys);
+    // a sliding-window row of numKeys keys sees the last `slidingWindow`: its segments before that are left out
+    const firstSegmentOf = (numKeys: number) => (slidingWindow > 0 ? Math.floor(Math.max(0, numKeys - slidingWindow) / this.segmentKeys) : 0);
     let numRows = 0;
     let tableInts = 0;
     let numTasks = 0;
@@ -478,7 +488,10 @@ export class WasmBackend implements Backend {
       numRows += s.numRows;
       tableInts += s.blockTable.length;
       // tiles of up to tileRows rows; a tile has a task per KV head and segment its last (longest) row reaches
-      for (let i = 0; i < s.numRows; i += this.tileRows) numTasks += segmentsOf(s.startPos + Math.min(s.numRows, i + this.tileRows)) * numKvHeads;
+      // (its first row's window starts first)
+      for (let i = 0; i < s.numRows; i += this.tileRows) {
+        numTasks += (segmentsOf(s.startPos + Math.min(s.numRows, i + this.tileRows)) - firstSegmentOf(s.startPos + i + 1)) * numKvHeads;
+      }
       for (let i = 0; i < s.numRows; i++) {
         const segments = segmentsOf(s.startPos + i + 1);
         if (segments > 1) {
@@ -512,8 +525,8 @@ export class WasmBackend implements Backend {
           for (let h = 0; h < numKvHeads; h++) {
             info[mergeAt++] = s.rowStart + i;
             info[mergeAt++] = h;
-            info[mergeAt++] = partial + h * segments;
-            info[mergeAt++] = segments;
+            info[mergeAt++] = partial + h * segments + firstSegmentOf(numKeys);
+            info[mergeAt++] = segments - firstSegmentOf(numKeys);
           }
           partial += segments * numKvHeads;
         }
@@ -521,7 +534,7 @@ export class WasmBackend implements Backend {
       for (let i = 0; i < s.numRows; i += this.tileRows) {
         const rows = Math.min(this.tileRows, s.numRows - i);
         for (let h = 0; h < numKvHeads; h++) {
-          for (let seg = 0; seg < segmentsOf(s.startPos + i + rows); seg++) {
+          for (let seg = firstSegmentOf(s.startPos + i + 1); seg < segmentsOf(s.startPos + i + rows); seg++) {
             info[taskAt++] = firstRow + i;
             info[taskAt++] = rows;
             info[taskAt++] = h;
@@ -535,7 +548,7 @@ export class WasmBackend implements Backend {
     const partials = numPartials > 0 ? this.attentionPartials.ensure(numPartials * groupSize * (headDim + 2) * 4) : 0;
     const o = asBuffer(out).ptr;
     const args = [o, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
-      base + (numRows * 4 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize];
+      base + (numRows * 4 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize, 0, slidingWindow];
     this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
     if (numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + mergeStart * 4, numHeads, numKvHeads, headDim], numMerges);
   }
@@ -544,6 +557,16 @@ export class WasmBackend implements Backend {
     const args = [asBuffer(out).ptr, asBuffer(gate).ptr, asBuffer(up).ptr, n];
     if (n >= MIN_PARALLEL_SILU && this.pool.numThreads > 1) this.pool.run(PoolOp.SiluMul, args, Math.ceil(n / SILU_UNIT));
     else this.k.silu_mul(args[0]!, args[1]!, args[2]!, n);
+  }
+
+  geluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
+    const args = [asBuffer(out).ptr, asBuffer(gate).ptr, asBuffer(up).ptr, n];
+    if (n >= MIN_PARALLEL_SILU && this.pool.numThreads > 1) this.pool.run(PoolOp.GeluMul, args, Math.ceil(n / SILU_UNIT));
+    else this.k.gelu_mul(args[0]!, args[1]!, args[2]!, n);
+  }
+
+  scale(x: DeviceBuffer, s: number, n: number): void {
+    this.k.scale(asBuffer(x).ptr, s, n);
   }
 
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {

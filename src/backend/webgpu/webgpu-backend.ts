@@ -15,7 +15,7 @@ import { GpuKvCache } from "./gpu-kv-cache.ts";
 import { f32Weight, gpuWeight, uploadable, uploadWeight } from "./gpu-weight.ts";
 import { ATTENTION_WGSL, MAX_HEAD_DIM } from "./shaders/attention-wgsl.ts";
 import {
-  ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SILU_MUL_WGSL, TOP_K_WGSL, inPlaceVariant,
+  ADD_BIAS_WGSL, ADD_WGSL, GATHER_ROWS_WGSL, GELU_MUL_WGSL, KV_STORE_WGSL, RMS_NORM_WGSL, ROPE_WGSL, SCALE_WGSL, SILU_MUL_WGSL, TOP_K_WGSL, inPlaceVariant,
 } from "./shaders/elementwise-wgsl.ts";
 import { embedWgsl, MATMUL_TILE_R, matmulTileJ, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
 import { StepEncoder, foldGroups, type BufferRange } from "./step-encoder.ts";
@@ -357,7 +357,7 @@ export class WebGpuBackend implements Backend {
     this.kv?.mirror?.record(this.enc, layer, gpuBuffer(k).buffer, gpuBuffer(v).buffer, slots);
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0): void {
     this.live();
     const { shape, k, v } = this.cache();
     const { headDim, numKvHeads, blockSize } = shape;
@@ -373,7 +373,7 @@ export class WebGpuBackend implements Backend {
     if (same(out, q)) throw new Error("attention: out must not alias q");
     const numGroups = numEntries * numHeads;
     const params = new Uint32Array([numHeads, headDim, numKvHeads * headDim, numHeads * headDim, blockSize,
-      numHeads / numKvHeads, numEntries, foldGroups(numGroups)[0], f32Bits(1 / Math.sqrt(headDim))]);
+      numHeads / numKvHeads, numEntries, foldGroups(numGroups)[0], f32Bits(1 / Math.sqrt(headDim)), slidingWindow]);
     this.enc.dispatch(this.pipeline("attention", () => ATTENTION_WGSL), params,
       [this.enc.indexData([...entries, ...tables]), range(q), range(out), { buffer: k[layer]! }, { buffer: v[layer]! }], numGroups);
   }
@@ -381,6 +381,18 @@ export class WebGpuBackend implements Backend {
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
     this.live();
     this.elementwise("silu_mul", SILU_MUL_WGSL, out, [["G", gate], ["U", up]], n);
+  }
+
+  geluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
+    this.live();
+    this.elementwise("gelu_mul", GELU_MUL_WGSL, out, [["G", gate], ["U", up]], n);
+  }
+
+  scale(x: DeviceBuffer, s: number, n: number): void {
+    this.live();
+    if (n === 0) return;
+    const groups = Math.ceil(n / WORKGROUP_SIZE);
+    this.enc.dispatch(this.pipeline("scale", () => SCALE_WGSL), new Uint32Array([n, foldGroups(groups)[0], f32Bits(s)]), [range(x)], groups);
   }
 
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {
@@ -446,7 +458,9 @@ export class WebGpuBackend implements Backend {
     for (const dst of [out, x, y]) {
       this.add(dst, x, y, cols);
       this.siluMul(dst, x, y, cols);
+      this.geluMul(dst, x, y, cols);
     }
+    this.scale(x, 1, cols);
     this.gatherRows(out, x, Int32Array.of(0), 8);
     this.gatherRows(x, x, Int32Array.of(0), 8);
     const kept = this.kv;
@@ -456,6 +470,7 @@ export class WebGpuBackend implements Backend {
     try {
       this.kvStore(0, x, y, Int32Array.of(0));
       this.attention(out, x, 0, 2, [{ rowStart: 0, numRows: 1, startPos: 0, blockTable: Int32Array.of(0) }]);
+      this.attention(out, x, 0, 2, [{ rowStart: 0, numRows: 1, startPos: 0, blockTable: Int32Array.of(0) }], 1);
       await this.topK(out, 1, 8, 2); // runs (and reads) everything recorded above
     } finally {
       this.kv = kept;

@@ -4,13 +4,14 @@
  * online softmax folds the chunk into the running max / sum and the output accumulator, which threads own by dimension
  * (d = t, t + 64, ... up to headDim 256). Every row is computed the same way whatever the batch (batch invariance).
  *
- * E (the step's index data): [numEntries x (row, pos, blockTableWord)] then the block tables; row attends to keys 0..pos.
- * params words: numHeads, headDim, kvDim, qDim, blockSize, groupSize, numEntries, groupsX, scale (f32 bits)
+ * E (the step's index data): [numEntries x (row, pos, blockTableWord)] then the block tables; row attends to keys 0..pos,
+ * or with window > 0 (a sliding-window layer) to keys pos - window + 1 .. pos (clamped at 0).
+ * params words: numHeads, headDim, kvDim, qDim, blockSize, groupSize, numEntries, groupsX, scale (f32 bits), window
  */
 export const MAX_HEAD_DIM = 256;
 
 export const ATTENTION_WGSL = /* wgsl */ `
-struct Params { numHeads: u32, headDim: u32, kvDim: u32, qDim: u32, blockSize: u32, groupSize: u32, numEntries: u32, groupsX: u32, scale: f32 }
+struct Params { numHeads: u32, headDim: u32, kvDim: u32, qDim: u32, blockSize: u32, groupSize: u32, numEntries: u32, groupsX: u32, scale: f32, window: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> E: array<u32>;
 @group(0) @binding(2) var<storage, read> Q: array<f32>;
@@ -31,6 +32,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let h = id % p.numHeads;
   let row = E[3u * e];
   let numKeys = E[3u * e + 1u] + 1u;
+  let firstKey = select(0u, numKeys - p.window, p.window > 0u && numKeys > p.window);
   let bt = E[3u * e + 2u];
   let kvOff = (h / p.groupSize) * p.headDim;
   let qBase = row * p.qDim + h * p.headDim;
@@ -39,7 +41,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   var m = NEG_BIG;
   var s = 0.0;
   var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0); // dims t, t + 64, t + 128, t + 192
-  for (var c0 = 0u; c0 < numKeys; c0 += 64u) {
+  for (var c0 = firstKey; c0 < numKeys; c0 += 64u) {
     let k = c0 + t;
     var score = NEG_BIG;
     if (k < numKeys) {

@@ -89,6 +89,18 @@ export const SILU_MUL_WGSL = perElementShader("n: u32, groupsX: u32",
   let g = G[i];
   O[i] = g / (1.0 + exp(-g)) * U[i];`);
 
+/** params: n, groupsX. GeGLU with GELU's tanh approximation, as x * sigmoid(2u) (the WASM kernel's form). */
+export const GELU_MUL_WGSL = perElementShader("n: u32, groupsX: u32",
+  ["read> G: array<f32>", "read> U: array<f32>", "read_write> O: array<f32>"], `
+  let g = G[i];
+  let u2 = 1.5957691216057308 * g * (1.0 + 0.044715 * g * g);
+  O[i] = g / (1.0 + exp(-u2)) * U[i];`);
+
+/** params: n, groupsX, s (f32): X[i] *= s in place */
+export const SCALE_WGSL = perElementShader("n: u32, groupsX: u32, s: f32",
+  ["read_write> X: array<f32>"], `
+  X[i] *= p.s;`);
+
 /** params: n, groupsX */
 export const ADD_WGSL = perElementShader("n: u32, groupsX: u32",
   ["read> A: array<f32>", "read> B: array<f32>", "read_write> O: array<f32>"], `
