@@ -51,6 +51,16 @@ export interface ReferenceForwardOptions {
   readonly roundMatmulInput?: (x: Float32Array, weightType: GgmlType) => Float32Array;
   /** Replaces the tanh-GELU of GeGLU models (the llama.cpp cross-check passes ggml's f16 table lookup); default `gelu`. */
   readonly gelu?: (x: number) => number;
+  /**
+   * Replaces the rope angles theta_i = pos * base^(-2i / ropeDim), i < ropeDim / 2 (the llama.cpp cross-check passes
+   * ggml's f32 recurrence, which drifts with i and pos on wide heads such as gemma3's 256); default exact.
+   */
+  readonly ropeAngles?: (pos: number, ropeDim: number, freqBase: number) => ArrayLike<number>;
+}
+
+/** theta_i = pos * base^(-2i / ropeDim) for i < ropeDim / 2 */
+function exactRopeAngles(pos: number, ropeDim: number, freqBase: number): Float64Array {
+  return Float64Array.from({ length: ropeDim / 2 }, (_, i) => pos * Math.pow(freqBase, (-2 * i) / ropeDim));
 }
 
 // ---- leaf ops (llama2.c names) ----
@@ -78,15 +88,16 @@ function addInPlace(x: Float32Array, b: Float32Array): void {
 }
 
 /**
- * Rotates the first ropeDim dims of each head of vec [numHeads * headDim] by position pos, theta_i = pos * base^(-2i/ropeDim).
+ * Rotates the first ropeDim dims of each head of vec [numHeads * headDim] by the angles of its position,
+ * theta_i = pos * base^(-2i/ropeDim).
  * Normal rope (llama) pairs dims (2i, 2i+1); NEOX rope (qwen2/3) pairs (i, i + ropeDim/2).
  */
-function rope(vec: Float32Array, numHeads: number, headDim: number, ropeDim: number, pos: number, freqBase: number, neox: boolean): void {
+function rope(vec: Float32Array, numHeads: number, headDim: number, ropeDim: number, angles: ArrayLike<number>, neox: boolean): void {
   const half = ropeDim / 2;
   for (let h = 0; h < numHeads; h++) {
     const base = h * headDim;
     for (let i = 0; i < half; i++) {
-      const theta = pos * Math.pow(freqBase, (-2 * i) / ropeDim);
+      const theta = angles[i]!;
       const cos = Math.cos(theta);
       const sin = Math.sin(theta);
       const a = neox ? base + i : base + 2 * i;
@@ -127,6 +138,7 @@ export class ReferenceForward {
   private readonly output: Matrix; // [vocabSize, dim] (the same data as tokenEmbd when tied)
   private readonly roundInput: ReferenceForwardOptions["roundMatmulInput"];
   private readonly gelu: (x: number) => number;
+  private readonly ropeAngles: NonNullable<ReferenceForwardOptions["ropeAngles"]>;
 
   // run state (llama2.c RunState)
   private readonly x: Float32Array; // [dim] the residual stream
@@ -157,6 +169,7 @@ export class ReferenceForward {
     }));
     this.roundInput = options.roundMatmulInput;
     this.gelu = options.gelu ?? gelu;
+    this.ropeAngles = options.ropeAngles ?? exactRopeAngles;
 
     const { dim, hiddenDim, numLayers, vocabSize } = config;
     const qDim = config.numHeads * config.headDim;
@@ -219,9 +232,9 @@ export class ReferenceForward {
         for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
         for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
       }
-      const freqBase = layerRopeFreqBase(c, l);
-      rope(q, numHeads, headDim, c.ropeDim, pos, freqBase, c.ropeNeox);
-      rope(k, numKvHeads, headDim, c.ropeDim, pos, freqBase, c.ropeNeox);
+      const angles = this.ropeAngles(pos, c.ropeDim, layerRopeFreqBase(c, l));
+      rope(q, numHeads, headDim, c.ropeDim, angles, c.ropeNeox);
+      rope(k, numKvHeads, headDim, c.ropeDim, angles, c.ropeNeox);
 
       // cache k, v at pos
       const layerOffset = l * this.maxSeqLen * kvDim;

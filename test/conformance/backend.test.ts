@@ -83,7 +83,7 @@ const NUM_HEADS = 6;
  */
 const LONG_KV: KvCacheShape = { numLayers: 1, numBlocks: 64, blockSize: 16, numKvHeads: 2, headDim: 32 };
 const LONG_HEADS = 8;
-async function longAttention(be: Backend, dtype: KvCacheDtype = "f16"): Promise<{ batch: Float32Array; aloneA: Float32Array }> {
+async function longAttention(be: Backend, dtype: KvCacheDtype = "f16", slidingWindow = 0): Promise<{ batch: Float32Array; aloneA: Float32Array }> {
   const { blockSize, numKvHeads, headDim } = LONG_KV;
   const kvDim = numKvHeads * headDim;
   const qDim = LONG_HEADS * headDim;
@@ -102,10 +102,10 @@ async function longAttention(be: Backend, dtype: KvCacheDtype = "f16"): Promise<
   }
   const q = await upload(be, randomFloats(8 * qDim, rng(78), 2));
   const out = be.alloc(8 * qDim);
-  be.attention(out, q, 0, LONG_HEADS, seqs);
+  be.attention(out, q, 0, LONG_HEADS, seqs, slidingWindow);
   const batch = await be.read(out, 8 * qDim);
   const alone = be.alloc(8 * qDim);
-  be.attention(alone, q, 0, LONG_HEADS, [seqs[0]!]);
+  be.attention(alone, q, 0, LONG_HEADS, [seqs[0]!], slidingWindow);
   const aloneA = await be.read(alone, 2 * qDim);
   return { batch, aloneA };
 }
@@ -195,6 +195,30 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
       expectClose(await backend.read(out, numRows * dim), want, 1e-5, `${name} rmsNorm`);
       backend.rmsNorm(xb, xb, wb, numRows, dim, 1e-5);
       expectClose(await backend.read(xb, numRows * dim), want, 1e-5, `${name} rmsNorm in place`);
+    }
+  });
+
+  it("geluMul (tanh-GELU, also in place into the gate, past +-10, and long enough to spread over threads), scale in place", async () => {
+    const random = rng(19);
+    for (const n of [3 * 29, 20001]) {
+      const gate = randomFloats(n, random, 4);
+      gate[0] = 12;
+      gate[1] = -12;
+      gate[2] = 0;
+      const up = randomFloats(n, random, 2);
+      const results: Float32Array[][] = [];
+      for (const be of [backend, oracle]) {
+        const g = await upload(be, gate);
+        const u = await upload(be, up);
+        const out = be.alloc(n);
+        be.geluMul(out, g, u, n);
+        const fresh = await be.read(out, n);
+        be.geluMul(g, g, u, n);
+        const inPlace = await be.read(g, n);
+        be.scale(u, 25.3, n);
+        results.push([fresh, inPlace, await be.read(u, n)]);
+      }
+      ["geluMul", "geluMul in place", "scale"].forEach((op, i) => expectClose(results[0]![i]!, results[1]![i]!, 1e-5, `${name} ${op} n=${n}`));
     }
   });
 
@@ -298,6 +322,22 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s, attention 
       be.dispose();
     }
   });
+  // window 300: A's rows read keys 301.. and 302.. (two segments), C's all 262; window 3 cuts every row, B's prefill too
+  (reason === null ? test : test.skip).each([300, 3])("sliding window %d (gemma3): matches the oracle, batch invariant, differs from full attention", async (window) => {
+    const be = await entry.create();
+    try {
+      const got = await longAttention(be, "f16", window);
+      const want = await longAttention(new ReferenceBackend(), "f16", window);
+      expectClose(got.batch, want.batch, 4e-3, `${name} sliding-window attention`);
+      expect(got.aloneA).toEqual(got.batch.subarray(0, got.aloneA.length));
+      const full = await longAttention(new ReferenceBackend(), "f16");
+      let moved = 0;
+      for (let i = 0; i < full.batch.length; i++) moved = Math.max(moved, Math.abs(full.batch[i]! - want.batch[i]!));
+      expect(moved).toBeGreaterThan(1e-2);
+    } finally {
+      be.dispose();
+    }
+  });
 });
 
 describe.each(BACKENDS.filter((e) => e.name.startsWith("wasm")).map((e) => [e.name, e] as const))("backend %s, 8-bit KV cache", (name, entry) => {
@@ -367,12 +407,12 @@ describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () =>
     }
     for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
   });
-  it.each(["f16", "q8"] as const)("attention with segmented rows over the %s cache, 1, 2 and 3 threads", async (dtype) => {
+  it.each([["f16", 0], ["q8", 0], ["f16", 300]] as const)("attention with segmented rows over the %s cache (sliding window %d), 1, 2 and 3 threads", async (dtype, window) => {
     const results: Float32Array[] = [];
     for (const level of levels) {
       for (const threads of [1, 2, 3]) {
         const be = await createWasmBackend({ threads, simd: level });
-        results.push((await longAttention(be, dtype)).batch);
+        results.push((await longAttention(be, dtype, window)).batch);
         be.dispose();
       }
     }
