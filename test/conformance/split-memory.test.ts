@@ -68,7 +68,7 @@ async function run(arch: keyof typeof TINY_SHAPES, matrixType: GgmlType, plan: M
 }
 
 describe("a tiny model over several wasm32 memories gives the same bits as on one", () => {
-  const cases = (["llama", "qwen2", "qwen3"] as const).flatMap((arch) => [GgmlType.F32, GgmlType.Q8_0].map((t) => [arch, t] as const));
+  const cases = (["llama", "qwen2", "qwen3", "gemma3"] as const).flatMap((arch) => [GgmlType.F32, GgmlType.Q8_0].map((t) => [arch, t] as const));
   test.each(cases)("%s, matrices of ggml type %d", async (arch, matrixType) => {
     const one = await run(arch, matrixType, PLANS.one!);
     expect(one.logits[0]!.length).toBe(13 * 61);

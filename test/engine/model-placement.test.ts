@@ -36,7 +36,7 @@ function weights(numLayers: number): ModelWeights {
     wk: w(`blk.${l}.attn_k.weight`, GgmlType.Q4_K, 1024, 4096),
     wv: w(`blk.${l}.attn_v.weight`, GgmlType.Q6_K, 1024, 4096),
     wo: w(`blk.${l}.attn_output.weight`, GgmlType.Q4_K, 4096, 4096),
-    bq: null, bk: null, bv: null, qNorm: null, kNorm: null,
+    bq: null, bk: null, bv: null, qNorm: null, kNorm: null, attnPostNorm: null, ffnPostNorm: null,
     ffnNorm: w(`blk.${l}.ffn_norm.weight`, GgmlType.F32, 1, 4096),
     wGate: w(`blk.${l}.ffn_gate.weight`, GgmlType.Q4_K, 14336, 4096),
     wUp: w(`blk.${l}.ffn_up.weight`, GgmlType.Q4_K, 14336, 4096),

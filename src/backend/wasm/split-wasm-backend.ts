@@ -236,7 +236,7 @@ export class SplitWasmBackend implements Backend {
     this.on(m).kvStore(local, this.readIn(k, m, n), this.readIn(v, m, n), slots);
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[]): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0): void {
     const [m, local] = this.layerIn(layer);
     const shape = this.kvShape;
     if (shape === null) throw new Error("wasm backend: allocKvCache was not called");
@@ -244,7 +244,7 @@ export class SplitWasmBackend implements Backend {
     for (const s of sequences) numRows = Math.max(numRows, s.rowStart + s.numRows);
     const n = numRows * numHeads * shape.headDim;
     const qm = this.readIn(q, m, n);
-    this.on(m).attention(this.writeIn(out, m, n), qm, local, numHeads, sequences);
+    this.on(m).attention(this.writeIn(out, m, n), qm, local, numHeads, sequences, slidingWindow);
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
@@ -252,6 +252,19 @@ export class SplitWasmBackend implements Backend {
     const g = this.readIn(gate, m, n);
     const u = this.readIn(up, m, n);
     this.on(m).siluMul(this.writeIn(out, m, n), g, u, n);
+  }
+
+  geluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
+    const m = this.current;
+    const g = this.readIn(gate, m, n);
+    const u = this.readIn(up, m, n);
+    this.on(m).geluMul(this.writeIn(out, m, n), g, u, n);
+  }
+
+  scale(x: DeviceBuffer, s: number, n: number): void {
+    const m = this.current;
+    this.readIn(x, m, n);
+    this.on(m).scale(this.writeIn(x, m, n), s, n);
   }
 
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {
