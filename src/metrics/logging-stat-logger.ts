@@ -11,6 +11,7 @@
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import type { Logger } from "../util/logger.ts";
 import { SpecDecodingLogging } from "./spec-decode-logger.ts";
+import { NixlLogging } from "./nixl-logger.ts";
 
 const RECENT_LOOKUPS = 1000;
 
@@ -32,6 +33,8 @@ export class LoggingStatLogger implements StatsListener {
 
   /** with --speculative-config: vLLM's SpecDecoding line after the engine lines */
   private readonly specDecoding: SpecDecodingLogging | null;
+  /** with the NixlConnector: vLLM's KV Transfer metrics line */
+  private readonly nixl = new NixlLogging();
 
   constructor(private readonly log: Logger, private readonly intervalS: number, engineIndices: readonly number[] = [0], numSpeculativeTokens: number | null = null) {
     for (const index of engineIndices) this.window(index);
@@ -50,6 +53,7 @@ export class LoggingStatLogger implements StatsListener {
   onStep(stats: IterationStats): void {
     const w = this.window(stats.engineIndex);
     this.specDecoding?.observe(stats);
+    this.nixl.observe(stats);
     w.promptTokens += stats.numPromptTokens;
     w.generationTokens += stats.numGenerationTokens;
     w.running = stats.numRunning;
@@ -84,6 +88,8 @@ export class LoggingStatLogger implements StatsListener {
     }
     const specLine = this.specDecoding?.takeLine(elapsedS) ?? null;
     if (specLine !== null) this.log.info(specLine);
+    const nixlLine = this.nixl.takeLine();
+    if (nixlLine !== null) this.log.info(nixlLine);
   }
 
   start(): void {
