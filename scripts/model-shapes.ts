@@ -42,6 +42,16 @@ const LLAMA32_1B: ModelShape = {
   architecture: "llama", vocab: "llama-bpe", dim: 2048, numLayers: 16, numHeads: 32, numKvHeads: 8, headDim: 64, hiddenDim: 8192,
   ropeFreqBase: 500000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
 };
+/** Llama 3.1 8B: 4.9 GB at q4_k_m, 8.5 GB at q8_0, larger than one 4 GiB wasm32 memory (backend/wasm/memory-plan.ts) */
+const LLAMA31_8B: ModelShape = {
+  architecture: "llama", vocab: "llama-bpe", dim: 4096, numLayers: 32, numHeads: 32, numKvHeads: 8, headDim: 128, hiddenDim: 14336,
+  ropeFreqBase: 500000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: false, qkvBias: false, qkNorm: false,
+};
+/** Qwen2.5 7B: 4.7 GB at q4_k_m */
+const QWEN25_7B: ModelShape = {
+  architecture: "qwen2", vocab: "qwen2", dim: 3584, numLayers: 28, numHeads: 28, numKvHeads: 4, headDim: 128, hiddenDim: 18944,
+  ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 32768, tiedEmbeddings: false, qkvBias: true, qkNorm: false,
+};
 
 /** Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept. */
 const tiny = (s: ModelShape, numKvHeads: number): ModelShape => ({
@@ -53,6 +63,8 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "qwen2.5-0.5b": QWEN25_05B,
   "qwen3-0.6b": QWEN3_06B,
   "llama-3.2-1b": LLAMA32_1B,
+  "llama-3.1-8b": LLAMA31_8B,
+  "qwen2.5-7b": QWEN25_7B,
   "tiny-smollm2-135m": tiny(SMOLLM2_135M, 2),
   "tiny-qwen2.5-0.5b": tiny(QWEN25_05B, 1),
   "tiny-qwen3-0.6b": tiny(QWEN3_06B, 2),

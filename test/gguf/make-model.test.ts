@@ -107,6 +107,9 @@ describe("q4_k_m recipe on the real shapes (kernels reference §1.1)", () => {
     ["smollm2-135m", { q5_0: 58, q8_0: 22, q4_k: 11, q6_k: 9 }, 104],
     ["qwen2.5-0.5b", { q5_0: 51, q8_0: 28, q4_k: 11, q6_k: 11 }, 392],
     ["llama-3.2-1b", { q4_k: 67, q6_k: 33 }, 800],
+    // the published Llama-3.1-8B-Instruct-Q4_K_M.gguf is 4.92 GB, Qwen2.5-7B-Instruct-Q4_K_M.gguf 4.68 GB
+    ["llama-3.1-8b", { q4_k: 81, q6_k: 19 }, 4920],
+    ["qwen2.5-7b", { q4_k: 80, q6_k: 20 }, 4680],
   ];
   test.each(EXPECTED)("%s", (shapeName, shares, sizeMB) => {
     const shape = MODEL_SHAPES[shapeName]!;
