@@ -8,6 +8,7 @@
 import { parseArgs } from "node:util";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { createBackend } from "../src/backend/create-backend.ts";
+import { placeModel } from "../src/engine/model-placement.ts";
 import { readGguf } from "../src/gguf/reader.ts";
 import { argmax } from "../src/model/decode-loop.ts";
 import { loadModel } from "../src/model/load-model.ts";
@@ -56,16 +57,22 @@ const model = loadModel(gguf.value);
 if (!model.ok) fail(model.error);
 const { config } = model.value;
 const t0 = performance.now();
-const backend = await createBackend(values.device === "webgpu" ? { kind: "webgpu" } : { kind: "wasm", threads });
+// a model larger than one wasm32 memory goes over several, as the server places it (a KV pool of this run's size)
+const blockSize = 16;
+const numBlocks = Math.ceil((promptLen + genLen) / blockSize);
+const placement = placeModel(config, model.value.weights, {
+  maxNumSeqs: 1, maxNumBatchedTokens: promptLen, maxModelLen: null, blockSize, kvCacheMemoryBytes: null, numKvBlocksOverride: numBlocks,
+  enablePrefixCaching: false, threads, device: "cpu",
+});
+if (!placement.ok) fail(placement.error);
+const backend = await createBackend(values.device === "webgpu" ? { kind: "webgpu" } : { kind: "wasm", threads, memoryPlan: placement.value.plan });
 const runner = new Runner(config, model.value.weights, backend);
-log(`fennec: ${backend.name}, ${threads} thread(s), loaded ${config.name} in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+log(`fennec: ${backend.name}, ${threads} thread(s), loaded ${config.name} in ${((performance.now() - t0) / 1000).toFixed(2)} s; ${placement.value.line}`);
 
 /** The prompt: BOS then fixed pseudo-random ids (random-weight models make any ids equally good). */
 const bos = 1;
 const promptIds = [bos, ...Array.from({ length: promptLen - 1 }, (_, i) => 3 + ((i * 7919) % (config.vocabSize - 3)))];
 
-const blockSize = 16;
-const numBlocks = Math.ceil((promptLen + genLen) / blockSize);
 runner.allocateKvCache(numBlocks, blockSize);
 const blockTable = Int32Array.from({ length: numBlocks }, (_, i) => i);
 
