@@ -20,7 +20,8 @@ beforeAll(async () => {
     startServer([...ENGINE, "--kv-transfer-config", transfer("kv_consumer")], { env: { VLLM_NIXL_SIDE_CHANNEL_HOST: "127.0.0.1", VLLM_NIXL_SIDE_CHANNEL_PORT: String(freePort()) } }),
   ]);
   proxy = await startServer(["--prefill", prefill.url, "--decode", decode.url], { command: PROXY });
-});
+  // four processes starting at once on a loaded machine (from the sources when dist/ is older than src/)
+}, 240_000);
 afterAll(async () => {
   await Promise.all([proxy, single, prefill, decode].map((s) => s?.stop()));
 });
@@ -95,4 +96,16 @@ describe("prefill and decode in two fennec processes behind fennec proxy", () =>
     expect(proxy.log()).toContain(`${id}: prefill ${prefill.url}`);
     expect(proxy.log()).toContain(`decode ${decode.url}`);
   }, 60_000);
+
+  // last: it stops the prefill server
+  test("the prefill server gone: the proxy answers a 502 naming it at once and /health turns 503, the decode server stays healthy", async () => {
+    await prefill.stop();
+    const started = performance.now();
+    const r = await post(proxy.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 4, stream: true });
+    expect(r.status).toBe(502);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toStartWith(`prefill server ${prefill.url} cannot be reached`);
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect((await fetch(`${proxy.url}/health`)).status).toBe(503);
+    expect((await fetch(`${decode.url}/health`)).status).toBe(200);
+  }, 30_000);
 });
