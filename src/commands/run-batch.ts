@@ -124,7 +124,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   }
   const lines = text.split("\n").map((l, i) => ({ line: l.trim(), lineNumber: i + 1 })).filter((l) => l.line !== "");
   const write = deps.stdout ?? ((t: string) => void process.stdout.write(t));
-  const chain = stageChainOf(config.value.stages);
+  const chain = stageChainOf(config.value.stages, config.value.engine.kvPeer?.role ?? null);
   if (!chain.ok) throw new CliError(chain.error);
   const chat = readChatFlags(options);
   // the flags are fine: truncate now, before the model loads (a failed load leaves an empty file, not a stale one)

@@ -44,7 +44,7 @@ const ENGINE_WATCH_MS = 250;
 export function readServeConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): { config: ServeConfig; chain: StageChain | null } {
   const config = serveConfig(options, env);
   if (!config.ok) throw new CliError(config.error);
-  const chain = stageChainOf(config.value.stages);
+  const chain = stageChainOf(config.value.stages, config.value.engine.kvPeer?.role ?? null);
   if (!chain.ok) throw new CliError(chain.error);
   return { config: config.value, chain: chain.value };
 }

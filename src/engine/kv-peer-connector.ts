@@ -400,10 +400,11 @@ export class KvPeerConnector implements KvConnectorHooks {
         }
         continue;
       }
+      const writeStartMs = this.nowMs();
       this.transfer.write(job.localBlockIds, job.data);
       request.numComputedTokens += job.numTokens;
       this.kv.cacheFullBlocks(request);
-      this.transfers.push(job.stats!);
+      this.transfers.push({ ...job.stats!, requestId: request.requestId, writeSeconds: (this.nowMs() - writeStartMs) / 1000 });
       this.loading.delete(request);
       request.status = "waiting";
       this.loaded.push(request);

@@ -65,6 +65,10 @@ export interface KvPeerTransfer {
   readonly bytes: number;
   /** contiguous regions copied: blocks x layers x (K, V) (NIXL descCount) */
   readonly descriptors: number;
+  /** the decode-side request it was for (a pipeline with a remote prefill stage times its edge with it) */
+  readonly requestId?: string;
+  /** the received bytes written into the pool's blocks (the edge's rx-decode) */
+  readonly writeSeconds?: number;
 }
 
 /** The connector between instances over one engine step: counts since the previous step. */

@@ -28,6 +28,8 @@ export interface StageResult {
   kv: KvHandoff | undefined;
   times: RequestTimes | null;
   numCachedTokens: number;
+  /** a prefill stage in another process: the params that name its blocks (RequestOutput.kvTransferParams) */
+  kvTransferParams?: Readonly<Record<string, unknown>>;
 }
 
 export interface RequestRun {
@@ -39,6 +41,8 @@ export interface RequestRun {
   readonly submitMs: number;
   readonly stageStats: StageRequestStats[];
   readonly edgeStats: TransferEdgeStats[];
+  /** edges whose numbers come later (the read of a remote stage's blocks, reported with an engine step) */
+  readonly pendingEdges: Promise<void>[];
   /** stage 0's result (queue / schedule times, cached tokens of the request) */
   stage0: StageResult | null;
   /** the latest stage's result */
@@ -57,7 +61,7 @@ export function startRun(request: GenerateRequest, tables: PipelineStatsSink | n
   const events = tables?.eventsFor(tableId) ?? null;
   events?.markWallStart(nowMs());
   return {
-    request, tableId, events, submitMs: nowMs(), stageStats: [], edgeStats: [],
+    request, tableId, events, submitMs: nowMs(), stageStats: [], edgeStats: [], pendingEdges: [],
     stage0: null, last: null, firstVisibleTokenMs: null, held: null, reported: false,
   };
 }
@@ -80,6 +84,7 @@ export function absorbOutput(result: StageResult, out: RequestOutput): void {
   result.times = out.times;
   result.numCachedTokens = out.numCachedTokens;
   if (out.kv) result.kv = out.kv;
+  if (out.kvTransferParams) result.kvTransferParams = out.kvTransferParams;
 }
 
 /** A stage ended without a usable result: the client went away, or it aborted / failed / stopped without a reason. */

@@ -8,17 +8,23 @@
 import type { StageChainConfig } from "../config.ts";
 import type { EngineArgs } from "../engine/protocol.ts";
 import type { StatsListener } from "../frontend/iteration-stats.ts";
-import { ok, type Result } from "../util/result.ts";
+import { err, ok, type Result } from "../util/result.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
-import { loadStageConfig, pdChain, type StageChain, type StageSpec } from "./stage-config.ts";
+import { loadStageConfig, pdChain, remoteStageProblem, type StageChain, type StageSpec } from "./stage-config.ts";
 import { buildPipeline, type StageFactory } from "./stage-pipeline.ts";
 import type { PipelineStatsSink } from "./stage-stats.ts";
 
-/** The chain the config asks for; null = plain single stage. A bad stage-config file is an error here, before loading. */
-export function stageChainOf(config: StageChainConfig): Result<StageChain | null> {
-  if (config.stageConfigPath !== null) return loadStageConfig(config.stageConfigPath);
-  return ok(config.pipeline === "pd" ? pdChain() : null);
+/**
+ * The chain the config asks for; null = plain single stage. A bad stage-config file is an error here, before loading,
+ * and so is a stage in another process without the NixlConnector role (`kvPeerRole`, --kv-transfer-config) it needs.
+ */
+export function stageChainOf(config: StageChainConfig, kvPeerRole: "kv_producer" | "kv_consumer" | "kv_both" | null = null): Result<StageChain | null> {
+  if (config.stageConfigPath === null) return ok(config.pipeline === "pd" ? pdChain() : null);
+  const chain = loadStageConfig(config.stageConfigPath);
+  if (!chain.ok) return chain;
+  const problem = remoteStageProblem(chain.value, kvPeerRole);
+  return problem === null ? chain : err(problem);
 }
 
 /** The one-stage chain (used when --log-stats needs the pipeline's bookkeeping around a single engine). */
@@ -108,7 +114,8 @@ export async function createServingPipeline(p: ServingPipelineOptions): Promise<
     const engineArgs = stageEngineArgs(p.engineArgs, stage);
     const frontend = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [] });
     startupLines.push(...(frontend.ready.startupLines ?? []));
-    if (engineIndex === 0) {
+    // stage 0's engine, or the first local one when stage 0 runs in another process
+    if (cacheConfig === null) {
       cacheConfig = cacheConfigInfo(engineArgs, frontend.ready.numKvBlocks, frontend.ready.maxModelLen, frontend.ready.numCpuBlocks ?? null);
       kvOffload = kvOffloadFacts(engineArgs, frontend.ready.numCpuBlocks);
     }

@@ -39,6 +39,12 @@ export interface StageSpec {
   /** overrides of the request's sampling parameters for this stage */
   readonly samplingOverrides: Partial<SamplingParams>;
   readonly finalOutput: boolean;
+  /**
+   * the stage runs in another process (stage 0 only: a prefill server speaking vLLM's kv_transfer_params, e.g.
+   * `fennec serve --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'`): its base URL.
+   * Stage 1 pulls the prompt's KV blocks from it over the NixlConnector; absent = a local engine.
+   */
+  readonly url?: string | null;
 }
 
 export interface StageChain {
@@ -51,7 +57,7 @@ export interface StageChain {
 const TOP_KEYS = ["stage_args", "async_chunk", "runtime"] as const;
 const STAGE_KEYS = [
   "stage_id", "stage_type", "engine_args", "engine_input_source", "input_type", "final_output", "final_output_type",
-  "default_sampling_params", "is_comprehension",
+  "default_sampling_params", "is_comprehension", "url",
 ] as const;
 type NumberArg = "maxNumSeqs" | "maxNumBatchedTokens" | "maxModelLen" | "blockSize" | "kvCacheMemoryBytes" | "threads";
 const ENGINE_NUMBER_KEYS: Readonly<Record<string, NumberArg>> = {
@@ -169,15 +175,54 @@ function parseStage(raw: Json, index: number, numStages: number, baseDir: string
   if (typeof finalOutput !== "boolean") return err(`${where}: final_output must be true or false`);
   if (finalOutput !== (index === numStages - 1)) return err(`${where}: final_output must be ${index === numStages - 1} (the last stage's output is the response)`);
   const modelStage = raw["engine_args"] !== undefined && isRecord(raw["engine_args"]) && typeof raw["engine_args"]["model_stage"] === "string" ? raw["engine_args"]["model_stage"] : `stage${index}`;
-  return ok({ stageId: index, modelStage, engineArgs: engineArgs.value, input, samplingOverrides: sampling.value, finalOutput });
+  const url = parseStageUrl(raw, index, where);
+  if (!url.ok) return url;
+  return ok({ stageId: index, modelStage, engineArgs: engineArgs.value, input, samplingOverrides: sampling.value, finalOutput, ...(url.value !== null ? { url: url.value } : {}) });
+}
+
+/**
+ * `url`: a stage 0 that runs in another process, as a prefill instance of vLLM's disaggregated serving. It computes
+ * the prompt's KV blocks there, so the stage has no engine here: no engine_args, no default_sampling_params (it
+ * generates one token, which stage 1 generates again from the loaded blocks, as vLLM's decode instance does).
+ */
+function parseStageUrl(raw: Record<string, Json>, index: number, where: string): Result<string | null> {
+  const value = raw["url"];
+  if (value === undefined || value === null) return ok(null);
+  if (index !== 0) return err(`${where}: url (a stage in another process) is supported on stage 0 only: a prefill server whose KV blocks stage 1 pulls`);
+  if (typeof value !== "string") return err(`${where}: url must be the prefill server's base URL, e.g. http://10.0.0.1:8100 (got ${jsonPreview(value)})`);
+  let url: URL;
+  try { url = new URL(value); } catch { return err(`${where}: url ${jsonPreview(value)} is not a URL (give http://host:port)`); }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return err(`${where}: url must be http:// or https:// (got ${jsonPreview(value)})`);
+  for (const key of ["engine_args", "default_sampling_params"]) {
+    if (raw[key] !== undefined) return err(`${where}: ${key} cannot be set on a stage in another process (url): its server's own command line decides`);
+  }
+  return ok(`${url.origin}${url.pathname.replace(/\/+$/, "").replace(/\/v1$/, "")}`);
+}
+
+/**
+ * The stage chain's needs from the command line's --kv-transfer-config (one line, checked before any model loads):
+ * a remote stage 0 needs the local engines to be NixlConnector consumers, since stage 1 pulls the blocks.
+ * @example const problem = remoteStageProblem(chain, config.engine.kvPeer?.role ?? null); if (problem) throw new CliError(problem);
+ */
+export function remoteStageProblem(chain: StageChain | null, kvPeerRole: "kv_producer" | "kv_consumer" | "kv_both" | null): string | null {
+  const remote = chain?.stages.find((s) => s.url);
+  if (!remote) return null;
+  if (kvPeerRole === "kv_consumer" || kvPeerRole === "kv_both") return null;
+  return `${chain!.source}: stage ${remote.stageId} runs at ${remote.url}: start with --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}' so stage ${remote.stageId + 1} can pull its KV blocks${kvPeerRole === "kv_producer" ? " (kv_producer only serves blocks)" : ""}`;
 }
 
 /** Checks that every edge can carry what it is given (a KV edge needs the same model and block size on both ends). */
 function checkEdges(stages: readonly StageSpec[], file: string): Result<null> {
+  const remote = stages.find((s) => s.url);
+  if (remote && stages[remote.stageId + 1]?.input !== "kv_blocks") {
+    return err(`${file}: stage ${remote.stageId + 1}: the stage after one in another process (url) must take its KV blocks (input_type: kv_blocks)${stages.length === 1 ? "; add a local decode stage 1" : ""}`);
+  }
   for (const stage of stages) {
     if (stage.input !== "kv_blocks") continue;
     const prev = stages[stage.stageId - 1]!;
     const where = `${file}: stage ${stage.stageId}`;
+    // the remote server's model and block size are checked when the blocks are read (kv-peer-connector.ts)
+    if (prev.url) continue;
     if (prev.engineArgs.model !== stage.engineArgs.model) {
       return err(`${where}: input_type kv_blocks needs the same model as stage ${prev.stageId} (KV blocks are model-specific; got ${stage.engineArgs.model ?? "--model"} vs ${prev.engineArgs.model ?? "--model"}); use input_type text`);
     }

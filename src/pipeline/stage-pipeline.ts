@@ -12,6 +12,7 @@
  * Multi-stage chains take n = 1 only (a KV handoff continues exactly one sequence). One stage is single-stage.ts.
  */
 import type { KvHandoff } from "../engine/protocol.ts";
+import type { KvPeerTransfer } from "../engine/stats.ts";
 import type { IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "../frontend/orchestrator.ts";
 import type { ModelConfig } from "../model/model-config.ts";
@@ -20,6 +21,7 @@ import { nowMs as clockNowMs } from "../util/clock.ts";
 import { EdgeChannel } from "./edge-channel.ts";
 import { decodeKv, encodeKv } from "./kv-handoff.ts";
 import { absorbOutput, emptyStageResult, finalizeTables, reportRun, stageFailed, startRun, type RequestRun, type StagePipelineOptions, type StageResult } from "./request-run.ts";
+import { RemotePrefillStage } from "./remote-prefill-stage.ts";
 import { SingleStage } from "./single-stage.ts";
 import { stageSampling, type StageChain, type StageSpec } from "./stage-config.ts";
 import type { StageRequestStats, TransferEdgeStats } from "./stage-stats.ts";
@@ -27,6 +29,9 @@ import { decodeText, encodeText } from "./text-handoff.ts";
 
 /** Builds one stage's orchestrator; `listener` gets that stage's step stats (engine label = stage id). */
 export type StageFactory = (stage: StageSpec, engineIndex: number, listener: StatsListener | null) => Promise<Orchestrator>;
+
+/** How long after its stage ended a read's report may still come (it rides on an engine step's stats) */
+const TRANSFER_REPORT_WAIT_MS = 2000;
 
 export class PipelineRequestError extends Error {
   override readonly name = "PipelineRequestError";
@@ -37,10 +42,13 @@ export class PipelineRequestError extends Error {
  * inter-token gap of the same sequence (its engine counts the positions it imported as external_kv_transfer prompt
  * tokens itself); a text stage starts a new generation whose TTFT is not the request's.
  */
-function stageListener(listener: StatsListener, stage: StageSpec): StatsListener {
-  const role = stage.stageId === 0 ? "first" : stage.input === "kv_blocks" ? "continuation" : "new-generation";
+function stageListener(listener: StatsListener | null, stage: StageSpec, previous: StageSpec | undefined, transfers: TransferBoard): StatsListener {
+  // after a prefill stage in another process, this stage generates the client's first token itself (as vLLM's decode instance)
+  const role = stage.stageId === 0 || previous?.url ? "first" : stage.input === "kv_blocks" ? "continuation" : "new-generation";
   return {
     onStep(stats: IterationStats): void {
+      for (const t of stats.kvPeer?.transfers ?? []) if (t.requestId !== undefined) transfers.record(t.requestId, t);
+      if (listener === null) return;
       if (role === "first") return listener.onStep(stats);
       if (role === "new-generation") return listener.onStep({ ...stats, engineIndex: stage.stageId, timeToFirstTokensS: [] });
       const interTokenLatenciesS = [...stats.timeToFirstTokensS, ...stats.interTokenLatenciesS];
@@ -54,17 +62,49 @@ function stageListener(listener: StatsListener, stage: StageSpec): StatsListener
 /** Builds every stage (shutting down the built ones if one fails) and the pipeline over them. */
 export async function buildPipeline(chain: StageChain, factory: StageFactory, options: StagePipelineOptions = {}): Promise<Orchestrator & { readonly numStages: number }> {
   const built: Orchestrator[] = [];
+  const transfers = new TransferBoard();
+  const hasRemote = chain.stages.some((s) => s.url);
   try {
     for (const stage of chain.stages) {
-      const listener = options.listener ? stageListener(options.listener, stage) : null;
-      built.push(await factory(stage, stage.stageId, listener));
+      const previous = chain.stages[stage.stageId - 1];
+      const listener = options.listener || hasRemote ? stageListener(options.listener ?? null, stage, previous, transfers) : null;
+      built.push(stage.url ? new RemotePrefillStage(stage.url, stage.stageId) : await factory(stage, stage.stageId, listener));
     }
   } catch (e) {
     await Promise.all(built.map((o) => o.shutdown()));
     throw e;
   }
+  built.forEach((o, i) => { if (o instanceof RemotePrefillStage) o.bindLocal(built[i + 1]!); });
   if (built.length === 1) return new SingleStage(chain.stages[0]!, built[0]!, options);
-  return new StagePipeline(chain.stages.map((spec, i) => ({ spec, orchestrator: built[i]! })), options);
+  return new StagePipeline(chain.stages.map((spec, i) => ({ spec, orchestrator: built[i]! })), options, transfers);
+}
+
+/**
+ * The KV reads the local engines made for requests whose prompt was computed by a stage in another process, by
+ * request id: the edge from that stage is timed with them (the transfer is the edge). Entries are taken once.
+ */
+export class TransferBoard {
+  private readonly done = new Map<string, KvPeerTransfer>();
+  private readonly waiting = new Map<string, (t: KvPeerTransfer | null) => void>();
+  record(requestId: string, transfer: KvPeerTransfer): void {
+    const resolve = this.waiting.get(requestId);
+    if (resolve) { this.waiting.delete(requestId); resolve(transfer); } else this.done.set(requestId, transfer);
+  }
+  /** the request's stage ended: a read not reported by now never happened (the decode side recomputed the prompt) */
+  giveUp(requestId: string): void {
+    const resolve = this.waiting.get(requestId);
+    if (resolve) { this.waiting.delete(requestId); resolve(null); }
+    this.done.delete(requestId);
+  }
+  /** the read for this request, or null when none came within `waitMs` or giveUp was called first */
+  take(requestId: string, waitMs: number): Promise<KvPeerTransfer | null> {
+    const t = this.done.get(requestId);
+    if (t) { this.done.delete(requestId); return Promise.resolve(t); }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.waiting.delete(requestId); resolve(null); }, waitMs);
+      this.waiting.set(requestId, (x) => { clearTimeout(timer); resolve(x); });
+    });
+  }
 }
 
 interface Stage {
@@ -73,7 +113,11 @@ interface Stage {
 }
 
 /** Where the sequence goes after a stage: on to stage `next` with this prompt (and KV), or it is done. */
-type NextStage = { readonly next: number; readonly prompt: readonly number[]; readonly importKv: KvHandoff | undefined } | { readonly done: boolean };
+type NextStage = {
+  readonly next: number; readonly prompt: readonly number[]; readonly importKv: KvHandoff | undefined;
+  /** from a prefill stage in another process: the params the next (local) stage pulls its blocks with */
+  readonly kvTransferParams?: Readonly<Record<string, unknown>>;
+} | { readonly done: boolean };
 
 /** The sequence being continued across KV edges: its tokens and text so far. */
 interface KvRun {
@@ -89,12 +133,13 @@ export class StagePipeline implements Orchestrator {
   /** first stage of the last KV-linked run: its outputs onward are what the client sees */
   private readonly finalRunStart: number;
 
-  constructor(private readonly stages: readonly Stage[], private readonly options: StagePipelineOptions = {}) {
+  constructor(private readonly stages: readonly Stage[], private readonly options: StagePipelineOptions = {}, private readonly transfers: TransferBoard = new TransferBoard()) {
     this.nowMs = options.nowMs ?? clockNowMs;
     this.edges = stages.slice(1).map((_, i) => new EdgeChannel(i, i + 1));
     this.finishedPerStage = stages.map(() => 0);
     let k = stages.length - 1;
-    while (k > 0 && stages[k]!.spec.input === "kv_blocks") k--;
+    // a prefill stage in another process answers one token the client never sees: its successor generates them all
+    while (k > 0 && stages[k]!.spec.input === "kv_blocks" && !stages[k - 1]!.spec.url) k--;
     this.finalRunStart = k;
   }
 
@@ -137,12 +182,20 @@ export class StagePipeline implements Orchestrator {
       let stage = 0;
       let prompt: readonly number[] = request.promptTokenIds;
       let importKv: KvHandoff | undefined;
+      let kvTransferParams: Readonly<Record<string, unknown>> | undefined;
       let finished = false;
       while (true) {
-        const result = yield* this.runStage(run, stage, prompt, importKv, kvRun, signal);
+        const result = yield* this.runStage(run, stage, prompt, importKv, kvRun, signal, kvTransferParams);
         const after = await this.afterStage(run, stage, prompt, result, kvRun, signal);
         if ("done" in after) { finished = after.done; break; }
-        ({ next: stage, prompt, importKv } = after);
+        ({ next: stage, prompt, importKv, kvTransferParams } = after);
+      }
+      // the reads of blocks a remote stage computed are reported with the step that made them: in by now, or never
+      if (run.pendingEdges.length > 0) {
+        // the step stats that carry the read arrive with the step's outputs: one macrotask later they are in
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        this.transfers.giveUp(request.requestId);
+        await Promise.all(run.pendingEdges);
       }
       const finalizeMs = this.nowMs();
       if (finished) finalizeTables(run, finalizeMs);
@@ -158,14 +211,16 @@ export class StagePipeline implements Orchestrator {
    * Runs one stage of the request and yields what the client sees of it (only from the final KV-linked run on). The
    * sampling is the stage's; a KV continuation gets the budget the run has left, a stage that exports KV one token.
    */
-  private async *runStage(run: RequestRun, i: number, prompt: readonly number[], importKv: KvHandoff | undefined, kvRun: KvRun, signal: AbortSignal | undefined): AsyncGenerator<RequestOutput, StageResult> {
+  private async *runStage(run: RequestRun, i: number, prompt: readonly number[], importKv: KvHandoff | undefined, kvRun: KvRun, signal: AbortSignal | undefined, kvTransferParams?: Readonly<Record<string, unknown>>): AsyncGenerator<RequestOutput, StageResult> {
     const { request } = run;
     const { spec, orchestrator } = this.stages[i]!;
-    const exportKv = this.stages[i + 1]?.spec.input === "kv_blocks";
+    const exportKv = this.stages[i + 1]?.spec.input === "kv_blocks" && !spec.url;
     const visible = i >= this.finalRunStart;
     let sampling = stageSampling(request.sampling, spec);
     if (spec.input === "kv_blocks" && sampling.maxTokens !== null) sampling = { ...sampling, maxTokens: sampling.maxTokens - kvRun.tokenIds.length };
     if (exportKv) sampling = { ...sampling, maxTokens: 1 };
+    // the blocks a prefill stage in another process computed: this engine (a NixlConnector consumer) pulls them
+    if (kvTransferParams) sampling = { ...sampling, kvTransferParams };
     const stageRequest: GenerateRequest = {
       requestId: request.requestId, promptTokenIds: prompt, sampling, arrivalMs: i === 0 ? request.arrivalMs : this.nowMs(),
       ...(exportKv ? { exportKv: true } : {}), ...(importKv ? { importKv } : {}),
@@ -185,7 +240,8 @@ export class StagePipeline implements Orchestrator {
       yield client;
       if (out.finished) break;
     }
-    if (i === 0) run.stage0 = result;
+    // the first local stage's queue and schedule times are the request's (a remote stage has none)
+    if (run.stage0 === null && !spec.url) run.stage0 = result;
     run.last = result;
     this.finishedPerStage[i]!++;
     run.stageStats.push(this.stageStats(i, prompt, result, this.nowMs() - stageSubmitMs));
@@ -199,6 +255,7 @@ export class StagePipeline implements Orchestrator {
    */
   private async afterStage(run: RequestRun, i: number, prompt: readonly number[], result: StageResult, kvRun: KvRun, signal: AbortSignal | undefined): Promise<NextStage> {
     if (stageFailed(result, signal)) return { done: false };
+    if (this.stages[i]!.spec.url) return this.fromRemotePrefill(run, i, prompt, result);
     const runBefore = kvRun.tokenIds.length;
     kvRun.tokenIds = [...kvRun.tokenIds, ...result.tokenIds];
     kvRun.text += result.text;
@@ -214,6 +271,24 @@ export class StagePipeline implements Orchestrator {
     run.edgeStats.push(handoff.edge);
     if (this.stages[j]!.spec.input === "text") kvRun.tokenIds = [], kvRun.text = "";
     return { next: j, prompt: handoff.nextPrompt, importKv: handoff.importKv };
+  }
+
+  /**
+   * After a prefill stage in another process: stage i+1 gets the same prompt and the params that name the blocks. Its
+   * engine's read of them is the edge: tx = connecting and sending the read (NIXL post time), in-flight = the read
+   * until its last block arrived (NIXL transfer time), rx-decode = writing the blocks into the pool, size = the bytes
+   * read; the record is filled in when the read is reported (timeTransfer), before the request's tables are printed.
+   */
+  private fromRemotePrefill(run: RequestRun, i: number, prompt: readonly number[], result: StageResult): NextStage {
+    const where = `stage ${i} (${this.stages[i]!.spec.url})`;
+    if (!result.kvTransferParams) throw new PipelineRequestError(`${where} answered no kv_transfer_params`);
+    const edge = { fromStage: i, toStage: i + 1, sizeBytes: 0, txTimeMs: 0, inFlightTimeMs: 0, rxDecodeTimeMs: 0 };
+    const index = run.edgeStats.push(edge) - 1;
+    run.pendingEdges.push(this.transfers.take(run.request.requestId, TRANSFER_REPORT_WAIT_MS).then((t) => {
+      if (t === null) return;
+      run.edgeStats[index] = { ...edge, sizeBytes: t.bytes, txTimeMs: t.postSeconds * 1000, inFlightTimeMs: t.seconds * 1000, rxDecodeTimeMs: (t.writeSeconds ?? 0) * 1000 };
+    }));
+    return { next: i + 1, prompt, importKv: undefined, kvTransferParams: result.kvTransferParams };
   }
 
   private stageStats(i: number, prompt: readonly number[], result: StageResult, stageGenTimeMs: number): StageRequestStats {

@@ -14,7 +14,9 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import type { LogLevel } from "../util/logger.ts";
+import { PREFILL_KV_TRANSFER_PARAMS } from "../util/nixl-params.ts";
 import { ERROR_TYPES } from "./errors.ts";
+
 
 export interface PdProxyOptions {
   /** base URLs without a trailing /v1 (config.ts upstreamBaseUrl) */
@@ -27,10 +29,6 @@ export interface PdProxyOptions {
   readonly newRequestId?: () => string;
 }
 
-/** The prefill leg's params, exactly as vLLM's proxies send them (toy_proxy_server.py send_request_to_service). */
-export const PREFILL_KV_TRANSFER_PARAMS = {
-  do_remote_decode: true, do_remote_prefill: false, remote_engine_id: null, remote_block_ids: null, remote_host: null, remote_port: null,
-} as const;
 
 /** The generation routes: the path the client called is the path each leg gets. */
 const GENERATION_PATHS = new Set(["/v1/completions", "/v1/chat/completions"]);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
-import { PREFILL_KV_TRANSFER_PARAMS } from "../../src/server/pd-proxy.ts";
+import { PREFILL_KV_TRANSFER_PARAMS } from "../../src/util/nixl-params.ts";
 import { freePort, serverCommand, startServer, type ServerProcess } from "./server-process.ts";
 
 interface Received {

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadStageConfig, pdChain } from "../../src/pipeline/stage-config.ts";
+import { loadStageConfig, pdChain, remoteStageProblem } from "../../src/pipeline/stage-config.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-stage-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -32,6 +32,17 @@ describe("stage configs", () => {
     expect(chain.value.stages[1]!.samplingOverrides).toEqual({ temperature: 0, maxTokens: 3 });
   });
 
+  test("a remote prefill stage 0 (url) and a local decode stage 1; it needs the local engines to be NixlConnector consumers", () => {
+    const chain = loadStageConfig(write("remote.yaml", "stage_args:\n  - stage_id: 0\n    url: http://10.0.0.1:8100/v1/\n  - stage_id: 1\n    input_type: kv_blocks\n"));
+    if (!chain.ok) throw new Error(chain.error);
+    expect(chain.value.stages.map((s) => [s.url ?? null, s.input])).toEqual([["http://10.0.0.1:8100", null], [null, "kv_blocks"]]);
+    expect(remoteStageProblem(chain.value, "kv_consumer")).toBeNull();
+    expect(remoteStageProblem(chain.value, "kv_both")).toBeNull();
+    expect(remoteStageProblem(chain.value, null)).toMatch(/remote\.yaml: stage 0 runs at http:\/\/10\.0\.0\.1:8100: start with --kv-transfer-config '\{"kv_connector":"NixlConnector","kv_role":"kv_consumer"\}'/);
+    expect(remoteStageProblem(chain.value, "kv_producer")).toContain("kv_producer only serves blocks");
+    expect(remoteStageProblem(pdChain(), null)).toBeNull();
+  });
+
   test("pd is a two-stage KV chain", () => {
     expect(pdChain().stages.map((s) => s.input)).toEqual([null, "kv_blocks"]);
   });
@@ -56,6 +67,13 @@ describe("stage configs", () => {
     ["not-yaml.yaml", "stage_args: [\n", /not-yaml\.yaml: not valid YAML or JSON: .*[^:]$/],
     ["not-yaml-flow.yaml", "stages: [\n", /not-yaml-flow\.yaml: not valid YAML or JSON: .*line 2, column 1$/],
     ["empty.yaml", "stage_args: []\n", /empty\.yaml: stage_args must be a non-empty list/],
+    // a stage in another process (url): stage 0 only, a prefill server whose blocks the local stage 1 pulls
+    ["url-stage1.yaml", "stage_args:\n  - stage_id: 0\n  - stage_id: 1\n    input_type: kv_blocks\n    url: http://127.0.0.1:8100\n", /url-stage1\.yaml: stage 1: url \(a stage in another process\) is supported on stage 0 only/],
+    ["url-text-edge.yaml", "stage_args:\n  - stage_id: 0\n    url: http://127.0.0.1:8100\n  - stage_id: 1\n    input_type: text\n", /url-text-edge\.yaml: stage 1: the stage after one in another process \(url\) must take its KV blocks/],
+    ["url-alone.yaml", "stage_args:\n  - stage_id: 0\n    url: http://127.0.0.1:8100\n", /url-alone\.yaml: stage 1: .*add a local decode stage 1/],
+    ["url-engine-args.yaml", "stage_args:\n  - stage_id: 0\n    url: http://127.0.0.1:8100\n    engine_args: {max_num_seqs: 2}\n  - stage_id: 1\n    input_type: kv_blocks\n", /stage 0: engine_args cannot be set on a stage in another process \(url\)/],
+    ["url-scheme.yaml", "stage_args:\n  - stage_id: 0\n    url: ftp://127.0.0.1:8100\n  - stage_id: 1\n    input_type: kv_blocks\n", /stage 0: url must be http:\/\/ or https:\/\//],
+    ["url-garbage.yaml", "stage_args:\n  - stage_id: 0\n    url: 8100\n  - stage_id: 1\n    input_type: kv_blocks\n", /stage 0: url must be the prefill server's base URL/],
     // issue 12: 100k nested brackets overflowed the YAML parser's stack ("Maximum call stack size exceeded")
     ["deep.json", `{"stage_args": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`, /deep\.json: refused: nesting is deeper than the limit of 32 levels/],
     ["deep-flow.yaml", `stage_args:\n  - stage_id: 0\n    default_sampling_params: {stop: ${"[".repeat(50_000)}}\n`, /deep-flow\.yaml: refused: nesting is deeper than the limit of 32/],
