@@ -24,6 +24,8 @@ export interface ModelShape {
   readonly qkvBias: boolean;
   /** qwen3: attn_{q,k}_norm */
   readonly qkNorm: boolean;
+  /** embedding models: `<arch>.pooling_type` (llama.cpp's enum: mean 1, cls 2, last 3); absent: a generative model */
+  readonly poolingType?: "mean" | "cls" | "last";
 }
 
 const SMOLLM2_135M: ModelShape = {
@@ -58,6 +60,9 @@ const tiny = (s: ModelShape, numKvHeads: number): ModelShape => ({
   ...s, dim: 256, numLayers: 2, numHeads: 4, numKvHeads, headDim: s.headDim === 128 ? 128 : 64, hiddenDim: 512, contextLength: 2048,
 });
 
+/** Qwen3-Embedding-0.6B: the qwen3-0.6b decoder, last-token pooling (its sentence-transformers config), context 32k. */
+const QWEN3_EMBEDDING_06B: ModelShape = { ...QWEN3_06B, contextLength: 32768, poolingType: "last" };
+
 export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "smollm2-135m": SMOLLM2_135M,
   "qwen2.5-0.5b": QWEN25_05B,
@@ -69,4 +74,6 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "tiny-qwen2.5-0.5b": tiny(QWEN25_05B, 1),
   "tiny-qwen3-0.6b": tiny(QWEN3_06B, 2),
   "tiny-llama-3.2-1b": tiny(LLAMA32_1B, 1),
+  "qwen3-embedding-0.6b": QWEN3_EMBEDDING_06B,
+  "tiny-qwen3-embedding-0.6b": tiny(QWEN3_EMBEDDING_06B, 2),
 };

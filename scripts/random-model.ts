@@ -134,6 +134,9 @@ function generate(spec: TensorSpec, name: string, type: GgmlType, seed: number):
   return out;
 }
 
+/** llama.h enum llama_pooling_type */
+const POOLING_TYPE_IDS = { mean: 1, cls: 2, last: 3 } as const;
+
 export interface RandomModelOptions {
   readonly shapeName: string;
   readonly shape: ModelShape;
@@ -174,6 +177,7 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     [archKey(arch, "rmsEps"), mdF32(s.rmsEps)],
     [archKey(arch, "ropeFreqBase"), mdF32(s.ropeFreqBase)],
     [archKey(arch, "ropeDimensionCount"), mdU32(s.headDim)],
+    ...(s.poolingType ? [[archKey(arch, "poolingType"), mdU32(POOLING_TYPE_IDS[s.poolingType])] as [string, GgufMetadataEntry]] : []),
     [KEY.fileType, mdU32(FILE_TYPE[o.type]!)],
     [KEY.quantizationVersion, mdU32(2)],
     ...tokenizerMetadata(o.vocab),

@@ -9,6 +9,7 @@
 import type { EngineArgs, KvCacheDtypeName } from "./engine/protocol.ts";
 import { parseKvTransfer } from "./engine/kv-transfer-config.ts";
 import { speculativeConfigFromFlags, type SpeculativeConfig } from "./engine/speculative-config.ts";
+import { parsePoolerConfig, type PoolerConfig, type RunnerOption } from "./engine/pooler-config.ts";
 import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { readFileSync } from "node:fs";
 import { err, ok, type Result } from "./util/result.ts";
@@ -104,8 +105,7 @@ const VLLM_FATES: readonly FlagSpec[] = [
   { name: "tokenizer-mode", kind: "string", default: null, commands: ANY, help: "Accepted for auto: the GGUF file's tokenizer is used.", fate: { noop: "the GGUF file's tokenizer is used", accepts: oneOf("auto"), refuse: "fennec uses the tokenizer stored in the GGUF file: give auto" } },
   { name: "max-parallel-loading-workers", kind: "int", default: null, commands: ANY, help: "Accepted: one GGUF file is mapped at once.", fate: { noop: "one GGUF file is read in one pass" } },
   { name: "disable-frontend-multiprocessing", kind: "bool", default: null, commands: ["serve"], help: "Accepted: the engine always runs in a worker thread.", fate: { noop: "the engine always runs in its own worker thread" } },
-  { name: "task", kind: "string", default: null, commands: ANY, help: "Accepted for auto/generate: fennec serves generative models.", fate: { noop: "fennec serves text generation", accepts: oneOf("auto", "generate"), refuse: "fennec serves text generation only (no embeddings, scoring or classification)" } },
-  { name: "runner", kind: "string", default: null, commands: ANY, help: "Accepted for auto/generate.", fate: { noop: "fennec serves text generation", accepts: oneOf("auto", "generate"), refuse: "fennec serves text generation only (no pooling runner)" } },
+  { name: "task", kind: "string", default: null, commands: ANY, help: "Accepted for auto/generate (vLLM's deprecated flag; use --runner pooling for an embedding model).", fate: { noop: "fennec picks the task from the model (a GGUF with a pooling type serves embeddings)", accepts: oneOf("auto", "generate"), refuse: "the --task flag is deprecated in vLLM: use --runner pooling (embeddings) or --runner generate" } },
   { name: "enable-lora", kind: "bool", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "lora-modules", kind: "list", default: null, commands: ["serve"], help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "max-lora-rank", kind: "int", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: drop the flag" } },
@@ -145,6 +145,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use; or prefill/decode across instances: {"kv_connector":"NixlConnector","kv_role":"kv_producer"|"kv_consumer"|"kv_both","engine_id":"...","kv_ip":"host","kv_port":N,"kv_load_failure_policy":"fail"|"recompute","kv_connector_extra_config":{"kv_lease_duration":30}} (fennec\'s own TCP transport under vLLM\'s name, not the NIXL library; kv_ip/kv_port default to VLLM_NIXL_SIDE_CHANNEL_HOST/PORT, localhost:5600).' },
   { name: "return-tokens-as-token-ids", kind: "bool", default: false, commands: ["serve"], help: "Write logprob tokens as token_id:{id} (a request's return_tokens_as_token_ids overrides it), as vLLM." },
   { name: "scheduling-policy", kind: "string", choices: ["fcfs", "priority"], default: "fcfs", commands: ENGINE, help: "How waiting requests are ordered: fcfs (first come, first served) or priority (by the request's priority field, lower first, then arrival; the highest (priority, arrival) running request is preempted first), as vLLM." },
+  { name: "runner", kind: "string", default: null, commands: ENGINE, choices: ["auto", "generate", "pooling"], help: "What the model is served as (vLLM's RunnerOption): auto (default) serves embeddings when the GGUF has a pooling type (<arch>.pooling_type mean, cls or last) and generation otherwise; pooling serves any model as an embedding model (/v1/embeddings, /pooling; LAST pooling unless the GGUF or --pooler-config says otherwise); generate serves generation only." },
+  { name: "convert", kind: "string", default: null, commands: ENGINE, help: "vLLM's model conversion: auto / none change nothing, embed is --runner pooling (a generative model served as an embedding model); classify and reward are refused." },
+  { name: "pooler-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'Pooling of an embedding model as vLLM configures it, a JSON object: {"pooling_type": "LAST" | "MEAN" | "CLS", "normalize": true, "dimensions": null}; each key overrides the GGUF\'s pooling type and vLLM\'s defaults (normalize true). ALL / STEP pooling and the classifier keys are refused.' },
   { name: "structured-outputs-config", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Structured outputs as vLLM configures them, a JSON object: {"backend": "xgrammar"} ("auto" also picks xgrammar, fennec\'s one backend), "disable_any_whitespace": true (compact JSON for every request; with an explicit xgrammar backend, as vLLM requires).' },
   { name: "speculative-config", alias: "-sc", kind: "string", metavar: "json", default: null, commands: MODEL, help: 'Speculative decoding as vLLM configures it, a JSON object: {"method": "ngram", "num_speculative_tokens": 4} (prompt lookup; prompt_lookup_max / prompt_lookup_min default to 5) or {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4} (a smaller GGUF with the same vocabulary).' },
   { name: "spec-method", kind: "string", metavar: "method", default: null, commands: MODEL, help: "Shortcut for --speculative-config's method (ngram or draft_model)." },
@@ -709,6 +712,8 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   if (!transfer.ok) return transfer;
   const speculative = speculativeConfigFromFlags(options);
   if (!speculative.ok) return speculative;
+  const pooling = poolingFlags(options);
+  if (!pooling.ok) return pooling;
   return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings], engine: {
     kvCacheDtype: kvCacheDtype.value,
     kvOffload: transfer.value.config,
@@ -725,7 +730,27 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     device: deviceOf(options.device),
     speculativeConfig: speculative.value,
     schedulingPolicy: options["scheduling-policy"] === "priority" ? "priority" : "fcfs",
+    runner: pooling.value.runner,
+    poolerConfig: pooling.value.poolerConfig,
   } });
+}
+
+/** --runner, --convert and --pooler-config (vLLM: --convert embed with runner auto means pooling). */
+function poolingFlags(options: Options): Result<{ runner: RunnerOption; poolerConfig: PoolerConfig | null }> {
+  const convert = stringOrNull(options.convert) ?? "auto";
+  if (convert !== "auto" && convert !== "none" && convert !== "embed") {
+    if (convert === "classify" || convert === "reward") return err(`--convert ${convert} is not supported: fennec serves embedding models (--convert embed) and generation, not classifiers or reward models`);
+    return err(`--convert must be one of auto, none, embed, classify, reward (got "${convert}")`);
+  }
+  const runnerFlag = (stringOrNull(options.runner) ?? "auto") as RunnerOption;
+  if (convert === "embed" && runnerFlag === "generate") return err("--convert embed makes a pooling model: it cannot be combined with --runner generate");
+  const runner: RunnerOption = convert === "embed" ? "pooling" : runnerFlag;
+  const raw = stringOrNull(options["pooler-config"]);
+  if (raw === null) return ok({ runner, poolerConfig: null });
+  const poolerConfig = parsePoolerConfig(raw);
+  if (!poolerConfig.ok) return poolerConfig;
+  if (runner === "generate") return err("--pooler-config needs a pooling model: it cannot be combined with --runner generate");
+  return ok({ runner, poolerConfig: poolerConfig.value });
 }
 
 function stageChainConfig(options: Options): Result<StageChainConfig> {

@@ -21,7 +21,8 @@ interface Rule {
   readonly packages?: readonly RegExp[];
 }
 
-const ENGINE_CONTRACTS = /^engine\/(protocol|stats|sampling-params|speculative-config)\.ts$/;
+// pooler-config.ts: the pooling type and the embedding rules the ready message carries (a pooling model's contract)
+const ENGINE_CONTRACTS = /^engine\/(protocol|stats|sampling-params|speculative-config|pooler-config)\.ts$/;
 const MODEL_CONFIG = /^model\/model-config\.ts$/;
 
 const RULES: readonly Rule[] = [
@@ -71,12 +72,13 @@ const RULES: readonly Rule[] = [
     files: /^server\//,
     // web-ui.ts embeds the built page (build/web-ui.html); grammar-checker.ts: an invalid schema / regex / grammar is a
     // 400 before any engine work
-    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
+    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|pooler-config)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
   // the typed configs carry the engine's arguments (a type)
   // ... and parse --kv-transfer-config and --speculative-config with the engine's pure parsers of vLLM's keys (no engine code)
-  { files: /^config\.ts$/, may: [/^util\//, /^engine\/kv-transfer-config\.ts$/, /^engine\/speculative-config\.ts$/], mayTypes: [/^engine\/protocol\.ts$/] },
+  // ... and --pooler-config with pooler-config.ts's
+  { files: /^config\.ts$/, may: [/^util\//, /^engine\/kv-transfer-config\.ts$/, /^engine\/speculative-config\.ts$/, /^engine\/pooler-config\.ts$/], mayTypes: [/^engine\/protocol\.ts$/] },
   // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
   { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
 ];

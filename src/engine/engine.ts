@@ -26,6 +26,8 @@ import { SPEC_DECODE_UNSUPPORTED_PARAMS, specDecodeRefusesParams } from "./specu
 import { NgramDraftProposer, type DraftProposer } from "./spec-decode/proposer.ts";
 import { verifyDrafts } from "./spec-decode/rejection-sampler.ts";
 import { DraftModelProposer } from "./spec-decode/draft-model-proposer.ts";
+import { resolvePooler, type ResolvedPooler } from "./pooler-config.ts";
+import { embeddingOf, SequencePooler } from "./pooler.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -47,6 +49,8 @@ export interface EngineConfig {
   readonly schedulingPolicy?: "fcfs" | "priority";
   /** logit rows per step for prompt logprobs (PROMPT_LOGITS_SCRATCH_BYTES of vocabulary rows); absent: no bound */
   readonly maxPromptLogprobRows?: number;
+  /** a pooling engine (embedding model): every request is pooled, none generates; absent or null: generation */
+  readonly pooler?: ResolvedPooler | null;
 }
 
 /**
@@ -134,6 +138,11 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   if (!Number.isInteger(args.blockSize) || args.blockSize < 1) return err(`--block-size must be a positive integer (got ${args.blockSize})`);
   if (!Number.isInteger(args.maxNumSeqs) || args.maxNumSeqs < 1) return err(`--max-num-seqs must be a positive integer (got ${args.maxNumSeqs})`);
   if (!Number.isInteger(args.maxNumBatchedTokens) || args.maxNumBatchedTokens < 1) return err(`--max-num-batched-tokens must be a positive integer (got ${args.maxNumBatchedTokens})`);
+  const pooler = resolvePooler(args.runner ?? "auto", runner.config, args.poolerConfig ?? null);
+  if (!pooler.ok) return pooler;
+  if (pooler.value !== null && args.speculativeConfig) return err("--speculative-config needs a generative model: this engine pools (an embedding model generates no tokens to draft)");
+  // vLLM: prefix caching only for LAST pooling with causal attention (MEAN and CLS need every position's hidden state)
+  const enablePrefixCaching = args.enablePrefixCaching && (pooler.value === null || pooler.value.poolingType === "LAST");
   // a draft model's KV cache uses the same block ids: one block costs both models' bytes
   const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize) + extraKvBytesPerBlock;
   const maxUsefulBlocks = args.maxNumSeqs * Math.ceil(maxModelLen / args.blockSize);
@@ -149,7 +158,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   }
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
-    numBlocks, enablePrefixCaching: args.enablePrefixCaching, kvOffload: args.kvOffload ?? null, kvPeer: args.kvPeer ?? null, speculative: args.speculativeConfig ?? null,
+    numBlocks, enablePrefixCaching, pooler: pooler.value, kvOffload: args.kvOffload ?? null, kvPeer: args.kvPeer ?? null, speculative: args.speculativeConfig ?? null,
     maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize), schedulingPolicy: args.schedulingPolicy ?? "fcfs",
     maxDraftTokensPerStep: args.speculativeConfig ? defaultDraftCap(args) : null,
   });
@@ -280,10 +289,18 @@ export class EngineCore {
     const vocabSize = this.runner.config.vocabSize;
     const badId = request.promptTokenIds.find((id) => !Number.isInteger(id) || id < 0 || id >= vocabSize);
     if (badId !== undefined) return { code: "invalid_token_id", message: `prompt token id ${badId} is out of vocabulary range [0, ${vocabSize})` };
-    if (numPrompt >= maxModelLen) {
+    if (numPrompt >= maxModelLen && !request.pooling) {
       return { code: "context_length", message: `The decoder prompt (length ${numPrompt}) is longer than the maximum model length of ${maxModelLen}. Make sure that \`max_model_len\` is no smaller than the number of text tokens.` };
     }
+    const pooler = this.config.pooler ?? null;
+    // vLLM api_server.py: a route whose task the model lacks answers "The model does not support ... API"
+    if (pooler !== null && !request.pooling) return { code: "pooling_model", message: "The model does not support Completions API: it is an embedding model (use /v1/embeddings)" };
+    if (pooler === null && request.pooling) return { code: "generative_model", message: "The model does not support Embeddings API" };
+    if (request.pooling && numPrompt > maxModelLen) {
+      return { code: "context_length", message: `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${numPrompt} tokens in the input for embedding generation. Please reduce the length of the input.` };
+    }
     const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++);
+    if (pooler !== null) state.pooler = new SequencePooler(pooler.poolingType, pooler.hiddenSize);
     const blocksNeeded = Math.ceil((numPrompt + state.maxOutputTokens) / blockSize);
     if (blocksNeeded > numBlocks) {
       return { code: "kv_cache_too_small", message: `request needs ${blocksNeeded} KV blocks (${numPrompt} prompt + ${state.maxOutputTokens} output tokens) but the cache has ${numBlocks}; raise --kv-cache-memory or lower max_tokens` };
@@ -444,7 +461,8 @@ export class EngineCore {
     // an idle engine still reports what its connector counted (an expired lease, a read notification that failed)
     if (chunks.length === 0) return this.peer?.hasStatsToReport() ? { deltas: [], stats: this.idleStats() } : null;
     const batchId = ++this.batchId;
-    const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)) };
+    const pooling = (this.config.pooler ?? null) !== null;
+    const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)), ...(pooling ? { hiddenStates: true } : {}) };
     // grammar requests that sample this step: their bitmasks (one per draft position and one after the drafts) are
     // filled on the grammar thread during the forward pass (a reasoning-gated grammar is neither filled nor advanced
     // before the reasoning ends: vLLM should_fill_bitmask)
@@ -471,6 +489,10 @@ export class EngineCore {
     /** requests that sampled this step and go on: the proposer drafts their next tokens */
     const toDraft: RequestState[] = [];
 
+    // pooling engines: the first hidden-state row of each chunk ([numTokens, dim] in batch order)
+    const tokenRowStart: number[] = [];
+    chunks.reduce((row, c) => (tokenRowStart.push(row), row + c.numNewTokens), 0);
+
     chunks.forEach((chunk, i) => {
       const req = chunk.request;
       if (req.status === "finished") return; // aborted while the step ran
@@ -479,6 +501,10 @@ export class EngineCore {
       const end = chunk.startPos + chunk.numNewTokens - numScheduledDrafts;
       req.numComputedTokens = end;
       if (req.numPreemptions === 0) numPromptTokens += Math.max(0, Math.min(end, req.numPromptTokens) - chunk.startPos);
+      if (req.pooler !== null) {
+        this.poolChunk(req, chunk, result.hidden, tokenRowStart[i]!, end, stepEndMs, deltas);
+        return;
+      }
       const rowStart = result.rowStart[i]!;
       const wanted = batch.sequences[i]!.logits;
       const rowOf = (r: number): Float32Array => result.logits.subarray(r * vocabSize, (r + 1) * vocabSize);
@@ -585,6 +611,30 @@ export class EngineCore {
   }
 
   /**
+   * A pooling request's chunk (vLLM: a pooling request is a prefill whose output is the pooled hidden state): its rows
+   * go into the request's pooler; once the whole prompt is in, the embedding is its delta, the request finishes and its
+   * KV blocks are freed (nothing is decoded after it).
+   */
+  private poolChunk(req: RequestState, chunk: ScheduledChunk, hidden: Float32Array | undefined, tokenRow: number, end: number, stepEndMs: number, deltas: RequestDelta[]): void {
+    const pooler = req.pooler!;
+    if (hidden === undefined) throw new Error("engine: the model runner returned no hidden states for a pooling batch");
+    const dim = pooler.dim;
+    pooler.add(hidden.subarray(tokenRow * dim, (tokenRow + chunk.numNewTokens) * dim), chunk.startPos);
+    this.kv.cacheFullBlocks(req);
+    if (end < req.numTokens) return;
+    const params = req.pooling!;
+    const embedding = embeddingOf(pooler.pooled(), params.dimensions, params.normalize);
+    req.times.firstTokenMs ??= stepEndMs;
+    req.times.lastTokenMs = stepEndMs;
+    deltas.push({
+      requestId: req.requestId, newTokenIds: [], finishReason: "stop", stopReason: null, numCachedTokens: req.numCachedTokens,
+      times: req.snapshotTimes(), embedding,
+    });
+    this.requests.delete(req.requestId);
+    this.scheduler.finish(req);
+  }
+
+  /**
    * Structured requests keep only the drafts their grammar accepts (vLLM Scheduler.update_draft_token_ids ->
    * validate_tokens), so the next step neither computes nor counts drafts that could never be emitted. A reasoning-gated
    * grammar validates only the drafts after a drafted reasoning end token.
@@ -649,7 +699,8 @@ export class EngineCore {
       startPos: c.startPos,
       blockTable: Int32Array.from(req.blockIds), // [ceil(end / blockSize)]
       // drafts: a row at the last real token and at every draft (the target's prediction after each)
-      logits: needPromptLogprobs || numDrafts > 0 ? "all" : end === req.numTokens ? "last" : "none",
+      // pooling requests read hidden states (ModelBatch.hiddenStates), never logits
+      logits: req.pooling !== null ? "none" : needPromptLogprobs || numDrafts > 0 ? "all" : end === req.numTokens ? "last" : "none",
     };
   }
 

@@ -8,6 +8,7 @@ import type { ModelConfig } from "../model/model-config.ts";
 import type { KvOffloadConfig, KvPeerConfig } from "./kv-transfer-config.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 import type { SpeculativeConfig } from "./speculative-config.ts";
+import type { PoolerConfig, ResolvedPooler, RunnerOption } from "./pooler-config.ts";
 
 /** The --kv-cache-dtype values fennec serves: auto and float16 are the f16 cache, fp8 and fp8_e4m3 the 8-bit one. */
 export type KvCacheDtypeName = "auto" | "float16" | "fp8" | "fp8_e4m3";
@@ -41,6 +42,17 @@ export interface EngineArgs {
   readonly numDraftTokensPerStep?: number | null;
   /** --scheduling-policy: fcfs (default) or priority (the request's priority field orders the queue) */
   readonly schedulingPolicy?: "fcfs" | "priority";
+  /** --runner (auto: pooling when the GGUF is an embedding model); absent: auto */
+  readonly runner?: RunnerOption;
+  /** --pooler-config, parsed; null/absent: the model's own pooling */
+  readonly poolerConfig?: PoolerConfig | null;
+}
+
+/** A pooling request's own fields (vLLM PoolingParams for the embed task), the engine's defaults already applied. */
+export interface PoolingRequestParams {
+  readonly normalize: boolean;
+  /** matryoshka: keep the first d values; null: all */
+  readonly dimensions: number | null;
 }
 
 /** KV blocks handed from a prefill stage to a decode stage (disaggregated prefill, same model). */
@@ -61,6 +73,8 @@ export interface EngineRequest {
   readonly exportKv?: boolean;
   /** stage 1 of a pd pipeline: these positions are already computed */
   readonly importKv?: KvHandoff;
+  /** a pooling request (pooling engines only): prefill the prompt, return its pooled hidden state, keep no KV */
+  readonly pooling?: PoolingRequestParams;
 }
 
 export interface TokenLogprob {
@@ -92,6 +106,8 @@ export interface RequestDelta {
   readonly kv?: KvHandoff;
   /** on finish, with a KV connector between instances: the response's kv_transfer_params (vLLM request_finished) */
   readonly kvTransferParams?: Readonly<Record<string, unknown>> | null;
+  /** a pooling request, on finish: its embedding (pooled, truncated, normalised as asked) */
+  readonly embedding?: Float32Array;
 }
 
 /** How the engine Worker gets its model runner. */
@@ -117,7 +133,7 @@ export type ToEngine =
   | { readonly type: "shutdown" };
 
 export type FromEngine =
-  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string }
+  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string; readonly pooler?: ResolvedPooler | null }
   | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats }
   | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
   | { readonly type: "fatal"; readonly message: string };

@@ -3,7 +3,8 @@
  * own random generator and the timestamps the stats are computed from. n > 1 is split into child requests on the main
  * thread (vLLM ParentRequest), so each state here is one sequence.
  */
-import type { EngineRequest, PositionLogprobs } from "./protocol.ts";
+import type { EngineRequest, PoolingRequestParams, PositionLogprobs } from "./protocol.ts";
+import type { SequencePooler } from "./pooler.ts";
 import type { SamplingParams } from "./sampling-params.ts";
 import type { RequestTimes } from "./stats.ts";
 import type { BlockHash } from "./block-pool.ts";
@@ -36,6 +37,9 @@ export class RequestState {
   readonly rng: Rng;
   /** pd pipelines: return the prompt's KV blocks when finished */
   readonly exportKv: boolean;
+  /** a pooling request: no output tokens; its prompt's hidden states are pooled into `pooler` as they are computed */
+  readonly pooling: PoolingRequestParams | null;
+  pooler: SequencePooler | null = null;
   status: RequestStatus = "waiting";
   grammarStatus: GrammarStatus;
   /** false while a reasoning-gated grammar waits for the reasoning end token (grammar-spec.ts ReasoningGate) */
@@ -71,7 +75,8 @@ export class RequestState {
     this.allTokenIds = [...request.promptTokenIds];
     this.eosTokenIds = request.eosTokenIds ?? [];
     const roomTokens = maxModelLen - this.numPromptTokens;
-    this.maxOutputTokens = Math.min(request.sampling.maxTokens ?? roomTokens, roomTokens);
+    this.pooling = request.pooling ?? null;
+    this.maxOutputTokens = this.pooling !== null ? 0 : Math.min(request.sampling.maxTokens ?? roomTokens, roomTokens);
     this.rng = createRng(request.sampling.seed ?? fallbackSeed);
     this.exportKv = request.exportKv === true;
     this.times = { arrivalMs: request.arrivalMs, queuedMs, scheduledMs: null, firstTokenMs: null, lastTokenMs: null };

@@ -7,6 +7,7 @@ import { workerEntryUrl } from "../util/compiled-entry.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { EngineRequest, EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "../engine/protocol.ts";
 import type { StepStats } from "../engine/stats.ts";
+import type { ResolvedPooler } from "../engine/pooler-config.ts";
 import { unreachable } from "../util/result.ts";
 
 export interface EngineClientHandlers {
@@ -25,6 +26,8 @@ export interface EngineReadyInfo {
   readonly startupLines: readonly string[];
   readonly maxModelLen: number;
   readonly backend: string;
+  /** a pooling engine's rules; null: it generates */
+  readonly pooler: ResolvedPooler | null;
 }
 
 /** Where the engine Worker's code is, from source or inside the compiled binary. */
@@ -63,7 +66,7 @@ export class EngineClient {
         const msg = event.data;
         switch (msg.type) {
           case "ready":
-            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, numCpuBlocks: msg.numCpuBlocks ?? null, startupLines: msg.startupLines ?? [], maxModelLen: msg.maxModelLen, backend: msg.backend });
+            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, numCpuBlocks: msg.numCpuBlocks ?? null, startupLines: msg.startupLines ?? [], maxModelLen: msg.maxModelLen, backend: msg.backend, pooler: msg.pooler ?? null });
             client.closed.then(() => fatal("engine worker exited"));
             resolve(client);
             return;

@@ -8,7 +8,8 @@
 import { EngineClient, type EngineReadyInfo } from "./engine-client.ts";
 import { SequenceOutputProcessor } from "./output-processor.ts";
 import type { EngineArgs, KvHandoff, PositionLogprobs, RequestDelta, RunnerSpec } from "../engine/protocol.ts";
-import { validateSamplingParams, type SamplingParams } from "../engine/sampling-params.ts";
+import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams, type SamplingParams } from "../engine/sampling-params.ts";
+import type { ResolvedPooler } from "../engine/pooler-config.ts";
 import type { FinishReason, RequestTimes, StepStats } from "../engine/stats.ts";
 import { finishedRequestStats, IterationTracker, type StatsListener } from "./iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
@@ -16,7 +17,7 @@ import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { nowMs } from "../util/clock.ts";
 import { OutputQueue } from "./output-queue.ts";
 import { childRequestIds, childSampling, ParentRequestCounter } from "./parallel-sampling.ts";
-import { EngineDeadError, EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "./orchestrator.ts";
+import { EngineDeadError, EngineRequestError, type CompletionOutput, type EncodeOutput, type EncodeRequest, type GenerateRequest, type Orchestrator, type RequestOutput } from "./orchestrator.ts";
 
 export interface EngineFrontendOptions {
   /** GGUF path; null = the embedded default model */
@@ -55,9 +56,17 @@ interface ParentState {
   done: boolean;
 }
 
+/** A pooling request in flight: settled once, by its embedding delta, its error, an abort or the engine's death. */
+interface EncodeState {
+  readonly request: EncodeRequest;
+  readonly resolve: (output: EncodeOutput) => void;
+  readonly reject: (error: Error) => void;
+}
+
 export class EngineFrontend implements Orchestrator {
   private client!: EngineClient;
   private readonly parents = new Map<string, ParentState>();
+  private readonly encoding = new Map<string, EncodeState>();
   private readonly sequences = new Map<string, SequenceState>();
   private readonly tracker = new IterationTracker();
   private healthy = true;
@@ -71,6 +80,10 @@ export class EngineFrontend implements Orchestrator {
 
   get maxModelLen(): number {
     return this.client.ready.maxModelLen;
+  }
+
+  get pooler(): ResolvedPooler | null {
+    return this.client.ready.pooler;
   }
 
   /** what the engine reported when its model was loaded (KV blocks, backend: vllm:cache_config_info) */
@@ -145,10 +158,69 @@ export class EngineFrontend implements Orchestrator {
     }
   }
 
+  /**
+   * vLLM AsyncLLM.encode: one pooling request; its blocks are freed as soon as its prompt is pooled (or at an abort).
+   */
+  encode(request: EncodeRequest, signal?: AbortSignal): Promise<EncodeOutput> {
+    if (!this.isHealthy()) return Promise.reject(new EngineDeadError(`engine is dead: ${this.fatalMessage ?? "shut down"}`));
+    const id = request.requestId;
+    if (this.encoding.has(id) || this.parents.has(id) || this.sequences.has(id)) {
+      return Promise.reject(new EngineRequestError("duplicate_request_id", `request id ${id} is already running`));
+    }
+    if (signal?.aborted) return Promise.reject(new DOMException("the request was aborted", "AbortError"));
+    return new Promise<EncodeOutput>((resolve, reject) => {
+      const onAbort = (): void => {
+        if (!this.encoding.delete(id)) return;
+        this.client.abort([id]);
+        this.recordEncodeFinished(request, "abort", true, { arrivalMs: request.arrivalMs, queuedMs: null, scheduledMs: null, firstTokenMs: null, lastTokenMs: null }, 0);
+        reject(new DOMException("the request was aborted", "AbortError"));
+      };
+      const done = (): void => signal?.removeEventListener("abort", onAbort);
+      this.encoding.set(id, {
+        request,
+        resolve: (output) => { done(); resolve(output); },
+        reject: (error) => { done(); reject(error); },
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.client.add({
+        requestId: id, promptTokenIds: request.promptTokenIds, arrivalMs: request.arrivalMs, pooling: request.pooling,
+        sampling: { ...DEFAULT_SAMPLING_PARAMS, maxTokens: null, priority: request.priority, cacheSalt: request.cacheSalt },
+      });
+    });
+  }
+
+  private recordEncodeFinished(request: EncodeRequest, finishReason: FinishReason, clientAborted: boolean, times: RequestTimes, numCachedTokens: number): void {
+    const stats = finishedRequestStats({
+      requestId: request.requestId, finishReason, clientAborted, numPromptTokens: request.promptTokenIds.length, numGenerationTokens: 0,
+      numCachedTokens, maxTokensParam: null, n: 1, times, nowMs: nowMs(),
+    });
+    for (const l of this.listeners) l.onRequestFinished(stats);
+  }
+
+  /** the embedding deltas of this step: each settles its request */
+  private settleEncodes(deltas: readonly RequestDelta[]): void {
+    for (const d of deltas) {
+      const state = d.embedding === undefined ? undefined : this.encoding.get(d.requestId);
+      if (state === undefined) continue;
+      this.encoding.delete(d.requestId);
+      this.recordEncodeFinished(state.request, "stop", false, d.times, d.numCachedTokens);
+      state.resolve({ requestId: state.request.requestId, embedding: d.embedding!, numPromptTokens: state.request.promptTokenIds.length, numCachedTokens: d.numCachedTokens, times: d.times });
+    }
+  }
+
+  private failEncodes(error: Error): void {
+    for (const [id, state] of [...this.encoding]) {
+      this.encoding.delete(id);
+      this.recordEncodeFinished(state.request, "error", false, { arrivalMs: state.request.arrivalMs, queuedMs: null, scheduledMs: null, firstTokenMs: null, lastTokenMs: null }, 0);
+      state.reject(error);
+    }
+  }
+
   async shutdown(): Promise<void> {
     this.healthy = false;
     this.fatalMessage ??= "shut down";
     for (const parent of [...this.parents.values()]) this.failParent(parent, new EngineDeadError("engine shut down"));
+    this.failEncodes(new EngineDeadError("engine shut down"));
     await this.client.shutdown();
   }
 
@@ -181,6 +253,7 @@ export class EngineFrontend implements Orchestrator {
       }
     }
     for (const l of this.listeners) l.onStep(stepStats);
+    if (this.encoding.size > 0) this.settleEncodes(deltas);
     for (const [parent, outputs] of changed) this.emit(parent, outputs);
     for (const seq of finishedSeqs) this.recordFinished(seq, seq.processor.finishReasonOr("stop"), false, iterationMs);
     for (const parent of changed.keys()) if (parent.sequences.every((s) => s.finished)) this.completeParent(parent);
@@ -258,6 +331,13 @@ export class EngineFrontend implements Orchestrator {
   }
 
   private onRequestError(sequenceId: string, code: string, message: string): void {
+    const encode = this.encoding.get(sequenceId);
+    if (encode !== undefined) {
+      this.encoding.delete(sequenceId);
+      this.recordEncodeFinished(encode.request, "error", false, { arrivalMs: encode.request.arrivalMs, queuedMs: null, scheduledMs: null, firstTokenMs: null, lastTokenMs: null }, 0);
+      encode.reject(new EngineRequestError(code, message));
+      return;
+    }
     const seq = this.sequences.get(sequenceId);
     if (seq) this.failParent(seq.parent, new EngineRequestError(code, message));
   }
@@ -266,6 +346,7 @@ export class EngineFrontend implements Orchestrator {
     this.healthy = false;
     this.fatalMessage = message;
     for (const parent of [...this.parents.values()]) this.failParent(parent, new EngineDeadError(`engine is dead: ${message}`));
+    this.failEncodes(new EngineDeadError(`engine is dead: ${message}`));
   }
 }
 

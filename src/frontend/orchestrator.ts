@@ -7,7 +7,8 @@
  */
 import type { SamplingParams } from "../engine/sampling-params.ts";
 import type { FinishReason, RequestTimes } from "../engine/stats.ts";
-import type { KvHandoff, PositionLogprobs } from "../engine/protocol.ts";
+import type { KvHandoff, PoolingRequestParams, PositionLogprobs } from "../engine/protocol.ts";
+import type { ResolvedPooler } from "../engine/pooler-config.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 
@@ -70,10 +71,37 @@ export interface RequestOutput {
   readonly kvTransferParams?: Readonly<Record<string, unknown>>;
 }
 
+/** A pooling request (vLLM AsyncLLM.encode): the prompt is prefilled and its pooled hidden state comes back. */
+export interface EncodeRequest {
+  readonly requestId: string;
+  readonly externalRequestId?: string;
+  readonly promptTokenIds: readonly number[];
+  readonly pooling: PoolingRequestParams;
+  readonly priority: number;
+  readonly cacheSalt: string | null;
+  readonly arrivalMs: number;
+}
+
+/** vLLM PoolingRequestOutput for the embed task. */
+export interface EncodeOutput {
+  readonly requestId: string;
+  readonly embedding: Float32Array;
+  readonly numPromptTokens: number;
+  readonly numCachedTokens: number;
+  readonly times: RequestTimes;
+}
+
 export interface Orchestrator {
   readonly modelConfig: ModelConfig;
   readonly maxModelLen: number;
   readonly tokenizer: Tokenizer;
+  /** the engine's pooling rules when the model is an embedding model (null or absent: it generates) */
+  readonly pooler?: ResolvedPooler | null;
+  /**
+   * pooling engines: the prompt's embedding; aborting the signal aborts the request (rejects with an AbortError).
+   * Absent where the orchestrator cannot pool (multi-stage pipelines)
+   */
+  encode?(request: EncodeRequest, signal?: AbortSignal): Promise<EncodeOutput>;
   /** yields outputs until finished; aborting the signal aborts the request (its blocks are freed at once) */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput>;
   /** false once an engine died (fatal) or a device was lost: /health answers 503 */

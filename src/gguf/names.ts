@@ -47,6 +47,10 @@ const ARCH_KEY = {
   ropeScalingType: "rope.scaling.type",
   ropeScalingFactor: "rope.scaling.factor",
   finalLogitSoftcapping: "final_logit_softcapping",
+  /** embedding models: llama.cpp's llama_pooling_type as a number (0 none, 1 mean, 2 cls, 3 last, 4 rank) */
+  poolingType: "pooling_type",
+  /** false: bidirectional attention (BERT-like embedding models) */
+  attentionCausal: "attention.causal",
 } as const;
 
 /** @example archKey("qwen2", "headCountKv") // "qwen2.attention.head_count_kv" */

@@ -24,6 +24,11 @@ export interface ForwardInputs {
   readonly sequences: readonly AttentionSequence[];
   /** [numLogitRows] token rows whose logits are wanted, in output order */
   readonly logitRows: Int32Array;
+  /**
+   * pooling models: return the final hidden states of every row, after the output norm ([numTokens, dim], llama.cpp's
+   * t_embd "result_norm"), instead of logits; logitRows is then unused
+   */
+  readonly hiddenStates?: boolean;
 }
 
 /** Called as weights are uploaded: bytes done and bytes in all. */
@@ -153,7 +158,10 @@ export class BatchedForward {
     }
   }
 
-  /** Returns logits [logitRows.length, vocabSize]; the KV cache must already be allocated on the backend. */
+  /**
+   * Returns logits [logitRows.length, vocabSize] (with `hiddenStates`: the normed rows [numTokens, dim]); the KV cache
+   * must already be allocated on the backend.
+   */
   async run(inputs: ForwardInputs): Promise<Float32Array> {
     const c = this.config;
     const b = this.backend;
@@ -211,6 +219,10 @@ export class BatchedForward {
       b.add(s.x, s.x, w.ffnPostNorm ? s.xb : s.xb2, n * dim);
     }
 
+    if (inputs.hiddenStates === true) {
+      b.rmsNorm(s.xb, s.x, this.outputNorm, n, dim, rmsEps);
+      return b.read(s.xb, n * dim);
+    }
     if (numLogitRows === 0) return new Float32Array(0);
     b.gatherRows(s.gathered, s.x, inputs.logitRows, dim);
     b.rmsNorm(s.gatheredNormed, s.gathered, this.outputNorm, numLogitRows, dim, rmsEps);

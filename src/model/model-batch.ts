@@ -23,6 +23,8 @@ export interface SequenceChunk {
 /** A ragged batch: prefill chunks and decode tokens of many sequences, computed in one forward pass. */
 export interface ModelBatch {
   readonly sequences: readonly SequenceChunk[];
+  /** pooling models: the runner returns every token's final hidden state (BatchLogits.hidden) instead of logits */
+  readonly hiddenStates?: boolean;
 }
 
 export interface BatchLogits {
@@ -30,6 +32,8 @@ export interface BatchLogits {
   readonly logits: Float32Array;
   /** [numSequences] first row of each sequence, -1 for "none" */
   readonly rowStart: Int32Array;
+  /** with ModelBatch.hiddenStates: [numTokens, dim], every token of every sequence in batch order (after the output norm) */
+  readonly hidden?: Float32Array;
 }
 
 /**

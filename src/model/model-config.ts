@@ -7,6 +7,9 @@ export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3";
 /** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
 export type FfnActivation = "silu" | "gelu_tanh";
 
+/** `<arch>.pooling_type` as llama.cpp names it (llama.h enum llama_pooling_type) */
+export type GgufPoolingType = "none" | "mean" | "cls" | "last" | "rank";
+
 export interface ModelConfig {
   readonly architecture: Architecture;
   /** general.name, or the file name */
@@ -48,6 +51,8 @@ export interface ModelConfig {
   readonly ropeFreqBaseSwa?: number;
   /** attention score scale; default 1 / sqrt(headDim) (gemma3 27B: 1 / sqrt(dim / numHeads), query_pre_attn_scalar) */
   readonly attentionScale?: number;
+  /** an embedding model's `<arch>.pooling_type`; absent when the GGUF has none (a generative model) */
+  readonly poolingType?: GgufPoolingType;
 }
 
 /** The rope base of layer l (sliding-window layers have their own). */

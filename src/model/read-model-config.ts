@@ -6,7 +6,10 @@ import type { GgufFile, GgufScalar } from "../gguf/gguf-file.ts";
 import { archKey, KEY, tensorName } from "../gguf/names.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { ARCHITECTURES, architectureTraits, type ArchitectureTraits } from "./architectures.ts";
-import type { ModelConfig } from "./model-config.ts";
+import type { GgufPoolingType, ModelConfig } from "./model-config.ts";
+
+/** llama.h enum llama_pooling_type, by value (llama-model.cpp reads LLM_KV_POOLING_TYPE as this number) */
+const GGUF_POOLING_TYPES: readonly GgufPoolingType[] = ["none", "mean", "cls", "last", "rank"];
 
 /** The token embedding's ne1 is the vocab size; no output tensor means tied embeddings. */
 const TOKEN_EMBD = tensorName("tokenEmbd");
@@ -120,6 +123,16 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     return err(`${gguf.source}: ${archKey(p, "finalLogitSoftcapping")} = ${softcap.value} is not supported`);
   }
   const attentionScale = traits.dimPerHeadScaleAtLayers === numLayers.value ? 1 / Math.sqrt(dim.value / numHeads.value) : undefined;
+  const pooling = numberKey(gguf, archKey(p, "poolingType"));
+  if (!pooling.ok) return pooling;
+  const poolingType = pooling.value === undefined ? undefined : GGUF_POOLING_TYPES[pooling.value];
+  if (pooling.value !== undefined && poolingType === undefined) {
+    return err(`${gguf.source}: metadata ${archKey(p, "poolingType")} must be 0..4 (none, mean, cls, last, rank; got ${pooling.value})`);
+  }
+  // fennec's attention is causal: a bidirectional embedding model would be computed wrongly, so it is refused
+  if (scalar(gguf, archKey(p, "attentionCausal")) === false) {
+    return err(`${gguf.source}: metadata ${archKey(p, "attentionCausal")} is false (bidirectional attention), which fennec does not implement; only causal (decoder) models are supported`);
+  }
 
   return ok({
     architecture: traits.architecture,
@@ -144,6 +157,7 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     ...(traits.hasPostNorms === true ? { hasPostNorms: true } : {}),
     ...gemma.value,
     ...(attentionScale !== undefined ? { attentionScale } : {}),
+    ...(poolingType !== undefined ? { poolingType } : {}),
   });
 }
 

@@ -107,6 +107,10 @@ export class Runner implements ModelRunner {
   async execute(batch: ModelBatch): Promise<BatchLogits> {
     if (this.kv === null) throw new Error("runner: allocateKvCache was not called");
     const { inputs, rowStart } = this.flatten(batch, this.kv);
+    if (batch.hiddenStates === true) {
+      const hidden = await this.forward.run({ ...inputs, hiddenStates: true });
+      return { logits: new Float32Array(0), rowStart, hidden };
+    }
     const logits = await this.forward.run(inputs);
     return { logits, rowStart };
   }

@@ -5,7 +5,8 @@
  * --log-stats the server talks to the engine's front end directly (serving-pipeline.ts).
  * @example const orchestrator = new SingleStage(spec, frontend, { tables: onlineTables(1, write) });
  */
-import type { GenerateRequest, Orchestrator, RequestOutput } from "../frontend/orchestrator.ts";
+import type { EncodeOutput, EncodeRequest, GenerateRequest, Orchestrator, RequestOutput } from "../frontend/orchestrator.ts";
+import type { ResolvedPooler } from "../engine/pooler-config.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { nowMs as clockNowMs } from "../util/clock.ts";
@@ -26,6 +27,12 @@ export class SingleStage implements Orchestrator {
   get tokenizer(): Tokenizer { return this.stage.tokenizer; }
   get numStages(): number { return 1; }
   isHealthy(): boolean { return this.stage.isHealthy(); }
+  get pooler(): ResolvedPooler | null { return this.stage.pooler ?? null; }
+  /** pooling requests pass straight to the engine (no stage tables: a pooling request has no stage output) */
+  encode(request: EncodeRequest, signal?: AbortSignal): Promise<EncodeOutput> {
+    if (this.stage.encode === undefined) return Promise.reject(new Error("this stage cannot pool"));
+    return this.stage.encode(request, signal);
+  }
   shutdown(): Promise<void> { return this.stage.shutdown(); }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {

@@ -4,6 +4,7 @@
  * order (role chunk, content deltas, one finish chunk per choice, optional usage chunk, [DONE]).
  */
 import { Elysia } from "elysia";
+import { refuseOnPoolingModel } from "./embedding-request.ts";
 import { contentText } from "../../tokenizer/chat-template.ts";
 import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
@@ -49,6 +50,7 @@ export interface PreparedChat {
 export async function prepareChatCompletion(options: ServerOptions, body: ChatCompletionBody, requestIdHeader: string | null, arrivalMs: number): Promise<PreparedChat> {
   const { orchestrator } = options;
   checkModel(body.model, options.servedModelName);
+  refuseOnPoolingModel(options, "Chat Completions");
   checkStreamOptions(body.stream, body.stream_options);
   checkRequestOptions(body);
   if (body.messages.length === 0) throw new ApiError("badRequest", "messages must not be empty", "messages");

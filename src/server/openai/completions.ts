@@ -4,6 +4,7 @@
  * preparation step (prepareCompletion), then generation, then a response builder of completion-response.ts.
  */
 import { Elysia } from "elysia";
+import { refuseOnPoolingModel } from "./embedding-request.ts";
 import type { SamplingParams } from "../../engine/sampling-params.ts";
 import type { GenerateRequest } from "../../frontend/orchestrator.ts";
 import { nowMs } from "../../util/clock.ts";
@@ -43,6 +44,7 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   const { orchestrator } = options;
   const { tokenizer } = orchestrator;
   checkModel(body.model, options.servedModelName);
+  refuseOnPoolingModel(options, "Completions");
   checkStreamOptions(body.stream, body.stream_options);
   checkRequestOptions(body);
   refuseFields(body, "completions");

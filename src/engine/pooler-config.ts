@@ -1,0 +1,143 @@
+/**
+ * Pooling models (vLLM's `--runner pooling`, vllm/config/pooler.py PoolerConfig): whether the engine pools at all and
+ * how. `--pooler-config` is parsed on the main thread (one line and exit 2 on a bad value); the engine Worker resolves
+ * it against the GGUF's `<arch>.pooling_type` once the model is loaded (resolvePooler), and tells the main thread the
+ * result in its ready message.
+ */
+import type { GgufPoolingType } from "../model/model-config.ts";
+import { err, ok, type Result } from "../util/result.ts";
+
+/** vLLM's sequence pooling types fennec computes (ALL and STEP, per-token outputs, are refused). */
+export type PoolingType = "LAST" | "MEAN" | "CLS";
+
+/** --runner (vLLM RunnerOption); --task embed and --convert embed mean pooling too. */
+export type RunnerOption = "auto" | "generate" | "pooling";
+
+/** --pooler-config as given: every field optional (vLLM: None = the model's default). */
+export interface PoolerConfig {
+  readonly poolingType: PoolingType | null;
+  readonly normalize: boolean | null;
+  readonly dimensions: number | null;
+}
+
+/** What a pooling engine does with every request: the pooling type, and the defaults of the per-request fields. */
+export interface ResolvedPooler {
+  readonly poolingType: PoolingType;
+  /** default of the request's `normalize` (vLLM: true for embed) */
+  readonly normalize: boolean;
+  /** default of the request's `dimensions` (null: the model's full hidden size) */
+  readonly dimensions: number | null;
+  /** the model's full embedding size */
+  readonly hiddenSize: number;
+  /**
+   * matryoshka models (vLLM is_matryoshka / matryoshka_dimensions): a request's `dimensions` keeps the first d
+   * values; null: the model is not one, and `dimensions` is vLLM's 400. A GGUF says nothing about it, so it is null.
+   */
+  readonly matryoshka: { readonly dimensions: readonly number[] | null } | null;
+  /** where the pooling type came from, for the start-up line */
+  readonly source: "--pooler-config" | "gguf" | "default";
+}
+
+const POOLING_TYPES: readonly PoolingType[] = ["LAST", "MEAN", "CLS"];
+
+/** PoolerConfig keys vLLM has that fennec refuses, and why. */
+const REFUSED_KEYS: Readonly<Record<string, string>> = {
+  enable_chunked_processing: "long inputs are refused past --max-model-len instead of being split and averaged",
+  max_embed_len: "inputs are bounded by --max-model-len",
+  softmax: "fennec serves embedding models, not classifiers",
+  activation: "fennec serves embedding models, not classifiers",
+  use_activation: "fennec serves embedding models, not classifiers",
+  logit_bias: "fennec serves embedding models, not classifiers",
+  logit_mean: "fennec serves embedding models, not classifiers",
+  logit_sigma: "fennec serves embedding models, not classifiers",
+  logit_scale: "fennec serves embedding models, not classifiers",
+  step_tag_id: "STEP pooling (reward models) is not implemented",
+  returned_token_ids: "STEP pooling (reward models) is not implemented",
+};
+
+/**
+ * Parses `--pooler-config` (a JSON object with vLLM's PoolerConfig keys).
+ * @example parsePoolerConfig('{"pooling_type": "MEAN", "normalize": false}')
+ */
+export function parsePoolerConfig(raw: string): Result<PoolerConfig> {
+  let value: unknown;
+  try { value = JSON.parse(raw); } catch { value = undefined; }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return err(`--pooler-config must be a JSON object, e.g. '{"pooling_type": "MEAN", "normalize": true}' (got ${raw})`);
+  }
+  const o = value as Record<string, unknown>;
+  let poolingType: PoolingType | null = null;
+  let normalize: boolean | null = null;
+  let dimensions: number | null = null;
+  for (const [key, v] of Object.entries(o)) {
+    if (v === null) continue;
+    if (key === "pooling_type" || key === "seq_pooling_type") {
+      if (v === "ALL" || v === "STEP") return err(`--pooler-config: pooling_type ${v} (per-token outputs) is not supported by fennec; use LAST, MEAN or CLS`);
+      if (typeof v !== "string" || !(POOLING_TYPES as readonly string[]).includes(v)) return err(`--pooler-config: pooling_type must be one of LAST, MEAN, CLS (got ${JSON.stringify(v)})`);
+      poolingType = v as PoolingType;
+    } else if (key === "normalize") {
+      if (typeof v !== "boolean") return err(`--pooler-config: normalize must be true or false (got ${JSON.stringify(v)})`);
+      normalize = v;
+    } else if (key === "dimensions") {
+      if (typeof v !== "number" || !Number.isInteger(v) || v < 1) return err(`--pooler-config: dimensions must be a positive integer (got ${JSON.stringify(v)})`);
+      dimensions = v;
+    } else if (key === "task") {
+      if (v !== "embed") return err(`--pooler-config: task ${JSON.stringify(v)} is not supported by fennec; only embed`);
+    } else if (key in REFUSED_KEYS) {
+      // false / absent-equivalent values change nothing
+      if (v === false) continue;
+      return err(`--pooler-config: ${key} is not supported by fennec: ${REFUSED_KEYS[key]}`);
+    } else {
+      return err(`--pooler-config: unknown key ${JSON.stringify(key)} (vLLM's PoolerConfig keys fennec takes: pooling_type, normalize, dimensions)`);
+    }
+  }
+  return ok({ poolingType, normalize, dimensions });
+}
+
+const FROM_GGUF: Readonly<Record<GgufPoolingType, PoolingType | null>> = { none: null, mean: "MEAN", cls: "CLS", last: "LAST", rank: null };
+
+/**
+ * Pooling or generation, from --runner, the GGUF's pooling type and --pooler-config (vLLM ModelConfig: runner auto
+ * picks pooling for a pooling model; a decoder converted with --runner pooling pools LAST, VllmModelForPooling's
+ * default_pooling_type). null: a generative engine.
+ */
+export function resolvePooler(runner: RunnerOption, model: { readonly poolingType?: GgufPoolingType; readonly dim: number; readonly name: string }, config: PoolerConfig | null): Result<ResolvedPooler | null> {
+  const gguf = model.poolingType ?? null;
+  if (gguf === "rank" && runner !== "generate") {
+    return err("the model's pooling_type is rank (a reranker with a classification head), which fennec does not implement; it serves embedding models (mean, cls or last pooling)");
+  }
+  const pooling = runner === "pooling" || (runner === "auto" && gguf !== null && FROM_GGUF[gguf] !== null);
+  if (!pooling) {
+    if (config !== null) return err("--pooler-config needs a pooling model: this model generates text; add --runner pooling to serve it as an embedding model");
+    return ok(null);
+  }
+  const fromGguf = gguf === null ? null : FROM_GGUF[gguf];
+  const poolingType = config?.poolingType ?? fromGguf ?? "LAST";
+  const dimensions = config?.dimensions ?? null;
+  const matryoshka = null;
+  if (dimensions !== null) {
+    const refused = checkDimensions(dimensions, { hiddenSize: model.dim, matryoshka }, model.name);
+    if (refused !== null) return err(`--pooler-config: ${refused}`);
+  }
+  return ok({
+    poolingType, normalize: config?.normalize ?? true, dimensions, hiddenSize: model.dim, matryoshka,
+    source: config?.poolingType ? "--pooler-config" : fromGguf !== null ? "gguf" : "default",
+  });
+}
+
+/**
+ * vLLM's PoolingParams._set_default_parameters check of `dimensions` (its messages), or null when it may be used.
+ * @example checkDimensions(64, pooler, "qwen3-embedding") // 'Model "qwen3-embedding" does not support matryoshka ...'
+ */
+export function checkDimensions(dimensions: number, pooler: Pick<ResolvedPooler, "hiddenSize" | "matryoshka">, modelName: string): string | null {
+  if (pooler.matryoshka === null) {
+    return `Model "${modelName}" does not support matryoshka representation, changing output dimensions will lead to poor results.`;
+  }
+  const allowed = pooler.matryoshka.dimensions;
+  if (allowed !== null && !allowed.includes(dimensions)) {
+    return `Model "${modelName}" only supports ${JSON.stringify(allowed)} matryoshka dimensions, use other output dimensions will lead to poor results.`;
+  }
+  if (dimensions < 1) return "Dimensions must be greater than 0";
+  if (dimensions > pooler.hiddenSize) return `dimensions ${dimensions} is larger than the model's embedding size ${pooler.hiddenSize}`;
+  return null;
+}
