@@ -12,7 +12,8 @@ export function requestFieldsDoc(): string {
   const lines = [
     "# Request fields: the fate of each one",
     "",
-    "Every field of vLLM's `ChatCompletionRequest` and `CompletionRequest`, plus the OpenAI and llama.cpp fields clients",
+    "Every field of vLLM's `ChatCompletionRequest`, `CompletionRequest` and `EmbeddingCompletionRequest` (`/v1/embeddings`",
+    "and `/pooling`), plus the OpenAI and llama.cpp fields clients",
     "send, and what fennec does with it: implemented; accepted with no effect (and why that is correct); or refused with",
     "a 400 whose `param` names the field. A refused field passes when it holds its no-op default (`null`, `false`, `0`,",
     "an empty list or object, or the value named in the note). Nothing that changes the output is ignored. Fields in",

@@ -59,7 +59,8 @@ export class KvCacheManager {
    */
   getComputedBlocks(request: RequestState): ComputedBlocks {
     // requests that already hold blocks (imported KV) start from those
-    if (!this.enablePrefixCaching || request.promptLogprobs !== null || request.blockIds.length > 0) return NO_COMPUTED_BLOCKS;
+    // MEAN / CLS pooling needs every position's hidden state (vLLM caches only for LAST pooling)
+    if (!this.enablePrefixCaching || request.promptLogprobs !== null || request.blockIds.length > 0 || (request.pooler !== null && request.pooler.type !== "LAST")) return NO_COMPUTED_BLOCKS;
     const maxBlocks = Math.floor((request.numTokens - 1) / this.blockSize);
     const blockIds: number[] = [];
     for (let i = 0; i < maxBlocks; i++) {

@@ -126,11 +126,12 @@ export function openApiDocument(raw: unknown, facts: OpenApiFacts): JsonObject {
     const extra = ROUTE_DOCS[`${method} ${path}`];
     if (extra?.summary && op.summary === undefined) op.summary = extra.summary;
     if (extra?.requestBody === "invocations") {
-      // the two bodies /invocations routes by (invocations.ts), with their answers
+      // the bodies /invocations routes by (invocations.ts), with their answers
       const chat = opOf("post", "/v1/chat/completions");
       const completions = opOf("post", "/v1/completions");
+      const embeddings = opOf("post", "/v1/embeddings");
       const bodySchema = (o: JsonObject | undefined): Json => (isObject(o?.requestBody) && isObject(o.requestBody.content) && isObject(o.requestBody.content["application/json"]) ? o.requestBody.content["application/json"].schema ?? {} : {});
-      op.requestBody = { required: true, content: { "application/json": { schema: { oneOf: [bodySchema(chat), bodySchema(completions)] } } } };
+      op.requestBody = { required: true, content: { "application/json": { schema: { oneOf: [bodySchema(chat), bodySchema(completions), ...(embeddings ? [bodySchema(embeddings)] : [])] } } } };
       op.responses = structuredClone(isObject(chat?.responses) ? chat.responses : {});
     }
     if (isObject(op.requestBody) && isObject(op.requestBody.content)) {

@@ -6,7 +6,7 @@
  * tests compare real data paths, not bookkeeping.
  */
 import type { BatchLogits, ModelBatch, ModelRunner } from "../../src/model/model-batch.ts";
-import type { ModelConfig } from "../../src/model/model-config.ts";
+import type { GgufPoolingType, ModelConfig } from "../../src/model/model-config.ts";
 
 export interface FakeRunnerOptions {
   readonly vocabSize?: number;
@@ -18,6 +18,8 @@ export interface FakeRunnerOptions {
   readonly stepDelayMs?: number;
   /** throw on this execute call (1-based), to test engine death */
   readonly failOnStep?: number;
+  /** an embedding model's GGUF pooling type (the engine then pools; hidden states come from the same hashes) */
+  readonly poolingType?: GgufPoolingType;
 }
 
 export const FAKE_SEED = 0x9e3779b9;
@@ -49,7 +51,7 @@ export class FakeRunner implements ModelRunner {
     this.config = {
       architecture: "llama", name: "fake", vocabSize, dim: 8, hiddenDim: 16, numLayers: 1, numHeads: 1, numKvHeads: 1,
       headDim: 8, ropeDim: 8, ropeFreqBase: 10000, ropeNeox: false, rmsEps: 1e-5, contextLength: options.contextLength ?? 512,
-      tiedEmbeddings: true, hasQkvBias: false, hasQkNorm: false,
+      tiedEmbeddings: true, hasQkvBias: false, hasQkNorm: false, ...(options.poolingType ? { poolingType: options.poolingType } : {}),
     };
   }
 
@@ -74,6 +76,7 @@ export class FakeRunner implements ModelRunner {
     if (this.options.stepDelayMs) await new Promise((r) => setTimeout(r, this.options.stepDelayMs));
     const V = this.config.vocabSize;
     const rows: Float32Array[] = [];
+    const hidden: Float32Array[] = []; // with batch.hiddenStates: [numTokens][dim], from each position's hash
     const rowStart = new Int32Array(batch.sequences.length).fill(-1);
     batch.sequences.forEach((seq, s) => {
       const slot = (pos: number): number => {
@@ -95,6 +98,7 @@ export class FakeRunner implements ModelRunner {
         this.written[slot(pos)] = 1;
         this.numTokensComputed++;
         const isLast = j === seq.tokenIds.length - 1;
+        if (batch.hiddenStates === true) hidden.push(this.logitsFor(h, pos, this.config.dim));
         if (seq.logits === "all" || (seq.logits === "last" && isLast)) rows.push(this.logitsFor(h, pos, V));
       }
     });
@@ -102,6 +106,12 @@ export class FakeRunner implements ModelRunner {
     if (this.reserved !== null && rows.length > this.reserved.numLogitRows) throw new Error(`fake runner: ${rows.length} logit rows, ${this.reserved.numLogitRows} reserved`);
     const logits = new Float32Array(rows.length * V); // [numRows, vocabSize]
     rows.forEach((r, i) => logits.set(r, i * V));
+    if (batch.hiddenStates === true) {
+      const dim = this.config.dim;
+      const out = new Float32Array(hidden.length * dim); // [numTokens, dim]
+      hidden.forEach((r, i) => out.set(r, i * dim));
+      return { logits, rowStart, hidden: out };
+    }
     return { logits, rowStart };
   }
 

@@ -1,6 +1,6 @@
 /**
- * Every row of the request-field table (src/server/openai/request-fields.ts = docs/request-fields.md) sent to both
- * endpoints it names, on the fake orchestrator (which records what would reach the engine): an implemented field
+ * Every row of the request-field table (src/server/openai/request-fields.ts = docs/request-fields.md) sent to every
+ * endpoint it names, on the fake orchestrator (made a pooling model for /v1/embeddings) (which records what would reach the engine): an implemented field
  * changes the engine request or the answer; a no-op field changes neither; a refused field is a 400 naming it, and
  * passes at its inert default. A row without an example here fails, so a new field cannot skip its check.
  */
@@ -8,6 +8,8 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REQUEST_FIELDS, type Endpoint } from "../../src/server/openai/request-fields.ts";
+import type { ResolvedPooler } from "../../src/engine/pooler-config.ts";
+import type { EncodeOutput, EncodeRequest } from "../../src/frontend/orchestrator.ts";
 import { requestFieldsDoc } from "../../scripts/request-fields-doc.ts";
 import { testServer, type Json } from "./helpers.ts";
 
@@ -16,6 +18,7 @@ interface Example {
   readonly value: unknown;
   readonly chat?: unknown;
   readonly completions?: unknown;
+  readonly embeddings?: unknown;
   /** sent with the field and in the baseline it is compared to (per endpoint in withBy) */
   readonly with?: Json;
   readonly withBy?: Partial<Record<Endpoint, Json>>;
@@ -61,7 +64,7 @@ const EXAMPLES: Readonly<Record<string, Example>> = {
   echo: { value: true, with: { messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "Sure" }], add_generation_prompt: false } },
   add_generation_prompt: { value: false, acceptedOnly: true },
   continue_final_message: { value: true, with: { messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "Sure" }], add_generation_prompt: false }, acceptedOnly: true },
-  add_special_tokens: { value: true, acceptedOnly: true },
+  add_special_tokens: { value: true, embeddings: false, acceptedOnly: true },
   documents: { value: [{ text: "d" }], acceptedOnly: true },
   chat_template: { value: "{{ messages[0].content }}", status: 400 },
   chat_template_kwargs: { value: { x: 1 }, acceptedOnly: true },
@@ -77,20 +80,42 @@ const EXAMPLES: Readonly<Record<string, Example>> = {
   functions: { value: [{ name: "f", parameters: {} }] }, function_call: { value: "auto" },
   prediction: { value: { type: "content", content: "x" } }, modalities: { value: ["text", "audio"] }, audio: { value: { voice: "x" } },
   web_search_options: { value: {} }, logits_processors: { value: ["x"] },
+  input: { value: "other words" }, encoding_format: { value: "base64" },
+  // the fake pooling model is not matryoshka: vLLM's 400 naming the field
+  dimensions: { value: 2, status: 400 }, normalize: { value: false }, use_activation: { value: false },
+  embed_dtype: { value: "float16" }, endianness: { value: "big", with: { encoding_format: "base64" } }, padding: { value: "max_length" },
 };
 
-const BASE: Record<Endpoint, Json> = { chat: { messages: [{ role: "user", content: "hi" }], max_tokens: 4 }, completions: { prompt: "hi", max_tokens: 4 } };
-const PATH: Record<Endpoint, string> = { chat: "/v1/chat/completions", completions: "/v1/completions" };
+const BASE: Record<Endpoint, Json> = { chat: { messages: [{ role: "user", content: "hi" }], max_tokens: 4 }, completions: { prompt: "hi", max_tokens: 4 }, embeddings: { input: "hi" } };
+const PATH: Record<Endpoint, string> = { chat: "/v1/chat/completions", completions: "/v1/completions", embeddings: "/v1/embeddings" };
+
+/** the fake made a pooling model for /v1/embeddings: it records what each pooling request asked for */
+function poolingFake(s: ReturnType<typeof testServer>): EncodeRequest[] {
+  const seen: EncodeRequest[] = [];
+  const pooler: ResolvedPooler = { poolingType: "LAST", normalize: true, dimensions: null, hiddenSize: 2, matryoshka: null, source: "gguf" };
+  Object.assign(s.fake, {
+    pooler,
+    encode: async (r: EncodeRequest): Promise<EncodeOutput> => {
+      seen.push(r);
+      const v = Float32Array.of(r.promptTokenIds.length, r.promptTokenIds[0]!);
+      return { requestId: r.requestId, embedding: r.pooling.normalize ? v.map((x) => x / Math.hypot(...v)) : v, numPromptTokens: r.promptTokenIds.length, numCachedTokens: 0, times: { arrivalMs: 0, queuedMs: null, scheduledMs: null, firstTokenMs: null, lastTokenMs: null } };
+    },
+  });
+  return seen;
+}
 
 /** what the engine would get and what the client got, minus the fields that differ on every call */
 async function observe(endpoint: Endpoint, body: Json): Promise<{ status: number; param: string | null; seen: string }> {
   const s = testServer();
+  const pooled = endpoint === "embeddings" ? poolingFake(s) : [];
   const res = await s.call("POST", PATH[endpoint], body);
   // random ids and timestamps differ on every call; a request_id the client chose does not
-  const text = (await res.text()).replace(/"created":\d+/g, "").replace(/cmpl-[0-9a-f]{32}/g, "cmpl-");
+  const text = (await res.text()).replace(/"created":\d+/g, "").replace(/(cmpl|embd)-[0-9a-f]{32}/g, "$1-");
   let param: string | null = null;
   try { param = (JSON.parse(text) as Json).error?.param ?? null; } catch { /* SSE */ }
-  const sent = s.fake.requests.map((r) => ({ prompt: r.promptTokenIds, sampling: r.sampling }));
+  const sent = endpoint === "embeddings"
+    ? pooled.map((r) => ({ prompt: r.promptTokenIds, pooling: r.pooling, priority: r.priority, cacheSalt: r.cacheSalt }))
+    : s.fake.requests.map((r) => ({ prompt: r.promptTokenIds, sampling: r.sampling }));
   return { status: res.status, param, seen: JSON.stringify(sent) + text };
 }
 
@@ -108,7 +133,7 @@ const CASES = REQUEST_FIELDS.flatMap((f) => f.endpoints.map((e) => [f.name, e, f
 describe("every field has the fate its row says", () => {
   test.each(CASES)("%s on %s: %s", async (name, endpoint, fate) => {
     const ex = EXAMPLES[name]!;
-    const value = (endpoint === "chat" ? ex.chat : ex.completions) ?? ex.value;
+    const value = (endpoint === "chat" ? ex.chat : endpoint === "completions" ? ex.completions : ex.embeddings) ?? ex.value;
     const baseline = { ...BASE[endpoint], ...(ex.with ?? {}), ...(ex.withBy?.[endpoint] ?? {}) };
     const withField = { ...baseline, [name]: value };
     const got = await observe(endpoint, withField);

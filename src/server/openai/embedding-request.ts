@@ -1,7 +1,7 @@
 /**
  * POST /v1/embeddings and /pooling bodies (vllm/entrypoints/pooling/embed/protocol.py EmbeddingCompletionRequest,
  * base/protocol.py PoolingBasicRequestMixin, EmbedRequestMixin, EncodingRequestMixin; vllm/pooling_params.py
- * PoolingParams.verify): the schema, and the one preparation step that checks the body and tokenizes every input into
+ * PoolingParams.verify): the schema (each field's fate is a row of request-fields.ts), and the one preparation step that checks the body and tokenizes every input into
  * the engine's pooling requests. Throws ApiError (400/404) naming the parameter.
  */
 import { t } from "elysia";
@@ -10,6 +10,7 @@ import type { EncodeRequest } from "../../frontend/orchestrator.ts";
 import { ApiError, invalidParam } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { checkPromptChars, encodePrompt } from "./prompt-text.ts";
+import { refuseFields } from "./request-fields.ts";
 import { checkModel, checkPromptTokenIds, promptsOf, publicRequestId, truncatePrompt } from "./wire-to-request.ts";
 
 const nullableBoolean = (description: string) => t.Optional(t.Nullable(t.Boolean({ description })));
@@ -36,6 +37,7 @@ export const poolingFields = {
   padding: t.Optional(t.Nullable(t.String({ description: "vLLM extra: only `do_not_pad` (the default) is implemented." }))),
   mm_processor_kwargs: t.Optional(t.Unknown({ description: "Refused: fennec serves text models only." })),
 };
+// every field's fate is a row of request-fields.ts (docs/request-fields.md); refused ones are declared above too
 
 export const EmbeddingRequest = t.Object(poolingFields, {
   description: "OpenAI Embeddings request, plus vLLM's extra pooling fields.",
@@ -75,8 +77,6 @@ function encodingOf(body: EmbeddingBody): EmbeddingEncoding {
     if (format === "bytes" || format === "bytes_only") throw invalidParam("encoding_format", `encoding_format ${format} (a binary response) is not supported by fennec; use float or base64.`, format);
     throw invalidParam("encoding_format", `encoding_format must be float or base64, got ${format}.`, format);
   }
-  const dtype = body.embed_dtype ?? "float32";
-  if (dtype !== "float32") throw invalidParam("embed_dtype", `embed_dtype ${dtype} is not supported by fennec; only float32.`, dtype);
   const endianness = body.endianness ?? "native";
   if (endianness !== "native" && endianness !== "little" && endianness !== "big") throw invalidParam("endianness", `endianness must be native, little or big, got ${endianness}.`, endianness);
   return { format, bigEndian: endianness === "big" };
@@ -92,9 +92,7 @@ export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBo
   const { orchestrator } = options;
   const { tokenizer, maxModelLen } = orchestrator;
   checkModel(body.model, options.servedModelName);
-  if (body.mm_processor_kwargs !== undefined && body.mm_processor_kwargs !== null) throw new ApiError("badRequest", "mm_processor_kwargs is not supported by fennec: it serves text models only.", "mm_processor_kwargs");
-  if ((body.truncation_side ?? "left") !== "left") throw new ApiError("badRequest", "truncation_side right is not supported by fennec: only left truncation (keep the last tokens) is implemented.", "truncation_side");
-  if ((body.padding ?? "do_not_pad") !== "do_not_pad") throw new ApiError("badRequest", `padding ${body.padding} is not supported by fennec: inputs are never padded.`, "padding");
+  refuseFields(body, "embeddings");
   const encoding = encodingOf(body);
   if (body.normalize !== undefined && body.normalize !== null && body.use_activation !== undefined && body.use_activation !== null && body.normalize !== body.use_activation) {
     throw new ApiError("badRequest", "normalize and use_activation disagree; give one of them.", "normalize");

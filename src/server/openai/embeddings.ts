@@ -62,6 +62,14 @@ const EMBEDDING_RESPONSES = {
   400: { description: "BadRequestError", content: { "application/json": { example: { error: { message: "The model does not support Embeddings API", type: "BadRequestError", param: null, code: 400 } } } } },
 };
 
+const POOLING_RESPONSES = {
+  200: {
+    description: "One pooled vector per input, in input order.",
+    content: { "application/json": { example: { id: "pool-5a2e", object: "list", created: 1764400000, model: "qwen3-embedding", data: [{ index: 0, object: "pooling", data: [0.0123, -0.0456, 0.0789] }], usage: { prompt_tokens: 5, total_tokens: 5, completion_tokens: 0, prompt_tokens_details: null } } } },
+  },
+  400: { description: "BadRequestError", content: { "application/json": { example: { error: { message: "The model does not support Pooling API", type: "BadRequestError", param: null, code: 400 } } } } },
+};
+
 /** `track` counts the request for GET /load (server/load.ts) until its response is over. */
 export function embeddingsRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler()) {
   return new Elysia({ name: "openai-embeddings" })
@@ -75,6 +83,6 @@ export function embeddingsRoutes(options: ServerOptions, track: ServerLoad["trac
     })
     .post("/pooling", ({ body, headers, request }) => track(() => createPooling(options, body, headers["x-request-id"] ?? null, request.signal)), {
       body: t.Object({ ...poolingFields, task: t.Optional(t.Nullable(t.String({ description: "Only `embed` (the default)." }))) }, { description: "vLLM /pooling: the pooled output of each input." }),
-      detail: { tags: ["vLLM"], summary: "Pooled outputs of an embedding model", description: "vLLM's pooling API for the embed task: the same vectors as /v1/embeddings, as `data` of `object: pooling` items.", security: [{ bearerAuth: [] }] },
+      detail: { tags: ["vLLM"], summary: "Pooled outputs of an embedding model", description: "vLLM's pooling API for the embed task: the same vectors as /v1/embeddings, as `data` of `object: pooling` items.", security: [{ bearerAuth: [] }], responses: POOLING_RESPONSES },
     });
 }

@@ -1,6 +1,6 @@
 /**
- * The fate of every request field of vLLM's ChatCompletionRequest and CompletionRequest (vllm/entrypoints/openai/
- * chat_completion/protocol.py, completion/protocol.py), plus the OpenAI and llama.cpp fields clients send: implemented,
+ * The fate of every request field of vLLM's ChatCompletionRequest, CompletionRequest and EmbeddingCompletionRequest
+ * (vllm/entrypoints/openai/chat_completion/protocol.py, completion/protocol.py, pooling/embed/protocol.py), plus the OpenAI and llama.cpp fields clients send: implemented,
  * accepted with no effect (and why that is right), or refused with a 400 naming the field. Nothing that changes the
  * output is ignored. docs/request-fields.md is this table (test/server/request-fields.test.ts keeps them equal and
  * sends every row). Refused fields are declared in the request schemas too, so they reach refuseFields.
@@ -9,7 +9,7 @@ import { t } from "elysia";
 import { ApiError } from "../errors.ts";
 
 export type FieldFate = "implemented" | "no-op" | "refused";
-export type Endpoint = "chat" | "completions";
+export type Endpoint = "chat" | "completions" | "embeddings";
 
 export interface RequestField {
   readonly name: string;
@@ -24,6 +24,9 @@ export interface RequestField {
 const BOTH: readonly Endpoint[] = ["chat", "completions"];
 const CHAT: readonly Endpoint[] = ["chat"];
 const COMPLETIONS: readonly Endpoint[] = ["completions"];
+/** /v1/embeddings (and /pooling, which takes the same fields): vLLM's EmbeddingCompletionRequest */
+const EMBEDDINGS: readonly Endpoint[] = ["embeddings"];
+const ALL: readonly Endpoint[] = ["chat", "completions", "embeddings"];
 const empty = (v: unknown): boolean => v === null || v === false || v === 0 || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && v !== null && Object.keys(v).length === 0);
 
 const row = (name: string, endpoints: readonly Endpoint[], fate: FieldFate, note: string, inert?: (v: unknown) => boolean): RequestField =>
@@ -32,7 +35,15 @@ const row = (name: string, endpoints: readonly Endpoint[], fate: FieldFate, note
 export const REQUEST_FIELDS: readonly RequestField[] = [
   row("messages", CHAT, "implemented", "The conversation, rendered with the chat template."),
   row("prompt", COMPLETIONS, "implemented", "Text, texts, token ids or lists of token ids."),
-  row("model", BOTH, "implemented", "Must be the served model name (or empty); anything else is vLLM's 404."),
+  row("input", EMBEDDINGS, "implemented", "Text, texts, token ids or lists of token ids: one embedding each, pooled by the engine's scheduler in one batch."),
+  row("encoding_format", EMBEDDINGS, "implemented", "float (numbers) or base64 (the float32 bytes); bytes / bytes_only (binary responses) are a 400."),
+  row("dimensions", EMBEDDINGS, "implemented", "Matryoshka models only: the first d values, before normalisation; on any other model vLLM's 400 (a GGUF does not say it is matryoshka, so every GGUF is one of those)."),
+  row("normalize", EMBEDDINGS, "implemented", "L2-normalise the pooled vector (default: the pooler's, true unless --pooler-config says normalize false)."),
+  row("use_activation", EMBEDDINGS, "implemented", "vLLM's newer name of normalize for embeddings (a disagreement between the two is a 400)."),
+  row("embed_dtype", EMBEDDINGS, "refused", "Only float32 output is implemented (vLLM also rounds to float16 / bfloat16 / fp8 for base64).", (v) => v === null || v === "float32"),
+  row("endianness", EMBEDDINGS, "implemented", "Byte order of base64 output: native (little-endian here), little or big."),
+  row("padding", EMBEDDINGS, "refused", "Inputs are never padded (max_length padding is for models trained without an attention mask).", (v) => v === null || v === "do_not_pad"),
+  row("model", ALL, "implemented", "Must be the served model name (or empty); anything else is vLLM's 404."),
   row("frequency_penalty", BOTH, "implemented", "Subtracted per occurrence in the output, in [-2, 2]."),
   row("presence_penalty", BOTH, "implemented", "Subtracted once per token present in the output, in [-2, 2]."),
   row("repetition_penalty", BOTH, "implemented", "Divides (or multiplies) the logits of tokens seen in prompt or output."),
@@ -70,13 +81,13 @@ export const REQUEST_FIELDS: readonly RequestField[] = [
   row("reasoning_effort", CHAT, "implemented", "Passed to the chat template; sets enable_thinking."),
   row("include_reasoning", CHAT, "implemented", "With --reasoning-parser: false leaves reasoning out."),
   row("thinking_token_budget", BOTH, "refused", "Needs vLLM's reasoning budget (forcing the end-of-thinking tokens), which fennec does not implement yet.", (v) => v === null || v === -1),
-  row("user", BOTH, "no-op", "An end-user id for the provider's logs; vLLM ignores it too."),
+  row("user", ALL, "no-op", "An end-user id for the provider's logs; vLLM ignores it too."),
   row("use_beam_search", BOTH, "refused", "Beam search is not implemented (vLLM V1 runs it outside the engine).", (v) => v === null || v === false),
   row("length_penalty", BOTH, "no-op", "Only read by beam search, which is refused."),
   row("skip_special_tokens", BOTH, "implemented", "false shows control tokens in the text."),
   row("spaces_between_special_tokens", BOTH, "no-op", "fennec's byte-level / SentencePiece detokenizer joins special tokens without spaces either way; the text only differs for WordPiece-style tokenizers fennec does not load."),
-  row("truncate_prompt_tokens", BOTH, "implemented", "Keeps the last k prompt tokens; -1 as many as fit."),
-  row("truncation_side", BOTH, "refused", "Only left truncation (keep the end) is implemented; right is refused.", (v) => v === null || v === "left"),
+  row("truncate_prompt_tokens", ALL, "implemented", "Keeps the last k prompt tokens; -1 as many as fit (embeddings: all of --max-model-len; more than it is vLLM's 400)."),
+  row("truncation_side", ALL, "refused", "Only left truncation (keep the end) is implemented; right is refused.", (v) => v === null || v === "left"),
   row("prompt_logprobs", BOTH, "implemented", "Logprobs of every prompt position (not with stream)."),
   row("logprob_token_ids", BOTH, "refused", "Logprobs of chosen token ids are not implemented; use top_logprobs / logprobs.", (v) => v === null),
   row("allowed_token_ids", BOTH, "implemented", "Only these ids may be sampled (empty or out of vocabulary: vLLM's 400)."),
@@ -84,14 +95,14 @@ export const REQUEST_FIELDS: readonly RequestField[] = [
   row("echo", BOTH, "implemented", "Completions: the prompt first; chat: the last message's content when it has the answer's role."),
   row("add_generation_prompt", CHAT, "implemented", "Ends the prompt with the assistant turn opener (default true)."),
   row("continue_final_message", CHAT, "implemented", "Leaves the last message open (not with add_generation_prompt true)."),
-  row("add_special_tokens", BOTH, "implemented", "BOS/EOS when tokenizing (chat default false, completions true)."),
+  row("add_special_tokens", ALL, "implemented", "BOS/EOS when tokenizing (chat default false, completions and embeddings true)."),
   row("documents", CHAT, "implemented", "Passed to the chat template (RAG templates)."),
   row("chat_template", CHAT, "implemented", "Only with --trust-request-chat-template (vLLM's 400 otherwise)."),
   row("chat_template_kwargs", CHAT, "implemented", "Extra template variables over --default-chat-template-kwargs."),
   row("media_io_kwargs", CHAT, "refused", "fennec serves text models only.", empty),
-  row("mm_processor_kwargs", CHAT, "refused", "fennec serves text models only.", empty),
-  row("priority", BOTH, "implemented", "With --scheduling-policy priority, lower first; non-zero under fcfs is a 400."),
-  row("request_id", BOTH, "implemented", "The response id (the X-Request-Id header wins)."),
+  row("mm_processor_kwargs", [...CHAT, ...EMBEDDINGS], "refused", "fennec serves text models only.", empty),
+  row("priority", ALL, "implemented", "With --scheduling-policy priority, lower first; non-zero under fcfs is a 400."),
+  row("request_id", ALL, "implemented", "The response id (the X-Request-Id header wins)."),
   row("session_id", BOTH, "no-op", "A routing hint for multi-replica deployments; one fennec process has nothing to route.", (v) => v === null || typeof v === "string"),
   row("return_tokens_as_token_ids", BOTH, "implemented", "Logprob tokens as token_id:{id}."),
   row("return_token_ids", BOTH, "implemented", "Adds token_ids per choice and prompt_token_ids."),
@@ -99,7 +110,7 @@ export const REQUEST_FIELDS: readonly RequestField[] = [
   row("return_token_offsets", BOTH, "refused", "Render endpoints only in vLLM; fennec has none.", (v) => v === null || v === false),
   row("return_prompt_text", BOTH, "refused", "prompt_text in the answer is not implemented yet.", (v) => v === null || v === false),
   row("return_assistant_tokens_mask", CHAT, "refused", "Render endpoint only in vLLM; fennec has none.", (v) => v === null || v === false),
-  row("cache_salt", BOTH, "implemented", "Separates prefix-cache namespaces: blocks are reused only under the same salt."),
+  row("cache_salt", ALL, "implemented", "Separates prefix-cache namespaces: blocks are reused only under the same salt."),
   row("kv_transfer_params", BOTH, "implemented", "With --kv-transfer-config NixlConnector (fennec's TCP transport): do_remote_decode pins the prompt's blocks and the answer carries the params; do_remote_prefill reads them from the prefill instance. Without a connector it is refused (400)."),
   row("ec_transfer_params", BOTH, "refused", "Encoder-cache disaggregation: fennec runs no encoder.", (v) => v === null),
   row("vllm_xargs", BOTH, "refused", "Extra arguments for custom logits processors, which fennec cannot load.", empty),

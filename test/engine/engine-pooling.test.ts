@@ -1,0 +1,115 @@
+/**
+ * Pooling requests in the engine (vLLM: a pooling request is a prefill whose output is the pooled hidden state), on
+ * the fake runner whose hidden state at a position is drawn from the hash of the whole prefix (so any wrong block,
+ * position or chunk boundary changes the vector): the embedding is the same alone, in a batch, in prefill chunks and
+ * with few KV blocks; the blocks are free once it is out; the rules for prompts, generation requests and prefix
+ * caching are vLLM's.
+ */
+import { describe, expect, test } from "bun:test";
+import { resolveEngineConfig, type EngineConfig } from "../../src/engine/engine.ts";
+import type { ResolvedPooler } from "../../src/engine/pooler-config.ts";
+import type { EngineArgs, EngineRequest } from "../../src/engine/protocol.ts";
+import { FakeRunner } from "./fake-runner.ts";
+import { makeEngine, prompt, request, runToCompletion } from "./helpers.ts";
+
+const pooler = (poolingType: ResolvedPooler["poolingType"]): ResolvedPooler => ({ poolingType, normalize: true, dimensions: null, hiddenSize: 8, matryoshka: null, source: "gguf" });
+
+function poolingRequest(id: string, ids: number[], normalize = true, dimensions: number | null = null): EngineRequest {
+  return { ...request(id, ids), pooling: { normalize, dimensions } };
+}
+
+async function embed(config: Partial<EngineConfig>, requests: EngineRequest[]) {
+  const { engine } = makeEngine(config);
+  for (const r of requests) expect(engine.addRequest(r)).toBeNull();
+  const { outputs, steps } = await runToCompletion(engine);
+  return { engine, steps, vectors: new Map([...outputs].map(([id, c]) => [id, Array.from(c.deltas.at(-1)!.embedding!)])), outputs };
+}
+
+describe.each(["LAST", "MEAN", "CLS"] as const)("%s pooling", (type) => {
+  const prompts = [prompt(70, 1), prompt(5, 2), prompt(33, 3), prompt(16, 4)];
+
+  test("the embedding of a prompt does not depend on its batch, its chunks or a preemption; blocks are free after", async () => {
+    const alone = await Promise.all(prompts.map((p, i) => embed({ pooler: pooler(type), enablePrefixCaching: false }, [poolingRequest(`r${i}`, p)])));
+    const together = await embed({ pooler: pooler(type), enablePrefixCaching: false }, prompts.map((p, i) => poolingRequest(`r${i}`, p)));
+    // 8-token budget: the 70-token prompt is pooled over 9 prefill chunks
+    const chunked = await embed({ pooler: pooler(type), enablePrefixCaching: false, maxNumBatchedTokens: 8 }, prompts.map((p, i) => poolingRequest(`r${i}`, p)));
+    // 6 blocks of 16 for 124 positions: requests wait for blocks (a recompute after a preemption starts the pooler
+    // over: test/engine/pooler.test.ts)
+    const tight = await embed({ pooler: pooler(type), enablePrefixCaching: false, numBlocks: 6, maxNumBatchedTokens: 32 }, prompts.map((p, i) => poolingRequest(`r${i}`, p)));
+    for (let i = 0; i < prompts.length; i++) {
+      const v = alone[i]!.vectors.get(`r${i}`)!;
+      expect(v).toHaveLength(8);
+      expect(Math.hypot(...v)).toBeCloseTo(1, 5);
+      expect(together.vectors.get(`r${i}`)).toEqual(v);
+      expect(chunked.vectors.get(`r${i}`)).toEqual(v);
+      expect(tight.vectors.get(`r${i}`)).toEqual(v);
+    }
+    for (const run of [together, chunked, tight]) {
+      expect(run.engine.kv.usage()).toBe(0);
+      for (const c of run.outputs.values()) {
+        expect(c.tokens).toEqual([]);
+        expect(c.finishReason).toBe("stop");
+      }
+      // every prompt token computed once per admission, no generation tokens
+      expect(run.steps.reduce((n, s) => n + s.numGenerationTokens, 0)).toBe(0);
+    }
+    expect(together.steps.reduce((n, s) => n + s.numPromptTokens, 0)).toBe(prompts.reduce((n, p) => n + p.length, 0));
+    // different prompts, different vectors
+    expect(alone[0]!.vectors.get("r0")).not.toEqual(alone[1]!.vectors.get("r1"));
+  });
+
+  test("normalize false gives the raw pooled state; dimensions keep its first values before normalising", async () => {
+    const p = prompts[2]!;
+    const { vectors } = await embed({ pooler: pooler(type) }, [poolingRequest("raw", p, false), poolingRequest("unit", p), poolingRequest("cut", p, true, 3)]);
+    const raw = vectors.get("raw")!;
+    const n = Math.hypot(...raw);
+    expect(vectors.get("unit")!).toEqual(raw.map((x) => Math.fround(x / n)));
+    const head = raw.slice(0, 3);
+    expect(vectors.get("cut")!).toEqual(head.map((x) => Math.fround(x / Math.hypot(...head))));
+  });
+});
+
+describe("pooling engine rules", () => {
+  test("LAST with prefix caching: a repeated prompt hits the cache and pools the same vector", async () => {
+    const p = prompt(48, 9);
+    const { engine } = makeEngine({ pooler: pooler("LAST") });
+    expect(engine.addRequest(poolingRequest("a", p))).toBeNull();
+    const first = await runToCompletion(engine);
+    expect(engine.addRequest(poolingRequest("b", p))).toBeNull();
+    const second = await runToCompletion(engine);
+    expect(second.outputs.get("b")!.numCachedTokens).toBe(32);
+    expect(second.outputs.get("b")!.deltas.at(-1)!.embedding).toEqual(first.outputs.get("a")!.deltas.at(-1)!.embedding!);
+  });
+
+  test("a prompt may fill max_model_len (no output token); longer is vLLM's message; generation is refused", () => {
+    const { engine } = makeEngine({ pooler: pooler("MEAN"), maxModelLen: 32 });
+    expect(engine.addRequest(poolingRequest("full", prompt(32, 1)))).toBeNull();
+    expect(engine.addRequest(poolingRequest("long", prompt(33, 1)))?.message).toBe("This model's maximum context length is 32 tokens. However, you requested 33 tokens in the input for embedding generation. Please reduce the length of the input.");
+    expect(engine.addRequest(request("gen", prompt(4, 1)))?.message).toContain("The model does not support Completions API");
+    const generative = makeEngine().engine;
+    expect(generative.addRequest(poolingRequest("p", prompt(4, 1)))?.message).toBe("The model does not support Embeddings API");
+  });
+
+  test("an abort in the middle of a chunked prefill frees its blocks at once", async () => {
+    const { engine } = makeEngine({ pooler: pooler("MEAN"), maxNumBatchedTokens: 16, enablePrefixCaching: false });
+    expect(engine.addRequest(poolingRequest("a", prompt(100, 1)))).toBeNull();
+    await engine.step();
+    expect(engine.kv.usage()).toBeGreaterThan(0);
+    engine.abort(["a"]);
+    expect(engine.kv.usage()).toBe(0);
+    expect(engine.hasWork()).toBe(false);
+  });
+
+  test("resolveEngineConfig: the GGUF's pooling type makes a pooling engine; MEAN and CLS turn prefix caching off", () => {
+    const args: EngineArgs = { maxNumSeqs: 4, maxNumBatchedTokens: 64, maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: 1 << 20, enablePrefixCaching: true, threads: 1, device: "cpu" };
+    const last = resolveEngineConfig(args, new FakeRunner({ poolingType: "last" }), 1 << 30);
+    expect(last.ok && last.value.pooler?.poolingType).toBe("LAST");
+    expect(last.ok && last.value.enablePrefixCaching).toBe(true);
+    const mean = resolveEngineConfig(args, new FakeRunner({ poolingType: "mean" }), 1 << 30);
+    expect(mean.ok && mean.value.enablePrefixCaching).toBe(false);
+    const generative = resolveEngineConfig(args, new FakeRunner(), 1 << 30);
+    expect(generative.ok && generative.value.pooler).toBeNull();
+    const spec = resolveEngineConfig({ ...args, speculativeConfig: { method: "ngram", numSpeculativeTokens: 2 } as never }, new FakeRunner({ poolingType: "last" }), 1 << 30);
+    expect(spec.ok ? "" : spec.error).toContain("--speculative-config needs a generative model");
+  });
+});
