@@ -2,7 +2,8 @@
  * Black box: `fennec serve --speculative-config` (embedded stories260K) with the official openai client. The start-up
  * repr, vLLM's spec-decode series with their help texts and positions, metric arithmetic on every scrape, generation
  * tokens = tokens users received (streamed several per chunk), the per-request 400 for min_p, the one-line start-up
- * refusal of a bad config; the SpecDecoding log line's format.
+ * refusal of a bad config; the SpecDecoding log line's format; per-request `metrics` over multi-token steps; a
+ * json_schema request that speculates.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
@@ -18,7 +19,7 @@ const K = 3;
 let server: ServerProcess;
 let client: OpenAI;
 beforeAll(async () => {
-  server = await startServer(["--threads", "1", "--speculative-config", JSON.stringify({ method: "ngram", num_speculative_tokens: K, prompt_lookup_min: 2, prompt_lookup_max: 4 })]);
+  server = await startServer(["--threads", "1", "--enable-per-request-metrics", "--speculative-config", JSON.stringify({ method: "ngram", num_speculative_tokens: K, prompt_lookup_min: 2, prompt_lookup_max: 4 })]);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none" });
 }, 130_000);
 afterAll(async () => { await server?.stop(); });
@@ -75,6 +76,34 @@ describe("fennec serve --speculative-config", () => {
     expect(accepted).toBeGreaterThan(0);
     expect(maxPerChunk).toBeGreaterThan(1);
     expect(sampleValue(samples, "vllm:generation_tokens_total")).toBe(received);
+  });
+
+  test("per-request metrics count every token of a multi-token step (vLLM: mean_itl_ms = generation time / (tokens - 1))", async () => {
+    const r = await client.completions.create({
+      model: "stories260K", prompt: "Once upon a time, there was a little girl named Lily. She loved to play", max_tokens: 80, temperature: 0,
+    }) as unknown as { usage: { completion_tokens: number }; metrics: Record<string, number> };
+    const m = r.metrics;
+    const tokens = r.usage.completion_tokens;
+    expect(tokens).toBeGreaterThan(10);
+    expect(m.mean_itl_ms).toBeCloseTo(m.generation_time_ms! / (tokens - 1), 6);
+    expect(m.tokens_per_second).toBeGreaterThan(0);
+  });
+
+  test("structured output speculates: the json_schema answer is valid and drafts were verified", async () => {
+    const before = checkArithmetic(await scrape());
+    const schema = { type: "object", properties: { name: { type: "string", maxLength: 20 }, friends: { type: "array", items: { type: "string", maxLength: 12 }, maxItems: 3 } }, required: ["name", "friends"], additionalProperties: false };
+    const r = await client.completions.create({
+      model: "stories260K", max_tokens: 120, temperature: 0,
+      prompt: 'Once upon a time, there was a little girl named Lily. {"name": "Lily", "friends": ["Tom", "Sue", "Ben"]} Lily had friends named Tom, Sue and Ben.',
+      response_format: { type: "json_schema", json_schema: { name: "p", schema } }, structured_outputs: { disable_any_whitespace: true },
+    } as never) as unknown as { choices: { text: string; finish_reason: string }[] };
+    expect(r.choices[0]!.finish_reason).toBe("stop");
+    const value = JSON.parse(r.choices[0]!.text) as { name: string; friends: string[] };
+    expect(typeof value.name).toBe("string");
+    expect(Array.isArray(value.friends)).toBe(true);
+    const after = checkArithmetic(await scrape());
+    expect(after.drafts).toBeGreaterThan(before.drafts);
+    expect(after.accepted).toBeGreaterThan(before.accepted);
   });
 
   test("min_p is refused per request with vLLM's 400", async () => {
