@@ -24,7 +24,7 @@ import { EngineCore } from "../engine/engine.ts";
 import { checkDraftVocabulary } from "../engine/spec-decode/draft-model-proposer.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { KEY } from "../gguf/names.ts";
-import { speculativeConfigRepr, type SpeculativeConfig } from "../engine/speculative-config.ts";
+import { speculativeConfigNote, speculativeConfigRepr, type SpeculativeConfig } from "../engine/speculative-config.ts";
 
 /** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
 function backendOptions(config: GenerateConfig): BackendOptions {
@@ -110,7 +110,11 @@ export async function main(options: Options): Promise<number> {
   const { prompt, maxTokens, temperature, json } = config;
   const seed = config.seed ?? Date.now();
   const speculative = config.speculative;
-  if (speculative !== null) process.stderr.write(`fennec: speculative_config=${speculativeConfigRepr(speculative)}\n`);
+  if (speculative !== null) {
+    const note = speculativeConfigNote(speculative);
+    if (note !== null) process.stderr.write(`fennec: ${note}\n`);
+    process.stderr.write(`fennec: speculative_config=${speculativeConfigRepr(speculative)}\n`);
+  }
   // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in config.ts
   const file = await openModelGguf(config.model);
   if (!file.ok) throw new RuntimeFailure(file.error);

@@ -10,7 +10,7 @@ import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { readFileSync } from "node:fs";
 import { serveConfig, type LogConfig, type Options, type ServeConfig, type TlsSettings } from "../config.ts";
-import { speculativeConfigRepr } from "../engine/speculative-config.ts";
+import { speculativeConfigNote, speculativeConfigRepr } from "../engine/speculative-config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
@@ -118,7 +118,11 @@ export async function main(options: Options): Promise<number> {
 
   const listener = new ForwardingListener();
   // vLLM prints the speculative config's repr in its start-up config line
-  if (config.engine.speculativeConfig) log(`speculative_config=${speculativeConfigRepr(config.engine.speculativeConfig)}`);
+  if (config.engine.speculativeConfig) {
+    const note = speculativeConfigNote(config.engine.speculativeConfig);
+    if (note !== null) log(note);
+    log(`speculative_config=${speculativeConfigRepr(config.engine.speculativeConfig)}`);
+  }
   const pipeline = await startPipeline(config, chain, listener);
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;

@@ -28,6 +28,7 @@ import { verifyDrafts } from "./spec-decode/rejection-sampler.ts";
 import { DraftModelProposer } from "./spec-decode/draft-model-proposer.ts";
 import { resolvePooler, type ResolvedPooler } from "./pooler-config.ts";
 import { embeddingOf, SequencePooler } from "./pooler.ts";
+import { SuffixDecodingProposer } from "./spec-decode/suffix-proposer.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -244,6 +245,7 @@ export class EngineCore {
     const spec = config.speculative ?? null;
     this.proposer = options.proposer
       ?? (spec?.method === "ngram" ? new NgramDraftProposer(spec) : null)
+      ?? (spec?.method === "suffix" ? new SuffixDecodingProposer(spec) : null)
       ?? (spec?.method === "draft_model" && options.draftRunner
         ? new DraftModelProposer(options.draftRunner, spec, config.numBlocks, config.blockSize,
           (req, numPositions) => numPositions <= req.blockIds.length * config.blockSize || this.kv.allocateSlots(req, numPositions - req.numComputedTokens) !== null)
@@ -374,6 +376,7 @@ export class EngineCore {
     this.lateErrors.push({ requestId, code, message });
     this.requests.delete(requestId);
     this.scheduler.finish(state);
+    this.proposer?.forget?.(state);
     this.grammar?.free([requestId]);
   }
 

@@ -1,12 +1,28 @@
 /**
  * `--speculative-config` as vLLM takes it (vllm/config/speculative.py SpeculativeConfig): a JSON object whose keys may
- * use `-` or `_`, with vLLM's defaults and validation messages. fennec runs `ngram` (prompt lookup) and `draft_model`
- * (a GGUF draft); every other method and every draft knob fennec cannot honour is refused with one line, never ignored.
+ * use `-` or `_`, with vLLM's defaults and validation messages. fennec runs `ngram` (prompt lookup), `draft_model`
+ * (a GGUF draft) and `suffix` (suffix decoding, fennec's own suffix trees in place of Arctic Inference); every other
+ * method and every draft knob fennec cannot honour is refused with one line, never ignored.
  * Both threads import this file (the main thread parses and logs, the engine Worker reads the parsed value).
  */
 import { err, ok, type Result } from "../util/result.ts";
 
-export type SpeculativeMethod = "ngram" | "draft_model";
+export type SpeculativeMethod = "ngram" | "draft_model" | "suffix";
+
+/** vLLM's suffix_decoding_* keys, defaults resolved. */
+export interface SuffixDecodingConfig {
+  /** suffix_decoding_max_tree_depth: tokens per tree path (match + draft) */
+  readonly maxTreeDepth: number;
+  /** suffix_decoding_max_cached_requests: responses the global tree keeps (FIFO); 0: no global tree */
+  readonly maxCachedRequests: number;
+  /** suffix_decoding_max_spec_factor: at most this x the match length tokens */
+  readonly maxSpecFactor: number;
+  /** suffix_decoding_min_token_prob: draft only tokens whose estimated probability is at least this */
+  readonly minTokenProb: number;
+}
+
+/** vLLM's defaults for the suffix_decoding_* keys */
+export const SUFFIX_DECODING_DEFAULTS: SuffixDecodingConfig = { maxTreeDepth: 24, maxCachedRequests: 10000, maxSpecFactor: 1.0, minTokenProb: 0.1 };
 
 /** The parsed config: every default resolved (vLLM's __post_init__). */
 export interface SpeculativeConfig {
@@ -15,9 +31,13 @@ export interface SpeculativeConfig {
   readonly model: string | null;
   /** k: tokens drafted per step */
   readonly numSpeculativeTokens: number;
-  /** ngram window bounds (0 for draft_model, as vLLM sets them) */
+  /** ngram window bounds (0 for the other methods, as vLLM sets them) */
   readonly promptLookupMax: number;
   readonly promptLookupMin: number;
+  /** method suffix: its keys (absent for the other methods) */
+  readonly suffix?: SuffixDecodingConfig;
+  /** method suffix without num_speculative_tokens: k is the tree depth (vLLM logs that) */
+  readonly numSpeculativeTokensDefaulted?: boolean;
 }
 
 /** vLLM's ngram default when neither bound is given (both mirror each other when only one is) */
@@ -25,7 +45,6 @@ const DEFAULT_PROMPT_LOOKUP = 5;
 
 /** Methods vLLM knows that fennec does not run: why, in one line each. */
 const UNSUPPORTED_METHODS: Readonly<Record<string, string>> = {
-  suffix: "method 'suffix' (Arctic Inference suffix decoding) is not supported by fennec; use 'ngram' or 'draft_model'",
   ngram_gpu: "method 'ngram_gpu' needs a GPU; fennec runs on CPUs: use 'ngram' (the same algorithm)",
   custom_class: "method 'custom_class' (a Python proposer class) is not supported by fennec; use 'ngram' or 'draft_model'",
   extract_hidden_states: "method 'extract_hidden_states' is not supported by fennec; use 'ngram' or 'draft_model'",
@@ -52,18 +71,15 @@ const REFUSED_KEYS: Readonly<Record<string, string>> = {
   use_heterogeneous_vocab: "the draft must share the target's vocabulary",
   parallel_drafting: "only dflash/dspark draft in parallel",
   num_speculative_tokens_per_batch_size: "k is fixed per server",
-  suffix_decoding_max_tree_depth: "suffix decoding is not supported",
-  suffix_decoding_max_cached_requests: "suffix decoding is not supported",
-  suffix_decoding_max_spec_factor: "suffix decoding is not supported",
-  suffix_decoding_min_token_prob: "suffix decoding is not supported",
   synthetic_acceptance_rates: "only rejection_sample_method 'standard' is supported",
   synthetic_acceptance_length: "only rejection_sample_method 'standard' is supported",
   enable_adaptive_verification: "DSpark only",
   dspark_draft_topk: "DSpark only",
 };
+const SUFFIX_KEYS = ["suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests", "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob"];
 const KNOWN_KEYS = new Set([
   "method", "model", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "draft_tensor_parallel_size",
-  "tensor_parallel_size", "rejection_sample_method", "draft_sample_method", ...Object.keys(REFUSED_KEYS),
+  "tensor_parallel_size", "rejection_sample_method", "draft_sample_method", ...SUFFIX_KEYS, ...Object.keys(REFUSED_KEYS),
 ]);
 
 /** pydantic's one-line messages for a field of the wrong type or out of range */
@@ -74,6 +90,38 @@ function intField(raw: Record<string, unknown>, key: string, bound: "gt0" | "ge1
   if (bound === "gt0" && v <= 0) return err(`SpeculativeConfig: ${key}: Input should be greater than 0 (got ${v})`);
   if (bound === "ge1" && v < 1) return err(`SpeculativeConfig: ${key}: Input should be greater than or equal to 1 (got ${v})`);
   return ok(v);
+}
+
+function numberField(raw: Record<string, unknown>, key: string, integer: boolean): Result<number | null> {
+  const v = raw[key];
+  if (v === undefined || v === null) return ok(null);
+  if (typeof v !== "number" || !Number.isFinite(v) || (integer && !Number.isInteger(v))) {
+    return err(`SpeculativeConfig: ${key}: Input should be a valid ${integer ? "integer" : "number"} (got ${JSON.stringify(v)})`);
+  }
+  return ok(v);
+}
+
+/** vLLM's suffix_decoding_* keys with its defaults and bounds (SpeculativeConfig._verify_args). */
+function suffixConfig(raw: Record<string, unknown>): Result<SuffixDecodingConfig> {
+  const depth = numberField(raw, "suffix_decoding_max_tree_depth", true);
+  if (!depth.ok) return depth;
+  const cached = numberField(raw, "suffix_decoding_max_cached_requests", true);
+  if (!cached.ok) return cached;
+  const factor = numberField(raw, "suffix_decoding_max_spec_factor", false);
+  if (!factor.ok) return factor;
+  const minProb = numberField(raw, "suffix_decoding_min_token_prob", false);
+  if (!minProb.ok) return minProb;
+  const c: SuffixDecodingConfig = {
+    maxTreeDepth: depth.value ?? SUFFIX_DECODING_DEFAULTS.maxTreeDepth,
+    maxCachedRequests: cached.value ?? SUFFIX_DECODING_DEFAULTS.maxCachedRequests,
+    maxSpecFactor: factor.value ?? SUFFIX_DECODING_DEFAULTS.maxSpecFactor,
+    minTokenProb: minProb.value ?? SUFFIX_DECODING_DEFAULTS.minTokenProb,
+  };
+  if (c.maxTreeDepth < 1) return err(`suffix_decoding_max_tree_depth=${c.maxTreeDepth} must be >= 1`);
+  if (c.maxCachedRequests < 0) return err(`suffix_decoding_max_cached_requests=${c.maxCachedRequests} must be >= 0`);
+  if (c.maxSpecFactor < 0) return err(`suffix_decoding_max_spec_factor=${c.maxSpecFactor} must be >= 0`);
+  if (c.minTokenProb < 0 || c.minTokenProb > 1) return err(`suffix_decoding_min_token_prob=${c.minTokenProb} must be in [0, 1]`);
+  return ok(c);
 }
 
 /**
@@ -140,7 +188,26 @@ export function parseSpeculativeConfig(input: string | unknown): Result<Speculat
   const unsupported = UNSUPPORTED_METHODS[method];
   if (unsupported !== undefined) return err(unsupported);
   if (HIDDEN_STATE_METHODS.includes(method)) return err(`method '${method}' needs the target model's hidden states, which fennec's runner does not expose; use 'ngram' or 'draft_model'`);
-  if (method !== "ngram" && method !== "draft_model") return err(`Unsupported speculative method: '${method}'`);
+  if (method !== "ngram" && method !== "draft_model" && method !== "suffix") return err(`Unsupported speculative method: '${method}'`);
+  // the suffix keys are read by method suffix only: anywhere else they would be accepted and ignored
+  if (method !== "suffix") {
+    const key = SUFFIX_KEYS.find((x) => raw[x] !== undefined && raw[x] !== null);
+    if (key !== undefined) return err(`${key} applies to method 'suffix' only; remove it for method '${method}'`);
+  }
+
+  if (method === "suffix") {
+    if (model !== null && model !== "suffix") return err(`method 'suffix' takes no draft model (got model=${JSON.stringify(model)}); drop "model"`);
+    for (const key of ["prompt_lookup_max", "prompt_lookup_min"]) {
+      if (raw[key] !== undefined && raw[key] !== null) return err(`${key} applies to method 'ngram' only; remove it for method 'suffix'`);
+    }
+    const suffix = suffixConfig(raw);
+    if (!suffix.ok) return suffix;
+    // vLLM: "Defaulted num_speculative_tokens to %s for suffix decoding." (k = the tree depth)
+    return ok({
+      method, model: null, numSpeculativeTokens: k.value ?? suffix.value.maxTreeDepth, promptLookupMax: 0, promptLookupMin: 0,
+      suffix: suffix.value, ...(k.value === null ? { numSpeculativeTokensDefaulted: true } : {}),
+    });
+  }
 
   if (method === "ngram") {
     if (model !== null && model !== "ngram" && model !== "[ngram]") return err(`method 'ngram' takes no draft model (got model=${JSON.stringify(model)}); drop "model" or use method 'draft_model'`);
@@ -158,6 +225,11 @@ export function parseSpeculativeConfig(input: string | unknown): Result<Speculat
     if (raw[key] !== undefined && raw[key] !== null) return err(`${key} applies to method 'ngram' only; remove it for a draft model`);
   }
   return ok({ method, model, numSpeculativeTokens: k.value, promptLookupMax: 0, promptLookupMin: 0 });
+}
+
+/** vLLM's log line when suffix decoding's k comes from the tree depth, or null. */
+export function speculativeConfigNote(c: SpeculativeConfig): string | null {
+  return c.numSpeculativeTokensDefaulted ? `Defaulted num_speculative_tokens to ${c.numSpeculativeTokens} for suffix decoding.` : null;
 }
 
 /**

@@ -29,7 +29,8 @@ describe("--speculative-config", () => {
 
   test("methods and knobs fennec cannot honour are refused, never ignored", () => {
     for (const json of [
-      '{"method":"suffix","num_speculative_tokens":3}', '{"method":"eagle","model":"x","num_speculative_tokens":3}',
+      '{"method":"ngram_gpu","num_speculative_tokens":3}', '{"method":"eagle","model":"x","num_speculative_tokens":3}',
+      '{"method":"ngram","num_speculative_tokens":3,"suffix_decoding_max_tree_depth":8}',
       '{"method":"ngram","num_speculative_tokens":3,"rejection_sample_method":"synthetic"}',
       '{"model":"d.gguf","num_speculative_tokens":3,"draft_sample_method":"probabilistic"}',
       '{"model":"d.gguf","num_speculative_tokens":3,"quantization":"fp8"}', "not json", "[1]",
