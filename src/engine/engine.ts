@@ -69,10 +69,11 @@ export function promptLogprobRowsFor(vocabSize: number): number {
 /**
  * The largest step the forward pass can be given (tokens, logit rows), reserved at start-up so that no request can
  * make the engine allocate: every chunk's tokens are within --max-num-batched-tokens, and its logit rows are one per
- * sequence, the drafts of speculative decoding, and the prompt-logprob rows.
+ * sequence, the drafts of speculative decoding (at most the per-step draft cap), and the prompt-logprob rows.
  */
 export function maxStepShape(config: EngineConfig): { numTokens: number; numLogitRows: number } {
-  const draftRows = config.maxNumSeqs * (config.speculative?.numSpeculativeTokens ?? 0);
+  // the per-step draft cap bounds the drafts of all requests together (suffix decoding's default k is 24)
+  const draftRows = Math.min(config.maxNumSeqs * (config.speculative?.numSpeculativeTokens ?? 0), config.maxDraftTokensPerStep ?? Infinity);
   const promptRows = config.maxPromptLogprobRows ?? config.maxNumBatchedTokens;
   return { numTokens: config.maxNumBatchedTokens, numLogitRows: Math.min(config.maxNumBatchedTokens, config.maxNumSeqs + draftRows + promptRows) };
 }

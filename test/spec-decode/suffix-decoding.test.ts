@@ -198,6 +198,15 @@ describe("suffix decoding in the engine (fake runner)", () => {
     if ("numBlocks" in config) expect(onSteps.some((s) => s.numPreempted > 0)).toBe(true);
   });
 
+  test("the logit rows reserved at start-up are bounded by the draft cap (k + 1 tokens a step), not max_num_seqs x k", async () => {
+    const { engine, runner } = makeEngine({ speculative: suffix({ num_speculative_tokens: 24 }), maxDraftTokensPerStep: 25, maxNumSeqs: 16, maxNumBatchedTokens: 512, maxPromptLogprobRows: 10 }, { vocabSize: 7 });
+    expect(runner.reserved).toEqual({ numTokens: 512, numLogitRows: 16 + 25 + 10 });
+    prompts.forEach((p, i) => engine.addRequest(request(`r${i}`, p, { maxTokens: 30 })));
+    await runToCompletion(engine);
+    expect(Math.max(...runner.logitRowsPerCall)).toBeLessThanOrEqual(16 + 25 + 10);
+    engine.dispose();
+  });
+
   /** Runs `first` requests to the end, then `again` (the first prompt once more); the drafts of that last run. */
   async function repeatRun(speculative: SpeculativeConfig, others: number) {
     const { engine } = makeEngine({ speculative, maxDraftTokensPerStep: null, enablePrefixCaching: false }, { vocabSize: 97 });
