@@ -8,8 +8,7 @@ import { readGguf } from "../src/gguf/reader.ts";
 import { writeGgufFile } from "../src/gguf/writer.ts";
 import { WEIGHT_TYPES } from "../src/tensor/dtypes.ts";
 import { createProgressBar } from "../src/util/progress.ts";
-import { llamaVocabPath } from "./llama-vocab.ts";
-import { MODEL_SHAPES, type ModelShape } from "./model-shapes.ts";
+import { MODEL_SHAPES, vocabPath, type ModelShape } from "./model-shapes.ts";
 import { MIXED_TYPES, randomModel } from "./random-model.ts";
 
 const TYPES = [...WEIGHT_TYPES.map((w) => w.name), ...MIXED_TYPES];
@@ -65,7 +64,7 @@ function main(argv: string[]): number {
   if (!Number.isInteger(shape.headDim) || shape.numHeads % shape.numKvHeads !== 0) {
     throw new UsageError(`inconsistent shape: dim ${shape.dim}, ${shape.numHeads} heads, ${shape.numKvHeads} kv heads, head size ${shape.headDim}`);
   }
-  const vocab = readGguf(llamaVocabPath(shape.vocab));
+  const vocab = readGguf(vocabPath(shape.vocab));
   if (!vocab.ok) throw new UsageError(vocab.error);
   const t0 = performance.now();
   const bar = createProgressBar(`make-model ${shapeName} ${type}`, { minTotal: 0 });

@@ -4,11 +4,13 @@
  * multiples of 256 so every weight type, K-quants included, applies without fallbacks.
  */
 import type { Architecture } from "../src/model/model-config.ts";
+import { gemma3VocabPath } from "./gemma3-vocab.ts";
+import { llamaVocabPath } from "./llama-vocab.ts";
 
 export interface ModelShape {
   readonly architecture: Architecture;
-  /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe";
+  /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -22,10 +24,19 @@ export interface ModelShape {
   readonly tiedEmbeddings: boolean;
   /** qwen2: attn_{q,k,v}.bias */
   readonly qkvBias: boolean;
-  /** qwen3: attn_{q,k}_norm */
+  /** qwen3, gemma3: attn_{q,k}_norm */
   readonly qkNorm: boolean;
   /** embedding models: `<arch>.pooling_type` (llama.cpp's enum: mean 1, cls 2, last 3); absent: a generative model */
   readonly poolingType?: "mean" | "cls" | "last";
+  /** gemma3: post_attention_norm and post_ffw_norm */
+  readonly postNorms?: boolean;
+  /** gemma3: attention.sliding_window (llama.cpp's default pattern: every 6th layer global) */
+  readonly slidingWindow?: number;
+}
+
+/** The vocab GGUF a shape copies its tokenizer from. */
+export function vocabPath(vocab: ModelShape["vocab"]): string {
+  return vocab === "gemma3" ? gemma3VocabPath() : llamaVocabPath(vocab);
 }
 
 const SMOLLM2_135M: ModelShape = {
@@ -55,6 +66,15 @@ const QWEN25_7B: ModelShape = {
   ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 32768, tiedEmbeddings: false, qkvBias: true, qkNorm: false,
 };
 
+// gemma-3-270m / gemma-3-1b config.json: head_dim 256, one KV head, sliding_window 512, rope_theta 1e6 (local 1e4)
+const GEMMA3_270M: ModelShape = {
+  architecture: "gemma3", vocab: "gemma3", dim: 640, numLayers: 18, numHeads: 4, numKvHeads: 1, headDim: 256, hiddenDim: 2048,
+  ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 32768, tiedEmbeddings: true, qkvBias: false, qkNorm: true, postNorms: true, slidingWindow: 512,
+};
+const GEMMA3_1B: ModelShape = {
+  ...GEMMA3_270M, dim: 1152, numLayers: 26, hiddenDim: 6912,
+};
+
 /** Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept. */
 const tiny = (s: ModelShape, numKvHeads: number): ModelShape => ({
   ...s, dim: 256, numLayers: 2, numHeads: 4, numKvHeads, headDim: s.headDim === 128 ? 128 : 64, hiddenDim: 512, contextLength: 2048,
@@ -76,4 +96,8 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "tiny-llama-3.2-1b": tiny(LLAMA32_1B, 1),
   "qwen3-embedding-0.6b": QWEN3_EMBEDDING_06B,
   "tiny-qwen3-embedding-0.6b": tiny(QWEN3_EMBEDDING_06B, 2),
+  "gemma3-270m": GEMMA3_270M,
+  "gemma3-1b": GEMMA3_1B,
+  // 6 layers: five sliding-window layers (window 64) and a global one
+  "tiny-gemma3-270m": { ...tiny(GEMMA3_270M, 1), numLayers: 6, slidingWindow: 64 },
 };

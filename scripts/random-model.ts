@@ -108,6 +108,8 @@ function tensorSpecs(s: ModelShape, vocabSize: number): TensorSpec[] {
     if (s.qkNorm) specs.push(l("attnQNorm", [s.headDim], "other", "ones"), l("attnKNorm", [s.headDim], "other", "ones"));
     specs.push(l("attnOutput", [qDim, s.dim]), l("ffnNorm", [s.dim], "other", "ones"), l("ffnGate", [s.dim, s.hiddenDim]),
       l("ffnUp", [s.dim, s.hiddenDim]), l("ffnDown", [s.hiddenDim, s.dim], "ffnDown"));
+    // gemma3's norms are stored as 1 + w (llama.cpp's converter adds the 1 of Gemma3RMSNorm), so ones here too
+    if (s.postNorms === true) specs.push(l("attnPostNorm", [s.dim], "other", "ones"), l("ffnPostNorm", [s.dim], "other", "ones"));
   }
   specs.push({ key: "outputNorm", shape: [s.dim], role: "other", init: "ones" });
   if (!s.tiedEmbeddings) specs.push({ key: "output", shape: [s.dim, vocabSize], role: "output", init: "normal" });
@@ -178,6 +180,7 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     [archKey(arch, "ropeFreqBase"), mdF32(s.ropeFreqBase)],
     [archKey(arch, "ropeDimensionCount"), mdU32(s.headDim)],
     ...(s.poolingType ? [[archKey(arch, "poolingType"), mdU32(POOLING_TYPE_IDS[s.poolingType])] as [string, GgufMetadataEntry]] : []),
+    ...(s.slidingWindow !== undefined ? [[archKey(arch, "slidingWindow"), mdU32(s.slidingWindow)] as [string, GgufMetadataEntry]] : []),
     [KEY.fileType, mdU32(FILE_TYPE[o.type]!)],
     [KEY.quantizationVersion, mdU32(2)],
     ...tokenizerMetadata(o.vocab),

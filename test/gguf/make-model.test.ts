@@ -9,8 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { $ } from "bun";
 import type { Llama } from "node-llama-cpp";
-import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
-import { MODEL_SHAPES } from "../../scripts/model-shapes.ts";
+import { MODEL_SHAPES, vocabPath, type ModelShape } from "../../scripts/model-shapes.ts";
 import { randomModel } from "../../scripts/random-model.ts";
 import type { GgufFile } from "../../src/gguf/gguf-file.ts";
 import { getU32 } from "../../src/gguf/metadata.ts";
@@ -27,9 +26,9 @@ const dir = mkdtempSync(join(tmpdir(), "fennec-make-model-"));
 const vocabs = new Map<string, GgufFile>();
 let llama: Llama;
 
-function vocab(name: string): GgufFile {
+function vocab(name: ModelShape["vocab"]): GgufFile {
   if (!vocabs.has(name)) {
-    const file = readGguf(llamaVocabPath(name));
+    const file = readGguf(vocabPath(name));
     if (!file.ok) throw new Error(file.error);
     vocabs.set(name, file.value);
   }
@@ -49,6 +48,7 @@ const CASES: [string, string][] = [
   ["tiny-qwen2.5-0.5b", "q4_0"], ["tiny-qwen2.5-0.5b", "q6_k"],
   ["tiny-qwen3-0.6b", "q4_k_m"], ["tiny-qwen3-0.6b", "q5_1"],
   ["tiny-llama-3.2-1b", "q5_k"], ["tiny-llama-3.2-1b", "q4_1"],
+  // gemma3: make-model's gemma3-270m shape is loaded by llama.cpp in test/model/llamacpp-gemma3.test.ts
 ];
 
 describe("tiny random models load in llama.cpp and generate", () => {

@@ -1,10 +1,10 @@
 /**
- * gemma3 against llama.cpp (node-llama-cpp, CPU, 1 thread, f32 KV cache): a random-weight model of gemma3-270m's real
- * width (640 wide, 4 query heads of 256 over 1 KV head, FFN 2048) cut to 6 layers, so llama.cpp's default pattern
- * (period 6) makes layers 0-4 sliding-window layers with rope base 10000 and layer 5 a global one with base 1e6. The
- * window is shrunk to 16 in the metadata and the prompt is 39 tokens (more than 2x the window), so every sliding layer drops keys.
- * The 32k llama-spm vocabulary stands in for Gemma's 262k one here (the LM head would be 8x the cost of the layers);
- * the gemma3 tokenizer itself is checked against llama.cpp in test/tokenizer.
+ * gemma3 against llama.cpp (node-llama-cpp, CPU, 1 thread, f32 KV cache): make-model's gemma3-270m (640 wide, 4 query
+ * heads of 256 over 1 KV head, FFN 2048, N(0, 0.02) weights) cut to 6 layers, so llama.cpp's default pattern (period 6)
+ * makes layers 0-4 sliding-window layers with rope base 10000 and layer 5 a global one with base 1e6. The window is
+ * shrunk to 16 in the metadata and the prompt is 39 tokens (more than 2x the window), so every sliding layer drops keys.
+ * The 32k llama-spm vocabulary stands in for Gemma's 262k one here (its LM head would be 8x the cost of the layers);
+ * the gemma3 tokenizer itself is checked against llama.cpp in test/tokenizer/gemma3-vocab.test.ts.
  *
  * For 64 greedy steps after the prompt, our oracle is teacher-forced along llama.cpp's tokens (as in
  * llamacpp-logits.test.ts): its argmax must be llama.cpp's token except where our own top two logits are within
@@ -21,23 +21,22 @@ import { readGguf } from "../../src/gguf/reader.ts";
 import { argmax } from "../../src/model/decode-loop.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
-import { llamaModelsDir } from "../../scripts/llama-vocab.ts";
 import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
-import { writeVocabModel } from "./llamacpp-models.ts";
-import type { TinyShape } from "./tiny-model.ts";
+import { MODEL_SHAPES } from "../../scripts/model-shapes.ts";
+import { randomModel } from "../../scripts/random-model.ts";
+import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
+import { writeGgufFile } from "../../src/gguf/writer.ts";
 
 const STEPS = 64;
 const WINDOW = 16;
 const PROMPT = "Once upon a time there was a little fox who lived in a quiet forest. Every morning the fox ran to the river, drank the cold water and looked at the fish.";
 /**
- * Bounds on |log p ours - log p llama.cpp|. f32: the existing cross-check's 1e-3 (measured 3.6e-4 with ggml's GELU
- * table and rope recurrence emulated, 1.1e-3 without the table). q8_0: measured 4.3e-2 at every checked row, above the
- * existing 3e-2 for "emulated" quantized runs but inside its 0.1 for the plain oracle and for q4_1 / q5_1: the f16
- * GELU table turns the small f32 differences that remain into whole f16 steps, which the q8_0 rounding of ffn_down's
- * input then amplifies (SwiGLU models have no such step). The 64 greedy tokens agree exactly in both runs.
+ * Bounds on |log p ours - log p llama.cpp|: the existing cross-check's (llamacpp-logits.test.ts TOLERANCE), f32 1e-3
+ * and 3e-2 for quantized types. Measured (2026-12-01): f32 2.0e-4, q8_0 1.9e-2 with ggml's GELU table and rope
+ * recurrence given to the oracle; without the GELU table f32 is about 1e-3 (the table rounds every activation to f16).
  */
-const TOLERANCE: Readonly<Record<string, number>> = { f32: 1e-3, q8_0: 6e-2 };
+const TOLERANCE: Readonly<Record<string, number>> = { f32: 1e-3, q8_0: 3e-2 };
 /** where our argmax may differ from llama.cpp's token: our logit of our pick minus our logit of theirs at most this */
 const TIE_GAP = 0.03;
 
@@ -68,16 +67,12 @@ function ropeAnglesLikeGgml(pos: number, ropeDim: number, freqBase: number): Flo
   return out;
 }
 
-const SHAPE: TinyShape = {
-  architecture: "gemma3", vocabSize: 32000, dim: 640, hiddenDim: 2048, numLayers: 6, numHeads: 4, numKvHeads: 1, headDim: 256,
-  tied: true, contextLength: 256, slidingWindow: WINDOW,
-};
+const SHAPE = { ...MODEL_SHAPES["gemma3-270m"]!, numLayers: 6, slidingWindow: WINDOW, contextLength: 256 };
 
 let dir = "";
 let llama: Llama;
 
 beforeAll(async () => {
-  llamaModelsDir();
   dir = mkdtempSync(join(tmpdir(), "fennec-gemma3-"));
   llama = await openLlamaCpp();
 }, 120_000);
@@ -98,7 +93,10 @@ function logSoftmax(logits: Float32Array): Float64Array {
 
 describe("gemma3 (gemma3-270m width, 6 layers, window 16) vs llama.cpp", () => {
   test.each(["f32", "q8_0"])("%s: 64 greedy tokens agree except near ties, log-probs within tolerance", async (typeName) => {
-    const path = writeVocabModel(dir, SHAPE, "llama-spm", typeName, 5);
+    const vocab = readGguf(llamaVocabPath("llama-spm"));
+    if (!vocab.ok) throw new Error(vocab.error);
+    const path = join(dir, `gemma3-270m-6-layers-${typeName}.gguf`);
+    writeGgufFile(path, randomModel({ shapeName: "gemma3-270m", shape: SHAPE, type: typeName, seed: 5, vocab: vocab.value }));
     const model = await llama.loadModel({ modelPath: path });
     const context = await model.createContext({
       contextSize: 256, batchSize: 256, threads: 1, flashAttention: false, swaFullCache: true,
