@@ -14,8 +14,7 @@ import { serializeGguf } from "../../src/gguf/writer.ts";
 import { BatchedForward } from "../../src/model/forward.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { WEIGHT_TYPES } from "../../src/tensor/dtypes.ts";
-import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
-import { MODEL_SHAPES } from "../../scripts/model-shapes.ts";
+import { MODEL_SHAPES, vocabPath, type ModelShape } from "../../scripts/model-shapes.ts";
 import { MIXED_TYPES, randomModel } from "../../scripts/random-model.ts";
 import { makeModelFile } from "../helpers/random-gguf.ts";
 import { serverCommand } from "../e2e/server-process.ts";
@@ -39,7 +38,7 @@ const vocabs = new Map<string, GgufFile>();
 function vocabFor(name: string): GgufFile {
   let v = vocabs.get(name);
   if (v === undefined) {
-    const file = readGguf(llamaVocabPath(name));
+    const file = readGguf(vocabPath(name as ModelShape["vocab"]));
     if (!file.ok) throw new Error(file.error);
     v = cutVocab(file.value);
     vocabs.set(name, v);
