@@ -56,7 +56,8 @@ function parseByteSize(text: string): number | null {
   return Math.floor(Number(m[1]) * unit);
 }
 
-const gib = (bytes: number): string => `${(bytes / 2 ** 30).toFixed(2)} GiB`;
+/** GiB with 2 decimals, or MiB below 1 GiB (small models) */
+const gib = (bytes: number): string => (bytes >= 2 ** 30 || bytes === 0 ? `${(bytes / 2 ** 30).toFixed(2)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`);
 
 export function placeModel(config: ModelConfig, weights: ModelWeights, args: EngineArgs, env: Record<string, string | undefined> = process.env,
   freeMemoryBytes = freemem(), totalMemoryBytes = totalmem()): Result<ModelPlacement> {
@@ -86,6 +87,7 @@ export function placeModel(config: ModelConfig, weights: ModelWeights, args: Eng
     });
     if (!numBlocks.ok) return numBlocks;
     const kvBytes = numBlocks.value * bytesPerBlock;
+    if (modelBytes + kvBytes > totalMemoryBytes) return err(tooLarge(weightBytes, kvBytes, reserveBytes * numMemories, totalMemoryBytes));
     const planned = planMemories({ tensors, numLayers: config.numLayers, kvBytesPerLayer: kvBytes / config.numLayers, reserveBytes, memoryBytes });
     if (!planned.ok) return planned;
     if (planned.value.numMemories > numMemories) {
@@ -96,13 +98,15 @@ export function placeModel(config: ModelConfig, weights: ModelWeights, args: Eng
   }
 }
 
+function tooLarge(weightBytes: number, kvBytes: number, activationBytes: number, totalMemoryBytes: number): string {
+  return `this model needs ${gib(weightBytes + kvBytes + activationBytes)} (${gib(weightBytes)} of weights, ${gib(kvBytes)} of KV cache, ${gib(activationBytes)} of activations) and this machine has ${gib(totalMemoryBytes)}; lower --kv-cache-memory or --max-num-batched-tokens, or use a smaller quantization`;
+}
+
 function describe(config: ModelConfig, args: EngineArgs, plan: MemoryPlan, sizes: { weightBytes: number; kvBytes: number; reserveBytes: number; totalMemoryBytes: number; numBlocks: number }): Result<ModelPlacement> {
   const { weightBytes, kvBytes, reserveBytes, totalMemoryBytes, numBlocks } = sizes;
   const memoryBytes = plan.memoryBytes;
   const modelBytes = weightBytes + reserveBytes * plan.numMemories;
-  if (modelBytes + kvBytes > totalMemoryBytes) {
-    return err(`this model needs ${gib(modelBytes + kvBytes)} (${gib(weightBytes)} of weights, ${gib(kvBytes)} of KV cache, ${gib(reserveBytes * plan.numMemories)} of activations) and this machine has ${gib(totalMemoryBytes)}; lower --kv-cache-memory or --max-num-batched-tokens, or use a smaller quantization`);
-  }
+  if (modelBytes + kvBytes > totalMemoryBytes) return err(tooLarge(weightBytes, kvBytes, reserveBytes * plan.numMemories, totalMemoryBytes));
   const parts = plan.firstLayer.map((first, m) => {
     const end = plan.firstLayer[m + 1] ?? config.numLayers;
     return `#${m} ${end - first === 1 ? `layer ${first}` : `layers ${first}-${end - 1}`}: ${gib(plan.weightBytes[m]!)} weights + ${gib((kvBytes * (end - first)) / config.numLayers)} KV`;

@@ -56,7 +56,7 @@ describe("model placement", () => {
     const split = p.value.plan.firstLayer[1]!;
     expect(split).toBeGreaterThan(12);
     expect(split).toBeLessThan(20);
-    expect(p.value.line).toMatch(new RegExp(`^memory: 2 wasm32 memories of at most 4\\.00 GiB; #0 layers 0-${split - 1}: 3\\.\\d\\d GiB weights \\+ 0\\.\\d\\d GiB KV; #1 layers ${split}-31: 3\\.\\d\\d GiB weights \\+ 0\\.\\d\\d GiB KV; 0\\.\\d\\d GiB activations per memory; 512 KV blocks of 16 tokens$`));
+    expect(p.value.line).toMatch(new RegExp(`^memory: 2 wasm32 memories of at most 4\\.00 GiB; #0 layers 0-${split - 1}: 3\\.\\d\\d GiB weights \\+ \\d+\\.\\d MiB KV; #1 layers ${split}-31: 3\\.\\d\\d GiB weights \\+ \\d+\\.\\d MiB KV; \\d+\\.\\d MiB activations per memory; 512 KV blocks of 16 tokens$`));
     expect(p.value.kvBlocks).toBe(512); // 1 GiB / (16 tokens x 128 KiB)
   });
 
@@ -74,7 +74,7 @@ describe("model placement", () => {
 
   test("a model too large for the machine is one clear error, before anything is allocated", () => {
     const p = placeModel(config(32), weights(32), { ...ARGS, kvCacheMemoryBytes: 4 * GiB }, {}, 4 * GiB, 6 * GiB);
-    expect(p.ok ? "" : p.error).toMatch(/^this model needs 1\d\.\d\d GiB \(6\.\d\d GiB of weights, 4\.00 GiB of KV cache, 0\.\d\d GiB of activations\) and this machine has 6\.00 GiB; lower --kv-cache-memory/);
+    expect(p.ok ? "" : p.error).toMatch(/^this model needs 1\d\.\d\d GiB \(6\.\d\d GiB of weights, 4\.00 GiB of KV cache, \d+\.\d MiB of activations\) and this machine has 6\.00 GiB; lower --kv-cache-memory/);
   });
 
   test("a small model keeps one memory; FENNEC_WASM_MEMORY_BYTES caps a memory and forces a split; a bad value is refused", () => {
