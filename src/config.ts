@@ -9,7 +9,7 @@
 import type { EngineArgs, KvCacheDtypeName } from "./engine/protocol.ts";
 import { parseKvTransfer } from "./engine/kv-transfer-config.ts";
 import { speculativeConfigFromFlags, type SpeculativeConfig } from "./engine/speculative-config.ts";
-import { parsePoolerConfig, type PoolerConfig, type RunnerOption } from "./engine/pooler-config.ts";
+import { parseHfOverrides, parsePoolerConfig, type Matryoshka, type PoolerConfig, type RunnerOption } from "./engine/pooler-config.ts";
 import { parseLogLevel, type LogFormat, type LogLevel } from "./util/logger.ts";
 import { readFileSync } from "node:fs";
 import { err, ok, type Result } from "./util/result.ts";
@@ -105,13 +105,12 @@ const VLLM_FATES: readonly FlagSpec[] = [
   { name: "tokenizer-mode", kind: "string", default: null, commands: ANY, help: "Accepted for auto: the GGUF file's tokenizer is used.", fate: { noop: "the GGUF file's tokenizer is used", accepts: oneOf("auto"), refuse: "fennec uses the tokenizer stored in the GGUF file: give auto" } },
   { name: "max-parallel-loading-workers", kind: "int", default: null, commands: ANY, help: "Accepted: one GGUF file is mapped at once.", fate: { noop: "one GGUF file is read in one pass" } },
   { name: "disable-frontend-multiprocessing", kind: "bool", default: null, commands: ["serve"], help: "Accepted: the engine always runs in a worker thread.", fate: { noop: "the engine always runs in its own worker thread" } },
-  { name: "task", kind: "string", default: null, commands: ANY, help: "Accepted for auto/generate (vLLM's deprecated flag; use --runner pooling for an embedding model).", fate: { noop: "fennec picks the task from the model (a GGUF with a pooling type serves embeddings)", accepts: oneOf("auto", "generate"), refuse: "the --task flag is deprecated in vLLM: use --runner pooling (embeddings) or --runner generate" } },
   { name: "enable-lora", kind: "bool", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "lora-modules", kind: "list", default: null, commands: ["serve"], help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "max-lora-rank", kind: "int", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: drop the flag" } },
   { name: "enable-sleep-mode", kind: "bool", default: null, commands: ["serve"], help: "Refused: no sleep mode.", fate: { refuse: "fennec has no sleep mode: stop and start the process instead" } },
   { name: "limit-mm-per-prompt", kind: "string", default: null, commands: ANY, help: "Refused: text-only models.", fate: { refuse: "fennec serves text-only models: drop the flag" } },
-  { name: "hf-overrides", kind: "string", default: null, commands: ANY, help: "Refused: the GGUF metadata is the config.", fate: { refuse: "edit the GGUF metadata instead (gguf-py's gguf_set_metadata.py)" } },
+  { name: "hf-overrides", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Only the matryoshka keys of vLLM\'s config overrides: {"is_matryoshka": true} lets embedding requests ask for fewer `dimensions`, {"matryoshka_dimensions": [64, 128, 256]} only those (the GGUF metadata is the rest of the config: edit it with gguf-py\'s gguf_set_metadata.py).' },
 ];
 
 export const FLAGS: readonly FlagSpec[] = [
@@ -147,6 +146,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "scheduling-policy", kind: "string", choices: ["fcfs", "priority"], default: "fcfs", commands: ENGINE, help: "How waiting requests are ordered: fcfs (first come, first served) or priority (by the request's priority field, lower first, then arrival; the highest (priority, arrival) running request is preempted first), as vLLM." },
   { name: "runner", kind: "string", default: null, commands: ENGINE, choices: ["auto", "generate", "pooling"], help: "What the model is served as (vLLM's RunnerOption): auto (default) serves embeddings when the GGUF has a pooling type (<arch>.pooling_type mean, cls or last) and generation otherwise; pooling serves any model as an embedding model (/v1/embeddings, /pooling; LAST pooling unless the GGUF or --pooler-config says otherwise); generate serves generation only." },
   { name: "convert", kind: "string", default: null, commands: ENGINE, help: "vLLM's model conversion: auto / none change nothing, embed is --runner pooling (a generative model served as an embedding model); classify and reward are refused." },
+  { name: "task", kind: "string", default: null, commands: ENGINE, help: "vLLM's deprecated task flag: auto / generate change nothing, embed (or embedding) is --runner pooling; classify, score, reward, transcription and draft are refused." },
   { name: "pooler-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'Pooling of an embedding model as vLLM configures it, a JSON object: {"pooling_type": "LAST" | "MEAN" | "CLS", "normalize": true, "dimensions": null}; each key overrides the GGUF\'s pooling type and vLLM\'s defaults (normalize true). ALL / STEP pooling and the classifier keys are refused.' },
   { name: "structured-outputs-config", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Structured outputs as vLLM configures them, a JSON object: {"backend": "xgrammar"} ("auto" also picks xgrammar, fennec\'s one backend), "disable_any_whitespace": true (compact JSON for every request; with an explicit xgrammar backend, as vLLM requires).' },
   { name: "speculative-config", alias: "-sc", kind: "string", metavar: "json", default: null, commands: MODEL, help: 'Speculative decoding as vLLM configures it, a JSON object: {"method": "ngram", "num_speculative_tokens": 4} (prompt lookup; prompt_lookup_max / prompt_lookup_min default to 5) or {"method": "draft_model", "model": "draft.gguf", "num_speculative_tokens": 4} (a smaller GGUF with the same vocabulary) or {"method": "suffix"} (suffix decoding: suffix trees over the request and recent outputs; suffix_decoding_max_tree_depth 24, suffix_decoding_max_cached_requests 10000, suffix_decoding_max_spec_factor 1.0, suffix_decoding_min_token_prob 0.1).' },
@@ -732,25 +732,37 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     schedulingPolicy: options["scheduling-policy"] === "priority" ? "priority" : "fcfs",
     runner: pooling.value.runner,
     poolerConfig: pooling.value.poolerConfig,
+    matryoshka: pooling.value.matryoshka,
   } });
 }
 
 /** --runner, --convert and --pooler-config (vLLM: --convert embed with runner auto means pooling). */
-function poolingFlags(options: Options): Result<{ runner: RunnerOption; poolerConfig: PoolerConfig | null }> {
+function poolingFlags(options: Options): Result<{ runner: RunnerOption; poolerConfig: PoolerConfig | null; matryoshka: Matryoshka | null }> {
+  const overrides = stringOrNull(options["hf-overrides"]);
+  const parsedOverrides = overrides === null ? ok(null) : parseHfOverrides(overrides);
+  if (!parsedOverrides.ok) return parsedOverrides;
+  const matryoshka = parsedOverrides.value;
   const convert = stringOrNull(options.convert) ?? "auto";
   if (convert !== "auto" && convert !== "none" && convert !== "embed") {
     if (convert === "classify" || convert === "reward") return err(`--convert ${convert} is not supported: fennec serves embedding models (--convert embed) and generation, not classifiers or reward models`);
     return err(`--convert must be one of auto, none, embed, classify, reward (got "${convert}")`);
   }
+  // vLLM's deprecated --task: embed / embedding mean --runner pooling --convert embed
+  const task = stringOrNull(options.task) ?? "auto";
+  if (!["auto", "generate", "embed", "embedding"].includes(task)) {
+    return err(`--task ${task} is not supported: fennec serves text generation and embeddings (--runner pooling), not classify / score / reward / transcription / draft models`);
+  }
+  const embed = convert === "embed" || task === "embed" || task === "embedding";
   const runnerFlag = (stringOrNull(options.runner) ?? "auto") as RunnerOption;
-  if (convert === "embed" && runnerFlag === "generate") return err("--convert embed makes a pooling model: it cannot be combined with --runner generate");
-  const runner: RunnerOption = convert === "embed" ? "pooling" : runnerFlag;
+  if (embed && runnerFlag === "generate") return err(`--${convert === "embed" ? "convert" : "task"} embed makes a pooling model: it cannot be combined with --runner generate`);
+  const runner: RunnerOption = embed ? "pooling" : runnerFlag;
+  if (matryoshka !== null && runner === "generate") return err("--hf-overrides matryoshka keys need a pooling model: they cannot be combined with --runner generate");
   const raw = stringOrNull(options["pooler-config"]);
-  if (raw === null) return ok({ runner, poolerConfig: null });
+  if (raw === null) return ok({ runner, poolerConfig: null, matryoshka });
   const poolerConfig = parsePoolerConfig(raw);
   if (!poolerConfig.ok) return poolerConfig;
   if (runner === "generate") return err("--pooler-config needs a pooling model: it cannot be combined with --runner generate");
-  return ok({ runner, poolerConfig: poolerConfig.value });
+  return ok({ runner, poolerConfig: poolerConfig.value, matryoshka });
 }
 
 function stageChainConfig(options: Options): Result<StageChainConfig> {

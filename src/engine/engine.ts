@@ -140,7 +140,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   if (!Number.isInteger(args.blockSize) || args.blockSize < 1) return err(`--block-size must be a positive integer (got ${args.blockSize})`);
   if (!Number.isInteger(args.maxNumSeqs) || args.maxNumSeqs < 1) return err(`--max-num-seqs must be a positive integer (got ${args.maxNumSeqs})`);
   if (!Number.isInteger(args.maxNumBatchedTokens) || args.maxNumBatchedTokens < 1) return err(`--max-num-batched-tokens must be a positive integer (got ${args.maxNumBatchedTokens})`);
-  const pooler = resolvePooler(args.runner ?? "auto", runner.config, args.poolerConfig ?? null);
+  const pooler = resolvePooler(args.runner ?? "auto", runner.config, args.poolerConfig ?? null, args.matryoshka ?? null);
   if (!pooler.ok) return pooler;
   if (pooler.value !== null && args.speculativeConfig) return err("--speculative-config needs a generative model: this engine pools (an embedding model generates no tokens to draft)");
   // vLLM: prefix caching only for LAST pooling with causal attention (MEAN and CLS need every position's hidden state)

@@ -20,6 +20,11 @@ export interface PoolerConfig {
   readonly dimensions: number | null;
 }
 
+/** A matryoshka model (vLLM ModelConfig.is_matryoshka / matryoshka_dimensions); dimensions null: any size up to the model's */
+export interface Matryoshka {
+  readonly dimensions: readonly number[] | null;
+}
+
 /** What a pooling engine does with every request: the pooling type, and the defaults of the per-request fields. */
 export interface ResolvedPooler {
   readonly poolingType: PoolingType;
@@ -31,9 +36,10 @@ export interface ResolvedPooler {
   readonly hiddenSize: number;
   /**
    * matryoshka models (vLLM is_matryoshka / matryoshka_dimensions): a request's `dimensions` keeps the first d
-   * values; null: the model is not one, and `dimensions` is vLLM's 400. A GGUF says nothing about it, so it is null.
+   * values; null: the model is not one, and `dimensions` is vLLM's 400. A GGUF says nothing about it: --hf-overrides
+   * does, as in vLLM.
    */
-  readonly matryoshka: { readonly dimensions: readonly number[] | null } | null;
+  readonly matryoshka: Matryoshka | null;
   /** where the pooling type came from, for the start-up line */
   readonly source: "--pooler-config" | "gguf" | "default";
 }
@@ -101,7 +107,7 @@ const FROM_GGUF: Readonly<Record<GgufPoolingType, PoolingType | null>> = { none:
  * picks pooling for a pooling model; a decoder converted with --runner pooling pools LAST, VllmModelForPooling's
  * default_pooling_type). null: a generative engine.
  */
-export function resolvePooler(runner: RunnerOption, model: { readonly poolingType?: GgufPoolingType; readonly dim: number; readonly name: string }, config: PoolerConfig | null): Result<ResolvedPooler | null> {
+export function resolvePooler(runner: RunnerOption, model: { readonly poolingType?: GgufPoolingType; readonly dim: number; readonly name: string }, config: PoolerConfig | null, matryoshka: Matryoshka | null = null): Result<ResolvedPooler | null> {
   const gguf = model.poolingType ?? null;
   if (gguf === "rank" && runner !== "generate") {
     return err("the model's pooling_type is rank (a reranker with a classification head), which fennec does not implement; it serves embedding models (mean, cls or last pooling)");
@@ -109,12 +115,14 @@ export function resolvePooler(runner: RunnerOption, model: { readonly poolingTyp
   const pooling = runner === "pooling" || (runner === "auto" && gguf !== null && FROM_GGUF[gguf] !== null);
   if (!pooling) {
     if (config !== null) return err("--pooler-config needs a pooling model: this model generates text; add --runner pooling to serve it as an embedding model");
+    if (matryoshka !== null) return err("--hf-overrides matryoshka keys need a pooling model: this model generates text; add --runner pooling to serve it as an embedding model");
     return ok(null);
   }
   const fromGguf = gguf === null ? null : FROM_GGUF[gguf];
   const poolingType = config?.poolingType ?? fromGguf ?? "LAST";
   const dimensions = config?.dimensions ?? null;
-  const matryoshka = null;
+  const bad = matryoshka?.dimensions?.find((d) => d > model.dim);
+  if (bad !== undefined) return err(`--hf-overrides: matryoshka dimension ${bad} is larger than the model's hidden size ${model.dim}`);
   if (dimensions !== null) {
     const refused = checkDimensions(dimensions, { hiddenSize: model.dim, matryoshka }, model.name);
     if (refused !== null) return err(`--pooler-config: ${refused}`);
@@ -140,4 +148,32 @@ export function checkDimensions(dimensions: number, pooler: Pick<ResolvedPooler,
   if (dimensions < 1) return "Dimensions must be greater than 0";
   if (dimensions > pooler.hiddenSize) return `dimensions ${dimensions} is larger than the model's embedding size ${pooler.hiddenSize}`;
   return null;
+}
+
+/**
+ * --hf-overrides, of which fennec takes vLLM's matryoshka keys only (the GGUF metadata is the rest of the config).
+ * @example parseHfOverrides('{"matryoshka_dimensions": [64, 128]}') // ok({ dimensions: [64, 128] })
+ */
+export function parseHfOverrides(raw: string): Result<Matryoshka | null> {
+  let value: unknown;
+  try { value = JSON.parse(raw); } catch { value = undefined; }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return err(`--hf-overrides must be a JSON object, e.g. '{"is_matryoshka": true}' (got ${raw})`);
+  let isMatryoshka = false;
+  let dimensions: number[] | null = null;
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    if (key === "is_matryoshka") {
+      if (typeof v !== "boolean") return err(`--hf-overrides: is_matryoshka must be true or false (got ${JSON.stringify(v)})`);
+      isMatryoshka = v;
+    } else if (key === "matryoshka_dimensions") {
+      if (v === null) continue;
+      if (!Array.isArray(v) || v.length === 0 || !v.every((d) => typeof d === "number" && Number.isInteger(d) && d > 0)) {
+        return err(`--hf-overrides: matryoshka_dimensions must be a list of positive integers (got ${JSON.stringify(v)})`);
+      }
+      dimensions = v as number[];
+    } else {
+      return err(`--hf-overrides: ${JSON.stringify(key)} is not supported: fennec takes only is_matryoshka and matryoshka_dimensions; the GGUF metadata is the rest of the config (edit it with gguf-py's gguf_set_metadata.py)`);
+    }
+  }
+  // vLLM: is_matryoshka = bool(matryoshka_dimensions) or is_matryoshka
+  return ok(dimensions !== null ? { dimensions } : isMatryoshka ? { dimensions: null } : null);
 }

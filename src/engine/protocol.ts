@@ -8,7 +8,7 @@ import type { ModelConfig } from "../model/model-config.ts";
 import type { KvOffloadConfig, KvPeerConfig } from "./kv-transfer-config.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 import type { SpeculativeConfig } from "./speculative-config.ts";
-import type { PoolerConfig, ResolvedPooler, RunnerOption } from "./pooler-config.ts";
+import type { Matryoshka, PoolerConfig, ResolvedPooler, RunnerOption } from "./pooler-config.ts";
 
 /** The --kv-cache-dtype values fennec serves: auto and float16 are the f16 cache, fp8 and fp8_e4m3 the 8-bit one. */
 export type KvCacheDtypeName = "auto" | "float16" | "fp8" | "fp8_e4m3";
@@ -46,6 +46,8 @@ export interface EngineArgs {
   readonly runner?: RunnerOption;
   /** --pooler-config, parsed; null/absent: the model's own pooling */
   readonly poolerConfig?: PoolerConfig | null;
+  /** --hf-overrides' matryoshka keys; null/absent: not a matryoshka model (`dimensions` is refused) */
+  readonly matryoshka?: Matryoshka | null;
 }
 
 /** A pooling request's own fields (vLLM PoolingParams for the embed task), the engine's defaults already applied. */

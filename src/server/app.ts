@@ -20,6 +20,7 @@ import { chatCompletionsRoutes } from "./openai/chat-completions.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completions.ts";
 import { embeddingsRoutes } from "./openai/embeddings.ts";
+import { scoreRoutes } from "./openai/score.ts";
 import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
@@ -29,7 +30,7 @@ import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
-const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/tokenize", "/detokenize", "/invocations"]);
+const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations"]);
 
 /** Checks that run before routing, cheapest first; each throws the ApiError to answer with. */
 function createRequestChecks(options: ServerOptions): (request: Request) => void {
@@ -132,6 +133,7 @@ export function createApp(options: ServerOptions) {
     .use(chatCompletionsRoutes(options, load.track))
     .use(completionsRoutes(options, load.track))
     .use(embeddingsRoutes(options, load.track))
+    .use(scoreRoutes(options, load.track))
     .use(tokenizeRoutes(options))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key

@@ -1,7 +1,8 @@
 /**
  * The compiled binary (dist/fennec when built from the current sources) serving an embedding GGUF without flags: the
  * official `openai` client's embeddings.create (its default base64 wire format, and float), token-id inputs, usage,
- * vLLM's 400s (dimensions on a model without matryoshka, chat and completions on an embedding model), /pooling, and
+ * vLLM's 400s (dimensions on a model without matryoshka, chat and completions on an embedding model), /pooling,
+ * /score and /rerank, and
  * the request counters on /metrics. The model is make-model's tiny-qwen3-embedding-0.6b (pooling_type last).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -93,6 +94,19 @@ describe("embeddings on the binary", () => {
     const completion = await client.completions.create({ model: MODEL, prompt: "hi" }).catch((e: unknown) => e);
     expect(completion).toBeInstanceOf(OpenAI.BadRequestError);
     expect((completion as Error).message).toContain("The model does not support Completions API");
+  });
+
+  test("/score is the cosine of the two embeddings; /rerank orders documents by it", async () => {
+    const post = async (path: string, body: unknown) => (await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const docs = ["Paris is in France", "Bananas are yellow", "The capital of France"];
+    const e = await client.embeddings.create({ model: MODEL, input: ["capital of France", ...docs], encoding_format: "float" });
+    const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+    const expected = docs.map((_, i) => dot(e.data[0]!.embedding, e.data[i + 1]!.embedding));
+    const score = await post("/v1/score", { model: MODEL, text_1: "capital of France", text_2: docs });
+    expect(score.data.map((d: { score: number }) => d.score)).toEqual(expected.map((x) => expect.closeTo(x, 5)));
+    const rerank = await post("/rerank", { model: MODEL, query: "capital of France", documents: docs, top_n: 2 });
+    const order = expected.map((s, i) => [s, i] as const).sort((a, b) => b[0] - a[0]).map(([, i]) => i);
+    expect(rerank.results.map((r: { index: number }) => r.index)).toEqual(order.slice(0, 2));
   });
 
   test("/pooling answers the same vectors; the finished requests are counted on /metrics", async () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { parseCommandArgs, serveConfig } from "../../src/config.ts";
-import { parsePoolerConfig, resolvePooler } from "../../src/engine/pooler-config.ts";
+import { parseHfOverrides, parsePoolerConfig, resolvePooler } from "../../src/engine/pooler-config.ts";
 import { embeddingOf, SequencePooler } from "../../src/engine/pooler.ts";
 
 const MODEL = { dim: 4, name: "m" };
@@ -31,6 +31,30 @@ describe("--pooler-config", () => {
   });
 });
 
+describe("--hf-overrides (the matryoshka keys)", () => {
+  test("is_matryoshka / matryoshka_dimensions make the model matryoshka, as vLLM's ModelConfig reads them", () => {
+    expect(parseHfOverrides('{"is_matryoshka": true}')).toEqual({ ok: true, value: { dimensions: null } });
+    expect(parseHfOverrides('{"matryoshka_dimensions": [2, 4]}')).toEqual({ ok: true, value: { dimensions: [2, 4] } });
+    expect(parseHfOverrides('{"is_matryoshka": false}')).toEqual({ ok: true, value: null });
+    const resolved = resolvePooler("pooling", MODEL, { poolingType: null, normalize: null, dimensions: 2 }, { dimensions: [2, 4] });
+    expect(resolved).toMatchObject({ ok: true, value: { dimensions: 2, matryoshka: { dimensions: [2, 4] } } });
+  });
+  test.each([
+    ['{"rope_scaling": {}}', '"rope_scaling" is not supported'],
+    ['{"matryoshka_dimensions": [0]}', "matryoshka_dimensions must be a list of positive integers"],
+    ["true", "--hf-overrides must be a JSON object"],
+  ])("%s is refused: %s", (raw, message) => {
+    const r = parseHfOverrides(raw);
+    expect(r.ok ? "" : r.error).toContain(message);
+  });
+  test("a matryoshka size past the hidden size, or on a generative model, is refused", () => {
+    const big = resolvePooler("pooling", MODEL, null, { dimensions: [8] });
+    expect(big.ok ? "" : big.error).toContain("larger than the model's hidden size 4");
+    const generative = resolvePooler("auto", MODEL, null, { dimensions: null });
+    expect(generative.ok ? "" : generative.error).toContain("add --runner pooling");
+  });
+});
+
 describe("runner resolution", () => {
   test("auto pools when the GGUF has mean / cls / last, generates otherwise; --pooler-config wins over the GGUF", () => {
     expect(resolvePooler("auto", { ...MODEL, poolingType: "mean" }, null)).toMatchObject({ ok: true, value: { poolingType: "MEAN", normalize: true, source: "gguf" } });
@@ -53,16 +77,21 @@ describe("runner resolution", () => {
       if (!parsed.ok) return parsed;
       return serveConfig(parsed.value, {});
     };
-    const pooling = config(["--runner", "pooling", "--pooler-config", '{"pooling_type": "MEAN"}']);
-    expect(pooling.ok && pooling.value.engine).toMatchObject({ runner: "pooling", poolerConfig: { poolingType: "MEAN" } });
+    const pooling = config(["--runner", "pooling", "--pooler-config", '{"pooling_type": "MEAN"}', "--hf-overrides", '{"is_matryoshka": true}']);
+    expect(pooling.ok && pooling.value.engine).toMatchObject({ runner: "pooling", poolerConfig: { poolingType: "MEAN" }, matryoshka: { dimensions: null } });
     const convert = config(["--convert", "embed"]);
     expect(convert.ok && convert.value.engine.runner).toBe("pooling");
+    const task = config(["--task", "embed"]);
+    expect(task.ok && task.value.engine.runner).toBe("pooling");
     expect(config([]).ok && (config([]) as { value: { engine: { runner?: string } } }).value.engine.runner).toBe("auto");
     const refused: [string[], string][] = [
       [["--convert", "classify"], "--convert classify is not supported"],
+      [["--task", "score"], "--task score is not supported"],
+      [["--task", "embed", "--runner", "generate"], "--task embed makes a pooling model"],
       [["--runner", "generate", "--pooler-config", "{}"], "--pooler-config needs a pooling model"],
       [["--pooler-config", "nope"], "--pooler-config must be a JSON object"],
       [["--runner", "draft"], "draft"],
+      [["--hf-overrides", '{"architectures": ["X"]}'], '"architectures" is not supported'],
     ];
     for (const [argv, message] of refused) {
       const r = config(argv);

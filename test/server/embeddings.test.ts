@@ -157,3 +157,66 @@ describe("/v1/embeddings", () => {
     expect(body.data[0].embedding).toEqual([2, 5, 6, 11]);
   });
 });
+
+describe("/score and /rerank on an embedding model", () => {
+  const cos = (a: number[], b: number[]): number => a.reduce((s, x, i) => s + x * b[i]!, 0) / (Math.hypot(...a) * Math.hypot(...b));
+  /** the fake's unnormalised vector of a text (BOS + characters) */
+  const vec = (text: string): number[] => {
+    const ids = [1, ...[...text].map((c) => c.charCodeAt(0) + 3)];
+    return [ids.length, ids[0]!, ids.at(-1)!, ids.reduce((a, b) => a + b, 0)];
+  };
+
+  test("1:N and N:N pairs score the cosine similarity of their embeddings; usage counts every pair's tokens", async () => {
+    const { call } = poolingServer();
+    for (const path of ["/score", "/v1/score"]) {
+      const one = await (await call("POST", path, { text_1: "ab", text_2: ["ab", "xyz", "q"] })).json() as Json;
+      expect(one.id).toMatch(/^score-/);
+      expect(one.object).toBe("list");
+      expect(one.data.map((d: Json) => [d.index, d.object])).toEqual([[0, "score"], [1, "score"], [2, "score"]]);
+      expect(one.data[0].score).toBeCloseTo(1, 6);
+      expect(one.data[1].score).toBeCloseTo(cos(vec("ab"), vec("xyz")), 6);
+      expect(one.usage).toEqual({ prompt_tokens: 3 * 3 + 3 + 4 + 2, total_tokens: 18, completion_tokens: 0, prompt_tokens_details: null });
+    }
+    const pairs = await (await call("POST", "/score", { text_1: ["ab", "q"], text_2: ["xyz", "q"] })).json() as Json;
+    expect(pairs.data[0].score).toBeCloseTo(cos(vec("ab"), vec("xyz")), 6);
+    expect(pairs.data[1].score).toBeCloseTo(1, 6);
+  });
+
+  test("mismatched or empty lists and classifier fields are vLLM's 400s", async () => {
+    const { call, seen } = poolingServer();
+    const cases: [Json, string][] = [
+      [{ text_1: ["a", "b"], text_2: ["c", "d", "e"] }, "Input lengths must be either 1:1, 1:N or N:N"],
+      [{ text_1: [], text_2: ["c"] }, "At least one text element must be given"],
+      [{ text_1: "a", text_2: [] }, "At least one text_pair element must be given"],
+      [{ text_1: "a", text_2: "b", use_activation: true }, "does not support ['use_activation'] parameters"],
+    ];
+    for (const [body, message] of cases) {
+      const r = await call("POST", "/score", body);
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as Json).error.message).toContain(message);
+    }
+    expect(seen).toHaveLength(0);
+  });
+
+  test("/rerank orders the documents by score, best first; top_n keeps the best n", async () => {
+    const { call } = poolingServer();
+    const documents = ["xyz", "ab", "q"];
+    for (const path of ["/rerank", "/v1/rerank", "/v2/rerank"]) {
+      const all = await (await call("POST", path, { query: "ab", documents })).json() as Json;
+      expect(all.id).toMatch(/^rerank-/);
+      const expected = documents.map((d, index) => ({ index, score: cos(vec("ab"), vec(d)) })).sort((a, b) => b.score - a.score);
+      expect(all.results.map((r: Json) => r.index)).toEqual(expected.map((e) => e.index));
+      expect(all.results[0]).toEqual({ index: 1, document: { text: "ab", multi_modal: null }, relevance_score: expect.closeTo(1, 6) });
+      expect(all.usage).toEqual({ total_tokens: 3 * 3 + 4 + 3 + 2 });
+    }
+    const top = await (await call("POST", "/rerank", { query: "ab", documents, top_n: 1 })).json() as Json;
+    expect(top.results).toHaveLength(1);
+    expect(top.results[0].index).toBe(1);
+  });
+
+  test("a generative model answers vLLM's 400 on /score and /rerank", async () => {
+    const { call } = testServer();
+    expect(((await (await call("POST", "/score", { text_1: "a", text_2: "b" })).json()) as Json).error.message).toBe("The model does not support Score API");
+    expect(((await (await call("POST", "/rerank", { query: "a", documents: ["b"] })).json()) as Json).error.message).toBe("The model does not support Rerank (Score) API");
+  });
+});

@@ -41,7 +41,7 @@ describe("/openapi.json", () => {
     const doc = await documentOf(withMetrics());
     const problems: string[] = [];
     const ops = Object.entries(doc.paths as Json).flatMap(([path, item]) => Object.entries(item as Json).map(([method, op]) => ({ path, method, op: op as Json })));
-    expect(ops.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(["post /v1/chat/completions", "post /v1/completions", "post /v1/embeddings", "post /pooling", "get /v1/models", "post /tokenize", "post /detokenize", "post /invocations", "get /metrics", "get /health", "get /version", "get /load"]));
+    expect(ops.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(["post /v1/chat/completions", "post /v1/completions", "post /v1/embeddings", "post /pooling", "post /score", "post /v1/rerank", "get /v1/models", "post /tokenize", "post /detokenize", "post /invocations", "get /metrics", "get /health", "get /version", "get /load"]));
     for (const { path, method, op } of ops) {
       const name = `${method} ${path}`;
       if (typeof op.summary !== "string" || op.summary === "") problems.push(`${name}: no summary`);

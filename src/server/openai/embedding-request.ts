@@ -85,10 +85,11 @@ function encodingOf(body: EmbeddingBody): EmbeddingEncoding {
 /**
  * The preparation step (vLLM serving_embedding.py up to the generators): model, pooling parameters, every input
  * tokenized, truncated and bounded by --max-model-len; one engine pooling request per input.
+ * `api` names the route in vLLM's "The model does not support ... API".
  * @example const { requests } = await prepareEmbedding(options, body, null, nowMs(), "embd");
  */
-export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBody, requestIdHeader: string | null, arrivalMs: number, idPrefix: string): Promise<PreparedEmbedding> {
-  const pooler = requirePooler(options, idPrefix === "pool" ? "Pooling" : "Embeddings");
+export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBody, requestIdHeader: string | null, arrivalMs: number, idPrefix: string, api = idPrefix === "pool" ? "Pooling" : "Embeddings"): Promise<PreparedEmbedding> {
+  const pooler = requirePooler(options, api);
   const { orchestrator } = options;
   const { tokenizer, maxModelLen } = orchestrator;
   checkModel(body.model, options.servedModelName);
