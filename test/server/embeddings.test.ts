@@ -151,6 +151,21 @@ describe("/v1/embeddings", () => {
     expect(task.status).toBe(400);
   });
 
+  test("the chat form: messages rendered with the chat template (no generation prompt, no BOS by default) are one input", async () => {
+    const { call, seen } = poolingServer();
+    const r = await (await call("POST", "/v1/embeddings", { messages: [{ role: "user", content: "hi" }] })).json() as Json;
+    expect(r.data).toHaveLength(1);
+    // the fake's template: "role: content\n" per message, "assistant:" for a generation prompt
+    const ids = (text: string) => [...text].map((c) => c.charCodeAt(0) + 3);
+    expect(seen.at(-1)!.promptTokenIds).toEqual(ids("user: hi\n"));
+    await call("POST", "/v1/embeddings", { messages: [{ role: "user", content: "hi" }], add_generation_prompt: true, add_special_tokens: true });
+    expect(seen.at(-1)!.promptTokenIds).toEqual([1, ...ids("user: hi\nassistant:")]);
+    const both = await call("POST", "/v1/embeddings", { input: "a", messages: [{ role: "user", content: "hi" }] });
+    expect(((await both.json()) as Json).error.message).toBe("Either `input` or `messages` must be given, not both.");
+    const stray = await call("POST", "/v1/embeddings", { input: "a", add_generation_prompt: true });
+    expect(((await stray.json()) as Json).error).toMatchObject({ param: "add_generation_prompt", message: "add_generation_prompt applies to the chat form (messages) only." });
+  });
+
   test("/invocations routes an `input` body to /v1/embeddings", async () => {
     const { call } = poolingServer();
     const body = await (await call("POST", "/invocations", { input: [5, 6], normalize: false })).json() as Json;

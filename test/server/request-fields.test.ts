@@ -19,6 +19,8 @@ interface Example {
   readonly chat?: unknown;
   readonly completions?: unknown;
   readonly embeddings?: unknown;
+  /** replaces the endpoint's BASE body (the chat form of /v1/embeddings has messages instead of input) */
+  readonly baseBy?: Partial<Record<Endpoint, Json>>;
   /** sent with the field and in the baseline it is compared to (per endpoint in withBy) */
   readonly with?: Json;
   readonly withBy?: Partial<Record<Endpoint, Json>>;
@@ -29,8 +31,10 @@ interface Example {
 }
 
 const TOOL = { type: "function", function: { name: "f", parameters: { type: "object" } } };
+/** the chat form of /v1/embeddings */
+const EMBED_CHAT = { embeddings: { messages: [{ role: "user", content: "hi" }] } };
 const EXAMPLES: Readonly<Record<string, Example>> = {
-  messages: { value: [{ role: "user", content: "other words" }] },
+  messages: { value: [{ role: "user", content: "other words" }], baseBy: EMBED_CHAT },
   prompt: { value: "other words" },
   model: { value: "nope", status: 404 },
   frequency_penalty: { value: 0.5 }, presence_penalty: { value: 0.5 }, repetition_penalty: { value: 1.2 },
@@ -62,12 +66,12 @@ const EXAMPLES: Readonly<Record<string, Example>> = {
   logprob_token_ids: { value: [1], withBy: { chat: { logprobs: true }, completions: { logprobs: 1 } } },
   allowed_token_ids: { value: [5, 6] }, bad_words: { value: ["hi"] },
   echo: { value: true, with: { messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "Sure" }], add_generation_prompt: false } },
-  add_generation_prompt: { value: false, acceptedOnly: true },
-  continue_final_message: { value: true, with: { messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "Sure" }], add_generation_prompt: false }, acceptedOnly: true },
+  add_generation_prompt: { value: false, embeddings: true, baseBy: EMBED_CHAT, acceptedOnly: true },
+  continue_final_message: { value: true, with: { messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "Sure" }], add_generation_prompt: false }, acceptedOnly: true, baseBy: { embeddings: {} } },
   add_special_tokens: { value: true, embeddings: false, acceptedOnly: true },
   documents: { value: [{ text: "d" }], acceptedOnly: true },
-  chat_template: { value: "{{ messages[0].content }}", status: 400 },
-  chat_template_kwargs: { value: { x: 1 }, acceptedOnly: true },
+  chat_template: { value: "{{ messages[0].content }}", status: 400, baseBy: EMBED_CHAT },
+  chat_template_kwargs: { value: { x: 1 }, acceptedOnly: true, baseBy: EMBED_CHAT },
   media_io_kwargs: { value: { a: 1 } }, mm_processor_kwargs: { value: { a: 1 } },
   priority: { value: 1 }, request_id: { value: "my-id" }, session_id: { value: "s1" },
   return_tokens_as_token_ids: { value: true, withBy: { chat: { logprobs: true }, completions: { logprobs: 1 } } },
@@ -134,7 +138,7 @@ describe("every field has the fate its row says", () => {
   test.each(CASES)("%s on %s: %s", async (name, endpoint, fate) => {
     const ex = EXAMPLES[name]!;
     const value = (endpoint === "chat" ? ex.chat : endpoint === "completions" ? ex.completions : ex.embeddings) ?? ex.value;
-    const baseline = { ...BASE[endpoint], ...(ex.with ?? {}), ...(ex.withBy?.[endpoint] ?? {}) };
+    const baseline = { ...(ex.baseBy?.[endpoint] ?? BASE[endpoint]), ...(ex.with ?? {}), ...(ex.withBy?.[endpoint] ?? {}) };
     const withField = { ...baseline, [name]: value };
     const got = await observe(endpoint, withField);
     const status = ex.status ?? (fate === "refused" ? 400 : 200);

@@ -11,16 +11,25 @@ import { ApiError, invalidParam } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { checkPromptChars, encodePrompt } from "./prompt-text.ts";
 import { refuseFields } from "./request-fields.ts";
-import { checkModel, checkPromptTokenIds, promptsOf, publicRequestId, truncatePrompt } from "./wire-to-request.ts";
+import { checkModel, checkPromptTokenIds, promptsOf, publicRequestId, truncatePrompt, type PromptInput } from "./wire-to-request.ts";
+import { ChatMessage } from "./schemas.ts";
+import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
+import { renderChatPrompt, resolveToolChoice, templateOptions, toChatMessages } from "./chat-request.ts";
 
 const nullableBoolean = (description: string) => t.Optional(t.Nullable(t.Boolean({ description })));
 
 /** The fields /v1/embeddings and /pooling share (vLLM's mixins). */
 export const poolingFields = {
   model: t.Optional(t.Nullable(t.String({ description: "Served model name; empty or null means the served model.", example: "qwen3-embedding" }))),
-  input: t.Union([t.String(), t.Array(t.String()), t.Array(t.Integer()), t.Array(t.Array(t.Integer()))], {
-    description: "A string, a list of strings, a list of token ids, or a list of token-id lists; each is one embedding.", example: ["The quick brown fox", "jumps over the lazy dog"],
-  }),
+  input: t.Optional(t.Union([t.String(), t.Array(t.String()), t.Array(t.Integer()), t.Array(t.Array(t.Integer()))], {
+    description: "A string, a list of strings, a list of token ids, or a list of token-id lists; each is one embedding. Either this or `messages`.", example: ["The quick brown fox", "jumps over the lazy dog"],
+  })),
+  // vLLM EmbeddingChatRequest: the conversation rendered with the chat template is one input
+  messages: t.Optional(t.Array(ChatMessage, { description: "vLLM's chat form: a conversation rendered with the chat template, embedded as one input (instead of `input`)." })),
+  add_generation_prompt: nullableBoolean("Chat form: end the rendered prompt with the assistant turn opener (default false for embeddings)."),
+  continue_final_message: nullableBoolean("Chat form: leave the final message open (not together with add_generation_prompt)."),
+  chat_template: t.Optional(t.Nullable(t.String({ description: "Chat form: a Jinja chat template for this request; only with --trust-request-chat-template." }))),
+  chat_template_kwargs: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Chat form: extra template variables over --default-chat-template-kwargs." }))),
   encoding_format: t.Optional(t.Nullable(t.String({ description: "`float` (a list of numbers, the default) or `base64` (the float32 bytes, base64).", example: "float" }))),
   dimensions: t.Optional(t.Nullable(t.Integer({ description: "Matryoshka models only: keep the first d values (before normalisation); any other model answers vLLM's 400." }))),
   user: t.Optional(t.Nullable(t.String({ description: "End-user id (accepted, unused)." }))),
@@ -111,11 +120,12 @@ export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBo
       throw invalidParam("truncate_prompt_tokens", `truncate_prompt_tokens value (${keep}) is greater than max_model_len (${maxModelLen}). Please, select a smaller truncation size.`, keep);
     }
   }
-  const inputs = promptsOf(body.input);
+  const inputs = inputsOf(options, body);
   if (inputs.length === 0) throw new ApiError("badRequest", "Input cannot be empty: give a string, a list of strings or token ids.", "input");
   const truncates = keep !== undefined && keep !== null;
   if (!truncates) for (const input of inputs) if ("text" in input) checkPromptChars(tokenizer, maxModelLen, input.text.length, "input");
-  const addSpecial = body.add_special_tokens ?? true;
+  // vLLM: the chat form adds no special tokens by default (the template has them)
+  const addSpecial = body.add_special_tokens ?? body.messages === undefined;
   const encoded = await Promise.all(inputs.map((input) => ("text" in input ? encodePrompt(tokenizer, input.text, { addSpecial, parseSpecial: true }) : null)));
   const id = `${idPrefix}-${publicRequestId(requestIdHeader, body.request_id)}`;
   const suffix = crypto.randomUUID().slice(0, 8);
@@ -134,6 +144,27 @@ export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBo
     };
   });
   return { id, created: Math.floor(arrivalMs / 1000), requests, encoding };
+}
+
+/**
+ * The inputs of the completion form, or the one rendered conversation of the chat form (vLLM EmbeddingChatRequest:
+ * add_generation_prompt defaults to false; tools are not part of it).
+ */
+function inputsOf(options: ServerOptions, body: EmbeddingBody): PromptInput[] {
+  if ((body.input === undefined) === (body.messages === undefined)) {
+    throw new ApiError("badRequest", "Either `input` or `messages` must be given, not both.", body.input === undefined ? "input" : "messages");
+  }
+  if (body.input !== undefined) {
+    for (const key of ["add_generation_prompt", "continue_final_message", "chat_template", "chat_template_kwargs"] as const) {
+      if (body[key] !== undefined && body[key] !== null) throw new ApiError("badRequest", `${key} applies to the chat form (messages) only.`, key);
+    }
+    return promptsOf(body.input);
+  }
+  const chat = options.chat ?? DEFAULT_CHAT_SERVING;
+  const fields = { ...body, messages: body.messages!, add_generation_prompt: body.add_generation_prompt ?? false, tool_choice: "none" as const };
+  resolveToolChoice(fields, chat);
+  const { tokenizer } = options.orchestrator;
+  return [{ text: renderChatPrompt(tokenizer, toChatMessages(body.messages!), templateOptions(fields, { ...chat, excludeToolsWhenToolChoiceNone: false }, "none")) }];
 }
 
 /** One embedding as the wire carries it: numbers, or the float32 bytes in base64 (vLLM encoding_format="base64"). */

@@ -27,13 +27,15 @@ const COMPLETIONS: readonly Endpoint[] = ["completions"];
 /** /v1/embeddings (and /pooling, which takes the same fields): vLLM's EmbeddingCompletionRequest */
 const EMBEDDINGS: readonly Endpoint[] = ["embeddings"];
 const ALL: readonly Endpoint[] = ["chat", "completions", "embeddings"];
+/** the fields of a conversation: chat completions, and the chat form of /v1/embeddings (vLLM EmbeddingChatRequest) */
+const CHAT_FORMS: readonly Endpoint[] = ["chat", "embeddings"];
 const empty = (v: unknown): boolean => v === null || v === false || v === 0 || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && v !== null && Object.keys(v).length === 0);
 
 const row = (name: string, endpoints: readonly Endpoint[], fate: FieldFate, note: string, inert?: (v: unknown) => boolean): RequestField =>
   ({ name, endpoints, fate, note, ...(inert ? { inert } : {}) });
 
 export const REQUEST_FIELDS: readonly RequestField[] = [
-  row("messages", CHAT, "implemented", "The conversation, rendered with the chat template."),
+  row("messages", CHAT_FORMS, "implemented", "The conversation, rendered with the chat template (embeddings: vLLM's chat form, one embedding of the rendered conversation, instead of input)."),
   row("prompt", COMPLETIONS, "implemented", "Text, texts, token ids or lists of token ids."),
   row("input", EMBEDDINGS, "implemented", "Text, texts, token ids or lists of token ids: one embedding each, pooled by the engine's scheduler in one batch."),
   row("encoding_format", EMBEDDINGS, "implemented", "float (numbers) or base64 (the float32 bytes); bytes / bytes_only (binary responses) are a 400."),
@@ -93,12 +95,12 @@ export const REQUEST_FIELDS: readonly RequestField[] = [
   row("allowed_token_ids", BOTH, "implemented", "Only these ids may be sampled (empty or out of vocabulary: vLLM's 400)."),
   row("bad_words", BOTH, "implemented", "Each word (with and without a leading space) is never completed."),
   row("echo", BOTH, "implemented", "Completions: the prompt first; chat: the last message's content when it has the answer's role."),
-  row("add_generation_prompt", CHAT, "implemented", "Ends the prompt with the assistant turn opener (default true)."),
-  row("continue_final_message", CHAT, "implemented", "Leaves the last message open (not with add_generation_prompt true)."),
+  row("add_generation_prompt", CHAT_FORMS, "implemented", "Ends the prompt with the assistant turn opener (default true; embeddings false)."),
+  row("continue_final_message", CHAT_FORMS, "implemented", "Leaves the last message open (not with add_generation_prompt true)."),
   row("add_special_tokens", ALL, "implemented", "BOS/EOS when tokenizing (chat default false, completions and embeddings true)."),
   row("documents", CHAT, "implemented", "Passed to the chat template (RAG templates)."),
-  row("chat_template", CHAT, "implemented", "Only with --trust-request-chat-template (vLLM's 400 otherwise)."),
-  row("chat_template_kwargs", CHAT, "implemented", "Extra template variables over --default-chat-template-kwargs."),
+  row("chat_template", CHAT_FORMS, "implemented", "Only with --trust-request-chat-template (vLLM's 400 otherwise)."),
+  row("chat_template_kwargs", CHAT_FORMS, "implemented", "Extra template variables over --default-chat-template-kwargs."),
   row("media_io_kwargs", CHAT, "refused", "fennec serves text models only.", empty),
   row("mm_processor_kwargs", [...CHAT, ...EMBEDDINGS], "refused", "fennec serves text models only.", empty),
   row("priority", ALL, "implemented", "With --scheduling-policy priority, lower first; non-zero under fcfs is a 400."),
