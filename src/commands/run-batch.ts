@@ -1,6 +1,7 @@
 /**
  * `fennec run-batch -i IN.jsonl -o OUT.jsonl`: the OpenAI batch file format, as `vllm run-batch` reads and writes it.
- * Each input line is `{"custom_id", "method": "POST", "url": "/v1/chat/completions" | "/v1/completions", "body"}`; each
+ * Each input line is `{"custom_id", "method": "POST", "url": "/v1/chat/completions" | "/v1/completions" |
+ * "/v1/embeddings" | "/v1/score" | "/v1/rerank", "body"}`; each
  * output line is `{"id": "vllm-…", "custom_id", "response": {"status_code", "request_id": "vllm-batch-…", "body"},
  * "error"}`, in input order. Requests go through the same HTTP app as `serve` (app.handle, no port), so validation,
  * sampling mapping and errors are the server's. A malformed line gets an error line (its custom_id, else `line-N`) and
@@ -25,8 +26,8 @@ import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
 import type { StructuredOutputsSettings } from "../config.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 
-/** vLLM run-batch's endpoints (the generative ones fennec serves). */
-const SUPPORTED_URLS = ["/v1/chat/completions", "/v1/completions"] as const;
+/** vLLM run-batch's endpoints (generation, and on an embedding model its pooling ones). */
+const SUPPORTED_URLS = ["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/score", "/v1/rerank"] as const;
 
 export interface BatchOutputLine {
   readonly id: string;
