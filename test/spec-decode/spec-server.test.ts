@@ -209,6 +209,35 @@ describe("speculation with n > 1, the pd pipeline and run-batch", () => {
   }, 60_000);
 });
 
+describe("run-batch --log-stats with speculation: the omni tables", () => {
+  test("every invariant holds and num_tokens_out is the tokens each request got (several per step)", async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { parseCommandArgs } = await import("../../src/config.ts");
+    const { runBatch } = await import("../../src/commands/run-batch.ts");
+    const { checkTables } = await import("../metrics/omni-invariants.ts");
+    const { parseTables } = await import("../metrics/omni-table-parser.ts");
+    const dir = mkdtempSync(join((await import("node:os")).tmpdir(), "fennec-spec-omni-"));
+    try {
+      const input = join(dir, "in.jsonl");
+      const prompts = ["Once upon a time, there was a little girl named Lily. She loved to play", "Tom had a big red ball.", "The cat"];
+      writeFileSync(input, prompts.map((prompt, i) => JSON.stringify({ custom_id: `r${i}`, method: "POST", url: "/v1/completions", body: { prompt, max_tokens: 40 + i, temperature: 0, ignore_eos: true } })).join("\n"));
+      const parsed = parseCommandArgs("run-batch", ["-i", input, "-o", join(dir, "out.jsonl"), "--threads", "1", "--log-stats",
+        "--speculative-config", JSON.stringify({ method: "ngram", num_speculative_tokens: K, prompt_lookup_min: 2, prompt_lookup_max: 4 })]);
+      if (!parsed.ok) throw new Error(parsed.error);
+      let printed = "";
+      const lines = await runBatch(parsed.value, { stdout: (t) => { printed += t; } });
+      const perRequest = checkTables(parseTables(printed), { numRequests: 3, numStages: 1, transfers: false });
+      const outs = [...perRequest.values()].map(({ stage }) => Number(stage.rows.get("num_tokens_out")!.get("0"))).sort();
+      const completion = lines.map((l) => (l.response!.body as { usage: { completion_tokens: number } }).usage.completion_tokens).sort();
+      expect(outs).toEqual(completion);
+      expect(completion).toEqual([40, 41, 42]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describe("bench serve against a speculating server", () => {
   test("prints vLLM's Speculative Decoding section from the /metrics deltas and saves its keys", async () => {
     const { mkdtempSync, readFileSync, readdirSync, rmSync } = await import("node:fs");
