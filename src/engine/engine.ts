@@ -557,8 +557,8 @@ export class EngineCore {
       } else {
         const rows = Array.from({ length: numDrafts + 1 }, (_, j) => rowOf(lastRow + j)); // [numDrafts + 1][vocabSize]
         const drafts = chunk.draftTokenIds.slice(0, numDrafts);
-        const { numAccepted } = verifyDrafts(rows, drafts, ctx, this.sampler, push, masks ? { bitmasks: masks.masks } : {});
-        req.numComputedTokens += numAccepted;
+        const { numAccepted, numEmitted } = verifyDrafts(rows, drafts, ctx, this.sampler, push, masks ? { bitmasks: masks.masks } : {});
+        req.numComputedTokens += numEmitted;
         if (specStats !== null) {
           specStats.numDrafts++;
           specStats.numDraftTokens += numDrafts;

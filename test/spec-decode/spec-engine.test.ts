@@ -9,8 +9,10 @@ import type { EngineConfig } from "../../src/engine/engine.ts";
 import type { SpeculativeConfig } from "../../src/engine/speculative-config.ts";
 import type { StepStats } from "../../src/engine/stats.ts";
 import type { SamplingParams } from "../../src/engine/sampling-params.ts";
-import { makeEngine, prompt, request, runToCompletion, type Collected } from "../engine/helpers.ts";
-import type { FakeRunnerOptions } from "../engine/fake-runner.ts";
+import { engineConfig, makeEngine, prompt, request, runToCompletion, type Collected } from "../engine/helpers.ts";
+import { FakeRunner, type FakeRunnerOptions } from "../engine/fake-runner.ts";
+import { EngineCore } from "../../src/engine/engine.ts";
+import type { DraftProposer } from "../../src/engine/spec-decode/proposer.ts";
 
 const NGRAM: SpeculativeConfig = { method: "ngram", model: null, numSpeculativeTokens: 4, promptLookupMax: 3, promptLookupMin: 1 };
 /** a small vocabulary makes the fake model's greedy output repeat, so drafts get accepted as well as rejected */
@@ -81,6 +83,25 @@ describe("speculative decoding in the engine (fake runner)", () => {
     expect(t.perPos[0]!).toBeLessThanOrEqual(t.drafts);
     for (const s of on.steps) expect(s.specDecoding!.numDrafts).toBeLessThanOrEqual(s.batchSize);
     expect(t.generation).toBe(on.outputs.reduce((a, o) => a + o.tokens.length, 0));
+  });
+
+  test("a stop inside an accepted run: drafts past it still count as accepted (vLLM counts before check_stop truncates)", async () => {
+    const p = prompts[3]!;
+    const full = (await run([p], {}, { maxTokens: 40 })).outputs[0]!.tokens;
+    // drafts = the true continuation: every one is accepted, including those past max_tokens
+    const proposer: DraftProposer = {
+      propose(requests) { for (const req of requests) req.draftTokenIds = full.slice(req.numOutputTokens, req.numOutputTokens + 4); },
+    };
+    const engine = new EngineCore(new FakeRunner(RUNNER), engineConfig({ speculative: NGRAM }), 0, () => performance.now(), 1234, { proposer });
+    engine.addRequest(request("r", p, { maxTokens: 9 }));
+    const { outputs, steps } = await runToCompletion(engine);
+    expect(outputs.get("r")!.tokens).toEqual(full.slice(0, 9));
+    const t = specTotals(steps);
+    // 1 token from the prefill, 5 from the first verifying step; the second stops at its third draft, the fourth counts
+    expect(t.drafts).toBe(2);
+    expect(t.draftTokens).toBe(8);
+    expect(t.accepted).toBe(8);
+    expect(t.generation).toBe(9);
   });
 
   test("max_tokens, stop token ids, EOS and min_tokens inside an accepted run: the same tokens and reasons as without", async () => {

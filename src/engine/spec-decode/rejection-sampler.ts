@@ -47,8 +47,13 @@ export interface VerifyOptions {
 }
 
 export interface VerifyResult {
-  /** drafts accepted (the bonus / recovered token is not counted, as vLLM counts) */
+  /**
+   * drafts accepted (the bonus / recovered token is not counted, as vLLM counts); a stop inside the run does not end
+   * the count (vLLM Scheduler.update_from_output counts the sampler's output before check_stop truncates it)
+   */
   readonly numAccepted: number;
+  /** accepted drafts that were emitted (positions whose KV is now the request's) */
+  readonly numEmitted: number;
 }
 
 /**
@@ -80,10 +85,39 @@ export function verifyDrafts(
       if (p.logprobs !== null) logprobs = positionLogprobs(sampler.maskedRow(rows[i]!, ctxAt), tokenId, p.logprobs);
     }
     const accepted = tokenId === draft;
-    if (push(tokenId, logprobs)) return { numAccepted: accepted ? i + 1 : i };
-    if (!accepted) return { numAccepted: i };
+    if (push(tokenId, logprobs)) {
+      if (!accepted) return { numAccepted: i, numEmitted: i };
+      return { numAccepted: i + 1 + countPastStop(rows, draftTokenIds, i + 1, ctx, sampler, rule, options.bitmasks), numEmitted: i + 1 };
+    }
+    if (!accepted) return { numAccepted: i, numEmitted: i };
   }
   const bonus = sampler.sample(rows[draftTokenIds.length]!, at(draftTokenIds.length));
   push(bonus.tokenId, bonus.logprobs);
-  return { numAccepted: draftTokenIds.length };
+  return { numAccepted: draftTokenIds.length, numEmitted: draftTokenIds.length };
+}
+
+/**
+ * How many drafts from `from` on the sampler would still accept after the request stopped at `from - 1`: nothing more
+ * is emitted, so the context grows on a copy (penalties, min_tokens and bad words see the drafts as in vLLM's batch).
+ */
+function countPastStop(
+  rows: readonly Float32Array[], draftTokenIds: readonly number[], from: number, ctx: SamplingContext, sampler: Sampler,
+  rule: RejectionRule, bitmasks: readonly (Int32Array | undefined)[] | undefined,
+): number {
+  if (from >= draftTokenIds.length) return 0;
+  const allTokenIds = [...ctx.allTokenIds];
+  const outputCounts = new Map(ctx.outputCounts);
+  const greedy = ctx.params.temperature < GREEDY_TEMPERATURE;
+  let n = 0;
+  for (let j = from; j < draftTokenIds.length; j++) {
+    const draft = draftTokenIds[j]!;
+    const tokenBitmask = bitmasks?.[j];
+    const at: SamplingContext = { ...ctx, allTokenIds, outputCounts, ...(tokenBitmask ? { tokenBitmask } : {}) };
+    const accepted = greedy ? sampler.sample(rows[j]!, at).tokenId === draft : rule.accept(sampler.targetProbs(rows[j]!, at)[draft]!, ctx.rng.nextFloat());
+    if (!accepted) break;
+    n++;
+    allTokenIds.push(draft);
+    outputCounts.set(draft, (outputCounts.get(draft) ?? 0) + 1);
+  }
+  return n;
 }
