@@ -313,7 +313,8 @@ export class KvPeerConnector implements KvConnectorHooks {
   beforeFree(request: RequestState, gone: boolean): void {
     this.loading.delete(request);
     this.recomputing.delete(request);
-    if (gone) this.remoteDecode.delete(request);
+    // finished without a finish delta (aborted, or failed late): no blocks to pin, nothing to remember
+    if (gone || request.status === "finished") this.remoteDecode.delete(request);
     const remote = this.remotePrefill.get(request);
     // finished or aborted before it was ever read: the prefill side need not wait for its lease
     if (remote !== undefined && request.status === "finished") {
