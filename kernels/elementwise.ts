@@ -21,18 +21,19 @@ export function rms_norm(out: usize, x: usize, w: usize, numRows: i32, dim: i32,
 }
 
 /**
- * table [numRows, ropeDim / 2, 2] f32 = (cos, sin) of theta = pos * freqBase^(-2i / ropeDim) for positions i32 [numRows]:
- * the same for every layer and head, so a step computes it once (see rope).
+ * table [numRows, ropeDim / 2, 2] f32 = (cos, sin) x mscale of theta = pos * thetas[i] (f64 [ropeDim / 2], the model's
+ * scaled angles: model/rope-scaling.ts) for positions i32 [numRows]: the same for every layer and head, so a step
+ * computes it once (see rope).
  */
-export function rope_table(table: usize, positions: usize, numRows: i32, ropeDim: i32, freqBase: f32): void {
+export function rope_table(table: usize, positions: usize, numRows: i32, ropeDim: i32, thetas: usize, mscale: f64): void {
   const half = ropeDim >> 1;
   for (let r = 0; r < numRows; r++) {
     const pos = <f64>load<i32>(positions + (<usize>r << 2));
     const row = table + (<usize>(r * half) << 3);
     for (let i = 0; i < half; i++) {
-      const theta = pos * Math.pow(<f64>freqBase, <f64>(-2 * i) / <f64>ropeDim);
-      store<f32>(row + (<usize>i << 3), <f32>Math.cos(theta));
-      store<f32>(row + (<usize>i << 3), <f32>Math.sin(theta), 4);
+      const theta = pos * load<f64>(thetas + (<usize>i << 3));
+      store<f32>(row + (<usize>i << 3), <f32>(Math.cos(theta) * mscale));
+      store<f32>(row + (<usize>i << 3), <f32>(Math.sin(theta) * mscale), 4);
     }
   }
 }

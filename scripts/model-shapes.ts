@@ -10,7 +10,7 @@ import { llamaVocabPath } from "./llama-vocab.ts";
 export interface ModelShape {
   readonly architecture: Architecture;
   /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3";
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -26,6 +26,8 @@ export interface ModelShape {
   readonly qkvBias: boolean;
   /** qwen3, gemma3: attn_{q,k}_norm */
   readonly qkNorm: boolean;
+  /** rope scaling as the model's config.json has it (written the way llama.cpp's converter writes it) */
+  readonly ropeScaling?: ShapeRopeScaling;
   /** embedding models: `<arch>.pooling_type` (llama.cpp's enum: mean 1, cls 2, last 3); absent: a generative model */
   readonly poolingType?: "mean" | "cls" | "last";
   /** gemma3: post_attention_norm and post_ffw_norm */
@@ -38,6 +40,16 @@ export interface ModelShape {
 export function vocabPath(vocab: ModelShape["vocab"]): string {
   return vocab === "gemma3" ? gemma3VocabPath() : llamaVocabPath(vocab);
 }
+
+/**
+ * config.json's rope_scaling. llama3: the converter turns it into rope_freqs.weight (conversion/llama.py
+ * generate_extra_tensors); longrope: rope_factors_short/long plus rope.scaling.attn_factor (conversion/phi.py);
+ * yarn / linear: rope.scaling.type, .factor, .original_context_length.
+ */
+export type ShapeRopeScaling =
+  | { readonly type: "llama3"; readonly factor: number; readonly lowFreqFactor: number; readonly highFreqFactor: number; readonly originalContextLength: number }
+  | { readonly type: "longrope"; readonly originalContextLength: number }
+  | { readonly type: "yarn" | "linear"; readonly factor: number; readonly originalContextLength: number };
 
 const SMOLLM2_135M: ModelShape = {
   architecture: "llama", vocab: "gpt-2", dim: 576, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64, hiddenDim: 1536,
@@ -54,11 +66,24 @@ const QWEN3_06B: ModelShape = {
 const LLAMA32_1B: ModelShape = {
   architecture: "llama", vocab: "llama-bpe", dim: 2048, numLayers: 16, numHeads: 32, numKvHeads: 8, headDim: 64, hiddenDim: 8192,
   ropeFreqBase: 500000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
+  ropeScaling: { type: "llama3", factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalContextLength: 8192 },
+};
+/** microsoft/Phi-3.5-mini-instruct: MHA, untied, LongRoPE over an original 4k context (its 32,064-token SPM vocab) */
+const PHI35_MINI: ModelShape = {
+  architecture: "phi3", vocab: "phi-3", dim: 3072, numLayers: 32, numHeads: 32, numKvHeads: 32, headDim: 96, hiddenDim: 8192,
+  ropeFreqBase: 10000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: false, qkvBias: false, qkNorm: false,
+  ropeScaling: { type: "longrope", originalContextLength: 4096 },
+};
+/** HuggingFaceTB/SmolLM3-3B: Llama 3's tokenizer, GQA 16/4, tied, no rope in every 4th layer */
+const SMOLLM3_3B: ModelShape = {
+  architecture: "smollm3", vocab: "llama-bpe", dim: 2048, numLayers: 36, numHeads: 16, numKvHeads: 4, headDim: 128, hiddenDim: 11008,
+  ropeFreqBase: 5000000, rmsEps: 1e-6, contextLength: 65536, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
 };
 /** Llama 3.1 8B: 4.9 GB at q4_k_m, 8.5 GB at q8_0, larger than one 4 GiB wasm32 memory (backend/wasm/memory-plan.ts) */
 const LLAMA31_8B: ModelShape = {
   architecture: "llama", vocab: "llama-bpe", dim: 4096, numLayers: 32, numHeads: 32, numKvHeads: 8, headDim: 128, hiddenDim: 14336,
   ropeFreqBase: 500000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: false, qkvBias: false, qkNorm: false,
+  ropeScaling: { type: "llama3", factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalContextLength: 8192 },
 };
 /** Qwen2.5 7B: 4.7 GB at q4_k_m */
 const QWEN25_7B: ModelShape = {
@@ -75,9 +100,13 @@ const GEMMA3_1B: ModelShape = {
   ...GEMMA3_270M, dim: 1152, numLayers: 26, hiddenDim: 6912,
 };
 
-/** Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept. */
-const tiny = (s: ModelShape, numKvHeads: number): ModelShape => ({
-  ...s, dim: 256, numLayers: 2, numHeads: 4, numKvHeads, headDim: s.headDim === 128 ? 128 : 64, hiddenDim: 512, contextLength: 2048,
+/**
+ * Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept, rope
+ * scaling kept (LongRoPE's long factors need a context past the original 4k: 8192).
+ */
+const tiny = (s: ModelShape, numKvHeads: number, numLayers = 2): ModelShape => ({
+  ...s, dim: 256, numLayers, numHeads: 4, numKvHeads, headDim: s.headDim === 128 && s.qkNorm ? 128 : 64, hiddenDim: 512,
+  contextLength: s.ropeScaling?.type === "longrope" ? 8192 : 2048,
 });
 
 /** Qwen3-Embedding-0.6B: the qwen3-0.6b decoder, last-token pooling (its sentence-transformers config), context 32k. */
@@ -90,6 +119,8 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "llama-3.2-1b": LLAMA32_1B,
   "llama-3.1-8b": LLAMA31_8B,
   "qwen2.5-7b": QWEN25_7B,
+  "phi-3.5-mini": PHI35_MINI,
+  "smollm3-3b": SMOLLM3_3B,
   "tiny-smollm2-135m": tiny(SMOLLM2_135M, 2),
   "tiny-qwen2.5-0.5b": tiny(QWEN25_05B, 1),
   "tiny-qwen3-0.6b": tiny(QWEN3_06B, 2),
@@ -100,4 +131,7 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "gemma3-1b": GEMMA3_1B,
   // 6 layers: five sliding-window layers (window 64) and a global one
   "tiny-gemma3-270m": { ...tiny(GEMMA3_270M, 1), numLayers: 6, slidingWindow: 64 },
+  "tiny-phi-3.5-mini": tiny(PHI35_MINI, 4),
+  // 4 layers so that one (the 4th) has no rope
+  "tiny-smollm3-3b": tiny(SMOLLM3_3B, 1, 4),
 };

@@ -17,7 +17,7 @@ import { mdF32, mdString, mdU32 } from "../src/gguf/metadata.ts";
 import { archKey, FILE_TYPE, KEY, tensorName, type TensorKey } from "../src/gguf/names.ts";
 import type { GgufTensorToWrite, GgufToWrite } from "../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType, weightTypeByName } from "../src/tensor/dtypes.ts";
-import type { ModelShape } from "./model-shapes.ts";
+import type { ModelShape, ShapeRopeScaling } from "./model-shapes.ts";
 
 /** What --type accepts: every row of the weight-type table plus llama.cpp's Q4_K_M mix. */
 export type ModelType = string;
@@ -26,7 +26,7 @@ export const MIXED_TYPES = ["q4_k_m"] as const;
 const WEIGHT_STD = 0.02;
 
 /** Which recipe rule a tensor falls under. */
-type Role = "tokenEmbd" | "output" | "attnV" | "ffnDown" | "other";
+type Role = "tokenEmbd" | "output" | "attnV" | "attnQkv" | "ffnDown" | "other";
 
 /** llama.cpp's use_more_bits: the first and last eighth of the layers, and every third one between. */
 function useMoreBits(layer: number, numLayers: number): boolean {
@@ -49,6 +49,8 @@ export function tensorTypeFor(type: ModelType, role: Role, layer: number, numLay
   if (type !== "q4_k_m") return fallback(weightTypeByName(type)!.type, ne0);
   if (role === "output" || (role === "tokenEmbd" && tied)) return ne0 % 256 !== 0 ? GgmlType.Q8_0 : GgmlType.Q6_K;
   if ((role === "attnV" || role === "ffnDown") && useMoreBits(layer, numLayers)) return fallback(GgmlType.Q6_K, ne0);
+  // ATTENTION_QKV under Q4_K_M: q5_K
+  if (role === "attnQkv") return fallback(GgmlType.Q5_K, ne0);
   return fallback(GgmlType.Q4_K, ne0);
 }
 
@@ -93,21 +95,77 @@ interface TensorSpec {
   readonly layer?: number;
   readonly shape: number[];
   readonly role: Role;
-  /** norms are ones; everything else random */
-  readonly init: "ones" | "normal";
+  /** norms are ones; rope factors computed (ropeFactors); everything else random */
+  readonly init: "ones" | "normal" | "values";
+  readonly values?: Float32Array;
+}
+
+/**
+ * Llama 3's rope_freqs as llama.cpp's converter computes them from config.json (conversion/llama.py,
+ * generate_extra_tensors): 1 for short wavelengths, `factor` for long ones, a smooth ramp between.
+ */
+export function llama3RopeFreqs(headDim: number, base: number, r: Extract<ShapeRopeScaling, { type: "llama3" }>): Float32Array {
+  const lowWavelen = r.originalContextLength / r.lowFreqFactor;
+  const highWavelen = r.originalContextLength / r.highFreqFactor;
+  return Float32Array.from({ length: headDim / 2 }, (_, i) => {
+    const wavelen = 2 * Math.PI * Math.pow(base, (2 * i) / headDim); // 2 pi / freq
+    if (wavelen < highWavelen) return 1;
+    if (wavelen > lowWavelen) return r.factor;
+    const smooth = (r.originalContextLength / wavelen - r.lowFreqFactor) / (r.highFreqFactor - r.lowFreqFactor);
+    return 1 / ((1 - smooth) / r.factor + smooth);
+  });
+}
+
+/**
+ * LongRoPE divisors in the range of Phi-3.5-mini's config.json (short 1..~3, long 1..~60, rising with the dim); the
+ * exact lists are data of that model, not reachable here, so these are smooth stand-ins of the same length.
+ */
+export function longRopeFactors(half: number, which: "short" | "long"): Float32Array {
+  const top = which === "short" ? 3 : 60;
+  return Float32Array.from({ length: half }, (_, i) => Math.pow(top, Math.pow(i / Math.max(1, half - 1), 2)));
+}
+
+/** rope.scaling.* metadata as the converter writes it for the shape's rope scaling */
+export function ropeScalingMetadata(s: ModelShape): [string, GgufMetadataEntry][] {
+  const r = s.ropeScaling;
+  const arch = s.architecture;
+  if (r === undefined || r.type === "llama3") return [];
+  const orig: [string, GgufMetadataEntry] = [archKey(arch, "ropeScalingOriginalContextLength"), mdU32(r.originalContextLength)];
+  if (r.type === "longrope") {
+    // conversion/phi.py: attn_factor = sqrt(1 + ln(scale) / ln(original)), scale = context / original
+    const scale = s.contextLength / r.originalContextLength;
+    const attnFactor = scale > 1 ? Math.sqrt(1 + Math.log(scale) / Math.log(r.originalContextLength)) : 1;
+    return [orig, [archKey(arch, "ropeScalingAttnFactor"), mdF32(attnFactor)]];
+  }
+  return [[archKey(arch, "ropeScalingType"), mdString(r.type)], [archKey(arch, "ropeScalingFactor"), mdF32(r.factor)], orig];
+}
+
+/** The rope divisor tensors the converter writes for the shape's rope scaling (Llama 3: rope_freqs; LongRoPE: long and short). */
+export function ropeFactorTensors(s: ModelShape): ["ropeFreqs" | "ropeFactorsLong" | "ropeFactorsShort", Float32Array][] {
+  const r = s.ropeScaling;
+  if (r?.type === "llama3") return [["ropeFreqs", llama3RopeFreqs(s.headDim, s.ropeFreqBase, r)]];
+  if (r?.type === "longrope") return [["ropeFactorsLong", longRopeFactors(s.headDim / 2, "long")], ["ropeFactorsShort", longRopeFactors(s.headDim / 2, "short")]];
+  return [];
 }
 
 function tensorSpecs(s: ModelShape, vocabSize: number): TensorSpec[] {
   const qDim = s.numHeads * s.headDim;
   const kvDim = s.numKvHeads * s.headDim;
   const specs: TensorSpec[] = [{ key: "tokenEmbd", shape: [s.dim, vocabSize], role: "tokenEmbd", init: "normal" }];
+  for (const [key, values] of ropeFactorTensors(s)) specs.push({ key, shape: [values.length], role: "other", init: "values", values });
+  // phi3's GGUFs stack q, k, v into attn_qkv and [gate; up] into ffn_up (conversion/phi.py keeps HF's fused qkv_proj, gate_up_proj)
+  const fused = s.architecture === "phi3";
   for (let layer = 0; layer < s.numLayers; layer++) {
     const l = (key: TensorKey, shape: number[], role: Role = "other", init: "ones" | "normal" = "normal"): TensorSpec => ({ key, layer, shape, role, init });
-    specs.push(l("attnNorm", [s.dim], "other", "ones"), l("attnQ", [s.dim, qDim]), l("attnK", [s.dim, kvDim]), l("attnV", [s.dim, kvDim], "attnV"));
+    specs.push(l("attnNorm", [s.dim], "other", "ones"));
+    if (fused) specs.push(l("attnQkv", [s.dim, qDim + 2 * kvDim], "attnQkv"));
+    else specs.push(l("attnQ", [s.dim, qDim]), l("attnK", [s.dim, kvDim]), l("attnV", [s.dim, kvDim], "attnV"));
     if (s.qkvBias) specs.push(l("attnQBias", [qDim]), l("attnKBias", [kvDim]), l("attnVBias", [kvDim]));
     if (s.qkNorm) specs.push(l("attnQNorm", [s.headDim], "other", "ones"), l("attnKNorm", [s.headDim], "other", "ones"));
-    specs.push(l("attnOutput", [qDim, s.dim]), l("ffnNorm", [s.dim], "other", "ones"), l("ffnGate", [s.dim, s.hiddenDim]),
-      l("ffnUp", [s.dim, s.hiddenDim]), l("ffnDown", [s.hiddenDim, s.dim], "ffnDown"));
+    specs.push(l("attnOutput", [qDim, s.dim]), l("ffnNorm", [s.dim], "other", "ones"));
+    if (fused) specs.push(l("ffnUp", [s.dim, 2 * s.hiddenDim]));
+    else specs.push(l("ffnGate", [s.dim, s.hiddenDim]), l("ffnUp", [s.dim, s.hiddenDim]));
+    specs.push(l("ffnDown", [s.hiddenDim, s.dim], "ffnDown"));
     // gemma3's norms are stored as 1 + w (llama.cpp's converter adds the 1 of Gemma3RMSNorm), so ones here too
     if (s.postNorms === true) specs.push(l("attnPostNorm", [s.dim], "other", "ones"), l("ffnPostNorm", [s.dim], "other", "ones"));
   }
@@ -130,6 +188,7 @@ function generate(spec: TensorSpec, name: string, type: GgmlType, seed: number):
     const rows = Math.min(rowsPerChunk, numRows - row);
     const values = chunk.subarray(0, rows * rowLength);
     if (spec.init === "ones") values.fill(1);
+    else if (spec.init === "values") values.set(spec.values!.subarray(row * rowLength, (row + rows) * rowLength));
     else fillNormal(values, rng, WEIGHT_STD);
     w.quantize(values, out.subarray(row * rowBytes, (row + rows) * rowBytes), values.length);
   }
@@ -181,6 +240,7 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     [archKey(arch, "ropeDimensionCount"), mdU32(s.headDim)],
     ...(s.poolingType ? [[archKey(arch, "poolingType"), mdU32(POOLING_TYPE_IDS[s.poolingType])] as [string, GgufMetadataEntry]] : []),
     ...(s.slidingWindow !== undefined ? [[archKey(arch, "slidingWindow"), mdU32(s.slidingWindow)] as [string, GgufMetadataEntry]] : []),
+    ...ropeScalingMetadata(s),
     [KEY.fileType, mdU32(FILE_TYPE[o.type]!)],
     [KEY.quantizationVersion, mdU32(2)],
     ...tokenizerMetadata(o.vocab),

@@ -46,6 +46,18 @@ export interface AttentionSequence {
   readonly blockTable: Int32Array;
 }
 
+/**
+ * RoPE's angles (built once per model by model/rope-scaling.ts): pair i of every head turns by pos * thetas[i] for
+ * i < ropeDim / 2, and both members of a turned pair are scaled by mscale (YaRN's and LongRoPE's attention factor, 1
+ * without scaling), as ggml's rope_yarn does; dims past ropeDim are left as they are.
+ */
+export interface RopeAngles {
+  readonly ropeDim: number;
+  /** [ropeDim / 2] radians per position, in f64 */
+  readonly thetas: Float64Array;
+  readonly mscale: number;
+}
+
 /** What `topK` reads back: [numRows, k] each. */
 export interface TopK {
   readonly ids: Int32Array;
@@ -80,8 +92,8 @@ export interface Backend {
   matmulShared?(outs: readonly DeviceBuffer[], ws: readonly Weight[], x: DeviceBuffer, numRows: number): void;
   /** x[r] += bias for numRows rows */
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void;
-  /** in place on x[numRows, numHeads * headDim]; row r has position positions[r]; the first ropeDim dims rotate */
-  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void;
+  /** in place on x[numRows, numHeads * headDim]; row r has position positions[r]; the first angles.ropeDim dims rotate */
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, angles: RopeAngles, neox: boolean): void;
   /** write k, v [numRows, numKvHeads * headDim] of `layer` into the cache slots (slot = block * blockSize + offset) */
   kvStore(layer: number, k: DeviceBuffer, v: DeviceBuffer, slots: Int32Array): void;
   /**

@@ -7,7 +7,7 @@
 import { roundTripKvRowQ8 } from "../tensor/kv-q8.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import type {
-  AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource,
+  AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource,
 } from "./backend.ts";
 
 class RefWeight implements Weight {
@@ -159,18 +159,18 @@ export class ReferenceBackend implements Backend {
     for (let r = 0; r < numRows; r++) for (let i = 0; i < n; i++) xs[r * n + i]! += b[i]!;
   }
 
-  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, angles: RopeAngles, neox: boolean): void {
     const xs = asBuffer(x);
-    const half = ropeDim / 2;
+    const half = angles.ropeDim / 2;
     for (let r = 0; r < positions.length; r++) {
       const pos = positions[r]!;
       for (let h = 0; h < numHeads; h++) {
         const base = (r * numHeads + h) * headDim;
         for (let i = 0; i < half; i++) {
-          // ggml: theta_i = pos * base^(-2i / ropeDim)
-          const theta = pos * Math.pow(freqBase, (-2 * i) / ropeDim);
-          const cos = Math.cos(theta);
-          const sin = Math.sin(theta);
+          // ggml rope_yarn: theta_i = pos * thetas[i], cos and sin scaled by mscale
+          const theta = pos * angles.thetas[i]!;
+          const cos = Math.cos(theta) * angles.mscale;
+          const sin = Math.sin(theta) * angles.mscale;
           const a = neox ? base + i : base + 2 * i;
           const b = neox ? base + i + half : base + 2 * i + 1;
           const x0 = xs[a]!;

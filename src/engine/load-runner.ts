@@ -40,7 +40,8 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       const { createBackend } = await import("../backend/create-backend.ts");
       const gguf = await openModelGguf(spec.modelPath);
       if (!gguf.ok) return gguf;
-      const model = loadModel(gguf.value);
+      // --max-model-len picks LongRoPE's long or short factors, as llama.cpp's context size does
+      const model = loadModel(gguf.value, args.maxModelLen === null ? {} : { maxModelLen: args.maxModelLen });
       if (!model.ok) return model;
       // --device cpu: the model over as many wasm32 memories as it needs, checked against the machine before loading
       const { placeModel } = await import("./model-placement.ts");

@@ -40,12 +40,16 @@ const ARCH_KEY = {
   rmsEps: "attention.layer_norm_rms_epsilon",
   ropeFreqBase: "rope.freq_base",
   ropeDimensionCount: "rope.dimension_count",
+  ropeScalingType: "rope.scaling.type",
+  ropeScalingFactor: "rope.scaling.factor",
+  /** the old name of rope.scaling.factor, read when it is absent */
+  ropeScaleLinear: "rope.scale_linear",
+  ropeScalingAttnFactor: "rope.scaling.attn_factor",
+  ropeScalingOriginalContextLength: "rope.scaling.original_context_length",
   vocabSize: "vocab_size",
   slidingWindow: "attention.sliding_window",
   slidingWindowPattern: "attention.sliding_window_pattern",
   ropeFreqBaseSwa: "rope.freq_base_swa",
-  ropeScalingType: "rope.scaling.type",
-  ropeScalingFactor: "rope.scaling.factor",
   finalLogitSoftcapping: "final_logit_softcapping",
   /** embedding models: llama.cpp's llama_pooling_type as a number (0 none, 1 mean, 2 cls, 3 last, 4 rank) */
   poolingType: "pooling_type",
@@ -61,12 +65,19 @@ export function archKey(arch: string, key: keyof typeof ARCH_KEY): string {
 /** Tensor names; `{n}` is the layer index. Use tensorName(). */
 const TENSOR = {
   tokenEmbd: "token_embd.weight",
+  /** Llama 3.x: rope frequency divisors [ropeDim / 2], one tensor for every layer */
+  ropeFreqs: "rope_freqs.weight",
+  /** LongRoPE (phi3): divisors for contexts up to / past rope.scaling.original_context_length */
+  ropeFactorsShort: "rope_factors_short.weight",
+  ropeFactorsLong: "rope_factors_long.weight",
   outputNorm: "output_norm.weight",
   output: "output.weight",
   attnNorm: "blk.{n}.attn_norm.weight",
   attnQ: "blk.{n}.attn_q.weight",
   attnK: "blk.{n}.attn_k.weight",
   attnV: "blk.{n}.attn_v.weight",
+  /** phi3: q, k, v stacked as the rows of one matrix */
+  attnQkv: "blk.{n}.attn_qkv.weight",
   attnQBias: "blk.{n}.attn_q.bias",
   attnKBias: "blk.{n}.attn_k.bias",
   attnVBias: "blk.{n}.attn_v.bias",

@@ -1,10 +1,10 @@
 /**
- * THE table of supported architectures: what differs between llama, qwen2, qwen3 and gemma3 is a handful of flags, so
- * the forward passes branch on these flags and never on the architecture's name.
+ * THE table of supported architectures: what differs between llama, qwen2, qwen3, gemma3, phi3 and smollm3 is a
+ * handful of flags, so the forward passes branch on these flags and never on the architecture's name.
  * A new llama-like architecture is one row here (plus its tensors in `gguf/names.ts` if it adds any).
  * The gemma3 flags are optional: a row without them is llama-like (SwiGLU, no extra norms, every layer global).
  */
-import type { Architecture, FfnActivation } from "./model-config.ts";
+import type { Architecture, FfnActivation, RopeFactorTensors } from "./model-config.ts";
 
 export interface ArchitectureTraits {
   readonly architecture: Architecture;
@@ -36,17 +36,37 @@ export interface ArchitectureTraits {
    * (llama.cpp gemma3.cpp f_attention_scale after gemma_pytorch's query_pre_attn_scalar; the GGUF has no key for it)
    */
   readonly dimPerHeadScaleAtLayers?: number;
+  /**
+   * Which per-dim rope divisors the architecture reads (llama.cpp get_rope_factors): "freqs" = rope_freqs.weight
+   * (Llama 3.x), or rope_factors_long/short when rope.scaling.type is longrope; "longShort" = always
+   * rope_factors_long/short (phi3); "none" = never. Each tensor is optional.
+   */
+  readonly ropeFactors: RopeFactorTensors;
+  /** every n-th layer (1-based) skips rope (smollm3: 4, llama.cpp n_no_rope_layer_step); 0 = every layer ropes */
+  readonly noRopeLayerStep: number;
+  /** ffn_up holds [gate; up] stacked (2 x feed_forward_length rows) and there is no ffn_gate (phi3) */
+  readonly fusedGateUp: boolean;
+  /** attn_qkv (q, k, v stacked as rows) may stand for attn_q/k/v (phi3; llama.cpp create_tensor_qkv) */
+  readonly fusedQkv: boolean;
 }
 
+const LLAMA_LIKE = { ropeFactors: "none", noRopeLayerStep: 0, fusedGateUp: false, fusedQkv: false } as const;
+
+/** llama.cpp: src/models/<arch>.cpp (load_arch_hparams, load_arch_tensors, the graph) */
 export const ARCHITECTURES: readonly ArchitectureTraits[] = [
-  { architecture: "llama", keyPrefix: "llama", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000 },
-  { architecture: "qwen2", keyPrefix: "qwen2", ropeNeox: true, hasQkvBias: true, hasQkNorm: false, defaultRopeFreqBase: 10000 },
-  { architecture: "qwen3", keyPrefix: "qwen3", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000 },
+  { architecture: "llama", keyPrefix: "llama", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "freqs" },
+  { architecture: "qwen2", keyPrefix: "qwen2", ropeNeox: true, hasQkvBias: true, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE },
+  { architecture: "qwen3", keyPrefix: "qwen3", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000, ...LLAMA_LIKE },
   {
-    architecture: "gemma3", keyPrefix: "gemma3", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000,
+    architecture: "gemma3", keyPrefix: "gemma3", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
     ffnActivation: "gelu_tanh", scaleEmbeddings: true, hasPostNorms: true, slidingWindowPeriod: 6, defaultRopeFreqBaseSwa: 10000,
     dimPerHeadScaleAtLayers: 62,
   },
+  // phi3.cpp: NEOX rope (llama_model_rope_type), LongRoPE factors, fused qkv and gate-up; its sliding window is read
+  // and then switched off by llama.cpp ("Phi SWA is currently disabled"), so fennec does not apply it either
+  { architecture: "phi3", keyPrefix: "phi3", ropeNeox: true, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "longShort", fusedGateUp: true, fusedQkv: true },
+  // smollm3.cpp: llama's graph with no rope in layers 4, 8, 12, ... (hard-coded step 4, no metadata key)
+  { architecture: "smollm3", keyPrefix: "smollm3", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, noRopeLayerStep: 4 },
 ];
 
 /**

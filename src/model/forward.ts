@@ -4,13 +4,16 @@
  * told where each sequence's rows are. Same math, in the same order, as `reference-forward.ts`.
  *
  * x = embed(tokens) (* sqrt(dim): gemma3), then per layer, for all numTokens rows at once:
- *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions; the layer's base) ; kvStore(k,v -> slots) ;
+ *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions; the layer's angles: rope-scaling.ts) ;
+ *   kvStore(k,v -> slots) ;
  *   xb = attention(q, cache; a sliding layer's window) ; x += xb.Wo (post-norm'd: gemma3) ;
  *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
  */
-import type { AttentionSequence, Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
-import { layerRopeFreqBase, layerSlidingWindow, type ModelConfig } from "./model-config.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, RopeAngles, Weight, WeightSource } from "../backend/backend.ts";
+import { dequantizeTensor } from "../tensor/dtypes.ts";
+import { layerSlidingWindow, type ModelConfig } from "./model-config.ts";
+import { layerRopeAngles } from "./rope-scaling.ts";
 import type { ModelWeights } from "./weights.ts";
 
 /** One step's flattened inputs, built by the runner from a ModelBatch. */
@@ -80,6 +83,8 @@ export class BatchedForward {
   private readonly layers: LayerHandles[];
   private readonly outputNorm: Weight;
   private readonly output: Weight;
+  /** [numLayers] each layer's rope angles, null for no rope */
+  private readonly angles: (RopeAngles | null)[];
   private scratch: Scratch | null = null;
 
   /** `onProgress(loadedBytes, totalBytes)` is called after each weight is uploaded (a progress bar for large models) */
@@ -96,6 +101,7 @@ export class BatchedForward {
     this.tokenEmbd = load(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : load(weights.output);
     this.outputNorm = load(weights.outputNorm);
+    this.angles = layerRopeAngles(config, weights.ropeFactors == null ? null : dequantizeTensor(weights.ropeFactors));
     this.layers = weights.layers.map((l) => ({
       attnNorm: load(l.attnNorm), wq: load(l.wq), wk: load(l.wk), wv: load(l.wv), wo: load(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
@@ -199,9 +205,11 @@ export class BatchedForward {
         q = s.qNormed;
         k = s.kNormed;
       }
-      const freqBase = layerRopeFreqBase(c, l);
-      b.rope(q, inputs.positions, numHeads, headDim, c.ropeDim, freqBase, c.ropeNeox);
-      b.rope(k, inputs.positions, numKvHeads, headDim, c.ropeDim, freqBase, c.ropeNeox);
+      const angles = this.angles[l]!;
+      if (angles !== null) {
+        b.rope(q, inputs.positions, numHeads, headDim, angles, c.ropeNeox);
+        b.rope(k, inputs.positions, numKvHeads, headDim, angles, c.ropeNeox);
+      }
       if (qScale !== 1) b.scale(q, qScale, n * numHeads * headDim);
       b.kvStore(l, k, s.v, inputs.slots);
       b.attention(s.xb, q, l, numHeads, inputs.sequences, layerSlidingWindow(c, l));

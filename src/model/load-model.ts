@@ -6,7 +6,7 @@ import type { GgufFile } from "../gguf/gguf-file.ts";
 import { ok, type Result } from "../util/result.ts";
 import { readModelConfig } from "./read-model-config.ts";
 import type { ModelConfig } from "./model-config.ts";
-import { loadModelWeights, type ModelWeights } from "./weights.ts";
+import { loadModelWeights, type LoadWeightsOptions, type ModelWeights } from "./weights.ts";
 
 export interface LoadedModel {
   readonly gguf: GgufFile;
@@ -17,10 +17,10 @@ export interface LoadedModel {
 /**
  * @example const model = loadModel(gguf); if (!model.ok) throw new CliError(model.error);
  */
-export function loadModel(gguf: GgufFile): Result<LoadedModel> {
+export function loadModel(gguf: GgufFile, options: LoadWeightsOptions = {}): Result<LoadedModel> {
   const config = readModelConfig(gguf);
   if (!config.ok) return config;
-  const weights = loadModelWeights(gguf, config.value);
+  const weights = loadModelWeights(gguf, config.value, options);
   if (!weights.ok) return weights;
   return ok({ gguf, config: config.value, weights: weights.value });
 }

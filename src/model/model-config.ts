@@ -2,13 +2,18 @@
  * The shape of a model, read from GGUF metadata by `model/read-model-config.ts`.
  * Everything below the engine reads the model only through this.
  */
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3";
+import type { RopeScaling } from "./rope-scaling.ts";
+
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3" | "phi3" | "smollm3";
 
 /** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
 export type FfnActivation = "silu" | "gelu_tanh";
 
 /** `<arch>.pooling_type` as llama.cpp names it (llama.h enum llama_pooling_type) */
 export type GgufPoolingType = "none" | "mean" | "cls" | "last" | "rank";
+
+/** Which tensor holds the per-dim rope divisors: rope_freqs (Llama 3.x), rope_factors_long/short (LongRoPE), none. */
+export type RopeFactorTensors = "none" | "freqs" | "longShort";
 
 export interface ModelConfig {
   readonly architecture: Architecture;
@@ -26,8 +31,19 @@ export interface ModelConfig {
   /** rope.dimension_count (usually = headDim) */
   readonly ropeDim: number;
   readonly ropeFreqBase: number;
-  /** NEOX (split-half) rope: qwen2, qwen3; llama uses adjacent pairs */
+  /** NEOX (split-half) rope: qwen2, qwen3, phi3; llama uses adjacent pairs */
   readonly ropeNeox: boolean;
+  // rope scaling, phi3, smollm3 (absent: none, llama-like); rope-scaling.ts and llama.cpp src/models/<arch>.cpp
+  /** rope.scaling.* (linear, YaRN, LongRoPE); absent: none */
+  readonly ropeScaling?: RopeScaling;
+  /** where the per-dim rope divisors are read from (each tensor optional); absent: none */
+  readonly ropeFactors?: RopeFactorTensors;
+  /** every n-th layer (1-based) has no rope (smollm3: 4); absent / 0: all layers rope */
+  readonly noRopeLayerStep?: number;
+  /** phi3: ffn_up is [gate; up] (2 x hiddenDim rows), no ffn_gate */
+  readonly fusedGateUp?: boolean;
+  /** phi3: attn_qkv may replace attn_q/k/v */
+  readonly fusedQkv?: boolean;
   readonly rmsEps: number;
   readonly contextLength: number;
   /** no output.weight: the LM head is token_embd */

@@ -7,6 +7,7 @@ import { archKey, KEY, tensorName } from "../gguf/names.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { ARCHITECTURES, architectureTraits, type ArchitectureTraits } from "./architectures.ts";
 import type { GgufPoolingType, ModelConfig } from "./model-config.ts";
+import { readRopeScaling } from "./rope-scaling.ts";
 
 /** llama.h enum llama_pooling_type, by value (llama-model.cpp reads LLM_KV_POOLING_TYPE as this number) */
 const GGUF_POOLING_TYPES: readonly GgufPoolingType[] = ["none", "mean", "cls", "last", "rank"];
@@ -92,6 +93,8 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   if (!rmsEps.ok) return rmsEps;
   const contextLength = positiveInt(gguf, archKey(p, "contextLength"));
   if (!contextLength.ok) return contextLength;
+  const ropeScaling = readRopeScaling(gguf, p, contextLength.value);
+  if (!ropeScaling.ok) return ropeScaling;
 
   const embd = gguf.tensors.find((t) => t.name === TOKEN_EMBD);
   if (embd === undefined) return err(`${gguf.source}: missing tensor ${TOKEN_EMBD}`);
@@ -110,13 +113,7 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   const name = scalar(gguf, KEY.name);
   const gemma = readSlidingWindow(gguf, traits, numLayers.value);
   if (!gemma.ok) return gemma;
-  // fennec has no linear rope scaling and no logit softcapping: refuse them rather than ignore them
-  const scalingType = scalar(gguf, archKey(p, "ropeScalingType"));
-  const scalingFactor = numberKey(gguf, archKey(p, "ropeScalingFactor"));
-  if (!scalingFactor.ok) return scalingFactor;
-  if (scalingType === "linear" && scalingFactor.value !== undefined && scalingFactor.value !== 1) {
-    return err(`${gguf.source}: linear rope scaling (${archKey(p, "ropeScalingFactor")} = ${scalingFactor.value}) is not supported`);
-  }
+  // fennec has no logit softcapping: refuse it rather than ignore it (rope scaling: rope-scaling.ts)
   const softcap = numberKey(gguf, archKey(p, "finalLogitSoftcapping"));
   if (!softcap.ok) return softcap;
   if (softcap.value !== undefined && softcap.value !== 0) {
@@ -147,6 +144,12 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     ropeDim: ropeDim.value,
     ropeFreqBase: ropeFreqBase.value,
     ropeNeox: traits.ropeNeox,
+    ropeScaling: ropeScaling.value,
+    // llama.cpp's llama reads rope_factors_long/short instead of rope_freqs when the scaling type is longrope
+    ropeFactors: traits.ropeFactors === "freqs" && ropeScaling.value.type === "longrope" ? "longShort" : traits.ropeFactors,
+    noRopeLayerStep: traits.noRopeLayerStep,
+    fusedGateUp: traits.fusedGateUp,
+    fusedQkv: traits.fusedQkv,
     rmsEps: rmsEps.value,
     contextLength: contextLength.value,
     tiedEmbeddings: !gguf.tensors.some((t) => t.name === OUTPUT),

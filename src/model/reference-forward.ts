@@ -4,16 +4,18 @@
  * WebGPU kernels) is tested against this, so it must stay simple enough to check by reading.
  *
  * x = embedding(token) (* sqrt(dim): gemma3), then per layer (paper order):
- *   xb = rmsnorm(x) ; q,k,v = xb.Wq,Wk,Wv (+bias: qwen2) ; per-head rmsnorm on q,k (qwen3, gemma3) ; rope(q,k) ;
+ *   xb = rmsnorm(x) ; q,k,v = xb.Wq,Wk,Wv (+bias: qwen2) ; per-head rmsnorm on q,k (qwen3, gemma3) ; rope(q,k)
+ *   (the layer's angles: rope-scaling.ts; none in smollm3's no-rope layers) ;
  *   cache k,v at pos ; xb = attention(q, cache[0..pos], or the last `window` positions on a sliding layer) ;
  *   x += xb.Wo (rmsnorm'd first: gemma3 post-attention norm) ;
  *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (rmsnorm'd first: gemma3 post-FFN norm), act = silu or tanh-GELU
  * then logits = rmsnorm(x).Wout.
  * gemma3's layers alternate: sliding-window layers with their own rope base, and global ones (llama.cpp gemma3.cpp).
  */
-import type { WeightSource } from "../backend/backend.ts";
+import type { RopeAngles, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import { layerRopeFreqBase, layerSlidingWindow, type ModelConfig } from "./model-config.ts";
+import { layerRopeAngles } from "./rope-scaling.ts";
 import type { ModelWeights } from "./weights.ts";
 
 /** A matrix dequantized to f32 [rows, cols] row-major (rows = output features), and the type it came from. */
@@ -58,10 +60,6 @@ export interface ReferenceForwardOptions {
   readonly ropeAngles?: (pos: number, ropeDim: number, freqBase: number) => ArrayLike<number>;
 }
 
-/** theta_i = pos * base^(-2i / ropeDim) for i < ropeDim / 2 */
-function exactRopeAngles(pos: number, ropeDim: number, freqBase: number): Float64Array {
-  return Float64Array.from({ length: ropeDim / 2 }, (_, i) => pos * Math.pow(freqBase, (-2 * i) / ropeDim));
-}
 
 // ---- leaf ops (llama2.c names) ----
 
@@ -88,18 +86,18 @@ function addInPlace(x: Float32Array, b: Float32Array): void {
 }
 
 /**
- * Rotates the first ropeDim dims of each head of vec [numHeads * headDim] by the angles of its position,
- * theta_i = pos * base^(-2i/ropeDim).
- * Normal rope (llama) pairs dims (2i, 2i+1); NEOX rope (qwen2/3) pairs (i, i + ropeDim/2).
+ * Rotates the first ropeDim dims of each head of vec [numHeads * headDim] by the angles of its position, theta_i =
+ * pos * thetas[i] (base^(-2i/ropeDim) unscaled: rope-scaling.ts), and scales the turned pairs by mscale (1 unless
+ * YaRN / LongRoPE). Normal rope (llama) pairs dims (2i, 2i+1); NEOX rope (qwen2/3, gemma3, phi3) pairs (i, i + ropeDim/2).
  */
-function rope(vec: Float32Array, numHeads: number, headDim: number, ropeDim: number, angles: ArrayLike<number>, neox: boolean): void {
+function rope(vec: Float32Array, numHeads: number, headDim: number, ropeDim: number, angles: ArrayLike<number>, mscale: number, neox: boolean): void {
   const half = ropeDim / 2;
   for (let h = 0; h < numHeads; h++) {
     const base = h * headDim;
     for (let i = 0; i < half; i++) {
       const theta = angles[i]!;
-      const cos = Math.cos(theta);
-      const sin = Math.sin(theta);
+      const cos = Math.cos(theta) * mscale;
+      const sin = Math.sin(theta) * mscale;
       const a = neox ? base + i : base + 2 * i;
       const b = neox ? base + i + half : base + 2 * i + 1;
       const x0 = vec[a]!;
@@ -138,7 +136,9 @@ export class ReferenceForward {
   private readonly output: Matrix; // [vocabSize, dim] (the same data as tokenEmbd when tied)
   private readonly roundInput: ReferenceForwardOptions["roundMatmulInput"];
   private readonly gelu: (x: number) => number;
-  private readonly ropeAngles: NonNullable<ReferenceForwardOptions["ropeAngles"]>;
+  private readonly ropeAnglesHook: ReferenceForwardOptions["ropeAngles"];
+  /** [numLayers] each layer's rope angles, null for no rope */
+  private readonly layerAngles: (RopeAngles | null)[];
 
   // run state (llama2.c RunState)
   private readonly x: Float32Array; // [dim] the residual stream
@@ -169,7 +169,8 @@ export class ReferenceForward {
     }));
     this.roundInput = options.roundMatmulInput;
     this.gelu = options.gelu ?? gelu;
-    this.ropeAngles = options.ropeAngles ?? exactRopeAngles;
+    this.ropeAnglesHook = options.ropeAngles;
+    this.layerAngles = layerRopeAngles(config, weights.ropeFactors == null ? null : f32(weights.ropeFactors));
 
     const { dim, hiddenDim, numLayers, vocabSize } = config;
     const qDim = config.numHeads * config.headDim;
@@ -188,6 +189,14 @@ export class ReferenceForward {
     this.valueCache = new Float32Array(numLayers * maxSeqLen * kvDim);
   }
 
+  /** theta_i at pos: pos * thetas[i], or the hook's unscaled angles times the scaling's per-dim ratio thetas[i] / base^(-2i/d) */
+  private ropeTheta(pos: number, angles: RopeAngles, freqBase: number): ArrayLike<number> {
+    const hook = this.ropeAnglesHook;
+    if (hook === undefined) return Float64Array.from(angles.thetas, (t) => pos * t);
+    const unscaled = hook(pos, angles.ropeDim, freqBase);
+    return Float64Array.from({ length: angles.ropeDim / 2 }, (_, i) => unscaled[i]! * (angles.thetas[i]! / Math.pow(freqBase, (-2 * i) / angles.ropeDim)));
+  }
+
   /** out[rows] = W[rows, cols] . x[cols], with the optional input rounding */
   private matmul(out: Float32Array, x: Float32Array, w: Matrix, cols: number, rows: number): void {
     const input = this.roundInput ? this.roundInput(x.subarray(0, cols), w.type) : x;
@@ -202,6 +211,15 @@ export class ReferenceForward {
 
   /** Logits [vocabSize] for the next token after `token` at position `pos` (a view: copy it to keep it). */
   forward(token: number, pos: number): Float32Array {
+    this.advance(token, pos);
+    const { dim, rmsEps, vocabSize } = this.config;
+    rmsnorm(this.x, this.x, this.outputNorm, dim, rmsEps);
+    this.matmul(this.logits, this.x, this.output, dim, vocabSize);
+    return this.logits;
+  }
+
+  /** Runs `token` at `pos` through every layer (its K and V enter the cache) without the LM head: a prompt's prefix. */
+  advance(token: number, pos: number): void {
     const c = this.config;
     const { dim, hiddenDim, headDim, numHeads, numKvHeads, rmsEps } = c;
     const qDim = numHeads * headDim;
@@ -232,9 +250,12 @@ export class ReferenceForward {
         for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
         for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
       }
-      const angles = this.ropeAngles(pos, c.ropeDim, layerRopeFreqBase(c, l));
-      rope(q, numHeads, headDim, c.ropeDim, angles, c.ropeNeox);
-      rope(k, numKvHeads, headDim, c.ropeDim, angles, c.ropeNeox);
+      const angles = this.layerAngles[l]!;
+      if (angles !== null) {
+        const theta = this.ropeTheta(pos, angles, layerRopeFreqBase(c, l));
+        rope(q, numHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
+        rope(k, numKvHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
+      }
 
       // cache k, v at pos
       const layerOffset = l * this.maxSeqLen * kvDim;
@@ -277,9 +298,5 @@ export class ReferenceForward {
       if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
       addInPlace(x, xb2);
     }
-
-    rmsnorm(x, x, this.outputNorm, dim, rmsEps);
-    this.matmul(this.logits, x, this.output, dim, c.vocabSize);
-    return this.logits;
   }
 }

@@ -7,7 +7,7 @@ import type { WeightSource } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { tensorName, type TensorKey } from "../gguf/names.ts";
 import { tensorData } from "../gguf/reader.ts";
-import { byteSize, ggmlTypeName, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
+import { byteSize, GgmlType, ggmlTypeName, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { ModelConfig } from "./model-config.ts";
 
@@ -59,6 +59,17 @@ export interface ModelWeights {
   readonly outputNorm: WeightSource;
   /** [vocabSize, dim]; the same object as tokenEmbd when the embeddings are tied */
   readonly output: WeightSource;
+  /**
+   * [ropeDim / 2] f32 divisors of the rope frequencies, the same for every layer: rope_freqs (Llama 3.x), or for
+   * LongRoPE rope_factors_long when the context is longer than rope.scaling.original_context_length, else
+   * rope_factors_short (llama.cpp get_rope_factors); null when the file has none
+   */
+  readonly ropeFactors?: WeightSource | null;
+}
+
+export interface LoadWeightsOptions {
+  /** the longest sequence the model will serve (--max-model-len; default the model's context length): picks LongRoPE's factors */
+  readonly maxModelLen?: number;
 }
 
 /** Expected ggml shape, ne0 first: [cols] for 1-D, [cols, rows] for 2-D. */
@@ -93,16 +104,37 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
  * flags do not ask for are ignored, as llama.cpp does.
  * @example const weights = loadModelWeights(gguf, config); if (!weights.ok) throw new CliError(weights.error);
  */
-export function loadModelWeights(gguf: GgufFile, config: ModelConfig): Result<ModelWeights> {
+export function loadModelWeights(gguf: GgufFile, config: ModelConfig, options: LoadWeightsOptions = {}): Result<ModelWeights> {
   try {
-    return ok(findWeights(gguf, config));
+    return ok(findWeights(gguf, config, options.maxModelLen ?? config.contextLength));
   } catch (e) {
     if (e instanceof WeightError) return err(e.message);
     throw e;
   }
 }
 
-function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
+/**
+ * Rows [start, start + count) of a 2-D weight as a WeightSource of its own: a view, no copy (rows are whole blocks).
+ * Fused tensors (phi3's attn_qkv and [gate; up] ffn_up) become the separate matrices every backend already runs.
+ */
+function rowSlice(w: WeightSource, suffix: string, start: number, count: number): WeightSource {
+  const rowBytes = w.data.length / w.rows;
+  return { name: `${w.name}[${suffix}]`, type: w.type, rows: count, cols: w.cols, data: w.data.subarray(start * rowBytes, (start + count) * rowBytes) };
+}
+
+/** The rope divisors the config asks for (each optional), checked to be f32 [ropeDim / 2]. */
+function ropeFactors(gguf: GgufFile, config: ModelConfig, maxModelLen: number): WeightSource | null {
+  if (config.ropeFactors === undefined || config.ropeFactors === "none") return null;
+  const key: TensorKey = config.ropeFactors === "freqs" ? "ropeFreqs"
+    : maxModelLen > (config.ropeScaling?.originalContextLength ?? config.contextLength) ? "ropeFactorsLong" : "ropeFactorsShort";
+  const name = tensorName(key);
+  if (!gguf.tensors.some((t) => t.name === name)) return null;
+  const w = tensor(gguf, name, [config.ropeDim / 2]);
+  if (w.type !== GgmlType.F32) throw new WeightError(`${gguf.source}: tensor ${name} has type ${ggmlTypeName(w.type)}, expected f32 (ggml's rope reads f32 factors)`);
+  return w;
+}
+
+function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): ModelWeights {
   const { dim, hiddenDim, vocabSize, headDim } = config;
   const qDim = config.numHeads * headDim;
   const kvDim = config.numKvHeads * headDim;
@@ -113,11 +145,16 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
     const bias = (key: LayerTensorKey, n: number): WeightSource | null => (config.hasQkvBias ? t(key, [n]) : null);
     const norm = (key: LayerTensorKey): WeightSource | null => (config.hasQkNorm ? t(key, [headDim]) : null);
     const postNorm = (key: LayerTensorKey): WeightSource | null => (config.hasPostNorms === true ? t(key, [dim]) : null);
+    // llama.cpp create_tensor_qkv: attn_qkv when the file has it, else attn_q/k/v
+    const qkvName = tensorName("attnQkv", l);
+    const qkv = config.fusedQkv === true && gguf.tensors.some((x) => x.name === qkvName) ? tensor(gguf, qkvName, [dim, qDim + 2 * kvDim]) : null;
+    // phi3: ffn_up is [gate; up]; ggml_swiglu takes silu of the first half (llama-graph build_ffn, LLM_FFN_SWIGLU)
+    const gateUp = config.fusedGateUp === true ? tensor(gguf, tensorName("ffnUp", l), [dim, 2 * hiddenDim]) : null;
     layers.push({
       attnNorm: t("attnNorm", [dim]),
-      wq: t("wq", [dim, qDim]),
-      wk: t("wk", [dim, kvDim]),
-      wv: t("wv", [dim, kvDim]),
+      wq: qkv ? rowSlice(qkv, "q", 0, qDim) : t("wq", [dim, qDim]),
+      wk: qkv ? rowSlice(qkv, "k", qDim, kvDim) : t("wk", [dim, kvDim]),
+      wv: qkv ? rowSlice(qkv, "v", qDim + kvDim, kvDim) : t("wv", [dim, kvDim]),
       wo: t("wo", [qDim, dim]),
       bq: bias("bq", qDim),
       bk: bias("bk", kvDim),
@@ -125,8 +162,8 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
       qNorm: norm("qNorm"),
       kNorm: norm("kNorm"),
       ffnNorm: t("ffnNorm", [dim]),
-      wGate: t("wGate", [dim, hiddenDim]),
-      wUp: t("wUp", [dim, hiddenDim]),
+      wGate: gateUp ? rowSlice(gateUp, "gate", 0, hiddenDim) : t("wGate", [dim, hiddenDim]),
+      wUp: gateUp ? rowSlice(gateUp, "up", hiddenDim, hiddenDim) : t("wUp", [dim, hiddenDim]),
       wDown: t("wDown", [hiddenDim, dim]),
       attnPostNorm: postNorm("attnPostNorm"),
       ffnPostNorm: postNorm("ffnPostNorm"),
@@ -137,5 +174,6 @@ function findWeights(gguf: GgufFile, config: ModelConfig): ModelWeights {
     layers,
     outputNorm: tensor(gguf, tensorName("outputNorm"), [dim]),
     output: config.tiedEmbeddings ? tokenEmbd : tensor(gguf, tensorName("output"), [dim, vocabSize]),
+    ropeFactors: ropeFactors(gguf, config, maxModelLen),
   };
 }

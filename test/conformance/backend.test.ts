@@ -9,6 +9,7 @@
  *   tensor/kv-q8.ts, so only the sums' order differs); everything else: 1e-5.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ropeAngles } from "../../src/model/rope-scaling.ts";
 import type { AttentionSequence, Backend, KvCacheDtype, KvCacheShape } from "../../src/backend/backend.ts";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
 import { GgmlType, WEIGHT_TYPES, weightType, type WeightType } from "../../src/tensor/dtypes.ts";
@@ -255,19 +256,30 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
   });
 
   for (const neox of [false, true]) {
-    it(`rope (${neox ? "NEOX" : "normal"}, full and partial rotary dims, positions up to 4999)`, async () => {
+    it(`rope (${neox ? "NEOX" : "normal"}, full and partial rotary dims, positions up to 4999; unscaled, Llama 3 factors, YaRN, LongRoPE)`, async () => {
       const random = rng(neox ? 13 : 14);
       const numRows = 6;
       const numHeads = 3;
       const headDim = 16;
       const positions = new Int32Array([0, 1, 7, 300, 4095, 4999]);
+      const none = { type: "linear", freqScale: 1, attnFactor: 1, originalContextLength: 4096 } as const;
+      const scalings = [
+        { scaling: none, factors: false },
+        { scaling: none, factors: true }, // rope_freqs (Llama 3.x): per-dim divisors
+        { scaling: { type: "yarn", freqScale: 1 / 4, attnFactor: 1, originalContextLength: 512 }, factors: false }, // mscale 1.139
+        { scaling: { type: "longrope", freqScale: 1, attnFactor: 1.19, originalContextLength: 4096 }, factors: true },
+      ] as const;
       for (const ropeDim of [16, 12, 8]) {
-        const x = randomFloats(numRows * numHeads * headDim, random);
-        const got = await upload(backend, x);
-        backend.rope(got, positions, numHeads, headDim, ropeDim, 10000, neox);
-        const want = await upload(oracle, x);
-        oracle.rope(want, positions, numHeads, headDim, ropeDim, 10000, neox);
-        expectClose(await backend.read(got, x.length), await oracle.read(want, x.length), 1e-5, `${name} rope dim ${ropeDim}`);
+        for (const { scaling, factors } of scalings) {
+          const divisors = factors ? Float32Array.from({ length: ropeDim / 2 }, () => 1 + 31 * random()) : null;
+          const angles = ropeAngles({ ropeDim, ropeFreqBase: 10000, ropeScaling: scaling }, divisors);
+          const x = randomFloats(numRows * numHeads * headDim, random);
+          const got = await upload(backend, x);
+          backend.rope(got, positions, numHeads, headDim, angles, neox);
+          const want = await upload(oracle, x);
+          oracle.rope(want, positions, numHeads, headDim, angles, neox);
+          expectClose(await backend.read(got, x.length), await oracle.read(want, x.length), 1e-5, `${name} rope dim ${ropeDim} ${scaling.type}${factors ? " with factors" : ""}`);
+        }
       }
     });
   }

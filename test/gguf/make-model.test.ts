@@ -48,6 +48,7 @@ const CASES: [string, string][] = [
   ["tiny-qwen2.5-0.5b", "q4_0"], ["tiny-qwen2.5-0.5b", "q6_k"],
   ["tiny-qwen3-0.6b", "q4_k_m"], ["tiny-qwen3-0.6b", "q5_1"],
   ["tiny-llama-3.2-1b", "q5_k"], ["tiny-llama-3.2-1b", "q4_1"],
+  ["tiny-phi-3.5-mini", "q4_k_m"], ["tiny-smollm3-3b", "q8_0"],
   // gemma3: make-model's gemma3-270m shape is loaded by llama.cpp in test/model/llamacpp-gemma3.test.ts
 ];
 
@@ -76,6 +77,33 @@ describe("tiny random models load in llama.cpp and generate", () => {
       await model.dispose();
     }
   }, 120_000);
+});
+
+describe("rope scaling and fused tensors as llama.cpp's converter writes them", () => {
+  test("llama-3.2-1b: rope_freqs from config.json's llama3 rope_scaling (1 for fast dims, 32 for slow ones)", () => {
+    const shape = MODEL_SHAPES["tiny-llama-3.2-1b"]!;
+    const m = randomModel({ shapeName: "t", shape, type: "f32", seed: 1, vocab: vocab(shape.vocab) });
+    const t = m.tensors.find((x) => x.name === "rope_freqs.weight")!;
+    expect(t.shape).toEqual([shape.headDim / 2]);
+    const f = new Float32Array((t.data as () => Uint8Array)().slice().buffer);
+    expect(f[0]).toBe(1);
+    expect(f[f.length - 1]).toBe(32);
+    for (let i = 1; i < f.length; i++) expect(f[i]!).toBeGreaterThanOrEqual(f[i - 1]!);
+    expect(m.metadata.has("llama.rope.scaling.type")).toBe(false);
+  });
+
+  test("phi-3.5-mini: attn_qkv and a 2x ffn_up, no ffn_gate; LongRoPE factors and attn_factor sqrt(1 + ln 32 / ln 4096)", () => {
+    const shape = MODEL_SHAPES["phi-3.5-mini"]!;
+    const m = randomModel({ shapeName: "t", shape: { ...shape, numLayers: 1 }, type: "q8_0", seed: 1, vocab: vocab(shape.vocab) });
+    const byName = new Map(m.tensors.map((t) => [t.name, t]));
+    expect(byName.get("blk.0.attn_qkv.weight")!.shape).toEqual([3072, 3 * 3072]);
+    expect(byName.get("blk.0.ffn_up.weight")!.shape).toEqual([3072, 2 * 8192]);
+    expect(byName.has("blk.0.ffn_gate.weight") || byName.has("blk.0.attn_q.weight")).toBe(false);
+    expect(byName.get("rope_factors_long.weight")!.shape).toEqual([48]);
+    expect(byName.get("rope_factors_short.weight")!.shape).toEqual([48]);
+    expect(m.metadata.get("phi3.rope.scaling.original_context_length")?.value).toBe(4096);
+    expect(m.metadata.get("phi3.rope.scaling.attn_factor")?.value as number).toBeCloseTo(Math.sqrt(1 + Math.log(32) / Math.log(4096)), 6);
+  });
 });
 
 describe("weights", () => {

@@ -87,7 +87,6 @@ describe("gemma3 (llama.cpp gemma3.cpp load_arch_hparams)", () => {
 
   test.each([
     ["logit softcapping", { "gemma3.final_logit_softcapping": f32(30) }, /gemma3.final_logit_softcapping = 30 is not supported/],
-    ["linear rope scaling", { "gemma3.rope.scaling.type": { type: GgufValueType.STRING, value: "linear" }, "gemma3.rope.scaling.factor": f32(8) }, /linear rope scaling .* is not supported/],
     ["a pattern array", { "gemma3.attention.sliding_window_pattern": { type: GgufValueType.ARRAY, value: { type: GgufValueType.BOOL, values: [true, false, true] } } }, /sliding_window_pattern as an array is not supported/],
   ] as const)("refused with one line, never ignored: %s", (_label, metadata, message) => {
     const config = read(metadata as TinyModelOptions["metadata"]);
@@ -109,9 +108,13 @@ describe("loadModelWeights", () => {
     expect(w.output === w.tokenEmbd).toBe(shape.tied);
     expect(w.layers[0]!.wk.rows).toBe(shape.numKvHeads * shape.headDim);
     expect(w.layers[0]!.wq.rows).toBe(shape.numHeads * shape.headDim);
-    expect(w.layers[1]!.bq !== null).toBe(arch === "qwen2");
-    expect(w.layers[1]!.qNorm !== null).toBe(arch === "qwen3" || arch === "gemma3");
-    expect(w.layers[1]!.attnPostNorm !== null && w.layers[1]!.ffnPostNorm !== null).toBe(arch === "gemma3");
+    const a = shape.architecture;
+    expect(w.layers[1]!.bq !== null).toBe(a === "qwen2");
+    expect(w.layers[1]!.qNorm !== null).toBe(a === "qwen3" || a === "gemma3");
+    expect(w.layers[1]!.attnPostNorm !== null && w.layers[1]!.ffnPostNorm !== null).toBe(a === "gemma3");
+    expect(w.layers[1]!.wGate.rows).toBe(shape.hiddenDim);
+    expect(w.layers[1]!.wUp.rows).toBe(shape.hiddenDim);
+    expect(w.ropeFactors != null).toBe(shape.ropeFactors === true);
     expect(w.tokenEmbd.data.length).toBe(shape.vocabSize * shape.dim * 4);
   });
 

@@ -14,6 +14,13 @@ export interface TinyShape extends Pick<ModelConfig, "architecture" | "vocabSize
   /** gemma3: attention.sliding_window and attention.sliding_window_pattern (a period; llama.cpp's default is 6) */
   readonly slidingWindow?: number;
   readonly slidingWindowPattern?: number;
+  /**
+   * the rope divisor tensors the architecture reads (llama: rope_freqs; phi3: rope_factors_short/long): true for
+   * random values in [1, 9), or the tensors' values
+   */
+  readonly ropeFactors?: boolean | Readonly<Partial<Record<RopeFactorKey, Float32Array>>>;
+  /** extra metadata (rope.scaling.*), without the architecture prefix: { "rope.scaling.type": str("yarn") } */
+  readonly archMetadata?: Readonly<Record<string, GgufMetadataEntry>>;
 }
 
 /** Small seeded generator (mulberry32, shared with the conformance suite): the same seed gives the same model on every machine. */
@@ -30,8 +37,12 @@ interface PlannedTensor {
   /** a ggml type id (any number, so error tests can use types fennec lacks) */
   readonly type: number;
   /** what the random values look like */
-  readonly kind: "matrix" | "norm" | "bias";
+  readonly kind: "matrix" | "norm" | "bias" | "ropeFactor";
+  /** fixed values instead of random ones */
+  readonly values?: Float32Array;
 }
+
+type RopeFactorKey = "ropeFreqs" | "ropeFactorsShort" | "ropeFactorsLong";
 
 /** The tensors a shape implies, with llama.cpp names. Matrices get `matrixType`; norms and biases stay f32. */
 function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
@@ -40,13 +51,24 @@ function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
   const m = (name: string, cols: number, rows: number): PlannedTensor => ({ name, shape: [cols, rows], type: matrixType, kind: "matrix" });
   const v = (name: string, n: number, kind: "norm" | "bias"): PlannedTensor => ({ name, shape: [n], type: GgmlType.F32, kind });
   const out: PlannedTensor[] = [m(tensorName("tokenEmbd"), s.dim, s.vocabSize)];
+  const factor = (key: RopeFactorKey): PlannedTensor => ({ name: tensorName(key), shape: [s.headDim / 2], type: GgmlType.F32, kind: "ropeFactor" });
+  if (s.ropeFactors === true) out.push(...(s.architecture === "phi3" ? [factor("ropeFactorsShort"), factor("ropeFactorsLong")] : [factor("ropeFreqs")]));
+  else if (s.ropeFactors) {
+    for (const [key, values] of Object.entries(s.ropeFactors)) out.push({ ...factor(key as RopeFactorKey), shape: [values.length], values });
+  }
+  // phi3 stacks q, k, v into attn_qkv and [gate; up] into ffn_up, as its GGUFs do
+  const fused = s.architecture === "phi3";
   for (let l = 0; l < s.numLayers; l++) {
     const n = (key: TensorKey): string => tensorName(key, l);
-    out.push(v(n("attnNorm"), s.dim, "norm"), m(n("attnQ"), s.dim, qDim), m(n("attnK"), s.dim, kvDim), m(n("attnV"), s.dim, kvDim));
+    out.push(v(n("attnNorm"), s.dim, "norm"));
+    if (fused) out.push(m(n("attnQkv"), s.dim, qDim + 2 * kvDim));
+    else out.push(m(n("attnQ"), s.dim, qDim), m(n("attnK"), s.dim, kvDim), m(n("attnV"), s.dim, kvDim));
     if (s.architecture === "qwen2") out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"));
     if (s.architecture === "qwen3" || s.architecture === "gemma3") out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
     out.push(m(n("attnOutput"), qDim, s.dim), v(n("ffnNorm"), s.dim, "norm"));
-    out.push(m(n("ffnGate"), s.dim, s.hiddenDim), m(n("ffnUp"), s.dim, s.hiddenDim), m(n("ffnDown"), s.hiddenDim, s.dim));
+    if (fused) out.push(m(n("ffnUp"), s.dim, 2 * s.hiddenDim));
+    else out.push(m(n("ffnGate"), s.dim, s.hiddenDim), m(n("ffnUp"), s.dim, s.hiddenDim));
+    out.push(m(n("ffnDown"), s.hiddenDim, s.dim));
     if (s.architecture === "gemma3") out.push(v(n("attnPostNorm"), s.dim, "norm"), v(n("ffnPostNorm"), s.dim, "norm"));
   }
   out.push(v(tensorName("outputNorm"), s.dim, "norm"));
@@ -96,6 +118,7 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
     [archKey(p, "valueLength"), u32(s.headDim)],
     [archKey(p, "rmsEps"), f32(1e-5)],
     [archKey(p, "ropeFreqBase"), f32(p === "llama" ? 10000 : 1000000)],
+    ...Object.entries(s.archMetadata ?? {}).map(([key, value]): [string, GgufMetadataEntry] => [`${p}.${key}`, value]),
   ]);
   if (s.slidingWindow !== undefined) metadata.set(archKey(p, "slidingWindow"), u32(s.slidingWindow));
   if (s.slidingWindowPattern !== undefined) metadata.set(archKey(p, "slidingWindowPattern"), u32(s.slidingWindowPattern));
@@ -111,10 +134,11 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
     const n = t.shape.reduce((a, b) => a * b, 1);
     const values = new Float32Array(n); // [rows, cols]
     const cols = t.shape[0]!;
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < n && t.values; i++) values[i] = t.values[i]!;
+    for (let i = 0; i < n && !t.values; i++) {
       const r = random() * 2 - 1;
       // matrices ~ U(-1, 1) * 1.5 / sqrt(cols): activations stay O(1) through the layers
-      values[i] = t.kind === "matrix" ? (r * 1.5) / Math.sqrt(cols) : t.kind === "norm" ? 1 + 0.2 * r : 0.3 * r;
+      values[i] = t.kind === "matrix" ? (r * 1.5) / Math.sqrt(cols) : t.kind === "norm" ? 1 + 0.2 * r : t.kind === "ropeFactor" ? 5 + 4 * r : 0.3 * r;
     }
     const wt = weightType(t.type);
     const sizeBytes = wt === undefined ? n * 4 : byteSize(wt, n);
@@ -138,5 +162,19 @@ export const TINY_SHAPES: Readonly<Record<string, TinyShape>> = {
   gemma3: {
     architecture: "gemma3", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 3, numHeads: 4, numKvHeads: 1, headDim: 16, tied: true, contextLength: 64,
     slidingWindow: 5, slidingWindowPattern: 2,
+  },
+  // LongRoPE: a context of 64 over an original 16 picks rope_factors_long; attn_factor scales the rotated dims
+  phi3: {
+    architecture: "phi3", vocabSize: 61, dim: 32, hiddenDim: 48, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, tied: false, contextLength: 64,
+    ropeFactors: true, archMetadata: { "rope.scaling.original_context_length": u32(16), "rope.scaling.attn_factor": f32(1.19) },
+  },
+  // 4 layers: the 4th has no rope
+  smollm3: { architecture: "smollm3", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 8, tied: true, contextLength: 64 },
+  // Llama 3.x: rope_freqs divides the frequencies
+  "llama rope_freqs": { architecture: "llama", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, tied: true, contextLength: 64, ropeFactors: true },
+  // YaRN (as Qwen2.5's long-context configs): factor 4 over an original 16
+  "qwen2 yarn": {
+    architecture: "qwen2", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 1, headDim: 8, tied: false, contextLength: 64,
+    archMetadata: { "rope.scaling.type": str("yarn"), "rope.scaling.factor": f32(4), "rope.scaling.original_context_length": u32(16) },
   },
 };

@@ -26,7 +26,7 @@ export interface KernelExports {
   attention_scratch_floats(groupSize: number, headDim: number): number;
   attention_merge(out: number, partials: number, merges: number, numHeads: number, numKvHeads: number, headDim: number, taskStart: number, taskEnd: number): void;
   rms_norm(out: number, x: number, w: number, numRows: number, dim: number, eps: number): void;
-  rope_table(table: number, positions: number, numRows: number, ropeDim: number, freqBase: number): void;
+  rope_table(table: number, positions: number, numRows: number, ropeDim: number, thetas: number, mscale: number): void;
   rope(x: number, table: number, numRows: number, numHeads: number, headDim: number, ropeDim: number, neox: number): void;
   silu_mul(out: number, gate: number, up: number, n: number): void;
   gelu_mul(out: number, gate: number, up: number, n: number): void;

@@ -10,7 +10,7 @@
  * forward pass only the residual stream crosses, once per layer range: [numTokens, dim] floats, a few KB per token.
  * @example const backend = await createSplitWasmBackend({ threads: 2 }, plan); // plan.numMemories > 1
  */
-import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource } from "../backend.ts";
 import type { MemoryPlan } from "./memory-plan.ts";
 import { memoryOfTensor } from "./memory-plan.ts";
 import type { WasmHeap } from "./wasm-memory.ts";
@@ -214,11 +214,11 @@ export class SplitWasmBackend implements Backend {
     this.on(b.memory).addBias(this.writeIn(x, b.memory, n), b.inner, numRows);
   }
 
-  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, angles: RopeAngles, neox: boolean): void {
     const m = this.current;
     const n = positions.length * numHeads * headDim;
     this.readIn(x, m, n);
-    this.on(m).rope(this.writeIn(x, m, n), positions, numHeads, headDim, ropeDim, freqBase, neox);
+    this.on(m).rope(this.writeIn(x, m, n), positions, numHeads, headDim, angles, neox);
   }
 
   /** The memory of `layer` and the layer's index among that memory's layers. */

@@ -8,7 +8,7 @@
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
 import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
-import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, Weight, WeightSource } from "../backend.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource } from "../backend.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
@@ -102,8 +102,7 @@ class Scratch {
 interface RopeTable {
   readonly scratch: Scratch;
   readonly positions: Int32Array;
-  readonly ropeDim: number;
-  readonly freqBase: number;
+  readonly angles: RopeAngles | null;
 }
 
 function asWeight(w: Weight): WasmWeight {
@@ -170,6 +169,8 @@ export class WasmBackend implements Backend {
   private readonly segmentKeys: number;
   /** query rows per attention tile (the kernels' TILE_ROWS) */
   private readonly tileRows: number;
+  /** the f64 angles rope_table reads */
+  private readonly ropeThetaScratch: Scratch;
 
   constructor(
     readonly level: SimdLevel,
@@ -181,7 +182,8 @@ export class WasmBackend implements Backend {
     this.activations = new Scratch(heap);
     this.ints = new Scratch(heap);
     this.threadScratch = new Scratch(heap);
-    this.ropeTables = [0, 1].map(() => ({ scratch: new Scratch(heap), positions: new Int32Array(0), ropeDim: 0, freqBase: 0 }));
+    this.ropeTables = [0, 1].map(() => ({ scratch: new Scratch(heap), positions: new Int32Array(0), angles: null }));
+    this.ropeThetaScratch = new Scratch(heap);
     this.attentionPartials = new Scratch(heap);
     this.segmentKeys = k.attention_segment_keys();
     this.tileRows = k.attention_tile_rows();
@@ -443,21 +445,23 @@ export class WasmBackend implements Backend {
     this.k.add_bias(asBuffer(x).ptr, b.f32Ptr, numRows, b.rows * b.cols);
   }
 
-  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
-    this.k.rope(asBuffer(x).ptr, this.ropeTableFor(positions, ropeDim, freqBase), positions.length, numHeads, headDim, ropeDim, neox ? 1 : 0);
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, angles: RopeAngles, neox: boolean): void {
+    this.k.rope(asBuffer(x).ptr, this.ropeTableFor(positions, angles), positions.length, numHeads, headDim, angles.ropeDim, neox ? 1 : 0);
   }
 
   /** The cos/sin table of these positions: every layer of a step asks for the same one, so it is computed once. */
-  private ropeTableFor(positions: Int32Array, ropeDim: number, freqBase: number): number {
-    const same = (t: RopeTable) => t.positions.length === positions.length && t.ropeDim === ropeDim && t.freqBase === freqBase &&
-      t.positions.every((p, i) => p === positions[i]);
+  private ropeTableFor(positions: Int32Array, angles: RopeAngles): number {
+    const same = (t: RopeTable) => t.angles === angles && t.positions.length === positions.length && t.positions.every((p, i) => p === positions[i]);
     const hit = this.ropeTables.find(same);
     if (hit !== undefined) return hit.scratch.ptr;
-    // replace the older table; the newer stays for the other rope base
+    // replace the older table; the newer stays for the other angle table (gemma3's sliding and global layers)
     const t = this.ropeTables.shift()!;
-    const at = t.scratch.ensure(positions.length * ropeDim * 4);
-    this.k.rope_table(at, this.putInts(positions), positions.length, ropeDim, freqBase);
-    this.ropeTables.push({ scratch: t.scratch, positions: positions.slice(), ropeDim, freqBase });
+    const half = angles.ropeDim / 2;
+    const thetas = this.ropeThetaScratch.ensure(half * 8);
+    new Float64Array(this.heap.memory.buffer, thetas, half).set(angles.thetas.subarray(0, half));
+    const at = t.scratch.ensure(positions.length * angles.ropeDim * 4);
+    this.k.rope_table(at, this.putInts(positions), positions.length, angles.ropeDim, thetas, angles.mscale);
+    this.ropeTables.push({ scratch: t.scratch, positions: positions.slice(), angles });
     return at;
   }
 

@@ -9,7 +9,7 @@
  * @example const backend = await createWebGpuBackend({}); const w = backend.loadWeight(source);
  */
 import { byteSize, weightType, type GgmlType } from "../../tensor/dtypes.ts";
-import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, TopK, Weight, WeightSource } from "../backend.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, TopK, Weight, WeightSource } from "../backend.ts";
 import { openDawnDevice, type DawnDevice } from "./dawn-device.ts";
 import { GpuKvCache } from "./gpu-kv-cache.ts";
 import { f32Weight, gpuWeight, uploadable, uploadWeight } from "./gpu-weight.ts";
@@ -26,6 +26,8 @@ class GpuBuffer implements DeviceBuffer {
 }
 
 interface RopeTable { readonly buffer: GPUBuffer; readonly numPositions: number }
+/** warmUp's rope: 8 dims, base 10000 */
+const WARM_UP_ROPE: RopeAngles = { ropeDim: 8, thetas: Float64Array.from({ length: 4 }, (_, i) => Math.pow(10000, -i / 4)), mscale: 1 };
 
 export interface WebGpuBackendOptions {
   /** limit for requestAdapter and requestDevice each */
@@ -81,7 +83,8 @@ export class WebGpuBackend implements Backend {
   readonly device: GPUDevice;
   private readonly enc: StepEncoder;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
-  private readonly ropeTables = new Map<string, RopeTable>();
+  /** by angle table (one per model, two with gemma3's local and global bases) */
+  private readonly ropeTables = new Map<RopeAngles, RopeTable>();
   private readonly convertedTypes = new Set<GgmlType>();
   private readonly maxBindingBytes: number;
   private readonly maxWeightChunkBytes: number;
@@ -309,33 +312,32 @@ export class WebGpuBackend implements Backend {
     this.enc.dispatch(this.pipeline("add_bias", () => ADD_BIAS_WGSL), new Uint32Array([total, n, foldGroups(groups)[0]]), [b, range(x)], groups);
   }
 
-  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, freqBase: number, neox: boolean): void {
+  rope(x: DeviceBuffer, positions: Int32Array, numHeads: number, headDim: number, angles: RopeAngles, neox: boolean): void {
     this.live();
     if (positions.length === 0) return;
     let maxPos = 0;
     for (const p of positions) maxPos = Math.max(maxPos, p);
-    const table = this.ropeTable(freqBase, ropeDim, maxPos + 1);
-    const half = ropeDim / 2;
+    const table = this.ropeTable(angles, maxPos + 1);
+    const half = angles.ropeDim / 2;
     const total = positions.length * numHeads * half;
     const groups = Math.ceil(total / WORKGROUP_SIZE);
     const params = new Uint32Array([numHeads, headDim, half, neox ? 1 : 0, total, foldGroups(groups)[0]]);
     this.enc.dispatch(this.pipeline("rope", () => ROPE_WGSL), params, [this.enc.indexData(positions), { buffer: table.buffer }, range(x)], groups);
   }
 
-  /** [numPositions, ropeDim / 2] (cos, sin) computed in f64 as the reference does; grows by doubling. */
-  private ropeTable(freqBase: number, ropeDim: number, numPositions: number): RopeTable {
-    const key = `${freqBase}:${ropeDim}`;
+  /** [numPositions, ropeDim / 2] (cos, sin) x mscale, computed in f64 as the reference does; per angle table, grows by doubling. */
+  private ropeTable(angles: RopeAngles, numPositions: number): RopeTable {
+    const key = angles;
     const have = this.ropeTables.get(key);
     if (have !== undefined && have.numPositions >= numPositions) return have;
     const size = Math.max(1024, 2 ** Math.ceil(Math.log2(numPositions)));
-    const half = ropeDim / 2;
+    const half = angles.ropeDim / 2;
     const cs = new Float32Array(size * half * 2); // [size, half, (cos, sin)]
-    const invFreq = Array.from({ length: half }, (_, i) => Math.pow(freqBase, (-2 * i) / ropeDim));
     for (let pos = 0; pos < size; pos++) {
       for (let i = 0; i < half; i++) {
-        const theta = pos * invFreq[i]!;
-        cs[(pos * half + i) * 2] = Math.cos(theta);
-        cs[(pos * half + i) * 2 + 1] = Math.sin(theta);
+        const theta = pos * angles.thetas[i]!;
+        cs[(pos * half + i) * 2] = Math.cos(theta) * angles.mscale;
+        cs[(pos * half + i) * 2 + 1] = Math.sin(theta) * angles.mscale;
       }
     }
     // a new buffer: recorded ops keep reading the old one, which the GC releases
@@ -453,7 +455,7 @@ export class WebGpuBackend implements Backend {
     this.rmsNorm(out, x, norm, 1, cols, 1e-5);
     this.rmsNorm(x, x, norm, 1, cols, 1e-5);
     this.addBias(x, norm, 1);
-    this.rope(x, Int32Array.of(3), 2, 8, 8, 10000, false);
+    this.rope(x, Int32Array.of(3), 2, 8, WARM_UP_ROPE, false);
     // each elementwise op in its three forms: a fresh output, in place into the first input, into the second
     for (const dst of [out, x, y]) {
       this.add(dst, x, y, cols);

@@ -1,0 +1,255 @@
+/**
+ * Rope scaling and the newer architectures against llama.cpp (node-llama-cpp, CPU, 1 thread, f32 weights and KV
+ * cache): random GGUFs in make-model's real shapes (scripts/model-shapes.ts: head size, rope base, rope scaling with the
+ * tensors and keys llama.cpp's converter writes, vocabulary) for Llama 3.2's rope_freqs, Phi-3.5-mini's LongRoPE with
+ * its long and its short factors, SmolLM3's no-rope layers, YaRN and linear scaling; narrowed to 128 wide and 2-4
+ * layers, with tiny-model.ts's O(1)-activation weights (make-model's N(0, 0.02) ones give near-uniform logits, which
+ * would hide any rope difference), so each case takes seconds.
+ *
+ * Along a prompt of about 350 tokens (1,000 for Llama 3, whose scaled low frequencies need that many positions to
+ * turn by a radian) and llama.cpp's 64 greedy tokens after it:
+ *  - the oracle (reference-forward.ts, teacher-forced, matmul inputs rounded like ggml) and the fast path (Runner on
+ *    the WASM kernels, decode steps one at a time) pick llama.cpp's token at every step, except where the two
+ *    candidates' logits are within TIE_GAP (random weights make near ties);
+ *  - at 4 positions, every token's log-prob with p > 1e-4 is within LOGPROB_TOLERANCE of llama.cpp's (the fast path:
+ *    FAST_LOGPROB_TOLERANCE, its KV cache is f16 where llama.cpp's is f32 here);
+ *  - the same model without its scaling (rope_freqs / factors / attention factor / no-rope layers dropped) misses
+ *    llama.cpp's log-probs at the last position by more than 10x the oracle's worst error: the feature is what makes
+ *    them agree (measured: 1.4e-5 with Llama 3's rope_freqs, 0.39 without; 6e-2..0.9 for the others).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ControlledEvaluateIndexOutput, ControlledEvaluateInputItem, Llama, Token } from "node-llama-cpp";
+import { createBackend } from "../../src/backend/create-backend.ts";
+import type { GgufFile, GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
+import { readGguf } from "../../src/gguf/reader.ts";
+import { archKey } from "../../src/gguf/names.ts";
+import { mdF32 } from "../../src/gguf/metadata.ts";
+import { writeGgufFile } from "../../src/gguf/writer.ts";
+import { argmax } from "../../src/model/decode-loop.ts";
+import { loadModel } from "../../src/model/load-model.ts";
+import type { ModelConfig } from "../../src/model/model-config.ts";
+import { ReferenceForward } from "../../src/model/reference-forward.ts";
+import { NO_ROPE_SCALING } from "../../src/model/rope-scaling.ts";
+import { Runner } from "../../src/model/runner.ts";
+import type { ModelWeights } from "../../src/model/weights.ts";
+import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
+import { MODEL_SHAPES, type ModelShape } from "../../scripts/model-shapes.ts";
+import { ropeFactorTensors, ropeScalingMetadata } from "../../scripts/random-model.ts";
+import { ensureKernels } from "../kernels/ensure-kernels.ts";
+import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { roundLikeGgml } from "./ggml-activation-rounding.ts";
+import { makeTinyModel } from "./tiny-model.ts";
+
+await ensureKernels();
+
+const STEPS = 64;
+/** f32 on both sides (the existing cross-check's f32 bound); measured maxima are in the log lines */
+const LOGPROB_TOLERANCE = 1e-3;
+const TIE_GAP = 1e-3;
+/** measured 6.5e-4..1.0e-3 */
+const FAST_LOGPROB_TOLERANCE = 5e-3;
+const FAST_TIE_GAP = 5e-3;
+const PARAGRAPH = [
+  "The lighthouse keeper climbed the spiral stairs every evening at dusk, counting the one hundred and twelve steps",
+  "as his father had taught him. At the top he trimmed the wick, polished the great lens until it shone like a second",
+  "moon, and wrote the weather in a leather book: wind from the north-west, a falling glass, three fishing boats",
+  "returning late with their lamps swinging. Nobody had asked him to keep the book, and nobody ever read it, but on",
+  "the night of the great storm it was the only record of which boats had come home and which had not.",
+].join(" ");
+/** the paragraph n times: about 115 n tokens in every vocabulary here */
+const promptText = (n: number): string => Array.from({ length: n }, () => PARAGRAPH).join("\n\n");
+
+interface Case {
+  readonly name: string;
+  readonly shape: string;
+  /** llama.cpp's context size and our max model len: LongRoPE picks its long factors past the original context */
+  readonly contextSize: number;
+  /** paragraphs in the prompt: Llama 3's factors need ~1,000 positions to show, the others ~350 */
+  readonly paragraphs: number;
+  readonly ropeScaling?: ModelShape["ropeScaling"];
+  /** what the control run drops */
+  readonly withoutFeature: (c: ModelConfig, w: ModelWeights) => [ModelConfig, ModelWeights];
+}
+
+const noScaling = (c: ModelConfig, w: ModelWeights): [ModelConfig, ModelWeights] =>
+  [{ ...c, ropeScaling: NO_ROPE_SCALING }, { ...w, ropeFactors: null }];
+
+const CASES: readonly Case[] = [
+  { name: "llama 3.2 rope_freqs", shape: "tiny-llama-3.2-1b", contextSize: 2048, paragraphs: 9, withoutFeature: noScaling },
+  { name: "phi3 LongRoPE, long factors", shape: "tiny-phi-3.5-mini", contextSize: 8192, paragraphs: 3, withoutFeature: noScaling },
+  { name: "phi3 LongRoPE, short factors", shape: "tiny-phi-3.5-mini", contextSize: 2048, paragraphs: 3, withoutFeature: noScaling },
+  { name: "smollm3 no-rope layers", shape: "tiny-smollm3-3b", contextSize: 2048, paragraphs: 3, withoutFeature: (c, w) => [{ ...c, noRopeLayerStep: 0 }, w] },
+  // YaRN factor 4 over 32k, as Qwen2.5's long-context configs set it (on the llama graph and SmolLM2's gpt-2 vocab: a
+  // 150k-token vocab would double the case's time); its attention factor 1 + 0.1 ln 4 scales every score
+  {
+    name: "yarn", shape: "tiny-smollm2-135m", contextSize: 2048, paragraphs: 3, ropeScaling: { type: "yarn", factor: 4, originalContextLength: 32768 },
+    withoutFeature: noScaling,
+  },
+  {
+    name: "linear", shape: "tiny-smollm2-135m", contextSize: 2048, paragraphs: 3, ropeScaling: { type: "linear", factor: 4, originalContextLength: 2048 },
+    withoutFeature: noScaling,
+  },
+];
+
+/** The tiny shape narrowed to 128 wide (2 heads of the real head size 64), f32 */
+function narrowed(c: Case): ModelShape {
+  const base = MODEL_SHAPES[c.shape]!;
+  return {
+    ...base, dim: 128, numHeads: 2, numKvHeads: 1, headDim: 64, hiddenDim: 256,
+    ...(c.ropeScaling ? { ropeScaling: c.ropeScaling } : {}),
+  };
+}
+
+/** The narrowed shape as a GGUF: tiny-model.ts weights, the shape's rope base, eps and scaling, the vocab's tokenizer. */
+function writeModel(path: string, s: ModelShape, vocab: GgufFile): void {
+  const metadata: Record<string, GgufMetadataEntry> = Object.fromEntries(ropeScalingMetadata(s));
+  for (const [key, entry] of vocab.metadata) if (key.startsWith("tokenizer.")) metadata[key] = entry;
+  metadata[archKey(s.architecture, "ropeFreqBase")] = mdF32(s.ropeFreqBase);
+  metadata[archKey(s.architecture, "rmsEps")] = mdF32(s.rmsEps);
+  const tokens = vocab.metadata.get("tokenizer.ggml.tokens")!.value as { values: unknown[] };
+  const gguf = makeTinyModel({
+    architecture: s.architecture, vocabSize: tokens.values.length, dim: s.dim, hiddenDim: s.hiddenDim, numLayers: s.numLayers,
+    numHeads: s.numHeads, numKvHeads: s.numKvHeads, headDim: s.headDim, tied: s.tiedEmbeddings, contextLength: s.contextLength,
+    ropeFactors: Object.fromEntries(ropeFactorTensors(s)),
+  }, { seed: 3, metadata });
+  writeGgufFile(path, {
+    metadata: gguf.metadata,
+    tensors: gguf.tensors.map((t) => ({ name: t.name, shape: t.shape, type: t.type, data: gguf.bytes.subarray(t.offset, t.offset + t.sizeBytes) })),
+  });
+}
+
+function logSoftmax(logits: Float32Array): Float64Array {
+  let max = -Infinity;
+  for (const x of logits) if (x > max) max = x;
+  let sum = 0;
+  for (const x of logits) sum += Math.exp(x - max);
+  const lse = max + Math.log(sum);
+  return Float64Array.from(logits, (x) => x - lse);
+}
+
+/** Largest |log p - log p_llama.cpp| over the tokens llama.cpp gives p > 1e-4 */
+function logprobError(logits: Float32Array, theirs: ControlledEvaluateIndexOutput | undefined): number {
+  const probabilities = theirs?.next.probabilities;
+  if (probabilities === undefined || probabilities.size !== logits.length) throw new Error("no full distribution from llama.cpp");
+  const ours = logSoftmax(logits);
+  let worst = 0;
+  for (const [id, p] of probabilities) if (p > 1e-4) worst = Math.max(worst, Math.abs(Math.log(p) - ours[id]!));
+  return worst;
+}
+
+interface Tally {
+  differingSteps: number;
+  worstGap: number;
+  worstLogprob: number;
+}
+
+/** One step's logits against llama.cpp's greedy token (step >= 0) and, at checked positions, its distribution. */
+function tally(t: Tally, logits: Float32Array, step: number, theirs: readonly number[], evaluated: ControlledEvaluateIndexOutput | undefined, checked: boolean): void {
+  if (step >= 0 && step < theirs.length) {
+    const ours = argmax(logits);
+    if (ours !== theirs[step]) {
+      t.differingSteps++;
+      t.worstGap = Math.max(t.worstGap, logits[ours]! - logits[theirs[step]!]!);
+    }
+  }
+  if (checked) t.worstLogprob = Math.max(t.worstLogprob, logprobError(logits, evaluated));
+}
+
+async function wasmRunner(config: ModelConfig, weights: ModelWeights, numTokens: number): Promise<Runner> {
+  const runner = new Runner(config, weights, await createBackend({ kind: "wasm", threads: 2 }));
+  runner.allocateKvCache(Math.ceil(numTokens / 16), 16);
+  return runner;
+}
+
+let dir = "";
+let llama: Llama;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "fennec-archs-"));
+  llama = await openLlamaCpp();
+}, 120_000);
+
+afterAll(async () => {
+  await disposeLlamaCpp(llama);
+  if (dir !== "") rmSync(dir, { recursive: true, force: true });
+});
+
+describe.each(CASES)("$name", (c) => {
+  test("oracle and WASM fast path match llama.cpp over 64 greedy tokens after a long prompt; without the feature they do not", async () => {
+    const shape = narrowed(c);
+    const vocab = readGguf(llamaVocabPath(shape.vocab));
+    if (!vocab.ok) throw new Error(vocab.error);
+    const path = join(dir, `${c.name.replace(/[^a-z0-9]+/gi, "-")}.gguf`);
+    writeModel(path, shape, vocab.value);
+
+    // llama.cpp: greedy continuation, then the full distributions along it
+    const model = await llama.loadModel({ modelPath: path });
+    const context = await model.createContext({
+      contextSize: c.contextSize, batchSize: 1024, threads: 1, flashAttention: false,
+      experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    });
+    const sequence = context.getSequence();
+    const bos = model.tokens.bos;
+    const promptIds = [...(bos !== null ? [bos] : []), ...model.tokenize(promptText(c.paragraphs))];
+    expect(promptIds.length).toBeGreaterThan(100 * c.paragraphs);
+    const theirs: Token[] = [];
+    for await (const token of sequence.evaluate(promptIds, { temperature: 0, yieldEogToken: true })) {
+      theirs.push(token);
+      if (theirs.length === STEPS) break;
+    }
+    expect(theirs.length).toBe(STEPS);
+    await sequence.clearHistory();
+    const all = [...promptIds, ...theirs.slice(0, STEPS - 1)].map(Number);
+    const last = all.length - 1;
+    const checked = new Set([promptIds.length - 1, promptIds.length + 20, promptIds.length + 41, last]);
+    const full = { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } };
+    const items = all.map((token, i): ControlledEvaluateInputItem => (checked.has(i) ? [token as Token, full] : (token as Token)));
+    const evaluated = await sequence.controlledEvaluate(items);
+    await context.dispose();
+    await model.dispose();
+    const ids = theirs.map(Number);
+
+    const file = readGguf(path);
+    if (!file.ok) throw new Error(file.error);
+    const loaded = loadModel(file.value, { maxModelLen: c.contextSize });
+    if (!loaded.ok) throw new Error(loaded.error);
+    const { config, weights } = loaded.value;
+
+    // the oracle, teacher-forced along llama.cpp's tokens, rounding matmul inputs as ggml does
+    const oracle: Tally = { differingSteps: 0, worstGap: 0, worstLogprob: 0 };
+    const ref = new ReferenceForward(config, weights, all.length, { roundMatmulInput: roundLikeGgml });
+    for (let pos = 0; pos < promptIds.length - 1; pos++) ref.advance(all[pos]!, pos);
+    for (let pos = promptIds.length - 1; pos < all.length; pos++) {
+      tally(oracle, ref.forward(all[pos]!, pos), pos - (promptIds.length - 1), ids, evaluated[pos], checked.has(pos));
+    }
+
+    // the fast path: the promptIds as one prefill, then one decode step per token
+    const fast: Tally = { differingSteps: 0, worstGap: 0, worstLogprob: 0 };
+    const runner = await wasmRunner(config, weights, all.length);
+    const table = Int32Array.from({ length: Math.ceil(all.length / 16) }, (_, i) => i);
+    const step = async (start: number, end: number) =>
+      (await runner.execute({ sequences: [{ tokenIds: Int32Array.from(all.slice(start, end)), startPos: start, blockTable: table, logits: "last" }] })).logits;
+    tally(fast, await step(0, promptIds.length), 0, ids, evaluated[promptIds.length - 1], true);
+    for (let pos = promptIds.length; pos < all.length; pos++) {
+      tally(fast, await step(pos, pos + 1), pos - (promptIds.length - 1), ids, evaluated[pos], checked.has(pos));
+    }
+    runner.dispose();
+
+    // control: the oracle on the same weights without the feature (the oracle: the fast path's own error would blur it)
+    const [plainConfig, plainWeights] = c.withoutFeature(config, weights);
+    const control = new ReferenceForward(plainConfig, plainWeights, all.length, { roundMatmulInput: roundLikeGgml });
+    for (let pos = 0; pos < last; pos++) control.advance(all[pos]!, pos);
+    const controlError = logprobError(control.forward(all[last]!, last), evaluated[last]);
+
+    const line = (t: Tally) => `${t.differingSteps} differing steps (worst gap ${t.worstGap.toExponential(2)}), max |dlogprob| ${t.worstLogprob.toExponential(2)}`;
+    console.log(`${c.name}: ${all.length} positions; oracle ${line(oracle)}; wasm ${line(fast)}; without the feature max |dlogprob| ${controlError.toExponential(2)}`);
+    expect(oracle.worstGap).toBeLessThanOrEqual(TIE_GAP);
+    expect(oracle.worstLogprob).toBeLessThan(LOGPROB_TOLERANCE);
+    expect(fast.worstGap).toBeLessThanOrEqual(FAST_TIE_GAP);
+    expect(fast.worstLogprob).toBeLessThan(FAST_LOGPROB_TOLERANCE);
+    expect(controlError).toBeGreaterThan(10 * oracle.worstLogprob);
+  }, 120_000);
+});
