@@ -2,8 +2,6 @@
  * The shape of a model, read from GGUF metadata by `model/read-model-config.ts`.
  * Everything below the engine reads the model only through this.
  */
-import type { RopeScaling } from "./rope-scaling.ts";
-
 export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3" | "phi3" | "smollm3";
 
 /** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
@@ -11,6 +9,19 @@ export type FfnActivation = "silu" | "gelu_tanh";
 
 /** `<arch>.pooling_type` as llama.cpp names it (llama.h enum llama_pooling_type) */
 export type GgufPoolingType = "none" | "mean" | "cls" | "last" | "rank";
+
+/** llama.cpp's rope scaling types (LLAMA_ROPE_SCALING_TYPES); read by model/rope-scaling.ts */
+export type RopeScalingType = "none" | "linear" | "yarn" | "longrope";
+
+export interface RopeScaling {
+  readonly type: RopeScalingType;
+  /** 1 / rope.scaling.factor (1 when there is no factor or the type is none) */
+  readonly freqScale: number;
+  /** rope.scaling.attn_factor (1 when absent) */
+  readonly attnFactor: number;
+  /** rope.scaling.original_context_length (default: the context length) */
+  readonly originalContextLength: number;
+}
 
 /** Which tensor holds the per-dim rope divisors: rope_freqs (Llama 3.x), rope_factors_long/short (LongRoPE), none. */
 export type RopeFactorTensors = "none" | "freqs" | "longShort";

@@ -14,21 +14,10 @@ import type { RopeAngles } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { archKey } from "../gguf/names.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import type { ModelConfig } from "./model-config.ts";
+import type { ModelConfig, RopeScaling, RopeScalingType } from "./model-config.ts";
 
 /** llama.cpp's LLAMA_ROPE_SCALING_TYPES names (rope.scaling.type; absent = "linear", which with no factor is none). */
-export const ROPE_SCALING_TYPES = ["none", "linear", "yarn", "longrope"] as const;
-export type RopeScalingType = (typeof ROPE_SCALING_TYPES)[number];
-
-export interface RopeScaling {
-  readonly type: RopeScalingType;
-  /** 1 / rope.scaling.factor (1 when there is no factor or the type is none) */
-  readonly freqScale: number;
-  /** rope.scaling.attn_factor (1 when absent) */
-  readonly attnFactor: number;
-  /** rope.scaling.original_context_length (default: the context length) */
-  readonly originalContextLength: number;
-}
+export const ROPE_SCALING_TYPES: readonly RopeScalingType[] = ["none", "linear", "yarn", "longrope"];
 
 /** No scaling (the default of a config without rope.scaling.*). */
 export const NO_ROPE_SCALING: RopeScaling = { type: "none", freqScale: 1, attnFactor: 1, originalContextLength: 1 };
