@@ -284,6 +284,14 @@ export class EngineCore {
 
   /** Queues a request, or says why it can never run (vLLM's messages). */
   addRequest(request: EngineRequest): RequestErrorInfo | null {
+    const refused = this.admit(request);
+    // a decode request refused here: the prefill instance need not hold its blocks for the lease (vLLM notifies the
+    // connector of requests the serving layer rejects)
+    if (refused !== null && this.peer !== null && request.sampling.kvTransferParams) this.peer.rejected(request.sampling.kvTransferParams);
+    return refused;
+  }
+
+  private admit(request: EngineRequest): RequestErrorInfo | null {
     const { maxModelLen, blockSize, numBlocks } = this.config;
     const numPrompt = request.promptTokenIds.length;
     if (this.requests.has(request.requestId)) return { code: "duplicate_request_id", message: `request id ${request.requestId} is already running` };

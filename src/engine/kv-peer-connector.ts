@@ -491,6 +491,15 @@ export class KvPeerConnector implements KvConnectorHooks {
     });
   }
 
+  /** Decode side: a request with a prefill instance's params was refused before it was queued. */
+  rejected(params: Readonly<Record<string, unknown>>): void {
+    const host = params["remote_host"];
+    const port = params["remote_port"];
+    const requestId = params["remote_request_id"];
+    if (params["do_remote_prefill"] !== true || typeof host !== "string" || !Number.isInteger(port) || typeof requestId !== "string") return;
+    this.notify(host, port as number, controlFrame(FRAME.done, { request_id: requestId }));
+  }
+
   /** Decode side: tells the prefill side its blocks are no longer needed (a request that never read them). */
   private notifyDone(remote: RemotePrefill): void {
     this.notify(remote.host, remote.port, controlFrame(FRAME.done, { request_id: remote.requestId }));

@@ -202,6 +202,18 @@ describe("prefill/decode faults (NixlConnector)", () => {
     late.server.close();
   }, 60_000);
 
+  test("a decode request the decode side refuses frees the prefill side's blocks at once, not at the lease", async () => {
+    const { params } = await prefillParams("Ben and Mia wanted to build a tall tower of blocks");
+    // priority is refused by an engine under fcfs: after the params were read, before the request was queued
+    const refused = await post(decode.url, "completions", body("Ben and Mia wanted to build a tall tower of blocks", { priority: 1, kv_transfer_params: params }));
+    expect(refused.status).toBe(400);
+    expect(await eventually(async () => await metric(prefill.url, "vllm:kv_cache_usage_perc") === 0, LEASE_S * 1000 / 2)).toBe(true);
+    // freed by the notification: its lease never runs out (earlier tests' pins may expire meanwhile)
+    await Bun.sleep(LEASE_S * 1000);
+    expect(prefill.log()).not.toContain(`Releasing expired KV blocks for request ${params.remote_request_id} `);
+    expect(prefill.log()).toContain("Releasing expired KV blocks for request ");
+  }, 30_000);
+
   test("200 random aborts on either leg: nothing leaks on either side", async () => {
     const random = rng(19);
     const prompts = ["Lily and Ben", "The cat sat on the mat and looked at the bird in the tree", LONG_PROMPT.slice(0, 300), "A frog jumped into the pond"];
