@@ -139,6 +139,10 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
   const qDim = config.numHeads * headDim;
   const kvDim = config.numKvHeads * headDim;
   const tokenEmbd = tensor(gguf, tensorName("tokenEmbd"), [dim, vocabSize]);
+  // biases llama.cpp would add (phi3.cpp output_b, create_tensor_qkv's wqkv_b) but fennec has no place for: refused, never ignored
+  for (const name of [tensorName("outputBias"), ...Array.from({ length: config.numLayers }, (_, l) => tensorName("attnQkvBias", l))]) {
+    if (gguf.tensors.some((t) => t.name === name)) throw new WeightError(`${gguf.source}: tensor ${name} is not supported (fennec runs this architecture without it)`);
+  }
   const layers: LayerWeights[] = [];
   for (let l = 0; l < config.numLayers; l++) {
     const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, tensorName(LAYER_TENSORS[key], l), shape);

@@ -23,6 +23,24 @@ describe("readModelConfig", () => {
     });
   });
 
+  test("rope scaling: rope.scaling.type / factor (or the old rope.scale_linear) / attn_factor / original_context_length as llama.cpp reads them", () => {
+    const f32 = (value: number) => ({ type: GgufValueType.FLOAT32, value });
+    const str = (value: string) => ({ type: GgufValueType.STRING, value });
+    const read = (metadata: Record<string, { type: GgufValueType; value: number | string }>) => {
+      const config = readModelConfig(makeTinyModel(TINY_SHAPES.llama!, { metadata }));
+      if (!config.ok) throw new Error(config.error);
+      return config.value.ropeScaling!;
+    };
+    // absent: llama.cpp's default type "linear" with no factor, which does not scale
+    expect(read({})).toEqual({ type: "linear", freqScale: 1, attnFactor: 1, originalContextLength: 64 });
+    expect(read({ "llama.rope.scaling.type": str("yarn"), "llama.rope.scaling.factor": f32(4), "llama.rope.scaling.original_context_length": { type: GgufValueType.UINT32, value: 16 } }))
+      .toEqual({ type: "yarn", freqScale: 0.25, attnFactor: 1, originalContextLength: 16 });
+    expect(read({ "llama.rope.scale_linear": f32(2) }).freqScale).toBe(0.5);
+    expect(read({ "llama.rope.scaling.type": str("none"), "llama.rope.scaling.factor": f32(8) }).freqScale).toBe(1);
+    const bad = readModelConfig(makeTinyModel(TINY_SHAPES.llama!, { metadata: { "llama.rope.scaling.type": str("dynamic") } }));
+    expect(bad.ok ? "" : bad.error).toBe(`<tiny llama>: metadata llama.rope.scaling.type "dynamic" is not supported (supported: none, linear, yarn, longrope)`);
+  });
+
   test("optional keys fall back: head_count_kv = head_count, key_length = dim / heads, rope dims = head size", () => {
     const gguf = makeTinyModel(TINY_SHAPES.llama!, {
       metadata: { "llama.attention.head_count_kv": null, "llama.attention.key_length": null, "llama.attention.value_length": null, "llama.rope.freq_base": null },
@@ -124,6 +142,33 @@ describe("loadModelWeights", () => {
     if (!config.ok) throw new Error(config.error);
     return loadModelWeights(gguf, config.value);
   };
+
+  test("an output bias or a fused qkv bias is refused by name, not ignored", () => {
+    for (const name of ["output.bias", "blk.1.attn_qkv.bias"]) {
+      const r = load({ editTensors: (ts) => [...ts, { name, shape: [32], type: GgmlType.F32, kind: "bias" }] });
+      expect(r.ok ? "" : r.error).toBe(`<tiny qwen2>: tensor ${name} is not supported (fennec runs this architecture without it)`);
+    }
+  });
+
+  test("phi3: attn_qkv and ffn_up split into row views; LongRoPE's long factors past the original context, short ones within", () => {
+    const gguf = makeTinyModel(TINY_SHAPES.phi3!);
+    const config = readModelConfig(gguf);
+    if (!config.ok) throw new Error(config.error);
+    expect(config.value).toMatchObject({ ropeFactors: "longShort", fusedQkv: true, fusedGateUp: true, ropeScaling: { type: "linear", freqScale: 1, originalContextLength: 16 } });
+    expect(config.value.ropeScaling!.attnFactor).toBeCloseTo(1.19, 6);
+    const long = loadModelWeights(gguf, config.value);
+    const short = loadModelWeights(gguf, config.value, { maxModelLen: 16 });
+    if (!long.ok || !short.ok) throw new Error("phi3 did not load");
+    expect(long.value.ropeFactors!.name).toBe("rope_factors_long.weight");
+    expect(short.value.ropeFactors!.name).toBe("rope_factors_short.weight");
+    const qkv = gguf.tensors.find((t) => t.name === "blk.0.attn_qkv.weight")!;
+    const l0 = long.value.layers[0]!;
+    const rowBytes = qkv.sizeBytes / qkv.shape[1]!;
+    expect([l0.wq.rows, l0.wk.rows, l0.wv.rows]).toEqual([32, 16, 16]);
+    expect(l0.wk.data.byteOffset - l0.wq.data.byteOffset).toBe(32 * rowBytes);
+    expect(l0.wv.data.byteOffset - l0.wk.data.byteOffset).toBe(16 * rowBytes);
+    expect(l0.wUp.data.byteOffset - l0.wGate.data.byteOffset).toBe(48 * rowBytes);
+  });
 
   test("a missing tensor is named", () => {
     const r = load({ editTensors: (ts) => ts.filter((t) => t.name !== "blk.1.attn_k.bias") });
