@@ -94,7 +94,9 @@ async function llamaCpp(modelPath: string, threads: number, spec: SpeculativeCon
   const model = await llama.loadModel({ modelPath });
   const context = await model.createContext({ contextSize: 1024, sequences: 2, threads });
   const plain = context.getSequence();
-  const lookup = context.getSequence({
+  // its prompt-lookup predictor is the ngram method; other methods have no llama.cpp counterpart here (its window
+  // would be 0..0: node-llama-cpp never returned)
+  const lookup = spec.method !== "ngram" ? null : context.getSequence({
     tokenPredictor: new InputLookupTokenPredictor({ patternLength: { min: Math.max(1, spec.promptLookupMin), max: spec.promptLookupMax }, predictionLength: { max: spec.numSpeculativeTokens } }),
   });
   const decode = async (seq: typeof plain, prompt: number[], n: number): Promise<number> => {
@@ -156,7 +158,7 @@ async function main(): Promise<void> {
           const l = lcpp;
           const over = async (seq: typeof l.plain): Promise<number> => { const xs: number[] = []; for (const p of ps) xs.push(await l.decode(seq, p, args.outputLen)); return mean(xs); };
           lcppPlain.push(await over(l.plain));
-          lcppLookup.push(await over(l.lookup));
+          if (l.lookup) lcppLookup.push(await over(l.lookup));
         }
       }
       const drafts = totals.drafts - before.drafts, draftTokens = totals.draftTokens - before.draftTokens, accepted = totals.accepted - before.accepted;
@@ -164,7 +166,7 @@ async function main(): Promise<void> {
       rows.push({
         workload, concurrency, metric: concurrency === 1 ? "decode tok/s" : "output tok/s", off: offV, on: onV, ratio: onV / offV,
         acceptance_rate: draftTokens > 0 ? accepted / draftTokens : null, mean_acceptance_length: drafts > 0 ? 1 + accepted / drafts : null, greedy_identical: same,
-        ...(lcppPlain.length > 0 ? { llama_cpp: Math.max(...lcppPlain), llama_cpp_lookup: Math.max(...lcppLookup) } : {}),
+        ...(lcppPlain.length > 0 ? { llama_cpp: Math.max(...lcppPlain), llama_cpp_lookup: lcppLookup.length > 0 ? Math.max(...lcppLookup) : null } : {}),
       });
       console.error(`done: ${JSON.stringify(rows.at(-1))}`);
     }
