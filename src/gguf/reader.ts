@@ -203,8 +203,12 @@ export function parseGguf(bytes: Uint8Array, source: string): Result<GgufFile> {
   }
 }
 
-/** wasm32 memory: weights, KV cache and activations share 4 GiB, so a larger file can never load (nor be mapped here). */
-export const MAX_MODEL_FILE_BYTES = 4 * 2 ** 30;
+/**
+ * The kernels hold a model in at most 8 wasm32 memories of 4 GiB (backend/wasm/pool-ops.ts MAX_MEMORIES; a range of
+ * layers each), so a larger file can never load (nor is it mapped here). What fits the machine is checked at start-up
+ * (engine/model-placement.ts).
+ */
+export const MAX_MODEL_FILE_BYTES = 8 * 4 * 2 ** 30;
 
 /** A file-system error in words: what it means for the user, not the bare errno. */
 function fileErrorText(e: unknown): string {
@@ -235,7 +239,7 @@ export function readGguf(path: string): Result<GgufFile> {
   }
   if (size === 0) return err(`${path}: file is empty`);
   if (size > MAX_MODEL_FILE_BYTES) {
-    return err(`${path}: the file is ${(size / 2 ** 30).toFixed(2)} GiB, over the 4 GiB limit: the kernels hold the model in one wasm32 memory of at most 4 GiB; use a smaller quantization (e.g. Q4_K_M) or a smaller model`);
+    return err(`${path}: the file is ${(size / 2 ** 30).toFixed(2)} GiB, over the 32 GiB limit: the kernels hold a model in at most 8 wasm32 memories of 4 GiB; use a smaller quantization (e.g. Q4_K_M) or a smaller model`);
   }
   let bytes: Uint8Array;
   try {

@@ -39,7 +39,7 @@ export function joinSplitParts(first: GgufFile): Result<GgufFile> {
     for (const t of part.value.tensors) tensors.push({ ...t, part: i });
   }
   if (totalBytes > MAX_MODEL_FILE_BYTES) {
-    return err(`${first.source}: the ${count} parts hold ${(totalBytes / 2 ** 30).toFixed(2)} GiB, over the 4 GiB limit of one wasm32 memory; use a smaller quantization (e.g. Q4_K_M) or a smaller model`);
+    return err(`${first.source}: the ${count} parts hold ${(totalBytes / 2 ** 30).toFixed(2)} GiB, over the 32 GiB the kernels' 8 wasm32 memories hold; use a smaller quantization (e.g. Q4_K_M) or a smaller model`);
   }
   const expected = splitNumber(first, "split.tensors.count");
   if (expected !== null && expected !== tensors.length) return err(`${first.source}: the split model names ${expected} tensors but its ${count} parts hold ${tensors.length}`);

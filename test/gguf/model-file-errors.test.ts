@@ -1,6 +1,6 @@
 /**
  * Issue 12 item 9: a model file that cannot be opened is named for why. A directory the user cannot traverse is
- * "permission denied" (was "file not found"), a GGUF over 4 GiB names the wasm32 limit (was "cannot read the file
+ * "permission denied" (was "file not found"), a GGUF over 32 GiB names the limit of 8 wasm32 memories (was "cannot read the file
  * (ENOMEM ...)"). Permissions need a user other than root (root reads everything): the CLI runs as nobody through
  * setpriv, a real process and a real EACCES.
  */
@@ -37,13 +37,13 @@ describe("model file errors", () => {
     expect(result.ok ? "" : result.error).toBe(`${join(dir, "absent.gguf")}: file not found`);
   });
 
-  test("a GGUF over 4 GiB names the 4 GiB limit before mapping anything (a sparse file: no disk used)", () => {
+  test("a GGUF over 32 GiB (8 wasm32 memories) names the limit before mapping anything (a sparse file: no disk used)", () => {
     const path = join(dir, "huge.gguf");
     const fd = openSync(path, "w");
     ftruncateSync(fd, MAX_MODEL_FILE_BYTES + 4096);
     closeSync(fd);
     const result = readGguf(path);
     expect(result.ok).toBe(false);
-    expect(result.ok ? "" : result.error).toMatch(/huge\.gguf: the file is 4\.00 GiB, over the 4 GiB limit: .*wasm32/);
+    expect(result.ok ? "" : result.error).toMatch(/huge\.gguf: the file is 32\.00 GiB, over the 32 GiB limit: .*8 wasm32 memories/);
   });
 });
