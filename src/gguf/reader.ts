@@ -140,7 +140,8 @@ function alignmentOf(metadata: ReadonlyMap<string, GgufMetadataEntry>): number {
   return a;
 }
 
-function parse(bytes: Uint8Array): Omit<GgufFile, "source"> {
+/** `fileBytes`: the file's length when `bytes` maps only its head (mapInWindows) */
+function parse(bytes: Uint8Array, fileBytes = bytes.length): Omit<GgufFile, "source"> {
   const c = new Cursor(bytes);
   c.need(4, "the magic");
   const magic = String.fromCharCode(...bytes.subarray(0, 4));
@@ -182,8 +183,8 @@ function parse(bytes: Uint8Array): Omit<GgufFile, "source"> {
       throw new ParseError(`tensor "${info.name}" has data offset ${relativeOffset}, not a multiple of the alignment ${alignment}`);
     }
     const offset = dataStart + relativeOffset;
-    if (offset + info.sizeBytes > bytes.length) {
-      throw new ParseError(`tensor "${info.name}" (${info.sizeBytes} bytes at offset ${offset}) runs past the end of the file (${bytes.length} bytes): truncated?`);
+    if (offset + info.sizeBytes > fileBytes) {
+      throw new ParseError(`tensor "${info.name}" (${info.sizeBytes} bytes at offset ${offset}) runs past the end of the file (${fileBytes} bytes): truncated?`);
     }
     return { ...info, offset };
   });
@@ -241,6 +242,7 @@ export function readGguf(path: string): Result<GgufFile> {
   if (size > MAX_MODEL_FILE_BYTES) {
     return err(`${path}: the file is ${(size / 2 ** 30).toFixed(2)} GiB, over the 32 GiB limit: the kernels hold a model in at most 8 wasm32 memories of 4 GiB; use a smaller quantization (e.g. Q4_K_M) or a smaller model`);
   }
+  if (size > MAX_MAPPED_BYTES) return mapInWindows(path, size);
   let bytes: Uint8Array;
   try {
     bytes = Bun.mmap(path, { shared: false });
@@ -253,6 +255,53 @@ export function readGguf(path: string): Result<GgufFile> {
     }
   }
   return parseGguf(bytes, path);
+}
+
+/** One typed array holds less than 4 GiB (JSC): larger files are mapped in windows of at most this many bytes. */
+const MAX_MAPPED_BYTES = 2 ** 31;
+/** the head mapped to parse the metadata and tensor infos of a large file */
+const HEAD_BYTES = 2 ** 28;
+const PAGE_BYTES = 4096;
+
+/**
+ * A file too large for one typed array (a 7-8B model): the head is mapped to parse it, then the tensor data in
+ * page-aligned windows of up to 2 GiB that each hold whole tensors, as the parts of a split model do (`parts`, each
+ * tensor's `part` and its offset in that part).
+ */
+export function mapInWindows(path: string, size: number, windowBytes = MAX_MAPPED_BYTES): Result<GgufFile> {
+  const map = (offset: number, length: number): Uint8Array => Bun.mmap(path, { shared: false, offset, size: length } as Parameters<typeof Bun.mmap>[1]);
+  let head: Uint8Array;
+  try {
+    head = map(0, Math.min(size, HEAD_BYTES));
+  } catch (e) {
+    return err(`${path}: ${fileErrorText(e)}`);
+  }
+  let file: Omit<GgufFile, "source">;
+  try {
+    file = parse(head, size);
+  } catch (e) {
+    if (e instanceof ParseError) return err(`${path}: ${e.message}`);
+    throw e;
+  }
+  const sorted = [...file.tensors].sort((a, b) => a.offset - b.offset);
+  const windows: { start: number; end: number }[] = [];
+  for (const t of sorted) {
+    const last = windows.at(-1);
+    if (t.sizeBytes > windowBytes - PAGE_BYTES) return err(`${path}: tensor ${t.name} holds ${t.sizeBytes} bytes, more than one mapping can (${windowBytes} bytes)`);
+    if (last !== undefined && t.offset + t.sizeBytes - last.start <= windowBytes) last.end = Math.max(last.end, t.offset + t.sizeBytes);
+    else windows.push({ start: Math.floor(t.offset / PAGE_BYTES) * PAGE_BYTES, end: t.offset + t.sizeBytes });
+  }
+  let parts: Uint8Array[];
+  try {
+    parts = windows.map((w) => map(w.start, w.end - w.start));
+  } catch (e) {
+    return err(`${path}: ${fileErrorText(e)}`);
+  }
+  const tensors = file.tensors.map((t) => {
+    const part = windows.findIndex((w) => t.offset >= w.start && t.offset + t.sizeBytes <= w.end);
+    return { ...t, part, offset: t.offset - windows[part]!.start };
+  });
+  return ok({ ...file, tensors, bytes: head, parts, source: path });
 }
 
 /**

@@ -24,6 +24,7 @@ export function joinSplitParts(first: GgufFile): Result<GgufFile> {
   if (splitNumber(first, "split.no") !== 0 || Number(name[2]) !== 1) {
     return err(`${first.source}: this is part ${Number(name[2])} of a split model: give the first part, ${name[1]}-00001-of-${name[3]}.gguf`);
   }
+  if (first.parts !== undefined) return err(`${first.source}: a part of a split model over 2 GiB is not supported (split it into smaller parts)`);
   const parts: Uint8Array[] = [first.bytes];
   const tensors = [...first.tensors];
   let totalBytes = first.bytes.byteLength;
@@ -31,6 +32,7 @@ export function joinSplitParts(first: GgufFile): Result<GgufFile> {
     const path = `${name[1]}-${String(i + 1).padStart(5, "0")}-of-${String(count).padStart(5, "0")}.gguf`;
     const part = readGguf(path);
     if (!part.ok) return err(`part ${i + 1} of ${count} of the split model ${first.source}: ${part.error}`);
+    if (part.value.parts !== undefined) return err(`${path}: a part of a split model over 2 GiB is not supported (split it into smaller parts)`);
     if (splitNumber(part.value, "split.no") !== i || splitNumber(part.value, "split.count") !== count) {
       return err(`${path}: its split.no / split.count do not say part ${i + 1} of ${count}: the parts come from different splits`);
     }

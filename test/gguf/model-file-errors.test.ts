@@ -8,7 +8,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, closeSync, copyFileSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MAX_MODEL_FILE_BYTES, readGguf } from "../../src/gguf/reader.ts";
+import { mapInWindows, MAX_MODEL_FILE_BYTES, readGguf, tensorData } from "../../src/gguf/reader.ts";
+import { writeGgufFile } from "../../src/gguf/writer.ts";
+import { makeTinyModel, TINY_SHAPES } from "../model/tiny-model.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "fennec-model-errors-"));
@@ -45,5 +47,20 @@ describe("model file errors", () => {
     const result = readGguf(path);
     expect(result.ok).toBe(false);
     expect(result.ok ? "" : result.error).toMatch(/huge\.gguf: the file is 32\.00 GiB, over the 32 GiB limit: .*8 wasm32 memories/);
+  });
+
+  test("a file larger than one typed array is mapped in windows of whole tensors: every tensor reads the same bytes", () => {
+    // the real limit is 2 GiB a window (a 4.9 GB llama-3.1-8b q4_k_m maps in 3); here 16 KiB windows over a tiny model
+    const path = join(dir, "windows.gguf");
+    const model = makeTinyModel({ ...TINY_SHAPES.qwen2!, numLayers: 3 }, { seed: 2 });
+    const size = writeGgufFile(path, { metadata: model.metadata, tensors: model.tensors.map((t) => ({ name: t.name, shape: t.shape, type: t.type, data: tensorData(model, t) })) });
+    const whole = readGguf(path);
+    const windowed = mapInWindows(path, size, 16384);
+    if (!whole.ok || !windowed.ok) throw new Error(whole.ok ? (windowed as { error: string }).error : whole.error);
+    expect(windowed.value.parts!.length).toBeGreaterThan(3);
+    for (const p of windowed.value.parts!) expect(p.length).toBeLessThanOrEqual(16384);
+    expect(windowed.value.metadata).toEqual(whole.value.metadata);
+    whole.value.tensors.forEach((t, i) => expect(tensorData(windowed.value, windowed.value.tensors[i]!)).toEqual(tensorData(whole.value, t)));
+    expect(mapInWindows(path, size, 8192)).toMatchObject({ ok: false, error: expect.stringMatching(/: tensor \S+ holds \d+ bytes, more than one mapping can \(8192 bytes\)$/) });
   });
 });
