@@ -9,6 +9,13 @@
  * that is still being written in the same step. While a request computes a prompt block that another waiting request
  * could reuse, that block's hash is "pending": the scheduler defers the other request instead of computing it twice
  * (this is how the n > 1 children of a request share the prompt's blocks).
+ *
+ * Sliding-window layers (gemma3) free nothing yet. vLLM frees the blocks wholly outside a sliding layer's window
+ * (SlidingWindowManager.remove_skipped_blocks) because its hybrid allocator gives those layers their own KV cache
+ * groups, each with its own block table over one shared pool. Here one block id holds its positions' K/V in every
+ * layer, so a model with any full-attention layer needs every block to the end. The backends never read a block
+ * before a sliding layer's window (test/conformance: such blocks may point anywhere, NaN-filled), so the group
+ * tables can come here and in the runner without touching the kernels.
  */
 import { BlockPool, type BlockHash } from "./block-pool.ts";
 import type { RequestState } from "./request.ts";
