@@ -229,6 +229,12 @@ describe("/score and /rerank on an embedding model", () => {
     expect(top.results[0].index).toBe(1);
   });
 
+  test("/invocations routes text_1 bodies to /score and documents bodies to /rerank", async () => {
+    const { call } = poolingServer();
+    expect(((await (await call("POST", "/invocations", { text_1: "ab", text_2: "ab" })).json()) as Json).data[0].score).toBeCloseTo(1, 6);
+    expect(((await (await call("POST", "/invocations", { query: "ab", documents: ["q", "ab"] })).json()) as Json).results[0].index).toBe(1);
+  });
+
   test("a generative model answers vLLM's 400 on /score and /rerank", async () => {
     const { call } = testServer();
     expect(((await (await call("POST", "/score", { text_1: "a", text_2: "b" })).json()) as Json).error.message).toBe("The model does not support Score API");

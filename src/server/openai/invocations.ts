@@ -1,6 +1,6 @@
 /**
  * POST /invocations (SageMaker; vllm/entrypoints/openai/api_server.py: invocations): vLLM routes it by the body's shape, `messages` to chat completions,
- * `prompt` to completions, `input` to embeddings, and leaves it outside --api-key. fennec forwards the body to that route of the same app,
+ * `prompt` to completions, `input` to embeddings, `text_1` to score, `documents` to rerank, and leaves it outside --api-key. fennec forwards the body to that route of the same app,
  * so the answer (stream or not, errors included) is exactly the route's.
  */
 import { Elysia } from "elysia";
@@ -11,6 +11,8 @@ const INVOCATION_ROUTES: readonly { readonly field: string; readonly path: strin
   { field: "messages", path: "/v1/chat/completions" },
   { field: "prompt", path: "/v1/completions" },
   { field: "input", path: "/v1/embeddings" },
+  { field: "text_1", path: "/score" },
+  { field: "documents", path: "/rerank" },
 ];
 
 /** `forward(path, body, request)` answers the body as `path` would (the app's own handler, with the server's key). */
