@@ -32,10 +32,18 @@ export function withRequestLogging(inner: Orchestrator, log: (line: string) => v
       `prompt_token_ids: ${pyRepr(cut(request.promptTokenIds))}, lora_request: None.`);
     return inner.generate(request, signal);
   };
+  // vLLM logs a pooling request the same way, with its PoolingParams (vllm/pooling_params.py __repr__)
+  const encode: NonNullable<Orchestrator["encode"]> = (request, signal) => {
+    const prompt = inner.tokenizer.decode(request.promptTokenIds);
+    const params = `PoolingParams(task=embed, normalize=${pyRepr(request.pooling.normalize)}, dimensions=${pyRepr(request.pooling.dimensions)}, use_activation=None, step_tag_id=None, returned_token_ids=None, requires_token_ids=False, skip_reading_prefix_cache=False, truncate_prompt_tokens=None, extra_kwargs=None)`;
+    log(`Received request ${request.externalRequestId ?? request.requestId}: prompt: ${pyRepr(cut(prompt))}, params: ${params}, prompt_token_ids: ${pyRepr(cut(request.promptTokenIds))}, lora_request: None.`);
+    return inner.encode!(request, signal);
+  };
   // a proxy, so every other member of the orchestrator (now and later) is the inner one's
   return new Proxy(inner, {
     get(target, prop) {
       if (prop === "generate") return generate;
+      if (prop === "encode" && target.encode !== undefined) return encode;
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === "function" ? value.bind(target) : value;
     },

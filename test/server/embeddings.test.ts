@@ -9,6 +9,7 @@ import { describe, expect, test } from "bun:test";
 import type { ResolvedPooler } from "../../src/engine/pooler-config.ts";
 import type { EncodeOutput, EncodeRequest } from "../../src/frontend/orchestrator.ts";
 import { testServer } from "./helpers.ts";
+import { withRequestLogging } from "../../src/server/request-logger.ts";
 
 const POOLER: ResolvedPooler = { poolingType: "LAST", normalize: true, dimensions: null, hiddenSize: 4, matryoshka: null, source: "gguf" };
 
@@ -164,6 +165,15 @@ describe("/v1/embeddings", () => {
     expect(((await both.json()) as Json).error.message).toBe("Either `input` or `messages` must be given, not both.");
     const stray = await call("POST", "/v1/embeddings", { input: "a", add_generation_prompt: true });
     expect(((await stray.json()) as Json).error).toMatchObject({ param: "add_generation_prompt", message: "add_generation_prompt applies to the chat form (messages) only." });
+  });
+
+  test("--enable-log-requests logs a pooling request with vLLM's PoolingParams", async () => {
+    const { fake } = poolingServer();
+    const lines: string[] = [];
+    const logged = withRequestLogging(fake, (l) => lines.push(l), null);
+    await logged.encode!({ requestId: "r1", externalRequestId: "embd-1", promptTokenIds: [100, 101], pooling: { normalize: false, dimensions: 2 }, priority: 0, cacheSalt: null, arrivalMs: 0 });
+    expect(lines).toEqual(["Received request embd-1: prompt: 'ab', params: PoolingParams(task=embed, normalize=False, dimensions=2, use_activation=None, step_tag_id=None, returned_token_ids=None, requires_token_ids=False, skip_reading_prefix_cache=False, truncate_prompt_tokens=None, extra_kwargs=None), prompt_token_ids: [100, 101], lora_request: None."]);
+    expect(logged.pooler).toBe(fake.pooler);
   });
 
   test("/invocations routes an `input` body to /v1/embeddings", async () => {
