@@ -106,8 +106,9 @@ async function decodeStandIn(name: string): Promise<StandIn> {
       ? { id: "chatcmpl-d", object: "chat.completion.chunk", created: 0, model: "stand-in-model", choices: [{ index: 0, delta: i === 0 ? { role: "assistant", content: word } : { content: ` ${word}` }, finish_reason: null }] }
       : { id: "cmpl-d", object: "text_completion", created: 0, model: "stand-in-model", choices: [{ index: 0, text: i === 0 ? word : ` ${word}`, finish_reason: null }] })}\n\n`;
     for (let i = 0; i < words.length; i++) {
+      // the cut comes once the two chunks are on the wire (destroy() right after write() may drop them unsent)
+      if (prompt === "decode-cut" && i === 1) { res.write(chunk(words[i]!, i), () => setTimeout(() => res.socket?.destroy(), 50)); return; }
       res.write(chunk(words[i]!, i));
-      if (prompt === "decode-cut" && i === 1) { res.socket?.destroy(); return; }
       if (prompt === "decode-slow") await Bun.sleep(400);
       if (res.destroyed) return;
     }
