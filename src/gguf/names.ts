@@ -78,9 +78,6 @@ const TENSOR = {
   attnV: "blk.{n}.attn_v.weight",
   /** phi3: q, k, v stacked as the rows of one matrix */
   attnQkv: "blk.{n}.attn_qkv.weight",
-  /** optional in llama.cpp's llama / phi3 graphs; fennec refuses a file that has them */
-  attnQkvBias: "blk.{n}.attn_qkv.bias",
-  outputBias: "output.bias",
   attnQBias: "blk.{n}.attn_q.bias",
   attnKBias: "blk.{n}.attn_k.bias",
   attnVBias: "blk.{n}.attn_v.bias",

@@ -100,8 +100,8 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
 }
 
 /**
- * Finds and checks every tensor the config implies (GQA, tied output, qwen2 biases, qwen3 QK-norm, gemma3 post-norms). Tensors the
- * flags do not ask for are ignored, as llama.cpp does.
+ * Finds and checks every tensor the config implies (GQA, tied output, qwen2 biases, qwen3 QK-norm, gemma3 post-norms). Other
+ * tensors the flags do not ask for are left alone, as llama.cpp does, except biases (which llama.cpp would add): refused.
  * @example const weights = loadModelWeights(gguf, config); if (!weights.ok) throw new CliError(weights.error);
  */
 export function loadModelWeights(gguf: GgufFile, config: ModelConfig, options: LoadWeightsOptions = {}): Result<ModelWeights> {
@@ -139,10 +139,11 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
   const qDim = config.numHeads * headDim;
   const kvDim = config.numKvHeads * headDim;
   const tokenEmbd = tensor(gguf, tensorName("tokenEmbd"), [dim, vocabSize]);
-  // biases llama.cpp would add (phi3.cpp output_b, create_tensor_qkv's wqkv_b) but fennec has no place for: refused, never ignored
-  for (const name of [tensorName("outputBias"), ...Array.from({ length: config.numLayers }, (_, l) => tensorName("attnQkvBias", l))]) {
-    if (gguf.tensors.some((t) => t.name === name)) throw new WeightError(`${gguf.source}: tensor ${name} is not supported (fennec runs this architecture without it)`);
-  }
+  // biases llama.cpp's graphs add whenever the file has them (llama.cpp llama-model.cpp: bo, ffn_*_b, output_b, wqkv_b are
+  // TENSOR_NOT_REQUIRED) but fennec's forward has no place for: refused, never ignored; only qwen2's q/k/v biases are run
+  const runBiases = config.hasQkvBias ? /^blk\.\d+\.attn_[qkv]\.bias$/ : null;
+  const unrun = gguf.tensors.find((t) => t.name.endsWith(".bias") && !(runBiases?.test(t.name) ?? false));
+  if (unrun !== undefined) throw new WeightError(`${gguf.source}: tensor ${unrun.name} is not supported (fennec runs this architecture without it)`);
   const layers: LayerWeights[] = [];
   for (let l = 0; l < config.numLayers; l++) {
     const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, tensorName(LAYER_TENSORS[key], l), shape);

@@ -143,8 +143,8 @@ describe("loadModelWeights", () => {
     return loadModelWeights(gguf, config.value);
   };
 
-  test("an output bias or a fused qkv bias is refused by name, not ignored", () => {
-    for (const name of ["output.bias", "blk.1.attn_qkv.bias"]) {
+  test("a bias fennec does not run (output, fused qkv, attention output, FFN) is refused by name, not ignored", () => {
+    for (const name of ["output.bias", "blk.1.attn_qkv.bias", "blk.0.attn_output.bias", "blk.1.ffn_down.bias", "blk.0.ffn_up.bias"]) {
       const r = load({ editTensors: (ts) => [...ts, { name, shape: [32], type: GgmlType.F32, kind: "bias" }] });
       expect(r.ok ? "" : r.error).toBe(`<tiny qwen2>: tensor ${name} is not supported (fennec runs this architecture without it)`);
     }
