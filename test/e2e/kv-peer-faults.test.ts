@@ -203,6 +203,8 @@ describe("prefill/decode faults (NixlConnector)", () => {
   }, 60_000);
 
   test("a decode request the decode side refuses frees the prefill side's blocks at once, not at the lease", async () => {
+    // earlier tests' pins must have run out first (at most one lease), or their blocks would hide this request's release
+    expect(await eventually(async () => await metric(prefill.url, "vllm:kv_cache_usage_perc") === 0, LEASE_S * 1000 * 3)).toBe(true);
     const { params } = await prefillParams("Ben and Mia wanted to build a tall tower of blocks");
     // priority is refused by an engine under fcfs: after the params were read, before the request was queued
     const refused = await post(decode.url, "completions", body("Ben and Mia wanted to build a tall tower of blocks", { priority: 1, kv_transfer_params: params }));
