@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseExposition, sampleValue, type Sample } from "../metrics/exposition.ts";
 import { freePort, serverCommand, startServer, type ServerProcess } from "./server-process.ts";
+import { post } from "./pd-peers.ts";
 
 const PROXY = [...serverCommand().slice(0, -1), "proxy"];
 const ENGINE = ["--threads", "1", "--max-num-seqs", "8"];
@@ -32,10 +33,6 @@ async function metrics(server: ServerProcess): Promise<Sample[]> {
   return parseExposition(await (await fetch(`${server.url}/metrics`)).text());
 }
 
-async function post(base: string, path: string, body: Record<string, unknown>): Promise<Response> {
-  return fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-}
-
 /** The generated text of a completion or chat answer, streamed or not. */
 async function textOf(r: Response, chat: boolean, stream: boolean): Promise<string> {
   expect(r.status).toBe(200);
@@ -57,7 +54,7 @@ describe("prefill and decode in two fennec processes behind fennec proxy", () =>
   for (const chat of [false, true]) {
     for (const stream of [false, true]) {
       test(`${chat ? "chat" : "completions"}${stream ? ", streamed" : ""}: greedy output equals a single server's, 1 then 8 at once`, async () => {
-        const path = chat ? "/v1/chat/completions" : "/v1/completions";
+        const path = chat ? "chat" : "completions";
         const body = (prompt: string): Record<string, unknown> => ({
           ...(chat ? { messages: [{ role: "user", content: prompt }] } : { prompt }), max_tokens: 12, temperature: 0, ignore_eos: true, stream,
         });
@@ -75,7 +72,7 @@ describe("prefill and decode in two fennec processes behind fennec proxy", () =>
 
   test("each leg shows in its instance: prefill computes the prompt, decode loads it as external KV and counts one transfer", async () => {
     const [p0, d0] = await Promise.all([metrics(prefill), metrics(decode)]);
-    const r = await post(proxy.url, "/v1/completions", { prompt: "The little dog ran to the park and saw a big red ball", max_tokens: 6, temperature: 0, ignore_eos: true });
+    const r = await post(proxy.url, "completions", { prompt: "The little dog ran to the park and saw a big red ball", max_tokens: 6, temperature: 0, ignore_eos: true });
     const answer = (await r.json()) as { usage: { prompt_tokens: number } };
     expect(r.status).toBe(200);
     const id = r.headers.get("x-request-id")!;
@@ -101,7 +98,7 @@ describe("prefill and decode in two fennec processes behind fennec proxy", () =>
   test("the prefill server gone: the proxy answers a 502 naming it at once and /health turns 503, the decode server stays healthy", async () => {
     await prefill.stop();
     const started = performance.now();
-    const r = await post(proxy.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 4, stream: true });
+    const r = await post(proxy.url, "chat", { messages: [{ role: "user", content: "hi" }], max_tokens: 4, stream: true });
     expect(r.status).toBe(502);
     expect(((await r.json()) as { error: { message: string } }).error.message).toStartWith(`prefill server ${prefill.url} cannot be reached`);
     expect(performance.now() - started).toBeLessThan(5000);

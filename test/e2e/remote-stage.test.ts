@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { parseTables } from "../metrics/omni-table-parser.ts";
 import { parseExposition, sampleValue } from "../metrics/exposition.ts";
 import { runServeExpectingExit, startServer, type ServerProcess } from "./server-process.ts";
+import { post } from "./pd-peers.ts";
 
 const ENGINE = ["--threads", "1", "--max-num-seqs", "4"];
 const dir = mkdtempSync(join(tmpdir(), "fennec-remote-stage-"));
@@ -31,10 +32,6 @@ afterAll(async () => {
   await Promise.all([single, prefill, chained].map((s) => s?.stop()));
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function post(base: string, path: string, body: Record<string, unknown>): Promise<Response> {
-  return fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-}
 
 async function textOf(r: Response, chat: boolean, stream: boolean): Promise<string> {
   expect(r.status).toBe(200);
@@ -57,7 +54,7 @@ describe("a pipeline whose prefill stage runs in another fennec process", () => 
   for (const chat of [false, true]) {
     for (const stream of [false, true]) {
       test(`${chat ? "chat" : "completions"}${stream ? ", streamed" : ""}: greedy output equals a single server's, 1 then 4 at once`, async () => {
-        const path = chat ? "/v1/chat/completions" : "/v1/completions";
+        const path = chat ? "chat" : "completions";
         const body = (p: string): Record<string, unknown> => ({ ...(chat ? { messages: [{ role: "user", content: p }] } : { prompt: p }), max_tokens: 10, temperature: 0, ignore_eos: true, stream });
         for (const batch of [PROMPTS.slice(0, 1), PROMPTS]) {
           const [expected, got] = await Promise.all([
@@ -73,7 +70,7 @@ describe("a pipeline whose prefill stage runs in another fennec process", () => 
   test("the TransferEdgeStats row is the real read: its size is the bytes the decode engine counted, with tx / in-flight times", async () => {
     const before = parseExposition(await (await fetch(`${chained.url}/metrics`)).text());
     const logBefore = chained.log().length;
-    const r = await post(chained.url, "/v1/completions", { prompt: "The little dog ran to the park and saw a big red ball", max_tokens: 4, temperature: 0 });
+    const r = await post(chained.url, "completions", { prompt: "The little dog ran to the park and saw a big red ball", max_tokens: 4, temperature: 0 });
     expect(r.status).toBe(200);
     const id = ((await r.json()) as { id: string }).id;
     const after = parseExposition(await (await fetch(`${chained.url}/metrics`)).text());
@@ -111,7 +108,7 @@ describe("a pipeline whose prefill stage runs in another fennec process", () => 
   test("the prefill server gone: a request fails with a 500 naming it, at once", async () => {
     await prefill.stop();
     const started = performance.now();
-    const r = await post(chained.url, "/v1/completions", { prompt: "Once upon a time", max_tokens: 4 });
+    const r = await post(chained.url, "completions", { prompt: "Once upon a time", max_tokens: 4 });
     expect(r.status).toBe(500);
     expect(((await r.json()) as { error: { message: string } }).error.message).toStartWith(`stage 0 (prefill server ${prefill.url}) cannot be reached`);
     expect(performance.now() - started).toBeLessThan(5000);
