@@ -137,6 +137,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
   { name: "kv-cache-memory", vllmName: "kv-cache-memory-bytes", kind: "int", metavar: "bytes", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Bytes for the KV cache (vLLM: --kv-cache-memory-bytes, also accepted), spread with the layers over the wasm32 memories the model needs (the start-up memory line says how). Default: a share of free memory, at most 1 GiB, capped by what max-num-seqs x max-model-len needs." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
+  { name: "disable-hybrid-kv-cache-manager", kind: "bool", default: false, commands: ENGINE, help: "Give every layer one KV block table (vLLM's flag). By default a model with sliding-window layers (gemma3) gets vLLM's hybrid KV cache manager: its sliding and full-attention layers keep separate block tables over one pool, and the blocks behind a sliding layer's window go back to the pool, so the same memory holds more tokens. Turned off by itself (one log line) with a KV connector (--kv-offloading-size, --kv-transfer-config), a draft model, or a model spread over several wasm32 memories." },
   { name: "kv-cache-dtype", kind: "string", default: "auto", commands: ENGINE, help: "Data type of the KV cache: auto / float16 (f16), or fp8 / fp8_e4m3 (vLLM's names for an 8-bit cache; fennec stores int8 with one scale per token row, llama.cpp's q8_0 rule: half the KV memory and the bytes attention reads; WASM kernels only, not --device webgpu). vLLM's other values are refused." },
   // KV offload tier under the prefix cache (vLLM's native offload and SimpleCPUOffloadConnector; docs in README)
   { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
@@ -726,6 +727,7 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     blockSize: Number(options["block-size"]),
     kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
     enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
+    disableHybridKvCacheManager: options["disable-hybrid-kv-cache-manager"] === true,
     threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: deviceOf(options.device),
     speculativeConfig: speculative.value,

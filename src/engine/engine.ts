@@ -4,8 +4,8 @@
  * Worker (worker.ts); tests drive it directly with a fake runner.
  */
 import { totalmem } from "node:os";
-import type { ModelBatch, ModelRunner, SequenceChunk } from "../model/model-batch.ts";
-import type { EngineArgs, EngineRequest, KvHandoff, PositionLogprobs, RequestDelta } from "./protocol.ts";
+import { NULL_BLOCK, type ModelBatch, type ModelRunner, type SequenceChunk } from "../model/model-batch.ts";
+import type { EngineArgs, EngineRequest, KvCacheFacts, KvHandoff, PositionLogprobs, RequestDelta } from "./protocol.ts";
 import type { FinishReason, SpecDecodingStats, StepStats } from "./stats.ts";
 import { KvCacheManager } from "./kv-cache-manager.ts";
 import { RequestState } from "./request.ts";
@@ -29,6 +29,8 @@ import { DraftModelProposer } from "./spec-decode/draft-model-proposer.ts";
 import { resolvePooler, type ResolvedPooler } from "./pooler-config.ts";
 import { embeddingOf, SequencePooler } from "./pooler.ts";
 import { SuffixDecodingProposer } from "./spec-decode/suffix-proposer.ts";
+import { chooseKvCacheGroups } from "./hybrid-kv-cache.ts";
+import { describeKvCacheGroups, hasSlidingLayers, maxGroupBlocks, type KvCacheGroups } from "../model/kv-cache-groups.ts";
 
 /** Engine arguments with every default resolved against the model. */
 export interface EngineConfig {
@@ -38,6 +40,12 @@ export interface EngineConfig {
   readonly blockSize: number;
   readonly numBlocks: number;
   readonly enablePrefixCaching: boolean;
+  /** the hybrid KV cache manager's groups (hybrid-kv-cache.ts); absent: one group of every layer */
+  readonly kvCacheGroups?: KvCacheGroups;
+  /** start-up lines about the KV cache: the groups, or why the hybrid manager is off; vLLM's size and concurrency */
+  readonly kvCacheLines?: readonly string[];
+  /** the pool's size in tokens and its max concurrency, as those lines say them */
+  readonly kvCacheFacts?: KvCacheFacts;
   /** the KV offload tier under the prefix cache (--kv-offloading-size / --kv-transfer-config); none when absent */
   readonly kvOffload?: KvOffloadConfig | null;
   /** NixlConnector: the KV connector between instances; none when absent */
@@ -127,6 +135,8 @@ export interface PlacedModel {
   readonly modelBytes: number;
   /** the KV blocks its memories hold at most */
   readonly kvBlocks: number;
+  /** wasm32 memories the model is spread over (absent: 1) */
+  readonly numMemories?: number;
 }
 
 /**
@@ -145,9 +155,13 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   if (pooler.value !== null && args.speculativeConfig) return err("--speculative-config needs a generative model: this engine pools (an embedding model generates no tokens to draft)");
   // vLLM: prefix caching only for LAST pooling with causal attention (MEAN and CLS need every position's hidden state)
   const enablePrefixCaching = args.enablePrefixCaching && (pooler.value === null || pooler.value.poolingType === "LAST");
+  // sliding-window layers get their own block tables (vLLM's hybrid KV cache manager): a block holds one group's layers
+  const hybrid = chooseKvCacheGroups(runner.config, args, placed?.numMemories ?? 1);
+  const groups = hybrid.groups;
   // a draft model's KV cache uses the same block ids: one block costs both models' bytes
-  const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize) + extraKvBytesPerBlock;
-  const maxUsefulBlocks = args.maxNumSeqs * Math.ceil(maxModelLen / args.blockSize);
+  const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize, groups.groupSize) + extraKvBytesPerBlock;
+  const blocksPerRequest = maxRequestBlocks(groups, maxModelLen, args.blockSize, args.maxNumBatchedTokens);
+  const maxUsefulBlocks = args.maxNumSeqs * blocksPerRequest;
   let numBlocks: number;
   if (args.numKvBlocksOverride !== undefined && args.numKvBlocksOverride !== null) {
     numBlocks = args.numKvBlocksOverride;
@@ -158,12 +172,37 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
     // free memory may have grown since the memories were planned: never more than they were planned for
     numBlocks = Math.min(blocks.value, placed?.kvBlocks ?? Infinity);
   }
+  const facts: KvCacheFacts = {
+    sizeTokens: Math.floor(numBlocks / groups.groups.length) * args.blockSize, maxConcurrency: numBlocks / blocksPerRequest,
+    slidingWindow: hasSlidingLayers(runner.config) ? (runner.config.slidingWindow ?? null) : null,
+  };
   return ok({
     maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
-    numBlocks, enablePrefixCaching, pooler: pooler.value, kvOffload: args.kvOffload ?? null, kvPeer: args.kvPeer ?? null, speculative: args.speculativeConfig ?? null,
+    numBlocks, enablePrefixCaching, kvCacheGroups: groups,
+    kvCacheLines: [...(hybrid.offLine !== null ? [hybrid.offLine] : groups.groups.length > 1 ? [describeKvCacheGroups(groups)] : []), ...kvCacheSizeLines(facts, maxModelLen)],
+    kvCacheFacts: facts, pooler: pooler.value, kvOffload: args.kvOffload ?? null, kvPeer: args.kvPeer ?? null, speculative: args.speculativeConfig ?? null,
     maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize), schedulingPolicy: args.schedulingPolicy ?? "fcfs",
     maxDraftTokensPerStep: args.speculativeConfig ? defaultDraftCap(args) : null,
   });
+}
+
+/** Blocks one request of `numTokens` positions holds at most, over every group (vLLM max_memory_usage_bytes per group). */
+export function maxRequestBlocks(groups: KvCacheGroups, numTokens: number, blockSize: number, maxNumBatchedTokens: number): number {
+  let total = 0;
+  for (const g of groups.groups) total += maxGroupBlocks(g, numTokens, blockSize, maxNumBatchedTokens);
+  return total;
+}
+
+/**
+ * vLLM's start-up lines (kv_cache_utils.py get_kv_cache_configs / get_max_concurrency_for_kv_cache_config): the tokens
+ * the pool holds (blocks / groups x block size) and how many max-model-len requests fit at once (blocks / the blocks one
+ * such request holds over all groups: a sliding group only its window's).
+ */
+function kvCacheSizeLines(facts: KvCacheFacts, maxModelLen: number): string[] {
+  return [
+    `KV cache size: ${facts.sizeTokens.toLocaleString("en-US")} tokens`,
+    `Maximum concurrency for ${maxModelLen.toLocaleString("en-US")} tokens per request: ${facts.maxConcurrency.toFixed(2)}x`,
+  ];
 }
 
 /**
@@ -242,6 +281,7 @@ export class EngineCore {
   ) {
     this.config = config;
     this.kv = new KvCacheManager(config);
+    const groups = this.kv.groups.length > 1 ? config.kvCacheGroups : undefined;
     this.nextFallbackSeed = seed;
     const spec = config.speculative ?? null;
     this.proposer = options.proposer
@@ -252,7 +292,8 @@ export class EngineCore {
           (req, numPositions) => numPositions <= req.blockIds.length * config.blockSize || this.kv.allocateSlots(req, numPositions - req.numComputedTokens) !== null)
         : null);
     if (spec !== null && this.proposer === null) throw new Error(`speculative method ${spec.method} needs its proposer passed to the engine`);
-    runner.allocateKvCache(config.numBlocks, config.blockSize);
+    if (groups !== undefined) runner.allocateKvCache(config.numBlocks, config.blockSize, groups);
+    else runner.allocateKvCache(config.numBlocks, config.blockSize);
     // every buffer a step can need, now: a request that needs more than start-up reserved cannot exist
     const shape = maxStepShape(config);
     runner.reserveActivations?.(shape.numTokens, shape.numLogitRows);
@@ -312,7 +353,7 @@ export class EngineCore {
     }
     const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++);
     if (pooler !== null) state.pooler = new SequencePooler(pooler.poolingType, pooler.hiddenSize);
-    const blocksNeeded = Math.ceil((numPrompt + state.maxOutputTokens) / blockSize);
+    const blocksNeeded = this.kv.maxBlocksFor(numPrompt + state.maxOutputTokens);
     if (blocksNeeded > numBlocks) {
       return { code: "kv_cache_too_small", message: `request needs ${blocksNeeded} KV blocks (${numPrompt} prompt + ${state.maxOutputTokens} output tokens) but the cache has ${numBlocks}; raise --kv-cache-memory or lower max_tokens` };
     }
@@ -400,10 +441,11 @@ export class EngineCore {
     if (!Number.isInteger(kv.numTokens) || kv.numTokens < 1 || kv.numTokens >= state.numPromptTokens) {
       return { code: "kv_handoff", message: `KV handoff covers ${kv.numTokens} positions; it must cover 1 to ${state.numPromptTokens - 1} of the ${state.numPromptTokens} prompt tokens` };
     }
-    const blockIds = this.kv.allocateSlots(state, kv.numTokens);
-    if (blockIds === null) return { code: "kv_cache_full", message: `no free KV blocks for a handoff of ${kv.numTokens} positions` };
+    const newIds = this.kv.allocateSlots(state, kv.numTokens);
+    if (newIds === null) return { code: "kv_cache_full", message: `no free KV blocks for a handoff of ${kv.numTokens} positions` };
     try {
-      this.runner.importKvBlocks(Int32Array.from(blockIds), kv.data);
+      // every group's blocks, group after group (exportKv's order); a sliding group's are freed at its next allocation
+      this.runner.importKvBlocks(Int32Array.from(newIds.flat()), kv.data);
     } catch (e) {
       this.kv.free(state);
       return { code: "kv_handoff", message: `KV handoff rejected by the model runner: ${errorMessage(e)}` };
@@ -417,7 +459,8 @@ export class EngineCore {
   /** the prompt's computed positions as a handoff, for the next stage */
   private exportKv(req: RequestState): KvHandoff {
     const numTokens = Math.min(req.numComputedTokens, req.numPromptTokens);
-    const blockIds = Int32Array.from(req.blockIds.slice(0, this.kv.blocksFor(numTokens)));
+    // group after group; a sliding group's freed entries go out as block 0 (behind every window: never read)
+    const blockIds = Int32Array.from(this.kv.tables(req).flatMap((t) => t.slice(0, this.kv.blocksFor(numTokens))), (id) => (id === NULL_BLOCK ? 0 : id));
     return { numTokens, blockSize: this.config.blockSize, data: this.runner.exportKvBlocks(blockIds) };
   }
 
@@ -710,6 +753,7 @@ export class EngineCore {
       tokenIds,
       startPos: c.startPos,
       blockTable: Int32Array.from(req.blockIds), // [ceil(end / blockSize)]
+      ...(req.blockTables.length > 1 ? { blockTables: req.blockTables.map((t) => Int32Array.from(t)) } : {}),
       // drafts: a row at the last real token and at every draft (the target's prediction after each)
       // pooling requests read hidden states (ModelBatch.hiddenStates), never logits
       logits: req.pooling !== null ? "none" : needPromptLogprobs || numDrafts > 0 ? "all" : end === req.numTokens ? "last" : "none",

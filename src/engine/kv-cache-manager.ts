@@ -10,33 +10,49 @@
  * could reuse, that block's hash is "pending": the scheduler defers the other request instead of computing it twice
  * (this is how the n > 1 children of a request share the prompt's blocks).
  *
- * Sliding-window layers (gemma3) free nothing yet. vLLM frees the blocks wholly outside a sliding layer's window
- * (SlidingWindowManager.remove_skipped_blocks) because its hybrid allocator gives those layers their own KV cache
- * groups, each with its own block table over one shared pool. Here one block id holds its positions' K/V in every
- * layer, so a model with any full-attention layer needs every block to the end. The backends never read a block
- * before a sliding layer's window (test/conformance: such blocks may point anywhere, NaN-filled), so the group
- * tables can come here and in the runner without touching the kernels.
+ * KV cache groups (vLLM's hybrid KV cache manager, model/kv-cache-groups.ts): each group of layers has its own block
+ * table per request over the ONE pool. A sliding-window group frees the blocks wholly behind its window as the request
+ * advances (vLLM SlidingWindowManager.remove_skipped_blocks, by computed tokens) and keeps a null entry (NULL_BLOCK) in
+ * their place; the full-attention group keeps every block. Prefix-cache entries are per group (vLLM
+ * BlockHashWithGroupId: group 0 keeps the bare hash, so one group caches exactly as before).
+ *
+ *   window 40, blockSize 16, 100 tokens computed: position 100 sees keys 61..100
+ *   full group:     [ b0 ][ b1 ][ b2 ][ b3 ][ b4 ][ b5 ][ b6 ]
+ *   sliding group:  [null][null][null][ s3 ][ s4 ][ s5 ][ s6 ]     blocks 0-2 (positions 0..47 < 61) went back to the pool
+ *
+ * With one group (no sliding layers, or --disable-hybrid-kv-cache-manager) every path below is today's single table.
  */
 import { BlockPool, type BlockHash } from "./block-pool.ts";
 import type { RequestState } from "./request.ts";
+import { maxGroupBlocks, singleKvCacheGroup, type KvCacheGroup, type KvCacheGroups } from "../model/kv-cache-groups.ts";
+import { NULL_BLOCK } from "../model/model-batch.ts";
 
 export interface KvCacheConfig {
   readonly numBlocks: number;
   readonly blockSize: number;
   readonly enablePrefixCaching: boolean;
+  /** the hybrid manager's groups (absent: one group of every layer) */
+  readonly kvCacheGroups?: KvCacheGroups;
+  /** a step's token budget: what a sliding group may need beyond its window (maxBlocksFor); absent: no bound */
+  readonly maxNumBatchedTokens?: number;
 }
 
 export interface ComputedBlocks {
-  readonly blockIds: readonly number[];
+  /** [numGroups] each group's cached blocks for the first numTokens positions (a sliding group's start: NULL_BLOCK) */
+  readonly blockTables: readonly (readonly number[])[];
   readonly numTokens: number;
 }
 
-const NO_COMPUTED_BLOCKS: ComputedBlocks = { blockIds: [], numTokens: 0 };
+/** vLLM BlockHashWithGroupId: a block's K/V differ per group, so is its cache key (group 0: the bare hash) */
+const groupHash = (hash: BlockHash, group: number): BlockHash => (group === 0 ? hash : `${hash}@${group}`);
 
 export class KvCacheManager {
   readonly blockSize: number;
   readonly enablePrefixCaching: boolean;
   readonly pool: BlockPool;
+  readonly groups: readonly KvCacheGroup[];
+  private readonly maxNumBatchedTokens: number;
+  private readonly noComputedBlocks: ComputedBlocks;
   /** tokens looked up / found in the prefix cache since the last takeCounts() */
   private prefixQueries = 0;
   private prefixHits = 0;
@@ -49,6 +65,9 @@ export class KvCacheManager {
     this.blockSize = config.blockSize;
     this.enablePrefixCaching = config.enablePrefixCaching;
     this.pool = new BlockPool(config.numBlocks);
+    this.groups = (config.kvCacheGroups ?? singleKvCacheGroup(1)).groups;
+    this.maxNumBatchedTokens = config.maxNumBatchedTokens ?? Infinity;
+    this.noComputedBlocks = { blockTables: this.groups.map(() => []), numTokens: 0 };
   }
 
   usage(): number {
@@ -60,22 +79,76 @@ export class KvCacheManager {
     return Math.ceil(numTokens / this.blockSize);
   }
 
+  /** blocks of the pool a request of `numTokens` positions holds at most, over every group (one group: blocksFor) */
+  maxBlocksFor(numTokens: number): number {
+    let total = 0;
+    for (const g of this.groups) total += maxGroupBlocks(g, numTokens, this.blockSize, this.maxNumBatchedTokens);
+    return total;
+  }
+
+  /** [numGroups] the request's block tables (created empty on first use) */
+  tables(request: RequestState): number[][] {
+    while (request.blockTables.length < this.groups.length) request.blockTables.push([]);
+    return request.blockTables;
+  }
+
+  /** pool blocks the request holds now, over every group (null entries are not blocks) */
+  numHeldBlocks(request: RequestState, group?: number): number {
+    let n = 0;
+    request.blockTables.forEach((table, g) => {
+      if (group === undefined || group === g) for (const id of table) if (id !== NULL_BLOCK) n++;
+    });
+    return n;
+  }
+
   /**
-   * The longest run of cached full blocks at the start of the request's tokens. At least one token is always left to
-   * compute (its logits are needed), so a fully cached prompt gives back its last block.
+   * The longest run of cached full blocks at the start of the request's tokens that every group can use (vLLM
+   * HybridKVCacheCoordinator.find_longest_cache_hit: full groups from the left, sliding groups from the right, shrunk
+   * to the shortest until all agree). At least one token is always left to compute (its logits are needed), so a fully
+   * cached prompt gives back its last block.
    */
   getComputedBlocks(request: RequestState): ComputedBlocks {
     // requests that already hold blocks (imported KV) start from those
     // MEAN / CLS pooling needs every position's hidden state (vLLM caches only for LAST pooling)
-    if (!this.enablePrefixCaching || request.promptLogprobs !== null || request.blockIds.length > 0 || (request.pooler !== null && request.pooler.type !== "LAST")) return NO_COMPUTED_BLOCKS;
-    const maxBlocks = Math.floor((request.numTokens - 1) / this.blockSize);
-    const blockIds: number[] = [];
-    for (let i = 0; i < maxBlocks; i++) {
-      const id = this.pool.lookup(request.blockHash(i, this.blockSize)!);
-      if (id === null) break;
-      blockIds.push(id);
+    if (!this.enablePrefixCaching || request.promptLogprobs !== null || request.blockTables.some((t) => t.length > 0) || (request.pooler !== null && request.pooler.type !== "LAST")) return this.noComputedBlocks;
+    let numBlocks = Math.floor((request.numTokens - 1) / this.blockSize);
+    let tables: number[][] = [];
+    for (;;) {
+      tables = this.groups.map((g, gi) => (g.slidingWindow === 0 ? this.fullHit(request, gi, numBlocks) : this.slidingHit(request, gi, g.slidingWindow, numBlocks)));
+      const shortest = Math.min(...tables.map((t) => t.length));
+      if (shortest === numBlocks) break;
+      numBlocks = shortest;
     }
-    return { blockIds, numTokens: blockIds.length * this.blockSize };
+    return { blockTables: tables, numTokens: numBlocks * this.blockSize };
+  }
+
+  /** vLLM FullAttentionManager.find_longest_cache_hit: cached blocks from the first, up to `maxBlocks` */
+  private fullHit(request: RequestState, group: number, maxBlocks: number): number[] {
+    const ids: number[] = [];
+    for (let i = 0; i < maxBlocks; i++) {
+      const id = this.pool.lookup(groupHash(request.blockHash(i, this.blockSize)!, group));
+      if (id === null) break;
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  /**
+   * vLLM SlidingWindowManager.find_longest_cache_hit: the last run of cdiv(window - 1, blockSize) cached blocks ending at
+   * most at `maxBlocks` (the blocks a row after them needs), nulls before it; or the cached run from block 0 if shorter.
+   */
+  private slidingHit(request: RequestState, group: number, window: number, maxBlocks: number): number[] {
+    const needed = Math.ceil((window - 1) / this.blockSize);
+    const ids = new Array<number>(maxBlocks).fill(NULL_BLOCK);
+    let run = 0;
+    for (let i = maxBlocks - 1; i >= 0; i--) {
+      const id = this.pool.lookup(groupHash(request.blockHash(i, this.blockSize)!, group));
+      if (id === null) { run = 0; continue; }
+      ids[i] = id;
+      run++;
+      if (run >= needed) return ids.slice(0, i + run);
+    }
+    return ids.slice(0, run);
   }
 
   /**
@@ -97,43 +170,92 @@ export class KvCacheManager {
     return hash !== null && this.pending.has(hash);
   }
 
+  /** blocks of a sliding group wholly behind the window of the row at position `numComputedTokens` (vLLM get_num_skipped_tokens) */
+  private numSkippedBlocks(group: KvCacheGroup, numComputedTokens: number): number {
+    if (group.slidingWindow === 0) return 0;
+    return Math.floor(Math.max(0, numComputedTokens - group.slidingWindow + 1) / this.blockSize);
+  }
+
   /**
-   * Makes room for `numNewTokens` more positions after the computed ones (vLLM allocate_slots). With `computed`, the
-   * request starts by reusing those cached blocks. Returns the newly allocated block ids, or null (nothing changed)
-   * when the pool cannot supply them.
+   * Frees the request's blocks that no row after its computed tokens can see (vLLM remove_skipped_blocks): each
+   * sliding group's blocks wholly behind the window become NULL_BLOCK, back to the pool in position order (the
+   * oldest, least useful prefix is evicted first); full groups keep theirs.
    */
-  allocateSlots(request: RequestState, numNewTokens: number, computed: ComputedBlocks = NO_COMPUTED_BLOCKS): number[] | null {
+  removeSkippedBlocks(request: RequestState): void {
+    if (this.groups.length === 1 && this.groups[0]!.slidingWindow === 0) return;
+    const tables = this.tables(request);
+    this.groups.forEach((g, gi) => {
+      const table = tables[gi]!;
+      const numSkipped = Math.min(this.numSkippedBlocks(g, request.numComputedTokens), table.length);
+      const freed: number[] = [];
+      // the entries before the first null were freed by an earlier call (vLLM stops at the first null from the right)
+      for (let b = numSkipped - 1; b >= 0 && table[b] !== NULL_BLOCK; b--) {
+        freed.push(table[b]!);
+        table[b] = NULL_BLOCK;
+      }
+      this.pool.release(freed.reverse());
+    });
+  }
+
+  /**
+   * Makes room for `numNewTokens` more positions after the computed ones (vLLM allocate_slots): first frees what the
+   * sliding groups no longer need, then allocates every group's missing blocks from the one pool. With `computed`, the
+   * request starts by reusing those cached blocks. Returns the newly allocated block ids per group, or null (nothing
+   * allocated) when the pool cannot supply them.
+   */
+  allocateSlots(request: RequestState, numNewTokens: number, computed: ComputedBlocks = this.noComputedBlocks): number[][] | null {
+    this.removeSkippedBlocks(request);
+    const tables = this.tables(request);
     const numComputedTokens = request.numComputedTokens + computed.numTokens;
-    const numBlocksHeld = request.blockIds.length + computed.blockIds.length;
-    const numNeeded = Math.max(0, this.blocksFor(numComputedTokens + numNewTokens) - numBlocksHeld);
+    const numRequired = this.blocksFor(numComputedTokens + numNewTokens);
+    let numNeeded = 0;
     // cached blocks nobody holds are on the free queue: taking them shrinks what is left for new blocks
     let numFreeCached = 0;
-    for (const id of computed.blockIds) if (this.pool.refCount(id) === 0) numFreeCached++;
+    this.groups.forEach((g, gi) => {
+      const numHeld = tables[gi]!.length + computed.blockTables[gi]!.length;
+      numNeeded += Math.max(0, numRequired - Math.max(numHeld, this.numSkippedBlocks(g, numComputedTokens)));
+      for (const id of computed.blockTables[gi]!) if (id !== NULL_BLOCK && this.pool.refCount(id) === 0) numFreeCached++;
+    });
     if (numNeeded > this.pool.numFreeBlocks - numFreeCached) return null;
-    for (const id of computed.blockIds) this.pool.touch(id);
-    request.blockIds.push(...computed.blockIds);
+    computed.blockTables.forEach((ids, gi) => {
+      for (const id of ids) if (id !== NULL_BLOCK) this.pool.touch(id);
+      tables[gi]!.push(...ids);
+    });
     request.numComputedTokens = numComputedTokens;
-    request.numCachedBlocks = Math.max(request.numCachedBlocks, computed.blockIds.length);
-    const newIds = this.pool.allocate(numNeeded)!;
-    request.blockIds.push(...newIds);
+    request.numCachedBlocks = Math.max(request.numCachedBlocks, computed.numTokens / this.blockSize);
+    const newIds = this.groups.map((g, gi) => {
+      const table = tables[gi]!;
+      // a window already past blocks never held: they stay null (vLLM pads skipped blocks with the null block)
+      while (table.length < Math.min(numRequired, this.numSkippedBlocks(g, numComputedTokens))) table.push(NULL_BLOCK);
+      const ids = this.pool.allocate(Math.max(0, numRequired - table.length))!;
+      table.push(...ids);
+      return ids;
+    });
     if (this.enablePrefixCaching && !this.pendingOf.has(request)) this.markPending(request);
     return newIds;
   }
 
-  /** After a step: enter the request's newly completed full blocks into the prefix cache. */
+  /** After a step: enter the request's newly completed full blocks into the prefix cache, in every group that holds them. */
   cacheFullBlocks(request: RequestState): void {
     if (!this.enablePrefixCaching) return;
+    const tables = this.tables(request);
     const numFull = Math.floor(request.numComputedTokens / this.blockSize);
-    for (let i = request.numCachedBlocks; i < numFull; i++) this.pool.cache(request.blockIds[i]!, request.blockHash(i, this.blockSize)!);
+    for (let i = request.numCachedBlocks; i < numFull; i++) {
+      const hash = request.blockHash(i, this.blockSize)!;
+      tables.forEach((table, g) => {
+        const id = table[i]!;
+        if (id !== NULL_BLOCK) this.pool.cache(id, groupHash(hash, g));
+      });
+    }
     request.numCachedBlocks = Math.max(request.numCachedBlocks, numFull);
     if (numFull >= Math.floor(request.numPromptTokens / this.blockSize)) this.clearPending(request);
   }
 
-  /** Frees every block of the request at once (finish, abort, preemption); tail blocks are evicted first. */
+  /** Frees every block of the request at once (finish, abort, preemption); in each group tail blocks are evicted first. */
   free(request: RequestState): void {
     this.clearPending(request);
-    this.pool.release([...request.blockIds].reverse());
-    request.blockIds = [];
+    for (const table of request.blockTables) this.pool.release(table.filter((id) => id !== NULL_BLOCK).reverse());
+    request.blockTables = [];
     request.numComputedTokens = 0;
     request.numCachedBlocks = 0;
   }

@@ -179,7 +179,7 @@ export class KvOffloadConnector implements KvConnectorHooks {
     const t0 = performance.now();
     const maxBlocks = Math.floor((request.numTokens - 1) / this.blockSize);
     const slots: number[] = [];
-    for (let i = computed.blockIds.length; i < maxBlocks; i++) {
+    for (let i = computed.numTokens / this.blockSize; i < maxBlocks; i++) {
       const slot = this.pool.lookup(request.blockHash(i, this.blockSize)!);
       if (slot === null || this.inFlightStores.has(request.blockHash(i, this.blockSize)!)) break;
       slots.push(slot);
@@ -197,7 +197,7 @@ export class KvOffloadConnector implements KvConnectorHooks {
       this.externalQueries += request.numTokens - numLocal;
       this.externalHits += numTokens;
     }
-    const first = computed.blockIds.length;
+    const first = computed.numTokens / this.blockSize;
     const job: LoadJob = {
       request, slots, blockIds: request.blockIds.slice(first, first + slots.length), startMs: this.nowMs(),
       settled: false, data: null, error: null, endMs: 0, abandoned: false,

@@ -274,7 +274,7 @@ export class KvPeerConnector implements KvConnectorHooks {
     const remote = this.remotePrefill.get(request);
     if (remote === undefined || this.closed || this.recomputing.has(request) || request.blockIds.length > 0) return false;
     const numExternal = request.numPromptTokens - 1 - computed.numTokens;
-    const first = computed.blockIds.length;
+    const first = computed.numTokens / this.blockSize;
     const last = this.kv.blocksFor(request.numPromptTokens - 1);
     if (numExternal <= 0 || first >= last) {
       // the local prefix cache has it all: the prefill side may free its blocks now

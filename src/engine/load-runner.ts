@@ -68,7 +68,7 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       const tokens = gguf.value.metadata.get(KEY.tokens)?.value;
       return ok({
         runner, backend: backend.name, ...(backend.lost ? { lost: backend.lost } : {}),
-        ...(placement !== null ? { startupLines: [placement.value.line], placed: { modelBytes: placement.value.modelBytes, kvBlocks: placement.value.kvBlocks } } : {}),
+        ...(placement !== null ? { startupLines: [placement.value.line], placed: { modelBytes: placement.value.modelBytes, kvBlocks: placement.value.kvBlocks, numMemories: placement.value.numMemories } } : {}),
         ...(Array.isArray(tokens) && tokens.every((t) => typeof t === "string") ? { tokens: tokens as string[] } : {}),
       });
     }

@@ -10,7 +10,8 @@ import { kvCacheBytesPerToken, planMemories, WASM32_MEMORY_BYTES, type MemoryPla
 import type { ModelConfig } from "../model/model-config.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { kvPoolBlocks, promptLogprobRowsFor } from "./engine.ts";
+import { kvPoolBlocks, maxRequestBlocks, promptLogprobRowsFor } from "./engine.ts";
+import { chooseKvCacheGroups } from "./hybrid-kv-cache.ts";
 import type { EngineArgs } from "./protocol.ts";
 
 /** Caps one wasm memory's size (bytes, or 512M / 1.5G): forces a split of a small model, for tests. */
@@ -24,6 +25,8 @@ export interface ModelPlacement {
   readonly modelBytes: number;
   /** the KV blocks the memories were planned for */
   readonly kvBlocks: number;
+  /** wasm32 memories the model is spread over */
+  readonly numMemories: number;
 }
 
 /** Every distinct weight tensor (a tied output counts once). */
@@ -69,7 +72,6 @@ export function placeModel(config: ModelConfig, weights: ModelWeights, args: Eng
     memoryBytes = parsed;
   }
   const dtype = args.kvCacheDtype === "fp8" || args.kvCacheDtype === "fp8_e4m3" ? "q8" : "f16";
-  const bytesPerBlock = args.blockSize * kvCacheBytesPerToken({ numLayers: config.numLayers, numKvHeads: config.numKvHeads, headDim: config.headDim, dtype });
   const maxModelLen = Math.min(args.maxModelLen ?? config.contextLength, config.contextLength);
   const tensors: PlannedWeight[] = distinctWeights(weights).map((w) => ({ name: w.name, type: w.type, rows: w.rows, cols: w.cols }));
   const reserveBytes = activationBytes(config, args);
@@ -81,9 +83,12 @@ export function placeModel(config: ModelConfig, weights: ModelWeights, args: Eng
   // the KV pool for the memories the weights need, then again if the pool itself needs more memories (each holds activations)
   let numMemories = bare.value.numMemories;
   for (;;) {
+    // the hybrid KV cache manager's block holds one group's layers (hybrid-kv-cache.ts); it is off over several memories
+    const { groups } = chooseKvCacheGroups(config, args, numMemories);
+    const bytesPerBlock = args.blockSize * kvCacheBytesPerToken({ numLayers: groups.groupSize, numKvHeads: config.numKvHeads, headDim: config.headDim, dtype });
     const modelBytes = weightBytes + reserveBytes * numMemories;
     const numBlocks: Result<number> = blocks !== null ? ok(blocks) : kvPoolBlocks(args, {
-      bytesPerBlock, maxUsefulBlocks: args.maxNumSeqs * Math.ceil(maxModelLen / args.blockSize), freeMemoryBytes, totalMemoryBytes, modelBytes,
+      bytesPerBlock, maxUsefulBlocks: args.maxNumSeqs * maxRequestBlocks(groups, maxModelLen, args.blockSize, args.maxNumBatchedTokens), freeMemoryBytes, totalMemoryBytes, modelBytes,
     });
     if (!numBlocks.ok) return numBlocks;
     const kvBytes = numBlocks.value * bytesPerBlock;
@@ -113,5 +118,5 @@ function describe(config: ModelConfig, args: EngineArgs, plan: MemoryPlan, sizes
   });
   const memories = plan.numMemories === 1 ? "1 wasm32 memory" : `${plan.numMemories} wasm32 memories of at most ${gib(memoryBytes)}`;
   const line = `memory: ${memories}; ${parts.join("; ")}; ${gib(reserveBytes)} activations per memory; ${numBlocks} KV blocks of ${args.blockSize} tokens`;
-  return ok({ plan, line, modelBytes, kvBlocks: numBlocks });
+  return ok({ plan, line, modelBytes, kvBlocks: numBlocks, numMemories: plan.numMemories });
 }

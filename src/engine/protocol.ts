@@ -22,6 +22,8 @@ export interface EngineArgs {
   /** bytes for the KV cache pool; null = sensible default from free memory */
   readonly kvCacheMemoryBytes: number | null;
   readonly enablePrefixCaching: boolean;
+  /** --disable-hybrid-kv-cache-manager: one KV block table for every layer, even with sliding-window layers; absent: false */
+  readonly disableHybridKvCacheManager?: boolean;
   /** use exactly this many KV blocks, whatever the memory sizing says (vLLM num_gpu_blocks_override; tests) */
   readonly numKvBlocksOverride?: number | null;
   readonly threads: number;
@@ -48,6 +50,16 @@ export interface EngineArgs {
   readonly poolerConfig?: PoolerConfig | null;
   /** --hf-overrides' matryoshka keys; null/absent: not a matryoshka model (`dimensions` is refused) */
   readonly matryoshka?: Matryoshka | null;
+}
+
+/** What the KV pool holds (vLLM's start-up figures and CacheConfig), from the engine's KV cache groups. */
+export interface KvCacheFacts {
+  /** tokens the pool holds: blocks / groups x block size (vLLM get_kv_cache_configs) */
+  readonly sizeTokens: number;
+  /** max-model-len requests that fit at once (vLLM get_max_concurrency_for_kv_cache_config) */
+  readonly maxConcurrency: number;
+  /** the model's sliding window (vLLM CacheConfig.sliding_window); null without sliding layers */
+  readonly slidingWindow: number | null;
 }
 
 /** A pooling request's own fields (vLLM PoolingParams for the embed task), the engine's defaults already applied. */
@@ -135,7 +147,7 @@ export type ToEngine =
   | { readonly type: "shutdown" };
 
 export type FromEngine =
-  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string; readonly pooler?: ResolvedPooler | null }
+  | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly kvCache?: KvCacheFacts; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string; readonly pooler?: ResolvedPooler | null }
   | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats }
   | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
   | { readonly type: "fatal"; readonly message: string };

@@ -25,6 +25,8 @@ export interface MutableRequestTimes {
   lastTokenMs: number | null;
 }
 
+const NO_BLOCKS: readonly number[] = Object.freeze([]);
+
 export class RequestState {
   readonly requestId: string;
   readonly sampling: SamplingParams;
@@ -46,8 +48,11 @@ export class RequestState {
   reasoningEnded: boolean;
   /** tokens whose K/V are in the cache (positions [0, numComputedTokens)) */
   numComputedTokens = 0;
-  /** [ceil(numComputedTokens / blockSize)] KV block ids, in position order */
-  blockIds: number[] = [];
+  /**
+   * [numGroups][ceil(numComputedTokens / blockSize)] KV block ids per KV cache group (kv-cache-manager.ts), in position
+   * order; a sliding group's blocks behind its window are NULL_BLOCK. Empty until the request gets blocks.
+   */
+  blockTables: number[][] = [];
   /** full blocks whose hash is registered in the prefix cache (or known to be a duplicate) */
   numCachedBlocks = 0;
   /** prompt tokens found in the prefix cache at first scheduling */
@@ -83,6 +88,11 @@ export class RequestState {
     this.promptLogprobs = request.sampling.promptLogprobs !== null ? new Array(this.numPromptTokens).fill(null) : null;
     this.grammarStatus = request.sampling.structuredOutputs ? "compiling" : "none";
     this.reasoningEnded = (request.sampling.structuredOutputs?.reasoningEndTokenIds ?? null) === null;
+  }
+
+  /** the only group's block ids: the features that run without the hybrid KV cache manager (offload, P/D, draft model) read these */
+  get blockIds(): readonly number[] {
+    return this.blockTables[0] ?? NO_BLOCKS;
   }
 
   get numTokens(): number {

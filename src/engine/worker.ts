@@ -89,8 +89,8 @@ class EngineWorker {
         grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
       });
       await this.engine.peer?.listen();
-      const startupLines = [...(loaded.value.startupLines ?? []), ...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
-      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, startupLines, maxModelLen: config.value.maxModelLen, backend, pooler: config.value.pooler ?? null });
+      const startupLines = [...(loaded.value.startupLines ?? []), ...(config.value.kvCacheLines ?? []), ...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
+      post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, ...(config.value.kvCacheFacts ? { kvCache: config.value.kvCacheFacts } : {}), numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, startupLines, maxModelLen: config.value.maxModelLen, backend, pooler: config.value.pooler ?? null });
       for (const m of this.pending.splice(0)) this.handle(m);
       await this.loop(this.engine);
     } catch (e) {

@@ -5,7 +5,7 @@
  */
 import { workerEntryUrl } from "../util/compiled-entry.ts";
 import type { ModelConfig } from "../model/model-config.ts";
-import type { EngineRequest, EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "../engine/protocol.ts";
+import type { EngineRequest, EngineWorkerSpec, FromEngine, KvCacheFacts, RequestDelta, ToEngine } from "../engine/protocol.ts";
 import type { StepStats } from "../engine/stats.ts";
 import type { ResolvedPooler } from "../engine/pooler-config.ts";
 import { unreachable } from "../util/result.ts";
@@ -20,6 +20,8 @@ export interface EngineClientHandlers {
 export interface EngineReadyInfo {
   readonly config: ModelConfig;
   readonly numKvBlocks: number;
+  /** the pool in tokens and its max concurrency (absent: a fake engine that does not say) */
+  readonly kvCache?: KvCacheFacts;
   /** blocks of the KV offload tier; null without one */
   readonly numCpuBlocks: number | null;
   /** the engine's start-up log lines (the KV offload tier's), for the server's logger */
@@ -66,7 +68,7 @@ export class EngineClient {
         const msg = event.data;
         switch (msg.type) {
           case "ready":
-            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, numCpuBlocks: msg.numCpuBlocks ?? null, startupLines: msg.startupLines ?? [], maxModelLen: msg.maxModelLen, backend: msg.backend, pooler: msg.pooler ?? null });
+            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, ...(msg.kvCache ? { kvCache: msg.kvCache } : {}), numCpuBlocks: msg.numCpuBlocks ?? null, startupLines: msg.startupLines ?? [], maxModelLen: msg.maxModelLen, backend: msg.backend, pooler: msg.pooler ?? null });
             client.closed.then(() => fatal("engine worker exited"));
             resolve(client);
             return;

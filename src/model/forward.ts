@@ -5,13 +5,14 @@
  *
  * x = embed(tokens) (* sqrt(dim): gemma3), then per layer, for all numTokens rows at once:
  *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions; the layer's angles: rope-scaling.ts) ;
- *   kvStore(k,v -> slots) ;
+ *   kvStore(k,v -> slots of the layer's KV cache group) ;
  *   xb = attention(q, cache; a sliding layer's window) ; x += xb.Wo (post-norm'd: gemma3) ;
  *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
  */
 import type { AttentionSequence, Backend, DeviceBuffer, RopeAngles, Weight, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor } from "../tensor/dtypes.ts";
+import type { KvCacheGroups } from "./kv-cache-groups.ts";
 import { layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import { layerRopeAngles } from "./rope-scaling.ts";
 import type { ModelWeights } from "./weights.ts";
@@ -22,9 +23,12 @@ export interface ForwardInputs {
   readonly tokenIds: Int32Array;
   /** [numTokens] position of each token in its sequence */
   readonly positions: Int32Array;
-  /** [numTokens] KV cache slot of each token */
-  readonly slots: Int32Array;
-  readonly sequences: readonly AttentionSequence[];
+  /** [numGroups][numTokens] KV cache slot of each token in each KV cache group's blocks */
+  readonly slots: readonly Int32Array[];
+  /** [numGroups] the sequences, with each group's block tables */
+  readonly sequences: readonly (readonly AttentionSequence[])[];
+  /** which group and slot each layer's K/V use (one group: layer l in slot l) */
+  readonly kvGroups: KvCacheGroups;
   /** [numLogitRows] token rows whose logits are wanted, in output order */
   readonly logitRows: Int32Array;
   /**
@@ -211,8 +215,11 @@ export class BatchedForward {
         b.rope(k, inputs.positions, numKvHeads, headDim, angles, c.ropeNeox);
       }
       if (qScale !== 1) b.scale(q, qScale, n * numHeads * headDim);
-      b.kvStore(l, k, s.v, inputs.slots);
-      b.attention(s.xb, q, l, numHeads, inputs.sequences, layerSlidingWindow(c, l));
+      // the layer's K/V live in its slot of its group's blocks (kv-cache-groups.ts)
+      const group = inputs.kvGroups.layerGroup[l]!;
+      const slot = inputs.kvGroups.layerSlot[l]!;
+      b.kvStore(slot, k, s.v, inputs.slots[group]!);
+      b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l));
       b.matmul(s.xb2, w.wo, s.xb, n);
       // post-norms write to another buffer: WebGPU cannot bind one buffer as both input and output
       if (w.attnPostNorm) b.rmsNorm(s.xb, s.xb2, w.attnPostNorm, n, dim, rmsEps);

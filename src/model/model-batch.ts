@@ -2,9 +2,17 @@
  * The contract between the engine and the model (vLLM's SchedulerOutput -> ModelRunner -> logits).
  * The engine deals in token ids and block ids; only the runner maps block ids to memory.
  *
- * KV layout: a slot is `blockTable[Math.floor(pos / blockSize)] * blockSize + pos % blockSize`.
+ * KV layout: a slot is `blockTable[Math.floor(pos / blockSize)] * blockSize + pos % blockSize`, in each KV cache group's
+ * own table (kv-cache-groups.ts; one group without the hybrid KV cache manager).
  */
+import type { KvCacheGroups } from "./kv-cache-groups.ts";
 import type { ModelConfig } from "./model-config.ts";
+
+/**
+ * A block-table entry a sliding group has freed (vLLM's null block): it lies wholly behind the window of every row of
+ * the step, so no kernel reads or writes it.
+ */
+export const NULL_BLOCK = -1;
 
 export type LogitsWanted = "none" | "last" | "all";
 
@@ -14,8 +22,13 @@ export interface SequenceChunk {
   readonly tokenIds: Int32Array;
   /** position of tokenIds[0]; positions below it are already in the KV cache */
   readonly startPos: number;
-  /** KV block ids covering positions [0, startPos + numTokens) */
+  /** KV block ids covering positions [0, startPos + numTokens): group 0's table (the only one with one group) */
   readonly blockTable: Int32Array;
+  /**
+   * [numGroups] every KV cache group's table (blockTables[0] is blockTable), required when the runner has several
+   * groups; a sliding group's entries behind its window may be NULL_BLOCK
+   */
+  readonly blockTables?: readonly Int32Array[];
   /** "last" for sampling, "all" for prompt logprobs, "none" for a prefill chunk that is not the last */
   readonly logits: LogitsWanted;
 }
@@ -42,10 +55,13 @@ export interface BatchLogits {
  */
 export interface ModelRunner {
   readonly config: ModelConfig;
-  /** bytes one KV block uses over all layers, K and V (to size the pool from --kv-cache-memory) */
-  kvBytesPerBlock(blockSize: number): number;
-  /** (re)allocate the KV cache; block ids are then 0..numBlocks-1 */
-  allocateKvCache(numBlocks: number, blockSize: number): void;
+  /**
+   * bytes one KV block uses over `numLayers` layers (default all: one group; the hybrid manager's group size), K and V
+   * (to size the pool from --kv-cache-memory)
+   */
+  kvBytesPerBlock(blockSize: number, numLayers?: number): number;
+  /** (re)allocate the KV cache; block ids are then 0..numBlocks-1, each holding its group's layers (default: one group) */
+  allocateKvCache(numBlocks: number, blockSize: number, groups?: KvCacheGroups): void;
   execute(batch: ModelBatch): Promise<BatchLogits>;
   /**
    * allocate the activation buffers for a step of up to `numTokens` tokens and `numLogitRows` logit rows now (at

@@ -1,18 +1,21 @@
 /**
  * The ModelRunner: turns the engine's ModelBatch (token ids + block tables) into flat per-token arrays (positions,
  * KV slots, attention ranges, logit rows) and runs the batched forward on the backend it was given.
- * The only place block ids become memory: slot = blockTable[pos / blockSize] * blockSize + pos % blockSize.
+ * The only place block ids become memory: slot = blockTable[pos / blockSize] * blockSize + pos % blockSize, per KV cache
+ * group (kv-cache-groups.ts): each layer reads and writes its group's table, in its slot of the group's blocks.
  */
 import type { AttentionSequence, Backend, KvCacheDtype } from "../backend/backend.ts";
-import type { BatchLogits, ModelBatch, ModelRunner } from "./model-batch.ts";
+import { NULL_BLOCK, type BatchLogits, type ModelBatch, type ModelRunner } from "./model-batch.ts";
 import type { ModelConfig } from "./model-config.ts";
 import { BatchedForward, type ForwardInputs, type LoadProgress } from "./forward.ts";
+import { singleKvCacheGroup, type KvCacheGroups } from "./kv-cache-groups.ts";
 import type { ModelWeights } from "./weights.ts";
 
 
 interface KvLayout {
   readonly numBlocks: number;
   readonly blockSize: number;
+  readonly groups: KvCacheGroups;
 }
 
 /**
@@ -22,8 +25,8 @@ interface KvLayout {
 export class Runner implements ModelRunner {
   private readonly forward: BatchedForward;
   private kv: KvLayout | null = null;
-  /** bytes one position takes in the backend's KV cache, over all layers, K and V (f32 or f16: the backend's choice) */
-  private readonly kvBytesPerPosition: number;
+  /** bytes one position takes in the backend's KV cache in one layer, K and V (f32 or f16: the backend's choice) */
+  private readonly kvBytesPerPositionLayer: number;
 
   constructor(
     readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress,
@@ -31,28 +34,31 @@ export class Runner implements ModelRunner {
     private readonly kvDtype: KvCacheDtype = "f16",
   ) {
     this.forward = new BatchedForward(config, weights, backend, onProgress);
-    // the backend keeps its KV layout to itself: measure one position with a 1-block, 1-slot cache (replaced at allocateKvCache)
-    const { numLayers, numKvHeads, headDim } = config;
-    backend.allocKvCache({ dtype: kvDtype, numLayers, numBlocks: 1, blockSize: 1, numKvHeads, headDim });
-    this.kvBytesPerPosition = backend.exportKvBlocks(Int32Array.of(0)).length;
+    // the backend keeps its KV layout to itself: measure one position of one layer with a 1-block, 1-slot cache (replaced at allocateKvCache)
+    const { numKvHeads, headDim } = config;
+    backend.allocKvCache({ dtype: kvDtype, numLayers: 1, numBlocks: 1, blockSize: 1, numKvHeads, headDim });
+    this.kvBytesPerPositionLayer = backend.exportKvBlocks(Int32Array.of(0)).length;
   }
 
-  kvBytesPerBlock(blockSize: number): number {
-    return blockSize * this.kvBytesPerPosition;
+  kvBytesPerBlock(blockSize: number, numLayers = this.config.numLayers): number {
+    return blockSize * numLayers * this.kvBytesPerPositionLayer;
   }
 
-  allocateKvCache(numBlocks: number, blockSize: number): void {
+  allocateKvCache(numBlocks: number, blockSize: number, groups: KvCacheGroups = singleKvCacheGroup(this.config.numLayers)): void {
     if (!Number.isInteger(numBlocks) || numBlocks <= 0 || !Number.isInteger(blockSize) || blockSize <= 0) {
       throw new Error(`allocateKvCache: numBlocks ${numBlocks} and blockSize ${blockSize} must be positive integers`);
     }
-    const { numLayers, numKvHeads, headDim } = this.config;
-    this.backend.allocKvCache({ dtype: this.kvDtype, numLayers, numBlocks, blockSize, numKvHeads, headDim });
-    this.kv = { numBlocks, blockSize };
+    if (groups.layerGroup.length !== this.config.numLayers) throw new Error(`allocateKvCache: KV cache groups for ${groups.layerGroup.length} layers, the model has ${this.config.numLayers}`);
+    const { numKvHeads, headDim } = this.config;
+    // every group's block has groupSize layer slots: one storage of groupSize layers serves all groups (vLLM KVCacheTensor shared_by)
+    this.backend.allocKvCache({ dtype: this.kvDtype, numLayers: groups.groupSize, numBlocks, blockSize, numKvHeads, headDim });
+    this.kv = { numBlocks, blockSize, groups };
   }
 
   /** Flattens the batch; throws on a malformed batch (an engine bug, not user input). */
   private flatten(batch: ModelBatch, kv: KvLayout): { inputs: ForwardInputs; rowStart: Int32Array } {
-    const { blockSize, numBlocks } = kv;
+    const { blockSize, numBlocks, groups } = kv;
+    const numGroups = groups.groups.length;
     let numTokens = 0;
     let numLogitRows = 0;
     for (const seq of batch.sequences) {
@@ -61,10 +67,10 @@ export class Runner implements ModelRunner {
     }
     const tokenIds = new Int32Array(numTokens); // [numTokens]
     const positions = new Int32Array(numTokens); // [numTokens]
-    const slots = new Int32Array(numTokens); // [numTokens]
+    const slots = Array.from({ length: numGroups }, () => new Int32Array(numTokens)); // [numGroups][numTokens]
     const logitRows = new Int32Array(numLogitRows); // [numLogitRows]
     const rowStart = new Int32Array(batch.sequences.length); // [numSequences]
-    const sequences: AttentionSequence[] = [];
+    const sequences: AttentionSequence[][] = Array.from({ length: numGroups }, () => []); // [numGroups][numSequences]
     let row = 0;
     let logitRow = 0;
     batch.sequences.forEach((seq, i) => {
@@ -74,30 +80,40 @@ export class Runner implements ModelRunner {
       if (endPos > this.config.contextLength) {
         throw new Error(`runner: sequence ${i} reaches position ${endPos}, past the context length ${this.config.contextLength}`);
       }
+      const tables = seq.blockTables ?? [seq.blockTable];
+      if (tables.length !== numGroups) throw new Error(`runner: sequence ${i} has ${tables.length} block tables, the KV cache has ${numGroups} groups`);
       const blocksNeeded = Math.ceil(endPos / blockSize);
-      if (seq.blockTable.length < blocksNeeded) {
-        throw new Error(`runner: sequence ${i} needs ${blocksNeeded} KV blocks for ${endPos} positions, its block table has ${seq.blockTable.length}`);
-      }
-      for (let b = 0; b < blocksNeeded; b++) {
-        const id = seq.blockTable[b]!;
-        if (id < 0 || id >= numBlocks) throw new Error(`runner: sequence ${i} block id ${id} out of range [0, ${numBlocks})`);
-      }
+      tables.forEach((table, g) => {
+        if (table.length < blocksNeeded) {
+          throw new Error(`runner: sequence ${i} needs ${blocksNeeded} KV blocks for ${endPos} positions, its block table${numGroups > 1 ? ` of group ${g}` : ""} has ${table.length}`);
+        }
+        // a sliding group may have freed the blocks wholly behind the first key of the chunk's first row (vLLM null block)
+        const window = groups.groups[g]!.slidingWindow;
+        const firstLive = window > 0 ? Math.floor(Math.max(0, seq.startPos - window + 1) / blockSize) : 0;
+        const mapped = new Int32Array(blocksNeeded); // [blocksNeeded] the null block reads as block 0, which is never touched
+        for (let b = 0; b < blocksNeeded; b++) {
+          const id = table[b]!;
+          if (id === NULL_BLOCK && b < firstLive) continue;
+          if (id < 0 || id >= numBlocks) throw new Error(`runner: sequence ${i} block id ${id} out of range [0, ${numBlocks})${numGroups > 1 ? ` in group ${g}` : ""}`);
+          mapped[b] = id;
+        }
+        for (let t = 0; t < count; t++) {
+          const pos = seq.startPos + t;
+          slots[g]![row + t] = mapped[Math.floor(pos / blockSize)]! * blockSize + (pos % blockSize);
+        }
+        sequences[g]!.push({ rowStart: row, numRows: count, startPos: seq.startPos, blockTable: mapped });
+      });
       for (const id of seq.tokenIds) {
         if (id < 0 || id >= this.config.vocabSize) throw new Error(`runner: sequence ${i} token id ${id} out of range [0, ${this.config.vocabSize})`);
       }
       tokenIds.set(seq.tokenIds, row);
-      for (let t = 0; t < count; t++) {
-        const pos = seq.startPos + t;
-        positions[row + t] = pos;
-        slots[row + t] = seq.blockTable[Math.floor(pos / blockSize)]! * blockSize + (pos % blockSize);
-      }
-      sequences.push({ rowStart: row, numRows: count, startPos: seq.startPos, blockTable: seq.blockTable.subarray(0, blocksNeeded) });
+      for (let t = 0; t < count; t++) positions[row + t] = seq.startPos + t;
       rowStart[i] = seq.logits === "none" ? -1 : logitRow;
       if (seq.logits === "all") for (let t = 0; t < count; t++) logitRows[logitRow++] = row + t;
       else if (seq.logits === "last") logitRows[logitRow++] = row + count - 1;
       row += count;
     });
-    return { inputs: { tokenIds, positions, slots, sequences, logitRows }, rowStart };
+    return { inputs: { tokenIds, positions, slots, sequences, kvGroups: groups, logitRows }, rowStart };
   }
 
   reserveActivations(numTokens: number, numLogitRows: number): void {

@@ -6,7 +6,7 @@
  * @example const chain = stageChainOf(config.stages); const { orchestrator } = await createServingPipeline({ model, engineArgs, chain: chain.value, listener, tables });
  */
 import type { StageChainConfig } from "../config.ts";
-import type { EngineArgs } from "../engine/protocol.ts";
+import type { EngineArgs, KvCacheFacts } from "../engine/protocol.ts";
 import type { StatsListener } from "../frontend/iteration-stats.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
@@ -88,13 +88,14 @@ export interface KvOffloadFacts {
 }
 
 /** vLLM's CacheConfig fields from what the engine reported when it was ready. */
-export function cacheConfigInfo(engineArgs: EngineArgs, numKvBlocks: number, maxModelLen: number, numCpuBlocks: number | null = null): CacheConfigInfo {
-  const kvCacheSizeTokens = numKvBlocks * engineArgs.blockSize;
+export function cacheConfigInfo(engineArgs: EngineArgs, numKvBlocks: number, maxModelLen: number, numCpuBlocks: number | null = null, kvCache: KvCacheFacts | null = null): CacheConfigInfo {
+  // the hybrid KV cache manager's groups share the pool: the engine says what it holds (vLLM get_kv_cache_configs)
+  const kvCacheSizeTokens = kvCache?.sizeTokens ?? numKvBlocks * engineArgs.blockSize;
   const offload = engineArgs.kvOffload ?? null;
   return {
     block_size: engineArgs.blockSize, cache_dtype: engineArgs.kvCacheDtype ?? "auto", enable_prefix_caching: engineArgs.enablePrefixCaching,
     num_gpu_blocks: numKvBlocks, num_cpu_blocks: numCpuBlocks, kv_cache_size_tokens: kvCacheSizeTokens,
-    kv_cache_max_concurrency: kvCacheSizeTokens / maxModelLen, sliding_window: null, is_attention_free: false,
+    kv_cache_max_concurrency: kvCache?.maxConcurrency ?? kvCacheSizeTokens / maxModelLen, sliding_window: kvCache?.slidingWindow ?? null, is_attention_free: false,
     // vLLM prints the flags as given (None when --kv-offloading-size is not used, even with --kv-transfer-config)
     kv_offloading_size: offload?.kvOffloadingSize ?? null, kv_offloading_backend: offload?.kvOffloadingBackend ?? null,
   };
@@ -116,7 +117,7 @@ export async function createServingPipeline(p: ServingPipelineOptions): Promise<
     startupLines.push(...(frontend.ready.startupLines ?? []));
     // stage 0's engine, or the first local one when stage 0 runs in another process
     if (cacheConfig === null) {
-      cacheConfig = cacheConfigInfo(engineArgs, frontend.ready.numKvBlocks, frontend.ready.maxModelLen, frontend.ready.numCpuBlocks ?? null);
+      cacheConfig = cacheConfigInfo(engineArgs, frontend.ready.numKvBlocks, frontend.ready.maxModelLen, frontend.ready.numCpuBlocks ?? null, frontend.ready.kvCache ?? null);
       kvOffload = kvOffloadFacts(engineArgs, frontend.ready.numCpuBlocks);
     }
     return frontend;
