@@ -281,7 +281,6 @@ export class EngineCore {
   ) {
     this.config = config;
     this.kv = new KvCacheManager(config);
-    const groups = this.kv.groups.length > 1 ? config.kvCacheGroups : undefined;
     this.nextFallbackSeed = seed;
     const spec = config.speculative ?? null;
     this.proposer = options.proposer
@@ -292,7 +291,7 @@ export class EngineCore {
           (req, numPositions) => numPositions <= req.blockIds.length * config.blockSize || this.kv.allocateSlots(req, numPositions - req.numComputedTokens) !== null)
         : null);
     if (spec !== null && this.proposer === null) throw new Error(`speculative method ${spec.method} needs its proposer passed to the engine`);
-    if (groups !== undefined) runner.allocateKvCache(config.numBlocks, config.blockSize, groups);
+    if (config.kvCacheGroups !== undefined) runner.allocateKvCache(config.numBlocks, config.blockSize, config.kvCacheGroups);
     else runner.allocateKvCache(config.numBlocks, config.blockSize);
     // every buffer a step can need, now: a request that needs more than start-up reserved cannot exist
     const shape = maxStepShape(config);

@@ -264,6 +264,28 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     off.runner.dispose();
   });
 
+  test("every layer sliding (pattern 0): one sliding group, which frees too, with the same output", async () => {
+    const allSliding = load({ ...SHAPE, numLayers: 2, slidingWindowPattern: 0 });
+    const outs: number[][] = [];
+    let maxHeld = 0;
+    for (const disableHybridKvCacheManager of [false, true]) {
+      const runner = new Runner(allSliding.config, allSliding.weights, new ReferenceBackend());
+      const config = resolveEngineConfig({ ...ARGS, numKvBlocksOverride: 100, disableHybridKvCacheManager }, runner, 1e9, 1e10);
+      if (!config.ok) throw new Error(config.error);
+      const engine = new EngineCore(runner, config.value, 0, () => performance.now(), 7);
+      expect(engine.kv.groups.map((g) => g.slidingWindow)).toEqual([disableHybridKvCacheManager ? 0 : WINDOW]);
+      engine.addRequest(request("long", LONG, { maxTokens: 16, ignoreEos: true }));
+      outs.push((await run(engine, () => {
+        const r = engine.scheduler.running[0];
+        if (r !== undefined && !disableHybridKvCacheManager) maxHeld = Math.max(maxHeld, engine.kv.numHeldBlocks(r));
+      })).outputs.get("long")!.tokens);
+      expect(engine.kv.pool.numFreeBlocks).toBe(100);
+      runner.dispose();
+    }
+    expect(outs[0]).toEqual(outs[1]!);
+    expect(maxHeld).toBeLessThanOrEqual(Math.ceil((WINDOW - 1 + ARGS.maxNumBatchedTokens) / BLOCK) + 1);
+  });
+
   test("a KV connector turns the hybrid manager off with one line, as vLLM does", () => {
     const offload = parseKvTransfer({ kvOffloadingSize: 0.01, kvOffloadingBackend: "native", kvTransferConfig: null, useSimpleKvOffload: false, sideChannelHost: null, sideChannelPort: null, enablePrefixCaching: true }, BLOCK);
     if (!offload.ok) throw new Error(offload.error);
