@@ -126,6 +126,27 @@ describe("KV cache groups (vLLM _get_kv_cache_groups_uniform_page_size)", () => 
   });
 });
 
+describe("the runner with KV cache groups", () => {
+  test("a null entry behind the window is accepted, one the chunk's rows can see is an engine bug and throws", async () => {
+    const runner = new Runner(GEMMA.config, GEMMA.weights, new ReferenceBackend());
+    runner.allocateKvCache(32, BLOCK, kvCacheGroups(GEMMA.config));
+    const tokens = Int32Array.from(prompt(24, 1, SHAPE.vocabSize));
+    const tables = [Int32Array.from([0, 1, 2, 3, 4, 5, 6]), Int32Array.from([7, 8, 9, 10, 11, 12, 13]), Int32Array.from([14, 15, 16, 17, 18, 19, 20])];
+    await runner.execute({ sequences: [{ tokenIds: tokens, startPos: 0, blockTable: tables[0]!, blockTables: tables, logits: "none" }] });
+    // position 24 sees keys 17..24: blocks 0-3 (positions 0..15) are behind the window of both sliding groups
+    const nulled = tables.map((t, g) => (g === 0 ? t : Int32Array.from(t, (id, b) => (b < 4 ? NULL_BLOCK : id))));
+    const next = Int32Array.of(5);
+    const a = await runner.execute({ sequences: [{ tokenIds: next, startPos: 24, blockTable: nulled[0]!, blockTables: nulled, logits: "last" }] });
+    const b = await runner.execute({ sequences: [{ tokenIds: next, startPos: 24, blockTable: tables[0]!, blockTables: tables, logits: "last" }] });
+    expect(a.logits).toEqual(b.logits);
+    const tooMany = tables.map((t, g) => (g === 1 ? Int32Array.from(t, (id, b) => (b < 5 ? NULL_BLOCK : id)) : t));
+    await expect(runner.execute({ sequences: [{ tokenIds: next, startPos: 24, blockTable: tooMany[0]!, blockTables: tooMany, logits: "last" }] })).rejects.toThrow(/block id -1 out of range \[0, 32\) in group 1/);
+    const fullNull = tables.map((t, g) => (g === 0 ? Int32Array.from(t, (id, b) => (b === 0 ? NULL_BLOCK : id)) : t));
+    await expect(runner.execute({ sequences: [{ tokenIds: next, startPos: 24, blockTable: fullNull[0]!, blockTables: fullNull, logits: "last" }] })).rejects.toThrow(/in group 0/);
+    runner.dispose();
+  });
+});
+
 describe.each(["reference", "wasm"] as const)("tiny gemma3 through the engine (%s backend)", (backend) => {
   test("hybrid on == off: greedy ids and every logit row bit for bit, and both equal the oracle", async () => {
     const on = await makeEngine(backend);
