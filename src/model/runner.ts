@@ -34,10 +34,11 @@ export class Runner implements ModelRunner {
     private readonly kvDtype: KvCacheDtype = "f16",
   ) {
     this.forward = new BatchedForward(config, weights, backend, onProgress);
-    // the backend keeps its KV layout to itself: measure one position of one layer with a 1-block, 1-slot cache (replaced at allocateKvCache)
-    const { numKvHeads, headDim } = config;
-    backend.allocKvCache({ dtype: kvDtype, numLayers: 1, numBlocks: 1, blockSize: 1, numKvHeads, headDim });
-    this.kvBytesPerPositionLayer = backend.exportKvBlocks(Int32Array.of(0)).length;
+    // the backend keeps its KV layout to itself: measure one position with a 1-block, 1-slot cache of every layer
+    // (replaced at allocateKvCache; the split backend places layers per memory, so all of them), the same bytes per layer
+    const { numLayers, numKvHeads, headDim } = config;
+    backend.allocKvCache({ dtype: kvDtype, numLayers, numBlocks: 1, blockSize: 1, numKvHeads, headDim });
+    this.kvBytesPerPositionLayer = backend.exportKvBlocks(Int32Array.of(0)).length / numLayers;
   }
 
   kvBytesPerBlock(blockSize: number, numLayers = this.config.numLayers): number {
