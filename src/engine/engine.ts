@@ -332,7 +332,7 @@ export class EngineCore {
   }
 
   private admit(request: EngineRequest): RequestErrorInfo | null {
-    const { maxModelLen, blockSize, numBlocks } = this.config;
+    const { maxModelLen, numBlocks } = this.config;
     const numPrompt = request.promptTokenIds.length;
     if (this.requests.has(request.requestId)) return { code: "duplicate_request_id", message: `request id ${request.requestId} is already running` };
     if (numPrompt === 0) return { code: "empty_prompt", message: "The decoder prompt cannot be empty" };
