@@ -11,10 +11,11 @@ import { createBackend } from "../../src/backend/create-backend.ts";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
 import { EngineCore, resolveEngineConfig, type EngineConfig } from "../../src/engine/engine.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
-import type { RequestState } from "../../src/engine/request.ts";
+import { RequestState } from "../../src/engine/request.ts";
 import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";
 import { parseKvTransfer } from "../../src/engine/kv-transfer-config.ts";
 import { kvCacheGroups } from "../../src/model/kv-cache-groups.ts";
+import { KvCacheManager } from "../../src/engine/kv-cache-manager.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { NULL_BLOCK, type BatchLogits, type ModelBatch, type ModelRunner } from "../../src/model/model-batch.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
@@ -123,6 +124,51 @@ describe("KV cache groups (vLLM _get_kv_cache_groups_uniform_page_size)", () => 
       expect(choice.groups.groupSize).toBe(llama.numLayers);
       expect(choice.offLine).toBeNull();
     }
+  });
+});
+
+describe("the KV cache manager with a full and a sliding group (window 8, block 4)", () => {
+  const groups = kvCacheGroups({ ...GEMMA.config, numLayers: 2, slidingLayers: [false, true], slidingWindow: WINDOW });
+  const state = (id: string, tokens: number[]): RequestState => new RequestState(request(id, tokens), 128, 0, 1);
+
+  test("a sliding group's hit needs cdiv(window - 1, block) cached blocks before its end: the hit shrinks to the last such run", () => {
+    const kv = new KvCacheManager({ numBlocks: 22, blockSize: BLOCK, enablePrefixCaching: true, kvCacheGroups: groups });
+    const tokens = prompt(41, 2, SHAPE.vocabSize);
+    const a = state("a", tokens);
+    expect(kv.allocateSlots(a, 41)!.map((ids) => ids.length)).toEqual([11, 11]);
+    const slidingIds = [...a.blockTables[1]!];
+    a.numComputedTokens = 41;
+    kv.cacheFullBlocks(a);
+    // the next allocation frees the sliding blocks behind position 41's window (keys 34..41): blocks 0-7
+    kv.allocateSlots(a, 1);
+    expect(a.blockTables[1]!.slice(0, 9).map((id) => id === NULL_BLOCK)).toEqual([true, true, true, true, true, true, true, true, false]);
+    expect(kv.numHeldBlocks(a)).toBe(11 + 3);
+    kv.free(a);
+    expect(kv.pool.numFreeBlocks).toBe(22);
+    // nothing evicted: a prompt sharing the first 26 tokens hits 6 blocks; the sliding group needs only blocks 4, 5
+    const shared = [...tokens.slice(0, 26), ...prompt(15, 4, SHAPE.vocabSize)];
+    const hit = kv.getComputedBlocks(state("b", shared));
+    expect(hit.numTokens).toBe(24);
+    expect(hit.blockTables[1]!.slice(0, 4)).toEqual([NULL_BLOCK, NULL_BLOCK, NULL_BLOCK, NULL_BLOCK]);
+    expect(hit.blockTables[1]!.length).toBe(6);
+    // evict the sliding group's block 5 (still cached while free): the sliding run ending at block 4 (blocks 3, 4) is
+    // the longest hit, and the full group's is cut to it
+    const s5 = kv.getComputedBlocks(state("probe", shared)).blockTables[1]![5]!;
+    for (let id = 0; id < 22; id++) if (id !== s5) { kv.pool.touch(id); kv.pool.release([id]); }
+    kv.pool.release(kv.pool.allocate(1)!);
+    const shrunk = kv.getComputedBlocks(state("c", shared));
+    expect(shrunk.numTokens).toBe(20);
+    expect(shrunk.blockTables[0]).toHaveLength(5);
+    expect(shrunk.blockTables[1]!.slice(3)).toEqual([slidingIds[3]!, slidingIds[4]!]);
+    expect(s5).toBe(slidingIds[5]!);
+    expect(shrunk.blockTables[1]!.slice(0, 3)).toEqual([NULL_BLOCK, NULL_BLOCK, NULL_BLOCK]);
+    // admitted with that hit: only the live blocks are taken; freeing gives every one back
+    const c = state("c2", shared);
+    const computed = kv.getComputedBlocks(c);
+    expect(kv.allocateSlots(c, shared.length - computed.numTokens, computed)).not.toBeNull();
+    expect(kv.numHeldBlocks(c, 1)).toBe(Math.ceil(shared.length / BLOCK) - 3);
+    kv.free(c);
+    expect(kv.pool.numFreeBlocks).toBe(22);
   });
 });
 
