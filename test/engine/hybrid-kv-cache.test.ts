@@ -24,6 +24,7 @@ import { Runner } from "../../src/model/runner.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { makeTinyModel, TINY_SHAPES, type TinyShape } from "../model/tiny-model.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
+import { engineConfig, parseCommandArgs } from "../../src/config.ts";
 import { collect, prompt, request, type Collected } from "./helpers.ts";
 
 await ensureKernels();
@@ -353,6 +354,16 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     expect(maxHeld).toBeLessThanOrEqual(Math.ceil((WINDOW - 1 + ARGS.maxNumBatchedTokens) / BLOCK) + 1);
   });
 
+  test("--disable-hybrid-kv-cache-manager reaches the engine args; absent, it is off", () => {
+    for (const [argv, want] of [[["--disable-hybrid-kv-cache-manager"], true], [[], false]] as const) {
+      const options = parseCommandArgs("serve", [...argv]);
+      if (!options.ok) throw new Error(options.error);
+      const args = engineConfig(options.value, {});
+      if (!args.ok) throw new Error(args.error);
+      expect(args.value.engine.disableHybridKvCacheManager).toBe(want);
+    }
+  });
+
   test("a KV connector turns the hybrid manager off with one line, as vLLM does", () => {
     const offload = parseKvTransfer({ kvOffloadingSize: 0.01, kvOffloadingBackend: "native", kvTransferConfig: null, useSimpleKvOffload: false, sideChannelHost: null, sideChannelPort: null, enablePrefixCaching: true }, BLOCK);
     if (!offload.ok) throw new Error(offload.error);
@@ -360,6 +371,9 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     expect(choice.groups.groups).toHaveLength(1);
     expect(choice.offLine).toMatch(/^Turning off hybrid kv cache manager because `--kv-offloading-size` is set/);
     expect(chooseKvCacheGroups(GEMMA.config, {}, 2).offLine).toMatch(/spread over 2 wasm32 memories/);
+    const draft = chooseKvCacheGroups(GEMMA.config, { speculativeConfig: { method: "draft_model" } as NonNullable<EngineArgs["speculativeConfig"]> });
+    expect(draft.offLine).toMatch(/^Turning off hybrid kv cache manager because the draft model/);
+    expect(draft.groups.groups).toHaveLength(1);
     expect(chooseKvCacheGroups(GEMMA.config, {}).offLine).toBeNull();
   });
 });
