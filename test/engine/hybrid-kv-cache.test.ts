@@ -14,6 +14,7 @@ import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { RequestState } from "../../src/engine/request.ts";
 import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";
 import { parseKvTransfer } from "../../src/engine/kv-transfer-config.ts";
+import { parseSpeculativeConfig } from "../../src/engine/speculative-config.ts";
 import { kvCacheGroups } from "../../src/model/kv-cache-groups.ts";
 import { KvCacheManager } from "../../src/engine/kv-cache-manager.ts";
 import { loadModel } from "../../src/model/load-model.ts";
@@ -311,6 +312,31 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     expect(gone.blockTables).toEqual([]);
     alone.runner.dispose();
     small.runner.dispose();
+  });
+
+  test("speculative decoding (ngram) with the hybrid manager: drafts are verified and the ids stay the greedy ones", async () => {
+    // a prompt that repeats itself, so prompt lookup drafts often; rejections roll the computed tokens back
+    const repeating = [...LONG.slice(0, 12), ...LONG.slice(0, 12), ...LONG.slice(0, 12), ...LONG.slice(0, 12)];
+    const plain = await makeEngine("reference", { disableHybridKvCacheManager: true });
+    plain.engine.addRequest(request("r", repeating, { maxTokens: 24, ignoreEos: true }));
+    const expected = (await run(plain.engine)).outputs.get("r")!.tokens;
+    const spec = parseSpeculativeConfig({ method: "ngram", num_speculative_tokens: 3, prompt_lookup_max: 3, prompt_lookup_min: 1 });
+    if (!spec.ok) throw new Error(spec.error);
+    const { engine, runner } = await makeEngine("reference", { speculativeConfig: spec.value });
+    expect(engine.kv.groups).toHaveLength(3);
+    engine.addRequest(request("r", repeating, { maxTokens: 24, ignoreEos: true }));
+    let numDraftTokens = 0;
+    const outputs = new Map<string, Collected>();
+    while (engine.hasWork()) {
+      const r = (await engine.step())!;
+      numDraftTokens += r.stats.specDecoding?.numDraftTokens ?? 0;
+      collect(outputs, r.deltas);
+    }
+    expect(numDraftTokens).toBeGreaterThan(0);
+    expect(outputs.get("r")!.tokens).toEqual(expected);
+    expect(engine.kv.pool.numFreeBlocks).toBe(200);
+    runner.dispose();
+    plain.runner.dispose();
   });
 
   test("the same KV memory holds 3x the blocks (groups of 2 of 6 layers); the start-up lines say so", async () => {
