@@ -339,6 +339,25 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     plain.runner.dispose();
   });
 
+  test("a pd handoff (exportKv -> importKv) carries every group's blocks and decodes the same ids", async () => {
+    const plain = await makeEngine("reference");
+    plain.engine.addRequest(request("r", LONG, { maxTokens: 12, ignoreEos: true }));
+    const expected = (await run(plain.engine)).outputs.get("r")!.tokens;
+    const prefill = await makeEngine("reference");
+    prefill.engine.addRequest({ ...request("p", LONG, { maxTokens: 1, ignoreEos: true }), exportKv: true });
+    const first = (await run(prefill.engine)).outputs.get("p")!;
+    const kv = first.deltas.find((d) => d.kv !== undefined)!.kv!;
+    expect(kv.numTokens).toBe(LONG.length);
+    // three groups' blocks for 14 block positions, of 2 layers each
+    expect(kv.data.length).toBe(3 * 14 * prefill.runner.kvBytesPerBlock(BLOCK, 2));
+    const decode = await makeEngine("reference");
+    expect(decode.engine.addRequest({ ...request("d", [...LONG, first.tokens[0]!], { maxTokens: 11, ignoreEos: true }), importKv: kv })).toBeNull();
+    const rest = (await run(decode.engine)).outputs.get("d")!.tokens;
+    expect([first.tokens[0]!, ...rest]).toEqual(expected);
+    expect(decode.engine.kv.pool.numFreeBlocks).toBe(200);
+    for (const e of [plain, prefill, decode]) e.runner.dispose();
+  });
+
   test("the same KV memory holds 3x the blocks (groups of 2 of 6 layers); the start-up lines say so", async () => {
     const bytes = 1 << 20;
     const on = await makeEngine("reference", { numKvBlocksOverride: null, kvCacheMemoryBytes: bytes });
