@@ -67,9 +67,9 @@ class RecordingRunner implements ModelRunner {
   dispose(): void { this.inner.dispose(); }
 }
 
-async function makeEngine(backend: "reference" | "wasm", args: Partial<EngineArgs> = {}): Promise<{ engine: EngineCore; runner: RecordingRunner; config: EngineConfig }> {
+async function makeEngine(backend: "reference" | "wasm", args: Partial<EngineArgs> = {}, kvDtype: "f16" | "q8" = "f16"): Promise<{ engine: EngineCore; runner: RecordingRunner; config: EngineConfig }> {
   const b = backend === "wasm" ? await createBackend({ kind: "wasm", threads: 1 }) : new ReferenceBackend();
-  const runner = new RecordingRunner(new Runner(GEMMA.config, GEMMA.weights, b));
+  const runner = new RecordingRunner(new Runner(GEMMA.config, GEMMA.weights, b, undefined, kvDtype));
   const config = resolveEngineConfig({ ...ARGS, numKvBlocksOverride: 200, ...args }, runner, 1e9, 1e10);
   if (!config.ok) throw new Error(config.error);
   return { engine: new EngineCore(runner, config.value, 0, () => performance.now(), 7), runner, config: config.value };
@@ -266,6 +266,19 @@ describe.each(["reference", "wasm"] as const)("tiny gemma3 through the engine (%
     expect(off.engine.addRequest(request("long", LONG, { maxTokens: MAX_TOKENS, ignoreEos: true }))?.code).toBe("kv_cache_too_small");
     off.runner.dispose();
   });
+});
+
+test("wasm, 8-bit KV cache: hybrid on == off, every logit row bit for bit", async () => {
+  const rows: Float32Array[][] = [];
+  for (const disableHybridKvCacheManager of [false, true]) {
+    const { engine, runner } = await makeEngine("wasm", { disableHybridKvCacheManager }, "q8");
+    engine.addRequest(request("long", LONG, { maxTokens: 16, ignoreEos: true }));
+    await run(engine);
+    rows.push(runner.rows);
+    runner.dispose();
+  }
+  expect(rows[0]!.length).toBe(rows[1]!.length);
+  rows[0]!.forEach((r, i) => expect(r).toEqual(rows[1]![i]!));
 });
 
 describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference backend)", () => {
