@@ -15,6 +15,7 @@ import { RequestState } from "../../src/engine/request.ts";
 import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";
 import { parseKvTransfer } from "../../src/engine/kv-transfer-config.ts";
 import { parseSpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import { placeModel } from "../../src/engine/model-placement.ts";
 import { kvCacheGroups } from "../../src/model/kv-cache-groups.ts";
 import { KvCacheManager } from "../../src/engine/kv-cache-manager.ts";
 import { loadModel } from "../../src/model/load-model.ts";
@@ -410,6 +411,32 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     }
     expect(outs[0]).toEqual(outs[1]!);
     expect(maxHeld).toBeLessThanOrEqual(Math.ceil((WINDOW - 1 + ARGS.maxNumBatchedTokens) / BLOCK) + 1);
+  });
+
+  test("start-up placement sizes the pool by the group's bytes; over several wasm32 memories the hybrid manager is off", async () => {
+    // the wasm backend's f16 cache: the bytes placement plans with
+    const runner = new Runner(GEMMA.config, GEMMA.weights, await createBackend({ kind: "wasm", threads: 1 }));
+    const args: EngineArgs = { ...ARGS, kvCacheMemoryBytes: 1 << 20 };
+    const one = placeModel(GEMMA.config, GEMMA.weights, args, {}, 1e10, 1e11);
+    if (!one.ok) throw new Error(one.error);
+    expect(one.value.numMemories).toBe(1);
+    expect(one.value.kvBlocks).toBe(Math.floor((1 << 20) / runner.kvBytesPerBlock(BLOCK, 2)));
+    expect(one.value.line).toEndWith(`; ${one.value.kvBlocks} KV blocks of ${BLOCK} tokens`);
+    const engine = resolveEngineConfig(args, runner, 1e10, 1e11, 0, one.value);
+    if (!engine.ok) throw new Error(engine.error);
+    expect(engine.value.numBlocks).toBe(one.value.kvBlocks);
+    expect(engine.value.kvCacheGroups!.groups).toHaveLength(3);
+    // a 96 MiB pool in memories of at most 64 MiB: the split backend places layers per memory, so one table
+    const bigArgs: EngineArgs = { ...ARGS, kvCacheMemoryBytes: 96 << 20 };
+    const split = placeModel(GEMMA.config, GEMMA.weights, bigArgs, { FENNEC_WASM_MEMORY_BYTES: "64M" }, 1e10, 1e11);
+    if (!split.ok) throw new Error(split.error);
+    expect(split.value.numMemories).toBeGreaterThan(1);
+    expect(split.value.kvBlocks).toBe(Math.floor((96 << 20) / runner.kvBytesPerBlock(BLOCK)));
+    const off = resolveEngineConfig(bigArgs, runner, 1e10, 1e11, 0, split.value);
+    if (!off.ok) throw new Error(off.error);
+    expect(off.value.kvCacheGroups!.groups).toHaveLength(1);
+    expect(off.value.kvCacheLines![0]).toMatch(new RegExp(`^Turning off hybrid kv cache manager because the model is spread over ${split.value.numMemories} wasm32 memories`));
+    runner.dispose();
   });
 
   test("--disable-hybrid-kv-cache-manager reaches the engine args; absent, it is off", () => {
