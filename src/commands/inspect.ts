@@ -13,6 +13,7 @@ import { openModelGguf } from "../gguf/model-source.ts";
 import { KEY } from "../gguf/names.ts";
 import { readModelConfig } from "../model/read-model-config.ts";
 import type { ModelConfig } from "../model/model-config.ts";
+import { hasSlidingLayers, kvCacheGroups, maxGroupBlocks } from "../model/kv-cache-groups.ts";
 import { loadModelWeights } from "../model/weights.ts";
 import { ggmlTypeName } from "../tensor/dtypes.ts";
 import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
@@ -53,7 +54,11 @@ export interface ModelFacts {
   readonly chat_template_chars: number;
   readonly tensor_types: Readonly<Record<string, { readonly tensors: number; readonly parameters: number; readonly bytes: number }>>;
   readonly tensors: readonly TensorFacts[];
-  readonly memory: { readonly weights_heap_bytes: number; readonly kv_bytes_per_token: number; readonly kv_bytes_full_context: number };
+  readonly memory: {
+    readonly weights_heap_bytes: number; readonly kv_bytes_per_token: number; readonly kv_bytes_full_context: number;
+    /** sliding-window models: what one full-context request holds with vLLM's hybrid KV cache manager (blocks of 16, steps of 512) */
+    readonly kv_bytes_full_context_hybrid?: number;
+  };
 }
 
 const metaString = (gguf: GgufFile, key: string): string | null => {
@@ -103,8 +108,22 @@ export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<M
     head_dim: c.headDim, rope_freq_base: c.ropeFreqBase, tied_embeddings: c.tiedEmbeddings, qkv_bias: c.hasQkvBias, qk_norm: c.hasQkNorm,
     tokenizer: { model: metaString(gguf, KEY.tokenizerModel), pre: metaString(gguf, KEY.tokenizerPre), supported: tokenizerError === null, error: tokenizerError },
     chat_template: template !== null, chat_template_chars: template?.length ?? 0, tensor_types: types, tensors,
-    memory: { weights_heap_bytes: [...heapByName.values()].reduce((a, b) => a + b, 0), kv_bytes_per_token: kvPerToken, kv_bytes_full_context: kvPerToken * c.contextLength },
+    memory: {
+      weights_heap_bytes: [...heapByName.values()].reduce((a, b) => a + b, 0), kv_bytes_per_token: kvPerToken, kv_bytes_full_context: kvPerToken * c.contextLength,
+      ...(hasSlidingLayers(c) ? { kv_bytes_full_context_hybrid: hybridFullContextBytes(c, kvPerToken / c.numLayers) } : {}),
+    },
   });
+}
+
+/**
+ * One full-context request's KV bytes under the hybrid KV cache manager at the default --block-size 16 and
+ * --max-num-batched-tokens 512: the full groups' every block, each sliding group's window and one step (kv-cache-groups.ts).
+ */
+function hybridFullContextBytes(c: ModelConfig, bytesPerTokenLayer: number): number {
+  const groups = kvCacheGroups(c);
+  let blocks = 0;
+  for (const g of groups.groups) blocks += maxGroupBlocks(g, c.contextLength, 16, 512);
+  return blocks * 16 * groups.groupSize * bytesPerTokenLayer;
 }
 
 /** 1234567 -> "1.23 MB" (decimal, like file sizes), 6144 -> "6.0 KiB" for small per-token figures */
@@ -142,6 +161,9 @@ export function factsText(f: ModelFacts): string {
     `  ${"weights in the WASM heap".padEnd(34)}${bytesText(f.memory.weights_heap_bytes)}`,
     `  ${"KV cache per token (f16 K and V)".padEnd(34)}${bytesText(f.memory.kv_bytes_per_token)}`,
     `  ${`KV cache for ${f.context_length} tokens`.padEnd(34)}${bytesText(f.memory.kv_bytes_full_context)}`,
+    ...(f.memory.kv_bytes_full_context_hybrid !== undefined
+      ? [`  ${"  hybrid KV cache manager".padEnd(34)}${bytesText(f.memory.kv_bytes_full_context_hybrid)} (its sliding-window layers hold their window only)`]
+      : []),
   );
   return lines.join("\n");
 }

@@ -16,6 +16,7 @@ import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";
 import { parseKvTransfer } from "../../src/engine/kv-transfer-config.ts";
 import { parseSpeculativeConfig } from "../../src/engine/speculative-config.ts";
 import { placeModel } from "../../src/engine/model-placement.ts";
+import { factsText, inspectModel } from "../../src/commands/inspect.ts";
 import { kvCacheGroups } from "../../src/model/kv-cache-groups.ts";
 import { KvCacheManager } from "../../src/engine/kv-cache-manager.ts";
 import { loadModel } from "../../src/model/load-model.ts";
@@ -437,6 +438,23 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     expect(off.value.kvCacheGroups!.groups).toHaveLength(1);
     expect(off.value.kvCacheLines![0]).toMatch(new RegExp(`^Turning off hybrid kv cache manager because the model is spread over ${split.value.numMemories} wasm32 memories`));
     runner.dispose();
+  });
+
+  test("fennec inspect gives a sliding-window model's full-context KV bytes with the hybrid manager too", () => {
+    const facts = inspectModel(makeTinyModel(SHAPE, { seed: 5 }), null);
+    if (!facts.ok) throw new Error(facts.error);
+    const perTokenLayer = facts.value.memory.kv_bytes_per_token / SHAPE.numLayers;
+    // 128 positions: the full group's 8 blocks of 16 and each sliding group's min(8, cdiv(7 + 512, 16) + 1) = 8: no saving
+    // at this length, so the figure equals 3 groups x 8 blocks x 16 x 2 layers
+    expect(facts.value.memory.kv_bytes_full_context_hybrid).toBe(3 * 8 * 16 * 2 * perTokenLayer);
+    const long = inspectModel(makeTinyModel({ ...SHAPE, contextLength: 4096 }, { seed: 5 }), null);
+    if (!long.ok) throw new Error(long.error);
+    // 4,096 positions: 256 full blocks + 2 x 34 sliding blocks, of 2 layers each, against 256 blocks of 6 layers
+    expect(long.value.memory.kv_bytes_full_context_hybrid).toBe((256 + 2 * 34) * 16 * 2 * perTokenLayer);
+    expect(long.value.memory.kv_bytes_full_context).toBe(256 * 16 * 6 * perTokenLayer);
+    expect(factsText(long.value)).toContain("hybrid KV cache manager");
+    const llama = inspectModel(makeTinyModel(TINY_SHAPES.llama!, { seed: 5 }), null);
+    expect(llama.ok && llama.value.memory.kv_bytes_full_context_hybrid).toBeUndefined();
   });
 
   test("--disable-hybrid-kv-cache-manager reaches the engine args; absent, it is off", () => {
