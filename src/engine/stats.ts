@@ -110,6 +110,19 @@ export interface KvTransferOp {
 }
 
 /**
+ * The offload tier's deployment facts for the metrics (vllm:simple_kv_offload_info and the connector's series), from
+ * the config and the ready engine: built by pipeline/serving-pipeline.ts, read by metrics/recorder.ts.
+ */
+export interface KvOffloadFacts {
+  readonly connector: "OffloadingConnector" | "SimpleCPUOffloadConnector";
+  readonly backend: "cpu" | "disk";
+  /** disk backend with use_page_cache */
+  readonly pageCache: boolean;
+  readonly lazy: boolean;
+  readonly capacityBlocks: number;
+}
+
+/**
  * The offload tier over one engine step (vLLM drains the connector's stats once per step): counts are deltas since
  * the previous step, gauges are the state after it.
  */

@@ -10,7 +10,7 @@
  * - `--disable-log-stats` registers no engine series at all (process metrics stay).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
-import { SAVE_OUTCOMES, type KvOffloadStepStats, type KvPeerStepStats } from "../engine/stats.ts";
+import { SAVE_OUTCOMES, type KvOffloadFacts, type KvOffloadStepStats, type KvPeerStepStats } from "../engine/stats.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import { bucketsFor } from "./buckets.ts";
@@ -45,15 +45,6 @@ export interface RecorderOptions {
   readonly kvOffload?: KvOffloadFacts | null;
   /** NixlConnector (fennec's connector between instances) configured: the vllm:nixl_* series exist */
   readonly kvPeerConnector?: "NixlConnector" | null;
-}
-
-export interface KvOffloadFacts {
-  readonly connector: "OffloadingConnector" | "SimpleCPUOffloadConnector";
-  readonly backend: "cpu" | "disk";
-  /** disk backend with use_page_cache */
-  readonly pageCache: boolean;
-  readonly lazy: boolean;
-  readonly capacityBlocks: number;
 }
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string> | Summary<string>;

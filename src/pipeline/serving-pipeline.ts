@@ -7,6 +7,7 @@
  */
 import type { StageChainConfig } from "../config.ts";
 import type { EngineArgs, KvCacheFacts } from "../engine/protocol.ts";
+import type { KvOffloadFacts } from "../engine/stats.ts";
 import type { StatsListener } from "../frontend/iteration-stats.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
@@ -76,15 +77,6 @@ export interface ServingPipeline {
   readonly kvOffload: KvOffloadFacts | null;
   /** the engines' start-up log lines, for the server's logger */
   readonly startupLines: readonly string[];
-}
-
-/** The offload tier's facts for the metrics (vllm:simple_kv_offload_info), from the config and the ready engine. */
-export interface KvOffloadFacts {
-  readonly connector: "OffloadingConnector" | "SimpleCPUOffloadConnector";
-  readonly backend: "cpu" | "disk";
-  readonly pageCache: boolean;
-  readonly lazy: boolean;
-  readonly capacityBlocks: number;
 }
 
 /** vLLM's CacheConfig fields from what the engine reported when it was ready. */

@@ -7,7 +7,8 @@ import { describe, expect, test } from "bun:test";
 import { SAVE_OUTCOMES, type KvOffloadStepStats } from "../../src/engine/stats.ts";
 import type { IterationStats as StepStats } from "../../src/frontend/iteration-stats.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
-import { MetricsRecorder, type KvOffloadFacts } from "../../src/metrics/recorder.ts";
+import type { KvOffloadFacts } from "../../src/engine/stats.ts";
+import { MetricsRecorder } from "../../src/metrics/recorder.ts";
 import { CATALOGUE, METRIC_KEYS } from "../../src/metrics/catalogue.ts";
 import { hasSeries, parseExposition, sampleValue } from "./exposition.ts";
 
