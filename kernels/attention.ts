@@ -469,21 +469,23 @@ function accumulateTail(o: usize, e: usize, vRows: usize, numKeys: i32, headDim:
  * within a segment its keys start after keysBefore, which depends on the row alone (so the bits still do not depend on
  * the tile), K/V blocks before every row's window are not read, and the host leaves out the segments before a row's
  * window (its merge starts at its first segment).
+ * firstKeys != 0 (a bidirectional window, gemma-embedding): i32 [numTaskRows], row r sees keys firstKeys[r] ..
+ * numKeys - 1 instead (window is then 0).
  * Tasks [taskStart, taskEnd); scratch: attention_scratch_floats per thread.
  */
 export function attention_f16(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTiles(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, scratch, taskStart, taskEnd);
+  attentionTiles(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, firstKeys, scratch, taskStart, taskEnd);
 }
 
 /** attention_f16 over the 8-bit cache (kv_store_q8's layout): the same tasks, partials and order of sums. */
 export function attention_q8(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTiles(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, scratch, taskStart, taskEnd);
+  attentionTiles(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, firstKeys, scratch, taskStart, taskEnd);
 }
 
 /** Keys of segment `segment` that rowInfo entry `r` attends to (0 when its keys end before the segment). */
@@ -494,7 +496,8 @@ export function attention_q8(
 
 /** Keys at the start of segment `segment` before rowInfo entry r's sliding window (0 without a window). */
 // @ts-ignore: decorator
-@inline function keysBefore(rowInfo: usize, r: i32, segment: i32, window: i32): i32 {
+@inline function keysBefore(rowInfo: usize, r: i32, segment: i32, window: i32, firstKeys: usize): i32 {
+  if (firstKeys != 0) return max(0, load<i32>(firstKeys + (<usize>r << 2)) - segment * SEGMENT_KEYS);
   if (window <= 0) return 0;
   return max(0, load<i32>(rowInfo + (<usize>r << 4), 4) - window - segment * SEGMENT_KEYS);
 }
@@ -514,7 +517,7 @@ export function attention_q8(
 // @ts-ignore: decorator
 @inline function attentionTiles(
   q8: bool, out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
@@ -535,7 +538,7 @@ export function attention_q8(
     let loMin = SEGMENT_KEYS;
     for (let i = 0; i < numTileRows; i++) {
       const n = keysIn(rowInfo, first + i, segment);
-      const lo = keysBefore(rowInfo, first + i, segment, window);
+      const lo = keysBefore(rowInfo, first + i, segment, window, firstKeys);
       if (lo >= n) continue;
       nMax = max(nMax, n);
       loMin = min(loMin, lo);
@@ -549,7 +552,7 @@ export function attention_q8(
       }
       for (let i = 0; i < numTileRows; i++) {
         const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
-        const a = max(0, keysBefore(rowInfo, first + i, segment, window) - kb);
+        const a = max(0, keysBefore(rowInfo, first + i, segment, window, firstKeys) - kb);
         if (m <= a) continue;
         const q0 = q + (<usize>(load<i32>(rowInfo + (<usize>(first + i) << 4)) * qDim + kvHead * groupSize * headDim) << 2);
         const s0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>(kb + a) << 2);
@@ -564,7 +567,7 @@ export function attention_q8(
     // per query vector: exp(score - max) in place of the scores, its sum, and its zeroed output
     for (let i = 0; i < numTileRows; i++) {
       const n = keysIn(rowInfo, first + i, segment);
-      const lo = keysBefore(rowInfo, first + i, segment, window);
+      const lo = keysBefore(rowInfo, first + i, segment, window, firstKeys);
       if (n <= lo) continue;
       const partial = load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0;
       for (let g = 0; g < groupSize; g++) {
@@ -590,7 +593,7 @@ export function attention_q8(
       }
       for (let i = 0; i < numTileRows; i++) {
         const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
-        const a = max(0, keysBefore(rowInfo, first + i, segment, window) - kb);
+        const a = max(0, keysBefore(rowInfo, first + i, segment, window, firstKeys) - kb);
         if (m <= a) continue;
         const e0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>(kb + a) << 2);
         const vr = rows + <usize>a * rowBytes;
@@ -607,7 +610,7 @@ export function attention_q8(
       }
     }
     for (let i = 0; i < numTileRows; i++) {
-      if (keysIn(rowInfo, first + i, segment) <= keysBefore(rowInfo, first + i, segment, window) || load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0) continue;
+      if (keysIn(rowInfo, first + i, segment) <= keysBefore(rowInfo, first + i, segment, window, firstKeys) || load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0) continue;
       for (let g = 0; g < groupSize; g++) {
         const o = tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim);
         scaleInPlace(o, 1 / load<f32>(sums + (<usize>(i * groupSize + g) << 2)), headDim);

@@ -34,6 +34,8 @@ export interface ModelShape {
   readonly postNorms?: boolean;
   /** gemma3: attention.sliding_window (llama.cpp's default pattern: every 6th layer global) */
   readonly slidingWindow?: number;
+  /** EmbeddingGemma: the sentence-transformers projections' width (dense_2 dim -> F, dense_3 F -> dim); absent: none */
+  readonly denseFeatures?: number;
 }
 
 /** The vocab GGUF a shape copies its tokenizer from. */
@@ -101,6 +103,17 @@ const GEMMA3_1B: ModelShape = {
 };
 
 /**
+ * google/embeddinggemma-300m (config.json, modules.json): gemma3's layers with bidirectional attention, 3 heads of 256,
+ * one KV head, sliding_window 512 (llama.cpp's converter keeps the config's 512), context 2048, mean pooling, and the
+ * sentence-transformers 2_Dense / 3_Dense projections 768 -> 3072 -> 768 (written as with --sentence-transformers-dense-modules)
+ */
+const EMBEDDINGGEMMA_300M: ModelShape = {
+  architecture: "gemma-embedding", vocab: "gemma3", dim: 768, numLayers: 24, numHeads: 3, numKvHeads: 1, headDim: 256, hiddenDim: 1152,
+  ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 2048, tiedEmbeddings: true, qkvBias: false, qkNorm: true, postNorms: true, slidingWindow: 512,
+  poolingType: "mean", denseFeatures: 3072,
+};
+
+/**
  * Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept, rope
  * scaling kept (LongRoPE's long factors need a context past the original 4k: 8192).
  */
@@ -131,6 +144,9 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "gemma3-1b": GEMMA3_1B,
   // 6 layers: five sliding-window layers (window 64) and a global one
   "tiny-gemma3-270m": { ...tiny(GEMMA3_270M, 1), numLayers: 6, slidingWindow: 64 },
+  "embeddinggemma-300m": EMBEDDINGGEMMA_300M,
+  // 6 layers: five symmetric-window layers (window 64: 32 positions either side) and a bidirectional global one
+  "tiny-embeddinggemma-300m": { ...tiny(EMBEDDINGGEMMA_300M, 1), numLayers: 6, slidingWindow: 64, denseFeatures: 1024 },
   "tiny-phi-3.5-mini": tiny(PHI35_MINI, 4),
   // 4 layers so that one (the 4th) has no rope
   "tiny-smollm3-3b": tiny(SMOLLM3_3B, 1, 4),

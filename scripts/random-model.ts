@@ -171,6 +171,10 @@ function tensorSpecs(s: ModelShape, vocabSize: number): TensorSpec[] {
   }
   specs.push({ key: "outputNorm", shape: [s.dim], role: "other", init: "ones" });
   if (!s.tiedEmbeddings) specs.push({ key: "output", shape: [s.dim, vocabSize], role: "output", init: "normal" });
+  // EmbeddingGemma's 2_Dense / 3_Dense (conversion/gemma.py EmbeddingGemma.generate_extra_tensors)
+  if (s.denseFeatures !== undefined) {
+    specs.push({ key: "dense2", shape: [s.dim, s.denseFeatures], role: "other", init: "normal" }, { key: "dense3", shape: [s.denseFeatures, s.dim], role: "other", init: "normal" });
+  }
   return specs;
 }
 
@@ -241,6 +245,10 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     ...(s.poolingType ? [[archKey(arch, "poolingType"), mdU32(POOLING_TYPE_IDS[s.poolingType])] as [string, GgufMetadataEntry]] : []),
     ...(s.slidingWindow !== undefined ? [[archKey(arch, "slidingWindow"), mdU32(s.slidingWindow)] as [string, GgufMetadataEntry]] : []),
     ...ropeScalingMetadata(s),
+    ...(s.denseFeatures !== undefined
+      ? ([["dense2FeatIn", s.dim], ["dense2FeatOut", s.denseFeatures], ["dense3FeatIn", s.denseFeatures], ["dense3FeatOut", s.dim]] as const)
+        .map(([key, value]) => [archKey(arch, key), mdU32(value)] as [string, GgufMetadataEntry])
+      : []),
     [KEY.fileType, mdU32(FILE_TYPE[o.type]!)],
     [KEY.quantizationVersion, mdU32(2)],
     ...tokenizerMetadata(o.vocab),

@@ -47,6 +47,21 @@ export interface AttentionSequence {
 }
 
 /**
+ * The keys [first, end) row i of a sequence attends to. Causal: end = p + 1 (p = startPos + i), first = end - window
+ * (clamped at 0) with a window. Bidirectional: end = the sequence's length, and with a window the keys t with
+ * |t - p| <= floor(window / 2) (llama.cpp llama_hparams::is_masked_swa, LLAMA_SWA_TYPE_SYMMETRIC).
+ * @example attentionKeys({ rowStart: 0, numRows: 10, startPos: 0, blockTable }, 3, 4, true) // [1, 6]
+ */
+export function attentionKeys(seq: AttentionSequence, i: number, slidingWindow: number, bidirectional: boolean): [number, number] {
+  const p = seq.startPos + i;
+  if (!bidirectional) return [slidingWindow > 0 ? Math.max(0, p + 1 - slidingWindow) : 0, p + 1];
+  const length = seq.startPos + seq.numRows;
+  if (slidingWindow <= 0) return [0, length];
+  const half = Math.floor(slidingWindow / 2);
+  return [Math.max(0, p - half), Math.min(length, p + half + 1)];
+}
+
+/**
  * RoPE's angles (built once per model by model/rope-scaling.ts): pair i of every head turns by pos * thetas[i] for
  * i < ropeDim / 2, and both members of a turned pair are scaled by mscale (YaRN's and LongRoPE's attention factor, 1
  * without scaling), as ggml's rope_yarn does; dims past ropeDim are left as they are.
@@ -100,8 +115,10 @@ export interface Backend {
    * causal attention of q [rows, numHeads * headDim] over the cached K/V of `layer`; GQA by numHeads / numKvHeads.
    * slidingWindow > 0 (gemma3's sliding layers): the row at position p sees keys max(0, p - window + 1) .. p only, and
    * the blocks before them are never read (so the KV manager may have freed them).
+   * bidirectional (gemma-embedding): each row sees its whole sequence, keys 0 .. startPos + numRows - 1, or with a
+   * window those within window / 2 of p either side; attentionKeys() is the rule every backend follows.
    */
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow?: number): void;
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow?: number, bidirectional?: boolean): void;
   /** out[i] = silu(gate[i]) * up[i] for n elements */
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void;
   /** out[i] = gelu(gate[i]) * up[i] for n elements, GELU's tanh approximation (GeGLU: gemma3) */

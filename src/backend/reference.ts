@@ -9,6 +9,7 @@ import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import type {
   AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource,
 } from "./backend.ts";
+import { attentionKeys } from "./backend.ts";
 
 class RefWeight implements Weight {
   constructor(
@@ -199,7 +200,7 @@ export class ReferenceBackend implements Backend {
     }
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false): void {
     const { shape, k: kc, v: vc } = this.cache();
     const { headDim, numKvHeads, blockSize } = shape;
     const kvDim = numKvHeads * headDim;
@@ -213,9 +214,8 @@ export class ReferenceBackend implements Backend {
     for (const seq of sequences) {
       for (let i = 0; i < seq.numRows; i++) {
         const row = seq.rowStart + i;
-        const numKeys = seq.startPos + i + 1;
-        // a sliding-window row sees only its last `slidingWindow` positions
-        const first = slidingWindow > 0 ? Math.max(0, numKeys - slidingWindow) : 0;
+        // keys [first, numKeys): causal, or the whole sequence (bidirectional); a window narrows them
+        const [first, numKeys] = attentionKeys(seq, i, slidingWindow, bidirectional);
         const scores = new Float64Array(numKeys); // [numKeys], used from `first`
         for (let h = 0; h < numHeads; h++) {
           const kvHead = Math.floor(h / groupSize);

@@ -60,6 +60,8 @@ export interface EngineConfig {
   readonly maxPromptLogprobRows?: number;
   /** a pooling engine (embedding model): every request is pooled, none generates; absent or null: generation */
   readonly pooler?: ResolvedPooler | null;
+  /** false: each prompt in one step (a bidirectional model; scheduler.ts SchedulerConfig.chunkedPrefill); absent: chunked */
+  readonly chunkedPrefill?: boolean;
 }
 
 /**
@@ -144,7 +146,7 @@ export interface PlacedModel {
  */
 export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeMemoryBytes: number, totalMemoryBytes = totalmem(), extraKvBytesPerBlock = 0, placed: PlacedModel | null = null): Result<EngineConfig> {
   const contextLength = runner.config.contextLength;
-  const maxModelLen = args.maxModelLen ?? contextLength;
+  let maxModelLen = args.maxModelLen ?? contextLength;
   if (!Number.isInteger(maxModelLen) || maxModelLen < 1) return err(`--max-model-len must be a positive integer (got ${maxModelLen})`);
   if (maxModelLen > contextLength) return err(`--max-model-len ${maxModelLen} is greater than the model's context length ${contextLength}`);
   if (!Number.isInteger(args.blockSize) || args.blockSize < 1) return err(`--block-size must be a positive integer (got ${args.blockSize})`);
@@ -153,8 +155,21 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   const pooler = resolvePooler(args.runner ?? "auto", runner.config, args.poolerConfig ?? null, args.matryoshka ?? null);
   if (!pooler.ok) return pooler;
   if (pooler.value !== null && args.speculativeConfig) return err("--speculative-config needs a generative model: this engine pools (an embedding model generates no tokens to draft)");
+  // vLLM (ModelConfig is_chunked_prefill_supported / is_prefix_caching_supported): a model with bidirectional attention
+  // only pools, each prompt in one step and never from the prefix cache (a row's state depends on later positions)
+  const bidirectional = runner.config.bidirectional === true;
+  if (bidirectional && pooler.value === null) {
+    return err(`${runner.config.architecture} attends bidirectionally, so it only embeds: it cannot generate, and its GGUF has no pooling_type; serve it with --runner pooling (and --pooler-config '{"pooling_type": "MEAN"}' for mean pooling)`);
+  }
+  if (bidirectional && maxModelLen > args.maxNumBatchedTokens) {
+    // vLLM SchedulerConfig.verify without chunked prefill; an unset --max-model-len follows the budget instead
+    if (args.maxModelLen !== undefined && args.maxModelLen !== null) {
+      return err(`max_num_batched_tokens (${args.maxNumBatchedTokens}) is smaller than max_model_len (${maxModelLen}). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len. (${runner.config.architecture} attends bidirectionally, so fennec computes each prompt in one step: no chunked prefill)`);
+    }
+    maxModelLen = args.maxNumBatchedTokens;
+  }
   // vLLM: prefix caching only for LAST pooling with causal attention (MEAN and CLS need every position's hidden state)
-  const enablePrefixCaching = args.enablePrefixCaching && (pooler.value === null || pooler.value.poolingType === "LAST");
+  const enablePrefixCaching = args.enablePrefixCaching && !bidirectional && (pooler.value === null || pooler.value.poolingType === "LAST");
   // sliding-window layers get their own block tables (vLLM's hybrid KV cache manager): a block holds one group's layers
   const hybrid = chooseKvCacheGroups(runner.config, args, placed?.numMemories ?? 1);
   const groups = hybrid.groups;
@@ -183,6 +198,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
     kvCacheFacts: facts, pooler: pooler.value, kvOffload: args.kvOffload ?? null, kvPeer: args.kvPeer ?? null, speculative: args.speculativeConfig ?? null,
     maxPromptLogprobRows: promptLogprobRowsFor(runner.config.vocabSize), schedulingPolicy: args.schedulingPolicy ?? "fcfs",
     maxDraftTokensPerStep: args.speculativeConfig ? defaultDraftCap(args) : null,
+    ...(bidirectional ? { chunkedPrefill: false } : {}),
   });
 }
 
@@ -677,7 +693,9 @@ export class EngineCore {
     this.kv.cacheFullBlocks(req);
     if (end < req.numTokens) return;
     const params = req.pooling!;
-    const embedding = embeddingOf(pooler.pooled(), params.dimensions, params.normalize);
+    const pooled = pooler.pooled();
+    // the model's own head after pooling (gemma-embedding's dense projections), before matryoshka and normalisation
+    const embedding = embeddingOf(this.runner.projectPooled?.(pooled) ?? pooled, params.dimensions, params.normalize);
     req.times.firstTokenMs ??= stepEndMs;
     req.times.lastTokenMs = stepEndMs;
     deltas.push({

@@ -30,6 +30,12 @@ export interface SchedulerConfig {
    * arrival), lower first, and the running request with the highest (priority, arrival) is preempted first
    */
   readonly schedulingPolicy?: "fcfs" | "priority";
+  /**
+   * false (a bidirectional model, vLLM's encoder-only pooling models): a prompt is computed whole in one step, never in
+   * chunks; a waiting request whose prompt does not fit in what is left of the step's budget waits for the next step
+   * (vLLM Scheduler.schedule: "chunked prefill has to be enabled explicitly"). Absent: chunked prefill.
+   */
+  readonly chunkedPrefill?: boolean;
 }
 
 /** vLLM's priority order: lower priority value first, then earlier arrival */
@@ -153,6 +159,8 @@ export class Scheduler {
         const numNew = capForPromptLogits(request, startPos, Math.min(request.numTokens - startPos, budget));
         // this step's prompt-logprob rows are spent: it starts next step, still first in line
         if (numNew <= 0) break;
+        // no chunked prefill: the whole prompt next step, still first in line
+        if (this.config.chunkedPrefill === false && numNew < request.numTokens - startPos) break;
         if (this.kv.allocateSlots(request, numNew, computed) === null) break;
         this.waiting.splice(w, 1);
         if (!request.prefixLookupDone) {

@@ -53,6 +53,11 @@ const ARCH_KEY = {
   finalLogitSoftcapping: "final_logit_softcapping",
   /** embedding models: llama.cpp's llama_pooling_type as a number (0 none, 1 mean, 2 cls, 3 last, 4 rank) */
   poolingType: "pooling_type",
+  /** EmbeddingGemma's sentence-transformers projections: in / out widths of 2_Dense and 3_Dense */
+  dense2FeatIn: "dense_2_feat_in",
+  dense2FeatOut: "dense_2_feat_out",
+  dense3FeatIn: "dense_3_feat_in",
+  dense3FeatOut: "dense_3_feat_out",
   /** false: bidirectional attention (BERT-like embedding models) */
   attentionCausal: "attention.causal",
 } as const;
@@ -90,6 +95,9 @@ const TENSOR = {
   ffnDown: "blk.{n}.ffn_down.weight",
   attnPostNorm: "blk.{n}.post_attention_norm.weight",
   ffnPostNorm: "blk.{n}.post_ffw_norm.weight",
+  /** EmbeddingGemma (--sentence-transformers-dense-modules): 2_Dense [dim -> features] and 3_Dense [features -> dim] */
+  dense2: "dense_2.weight",
+  dense3: "dense_3.weight",
 } as const;
 
 export type TensorKey = keyof typeof TENSOR;

@@ -1,5 +1,6 @@
 /**
- * THE table of supported architectures: what differs between llama, qwen2, qwen3, gemma3, phi3 and smollm3 is a
+ * THE table of supported architectures: what differs between llama, qwen2, qwen3, gemma3 (and EmbeddingGemma's
+ * gemma-embedding), phi3 and smollm3 is a
  * handful of flags, so the forward passes branch on these flags and never on the architecture's name.
  * A new llama-like architecture is one row here (plus its tensors in `gguf/names.ts` if it adds any).
  * The gemma3 flags are optional: a row without them is llama-like (SwiGLU, no extra norms, every layer global).
@@ -37,6 +38,12 @@ export interface ArchitectureTraits {
    */
   readonly dimPerHeadScaleAtLayers?: number;
   /**
+   * gemma-embedding: attention is bidirectional and a sliding window symmetric (llama.cpp causal_attn = false,
+   * LLAMA_SWA_TYPE_SYMMETRIC), and the pooled vector may pass through the sentence-transformers projections dense_2
+   * and dense_3 (llama.cpp build_dense_out)
+   */
+  readonly bidirectional?: boolean;
+  /**
    * Which per-dim rope divisors the architecture reads (llama.cpp get_rope_factors): "freqs" = rope_freqs.weight
    * (Llama 3.x), or rope_factors_long/short when rope.scaling.type is longrope; "longShort" = always
    * rope_factors_long/short (phi3); "none" = never. Each tensor is optional.
@@ -61,6 +68,13 @@ export const ARCHITECTURES: readonly ArchitectureTraits[] = [
     architecture: "gemma3", keyPrefix: "gemma3", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
     ffnActivation: "gelu_tanh", scaleEmbeddings: true, hasPostNorms: true, slidingWindowPeriod: 6, defaultRopeFreqBaseSwa: 10000,
     dimPerHeadScaleAtLayers: 62,
+  },
+  // gemma-embedding.cpp: gemma3's layers with bidirectional attention, a symmetric window on every sliding layer
+  // (attention.sliding_window is required), 1 / sqrt(headDim) at every size, mean pooling from the GGUF
+  {
+    architecture: "gemma-embedding", keyPrefix: "gemma-embedding", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
+    ffnActivation: "gelu_tanh", scaleEmbeddings: true, hasPostNorms: true, slidingWindowPeriod: 6, defaultRopeFreqBaseSwa: 10000,
+    bidirectional: true,
   },
   // phi3.cpp: NEOX rope (llama_model_rope_type), LongRoPE factors, fused qkv and gate-up; its sliding window is read
   // and then switched off by llama.cpp ("Phi SWA is currently disabled"), so fennec does not apply it either

@@ -6,7 +6,8 @@
  * x = embed(tokens) (* sqrt(dim): gemma3), then per layer, for all numTokens rows at once:
  *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions; the layer's angles: rope-scaling.ts) ;
  *   kvStore(k,v -> slots of the layer's KV cache group) ;
- *   xb = attention(q, cache; a sliding layer's window) ; x += xb.Wo (post-norm'd: gemma3) ;
+ *   xb = attention(q, cache; a sliding layer's window; every position of the sequence: gemma-embedding) ;
+ *   x += xb.Wo (post-norm'd: gemma3) ;
  *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
  */
@@ -219,7 +220,7 @@ export class BatchedForward {
       const group = inputs.kvGroups.layerGroup[l]!;
       const slot = inputs.kvGroups.layerSlot[l]!;
       b.kvStore(slot, k, s.v, inputs.slots[group]!);
-      b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l));
+      b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l), c.bidirectional === true);
       b.matmul(s.xb2, w.wo, s.xb, n);
       // post-norms write to another buffer: WebGPU cannot bind one buffer as both input and output
       if (w.attnPostNorm) b.rmsNorm(s.xb, s.xb2, w.attnPostNorm, n, dim, rmsEps);

@@ -68,6 +68,11 @@ export interface ModelRunner {
    * start-up), throwing with the sizes if they do not fit; steps within them never allocate
    */
   reserveActivations?(numTokens: number, numLogitRows: number): void;
+  /**
+   * a pooled vector [dim] through the model's own head after pooling (gemma-embedding's sentence-transformers dense
+   * projections, llama.cpp build_dense_out), or the vector itself when the model has none
+   */
+  projectPooled?(pooled: Float32Array): Float32Array;
   /** copy whole blocks out / in (disaggregated prefill -> decode); layout is the runner's own, same model only */
   exportKvBlocks(blockIds: Int32Array): Uint8Array;
   importKvBlocks(blockIds: Int32Array, data: Uint8Array): void;

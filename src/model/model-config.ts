@@ -2,7 +2,7 @@
  * The shape of a model, read from GGUF metadata by `model/read-model-config.ts`.
  * Everything below the engine reads the model only through this.
  */
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3" | "phi3" | "smollm3";
+export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3";
 
 /** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
 export type FfnActivation = "silu" | "gelu_tanh";
@@ -78,6 +78,17 @@ export interface ModelConfig {
   readonly ropeFreqBaseSwa?: number;
   /** attention score scale; default 1 / sqrt(headDim) (gemma3 27B: 1 / sqrt(dim / numHeads), query_pre_attn_scalar) */
   readonly attentionScale?: number;
+  /**
+   * gemma-embedding: bidirectional attention (llama.cpp causal_attn = false): every row sees every position of its
+   * sequence, and a sliding layer's row at p sees the positions within slidingWindow / 2 of p on either side (llama.cpp
+   * LLAMA_SWA_TYPE_SYMMETRIC); such a model only embeds, and a prompt is computed in one step. Absent: causal.
+   */
+  readonly bidirectional?: boolean;
+  /**
+   * gemma-embedding converted with --sentence-transformers-dense-modules: dense_2_feat_out, the width between the two
+   * projections applied to the pooled vector (llama.cpp build_dense_out); absent: no projections
+   */
+  readonly denseFeatures?: number;
   /** an embedding model's `<arch>.pooling_type`; absent when the GGUF has none (a generative model) */
   readonly poolingType?: GgufPoolingType;
 }

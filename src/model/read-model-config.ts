@@ -126,10 +126,14 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   if (pooling.value !== undefined && poolingType === undefined) {
     return err(`${gguf.source}: metadata ${archKey(p, "poolingType")} must be 0..4 (none, mean, cls, last, rank; got ${pooling.value})`);
   }
-  // fennec's attention is causal: a bidirectional embedding model would be computed wrongly, so it is refused
-  if (scalar(gguf, archKey(p, "attentionCausal")) === false) {
+  // fennec runs bidirectional attention only for the architectures llama.cpp hard-codes it for (gemma-embedding): any
+  // other model that asks for it would be computed wrongly, so it is refused
+  if (traits.bidirectional !== true && scalar(gguf, archKey(p, "attentionCausal")) === false) {
     return err(`${gguf.source}: metadata ${archKey(p, "attentionCausal")} is false (bidirectional attention), which fennec does not implement; only causal (decoder) models are supported`);
   }
+
+  const dense = readDenseFeatures(gguf, traits, dim.value);
+  if (!dense.ok) return dense;
 
   return ok({
     architecture: traits.architecture,
@@ -161,7 +165,34 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     ...gemma.value,
     ...(attentionScale !== undefined ? { attentionScale } : {}),
     ...(poolingType !== undefined ? { poolingType } : {}),
+    ...(traits.bidirectional === true ? { bidirectional: true } : {}),
+    ...(dense.value !== undefined ? { denseFeatures: dense.value } : {}),
   });
+}
+
+/**
+ * gemma-embedding's optional sentence-transformers projections (llama.cpp gemma-embedding.cpp load_arch_tensors):
+ * dense_2 [dim -> F] and dense_3 [F -> dim], both or neither; F from the tensors, checked against dense_*_feat_* when
+ * the file has them (llama.cpp asserts dense_2_feat_in = dense_3_feat_out = dim).
+ */
+function readDenseFeatures(gguf: GgufFile, traits: ArchitectureTraits, dim: number): Result<number | undefined> {
+  const d2 = gguf.tensors.find((t) => t.name === tensorName("dense2"));
+  const d3 = gguf.tensors.find((t) => t.name === tensorName("dense3"));
+  if (d2 === undefined && d3 === undefined) return ok(undefined);
+  if (traits.bidirectional !== true) return err(`${gguf.source}: tensor ${(d2 ?? d3)!.name} is not supported for architecture ${traits.architecture}`);
+  if (d2 === undefined || d3 === undefined) return err(`${gguf.source}: has ${(d2 ?? d3)!.name} without ${d2 === undefined ? tensorName("dense2") : tensorName("dense3")}; fennec runs the two projections together`);
+  const features = d2.shape[1];
+  if (d2.shape.length !== 2 || d2.shape[0] !== dim || features === undefined || d3.shape.length !== 2 || d3.shape[0] !== features || d3.shape[1] !== dim) {
+    return err(`${gguf.source}: tensors ${d2.name} [${d2.shape.join(", ")}] and ${d3.name} [${d3.shape.join(", ")}] must be [${dim}, F] and [F, ${dim}]`);
+  }
+  const p = traits.keyPrefix;
+  const expected: [Parameters<typeof archKey>[1], number][] = [["dense2FeatIn", dim], ["dense2FeatOut", features], ["dense3FeatIn", features], ["dense3FeatOut", dim]];
+  for (const [key, want] of expected) {
+    const value = numberKey(gguf, archKey(p, key));
+    if (!value.ok) return value;
+    if (value.value !== undefined && value.value !== want) return err(`${gguf.source}: metadata ${archKey(p, key)} = ${value.value} does not match the dense tensors (${want})`);
+  }
+  return ok(features);
 }
 
 type SlidingWindowFields = Pick<ModelConfig, "slidingWindow" | "slidingLayers" | "ropeFreqBaseSwa">;
@@ -176,7 +207,10 @@ function readSlidingWindow(gguf: GgufFile, traits: ArchitectureTraits, numLayers
   const p = traits.keyPrefix;
   const window = numberKey(gguf, archKey(p, "slidingWindow"));
   if (!window.ok) return window;
-  if (window.value === undefined || window.value === 0) return ok({});
+  if (window.value === undefined || window.value === 0) {
+    // llama.cpp gemma-embedding.cpp reads the window as a required key
+    return traits.bidirectional === true ? err(`${gguf.source}: missing metadata ${archKey(p, "slidingWindow")} (a positive integer for ${traits.architecture})`) : ok({});
+  }
   if (!Number.isInteger(window.value) || window.value < 0) return err(`${gguf.source}: metadata ${archKey(p, "slidingWindow")} must be a positive integer (got ${window.value})`);
   const patternKey = archKey(p, "slidingWindowPattern");
   if (gguf.metadata.has(patternKey) && typeof gguf.metadata.get(patternKey)!.value === "object") {

@@ -11,6 +11,7 @@
  *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (rmsnorm'd first: gemma3 post-FFN norm), act = silu or tanh-GELU
  * then logits = rmsnorm(x).Wout.
  * gemma3's layers alternate: sliding-window layers with their own rope base, and global ones (llama.cpp gemma3.cpp).
+ * A bidirectional model (gemma-embedding) runs one whole sequence at a time instead: `encode(tokens)`.
  */
 import type { RopeAngles, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
@@ -139,6 +140,8 @@ export class ReferenceForward {
   private readonly ropeAnglesHook: ReferenceForwardOptions["ropeAngles"];
   /** [numLayers] each layer's rope angles, null for no rope */
   private readonly layerAngles: (RopeAngles | null)[];
+  /** gemma-embedding's sentence-transformers projections, or null */
+  private readonly dense: { readonly dense2: Matrix; readonly dense3: Matrix } | null;
 
   // run state (llama2.c RunState)
   private readonly x: Float32Array; // [dim] the residual stream
@@ -171,6 +174,7 @@ export class ReferenceForward {
     this.gelu = options.gelu ?? gelu;
     this.ropeAnglesHook = options.ropeAngles;
     this.layerAngles = layerRopeAngles(config, weights.ropeFactors == null ? null : f32(weights.ropeFactors));
+    this.dense = weights.dense == null ? null : { dense2: matrix(weights.dense.dense2), dense3: matrix(weights.dense.dense3) };
 
     const { dim, hiddenDim, numLayers, vocabSize } = config;
     const qDim = config.numHeads * config.headDim;
@@ -221,82 +225,167 @@ export class ReferenceForward {
   /** Runs `token` at `pos` through every layer (its K and V enter the cache) without the LM head: a prompt's prefix. */
   advance(token: number, pos: number): void {
     const c = this.config;
-    const { dim, hiddenDim, headDim, numHeads, numKvHeads, rmsEps } = c;
-    const qDim = numHeads * headDim;
-    const kvDim = numKvHeads * headDim;
-    const groupSize = numHeads / numKvHeads;
-    if (!Number.isInteger(token) || token < 0 || token >= c.vocabSize) throw new Error(`reference forward: token id ${token} out of range [0, ${c.vocabSize})`);
+    if (c.bidirectional === true) throw new Error("reference forward: a bidirectional model sees later positions too: use encode(tokens)");
     if (pos < 0 || pos >= this.maxSeqLen) throw new Error(`reference forward: position ${pos} out of range [0, ${this.maxSeqLen})`);
-    const { x, xb, xb2, hb, hb2, q, k, v, att } = this;
-
-    x.set(this.tokenEmbd.subarray(token * dim, (token + 1) * dim));
-    const embeddingScale = c.embeddingScale ?? 1;
-    for (let i = 0; i < dim; i++) x[i] = x[i]! * embeddingScale;
-
+    const kvDim = c.numKvHeads * c.headDim;
+    const { x, xb, q, k, v } = this;
+    this.embed(x, token);
     for (let l = 0; l < this.layers.length; l++) {
-      const w = this.layers[l]!;
-
-      // attention: qkv (+ bias), QK-norm, rope
-      rmsnorm(xb, x, w.attnNorm, dim, rmsEps);
-      this.matmul(q, xb, w.wq, dim, qDim);
-      this.matmul(k, xb, w.wk, dim, kvDim);
-      this.matmul(v, xb, w.wv, dim, kvDim);
-      if (w.bq && w.bk && w.bv) {
-        addInPlace(q, w.bq);
-        addInPlace(k, w.bk);
-        addInPlace(v, w.bv);
-      }
-      if (w.qNorm && w.kNorm) {
-        for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
-        for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
-      }
-      const angles = this.layerAngles[l]!;
-      if (angles !== null) {
-        const theta = this.ropeTheta(pos, angles, layerRopeFreqBase(c, l));
-        rope(q, numHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
-        rope(k, numKvHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
-      }
-
+      this.projectQkv(l, x, pos);
       // cache k, v at pos
       const layerOffset = l * this.maxSeqLen * kvDim;
       this.keyCache.set(k, layerOffset + pos * kvDim);
       this.valueCache.set(v, layerOffset + pos * kvDim);
-
-      // multi-head attention over positions first..pos (first = 0, or pos - window + 1 on a sliding layer);
-      // query head h reads kv head h / groupSize (GQA)
+      // positions first..pos (first = 0, or pos - window + 1 on a sliding layer)
       const window = layerSlidingWindow(c, l);
-      const first = window > 0 ? Math.max(0, pos - window + 1) : 0;
-      const scale = c.attentionScale ?? 1 / Math.sqrt(headDim);
-      for (let h = 0; h < numHeads; h++) {
-        const qOffset = h * headDim;
-        const kvHeadOffset = Math.floor(h / groupSize) * headDim;
-        for (let t = first; t <= pos; t++) {
-          const kOffset = layerOffset + t * kvDim + kvHeadOffset;
-          let score = 0;
-          for (let i = 0; i < headDim; i++) score += q[qOffset + i]! * this.keyCache[kOffset + i]!;
-          att[t - first] = score * scale;
-        }
-        softmax(att, pos - first + 1);
-        for (let i = 0; i < headDim; i++) xb[qOffset + i] = 0;
-        for (let t = first; t <= pos; t++) {
-          const vOffset = layerOffset + t * kvDim + kvHeadOffset;
-          const a = att[t - first]!;
-          for (let i = 0; i < headDim; i++) xb[qOffset + i]! += a * this.valueCache[vOffset + i]!;
-        }
-      }
-      this.matmul(xb2, xb, w.wo, qDim, dim);
-      if (w.attnPostNorm) rmsnorm(xb2, xb2, w.attnPostNorm, dim, rmsEps);
-      addInPlace(x, xb2);
-
-      // feed-forward: SwiGLU, or GeGLU (gemma3)
-      rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
-      this.matmul(hb, xb, w.wGate, dim, hiddenDim);
-      this.matmul(hb2, xb, w.wUp, dim, hiddenDim);
-      const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
-      for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
-      this.matmul(xb2, hb, w.wDown, hiddenDim, dim);
-      if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
-      addInPlace(x, xb2);
+      this.attend(xb, q, this.keyCache, this.valueCache, layerOffset, window > 0 ? Math.max(0, pos - window + 1) : 0, pos);
+      this.finishLayer(l, x, xb);
     }
+  }
+
+  /**
+   * The final hidden states [tokens.length, dim] of one whole sequence after the output norm (llama.cpp's t_embd),
+   * layer by layer: every position's q, k, v first, then each position's attention over the positions it sees. Causal
+   * models see positions 0..p (the last `window` on a sliding layer); bidirectional ones (gemma-embedding) every
+   * position, or on a sliding layer those within window / 2 of p either side (llama.cpp LLAMA_SWA_TYPE_SYMMETRIC).
+   */
+  encode(tokens: readonly number[]): Float32Array {
+    const c = this.config;
+    const { dim, rmsEps } = c;
+    const n = tokens.length;
+    const qDim = c.numHeads * c.headDim;
+    const kvDim = c.numKvHeads * c.headDim;
+    if (n > this.maxSeqLen) throw new Error(`reference forward: ${n} tokens are more than ${this.maxSeqLen} positions`);
+    const xs = tokens.map((token) => { const x = new Float32Array(dim); this.embed(x, token); return x; }); // [n][dim]
+    const qs = new Float32Array(n * qDim); // [n, qDim]
+    const keys = new Float32Array(n * kvDim); // [n, kvDim]
+    const values = new Float32Array(n * kvDim); // [n, kvDim]
+    const out = new Float32Array(this.xb.length);
+    for (let l = 0; l < this.layers.length; l++) {
+      for (let p = 0; p < n; p++) {
+        this.projectQkv(l, xs[p]!, p);
+        qs.set(this.q, p * qDim);
+        keys.set(this.k, p * kvDim);
+        values.set(this.v, p * kvDim);
+      }
+      const window = layerSlidingWindow(c, l);
+      const half = Math.floor(window / 2);
+      for (let p = 0; p < n; p++) {
+        const [first, last] = c.bidirectional === true
+          ? (window > 0 ? [Math.max(0, p - half), Math.min(n - 1, p + half)] : [0, n - 1])
+          : [window > 0 ? Math.max(0, p - window + 1) : 0, p];
+        this.attend(out, qs.subarray(p * qDim, (p + 1) * qDim), keys, values, 0, first, last);
+        this.finishLayer(l, xs[p]!, out);
+      }
+    }
+    const hidden = new Float32Array(n * dim);
+    for (let p = 0; p < n; p++) {
+      rmsnorm(xs[p]!, xs[p]!, this.outputNorm, dim, rmsEps);
+      hidden.set(xs[p]!, p * dim);
+    }
+    return hidden;
+  }
+
+  /**
+   * A pooled vector [dim] through the sentence-transformers projections dense_2 then dense_3 (gemma-embedding;
+   * llama.cpp build_dense_out, after pooling, before normalisation); the vector itself when the model has none.
+   */
+  projectPooled(pooled: Float32Array): Float32Array {
+    const d = this.dense;
+    if (d === null) return pooled;
+    const features = this.config.denseFeatures!;
+    const mid = new Float32Array(features);
+    this.matmul(mid, pooled, d.dense2, this.config.dim, features);
+    const out = new Float32Array(this.config.dim);
+    this.matmul(out, mid, d.dense3, features, this.config.dim);
+    return out;
+  }
+
+  /** x = embedding(token) (* sqrt(dim): gemma3) */
+  private embed(x: Float32Array, token: number): void {
+    const c = this.config;
+    if (!Number.isInteger(token) || token < 0 || token >= c.vocabSize) throw new Error(`reference forward: token id ${token} out of range [0, ${c.vocabSize})`);
+    x.set(this.tokenEmbd.subarray(token * c.dim, (token + 1) * c.dim));
+    const embeddingScale = c.embeddingScale ?? 1;
+    for (let i = 0; i < c.dim; i++) x[i] = x[i]! * embeddingScale;
+  }
+
+  /** this.q, this.k, this.v of layer l for the residual x at pos: qkv (+ bias), QK-norm, rope */
+  private projectQkv(l: number, x: Float32Array, pos: number): void {
+    const c = this.config;
+    const { dim, headDim, numHeads, numKvHeads, rmsEps } = c;
+    const qDim = numHeads * headDim;
+    const kvDim = numKvHeads * headDim;
+    const w = this.layers[l]!;
+    const { xb, q, k, v } = this;
+    rmsnorm(xb, x, w.attnNorm, dim, rmsEps);
+    this.matmul(q, xb, w.wq, dim, qDim);
+    this.matmul(k, xb, w.wk, dim, kvDim);
+    this.matmul(v, xb, w.wv, dim, kvDim);
+    if (w.bq && w.bk && w.bv) {
+      addInPlace(q, w.bq);
+      addInPlace(k, w.bk);
+      addInPlace(v, w.bv);
+    }
+    if (w.qNorm && w.kNorm) {
+      for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
+      for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
+    }
+    const angles = this.layerAngles[l]!;
+    if (angles !== null) {
+      const theta = this.ropeTheta(pos, angles, layerRopeFreqBase(c, l));
+      rope(q, numHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
+      rope(k, numKvHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
+    }
+  }
+
+  /**
+   * out [qDim] = multi-head attention of q over key / value rows first..last (row t at base + t * kvDim); query head h
+   * reads kv head h / groupSize (GQA)
+   */
+  private attend(out: Float32Array, q: Float32Array, keys: Float32Array, values: Float32Array, base: number, first: number, last: number): void {
+    const c = this.config;
+    const { headDim, numHeads, numKvHeads } = c;
+    const kvDim = numKvHeads * headDim;
+    const groupSize = numHeads / numKvHeads;
+    const att = this.att;
+    const scale = c.attentionScale ?? 1 / Math.sqrt(headDim);
+    for (let h = 0; h < numHeads; h++) {
+      const qOffset = h * headDim;
+      const kvHeadOffset = Math.floor(h / groupSize) * headDim;
+      for (let t = first; t <= last; t++) {
+        const kOffset = base + t * kvDim + kvHeadOffset;
+        let score = 0;
+        for (let i = 0; i < headDim; i++) score += q[qOffset + i]! * keys[kOffset + i]!;
+        att[t - first] = score * scale;
+      }
+      softmax(att, last - first + 1);
+      for (let i = 0; i < headDim; i++) out[qOffset + i] = 0;
+      for (let t = first; t <= last; t++) {
+        const vOffset = base + t * kvDim + kvHeadOffset;
+        const a = att[t - first]!;
+        for (let i = 0; i < headDim; i++) out[qOffset + i]! += a * values[vOffset + i]!;
+      }
+    }
+  }
+
+  /** x += attnOut.Wo (post-norm'd: gemma3), then x += the FFN of rmsnorm(x): SwiGLU, or GeGLU (gemma3) */
+  private finishLayer(l: number, x: Float32Array, attnOut: Float32Array): void {
+    const c = this.config;
+    const { dim, hiddenDim, headDim, numHeads, rmsEps } = c;
+    const w = this.layers[l]!;
+    const { xb, xb2, hb, hb2 } = this;
+    this.matmul(xb2, attnOut, w.wo, numHeads * headDim, dim);
+    if (w.attnPostNorm) rmsnorm(xb2, xb2, w.attnPostNorm, dim, rmsEps);
+    addInPlace(x, xb2);
+
+    rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
+    this.matmul(hb, xb, w.wGate, dim, hiddenDim);
+    this.matmul(hb2, xb, w.wUp, dim, hiddenDim);
+    const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
+    for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
+    this.matmul(xb2, hb, w.wDown, hiddenDim, dim);
+    if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
+    addInPlace(x, xb2);
   }
 }

@@ -10,6 +10,7 @@ import type { ModelConfig } from "./model-config.ts";
 import { BatchedForward, type ForwardInputs, type LoadProgress } from "./forward.ts";
 import { singleKvCacheGroup, type KvCacheGroups } from "./kv-cache-groups.ts";
 import type { ModelWeights } from "./weights.ts";
+import { dequantizeTensor } from "../tensor/dtypes.ts";
 
 
 interface KvLayout {
@@ -28,12 +29,16 @@ export class Runner implements ModelRunner {
   /** bytes one position takes in the backend's KV cache in one layer, K and V (f32 or f16: the backend's choice) */
   private readonly kvBytesPerPositionLayer: number;
 
+  /** gemma-embedding's dense_2 [F, dim] and dense_3 [dim, F] as f32, or null (a few MB: plain matrix-vector products) */
+  private readonly dense: { readonly dense2: Float32Array; readonly dense3: Float32Array } | null;
+
   constructor(
     readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress,
     /** --kv-cache-dtype: f16 (auto) or the 8-bit cache */
     private readonly kvDtype: KvCacheDtype = "f16",
   ) {
     this.forward = new BatchedForward(config, weights, backend, onProgress);
+    this.dense = weights.dense == null ? null : { dense2: dequantizeTensor(weights.dense.dense2), dense3: dequantizeTensor(weights.dense.dense3) };
     // the backend keeps its KV layout to itself: measure one position with a 1-block, 1-slot cache of every layer
     // (replaced at allocateKvCache; the split backend places layers per memory, so all of them), the same bytes per layer
     const { numLayers, numKvHeads, headDim } = config;
@@ -78,6 +83,8 @@ export class Runner implements ModelRunner {
       const count = seq.tokenIds.length;
       const endPos = seq.startPos + count;
       if (count === 0) throw new Error(`runner: sequence ${i} has no tokens`);
+      // a bidirectional row sees later positions: the engine computes each prompt whole, in one step
+      if (this.config.bidirectional === true && seq.startPos !== 0) throw new Error(`runner: sequence ${i} starts at position ${seq.startPos}; a bidirectional model computes a sequence in one step from position 0`);
       if (endPos > this.config.contextLength) {
         throw new Error(`runner: sequence ${i} reaches position ${endPos}, past the context length ${this.config.contextLength}`);
       }
@@ -130,6 +137,23 @@ export class Runner implements ModelRunner {
     }
     const logits = await this.forward.run(inputs);
     return { logits, rowStart };
+  }
+
+  projectPooled(pooled: Float32Array): Float32Array {
+    const d = this.dense;
+    if (d === null) return pooled;
+    const { dim } = this.config;
+    const features = this.config.denseFeatures!;
+    const matVec = (w: Float32Array, x: Float32Array, rows: number, cols: number): Float32Array => {
+      const y = new Float32Array(rows);
+      for (let r = 0; r < rows; r++) {
+        let acc = 0;
+        for (let c = 0; c < cols; c++) acc += w[r * cols + c]! * x[c]!;
+        y[r] = acc;
+      }
+      return y;
+    };
+    return matVec(d.dense3, matVec(d.dense2, pooled, features, dim), dim, features);
   }
 
   exportKvBlocks(blockIds: Int32Array): Uint8Array {

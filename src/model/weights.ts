@@ -65,6 +65,11 @@ export interface ModelWeights {
    * rope_factors_short (llama.cpp get_rope_factors); null when the file has none
    */
   readonly ropeFactors?: WeightSource | null;
+  /**
+   * gemma-embedding's sentence-transformers projections of the pooled vector (ModelConfig.denseFeatures): dense_2
+   * [F, dim] then dense_3 [dim, F] (rows = output features); null / absent: none
+   */
+  readonly dense?: { readonly dense2: WeightSource; readonly dense3: WeightSource } | null;
 }
 
 export interface LoadWeightsOptions {
@@ -180,5 +185,7 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
     outputNorm: tensor(gguf, tensorName("outputNorm"), [dim]),
     output: config.tiedEmbeddings ? tokenEmbd : tensor(gguf, tensorName("output"), [dim, vocabSize]),
     ropeFactors: ropeFactors(gguf, config, maxModelLen),
+    dense: config.denseFeatures === undefined ? null
+      : { dense2: tensor(gguf, tensorName("dense2"), [dim, config.denseFeatures]), dense3: tensor(gguf, tensorName("dense3"), [config.denseFeatures, dim]) },
   };
 }

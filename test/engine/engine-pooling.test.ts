@@ -100,6 +100,27 @@ describe("pooling engine rules", () => {
     expect(engine.hasWork()).toBe(false);
   });
 
+  test("a bidirectional model (gemma-embedding): every prompt in one step, never chunked nor from the prefix cache; max_model_len follows the budget (vLLM without chunked prefill)", async () => {
+    const args: EngineArgs = { maxNumSeqs: 4, maxNumBatchedTokens: 64, maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: 1 << 20, enablePrefixCaching: true, threads: 1, device: "cpu" };
+    const runner = new FakeRunner({ poolingType: "last", bidirectional: true });
+    const config = resolveEngineConfig(args, runner, 1 << 30);
+    if (!config.ok) throw new Error(config.error);
+    expect([config.value.maxModelLen, config.value.enablePrefixCaching, config.value.chunkedPrefill]).toEqual([64, false, false]);
+    const explicit = resolveEngineConfig({ ...args, maxModelLen: 128 }, runner, 1 << 30);
+    expect(explicit.ok ? "" : explicit.error).toStartWith("max_num_batched_tokens (64) is smaller than max_model_len (128).");
+    const generate = resolveEngineConfig({ ...args, runner: "generate" }, runner, 1 << 30);
+    expect(generate.ok ? "" : generate.error).toContain("attends bidirectionally, so it only embeds");
+    // 50 + 40 + 64 tokens with a budget of 64: one prompt per step, each whole (the fake runner throws on a chunk)
+    const prompts = [prompt(50, 1), prompt(40, 2), prompt(64, 3)];
+    const { engine } = makeEngine({ ...config.value, pooler: pooler("LAST") }, { poolingType: "last", bidirectional: true });
+    for (const [i, p] of prompts.entries()) expect(engine.addRequest(poolingRequest(`b${i}`, p))).toBeNull();
+    expect(engine.addRequest(poolingRequest("long", prompt(65, 4)))?.message).toContain("maximum context length is 64 tokens");
+    const { outputs, steps } = await runToCompletion(engine);
+    expect(steps.map((s) => s.numPromptTokens).filter((n) => n > 0)).toEqual([50, 40, 64]);
+    expect([...outputs.keys()].sort()).toEqual(["b0", "b1", "b2"]);
+    expect(engine.kv.usage()).toBe(0);
+  });
+
   test("resolveEngineConfig: the GGUF's pooling type makes a pooling engine; MEAN and CLS turn prefix caching off", () => {
     const args: EngineArgs = { maxNumSeqs: 4, maxNumBatchedTokens: 64, maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: 1 << 20, enablePrefixCaching: true, threads: 1, device: "cpu" };
     const last = resolveEngineConfig(args, new FakeRunner({ poolingType: "last" }), 1 << 30);

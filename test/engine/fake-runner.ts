@@ -20,6 +20,8 @@ export interface FakeRunnerOptions {
   readonly failOnStep?: number;
   /** an embedding model's GGUF pooling type (the engine then pools; hidden states come from the same hashes) */
   readonly poolingType?: GgufPoolingType;
+  /** a bidirectional model (gemma-embedding): ModelConfig.bidirectional, and every chunk must be a whole prompt */
+  readonly bidirectional?: boolean;
 }
 
 export const FAKE_SEED = 0x9e3779b9;
@@ -52,6 +54,7 @@ export class FakeRunner implements ModelRunner {
       architecture: "llama", name: "fake", vocabSize, dim: 8, hiddenDim: 16, numLayers: 1, numHeads: 1, numKvHeads: 1,
       headDim: 8, ropeDim: 8, ropeFreqBase: 10000, ropeNeox: false, rmsEps: 1e-5, contextLength: options.contextLength ?? 512,
       tiedEmbeddings: true, hasQkvBias: false, hasQkNorm: false, ...(options.poolingType ? { poolingType: options.poolingType } : {}),
+      ...(options.bidirectional === true ? { bidirectional: true } : {}),
     };
   }
 
@@ -73,6 +76,7 @@ export class FakeRunner implements ModelRunner {
     this.numExecuteCalls++;
     this.batchSizes.push(batch.sequences.length);
     if (this.options.failOnStep === this.numExecuteCalls) throw new Error("fake runner: injected failure");
+    if (this.options.bidirectional === true && batch.sequences.some((s) => s.startPos !== 0)) throw new Error("fake runner: a bidirectional model got a chunk that does not start at 0");
     if (this.options.stepDelayMs) await new Promise((r) => setTimeout(r, this.options.stepDelayMs));
     const V = this.config.vocabSize;
     const rows: Float32Array[] = [];

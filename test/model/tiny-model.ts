@@ -19,6 +19,8 @@ export interface TinyShape extends Pick<ModelConfig, "architecture" | "vocabSize
    * random values in [1, 9), or the tensors' values
    */
   readonly ropeFactors?: boolean | Readonly<Partial<Record<RopeFactorKey, Float32Array>>>;
+  /** gemma-embedding: the width of the dense_2 / dense_3 projections (absent: none) */
+  readonly denseFeatures?: number;
   /** extra metadata (rope.scaling.*), without the architecture prefix: { "rope.scaling.type": str("yarn") } */
   readonly archMetadata?: Readonly<Record<string, GgufMetadataEntry>>;
 }
@@ -64,15 +66,17 @@ function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
     if (fused) out.push(m(n("attnQkv"), s.dim, qDim + 2 * kvDim));
     else out.push(m(n("attnQ"), s.dim, qDim), m(n("attnK"), s.dim, kvDim), m(n("attnV"), s.dim, kvDim));
     if (s.architecture === "qwen2") out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"));
-    if (s.architecture === "qwen3" || s.architecture === "gemma3") out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
+    const gemma = s.architecture === "gemma3" || s.architecture === "gemma-embedding";
+    if (s.architecture === "qwen3" || gemma) out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
     out.push(m(n("attnOutput"), qDim, s.dim), v(n("ffnNorm"), s.dim, "norm"));
     if (fused) out.push(m(n("ffnUp"), s.dim, 2 * s.hiddenDim));
     else out.push(m(n("ffnGate"), s.dim, s.hiddenDim), m(n("ffnUp"), s.dim, s.hiddenDim));
     out.push(m(n("ffnDown"), s.hiddenDim, s.dim));
-    if (s.architecture === "gemma3") out.push(v(n("attnPostNorm"), s.dim, "norm"), v(n("ffnPostNorm"), s.dim, "norm"));
+    if (gemma) out.push(v(n("attnPostNorm"), s.dim, "norm"), v(n("ffnPostNorm"), s.dim, "norm"));
   }
   out.push(v(tensorName("outputNorm"), s.dim, "norm"));
   if (!s.tied) out.push(m(tensorName("output"), s.dim, s.vocabSize));
+  if (s.denseFeatures !== undefined) out.push(m(tensorName("dense2"), s.dim, s.denseFeatures), m(tensorName("dense3"), s.denseFeatures, s.dim));
   return out;
 }
 
@@ -177,4 +181,14 @@ export const TINY_SHAPES: Readonly<Record<string, TinyShape>> = {
     architecture: "qwen2", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 1, headDim: 8, tied: false, contextLength: 64,
     archMetadata: { "rope.scaling.type": str("yarn"), "rope.scaling.factor": f32(4), "rope.scaling.original_context_length": u32(16) },
   },
+};
+
+/**
+ * gemma-embedding (EmbeddingGemma): bidirectional attention, layers 0 and 2 with a symmetric window (window / 2
+ * positions either side), layer 1 global, the dense_2 / dense_3 projections of the pooled vector. Not in TINY_SHAPES:
+ * it only embeds (test/model/bidirectional-runner.test.ts).
+ */
+export const TINY_BIDIRECTIONAL: TinyShape = {
+  architecture: "gemma-embedding", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 3, numHeads: 4, numKvHeads: 1, headDim: 16, tied: true, contextLength: 1024,
+  slidingWindow: 300, slidingWindowPattern: 2, denseFeatures: 48,
 };

@@ -17,10 +17,10 @@ export interface KernelExports {
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
   kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
-    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, scratch: number, taskStart: number, taskEnd: number): void;
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, firstKeys: number, scratch: number, taskStart: number, taskEnd: number): void;
   kv_store_q8(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_q8(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
-    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, scratch: number, taskStart: number, taskEnd: number): void;
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, firstKeys: number, scratch: number, taskStart: number, taskEnd: number): void;
   attention_segment_keys(): number;
   attention_tile_rows(): number;
   attention_scratch_floats(groupSize: number, headDim: number): number;

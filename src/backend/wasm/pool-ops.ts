@@ -98,11 +98,11 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       return;
     case PoolOp.Attention:
       k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, scratch + 64, start, end);
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, scratch + 64, start, end);
       return;
     case PoolOp.AttentionQ8:
       k.attention_q8(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, scratch + 64, start, end);
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, scratch + 64, start, end);
       return;
     case PoolOp.AttentionMerge:
       k.attention_merge(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end);

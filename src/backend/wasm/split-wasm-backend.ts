@@ -236,7 +236,7 @@ export class SplitWasmBackend implements Backend {
     this.on(m).kvStore(local, this.readIn(k, m, n), this.readIn(v, m, n), slots);
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false): void {
     const [m, local] = this.layerIn(layer);
     const shape = this.kvShape;
     if (shape === null) throw new Error("wasm backend: allocKvCache was not called");
@@ -244,7 +244,7 @@ export class SplitWasmBackend implements Backend {
     for (const s of sequences) numRows = Math.max(numRows, s.rowStart + s.numRows);
     const n = numRows * numHeads * shape.headDim;
     const qm = this.readIn(q, m, n);
-    this.on(m).attention(this.writeIn(out, m, n), qm, local, numHeads, sequences, slidingWindow);
+    this.on(m).attention(this.writeIn(out, m, n), qm, local, numHeads, sequences, slidingWindow, bidirectional);
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {

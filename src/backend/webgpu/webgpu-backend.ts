@@ -9,7 +9,7 @@
  * @example const backend = await createWebGpuBackend({}); const w = backend.loadWeight(source);
  */
 import { byteSize, weightType, type GgmlType } from "../../tensor/dtypes.ts";
-import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, TopK, Weight, WeightSource } from "../backend.ts";
+import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type TopK, type Weight, type WeightSource } from "../backend.ts";
 import { openDawnDevice, type DawnDevice } from "./dawn-device.ts";
 import { GpuKvCache } from "./gpu-kv-cache.ts";
 import { f32Weight, gpuWeight, uploadable, uploadWeight } from "./gpu-weight.ts";
@@ -359,23 +359,26 @@ export class WebGpuBackend implements Backend {
     this.kv?.mirror?.record(this.enc, layer, gpuBuffer(k).buffer, gpuBuffer(v).buffer, slots);
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false): void {
     this.live();
     const { shape, k, v } = this.cache();
     const { headDim, numKvHeads, blockSize } = shape;
     let numEntries = 0;
     for (const s of sequences) numEntries += s.numRows;
-    const entries: number[] = []; // [numEntries, (row, pos, blockTableWord)] then the block tables
+    const entries: number[] = []; // [numEntries, (row, numKeys, blockTableWord, firstKey)] then the block tables
     const tables: number[] = [];
     for (const s of sequences) {
-      const tableWord = 3 * numEntries + tables.length;
-      for (let i = 0; i < s.numRows; i++) entries.push(s.rowStart + i, s.startPos + i, tableWord);
+      const tableWord = 4 * numEntries + tables.length;
+      for (let i = 0; i < s.numRows; i++) {
+        const [first, end] = attentionKeys(s, i, slidingWindow, bidirectional);
+        entries.push(s.rowStart + i, end, tableWord, first);
+      }
       for (const b of s.blockTable) tables.push(b);
     }
     if (same(out, q)) throw new Error("attention: out must not alias q");
     const numGroups = numEntries * numHeads;
     const params = new Uint32Array([numHeads, headDim, numKvHeads * headDim, numHeads * headDim, blockSize,
-      numHeads / numKvHeads, numEntries, foldGroups(numGroups)[0], f32Bits(1 / Math.sqrt(headDim)), slidingWindow]);
+      numHeads / numKvHeads, numEntries, foldGroups(numGroups)[0], f32Bits(1 / Math.sqrt(headDim)), 0]);
     this.enc.dispatch(this.pipeline("attention", () => ATTENTION_WGSL), params,
       [this.enc.indexData([...entries, ...tables]), range(q), range(out), { buffer: k[layer]! }, { buffer: v[layer]! }], numGroups);
   }

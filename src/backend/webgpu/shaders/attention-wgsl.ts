@@ -4,14 +4,14 @@
  * online softmax folds the chunk into the running max / sum and the output accumulator, which threads own by dimension
  * (d = t, t + 64, ... up to headDim 256). Every row is computed the same way whatever the batch (batch invariance).
  *
- * E (the step's index data): [numEntries x (row, pos, blockTableWord)] then the block tables; row attends to keys 0..pos,
- * or with window > 0 (a sliding-window layer) to keys pos - window + 1 .. pos (clamped at 0).
- * params words: numHeads, headDim, kvDim, qDim, blockSize, groupSize, numEntries, groupsX, scale (f32 bits), window
+ * E (the step's index data): [numEntries x (row, numKeys, blockTableWord, firstKey)] then the block tables; row attends
+ * to keys firstKey .. numKeys - 1, the host's backend.ts attentionKeys (causal, a sliding window, bidirectional).
+ * params words: numHeads, headDim, kvDim, qDim, blockSize, groupSize, numEntries, groupsX, scale (f32 bits), 0
  */
 export const MAX_HEAD_DIM = 256;
 
 export const ATTENTION_WGSL = /* wgsl */ `
-struct Params { numHeads: u32, headDim: u32, kvDim: u32, qDim: u32, blockSize: u32, groupSize: u32, numEntries: u32, groupsX: u32, scale: f32, window: u32 }
+struct Params { numHeads: u32, headDim: u32, kvDim: u32, qDim: u32, blockSize: u32, groupSize: u32, numEntries: u32, groupsX: u32, scale: f32, pad: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> E: array<u32>;
 @group(0) @binding(2) var<storage, read> Q: array<f32>;
@@ -30,10 +30,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   if (id >= p.numEntries * p.numHeads) { return; }
   let e = id / p.numHeads;
   let h = id % p.numHeads;
-  let row = E[3u * e];
-  let numKeys = E[3u * e + 1u] + 1u;
-  let firstKey = select(0u, numKeys - p.window, p.window > 0u && numKeys > p.window);
-  let bt = E[3u * e + 2u];
+  let row = E[4u * e];
+  let numKeys = E[4u * e + 1u];
+  let firstKey = E[4u * e + 3u];
+  let bt = E[4u * e + 2u];
   let kvOff = (h / p.groupSize) * p.headDim;
   let qBase = row * p.qDim + h * p.headDim;
   for (var d = t; d < p.headDim; d += 64u) { qs[d] = Q[qBase + d]; }
