@@ -5,17 +5,27 @@
 //      chunk c holds quants 4c..4c+3 of each of the 4 rows, so one i8x16 x i7x16 dot product against the token's 4
 //      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group.
 //      The 4-, 5- and 6-bit kinds pack two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + half (half =
-//      the group's chunks / 2). KIND_U5 / KIND_U6G16 follow their nibbles with 16 bytes of high bits laid out like a
+//      the group's chunks / 2). The 5- and 6-bit kinds follow their nibbles with 16 bytes of high bits laid out like a
 //      chunk: byte 4r + j holds the high bits of quant j of row r for every chunk (bit c, or bits 2c and 2c + 1).
+// Scales, per group (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1):
 //   ws [numRows / 4, numGroups, 4 rows] f32   scale per group
-//   wm [numRows / 4, numGroups, 4 rows] f32   offset per group ("min"), absent for KIND_I8
-// so w = ws * q + wm for every weight of a group; or, for types whose offset is a fixed multiple of the scale
-// (Q4_0: -8, Q5_0: -16, Q6_K: -32), w = ws * (q - zeroPoint) with no wm at all: the zero point is applied to the
-// exact integer sum (isum - zeroPoint * sum(qa)). Kinds:
+//   wm [numRows / 4, numGroups, 4 rows] f32   offset per group ("min"), absent for KIND_I8 and with a zero point
+// or, for the K-quant kinds (Q4_K, Q5_K, Q6_K), ggml's own factors per 256-weight superblock, in ws alone:
+//   KIND_U4K, KIND_U5K  ws [numRows / 4, numSuperblocks, 96 bytes]: d [4 rows] f32 | -dmin [4 rows] f32 |
+//                       per group of 32 (8): sc [4 rows] u8, m [4 rows] u8 (the 6-bit get_scale_min_k4 values)
+//   KIND_U6G16          ws [numRows / 4, numSuperblocks, 80 bytes]: d [4 rows] f32 | per group of 16 (16): sc [4 rows] i8
+// and the kernel forms scale = d * f32(sc) and offset = -dmin * f32(m) per group, as ggml's dequantize_row_q4_K /
+// _q5_K / _q6_K do (ggml-quants.c). Exact in f32 (an f16 d has 11 significant bits, sc at most 8), so they are the
+// very values a stored f32 scale would hold, in 1.06x (Q4_K), 1.05x (Q5_K) and 1.01x (Q6_K) of the GGUF bytes
+// instead of 1.33x / 1.27x / 1.22x with f32 scales and offsets per group.
+// So w = scale * q + offset for every weight of a group; or, for types whose offset is a fixed multiple of the scale
+// (Q4_0: -8, Q5_0: -16, Q6_K: -32), w = scale * (q - zeroPoint) with no offset at all: the zero point is applied to
+// the exact integer sum (isum - zeroPoint * sum(qa)). Kinds:
 //   KIND_I8    signed int8, 32 per group (Q8_0)
-//   KIND_U5    unsigned 0..31 as a nibble and a bit, 32 per group in 20 bytes (Q5_0, Q5_1, Q5_K)
-//   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1, Q4_K)
-//   KIND_U6G16 unsigned 0..63 as a nibble and 2 bits, 16 per group in 12 bytes (Q6_K, whose scales change every 16)
+//   KIND_U5    unsigned 0..31 as a nibble and a bit, 32 per group in 20 bytes (Q5_0, Q5_1); KIND_U5K (Q5_K)
+//   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1); KIND_U4K (Q4_K)
+//   KIND_U6G16 unsigned 0..63 as a nibble and 2 bits, 16 per group in 12 bytes (Q6_K, whose scales change every 16;
+//              always zero point 32)
 // The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
 // (quantize_q8) the i8 side; its i16 form (pair sums, one pmaddubsw on x86) accumulates a few chunks before they are
 // widened to i32 (dotChunk16, widen16). Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows
@@ -23,7 +33,7 @@
 // leaves pair sums [r0, r0, r1, r1] and [r2, r2, r3, r3]; a group ends with one pairwise add. Exact, in every build.
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
-//   acc += (f32(isum) * ws) * da  [+ wm * sa]
+//   acc += (f32(isum) * scale) * da  [+ offset * sa]
 // The same sequence runs in every build, alone or in a tile of 4 tokens, so out[t, r] never depends on numTokens,
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
 
@@ -33,6 +43,32 @@ export const KIND_I8: i32 = 0;
 export const KIND_U5: i32 = 1;
 export const KIND_U4: i32 = 2;
 export const KIND_U6G16: i32 = 3;
+export const KIND_U4K: i32 = 4;
+export const KIND_U5K: i32 = 5;
+
+/** The quant layout of a kind: KIND_U4K / KIND_U5K store their quants as KIND_U4 / KIND_U5 (only the scales differ). */
+// @ts-ignore: decorator
+@inline export function quantKind(kind: i32): i32 {
+  return kind == KIND_U4K ? KIND_U4 : kind == KIND_U5K ? KIND_U5 : kind;
+}
+
+/** Kinds whose scales are ggml's K-quant factors per 256-weight superblock (see the header). */
+// @ts-ignore: decorator
+@inline export function superblockScales(kind: i32): bool {
+  return kind == KIND_U4K || kind == KIND_U5K || kind == KIND_U6G16;
+}
+
+/** log2 of the groups per superblock: 16 groups of 16 (Q6_K), 8 of 32 (Q4_K, Q5_K). */
+// @ts-ignore: decorator
+@inline function superblockShift(kind: i32): i32 {
+  return kind == KIND_U6G16 ? 4 : 3;
+}
+
+/** Bytes of one superblock's scales of a row group (the header's ws layout). */
+// @ts-ignore: decorator
+@inline export function superblockBytes(kind: i32): i32 {
+  return kind == KIND_U6G16 ? 80 : 96;
+}
 
 // @ts-ignore: decorator
 @inline export function groupSize(kind: i32): i32 {
@@ -42,12 +78,14 @@ export const KIND_U6G16: i32 = 3;
 /** Bytes per group and row. */
 // @ts-ignore: decorator
 @inline export function groupBytes(kind: i32): i32 {
-  return kind == KIND_I8 ? 32 : kind == KIND_U5 ? 20 : kind == KIND_U6G16 ? 12 : 16;
+  const q = quantKind(kind);
+  return q == KIND_I8 ? 32 : q == KIND_U5 ? 20 : q == KIND_U6G16 ? 12 : 16;
 }
 
 /** Quant i (0..groupSize-1) of row r (0..3) in a group of the K-quad layout at q. */
 // @ts-ignore: decorator
-@inline export function quantAt(kind: i32, q: usize, r: i32, i: i32): i32 {
+@inline export function quantAt(k: i32, q: usize, r: i32, i: i32): i32 {
+  const kind = quantKind(k);
   const lane = (r << 2) + (i & 3);
   if (kind == KIND_I8) return <i32>load<i8>(q + <usize>(((i >> 2) << 4) + lane));
   const c = i >> 2;
@@ -85,7 +123,7 @@ export const KIND_U6G16: i32 = 3;
 /** Chunks whose dotChunk16 sums fit one i16 lane: 2 * 127 * wmax per chunk (U4 3810, U5 7874, U6 16002) under 32767. */
 // @ts-ignore: decorator
 @inline function i16Chunks(kind: i32): i32 {
-  return kind == KIND_U4 ? 8 : kind == KIND_U5 ? 4 : 2;
+  return quantKind(kind) == KIND_U4 ? 8 : quantKind(kind) == KIND_U5 ? 4 : 2;
 }
 
 /** Adds a row quad's i16 pair sums (lanes 2r, 2r + 1) to its i32 sums (lane r). */
@@ -97,12 +135,13 @@ export const KIND_U6G16: i32 = 3;
 /** The 16 bytes of high bits of a KIND_U5 / KIND_U6G16 group at q (loaded once per group), else unused. */
 // @ts-ignore: decorator
 @inline function highBits(kind: i32, q: usize): v128 {
-  return kind == KIND_U5 || kind == KIND_U6G16 ? v128.load(q + (<usize>halfChunks(kind) << 4)) : i32x4.splat(0);
+  return quantKind(kind) == KIND_U5 || kind == KIND_U6G16 ? v128.load(q + (<usize>halfChunks(kind) << 4)) : i32x4.splat(0);
 }
 
 /** Chunk c of a nibble kind's group from its 16 bytes p (c < half): low nibbles, plus high bits moved to bit 4 (5). */
 // @ts-ignore: decorator
-@inline function lowHalfChunk(kind: i32, p: v128, plane: v128, c: i32): v128 {
+@inline function lowHalfChunk(k: i32, p: v128, plane: v128, c: i32): v128 {
+  const kind = quantKind(k);
   const nibbles = v128.and(p, i8x16.splat(0x0f));
   if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shl(plane, 4 - c), i8x16.splat(0x10)));
   if (kind == KIND_U6G16) return v128.or(nibbles, v128.and(i16x8.shl(plane, 4 - 2 * c), i8x16.splat(0x30)));
@@ -111,7 +150,8 @@ export const KIND_U6G16: i32 = 3;
 
 /** Chunk c + half of the same 16 bytes: high nibbles, plus high bits (bit c + 4, or bits 2c + 4 and 2c + 5). */
 // @ts-ignore: decorator
-@inline function highHalfChunk(kind: i32, p: v128, plane: v128, c: i32): v128 {
+@inline function highHalfChunk(k: i32, p: v128, plane: v128, c: i32): v128 {
+  const kind = quantKind(k);
   const nibbles = v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
   if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, c), i8x16.splat(0x10)));
   if (kind == KIND_U6G16) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, 2 * c), i8x16.splat(0x30)));
@@ -136,14 +176,54 @@ export const KIND_U6G16: i32 = 3;
   return i32x4.add(acc, i32x4.dot_i16x8_s(rows, act));
 }
 
-/** The f32 term one group adds to the 4 rows' sums of one token (see the header). */
+/** Whether a kind and zero point case has offsets (w = scale * q + offset). */
 // @ts-ignore: decorator
-@inline function groupTerm(kind: i32, x: v128, y: v128, s: usize, m: usize, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
+@inline function hasOffsets(kind: i32, zeroPoint: i32): bool {
+  return kind != KIND_I8 && zeroPoint == 0;
+}
+
+/** KIND_U4K / KIND_U5K: group g's 8 factor bytes (sc of the 4 rows, then m) widened to u16, in one load; else unused. */
+// @ts-ignore: decorator
+@inline function scaleMinBytes(kind: i32, s: usize, g: i32): v128 {
+  if (kind != KIND_U4K && kind != KIND_U5K) return i32x4.splat(0);
+  const sb = s + <usize>(g >> 3) * <usize>superblockBytes(kind);
+  return v128.load8x8_u(sb + 32 + (<usize>(g & 7) << 3));
+}
+
+/**
+ * The 4 rows' scales of group g of a row group whose scales are at s: as stored, or for the K-quant kinds d * f32(sc)
+ * (ggml-quants.c dequantize_row_q4_K / _q5_K: d * sc with sc from get_scale_min_k4; dequantize_row_q6_K: d * scales[g]),
+ * an exact f32 product (see the header). scaleMin: scaleMinBytes(kind, s, g).
+ */
+// @ts-ignore: decorator
+@inline function groupScales(kind: i32, s: usize, g: i32, scaleMin: v128): v128 {
+  if (!superblockScales(kind)) return v128.load(s + (<usize>g << 4));
+  const shift = superblockShift(kind);
+  const sb = s + <usize>(g >> shift) * <usize>superblockBytes(kind);
+  if (kind == KIND_U6G16) {
+    const j = <usize>(g & 15);
+    const sc = i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(sb + 16 + (j << 2))));
+    return f32x4.mul(v128.load(sb), f32x4.convert_i32x4_s(sc));
+  }
+  return f32x4.mul(v128.load(sb), f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(scaleMin)));
+}
+
+/** The 4 rows' offsets of group g (only where hasOffsets): as stored in m, or for KIND_U4K / KIND_U5K -dmin * f32(m). */
+// @ts-ignore: decorator
+@inline function groupOffsets(kind: i32, s: usize, m: usize, g: i32, scaleMin: v128): v128 {
+  if (!superblockScales(kind)) return v128.load(m + (<usize>g << 4));
+  const sb = s + <usize>(g >> 3) * <usize>superblockBytes(kind);
+  return f32x4.mul(v128.load(sb, 16), f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(scaleMin)));
+}
+
+/** The f32 term one group adds to the 4 rows' sums of one token (see the header), its scales and offsets given. */
+// @ts-ignore: decorator
+@inline function groupTerm(kind: i32, x: v128, y: v128, scales: v128, offsets: v128, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
   let isum = x;
   if (kind == KIND_I8) isum = i32x4.add(v128.shuffle<i32>(x, y, 0, 2, 4, 6), v128.shuffle<i32>(x, y, 1, 3, 5, 7));
   else if (zeroPoint != 0) isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qsG)));
-  const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), v128.load(s)), v128.load32_splat(daG));
-  return kind == KIND_I8 || zeroPoint != 0 ? t : f32x4.add(t, f32x4.mul(v128.load(m), v128.load32_splat(saG)));
+  const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), scales), v128.load32_splat(daG));
+  return hasOffsets(kind, zeroPoint) ? f32x4.add(t, f32x4.mul(offsets, v128.load32_splat(saG))) : t;
 }
 
 /** A nibble kind's chunks c and c + half (one 16-byte load), added to one token's i16 pair sums s. */
@@ -186,10 +266,10 @@ export const KIND_U6G16: i32 = 3;
       x = widen16(pairs, x);
     }
     const daG = da + (<usize>((g * gs) >> 5) << 2);
-    acc = f32x4.add(acc, groupTerm(kind, x, y, s, m, daG, sa, qs, zeroPoint));
+    const scaleMin = scaleMinBytes(kind, s, g);
+    const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
+    acc = f32x4.add(acc, groupTerm(kind, x, y, groupScales(kind, s, g, scaleMin), offsets, daG, sa, qs, zeroPoint));
     q += gb;
-    s += 16;
-    m += 16;
     qa += <usize>(gs * actBytes(kind));
     sa += 4;
     qs += 4;
@@ -282,14 +362,16 @@ export const KIND_U6G16: i32 = 3;
         }
       }
     }
+    // the group's scales and offsets once for the 4 tokens
     const daG = da + (<usize>((g * gs) >> 5) << 2);
-    acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, s, m, daG, sa, qs, zeroPoint));
-    acc1 = f32x4.add(acc1, groupTerm(kind, x1, y1, s, m, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
-    acc2 = f32x4.add(acc2, groupTerm(kind, x2, y2, s, m, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
-    acc3 = f32x4.add(acc3, groupTerm(kind, x3, y3, s, m, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
+    const scaleMin = scaleMinBytes(kind, s, g);
+    const scales = groupScales(kind, s, g, scaleMin);
+    const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
+    acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, scales, offsets, daG, sa, qs, zeroPoint));
+    acc1 = f32x4.add(acc1, groupTerm(kind, x1, y1, scales, offsets, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
+    acc2 = f32x4.add(acc2, groupTerm(kind, x2, y2, scales, offsets, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
+    acc3 = f32x4.add(acc3, groupTerm(kind, x3, y3, scales, offsets, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
     q += gb;
-    s += 16;
-    m += 16;
     qa += <usize>(gs * actBytes(kind));
     quad += <usize>(gs >> 2) * QUAD_CHUNK_BYTES;
     sa += 4;
@@ -302,6 +384,26 @@ export const KIND_U6G16: i32 = 3;
 }
 
 // ---- scalar twin: the same integer sums and the same f32 op sequence per row ----
+
+/** Row r's scale of group g (groupScales' lane r). */
+// @ts-ignore: decorator
+@inline export function scaleAt(kind: i32, s: usize, g: i32, r: i32): f32 {
+  if (!superblockScales(kind)) return load<f32>(s + <usize>((g * 4 + r) << 2));
+  const shift = superblockShift(kind);
+  const sb = s + <usize>(g >> shift) * <usize>superblockBytes(kind);
+  const j = g & ((1 << shift) - 1);
+  const d = load<f32>(sb + (<usize>r << 2));
+  if (kind == KIND_U6G16) return d * <f32>load<i8>(sb + 16 + <usize>((j << 2) + r));
+  return d * <f32>load<u8>(sb + 32 + <usize>((j << 3) + r));
+}
+
+/** Row r's offset of group g (groupOffsets' lane r). */
+// @ts-ignore: decorator
+@inline export function offsetAt(kind: i32, s: usize, m: usize, g: i32, r: i32): f32 {
+  if (!superblockScales(kind)) return load<f32>(m + <usize>((g * 4 + r) << 2));
+  const sb = s + <usize>(g >> 3) * <usize>superblockBytes(kind);
+  return load<f32>(sb + 16 + (<usize>r << 2)) * <f32>load<u8>(sb + 36 + <usize>(((g & 7) << 3) + r));
+}
 
 function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
   const gs = groupSize(kind);
@@ -318,8 +420,8 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
       }
       const dag = load<f32>(da + (<usize>((g * gs) >> 5) << 2));
       if (kind != KIND_I8 && zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
-      let t: f32 = (<f32>isum * load<f32>(s + <usize>((g * 4 + r) << 2))) * dag;
-      if (kind != KIND_I8 && zeroPoint == 0) t = t + load<f32>(m + <usize>((g * 4 + r) << 2)) * load<f32>(sa + (<usize>g << 2));
+      let t: f32 = (<f32>isum * scaleAt(kind, s, g, r)) * dag;
+      if (hasOffsets(kind, zeroPoint)) t = t + offsetAt(kind, s, m, g, r) * load<f32>(sa + (<usize>g << 2));
       acc = acc + t;
     }
     store<f32>(out4 + (<usize>r << 2), acc);
@@ -336,7 +438,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   const gs = groupSize(kind);
   const numGroups = cols / gs;
   const qStride = <usize>(numGroups * 4 * groupBytes(kind));
-  const sStride = <usize>(numGroups * 16);
+  const sStride = <usize>(superblockScales(kind) ? (numGroups >> superblockShift(kind)) * superblockBytes(kind) : numGroups * 16);
   const mStride = sStride;
   const aStride = <usize>(cols * actBytes(kind)); // bytes of one token's quants
   const quadStride = <usize>(cols >> 2) * QUAD_CHUNK_BYTES; // bytes of a quad of tokens in splat_q8's layout
@@ -390,8 +492,11 @@ function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: us
 function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
 }
-function matmulG16(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+function matmulU4K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4K, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+}
+function matmulU5K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5K, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
 function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
@@ -401,7 +506,8 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
  * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8
  * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is widen_q8's i16 [numTokens, cols] instead;
  * sa / qs are sa16 / qs16 for KIND_U6G16, else sa32 / qs32 (unused by KIND_I8).
- * zeroPoint: 0 when wm holds float offsets (or for KIND_I8), else the integer offset (wm unused).
+ * zeroPoint: 0 when wm holds float offsets (or for KIND_I8, KIND_U4K, KIND_U5K: no zero point), else the integer
+ * offset (wm unused); KIND_U6G16 always has 32.
  * quads: for the nibble kinds, splat_q8's copy of the activations of the whole quads of tokens (the 4-token tiles).
  * tmp: 64 bytes of per-thread scratch for rows past the end.
  */
@@ -414,5 +520,7 @@ export function matmul_quant(
   if (kind == KIND_I8) matmulI8(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
   else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
   else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
-  else (z ? matmulG16Z : matmulG16)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U4K) matmulU4K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U5K) matmulU5K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
+  else matmulG16Z(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
 }

@@ -3,7 +3,11 @@
  *   wq [rowGroups, numGroups, groupSize / 4, 4 rows, 4 quants]  quants of 4 rows interleaved 4 at a time ("K-quads";
  *                                                     4/5/6-bit: nibbles, low = the group's first half, high = the
  *                                                     second; then 5/6-bit: a 16-byte plane of high bits per chunk)
- *   ws, wm [rowGroups, numGroups, 4 rows] f32       scale and offset: w = ws * q + wm
+ *   per-group types: ws, wm [rowGroups, numGroups, 4 rows] f32   scale and offset: w = ws * q + wm
+ *   K-quants: ws [rowGroups, numSuperblocks, 96 | 80 bytes]    ggml's factors per 256 weights: d and -dmin [4 rows]
+ *                                                     f32, then per group sc (and m) [4 rows] as u8 (Q6_K: i8); the
+ *                                                     kernels form d * sc and -dmin * m (exact in f32), so the
+ *                                                     weights take 1.01-1.06x the GGUF bytes instead of 1.22-1.33x
  * Rows are padded to a multiple of 4 with zeros. One table row per ggml type says which kernel kind it becomes and
  * how to decode one block; the kinds keep unsigned quants below 128 so the relaxed i8 x i7 dot product applies.
  * Float types (F32, F16, BF16) are not repacked here: they become f32 rows (see wasm-backend.ts).
@@ -16,11 +20,35 @@ export enum KernelKind {
   I8 = 0,
   U5 = 1,
   U4 = 2,
+  /** Q6_K: superblock scales, zero point 32 */
   U6G16 = 3,
+  /** Q4_K: U4's quants, superblock scales */
+  U4K = 4,
+  /** Q5_K: U5's quants, superblock scales */
+  U5K = 5,
 }
 
-/** Decodes GGUF block `block` of a row: element values into q[e0 ..], group scales/offsets into s/m[g0 ..]. */
-type BlockDecoder = (src: DataView, at: number, q: Uint8Array, e0: number, s: Float32Array, m: Float32Array, g0: number) => void;
+/** Kinds whose ws holds ggml's K-quant factors per 256-weight superblock (matmul-quant.ts superblockScales). */
+const SUPERBLOCK_KINDS: ReadonlySet<KernelKind> = new Set([KernelKind.U4K, KernelKind.U5K, KernelKind.U6G16]);
+
+/** ws bytes per superblock and row group: d [4] f32 | -dmin [4] f32 | per group sc [4], m [4] u8 (Q6_K: d | sc [4] i8). */
+const SUPERBLOCK_SCALE_BYTES = (kind: KernelKind): number => (kind === KernelKind.U6G16 ? 80 : 96);
+
+/**
+ * Decodes GGUF block `block` of a row: element values into q[e0 ..], and its group scales/offsets into s/m[g0 ..]
+ * (f32 values, w = s * q + m). The K-quant decoders also give the superblock's factors (their types' kernels store
+ * those instead): d, -dmin into k.d[block], k.negDmin[block] and the integer group scales and mins into
+ * k.sc[g0 ..], k.mn[g0 ..] (Q6_K's int8 scales as their byte), with s = d * sc and m = -dmin * mn exactly.
+ */
+type BlockDecoder = (src: DataView, at: number, q: Uint8Array, e0: number, s: Float32Array, m: Float32Array, g0: number, k: SuperblockFactors, block: number) => void;
+
+/** One row's K-quant factors: [blocksPerRow] d and -dmin, [numGroups] the integer scales and mins. */
+interface SuperblockFactors {
+  readonly d: Float32Array;
+  readonly negDmin: Float32Array;
+  readonly sc: Uint8Array;
+  readonly mn: Uint8Array;
+}
 
 export interface RepackSpec {
   readonly kind: KernelKind;
@@ -94,28 +122,36 @@ const decodeQ5_1: BlockDecoder = (v, at, q, e0, s, m, g0) => {
   decode5(v, at + 4, at + 8, q, e0);
 };
 
-const decodeQ4_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
+/** A K-quant block's d and -dmin, and group j's 6-bit scale and min (ggml dequantize_row_q4_K / _q5_K). */
+function kFactors(k: SuperblockFactors, block: number, d: number, dmin: number, g: number, sc: number, mn: number, s: Float32Array, m: Float32Array): void {
+  k.d[block] = d;
+  k.negDmin[block] = -dmin;
+  k.sc[g] = sc;
+  k.mn[g] = mn;
+  s[g] = d * sc;
+  m[g] = -dmin * mn;
+}
+
+const decodeQ4_K: BlockDecoder = (v, at, q, e0, s, m, g0, k, block) => {
   const d = f16(v, at);
   const dmin = f16(v, at + 2);
   for (let j = 0; j < 8; j++) {
     const [sc, mn] = scaleMinK4(j, v, at + 4);
-    s[g0 + j] = d * sc;
-    m[g0 + j] = -dmin * mn;
+    kFactors(k, block, d, dmin, g0 + j, sc, mn, s, m);
     const qs = at + 16 + (j >> 1) * 32;
     const shift = (j & 1) * 4;
     for (let l = 0; l < 32; l++) q[e0 + j * 32 + l] = (v.getUint8(qs + l) >> shift) & 15;
   }
 };
 
-const decodeQ5_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
+const decodeQ5_K: BlockDecoder = (v, at, q, e0, s, m, g0, k, block) => {
   const d = f16(v, at);
   const dmin = f16(v, at + 2);
   const qhAt = at + 16;
   const qsAt = at + 48;
   for (let j = 0; j < 8; j++) {
     const [sc, mn] = scaleMinK4(j, v, at + 4);
-    s[g0 + j] = d * sc;
-    m[g0 + j] = -dmin * mn;
+    kFactors(k, block, d, dmin, g0 + j, sc, mn, s, m);
     const qs = qsAt + (j >> 1) * 32;
     const shift = (j & 1) * 4;
     for (let l = 0; l < 32; l++) {
@@ -125,12 +161,15 @@ const decodeQ5_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
   }
 };
 
-const decodeQ6_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
+// ggml dequantize_row_q6_K: y = d * scales[g] * (q - 32), 16 int8 scales per block
+const decodeQ6_K: BlockDecoder = (v, at, q, e0, s, m, g0, k, block) => {
   const d = f16(v, at + 208);
+  k.d[block] = d;
   for (let g = 0; g < 16; g++) {
     const sc = d * v.getInt8(at + 192 + g);
     s[g0 + g] = sc;
     m[g0 + g] = -32 * sc;
+    k.sc[g0 + g] = v.getUint8(at + 192 + g); // the int8's byte, read back as i8 by the kernels
   }
   for (let half = 0; half < 2; half++) {
     const ql = at + half * 64;
@@ -149,7 +188,9 @@ const decodeQ6_K: BlockDecoder = (v, at, q, e0, s, m, g0) => {
 };
 
 /** quant bytes per group and row of each kind (kernels/matmul-quant.ts groupBytes) */
-const GROUP_BYTES: Readonly<Record<KernelKind, number>> = { [KernelKind.I8]: 32, [KernelKind.U5]: 20, [KernelKind.U4]: 16, [KernelKind.U6G16]: 12 };
+const GROUP_BYTES: Readonly<Record<KernelKind, number>> = {
+  [KernelKind.I8]: 32, [KernelKind.U5]: 20, [KernelKind.U4]: 16, [KernelKind.U6G16]: 12, [KernelKind.U4K]: 16, [KernelKind.U5K]: 20,
+};
 
 /** block size and bytes per block come from the weight-type table (tensor/dtypes.ts), not restated here */
 const spec = (type: GgmlType, kind: KernelKind, decode: BlockDecoder, zeroPoint = 0): RepackSpec => {
@@ -167,8 +208,8 @@ const REPACK: ReadonlyMap<GgmlType, RepackSpec> = new Map([
   [GgmlType.Q4_1, spec(GgmlType.Q4_1, KernelKind.U4, decodeQ4_1)],
   [GgmlType.Q5_0, spec(GgmlType.Q5_0, KernelKind.U5, decodeQ5_0, 16)],
   [GgmlType.Q5_1, spec(GgmlType.Q5_1, KernelKind.U5, decodeQ5_1)],
-  [GgmlType.Q4_K, spec(GgmlType.Q4_K, KernelKind.U4, decodeQ4_K)],
-  [GgmlType.Q5_K, spec(GgmlType.Q5_K, KernelKind.U5, decodeQ5_K)],
+  [GgmlType.Q4_K, spec(GgmlType.Q4_K, KernelKind.U4K, decodeQ4_K)],
+  [GgmlType.Q5_K, spec(GgmlType.Q5_K, KernelKind.U5K, decodeQ5_K)],
   [GgmlType.Q6_K, spec(GgmlType.Q6_K, KernelKind.U6G16, decodeQ6_K, 32)],
 ]);
 
@@ -177,36 +218,73 @@ export function repackSpec(type: GgmlType): RepackSpec | undefined {
   return REPACK.get(type);
 }
 
-/** Byte sizes of the repacked arrays of a [rows, cols] weight. */
-export function repackedSizes(s: RepackSpec, rows: number, cols: number): { quantBytes: number; scaleFloats: number } {
+/** Byte sizes of the repacked arrays of a [rows, cols] weight: quants (wq), scales (ws), offsets (wm; 0 when the
+ * kernels read none: KIND_I8, a zero point, or the K-quants, whose mins ride in ws). */
+export function repackedSizes(s: RepackSpec, rows: number, cols: number): { quantBytes: number; scaleBytes: number; offsetBytes: number } {
   const rowGroups = Math.ceil(rows / 4);
   const numGroups = cols / s.groupSize;
-  return { quantBytes: rowGroups * numGroups * 4 * s.groupBytes, scaleFloats: rowGroups * numGroups * 4 };
+  const quantBytes = rowGroups * numGroups * 4 * s.groupBytes;
+  if (SUPERBLOCK_KINDS.has(s.kind)) return { quantBytes, scaleBytes: rowGroups * (cols / 256) * SUPERBLOCK_SCALE_BYTES(s.kind), offsetBytes: 0 };
+  const scaleBytes = rowGroups * numGroups * 4 * 4;
+  return { quantBytes, scaleBytes, offsetBytes: s.kind === KernelKind.I8 || s.zeroPoint !== 0 ? 0 : scaleBytes };
+}
+
+/** Row `lane` of row group rg's K-quant factors into ws (bytes; the layout of SUPERBLOCK_SCALE_BYTES). */
+function writeSuperblockFactors(s: RepackSpec, k: SuperblockFactors, ws: Uint8Array, wsF32: Float32Array, rg: number, lane: number, cols: number): void {
+  const numBlocks = cols / 256;
+  const groupsPerBlock = 256 / s.groupSize;
+  const sbBytes = SUPERBLOCK_SCALE_BYTES(s.kind);
+  const q6 = s.kind === KernelKind.U6G16;
+  for (let b = 0; b < numBlocks; b++) {
+    const at = (rg * numBlocks + b) * sbBytes;
+    wsF32[at / 4 + lane] = k.d[b]!;
+    if (!q6) wsF32[at / 4 + 4 + lane] = k.negDmin[b]!;
+    for (let j = 0; j < groupsPerBlock; j++) {
+      const g = b * groupsPerBlock + j;
+      if (q6) ws[at + 16 + j * 4 + lane] = k.sc[g]!;
+      else {
+        ws[at + 32 + j * 8 + lane] = k.sc[g]!;
+        ws[at + 36 + j * 8 + lane] = k.mn[g]!;
+      }
+    }
+  }
 }
 
 /**
- * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm (views of the sizes from repackedSizes; zero-filled by the
- * caller so padded rows stay zero).
+ * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm (byte views of the sizes from repackedSizes, wm null when
+ * offsetBytes is 0; zero-filled by the caller so padded rows stay zero).
  */
-export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: number, wq: Uint8Array, ws: Float32Array, wm: Float32Array): void {
+export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: number, wq: Uint8Array, ws: Uint8Array, wm: Uint8Array | null): void {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const blocksPerRow = cols / s.blockSize;
   const groupsPerBlock = s.blockSize / s.groupSize;
   const numGroups = cols / s.groupSize;
+  const superblocks = SUPERBLOCK_KINDS.has(s.kind);
+  const wsF32 = new Float32Array(ws.buffer, ws.byteOffset, ws.byteLength / 4);
+  const wmF32 = wm === null ? null : new Float32Array(wm.buffer, wm.byteOffset, wm.byteLength / 4);
   const q = new Uint8Array(cols); // [cols] element values of one row
   const sc = new Float32Array(numGroups); // [numGroups]
   const mn = new Float32Array(numGroups); // [numGroups]
+  const factors: SuperblockFactors = { // one row's K-quant factors
+    d: new Float32Array(blocksPerRow), // [blocksPerRow]
+    negDmin: new Float32Array(blocksPerRow), // [blocksPerRow]
+    sc: new Uint8Array(numGroups), // [numGroups]
+    mn: new Uint8Array(numGroups), // [numGroups]
+  };
   for (let r = 0; r < rows; r++) {
     const rowAt = r * blocksPerRow * s.bytesPerBlock;
     for (let b = 0; b < blocksPerRow; b++) {
-      s.decode(view, rowAt + b * s.bytesPerBlock, q, b * s.blockSize, sc, mn, b * groupsPerBlock);
+      s.decode(view, rowAt + b * s.bytesPerBlock, q, b * s.blockSize, sc, mn, b * groupsPerBlock, factors, b);
     }
     const rg = r >> 2;
     const lane = r & 3;
+    if (superblocks) writeSuperblockFactors(s, factors, ws, wsF32, rg, lane, cols);
     for (let g = 0; g < numGroups; g++) {
       const idx = (rg * numGroups + g) * 4 + lane;
-      ws[idx] = sc[g]!;
-      wm[idx] = mn[g]!;
+      if (!superblocks) {
+        wsF32[idx] = sc[g]!;
+        if (wmF32 !== null) wmF32[idx] = mn[g]!;
+      }
       const base = (rg * numGroups + g) * 4 * s.groupBytes;
       const e = g * s.groupSize;
       const at = (i: number): number => base + (i >> 2) * 16 + lane * 4 + (i & 3); // quant i of this row's group
@@ -218,7 +296,7 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
         for (let i = 0; i < half; i++) wq[at(i)] = (q[e + i]! & 15) | ((q[e + i + half]! & 15) << 4);
         // high bits after the nibbles, 16 bytes laid out like a chunk: quant i's are bit(s) of byte 4 * lane + (i & 3),
         // at bit i >> 2 (5-bit) or bits 2 (i >> 2) and 2 (i >> 2) + 1 (6-bit)
-        const bitsPerQuant = s.kind === KernelKind.U5 ? 1 : s.kind === KernelKind.U6G16 ? 2 : 0;
+        const bitsPerQuant = s.kind === KernelKind.U5 || s.kind === KernelKind.U5K ? 1 : s.kind === KernelKind.U6G16 ? 2 : 0;
         if (bitsPerQuant > 0) {
           for (let i = 0; i < s.groupSize; i++) {
             const atHigh = base + s.groupSize * 2 + lane * 4 + (i & 3); // after the 4 rows' nibbles

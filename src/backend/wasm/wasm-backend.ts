@@ -54,8 +54,9 @@ interface QuantStorage {
   readonly zeroPoint: number;
   /** [rowGroups, numGroups, 4, groupBytes] */
   readonly wq: number;
-  /** [rowGroups, numGroups, 4] f32 */
+  /** [rowGroups, numGroups, 4] f32, or the K-quants' factors per superblock (repack.ts) */
   readonly ws: number;
+  /** [rowGroups, numGroups, 4] f32, or ws where the kernels read no offsets */
   readonly wm: number;
 }
 
@@ -116,7 +117,7 @@ function asBuffer(b: DeviceBuffer): WasmBuffer {
 }
 
 type WeightLayout =
-  | { readonly kind: "repacked"; readonly spec: RepackSpec; readonly quantBytes: number; readonly scaleFloats: number; readonly mBytes: number }
+  | { readonly kind: "repacked"; readonly spec: RepackSpec; readonly quantBytes: number; readonly scaleBytes: number; readonly offsetBytes: number }
   | { readonly kind: "dense"; readonly rowsPadded: number; readonly colsPadded: number; readonly numBytes: number };
 
 /**
@@ -126,10 +127,8 @@ type WeightLayout =
 function weightLayout(type: GgmlType, rows: number, cols: number): WeightLayout {
   const spec = repackSpec(type);
   if (spec !== undefined && rows > 1 && cols % spec.blockSize === 0) {
-    const { quantBytes, scaleFloats } = repackedSizes(spec, rows, cols);
-    // no offset array for KIND_I8 or an integer zero point: the kernels never read wm then (Q8_0: 36 bytes per 32 weights)
-    const mBytes = spec.kind === KernelKind.I8 || spec.zeroPoint !== 0 ? 0 : scaleFloats * 4;
-    return { kind: "repacked", spec, quantBytes, scaleFloats, mBytes };
+    // no offset array for KIND_I8, an integer zero point or the K-quants (Q8_0: 36 bytes per 32 weights)
+    return { kind: "repacked", spec, ...repackedSizes(spec, rows, cols) };
   }
   const rowsPadded = Math.ceil(rows / 4) * 4;
   const colsPadded = (cols + 3) & ~3;
@@ -152,7 +151,7 @@ export function kvCacheBytesPerToken(shape: Pick<KvCacheShape, "numLayers" | "nu
 export function weightHeapBytes(type: GgmlType, rows: number, cols: number): number {
   const l = weightLayout(type, rows, cols);
   if (l.kind === "dense") return allocatedBytes(l.numBytes);
-  return allocatedBytes(l.quantBytes) + allocatedBytes(l.scaleFloats * 4) + (l.mBytes > 0 ? allocatedBytes(l.mBytes) : 0);
+  return allocatedBytes(l.quantBytes) + allocatedBytes(l.scaleBytes) + (l.offsetBytes > 0 ? allocatedBytes(l.offsetBytes) : 0);
 }
 
 export class WasmBackend implements Backend {
@@ -221,21 +220,20 @@ export class WasmBackend implements Backend {
     if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${type}`);
     const layout = weightLayout(type, rows, cols);
     if (layout.kind === "repacked") {
-      const { spec, quantBytes, scaleFloats, mBytes } = layout;
+      const { spec, quantBytes, scaleBytes, offsetBytes } = layout;
       const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
       if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
       const wq = this.heap.alloc(quantBytes);
-      const ws = this.heap.alloc(scaleFloats * 4);
-      const wm = mBytes > 0 ? this.heap.alloc(mBytes) : ws;
+      const ws = this.heap.alloc(scaleBytes);
+      const wm = offsetBytes > 0 ? this.heap.alloc(offsetBytes) : ws;
       const bytes = this.heap.bytes;
       bytes.fill(0, wq, wq + quantBytes);
-      const floats = this.heap.floats;
-      floats.fill(0, ws / 4, ws / 4 + scaleFloats);
-      const mins = mBytes > 0 ? floats.subarray(wm / 4, wm / 4 + scaleFloats) : new Float32Array(scaleFloats);
-      mins.fill(0);
-      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), floats.subarray(ws / 4, ws / 4 + scaleFloats), mins);
-      const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleFloats * 4]];
-      if (mBytes > 0) allocations.push([wm, mBytes]);
+      bytes.fill(0, ws, ws + scaleBytes);
+      bytes.fill(0, wm, wm + offsetBytes);
+      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), bytes.subarray(ws, ws + scaleBytes),
+        offsetBytes > 0 ? bytes.subarray(wm, wm + offsetBytes) : null);
+      const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleBytes]];
+      if (offsetBytes > 0) allocations.push([wm, offsetBytes]);
       return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
     }
     const values = dequantizeTensor(source); // [rows, cols]
@@ -631,6 +629,10 @@ export interface WasmBackendOptions {
   readonly simd?: SimdLevel;
 }
 
+/** Every kernel function of matmul_quant: kind and zero point (repack.ts REPACK's cases) */
+const WARM_UP_KINDS: readonly (readonly [KernelKind, number])[] = [[KernelKind.I8, 0], [KernelKind.U5, 0], [KernelKind.U5, 16],
+  [KernelKind.U4, 0], [KernelKind.U4, 8], [KernelKind.U6G16, 32], [KernelKind.U4K, 0], [KernelKind.U5K, 0]];
+
 /**
  * Runs every matmul kernel kind on small zero weights so JSC tiers them up to its optimizing JIT before the first
  * request (its thresholds count loop iterations). Runs on the calling thread while the pool's workers boot; the
@@ -656,17 +658,15 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const qs32 = sa16 + numTokens * numGroups32 * 8;
   const qs16 = qs32 + numTokens * numGroups32 * 4;
   const quantBytes = rows * cols; // at most one byte per weight in every kind
-  const scales = w + quantBytes;
+  const scales = w + quantBytes; // per-group f32 scales (rows * cols / 32 * 4 bytes at most), or superblock factors (fewer)
   const offsets = scales + rows * (cols / 16) * 4;
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
     k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
     k.splat_q8(qa, n, cols, quads);
-    for (const kind of [KernelKind.I8, KernelKind.U5, KernelKind.U4, KernelKind.U6G16]) {
+    for (const [kind, zeroPoint] of WARM_UP_KINDS) {
       const g16 = kind === KernelKind.U6G16;
-      for (const zeroPoint of kind === KernelKind.I8 ? [0] : [0, 8]) {
-        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, quads, 0, rows / 4, tmp);
-      }
+      k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, quads, 0, rows / 4, tmp);
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
