@@ -32,8 +32,7 @@ function offReason(args: HybridArgs, numMemories: number): string | null {
 
 /** The KV cache groups for this run (`numMemories`: how many wasm32 memories the model is placed over; 1 otherwise). */
 export function chooseKvCacheGroups(config: ModelConfig, args: HybridArgs, numMemories = 1): HybridKvCacheChoice {
-  // a bidirectional model (gemma-embedding) computes each prompt in one step and its rows read keys ahead: one group
-  if (!hasSlidingLayers(config) || config.bidirectional === true) return { groups: singleKvCacheGroup(config.numLayers), offLine: null };
+  if (!hasSlidingLayers(config)) return { groups: singleKvCacheGroup(config.numLayers), offLine: null };
   const reason = offReason(args, numMemories);
   if (reason !== null) {
     return { groups: singleKvCacheGroup(config.numLayers), offLine: `${reason}: sliding-window layers keep every KV block (their attention still skips the keys behind the window)` };

@@ -44,8 +44,13 @@ export function singleKvCacheGroup(numLayers: number): KvCacheGroups {
   return fromGroups([{ layers: Array.from({ length: numLayers }, (_, l) => l), slidingWindow: 0 }], numLayers);
 }
 
-/** True when the model has layers of more than one attention type (the hybrid manager would give it several groups). */
+/**
+ * True when the model has layers of more than one attention type (the hybrid manager would give it several groups).
+ * A bidirectional model (gemma-embedding) counts as one type: each prompt is one step and its rows read keys ahead,
+ * so no window ever frees a block.
+ */
 export function hasSlidingLayers(config: ModelConfig): boolean {
+  if (config.bidirectional === true) return false;
   for (let l = 0; l < config.numLayers; l++) if (layerSlidingWindow(config, l) > 0) return true;
   return false;
 }

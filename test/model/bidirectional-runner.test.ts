@@ -17,6 +17,8 @@ import { archKey } from "../../src/gguf/names.ts";
 import { GgufValueType } from "../../src/gguf/gguf-file.ts";
 import { makeTinyModel, seededRandom, TINY_BIDIRECTIONAL } from "./tiny-model.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
+import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";
+import { hasSlidingLayers } from "../../src/model/kv-cache-groups.ts";
 
 await ensureKernels();
 
@@ -78,6 +80,13 @@ describe.each(BACKENDS)("$name backend", (bc) => {
     await expect(runner.execute({ sequences: [{ ...first, startPos: 16, tokenIds: first.tokenIds.subarray(0, 4) }], hiddenStates: true })).rejects.toThrow(/bidirectional/);
     runner.dispose();
   }, 120_000);
+});
+
+test("the hybrid KV cache manager keeps a bidirectional model in one group (its windows read ahead and free nothing)", () => {
+  const model = loadModel(makeTinyModel(TINY_BIDIRECTIONAL, { seed: 3 }));
+  if (!model.ok) throw new Error(model.error);
+  expect(hasSlidingLayers(model.value.config)).toBe(false);
+  expect(chooseKvCacheGroups(model.value.config, {}).groups.groups.length).toBe(1);
 });
 
 test("a gemma-embedding GGUF without attention.sliding_window is refused with one line, as llama.cpp refuses it", () => {
