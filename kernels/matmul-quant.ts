@@ -126,10 +126,23 @@ export const KIND_U5K: i32 = 5;
   return quantKind(kind) == KIND_U4 ? 8 : quantKind(kind) == KIND_U5 ? 4 : 2;
 }
 
-/** Adds a row quad's i16 pair sums (lanes 2r, 2r + 1) to its i32 sums (lane r). */
+/**
+ * Adds a row quad's i16 pair sums (lanes 2r, 2r + 1) to its i32 sums (lane r). The pair sum is a dot product with
+ * ones (one pmaddwd; JSC lowers i32x4.extadd_pairwise_i16x8_s to a 24-byte sequence, counted in its OMG dump).
+ */
 // @ts-ignore: decorator
 @inline function widen16(acc16: v128, x: v128): v128 {
-  return i32x4.add(x, i32x4.extadd_pairwise_i16x8_s(acc16));
+  return i32x4.add(x, pairSums(acc16));
+}
+
+/** Eight i16 ones in memory: pairSums loads them, as JSC turns a dot product with a constant of ones back into
+ * extadd_pairwise's 24-byte sequence (it materializes the constant each time). */
+const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
+
+/** A row quad's i16 pair sums (lanes 2r, 2r + 1) as i32 sums (lane r): one pmaddwd against the ones. */
+// @ts-ignore: decorator
+@inline function pairSums(acc16: v128): v128 {
+  return i32x4.dot_i16x8_s(acc16, v128.load(I16_ONES));
 }
 
 /** The 16 bytes of high bits of a KIND_U5 / KIND_U6G16 group at q (loaded once per group), else unused. */
@@ -350,7 +363,7 @@ export const KIND_U5K: i32 = 5;
         s1 = dotChunk16(v128.load(ah, 16), hi, s1);
         s2 = dotChunk16(v128.load(ah, 32), hi, s2);
         s3 = dotChunk16(v128.load(ah, 48), hi, s3);
-        if ((c + 1) % loadsPerWiden == 0) {
+        if (loadsPerWiden < half && c + 1 < half && (c + 1) % loadsPerWiden == 0) {
           x0 = widen16(s0, x0);
           x1 = widen16(s1, x1);
           x2 = widen16(s2, x2);
@@ -360,6 +373,18 @@ export const KIND_U5K: i32 = 5;
           s2 = s0;
           s3 = s0;
         }
+      }
+      // the last widening after the loop; a group that fits the i16 sums whole (KIND_U4) widens only here
+      if (loadsPerWiden == half) {
+        x0 = pairSums(s0);
+        x1 = pairSums(s1);
+        x2 = pairSums(s2);
+        x3 = pairSums(s3);
+      } else {
+        x0 = widen16(s0, x0);
+        x1 = widen16(s1, x1);
+        x2 = widen16(s2, x2);
+        x3 = widen16(s3, x3);
       }
     }
     // the group's scales and offsets once for the 4 tokens
@@ -474,9 +499,19 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   }
 }
 
-// One function per kind and zero-point case, each with its own inlined copy of matmulRows with constant kind: JSC's
-// optimizing tier compiles these small functions far better than one function holding every copy (measured: the
-// Q8_0 GEMM ran at half speed inside the big one).
+/**
+ * The one integer zero point of each nibble kind's types (Q4_0 8, Q5_0 16, Q6_K 32: half the quant range; repack.ts
+ * REPACK), a constant in its function: a zero point passed at run time cost a branch, a load and a multiply per token
+ * and group in the 4-token tiles (JSC's OMG dump), and pushed accumulators to the stack.
+ */
+// @ts-ignore: decorator
+@inline function kindZeroPoint(kind: i32): i32 {
+  return kind == KIND_U4 ? 8 : kind == KIND_U5 ? 16 : kind == KIND_U6G16 ? 32 : 0;
+}
+
+// One function per kind and zero-point case, each with its own inlined copy of matmulRows with constant kind (and
+// zero point): JSC's optimizing tier compiles these small functions far better than one function holding every copy
+// (measured: the Q8_0 GEMM ran at half speed inside the big one).
 function matmulI8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_I8, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
@@ -484,13 +519,13 @@ function matmulU5(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: us
   matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
 function matmulU5Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
+  matmulRows(KIND_U5, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U5), qs, quads, g0, g1, tmp);
 }
 function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
 function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
+  matmulRows(KIND_U4, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U4), qs, quads, g0, g1, tmp);
 }
 function matmulU4K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_U4K, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
@@ -499,7 +534,7 @@ function matmulU5K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: u
   matmulRows(KIND_U5K, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
 }
 function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, zp, qs, quads, g0, g1, tmp);
+  matmulRows(KIND_U6G16, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U6G16), qs, quads, g0, g1, tmp);
 }
 
 /**
@@ -517,6 +552,7 @@ export function matmul_quant(
   groupStart: i32, groupEnd: i32, tmp: usize,
 ): void {
   const z = zeroPoint != 0;
+  if (z && zeroPoint != kindZeroPoint(kind)) unreachable(); // a zero point no type has (repack.ts)
   if (kind == KIND_I8) matmulI8(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
   else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
   else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
