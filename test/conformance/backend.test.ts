@@ -252,7 +252,8 @@ describe.each(BACKENDS.map((e) => [e.name, e] as const))("backend %s", (name, en
     const random = rng(11);
     const f32 = weightType(GgmlType.F32)!;
     // dim 96: more values per row than a 64-thread workgroup; the in-place call is how the model runs QK-norm
-    for (const [numRows, dim] of [[5, 37], [15, 8], [3, 96]] as const) {
+    // [70, 300]: enough rows that the wasm backend spreads them over its threads (a prefill chunk)
+    for (const [numRows, dim] of [[5, 37], [15, 8], [3, 96], [70, 300]] as const) {
       const x = randomFloats(numRows * dim, random, 3);
       const w = randomWeight(f32, 1, dim, random, "norm");
       const out = backend.alloc(numRows * dim);
@@ -471,20 +472,21 @@ describe.each(BACKENDS.filter((e) => e.name.startsWith("wasm")).map((e) => [e.na
 describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () => {
   const levels = (["scalar", "simd", "relaxed-simd"] as const).filter((l) => supportsLevel(l));
   const it = levels.length >= 2 ? test : test.skip;
-  it.each(WEIGHT_TYPES.map((w) => [w.name, w] as const))("matmul %s, 5 tokens, 1 vs 2 threads", async (_n, wt) => {
+  // 37 tokens x 512: the activations are quantized on the threads too (units of 4 tokens, a partial last quad)
+  it.each(WEIGHT_TYPES.flatMap((w) => [[w.name, 5, w], [w.name, 37, w]] as const))("matmul %s, %d tokens, 1 vs 2 threads", async (_n, numTokens, wt) => {
     const random = rng(40 + wt.type);
-    const cols = wt.blockSize === 256 ? 512 : 160;
+    const cols = wt.blockSize === 256 || numTokens > 5 ? 512 : 160;
     const rows = 45;
     const src = randomWeight(wt, rows, cols, random);
-    const x = randomFloats(5 * cols, random);
+    const x = randomFloats(numTokens * cols, random);
     const results: Float32Array[] = [];
     for (const level of levels) {
       for (const threads of [1, 2]) {
         const be = await createWasmBackend({ threads, simd: level });
         const xb = await upload(be, x);
-        const out = be.alloc(5 * rows);
-        be.matmul(out, be.loadWeight(src), xb, 5);
-        results.push(await be.read(out, 5 * rows));
+        const out = be.alloc(numTokens * rows);
+        be.matmul(out, be.loadWeight(src), xb, numTokens);
+        results.push(await be.read(out, numTokens * rows));
         be.dispose();
       }
     }

@@ -1,6 +1,7 @@
 /**
  * The operations the thread pool runs, and the shared control block every thread reads. An op's work units (row
- * groups of 4 for matmuls, (tile of query rows, KV head, key segment) tasks for attention) are cut into chunks that threads claim one at a time
+ * groups of 4 for matmuls, (tile of query rows, KV head, key segment) tasks for attention, rows for rmsNorm, quads
+ * of tokens for the activation quantization) are cut into chunks that threads claim one at a time
  * from a ticket counter, so a thread the OS has descheduled does not hold the others up: whoever is running takes
  * the remaining chunks (the caller may end up doing all of them). Results never depend on who ran which chunk.
  *
@@ -33,6 +34,8 @@ export enum PoolOp {
   AttentionQ8 = 6,
   GeluMul = 7,
   Exit = 9,
+  QuantizeActivations = 10,
+  RmsNorm = 11,
 }
 
 /**
@@ -50,6 +53,28 @@ export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGH
 
 /** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
 export const SILU_UNIT = 1024;
+
+/** QuantizeActivations' arguments (i32): the f32 input, its shape, and the outputs of quantize_q8 / widen_q8 / splat_q8. */
+export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 5, sa16: 6, qs32: 7, qs16: 8, qa16: 9, quads: 10 } as const;
+
+/**
+ * Tokens [from, to) of a matmul input quantized (wasm-backend.ts quantizeActivations' layout; qa16 / quads 0 when
+ * unused). `from` is a multiple of 4 and so is `to` unless it is the end, so splat_q8 writes whole quads. The pool
+ * runs it over units of 4 tokens; the caller runs it whole for a few tokens.
+ */
+export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: number, from: number, to: number): void {
+  const cols = a[at + QUANTIZE_ARGS.cols]!;
+  const n = to - from;
+  const groups32 = from * (cols >> 5);
+  const qa = a[at + QUANTIZE_ARGS.qa]! + from * cols;
+  k.quantize_q8(a[at + QUANTIZE_ARGS.x]! + from * cols * 4, n, cols, qa, a[at + QUANTIZE_ARGS.da]! + groups32 * 4,
+    a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa16]! + groups32 * 8, a[at + QUANTIZE_ARGS.qs32]! + groups32 * 4,
+    a[at + QUANTIZE_ARGS.qs16]! + groups32 * 8);
+  const qa16 = a[at + QUANTIZE_ARGS.qa16]!;
+  if (qa16 !== 0) k.widen_q8(qa, n * cols, qa16 + from * cols * 2);
+  const quads = a[at + QUANTIZE_ARGS.quads]!;
+  if (quads !== 0) k.splat_q8(qa, n, cols, quads + (from >> 2) * cols * 16); // [numTokens / 4, cols / 4, 4, 16] bytes
+}
 
 /** [start, end) of `total` units for part `index` of `numParts`. */
 export function share(total: number, index: number, numParts: number): [number, number] {
@@ -119,6 +144,16 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       const from = start * SILU_UNIT;
       const to = Math.min(end * SILU_UNIT, ctl[a + 3]!);
       if (from < to) k.gelu_mul(ctl[a]! + from * 4, ctl[a + 1]! + from * 4, ctl[a + 2]! + from * 4, to - from);
+      return;
+    }
+    case PoolOp.QuantizeActivations:
+      // units of 4 tokens (whole quads for splat_q8)
+      quantizeTokens(k, ctl, a, start * 4, Math.min(end * 4, ctl[a + QUANTIZE_ARGS.numTokens]!));
+      return;
+    case PoolOp.RmsNorm: {
+      // units of rows: args out, x, w, numRows, dim, eps (f32)
+      const dim = ctl[a + 4]!;
+      k.rms_norm(ctl[a]! + start * dim * 4, ctl[a + 1]! + start * dim * 4, ctl[a + 2]!, end - start, dim, ctlF[a + 5]!);
       return;
     }
     case PoolOp.Exit:

@@ -11,7 +11,7 @@ import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
 import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
-import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT } from "./pool-ops.ts";
+import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
 import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
@@ -21,6 +21,9 @@ const MIN_PARALLEL_MACS = 1 << 16;
 const THREAD_TMP_BYTES = 64;
 /** siluMul spreads over the threads from this many elements (a prefill chunk, not a decode step) */
 const MIN_PARALLEL_SILU = 16384;
+/** rmsNorm and the activation quantization spread over the threads from this many elements (prefill, not decode:
+ * on one thread they were 4-9% of a 128-token chunk, time the other threads spent waiting) */
+const MIN_PARALLEL_ROWS_ELEMENTS = 16384;
 
 /** One matmul input prepared for the quantized kernels (addresses in the activations scratch; kernels/quantize.ts). */
 interface QuantizedActivations {
@@ -344,7 +347,10 @@ export class WasmBackend implements Backend {
   rmsNorm(out: DeviceBuffer, x: DeviceBuffer, weight: Weight, numRows: number, dim: number, eps: number): void {
     const w = asWeight(weight);
     if (w.quant !== null) throw new Error("rmsNorm: the norm weight must be a float tensor");
-    this.k.rms_norm(asBuffer(out).ptr, asBuffer(x).ptr, w.f32Ptr, numRows, dim, eps);
+    const args = [asBuffer(out).ptr, asBuffer(x).ptr, w.f32Ptr, numRows, dim, 0];
+    // rows are independent: a prefill chunk's rows go to the threads (each row's bits are the same either way)
+    if (numRows * dim >= MIN_PARALLEL_ROWS_ELEMENTS && this.pool.numThreads > 1) this.pool.run(PoolOp.RmsNorm, args, numRows, new Map([[5, eps]]));
+    else this.k.rms_norm(args[0]!, args[1]!, args[2]!, numRows, dim, eps);
   }
 
   matmul(out: DeviceBuffer, w: Weight, x: DeviceBuffer, numRows: number): void {
@@ -431,9 +437,9 @@ export class WasmBackend implements Backend {
     const qs32 = sa16 + numBlocks * 8;
     const qs16 = qs32 + numBlocks * 4;
     const qa16 = qs16 + numBlocks * 8;
-    this.k.quantize_q8(xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16);
-    if (wide) this.k.widen_q8(qa, numRows * cols, qa16);
-    if (useQuads) this.k.splat_q8(qa, numRows, cols, base);
+    const args = [xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16, wide ? qa16 : 0, useQuads ? base : 0]; // pool-ops.ts QUANTIZE_ARGS
+    if (numRows * cols >= MIN_PARALLEL_ROWS_ELEMENTS && this.pool.numThreads > 1) this.pool.run(PoolOp.QuantizeActivations, args, Math.ceil(numRows / 4));
+    else quantizeTokens(this.k, args, 0, 0, numRows);
     return { qa, qa16: wide ? qa16 : 0, quads: useQuads ? base : 0, da, sa32, sa16, qs32, qs16 };
   }
 
