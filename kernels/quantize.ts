@@ -92,6 +92,30 @@ export function splat_q8(qa: usize, numTokens: i32, cols: i32, out: usize): void
   }
 }
 
+/**
+ * Q8_0's 4-token tiles' activations in a prefill: qa [numTokens, cols] i8 -> out [numTokens / 4, cols / 4 chunks,
+ * 4 tokens, 16 bytes] for the whole quads of tokens, every chunk's 4 quants widened to i16 and repeated twice (the
+ * operand of i32x4.dot_i16x8_s against a widened weight chunk): splat_q8's layout at i16, the same bytes per chunk.
+ */
+export function splat_q8_i16(qa: usize, numTokens: i32, cols: i32, out: usize): void {
+  const numChunks = cols >> 2;
+  const numFull = numTokens & ~3;
+  for (let t = 0; t < numFull; t++) {
+    const src = qa + <usize>(t * cols);
+    let dst = out + <usize>(t >> 2) * <usize>numChunks * QUAD_CHUNK_BYTES + (<usize>(t & 3) << 4);
+    for (let c = 0; c < numChunks; c++) {
+      const p = src + (<usize>c << 2);
+      if (ASC_FEATURE_SIMD) {
+        const v = i16x8.extend_low_i8x16_s(v128.load32_zero(p));
+        v128.store(dst, v128.shuffle<i64>(v, v, 0, 0));
+      } else {
+        for (let k = 0; k < 8; k++) store<i16>(dst + (<usize>k << 1), <i16>load<i8>(p + (k & 3)));
+      }
+      dst += QUAD_CHUNK_BYTES;
+    }
+  }
+}
+
 /** qa [n] i8 (from quantize_q8) -> out [n] i16: Q8_0's activations for i32x4.dot_i16x8_s (matmul-quant.ts says why). */
 export function widen_q8(qa: usize, n: i32, out: usize): void {
   let i = 0;

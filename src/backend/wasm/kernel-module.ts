@@ -12,6 +12,7 @@ export interface KernelExports {
   quantize_q8(x: number, numTokens: number, cols: number, qa: number, da: number, sa32: number, sa16: number, qs32: number, qs16: number): void;
   widen_q8(qa: number, n: number, out: number): void;
   splat_q8(qa: number, numTokens: number, cols: number, out: number): void;
+  splat_q8_i16(qa: number, numTokens: number, cols: number, out: number): void;
   matmul_quant(kind: number, out: number, wq: number, ws: number, wm: number, qa: number, da: number, sa: number,
     rows: number, cols: number, numTokens: number, zeroPoint: number, qs: number, quads: number, groupStart: number, groupEnd: number, tmp: number): void;
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;

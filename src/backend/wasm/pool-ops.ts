@@ -43,10 +43,10 @@ export enum PoolOp {
  * matmul_quant arguments and where its row groups start among the op's work units (the weights' row groups, one
  * after another; one weight, or several sharing an input).
  */
-export const GROUP_HEADER = { numWeights: 0, da: 1, cols: 2, numTokens: 3, quads: 4 } as const;
-export const GROUP_HEADER_INTS = 5;
-export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, firstUnit: 10 } as const;
-export const GROUP_ROW_INTS = 11;
+export const GROUP_HEADER = { numWeights: 0, da: 1, cols: 2, numTokens: 3 } as const;
+export const GROUP_HEADER_INTS = 4;
+export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, quads: 10, firstUnit: 11 } as const;
+export const GROUP_ROW_INTS = 12;
 /** weights one MatmulQuant op takes (q, k, v) */
 export const MAX_GROUP_WEIGHTS = 4;
 export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
@@ -54,8 +54,9 @@ export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGH
 /** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
 export const SILU_UNIT = 1024;
 
-/** QuantizeActivations' arguments (i32): the f32 input, its shape, and the outputs of quantize_q8 / widen_q8 / splat_q8. */
-export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 5, sa16: 6, qs32: 7, qs16: 8, qa16: 9, quads: 10 } as const;
+/** QuantizeActivations' arguments (i32): the f32 input, its shape, and the outputs of quantize_q8 / widen_q8 / splat_q8 /
+ * splat_q8_i16. */
+export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 5, sa16: 6, qs32: 7, qs16: 8, qa16: 9, quads: 10, quads16: 11 } as const;
 
 /**
  * Tokens [from, to) of a matmul input quantized (wasm-backend.ts quantizeActivations' layout; qa16 / quads 0 when
@@ -74,6 +75,8 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
   if (qa16 !== 0) k.widen_q8(qa, n * cols, qa16 + from * cols * 2);
   const quads = a[at + QUANTIZE_ARGS.quads]!;
   if (quads !== 0) k.splat_q8(qa, n, cols, quads + (from >> 2) * cols * 16); // [numTokens / 4, cols / 4, 4, 16] bytes
+  const quads16 = a[at + QUANTIZE_ARGS.quads16]!;
+  if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * 16); // the same shape
 }
 
 /** [start, end) of `total` units for part `index` of `numParts`. */
@@ -95,7 +98,6 @@ export function matmulTableRange(k: KernelExports, table: Int32Array, at: number
   const da = table[at + GROUP_HEADER.da]!;
   const cols = table[at + GROUP_HEADER.cols]!;
   const numTokens = table[at + GROUP_HEADER.numTokens]!;
-  const quads = table[at + GROUP_HEADER.quads]!;
   for (let i = 0; i < table[at + GROUP_HEADER.numWeights]!; i++) {
     const row = at + GROUP_HEADER_INTS + i * GROUP_ROW_INTS;
     const first = table[row + GROUP_ROW.firstUnit]!;
@@ -105,7 +107,7 @@ export function matmulTableRange(k: KernelExports, table: Int32Array, at: number
     if (from >= to) continue;
     k.matmul_quant(table[row + GROUP_ROW.kind]!, table[row + GROUP_ROW.out]!, table[row + GROUP_ROW.wq]!, table[row + GROUP_ROW.ws]!,
       table[row + GROUP_ROW.wm]!, table[row + GROUP_ROW.acts]!, da, table[row + GROUP_ROW.sa]!, rows, cols, numTokens,
-      table[row + GROUP_ROW.zeroPoint]!, table[row + GROUP_ROW.qs]!, quads, from - first, to - first, scratch);
+      table[row + GROUP_ROW.zeroPoint]!, table[row + GROUP_ROW.qs]!, table[row + GROUP_ROW.quads]!, from - first, to - first, scratch);
   }
 }
 

@@ -24,6 +24,8 @@ const MIN_PARALLEL_SILU = 16384;
 /** rmsNorm and the activation quantization spread over the threads from this many elements (prefill, not decode:
  * on one thread they were 4-9% of a 128-token chunk, time the other threads spent waiting) */
 const MIN_PARALLEL_ROWS_ELEMENTS = 16384;
+/** Q8_0 weights' 4-token tiles read ready i16 vectors (splat_q8_i16) from this many tokens: a prefill chunk */
+const MIN_READY_I8_TOKENS = 32;
 
 /** One matmul input prepared for the quantized kernels (addresses in the activations scratch; kernels/quantize.ts). */
 interface QuantizedActivations {
@@ -33,6 +35,8 @@ interface QuantizedActivations {
   readonly qa16: number;
   /** splat_q8's whole quads of tokens, for the nibble kinds' 4-token tiles (0 when unused) */
   readonly quads: number;
+  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill (0 when unused) */
+  readonly quads16: number;
   readonly da: number;
   readonly sa32: number;
   readonly sa16: number;
@@ -41,9 +45,10 @@ interface QuantizedActivations {
 }
 
 /** matmul_quant's activation arguments for one weight kind. */
-function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: number; sa: number; qs: number } {
+function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: number; sa: number; qs: number; quads: number } {
   const g16 = kind === KernelKind.U6G16;
-  return { acts: kind === KernelKind.I8 ? a.qa16 : a.qa, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.qs16 : a.qs32 };
+  const i8 = kind === KernelKind.I8;
+  return { acts: i8 ? a.qa16 : a.qa, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.qs16 : a.qs32, quads: i8 ? a.quads16 : a.quads };
 }
 
 /** a buffer at byte offset `ptr` of the backend's memory (split-wasm-backend.ts copies between memories by it) */
@@ -394,11 +399,10 @@ export class WasmBackend implements Backend {
     table[GROUP_HEADER.da] = a.da;
     table[GROUP_HEADER.cols] = cols;
     table[GROUP_HEADER.numTokens] = numRows;
-    table[GROUP_HEADER.quads] = a.quads;
     let units = 0;
     weights.forEach((w, i) => {
       const q = w.quant!;
-      const { acts, sa, qs } = activationArgs(a, q.kind);
+      const { acts, sa, qs, quads } = activationArgs(a, q.kind);
       const row = table.subarray(GROUP_HEADER_INTS + i * GROUP_ROW_INTS);
       row[GROUP_ROW.kind] = q.kind;
       row[GROUP_ROW.out] = outs[i]!;
@@ -410,6 +414,7 @@ export class WasmBackend implements Backend {
       row[GROUP_ROW.acts] = acts;
       row[GROUP_ROW.sa] = sa;
       row[GROUP_ROW.qs] = qs;
+      row[GROUP_ROW.quads] = quads;
       row[GROUP_ROW.firstUnit] = units;
       units += Math.ceil(w.rows / 4);
     });
@@ -419,7 +424,7 @@ export class WasmBackend implements Backend {
 
   /**
    * x [numRows, cols] quantized for weights of `kinds` into the activations scratch, laid out as
-   * quads | qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
+   * quads [numRows / 4, cols / 4, 4, 16] i8 | quads16 (the same bytes, i16) | qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
    * qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32 | qa16 [numRows, cols] i16.
    */
   private quantizeActivations(xp: number, numRows: number, cols: number, kinds: readonly KernelKind[]): QuantizedActivations {
@@ -427,20 +432,24 @@ export class WasmBackend implements Backend {
     const wide = kinds.includes(KernelKind.I8);
     // the nibble kinds' 4-token tiles read splat_q8's quads (the scalar build has no 4-token tiles)
     const useQuads = kinds.some((k) => k !== KernelKind.I8) && numRows >= 4 && this.level !== "scalar";
-    const quadsBytes = useQuads ? Math.floor(numRows / 4) * cols * 16 : 0;
+    // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
+    const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && this.level !== "scalar";
+    const quadsBytes = Math.floor(numRows / 4) * cols * 16;
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const base = this.activations.ensure(quadsBytes + qaBytes * 3 + numBlocks * 28);
-    const qa = base + quadsBytes;
+    const base = this.activations.ensure((useQuads ? quadsBytes : 0) + (useQuads16 ? quadsBytes : 0) + qaBytes * 3 + numBlocks * 28);
+    const quads = useQuads ? base : 0;
+    const quads16 = useQuads16 ? base + (useQuads ? quadsBytes : 0) : 0;
+    const qa = base + (useQuads ? quadsBytes : 0) + (useQuads16 ? quadsBytes : 0);
     const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
     const qs32 = sa16 + numBlocks * 8;
     const qs16 = qs32 + numBlocks * 4;
     const qa16 = qs16 + numBlocks * 8;
-    const args = [xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16, wide ? qa16 : 0, useQuads ? base : 0]; // pool-ops.ts QUANTIZE_ARGS
+    const args = [xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16, wide ? qa16 : 0, quads, quads16]; // pool-ops.ts QUANTIZE_ARGS
     if (numRows * cols >= MIN_PARALLEL_ROWS_ELEMENTS && this.pool.numThreads > 1) this.pool.run(PoolOp.QuantizeActivations, args, Math.ceil(numRows / 4));
     else quantizeTokens(this.k, args, 0, 0, numRows);
-    return { qa, qa16: wide ? qa16 : 0, quads: useQuads ? base : 0, da, sa32, sa16, qs32, qs16 };
+    return { qa, qa16: wide ? qa16 : 0, quads, quads16, da, sa32, sa16, qs32, qs16 };
   }
 
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
@@ -670,9 +679,13 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     const n = 1 + (i % numTokens);
     k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
     k.splat_q8(qa, n, cols, quads);
+    k.splat_q8_i16(qa, n, cols, quads);
     for (const [kind, zeroPoint] of WARM_UP_KINDS) {
       const g16 = kind === KernelKind.U6G16;
-      k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, quads, 0, rows / 4, tmp);
+      // KIND_I8: its tiles on compact rows (no quads) and on ready vectors
+      for (const q of kind === KernelKind.I8 ? [0, quads] : [quads]) {
+        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, q, 0, rows / 4, tmp);
+      }
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
