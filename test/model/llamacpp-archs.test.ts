@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ControlledEvaluateIndexOutput, ControlledEvaluateInputItem, Llama, Token } from "node-llama-cpp";
+import type { ControlledEvaluateIndexOutput, Llama } from "node-llama-cpp";
 import { createBackend } from "../../src/backend/create-backend.ts";
 import type { GgufFile, GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
 import { readGguf } from "../../src/gguf/reader.ts";
@@ -39,7 +39,7 @@ import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { MODEL_SHAPES, type ModelShape } from "../../scripts/model-shapes.ts";
 import { ropeFactorTensors, ropeScalingMetadata } from "../../scripts/random-model.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
-import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, llamaCppGreedy, logprobError, openLlamaCpp } from "../helpers/llama-cpp.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { makeTinyModel } from "./tiny-model.ts";
 
@@ -121,25 +121,6 @@ function writeModel(path: string, s: ModelShape, vocab: GgufFile): void {
   });
 }
 
-function logSoftmax(logits: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const x of logits) if (x > max) max = x;
-  let sum = 0;
-  for (const x of logits) sum += Math.exp(x - max);
-  const lse = max + Math.log(sum);
-  return Float64Array.from(logits, (x) => x - lse);
-}
-
-/** Largest |log p - log p_llama.cpp| over the tokens llama.cpp gives p > 1e-4 */
-function logprobError(logits: Float32Array, theirs: ControlledEvaluateIndexOutput | undefined): number {
-  const probabilities = theirs?.next.probabilities;
-  if (probabilities === undefined || probabilities.size !== logits.length) throw new Error("no full distribution from llama.cpp");
-  const ours = logSoftmax(logits);
-  let worst = 0;
-  for (const [id, p] of probabilities) if (p > 1e-4) worst = Math.max(worst, Math.abs(Math.log(p) - ours[id]!));
-  return worst;
-}
-
 interface Tally {
   differingSteps: number;
   worstGap: number;
@@ -186,31 +167,13 @@ describe.each(CASES)("$name", (c) => {
     writeModel(path, shape, vocab.value);
 
     // llama.cpp: greedy continuation, then the full distributions along it
-    const model = await llama.loadModel({ modelPath: path });
-    const context = await model.createContext({
-      contextSize: c.contextSize, batchSize: 1024, threads: 1, flashAttention: false,
-      experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    const { promptIds, theirs: ids, all, evaluated, checked } = await llamaCppGreedy(llama, path, {
+      contextSize: c.contextSize, batchSize: 1024, steps: STEPS,
+      prompt: (model) => [...(model.tokens.bos !== null ? [model.tokens.bos] : []), ...model.tokenize(promptText(c.paragraphs))],
+      checked: (promptLength, allLength) => [promptLength - 1, promptLength + 20, promptLength + 41, allLength - 1],
     });
-    const sequence = context.getSequence();
-    const bos = model.tokens.bos;
-    const promptIds = [...(bos !== null ? [bos] : []), ...model.tokenize(promptText(c.paragraphs))];
     expect(promptIds.length).toBeGreaterThan(100 * c.paragraphs);
-    const theirs: Token[] = [];
-    for await (const token of sequence.evaluate(promptIds, { temperature: 0, yieldEogToken: true })) {
-      theirs.push(token);
-      if (theirs.length === STEPS) break;
-    }
-    expect(theirs.length).toBe(STEPS);
-    await sequence.clearHistory();
-    const all = [...promptIds, ...theirs.slice(0, STEPS - 1)].map(Number);
     const last = all.length - 1;
-    const checked = new Set([promptIds.length - 1, promptIds.length + 20, promptIds.length + 41, last]);
-    const full = { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } };
-    const items = all.map((token, i): ControlledEvaluateInputItem => (checked.has(i) ? [token as Token, full] : (token as Token)));
-    const evaluated = await sequence.controlledEvaluate(items);
-    await context.dispose();
-    await model.dispose();
-    const ids = theirs.map(Number);
 
     const file = readGguf(path);
     if (!file.ok) throw new Error(file.error);

@@ -16,12 +16,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ControlledEvaluateInputItem, Llama, Token } from "node-llama-cpp";
+import type { Llama } from "node-llama-cpp";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { argmax } from "../../src/model/decode-loop.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
-import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, llamaCppGreedy, logSoftmax, openLlamaCpp } from "../helpers/llama-cpp.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { MODEL_SHAPES } from "../../scripts/model-shapes.ts";
 import { randomModel } from "../../scripts/random-model.ts";
@@ -82,42 +82,18 @@ afterAll(async () => {
   if (dir !== "") rmSync(dir, { recursive: true, force: true });
 });
 
-function logSoftmax(logits: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const x of logits) if (x > max) max = x;
-  let sum = 0;
-  for (const x of logits) sum += Math.exp(x - max);
-  const lse = max + Math.log(sum);
-  return Float64Array.from(logits, (x) => x - lse);
-}
-
 describe("gemma3 (gemma3-270m width, 6 layers, window 16) vs llama.cpp", () => {
   test.each(["f32", "q8_0"])("%s: 64 greedy tokens agree except near ties, log-probs within tolerance", async (typeName) => {
     const vocab = readGguf(llamaVocabPath("llama-spm"));
     if (!vocab.ok) throw new Error(vocab.error);
     const path = join(dir, `gemma3-270m-6-layers-${typeName}.gguf`);
     writeGgufFile(path, randomModel({ shapeName: "gemma3-270m", shape: SHAPE, type: typeName, seed: 5, vocab: vocab.value }));
-    const model = await llama.loadModel({ modelPath: path });
-    const context = await model.createContext({
-      contextSize: 256, batchSize: 256, threads: 1, flashAttention: false, swaFullCache: true,
-      experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    const { promptIds: prompt, theirs, all, evaluated, checked } = await llamaCppGreedy(llama, path, {
+      contextSize: 256, batchSize: 256, steps: STEPS, swaFullCache: true,
+      prompt: (model) => [model.tokens.bos!, ...model.tokenize(PROMPT)],
+      checked: (promptLength, allLength) => [promptLength - 1, promptLength + 15, promptLength + 40, allLength - 1],
     });
-    const sequence = context.getSequence();
-    const prompt = [model.tokens.bos!, ...model.tokenize(PROMPT)];
     expect(prompt.length).toBeGreaterThanOrEqual(2 * WINDOW);
-    const theirs: Token[] = [];
-    for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
-      theirs.push(token);
-      if (theirs.length === STEPS) break;
-    }
-    expect(theirs.length).toBe(STEPS);
-    await sequence.clearHistory();
-    const all = [...prompt, ...theirs.slice(0, STEPS - 1)];
-    const checked = new Set([prompt.length - 1, prompt.length + 15, prompt.length + 40, all.length - 1]);
-    const full = { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } };
-    const evaluated = await sequence.controlledEvaluate(all.map((t, i): ControlledEvaluateInputItem => (checked.has(i) ? [t, full] : t)));
-    await context.dispose();
-    await model.dispose();
 
     const file = readGguf(path);
     if (!file.ok) throw new Error(file.error);

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ControlledEvaluateIndexOutput, ControlledEvaluateInputItem, Llama, Token } from "node-llama-cpp";
+import type { ControlledEvaluateIndexOutput, Llama } from "node-llama-cpp";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { argmax } from "../../src/model/decode-loop.ts";
 import { loadModel } from "../../src/model/load-model.ts";
@@ -27,7 +27,7 @@ import { llamaModelsDir } from "../../scripts/llama-vocab.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { writeVocabModel } from "./llamacpp-models.ts";
 import type { TinyShape } from "./tiny-model.ts";
-import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, llamaCppGreedy, logSoftmax, openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 const STEPS = 32;
 const PROMPT = "Once upon a time";
@@ -119,15 +119,6 @@ function shapeOf(c: Case, typeName: string): TinyShape {
   };
 }
 
-function logSoftmax(logits: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const x of logits) if (x > max) max = x;
-  let sum = 0;
-  for (const x of logits) sum += Math.exp(x - max);
-  const lse = max + Math.log(sum);
-  return Float64Array.from(logits, (x) => x - lse);
-}
-
 let dir = "";
 let llama: Llama;
 
@@ -147,28 +138,11 @@ describe.each(CASES)("$architecture ($vocab vocab)", (c) => {
     const path = writeVocabModel(dir, shapeOf(c, typeName), c.vocab, typeName, 1);
 
     // llama.cpp: greedy continuation, then the full distributions along it
-    const model = await llama.loadModel({ modelPath: path });
-    // f32 KV cache and no flash attention: llama.cpp's defaults (f16 cache) would add their own rounding
-    const context = await model.createContext({
-      contextSize: 64, batchSize: 64, threads: 1, flashAttention: false, experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    const { promptIds: prompt, theirs, all, evaluated, checked } = await llamaCppGreedy(llama, path, {
+      contextSize: 64, batchSize: 64, steps: STEPS,
+      prompt: (model) => [...(model.tokens.bos !== null ? [model.tokens.bos] : []), ...model.tokenize(PROMPT)],
+      checked: (promptLength, allLength) => [promptLength - 1, promptLength + 7, promptLength + 15, allLength - 1],
     });
-    const sequence = context.getSequence();
-    const bos = model.tokens.bos;
-    const prompt = [...(bos !== null ? [bos] : []), ...model.tokenize(PROMPT)];
-    const theirs: Token[] = [];
-    for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
-      theirs.push(token);
-      if (theirs.length === STEPS) break;
-    }
-    expect(theirs.length).toBe(STEPS);
-    await sequence.clearHistory();
-    const all = [...prompt, ...theirs.slice(0, STEPS - 1)];
-    const checked = new Set([prompt.length - 1, prompt.length + 7, prompt.length + 15, all.length - 1]);
-    const full = { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } };
-    const items = all.map((token, i): ControlledEvaluateInputItem => (checked.has(i) ? [token, full] : token));
-    const evaluated = await sequence.controlledEvaluate(items);
-    await context.dispose();
-    await model.dispose();
 
     // ours, teacher-forced along llama.cpp's tokens: once rounding matmul inputs like ggml, once as the plain oracle
     const file = readGguf(path);
