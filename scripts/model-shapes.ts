@@ -6,17 +6,20 @@
 import type { Architecture } from "../src/model/model-config.ts";
 import { gemma3VocabPath } from "./gemma3-vocab.ts";
 import { llamaVocabPath } from "./llama-vocab.ts";
+import { phi4MiniVocabPath } from "./phi4-mini-vocab.ts";
 
 export interface ModelShape {
   readonly architecture: Architecture;
   /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3";
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
   readonly numKvHeads: number;
   /** attention head size; dim / numHeads unless the model says otherwise (qwen3) */
   readonly headDim: number;
+  /** rope.dimension_count when only part of each head rotates (Phi-4-mini: partial_rotary_factor 0.75); default headDim */
+  readonly ropeDim?: number;
   readonly hiddenDim: number;
   readonly ropeFreqBase: number;
   readonly rmsEps: number;
@@ -40,7 +43,7 @@ export interface ModelShape {
 
 /** The vocab GGUF a shape copies its tokenizer from. */
 export function vocabPath(vocab: ModelShape["vocab"]): string {
-  return vocab === "gemma3" ? gemma3VocabPath() : llamaVocabPath(vocab);
+  return vocab === "gemma3" ? gemma3VocabPath() : vocab === "phi-4-mini" ? phi4MiniVocabPath() : llamaVocabPath(vocab);
 }
 
 /**
@@ -74,6 +77,16 @@ const LLAMA32_1B: ModelShape = {
 const PHI35_MINI: ModelShape = {
   architecture: "phi3", vocab: "phi-3", dim: 3072, numLayers: 32, numHeads: 32, numKvHeads: 32, headDim: 96, hiddenDim: 8192,
   ropeFreqBase: 10000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: false, qkvBias: false, qkNorm: false,
+  ropeScaling: { type: "longrope", originalContextLength: 4096 },
+};
+/**
+ * microsoft/Phi-4-mini-instruct: phi3 with GQA 24/8, partial rotary 0.75 (96 of 128 dims; conversion/phi.py writes
+ * rope.dimension_count), LongRoPE over an original 4k, tied embeddings, the 200,064-token o200k vocabulary
+ * (scripts/phi4-mini-vocab.ts)
+ */
+const PHI4_MINI: ModelShape = {
+  architecture: "phi3", vocab: "phi-4-mini", dim: 3072, numLayers: 32, numHeads: 24, numKvHeads: 8, headDim: 128, ropeDim: 96, hiddenDim: 8192,
+  ropeFreqBase: 10000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
   ropeScaling: { type: "longrope", originalContextLength: 4096 },
 };
 /** HuggingFaceTB/SmolLM3-3B: Llama 3's tokenizer, GQA 16/4, tied, no rope in every 4th layer */
@@ -133,6 +146,7 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "llama-3.1-8b": LLAMA31_8B,
   "qwen2.5-7b": QWEN25_7B,
   "phi-3.5-mini": PHI35_MINI,
+  "phi-4-mini": PHI4_MINI,
   "smollm3-3b": SMOLLM3_3B,
   "tiny-smollm2-135m": tiny(SMOLLM2_135M, 2),
   "tiny-qwen2.5-0.5b": tiny(QWEN25_05B, 1),
@@ -148,6 +162,8 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   // 6 layers: five symmetric-window layers (window 64: 32 positions either side) and a bidirectional global one
   "tiny-embeddinggemma-300m": { ...tiny(EMBEDDINGGEMMA_300M, 1), numLayers: 6, slidingWindow: 64, denseFeatures: 1024 },
   "tiny-phi-3.5-mini": tiny(PHI35_MINI, 4),
+  // 4 heads of 64 over 2 KV heads, 48 of each head's dims rotating
+  "tiny-phi-4-mini": { ...tiny(PHI4_MINI, 2), ropeDim: 48 },
   // 4 layers so that one (the 4th) has no rope
   "tiny-smollm3-3b": tiny(SMOLLM3_3B, 1, 4),
 };

@@ -143,8 +143,9 @@ export function ropeScalingMetadata(s: ModelShape): [string, GgufMetadataEntry][
 /** The rope divisor tensors the converter writes for the shape's rope scaling (Llama 3: rope_freqs; LongRoPE: long and short). */
 export function ropeFactorTensors(s: ModelShape): ["ropeFreqs" | "ropeFactorsLong" | "ropeFactorsShort", Float32Array][] {
   const r = s.ropeScaling;
-  if (r?.type === "llama3") return [["ropeFreqs", llama3RopeFreqs(s.headDim, s.ropeFreqBase, r)]];
-  if (r?.type === "longrope") return [["ropeFactorsLong", longRopeFactors(s.headDim / 2, "long")], ["ropeFactorsShort", longRopeFactors(s.headDim / 2, "short")]];
+  const ropeDim = s.ropeDim ?? s.headDim;
+  if (r?.type === "llama3") return [["ropeFreqs", llama3RopeFreqs(ropeDim, s.ropeFreqBase, r)]];
+  if (r?.type === "longrope") return [["ropeFactorsLong", longRopeFactors(ropeDim / 2, "long")], ["ropeFactorsShort", longRopeFactors(ropeDim / 2, "short")]];
   return [];
 }
 
@@ -241,7 +242,7 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     [archKey(arch, "valueLength"), mdU32(s.headDim)],
     [archKey(arch, "rmsEps"), mdF32(s.rmsEps)],
     [archKey(arch, "ropeFreqBase"), mdF32(s.ropeFreqBase)],
-    [archKey(arch, "ropeDimensionCount"), mdU32(s.headDim)],
+    [archKey(arch, "ropeDimensionCount"), mdU32(s.ropeDim ?? s.headDim)],
     ...(s.poolingType ? [[archKey(arch, "poolingType"), mdU32(POOLING_TYPE_IDS[s.poolingType])] as [string, GgufMetadataEntry]] : []),
     ...(s.slidingWindow !== undefined ? [[archKey(arch, "slidingWindow"), mdU32(s.slidingWindow)] as [string, GgufMetadataEntry]] : []),
     ...ropeScalingMetadata(s),

@@ -22,8 +22,13 @@ const utf8Encoder = new TextEncoder();
 
 /** UTF-8 bytes of `text`, each written as its stand-in character. */
 export function byteEncode(text: string): string {
+  return byteEncodeBytes(utf8Encoder.encode(text));
+}
+
+/** Raw bytes (any, not only UTF-8), each written as its stand-in character (a tiktoken rank's bytes as token text). */
+export function byteEncodeBytes(bytes: Uint8Array): string {
   let out = "";
-  for (const b of utf8Encoder.encode(text)) out += BYTE_TO_CHAR[b];
+  for (const b of bytes) out += BYTE_TO_CHAR[b];
   return out;
 }
 

@@ -26,7 +26,8 @@ import { createBackend } from "../../src/backend/create-backend.ts";
 import type { GgufFile, GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { archKey } from "../../src/gguf/names.ts";
-import { mdF32 } from "../../src/gguf/metadata.ts";
+import { mdF32, mdU32 } from "../../src/gguf/metadata.ts";
+import { GgmlType } from "../../src/tensor/dtypes.ts";
 import { writeGgufFile } from "../../src/gguf/writer.ts";
 import { argmax } from "../../src/model/decode-loop.ts";
 import { loadModel } from "../../src/model/load-model.ts";
@@ -70,6 +71,8 @@ interface Case {
   /** paragraphs in the prompt: Llama 3's factors need ~1,000 positions to show, the others ~350 */
   readonly paragraphs: number;
   readonly ropeScaling?: ModelShape["ropeScaling"];
+  /** another vocabulary than the shape's (phi-4-mini: its 200k-token one is checked in test/tokenizer/phi4-mini-vocab.test.ts) */
+  readonly vocab?: ModelShape["vocab"];
   /** what the control run drops */
   readonly withoutFeature: (c: ModelConfig, w: ModelWeights) => [ModelConfig, ModelWeights];
 }
@@ -77,10 +80,21 @@ interface Case {
 const noScaling = (c: ModelConfig, w: ModelWeights): [ModelConfig, ModelWeights] =>
   [{ ...c, ropeScaling: NO_ROPE_SCALING }, { ...w, ropeFactors: null }];
 
+/** every dim of the head rotates; the rope divisors past the file's are 1 */
+const fullRotary = (c: ModelConfig, w: ModelWeights): [ModelConfig, ModelWeights] => {
+  const factors = new Float32Array(c.headDim / 2).fill(1);
+  if (w.ropeFactors) factors.set(new Float32Array(w.ropeFactors.data.slice().buffer));
+  const ropeFactors = { name: "rope_factors (padded)", type: GgmlType.F32, rows: 1, cols: factors.length, data: new Uint8Array(factors.buffer) };
+  return [{ ...c, ropeDim: c.headDim }, { ...w, ropeFactors }];
+};
+
 const CASES: readonly Case[] = [
   { name: "llama 3.2 rope_freqs", shape: "tiny-llama-3.2-1b", contextSize: 2048, paragraphs: 9, withoutFeature: noScaling },
   { name: "phi3 LongRoPE, long factors", shape: "tiny-phi-3.5-mini", contextSize: 8192, paragraphs: 3, withoutFeature: noScaling },
   { name: "phi3 LongRoPE, short factors", shape: "tiny-phi-3.5-mini", contextSize: 2048, paragraphs: 3, withoutFeature: noScaling },
+  // Phi-4-mini: 48 of each 64-dim head rotate (partial_rotary_factor 0.75), GQA, tied, LongRoPE's long factors; the
+  // control rotates every dim (its divisors padded with 1)
+  { name: "phi-4-mini partial rotary", shape: "tiny-phi-4-mini", vocab: "phi-3", contextSize: 8192, paragraphs: 3, withoutFeature: fullRotary },
   { name: "smollm3 no-rope layers", shape: "tiny-smollm3-3b", contextSize: 2048, paragraphs: 3, withoutFeature: (c, w) => [{ ...c, noRopeLayerStep: 0 }, w] },
   // YaRN factor 4 over 32k, as Qwen2.5's long-context configs set it (on the llama graph and SmolLM2's gpt-2 vocab: a
   // 150k-token vocab would double the case's time); its attention factor 1 + 0.1 ln 4 scales every score
@@ -99,7 +113,9 @@ function narrowed(c: Case): ModelShape {
   const base = MODEL_SHAPES[c.shape]!;
   return {
     ...base, dim: 128, numHeads: 2, numKvHeads: 1, headDim: 64, hiddenDim: 256,
+    ...(base.ropeDim !== undefined ? { ropeDim: (64 * base.ropeDim) / base.headDim } : {}),
     ...(c.ropeScaling ? { ropeScaling: c.ropeScaling } : {}),
+    ...(c.vocab ? { vocab: c.vocab } : {}),
   };
 }
 
@@ -109,6 +125,7 @@ function writeModel(path: string, s: ModelShape, vocab: GgufFile): void {
   for (const [key, entry] of vocab.metadata) if (key.startsWith("tokenizer.")) metadata[key] = entry;
   metadata[archKey(s.architecture, "ropeFreqBase")] = mdF32(s.ropeFreqBase);
   metadata[archKey(s.architecture, "rmsEps")] = mdF32(s.rmsEps);
+  if (s.ropeDim !== undefined) metadata[archKey(s.architecture, "ropeDimensionCount")] = mdU32(s.ropeDim);
   const tokens = vocab.metadata.get("tokenizer.ggml.tokens")!.value as { values: unknown[] };
   const gguf = makeTinyModel({
     architecture: s.architecture, vocabSize: tokens.values.length, dim: s.dim, hiddenDim: s.hiddenDim, numLayers: s.numLayers,
