@@ -4,9 +4,14 @@
 //   wq [numRows / 4, numGroups, groupSize / 4 chunks, 4 rows, 4 quants]
 //      chunk c holds quants 4c..4c+3 of each of the 4 rows, so one i8x16 x i7x16 dot product against the token's 4
 //      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group.
-//      The 4-, 5- and 6-bit kinds pack two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + half (half =
-//      the group's chunks / 2). The 5- and 6-bit kinds follow their nibbles with 16 bytes of high bits laid out like a
-//      chunk: byte 4r + j holds the high bits of quant j of row r for every chunk (bit c, or bits 2c and 2c + 1).
+//      The 4- and 5-bit kinds pack two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + half (half =
+//      the group's chunks / 2). KIND_U5 follows its nibbles with 16 bytes of high bits laid out like a chunk: byte
+//      4r + j holds bit 4 of quant j of row r of every chunk: chunk c < 4 at bit 4 + c, chunk 4 + c at bit 3 - c, so
+//      the single token's tile moves them to bit 4 by byte averages with 0 (>> 1) and byte doublings (<< 1), one
+//      instruction each, in two chains (JSC emits a constant i16x8 shift as 4).
+//      KIND_U6G16's 4 chunks are 3 byte planes: plane k (k < 3) holds chunk k's 6-bit quants in bits 0-5 and 2 bits of
+//      chunk 3's in bits 6-7 (bits 2k and 2k + 1): chunks 0-2 are one and each, chunk 3 three ands and six byte
+//      averages (a nibble plane and a high-bit plane took 17 vector ops per group and 4 shift counts; the same 12 bytes).
 // Scales, per group (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1):
 //   ws [numRows / 4, numGroups, 4 rows] f32   scale per group
 //   wm [numRows / 4, numGroups, 4 rows] f32   offset per group ("min"), absent for KIND_I8 and with a zero point
@@ -20,11 +25,14 @@
 // instead of 1.33x / 1.27x / 1.22x with f32 scales and offsets per group.
 // So w = scale * q + offset for every weight of a group; or, for types whose offset is a fixed multiple of the scale
 // (Q4_0: -8, Q5_0: -16, Q6_K: -32), w = scale * (q - zeroPoint) with no offset at all: the zero point is applied to
-// the exact integer sum (isum - zeroPoint * sum(qa)). Kinds:
+// the exact integer sum (isum - zeroPoint * sum(qa)), in the SIMD builds by starting the group's i16 pair sums at
+// zeroPoint times the token's negated pair sums of activations (quantize_q8's ps16 / ps32), so the widened sum is
+// already sum(qa * (q - zeroPoint)); each lane then stays within 8 * 127 * 32 = 32512 (Q6_K, Q5_0 16 * 127 * 16), so
+// a whole group needs one i16 -> i32 widening (without the zero point two, for Q6_K and Q5_0). Kinds:
 //   KIND_I8    signed int8, 32 per group (Q8_0)
 //   KIND_U5    unsigned 0..31 as a nibble and a bit, 32 per group in 20 bytes (Q5_0, Q5_1); KIND_U5K (Q5_K)
 //   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1); KIND_U4K (Q4_K)
-//   KIND_U6G16 unsigned 0..63 as a nibble and 2 bits, 16 per group in 12 bytes (Q6_K, whose scales change every 16;
+//   KIND_U6G16 unsigned 0..63 in 3 byte planes, 16 per group in 12 bytes (Q6_K, whose scales change every 16;
 //              always zero point 32)
 // The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
 // (quantize_q8) the i8 side; its i16 form (pair sums, one pmaddubsw on x86) accumulates a few chunks before they are
@@ -89,12 +97,16 @@ export const KIND_U5K: i32 = 5;
   const lane = (r << 2) + (i & 3);
   if (kind == KIND_I8) return <i32>load<i8>(q + <usize>(((i >> 2) << 4) + lane));
   const c = i >> 2;
+  if (kind == KIND_U6G16) {
+    if (c < 3) return <i32>load<u8>(q + <usize>((c << 4) + lane)) & 63;
+    const b0 = <i32>load<u8>(q + <usize>lane), b1 = <i32>load<u8>(q + <usize>(16 + lane)), b2 = <i32>load<u8>(q + <usize>(32 + lane));
+    return (b0 >> 6) | ((b1 >> 6) << 2) | ((b2 >> 6) << 4);
+  }
   const half = halfChunks(kind);
   const b = <i32>load<u8>(q + <usize>(((c % half) << 4) + lane));
   const nibble = c < half ? b & 15 : b >> 4;
   if (kind == KIND_U4) return nibble;
-  const high = <i32>load<u8>(q + <usize>((half << 4) + lane));
-  return kind == KIND_U5 ? nibble | (((high >> c) & 1) << 4) : nibble | (((high >> (2 * c)) & 3) << 4);
+  return nibble | (((<i32>load<u8>(q + <usize>((half << 4) + lane)) >> (c < 4 ? 4 + c : 7 - c)) & 1) << 4);
 }
 
 /** Chunks per packed half of a nibble kind's group: chunk c and chunk c + half share 16 bytes. */
@@ -120,55 +132,96 @@ export const KIND_U5K: i32 = 5;
   return i16x8.add(acc, i16x8.add(v128.shuffle<i16>(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), v128.shuffle<i16>(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15)));
 }
 
-/** Chunks whose dotChunk16 sums fit one i16 lane: 2 * 127 * wmax per chunk (U4 3810, U5 7874, U6 16002) under 32767. */
+/**
+ * Chunks whose dotChunk16 sums fit one i16 lane: 2 * 127 * wmax per chunk (U4 3810, U5 7874, U6 16002) under 32767;
+ * with the zero point in the sums (`zeroed`) 2 * 127 * zeroPoint (U5 4064, U6 8128): a whole group.
+ */
 // @ts-ignore: decorator
-@inline function i16Chunks(kind: i32): i32 {
+@inline function i16Chunks(kind: i32, zeroed: bool): i32 {
+  if (zeroed) return groupSize(kind) >> 2;
   return quantKind(kind) == KIND_U4 ? 8 : quantKind(kind) == KIND_U5 ? 4 : 2;
 }
 
 /**
- * Adds a row quad's i16 pair sums (lanes 2r, 2r + 1) to its i32 sums (lane r). The pair sum is a dot product with
- * ones (one pmaddwd; JSC lowers i32x4.extadd_pairwise_i16x8_s to a 24-byte sequence, counted in its OMG dump).
+ * The i16 pair sums a group starts from: zeroPoint * the token's negated activation pair sums at ps (quantize_q8's
+ * ps32; ps16 already holds Q6_K's 32 times them), or zeros.
  */
 // @ts-ignore: decorator
-@inline function widen16(acc16: v128, x: v128): v128 {
-  return i32x4.add(x, pairSums(acc16));
+@inline function startPairs(kind: i32, zeroed: bool, ps: usize, zeroPoint: i32): v128 {
+  if (!zeroed) return i16x8.splat(0);
+  return kind == KIND_U6G16 ? v128.load(ps) : i16x8.mul(v128.load(ps), i16x8.splat(<i16>zeroPoint));
+}
+
+/** KIND_U6G16: the 4 chunks of a group at q (see the header). */
+// @ts-ignore: decorator
+@inline function u6Chunk(q: usize, k: i32): v128 {
+  return v128.and(v128.load(q + (<usize>k << 4)), i8x16.splat(0x3f));
+}
+// @ts-ignore: decorator
+@inline function u6Chunk3(q: usize): v128 {
+  // the three 2-bit fields at bits 6-7 gathered by byte averages with rounding, avgr_u(x, y) = (x + y + 1) >> 1:
+  // exact shifts and ors here (the summands are even and their bits disjoint), 1 instruction each where JSC emits
+  // a constant i16x8 / i32x4 shift as 4 (the count moved through a general register)
+  const m = i8x16.splat(<i8>0xc0);
+  const z = i8x16.splat(0);
+  let t = i8x16.avgr_u(i8x16.avgr_u(v128.and(v128.load(q), m), z), z); // bits 4-5: chunk 3's bits 0-1
+  t = i8x16.avgr_u(t, v128.and(v128.load(q, 16), m)); // bits 3-4, 5-6: bits 0-1, 2-3
+  t = i8x16.avgr_u(i8x16.avgr_u(t, z), v128.and(v128.load(q, 32), m)); // bits 1-2, 3-4, 5-6: bits 0-5
+  return i8x16.avgr_u(t, z);
+}
+
+/**
+ * A row quad's i16 pair sums (lanes 2r, 2r + 1) as i32 sums (lane r): extadd_pairwise's values through a dot product
+ * with ones (one pmaddwd; JSC emits extadd_pairwise as 4 instructions, 23 bytes, in its OMG dump).
+ */
+// @ts-ignore: decorator
+@inline function pairSums(acc16: v128): v128 {
+  return i32x4.dot_i16x8_s(acc16, v128.load(I16_ONES));
 }
 
 /** Eight i16 ones in memory: pairSums loads them, as JSC turns a dot product with a constant of ones back into
  * extadd_pairwise's 24-byte sequence (it materializes the constant each time). */
 const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 
-/** A row quad's i16 pair sums (lanes 2r, 2r + 1) as i32 sums (lane r): one pmaddwd against the ones. */
+/** Adds a row quad's i16 pair sums to its i32 sums (lane r). */
 // @ts-ignore: decorator
-@inline function pairSums(acc16: v128): v128 {
-  return i32x4.dot_i16x8_s(acc16, v128.load(I16_ONES));
+@inline function widen16(acc16: v128, x: v128): v128 {
+  return i32x4.add(x, pairSums(acc16));
 }
 
-/** The 16 bytes of high bits of a KIND_U5 / KIND_U6G16 group at q (loaded once per group), else unused. */
+/** The 16 bytes of high bits of a KIND_U5 group at q (loaded once per group), else unused. */
 // @ts-ignore: decorator
 @inline function highBits(kind: i32, q: usize): v128 {
-  return quantKind(kind) == KIND_U5 || kind == KIND_U6G16 ? v128.load(q + (<usize>halfChunks(kind) << 4)) : i32x4.splat(0);
+  return quantKind(kind) == KIND_U5 ? v128.load(q + (<usize>halfChunks(kind) << 4)) : i32x4.splat(0);
 }
 
-/** Chunk c of a nibble kind's group from its 16 bytes p (c < half): low nibbles, plus high bits moved to bit 4 (5). */
+/** Chunk c of a nibble kind's group from its 16 bytes p (c < half): low nibbles, plus KIND_U5's high bit (bit 4 + c). */
 // @ts-ignore: decorator
 @inline function lowHalfChunk(k: i32, p: v128, plane: v128, c: i32): v128 {
   const kind = quantKind(k);
   const nibbles = v128.and(p, i8x16.splat(0x0f));
-  if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shl(plane, 4 - c), i8x16.splat(0x10)));
-  if (kind == KIND_U6G16) return v128.or(nibbles, v128.and(i16x8.shl(plane, 4 - 2 * c), i8x16.splat(0x30)));
+  if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, c), i8x16.splat(0x10)));
   return nibbles;
 }
 
-/** Chunk c + half of the same 16 bytes: high nibbles, plus high bits (bit c + 4, or bits 2c + 4 and 2c + 5). */
+/** Chunk c + half of the same 16 bytes: high nibbles, plus KIND_U5's high bit (bit 3 - c). */
 // @ts-ignore: decorator
 @inline function highHalfChunk(k: i32, p: v128, plane: v128, c: i32): v128 {
   const kind = quantKind(k);
   const nibbles = v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
-  if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, c), i8x16.splat(0x10)));
-  if (kind == KIND_U6G16) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, 2 * c), i8x16.splat(0x30)));
+  if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shl(plane, c + 1), i8x16.splat(0x10)));
   return nibbles;
+}
+
+/**
+ * KIND_U5, the single token's tile: chunks c and c + 4 from the nibbles p and their high bits already at bit 4 of lo
+ * and hi (any other bits: masked here), into one token's i16 pair sums s (a0, a1: the group's 32 activations).
+ */
+// @ts-ignore: decorator
+@inline function u5Pair(p: v128, lo: v128, hi: v128, a0: v128, a1: v128, c: i32, s: v128): v128 {
+  const bit = i8x16.splat(0x10);
+  s = dotChunk16(laneChunk(a0, c), v128.or(v128.and(p, i8x16.splat(0x0f)), v128.and(lo, bit)), s);
+  return dotChunk16(laneChunk(a1, c), v128.or(v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f)), v128.and(hi, bit)), s);
 }
 
 /** Bytes per activation quant: i16 for KIND_I8, else i8. */
@@ -229,36 +282,104 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   return f32x4.mul(v128.load(sb, 16), f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(scaleMin)));
 }
 
-/** The f32 term one group adds to the 4 rows' sums of one token (see the header), its scales and offsets given. */
+/**
+ * The f32 term one group adds to the 4 rows' sums of one token (see the header), its scales and offsets given; x
+ * holds the zero point already.
+ */
 // @ts-ignore: decorator
-@inline function groupTerm(kind: i32, x: v128, y: v128, scales: v128, offsets: v128, daG: usize, saG: usize, qsG: usize, zeroPoint: i32): v128 {
+@inline function groupTerm(kind: i32, x: v128, y: v128, scales: v128, offsets: v128, daG: usize, saG: usize, zeroPoint: i32): v128 {
   let isum = x;
   if (kind == KIND_I8) isum = i32x4.add(v128.shuffle<i32>(x, y, 0, 2, 4, 6), v128.shuffle<i32>(x, y, 1, 3, 5, 7));
-  else if (zeroPoint != 0) isum = i32x4.sub(isum, i32x4.splat(zeroPoint * load<i32>(qsG)));
   const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), scales), v128.load32_splat(daG));
   return hasOffsets(kind, zeroPoint) ? f32x4.add(t, f32x4.mul(offsets, v128.load32_splat(saG))) : t;
 }
 
-/** A nibble kind's chunks c and c + half (one 16-byte load), added to one token's i16 pair sums s. */
+/**
+ * Chunk k (0..3) of 16 activations in a, its 4 quants repeated across the vector: one plain load of a group's
+ * activations and a shuffle per chunk instead of a splat load per chunk (JSC computes each splat load's address
+ * apart: 3 instructions, counted in its OMG dump).
+ */
 // @ts-ignore: decorator
-@inline function nibblePair(kind: i32, q: usize, qa: usize, c: i32, plane: v128, s: v128): v128 {
-  const p = v128.load(q + (<usize>c << 4));
-  s = dotChunk16(activationChunk(kind, qa, c), lowHalfChunk(kind, p, plane, c), s);
-  return dotChunk16(activationChunk(kind, qa, c + halfChunks(kind)), highHalfChunk(kind, p, plane, c), s);
+@inline function laneChunk(a: v128, k: i32): v128 {
+  if (k == 0) return v128.shuffle<i32>(a, a, 0, 0, 0, 0);
+  if (k == 1) return v128.shuffle<i32>(a, a, 1, 1, 1, 1);
+  if (k == 2) return v128.shuffle<i32>(a, a, 2, 2, 2, 2);
+  return v128.shuffle<i32>(a, a, 3, 3, 3, 3);
 }
 
-/** 4 rows x 1 token: f32x4 of the 4 rows' sums. */
+/** A nibble kind's chunks c and c + half (one 16-byte load), added to one token's i16 pair sums s (a0, a1: the
+ * group's 32 activations). */
 // @ts-ignore: decorator
-@inline function simdTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, zeroPoint: i32): v128 {
+@inline function nibblePair(kind: i32, q: usize, a0: v128, a1: v128, c: i32, plane: v128, s: v128): v128 {
+  const p = v128.load(q + (<usize>c << 4));
+  s = dotChunk16(laneChunk(a0, c), lowHalfChunk(kind, p, plane, c), s);
+  return dotChunk16(laneChunk(a1, c), highHalfChunk(kind, p, plane, c), s);
+}
+
+/** KIND_U6G16: a group's chunks k0 and k0 + 1 added to one token's i16 pair sums s (a: the group's 16 activations). */
+// @ts-ignore: decorator
+@inline function u6Pair(q: usize, a: v128, k0: i32, s: v128): v128 {
+  s = dotChunk16(laneChunk(a, k0), u6Chunk(q, k0), s);
+  return dotChunk16(laneChunk(a, k0 + 1), k0 == 2 ? u6Chunk3(q) : u6Chunk(q, k0 + 1), s);
+}
+
+/**
+ * A nibble kind's (not KIND_I8) group of 4 rows x 1 token as exact i32 sums of the 4 rows, from its quants at q and
+ * the token's activations a0 (and a1: KIND_U6G16 has 16 per group, the others 32), the i16 pair sums starting at
+ * `start` (startPairs). Unrolled by hand (binaryen does not unroll; as a loop they ran at half speed, and constant
+ * chunk indices make constant shuffles).
+ */
+// @ts-ignore: decorator
+@inline function groupSum(kind: i32, zeroed: bool, q: usize, a0: v128, a1: v128, start: v128): v128 {
+  const perWiden = i16Chunks(kind, zeroed);
+  let x = i32x4.splat(0);
+  let pairs = start;
+  if (kind == KIND_U6G16) {
+    pairs = u6Pair(q, a0, 0, pairs);
+    if (perWiden == 2) { x = pairSums(pairs); pairs = i16x8.splat(0); }
+    pairs = u6Pair(q, a0, 2, pairs);
+    return perWiden == 2 ? widen16(pairs, x) : pairSums(pairs);
+  }
+  const plane = highBits(kind, q);
+  if (quantKind(kind) == KIND_U5) {
+    // the high bits to bit 4: chunks 0-3 by byte averages with 0 (exact halvings: the masked bytes are even), chunks
+    // 4-7 by byte doublings
+    const z = i8x16.splat(0);
+    const r1 = i8x16.avgr_u(v128.and(plane, i8x16.splat(<i8>0xe0)), z);
+    const r2 = i8x16.avgr_u(r1, z);
+    const l1 = i8x16.add(plane, plane);
+    const l2 = i8x16.add(l1, l1);
+    pairs = u5Pair(v128.load(q), plane, l1, a0, a1, 0, pairs);
+    pairs = u5Pair(v128.load(q, 16), r1, l2, a0, a1, 1, pairs);
+    if (perWiden == 4) { x = pairSums(pairs); pairs = i16x8.splat(0); }
+    const l3 = i8x16.add(l2, l2);
+    pairs = u5Pair(v128.load(q, 32), r2, l3, a0, a1, 2, pairs);
+    pairs = u5Pair(v128.load(q, 48), i8x16.avgr_u(r2, z), i8x16.add(l3, l3), a0, a1, 3, pairs);
+    return perWiden == 4 ? widen16(pairs, x) : pairSums(pairs);
+  }
+  // pairs of chunks into i16 sums, widened before they can overflow (every 8 or 4 chunks)
+  pairs = nibblePair(kind, q, a0, a1, 0, plane, pairs);
+  pairs = nibblePair(kind, q, a0, a1, 1, plane, pairs);
+  if (perWiden == 4) { x = pairSums(pairs); pairs = i16x8.splat(0); }
+  pairs = nibblePair(kind, q, a0, a1, 2, plane, pairs);
+  pairs = nibblePair(kind, q, a0, a1, 3, plane, pairs);
+  return perWiden == 4 ? widen16(pairs, x) : pairSums(pairs);
+}
+
+/**
+ * 4 rows x 1 token: f32x4 of the 4 rows' sums. zeroed: the kind has a zero point (ps: the token's pair sums of
+ * activations, quantize_q8's ps16 / ps32), else float offsets (wm, sa) or none (KIND_I8).
+ */
+// @ts-ignore: decorator
+@inline function simdTile1(kind: i32, zeroed: bool, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, ps: usize, numGroups: i32, zeroPoint: i32): v128 {
   const gs = groupSize(kind);
   const gb = <usize>(groupBytes(kind) << 2);
   let acc = f32x4.splat(0);
+  let dp = da;
   for (let g = 0; g < numGroups; g++) {
-    // Unrolled by hand for the nibble kinds (binaryen does not unroll; as a loop they ran at half speed, and constant
-    // chunk indices make constant shifts). KIND_I8 the other way round: unrolled it ran at 60%.
     let x = i32x4.splat(0), y = x;
-    const plane = highBits(kind, q);
     if (kind == KIND_I8) {
+      // a loop: unrolled it ran at 60%
       for (let c = 0; c < 8; c++) {
         const w = v128.load(q + (<usize>c << 4));
         const act = activationChunk(kind, qa, c);
@@ -266,43 +387,105 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
         y = dotHalfI16(y, i16x8.extend_high_i8x16_s(w), act);
       }
     } else {
-      // pairs of chunks into i16 sums, widened before they can overflow (every 8, 4 or 2 chunks)
-      let pairs = i16x8.splat(0);
-      pairs = nibblePair(kind, q, qa, 0, plane, pairs);
-      if (i16Chunks(kind) == 2) { x = widen16(pairs, x); pairs = i16x8.splat(0); }
-      pairs = nibblePair(kind, q, qa, 1, plane, pairs);
-      if (halfChunks(kind) == 4) {
-        if (i16Chunks(kind) == 4) { x = widen16(pairs, x); pairs = i16x8.splat(0); }
-        pairs = nibblePair(kind, q, qa, 2, plane, pairs);
-        pairs = nibblePair(kind, q, qa, 3, plane, pairs);
-      }
-      x = widen16(pairs, x);
+      x = groupSum(kind, zeroed, q, v128.load(qa), gs == 32 ? v128.load(qa, 16) : i32x4.splat(0), startPairs(kind, zeroed, ps, zeroPoint));
     }
-    const daG = da + (<usize>((g * gs) >> 5) << 2);
     const scaleMin = scaleMinBytes(kind, s, g);
     const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
-    acc = f32x4.add(acc, groupTerm(kind, x, y, groupScales(kind, s, g, scaleMin), offsets, daG, sa, qs, zeroPoint));
+    acc = f32x4.add(acc, groupTerm(kind, x, y, groupScales(kind, s, g, scaleMin), offsets, dp, sa, zeroPoint));
+    // the token's scale of the next group: da advances per 32 activations (KIND_U6G16: every other group)
+    dp += kind == KIND_U6G16 ? <usize>((g & 1) << 2) : 4;
     q += gb;
     qa += <usize>(gs * actBytes(kind));
     sa += 4;
-    qs += 4;
+    ps += 16;
+  }
+  return acc;
+}
+
+/** KIND_U6G16 (zero point 32): one group of one row quad and token (simdTile1's), its term added to acc. */
+// @ts-ignore: decorator
+@inline function u6Step(acc: v128, q: usize, a: v128, start: v128, scale: v128, daG: usize): v128 {
+  const x = groupSum(KIND_U6G16, true, q, a, a, start);
+  return f32x4.add(acc, groupTerm(KIND_U6G16, x, x, scale, scale, daG, daG, 32));
+}
+
+/** A row quad's scales d * f32(sc) from its 4 i8 scales at p (groupScales' values, with a running pointer). */
+// @ts-ignore: decorator
+@inline function u6Scale(d: v128, p: usize): v128 {
+  return f32x4.mul(d, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_splat(p)))));
+}
+
+/**
+ * KIND_U6G16, 8 rows (two row quads: weights q, q2, superblock factors s, s2) x 1 token: simdTile1 of both, with the
+ * token's activations, pair sums and scale loaded once for the two, and each superblock's d loaded once with running
+ * pointers to the group scales (groupScales computes each group's addresses: about 15 instructions in JSC's dump).
+ * Stores the two f32x4 at out and out2.
+ */
+// @ts-ignore: decorator
+@inline function u6Tile1x2(q: usize, q2: usize, s: usize, s2: usize, qa: usize, da: usize, ps: usize, numGroups: i32, out: usize, out2: usize): void {
+  let acc = f32x4.splat(0), acc2 = acc;
+  for (let b = 0; b < (numGroups >> 4); b++) {
+    const d = v128.load(s), d2 = v128.load(s2);
+    let sc = s + 16, sc2 = s2 + 16;
+    for (let j = 0; j < 16; j++) {
+      const a = v128.load(qa), start = v128.load(ps);
+      acc = u6Step(acc, q, a, start, u6Scale(d, sc), da);
+      acc2 = u6Step(acc2, q2, a, start, u6Scale(d2, sc2), da);
+      da += <usize>((j & 1) << 2);
+      q += 48;
+      q2 += 48;
+      qa += 16;
+      ps += 16;
+      sc += 4;
+      sc2 += 4;
+    }
+    s += 80;
+    s2 += 80;
+  }
+  v128.store(out, acc);
+  v128.store(out2, acc2);
+}
+
+/**
+ * KIND_U4K / KIND_U5K, 4 rows x 1 token: simdTile1 with each superblock's d and -dmin loaded once and a running
+ * pointer to its groups' scale and min bytes (groupScales / groupOffsets compute each group's addresses).
+ */
+// @ts-ignore: decorator
+@inline function kTile1(kind: i32, q: usize, s: usize, qa: usize, da: usize, sa: usize, numGroups: i32): v128 {
+  const gb = <usize>(groupBytes(kind) << 2);
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < (numGroups >> 3); b++) {
+    const d = v128.load(s), negDmin = v128.load(s, 16);
+    let p = s + 32;
+    for (let j = 0; j < 8; j++) {
+      const x = groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0));
+      const scaleMin = v128.load8x8_u(p);
+      const scales = f32x4.mul(d, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(scaleMin)));
+      const offsets = f32x4.mul(negDmin, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(scaleMin)));
+      acc = f32x4.add(acc, groupTerm(kind, x, x, scales, offsets, da, sa, 0));
+      q += gb;
+      qa += 32;
+      da += 4;
+      sa += 4;
+      p += 8;
+    }
+    s += <usize>superblockBytes(kind);
   }
   return acc;
 }
 
 /** 4 rows x 4 tokens (KIND_I8: activations `stride` bytes apart from qa; nibble kinds: a quad of splat_q8's vectors
- * at quad, +0, 16, 32, 48 per chunk; the tokens' per-group arrays `gstride` apart): each weight chunk is loaded (and
- * unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
+ * at quad, +0, 16, 32, 48 per chunk; the tokens' sa `gstride` apart, their ps `pstride`): each weight chunk is loaded
+ * (and unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
 // @ts-ignore: decorator
-@inline function simdTile4(kind: i32, ready: bool, q: usize, s: usize, m: usize, qa: usize, stride: usize, quad: usize, da: usize, dstride: usize,
-  sa: usize, qs: usize, gstride: usize, numGroups: i32, zeroPoint: i32, out: usize, outStride: usize): void {
+@inline function simdTile4(kind: i32, ready: bool, zeroed: bool, q: usize, s: usize, m: usize, qa: usize, stride: usize, quad: usize, da: usize, dstride: usize,
+  sa: usize, ps: usize, gstride: usize, pstride: usize, numGroups: i32, zeroPoint: i32, out: usize, outStride: usize): void {
   const gs = groupSize(kind);
   const gb = <usize>(groupBytes(kind) << 2);
   let acc0 = f32x4.splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   for (let g = 0; g < numGroups; g++) {
     let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
     let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
-    const plane = highBits(kind, q);
     if (kind == KIND_I8 && ready) {
       // splat_q8_i16's ready vectors: chunk c of the quad's token k at quad + 64 c + 16 k, plain loads at constant
       // offsets (no splat shuffles: 36 vector instructions per 128 multiply-adds instead of 44)
@@ -374,12 +557,63 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
         p2 += 16;
         p3 += 16;
       }
+    } else if (kind == KIND_U6G16) {
+      // 4 chunks from 3 planes, unpacked once for the 4 tokens
+      let s0 = startPairs(kind, zeroed, ps, zeroPoint);
+      let s1 = startPairs(kind, zeroed, ps + pstride, zeroPoint);
+      let s2 = startPairs(kind, zeroed, ps + 2 * pstride, zeroPoint);
+      let s3 = startPairs(kind, zeroed, ps + 3 * pstride, zeroPoint);
+      let w = u6Chunk(q, 0);
+      s0 = dotChunk16(v128.load(quad), w, s0);
+      s1 = dotChunk16(v128.load(quad, 16), w, s1);
+      s2 = dotChunk16(v128.load(quad, 32), w, s2);
+      s3 = dotChunk16(v128.load(quad, 48), w, s3);
+      w = u6Chunk(q, 1);
+      s0 = dotChunk16(v128.load(quad, 64), w, s0);
+      s1 = dotChunk16(v128.load(quad, 80), w, s1);
+      s2 = dotChunk16(v128.load(quad, 96), w, s2);
+      s3 = dotChunk16(v128.load(quad, 112), w, s3);
+      if (!zeroed) {
+        x0 = pairSums(s0);
+        x1 = pairSums(s1);
+        x2 = pairSums(s2);
+        x3 = pairSums(s3);
+        s0 = i16x8.splat(0);
+        s1 = s0;
+        s2 = s0;
+        s3 = s0;
+      }
+      w = u6Chunk(q, 2);
+      s0 = dotChunk16(v128.load(quad, 128), w, s0);
+      s1 = dotChunk16(v128.load(quad, 144), w, s1);
+      s2 = dotChunk16(v128.load(quad, 160), w, s2);
+      s3 = dotChunk16(v128.load(quad, 176), w, s3);
+      w = u6Chunk3(q);
+      s0 = dotChunk16(v128.load(quad, 192), w, s0);
+      s1 = dotChunk16(v128.load(quad, 208), w, s1);
+      s2 = dotChunk16(v128.load(quad, 224), w, s2);
+      s3 = dotChunk16(v128.load(quad, 240), w, s3);
+      if (zeroed) {
+        x0 = pairSums(s0);
+        x1 = pairSums(s1);
+        x2 = pairSums(s2);
+        x3 = pairSums(s3);
+      } else {
+        x0 = widen16(s0, x0);
+        x1 = widen16(s1, x1);
+        x2 = widen16(s2, x2);
+        x3 = widen16(s3, x3);
+      }
     } else {
       // nibble kinds: each 16-byte load holds chunk c (low nibbles) and chunk c + half (high nibbles)
       // the 4 tokens' i16 pair sums (dotChunk16), widened into x0..x3 every i16Chunks chunks
       const half = halfChunks(kind);
-      const loadsPerWiden = i16Chunks(kind) >> 1;
-      let s0 = i16x8.splat(0), s1 = s0, s2 = s0, s3 = s0;
+      const loadsPerWiden = i16Chunks(kind, zeroed) >> 1;
+      const plane = highBits(kind, q);
+      let s0 = startPairs(kind, zeroed, ps, zeroPoint);
+      let s1 = startPairs(kind, zeroed, ps + pstride, zeroPoint);
+      let s2 = startPairs(kind, zeroed, ps + 2 * pstride, zeroPoint);
+      let s3 = startPairs(kind, zeroed, ps + 3 * pstride, zeroPoint);
       for (let c = 0; c < half; c++) {
         const p = v128.load(q + (<usize>c << 4));
         const lo = lowHalfChunk(kind, p, plane, c);
@@ -405,7 +639,8 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
           s3 = s0;
         }
       }
-      // the last widening after the loop; a group that fits the i16 sums whole (KIND_U4) widens only here
+      // the last widening after the loop; a group that fits the i16 sums whole (KIND_U4, or with its zero point in
+      // them) widens only here
       if (loadsPerWiden == half) {
         x0 = pairSums(s0);
         x1 = pairSums(s1);
@@ -423,15 +658,15 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     const scaleMin = scaleMinBytes(kind, s, g);
     const scales = groupScales(kind, s, g, scaleMin);
     const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
-    acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, scales, offsets, daG, sa, qs, zeroPoint));
-    acc1 = f32x4.add(acc1, groupTerm(kind, x1, y1, scales, offsets, daG + dstride, sa + gstride, qs + gstride, zeroPoint));
-    acc2 = f32x4.add(acc2, groupTerm(kind, x2, y2, scales, offsets, daG + 2 * dstride, sa + 2 * gstride, qs + 2 * gstride, zeroPoint));
-    acc3 = f32x4.add(acc3, groupTerm(kind, x3, y3, scales, offsets, daG + 3 * dstride, sa + 3 * gstride, qs + 3 * gstride, zeroPoint));
+    acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, scales, offsets, daG, sa, zeroPoint));
+    acc1 = f32x4.add(acc1, groupTerm(kind, x1, y1, scales, offsets, daG + dstride, sa + gstride, zeroPoint));
+    acc2 = f32x4.add(acc2, groupTerm(kind, x2, y2, scales, offsets, daG + 2 * dstride, sa + 2 * gstride, zeroPoint));
+    acc3 = f32x4.add(acc3, groupTerm(kind, x3, y3, scales, offsets, daG + 3 * dstride, sa + 3 * gstride, zeroPoint));
     q += gb;
     qa += <usize>(gs * actBytes(kind));
     quad += <usize>(gs >> 2) * QUAD_CHUNK_BYTES;
     sa += 4;
-    qs += 4;
+    ps += 16;
   }
   v128.store(out, acc0);
   v128.store(out + outStride, acc1);
@@ -461,7 +696,15 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   return load<f32>(sb + 16 + (<usize>r << 2)) * <f32>load<u8>(sb + 36 + <usize>(((g & 7) << 3) + r));
 }
 
-function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, qs: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
+
+/** sum(qa) of a group from its pair sums at ps (quantize_q8), negated: ps16 holds Q6_K's 32 times them. */
+// @ts-ignore: decorator
+@inline function zeroTerm(kind: i32, ps: usize, zeroPoint: i32): i32 {
+  const pairs = <i32>load<i16>(ps) + <i32>load<i16>(ps, 2);
+  return kind == KIND_U6G16 ? pairs : zeroPoint * pairs;
+}
+
+function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, ps: usize, numGroups: i32, out4: usize, zeroPoint: i32): void {
   const gs = groupSize(kind);
   const gb = groupBytes(kind) << 2;
   for (let r = 0; r < 4; r++) {
@@ -475,7 +718,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
         isum += quantAt(kind, qg, r, i) * a;
       }
       const dag = load<f32>(da + (<usize>((g * gs) >> 5) << 2));
-      if (kind != KIND_I8 && zeroPoint != 0) isum -= zeroPoint * load<i32>(qs + (<usize>g << 2));
+      if (kind != KIND_I8 && zeroPoint != 0) isum += zeroTerm(kind, ps + (<usize>g << 4), zeroPoint);
       let t: f32 = (<f32>isum * scaleAt(kind, s, g, r)) * dag;
       if (hasOffsets(kind, zeroPoint)) t = t + offsetAt(kind, s, m, g, r) * load<f32>(sa + (<usize>g << 2));
       acc = acc + t;
@@ -487,8 +730,8 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
 /** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
 // @ts-ignore: decorator
 @inline function matmulRows(
-  kind: i32, ready: bool, out: usize, wq: usize, ws: usize, wm: usize,
-  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize, quads: usize,
+  kind: i32, ready: bool, zeroed: bool, out: usize, wq: usize, ws: usize, wm: usize,
+  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, ps: usize, quads: usize,
   groupStart: i32, groupEnd: i32, tmp: usize,
 ): void {
   const gs = groupSize(kind);
@@ -499,7 +742,8 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   const aStride = <usize>(cols * actBytes(kind)); // bytes of one token's quants
   const quadStride = <usize>(cols >> 2) * QUAD_CHUNK_BYTES; // bytes of a quad of tokens in splat_q8's layout
   const dStride = <usize>((cols >> 5) << 2); // bytes of one token's scales
-  const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums
+  const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums (sa)
+  const pStride = <usize>(numGroups << 4); // bytes of one token's pair-sum vectors (ps)
   const outStride = <usize>(rows << 2);
   for (let rg = groupStart; rg < groupEnd; rg++) {
     const q = wq + <usize>rg * qStride;
@@ -507,12 +751,27 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
     const m = wm + <usize>rg * mStride;
     const rowBase = rg * 4;
     const full = rowBase + 4 <= rows;
+    // KIND_U6G16: single tokens two row quads at a time (u6Tile1x2) where the next quad is full and ours (measured
+    // slower for the 32-quant kinds, whose two groups' unpacking and sums spill registers)
+    const two = ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed && rg + 1 < groupEnd && rowBase + 8 <= rows;
     let t = 0;
     if (ASC_FEATURE_SIMD && full) {
       for (; t + 4 <= numTokens; t += 4) {
-        simdTile4(kind, ready, q, s, m, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, da + <usize>t * dStride, dStride,
-          sa + <usize>t * gStride, qs + <usize>t * gStride, gStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
+        simdTile4(kind, ready, zeroed, q, s, m, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, da + <usize>t * dStride, dStride,
+          sa + <usize>t * gStride, ps + <usize>t * pStride, gStride, pStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
+        if (two) {
+          simdTile4(kind, ready, zeroed, q + qStride, s + sStride, m + mStride, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, da + <usize>t * dStride, dStride,
+            sa + <usize>t * gStride, ps + <usize>t * pStride, gStride, pStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>(rowBase + 4) << 2), outStride);
+        }
       }
+    }
+    if (two) {
+      for (; t < numTokens; t++) {
+        const dst = out + <usize>t * outStride + (<usize>rowBase << 2);
+        u6Tile1x2(q, q + qStride, s, s + sStride, qa + <usize>t * aStride, da + <usize>t * dStride, ps + <usize>t * pStride, numGroups, dst, dst + 16);
+      }
+      rg++;
+      continue;
     }
     for (; t < numTokens; t++) {
       const dst = out + <usize>t * outStride + (<usize>rowBase << 2);
@@ -520,9 +779,10 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
       const qat = qa + <usize>t * aStride;
       const dat = da + <usize>t * dStride;
       const sat = sa + <usize>t * gStride;
-      const qst = qs + <usize>t * gStride;
-      if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, zeroPoint));
-      else scalarTile1(kind, q, s, m, qat, dat, sat, qst, numGroups, target, zeroPoint);
+      const pst = ps + <usize>t * pStride;
+      if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
+      else if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, zeroed, q, s, m, qat, dat, sat, pst, numGroups, zeroPoint));
+      else scalarTile1(kind, q, s, m, qat, dat, sat, pst, numGroups, target, zeroed ? zeroPoint : 0);
       if (!full) {
         for (let r = 0; r < rows - rowBase; r++) store<f32>(dst + (<usize>r << 2), load<f32>(tmp + (<usize>r << 2)));
       }
@@ -543,38 +803,38 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
 // One function per kind and zero-point case, each with its own inlined copy of matmulRows with constant kind (and
 // zero point): JSC's optimizing tier compiles these small functions far better than one function holding every copy
 // (measured: the Q8_0 GEMM ran at half speed inside the big one).
-function matmulI8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_I8, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+function matmulI8(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_I8, false, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, ps, quads, g0, g1, tmp);
 }
-function matmulI8Ready(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_I8, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+function matmulI8Ready(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_I8, true, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, ps, quads, g0, g1, tmp);
 }
-function matmulU5(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U5, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+function matmulU5(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5, true, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, ps, quads, g0, g1, tmp);
 }
-function matmulU5Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U5, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U5), qs, quads, g0, g1, tmp);
+function matmulU5Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5, true, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U5), ps, quads, g0, g1, tmp);
 }
-function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U4, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+function matmulU4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4, true, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, ps, quads, g0, g1, tmp);
 }
-function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U4, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U4), qs, quads, g0, g1, tmp);
+function matmulU4Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4, true, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U4), ps, quads, g0, g1, tmp);
 }
-function matmulU4K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U4K, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+function matmulU4K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U4K, true, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, ps, quads, g0, g1, tmp);
 }
-function matmulU5K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U5K, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, qs, quads, g0, g1, tmp);
+function matmulU5K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U5K, true, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, ps, quads, g0, g1, tmp);
 }
-function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, qs: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
-  matmulRows(KIND_U6G16, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U6G16), qs, quads, g0, g1, tmp);
+function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_U6G16, true, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U6G16), ps, quads, g0, g1, tmp);
 }
 
 /**
  * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8
  * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is widen_q8's i16 [numTokens, cols] instead;
- * sa / qs are sa16 / qs16 for KIND_U6G16, else sa32 / qs32 (unused by KIND_I8).
+ * sa / ps are sa16 / ps16 for KIND_U6G16, else sa32 / ps32 (unused by KIND_I8; ps only read with a zero point).
  * zeroPoint: 0 when wm holds float offsets (or for KIND_I8, KIND_U4K, KIND_U5K: no zero point), else the integer
  * offset (wm unused); KIND_U6G16 always has 32.
  * quads: the 4-token tiles' ready vectors of the whole quads of tokens: for the nibble kinds splat_q8's, for KIND_I8
@@ -583,15 +843,15 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
  */
 export function matmul_quant(
   kind: i32, out: usize, wq: usize, ws: usize, wm: usize,
-  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, qs: usize, quads: usize,
+  qa: usize, da: usize, sa: usize, rows: i32, cols: i32, numTokens: i32, zeroPoint: i32, ps: usize, quads: usize,
   groupStart: i32, groupEnd: i32, tmp: usize,
 ): void {
   const z = zeroPoint != 0;
   if (z && zeroPoint != kindZeroPoint(kind)) unreachable(); // a zero point no type has (repack.ts)
-  if (kind == KIND_I8) (quads != 0 ? matmulI8Ready : matmulI8)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U4K) matmulU4K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U5K) matmulU5K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
-  else matmulG16Z(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, qs, quads, groupStart, groupEnd, tmp);
+  if (kind == KIND_I8) (quads != 0 ? matmulI8Ready : matmulI8)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U4K) matmulU4K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_U5K) matmulU5K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
+  else matmulG16Z(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
 }

@@ -1,21 +1,24 @@
 // Activation quantization, once per matmul input (llama.cpp's Q8_0 activations): per 32 values one f32 scale
 // d = amax / 127 and int8 q = round(x / d). Also the per-16 and per-32 sums d * sum(q), which turn a weight
-// offset ("min") into one multiply per group instead of one per weight.
+// offset ("min") into one multiply per group instead of one per weight, and the pair sums of q that an integer zero
+// point needs (matmul-quant.ts starts a group's i16 sums from them).
 
 /**
  * x [numTokens, cols] f32 -> qa [numTokens, cols] i8, da [numTokens, cols / 32] f32,
  * sa32 [numTokens, cols / 32] f32, sa16 [numTokens, cols / 16] f32 (d * sum(q), for float offsets),
- * qs32 [numTokens, cols / 32] i32, qs16 [numTokens, cols / 16] i32 (sum(q), for integer zero points).
+ * ps32 [numTokens, cols / 32, 8] i16, ps16 [numTokens, cols / 16, 8] i16 (for integer zero points: per group the
+ * negated pair sums of its chunks of 4 quants, p0 = -sum(q[4c] + q[4c + 1]), p1 = -sum(q[4c + 2] + q[4c + 3]),
+ * repeated as [p0, p1, p0, p1, p0, p1, p0, p1] like a row quad's i16 pair sums; ps16 times 32, Q6_K's zero point).
  * cols is a multiple of 32.
  */
-export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: usize, sa32: usize, sa16: usize, qs32: usize, qs16: usize): void {
+export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: usize, sa32: usize, sa16: usize, ps32: usize, ps16: usize): void {
   const numBlocks = cols >> 5;
   const total = numTokens * numBlocks;
   for (let blk = 0; blk < total; blk++) {
     const src = x + (<usize>blk << 7);
     const dst = qa + (<usize>blk << 5);
-    let sumLo: i32 = 0;
-    let sumHi: i32 = 0;
+    // pair sums of the low and high 16 quants: lanes 0-1 and 2-3 of each chunk of 4
+    let lo0: i32 = 0, lo1: i32 = 0, hi0: i32 = 0, hi1: i32 = 0;
     let d: f32;
     if (ASC_FEATURE_SIMD) {
       // the same values as the scalar loop: max is order-free, nearest() on each lane, integer sums exact
@@ -36,8 +39,10 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
       let q7 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 112), id))), neg), lim);
       const lo = i32x4.add(i32x4.add(q0, q1), i32x4.add(q2, q3));
       const hi = i32x4.add(i32x4.add(q4, q5), i32x4.add(q6, q7));
-      sumLo = i32x4.extract_lane(lo, 0) + i32x4.extract_lane(lo, 1) + i32x4.extract_lane(lo, 2) + i32x4.extract_lane(lo, 3);
-      sumHi = i32x4.extract_lane(hi, 0) + i32x4.extract_lane(hi, 1) + i32x4.extract_lane(hi, 2) + i32x4.extract_lane(hi, 3);
+      lo0 = i32x4.extract_lane(lo, 0) + i32x4.extract_lane(lo, 1);
+      lo1 = i32x4.extract_lane(lo, 2) + i32x4.extract_lane(lo, 3);
+      hi0 = i32x4.extract_lane(hi, 0) + i32x4.extract_lane(hi, 1);
+      hi1 = i32x4.extract_lane(hi, 2) + i32x4.extract_lane(hi, 3);
       v128.store(dst, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(q0, q1), i16x8.narrow_i32x4_s(q2, q3)));
       v128.store(dst, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(q4, q5), i16x8.narrow_i32x4_s(q6, q7)), 16);
     } else {
@@ -53,17 +58,32 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
         if (q > 127) q = 127;
         if (q < -127) q = -127;
         store<i8>(dst + i, <i8>q);
-        if (i < 16) sumLo += q; else sumHi += q;
+        if (i < 16) {
+          if ((i & 2) == 0) lo0 += q; else lo1 += q;
+        } else if ((i & 2) == 0) hi0 += q;
+        else hi1 += q;
       }
     }
+    const sumLo = lo0 + lo1;
+    const sumHi = hi0 + hi1;
     store<f32>(da + (<usize>blk << 2), d);
     store<f32>(sa32 + (<usize>blk << 2), d * <f32>(sumLo + sumHi));
     store<f32>(sa16 + (<usize>blk << 3), d * <f32>sumLo);
     store<f32>(sa16 + (<usize>blk << 3) + 4, d * <f32>sumHi);
-    store<i32>(qs32 + (<usize>blk << 2), sumLo + sumHi);
-    store<i32>(qs16 + (<usize>blk << 3), sumLo);
-    store<i32>(qs16 + (<usize>blk << 3) + 4, sumHi);
+    storePairs(ps32 + (<usize>blk << 4), -(lo0 + hi0), -(lo1 + hi1));
+    storePairs(ps16 + (<usize>blk << 5), -32 * lo0, -32 * lo1);
+    storePairs(ps16 + (<usize>blk << 5) + 16, -32 * hi0, -32 * hi1);
   }
+}
+
+/** 16 bytes at p = [p0, p1] as i16, 4 times (ps16's |p0|, |p1| <= 32 * 8 * 127 < 2^15, ps32's <= 16 * 127). */
+// @ts-ignore: decorator
+@inline function storePairs(p: usize, p0: i32, p1: i32): void {
+  const v = (p0 & 0xffff) | (p1 << 16);
+  store<i32>(p, v);
+  store<i32>(p, v, 4);
+  store<i32>(p, v, 8);
+  store<i32>(p, v, 12);
 }
 
 /** Bytes of one chunk of splat_q8's layout: the 16-byte vectors of a quad of tokens. */

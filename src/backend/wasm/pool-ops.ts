@@ -56,7 +56,7 @@ export const SILU_UNIT = 1024;
 
 /** QuantizeActivations' arguments (i32): the f32 input, its shape, and the outputs of quantize_q8 / widen_q8 / splat_q8 /
  * splat_q8_i16. */
-export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 5, sa16: 6, qs32: 7, qs16: 8, qa16: 9, quads: 10, quads16: 11 } as const;
+export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 5, sa16: 6, ps32: 7, ps16: 8, qa16: 9, quads: 10, quads16: 11 } as const;
 
 /**
  * Tokens [from, to) of a matmul input quantized (wasm-backend.ts quantizeActivations' layout; qa16 / quads 0 when
@@ -69,8 +69,8 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
   const groups32 = from * (cols >> 5);
   const qa = a[at + QUANTIZE_ARGS.qa]! + from * cols;
   k.quantize_q8(a[at + QUANTIZE_ARGS.x]! + from * cols * 4, n, cols, qa, a[at + QUANTIZE_ARGS.da]! + groups32 * 4,
-    a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa16]! + groups32 * 8, a[at + QUANTIZE_ARGS.qs32]! + groups32 * 4,
-    a[at + QUANTIZE_ARGS.qs16]! + groups32 * 8);
+    a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa16]! + groups32 * 8, a[at + QUANTIZE_ARGS.ps32]! + groups32 * 16,
+    a[at + QUANTIZE_ARGS.ps16]! + groups32 * 32); // 16-byte pair-sum vectors per 32 and per 16 values
   const qa16 = a[at + QUANTIZE_ARGS.qa16]!;
   if (qa16 !== 0) k.widen_q8(qa, n * cols, qa16 + from * cols * 2);
   const quads = a[at + QUANTIZE_ARGS.quads]!;

@@ -1,8 +1,9 @@
 /**
  * Load-time repacking of GGUF quant blocks into the kernels' layout (kernels/matmul-quant.ts):
  *   wq [rowGroups, numGroups, groupSize / 4, 4 rows, 4 quants]  quants of 4 rows interleaved 4 at a time ("K-quads";
- *                                                     4/5/6-bit: nibbles, low = the group's first half, high = the
- *                                                     second; then 5/6-bit: a 16-byte plane of high bits per chunk)
+ *                                                     4/5-bit: nibbles, low = the group's first half, high = the
+ *                                                     second; then 5-bit: a 16-byte plane of high bits per chunk;
+ *                                                     6-bit: 3 byte planes, chunk 3 in their top 2 bits)
  *   per-group types: ws, wm [rowGroups, numGroups, 4 rows] f32   scale and offset: w = ws * q + wm
  *   K-quants: ws [rowGroups, numSuperblocks, 96 | 80 bytes]    ggml's factors per 256 weights: d and -dmin [4 rows]
  *                                                     f32, then per group sc (and m) [4 rows] as u8 (Q6_K: i8); the
@@ -290,17 +291,20 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
       const at = (i: number): number => base + (i >> 2) * 16 + lane * 4 + (i & 3); // quant i of this row's group
       if (s.kind === KernelKind.I8) {
         for (let i = 0; i < s.groupSize; i++) wq[at(i)] = q[e + i]!;
+      } else if (s.kind === KernelKind.U6G16) {
+        // 3 byte planes: chunk k's quants (k < 3) with bits 2k, 2k + 1 of chunk 3's quant above them
+        for (let i = 0; i < 12; i++) wq[at(i)] = q[e + i]! | (((q[e + 12 + (i & 3)]! >> (2 * (i >> 2))) & 3) << 6);
       } else {
         // nibbles: quant i and quant i + groupSize / 2 share a byte
         const half = s.groupSize / 2;
         for (let i = 0; i < half; i++) wq[at(i)] = (q[e + i]! & 15) | ((q[e + i + half]! & 15) << 4);
-        // high bits after the nibbles, 16 bytes laid out like a chunk: quant i's are bit(s) of byte 4 * lane + (i & 3),
-        // at bit i >> 2 (5-bit) or bits 2 (i >> 2) and 2 (i >> 2) + 1 (6-bit)
-        const bitsPerQuant = s.kind === KernelKind.U5 || s.kind === KernelKind.U5K ? 1 : s.kind === KernelKind.U6G16 ? 2 : 0;
-        if (bitsPerQuant > 0) {
+        // 5-bit: high bits after the nibbles, 16 bytes laid out like a chunk: quant i's (chunk c = i >> 2) is bit
+        // 4 + c (c < 4) or 7 - c of byte 4 * lane + (i & 3)
+        if (s.kind === KernelKind.U5 || s.kind === KernelKind.U5K) {
           for (let i = 0; i < s.groupSize; i++) {
             const atHigh = base + s.groupSize * 2 + lane * 4 + (i & 3); // after the 4 rows' nibbles
-            wq[atHigh] = wq[atHigh]! | ((q[e + i]! >> 4) << (bitsPerQuant * (i >> 2)));
+            const c = i >> 2;
+            wq[atHigh] = wq[atHigh]! | ((q[e + i]! >> 4) << (c < 4 ? 4 + c : 7 - c));
           }
         }
       }

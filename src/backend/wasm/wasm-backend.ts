@@ -40,15 +40,16 @@ interface QuantizedActivations {
   readonly da: number;
   readonly sa32: number;
   readonly sa16: number;
-  readonly qs32: number;
-  readonly qs16: number;
+  /** quantize_q8's pair sums for zero points */
+  readonly ps32: number;
+  readonly ps16: number;
 }
 
 /** matmul_quant's activation arguments for one weight kind. */
 function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: number; sa: number; qs: number; quads: number } {
   const g16 = kind === KernelKind.U6G16;
   const i8 = kind === KernelKind.I8;
-  return { acts: i8 ? a.qa16 : a.qa, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.qs16 : a.qs32, quads: i8 ? a.quads16 : a.quads };
+  return { acts: i8 ? a.qa16 : a.qa, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.ps16 : a.ps32, quads: i8 ? a.quads16 : a.quads };
 }
 
 /** a buffer at byte offset `ptr` of the backend's memory (split-wasm-backend.ts copies between memories by it) */
@@ -425,7 +426,7 @@ export class WasmBackend implements Backend {
   /**
    * x [numRows, cols] quantized for weights of `kinds` into the activations scratch, laid out as
    * quads [numRows / 4, cols / 4, 4, 16] i8 | quads16 (the same bytes, i16) | qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
-   * qs32 [numRows, cols/32] i32 | qs16 [numRows, cols/16] i32 | qa16 [numRows, cols] i16.
+   * ps32 [numRows, cols/32, 8] i16 | ps16 [numRows, cols/16, 8] i16 | qa16 [numRows, cols] i16.
    */
   private quantizeActivations(xp: number, numRows: number, cols: number, kinds: readonly KernelKind[]): QuantizedActivations {
     const numBlocks = numRows * (cols / 32);
@@ -436,20 +437,20 @@ export class WasmBackend implements Backend {
     const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && this.level !== "scalar";
     const quadsBytes = Math.floor(numRows / 4) * cols * 16;
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const base = this.activations.ensure((useQuads ? quadsBytes : 0) + (useQuads16 ? quadsBytes : 0) + qaBytes * 3 + numBlocks * 28);
+    const base = this.activations.ensure((useQuads ? quadsBytes : 0) + (useQuads16 ? quadsBytes : 0) + qaBytes * 3 + numBlocks * 64);
     const quads = useQuads ? base : 0;
     const quads16 = useQuads16 ? base + (useQuads ? quadsBytes : 0) : 0;
     const qa = base + (useQuads ? quadsBytes : 0) + (useQuads16 ? quadsBytes : 0);
     const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
-    const qs32 = sa16 + numBlocks * 8;
-    const qs16 = qs32 + numBlocks * 4;
-    const qa16 = qs16 + numBlocks * 8;
-    const args = [xp, numRows, cols, qa, da, sa32, sa16, qs32, qs16, wide ? qa16 : 0, quads, quads16]; // pool-ops.ts QUANTIZE_ARGS
+    const ps32 = sa16 + numBlocks * 8;
+    const ps16 = ps32 + numBlocks * 16;
+    const qa16 = ps16 + numBlocks * 32;
+    const args = [xp, numRows, cols, qa, da, sa32, sa16, ps32, ps16, wide ? qa16 : 0, quads, quads16]; // pool-ops.ts QUANTIZE_ARGS
     if (numRows * cols >= MIN_PARALLEL_ROWS_ELEMENTS && this.pool.numThreads > 1) this.pool.run(PoolOp.QuantizeActivations, args, Math.ceil(numRows / 4));
     else quantizeTokens(this.k, args, 0, 0, numRows);
-    return { qa, qa16: wide ? qa16 : 0, quads, quads16, da, sa32, sa16, qs32, qs16 };
+    return { qa, qa16: wide ? qa16 : 0, quads, quads16, da, sa32, sa16, ps32, ps16 };
   }
 
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
@@ -662,7 +663,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
   const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or i16 for KIND_I8 (zero weights: any bytes do)
   const quads = heap.alloc(cols * 16); // one quad of tokens in splat_q8's layout
-  const sums = heap.alloc(numTokens * (cols / 16) * 4 * 5); // da | sa32 | sa16 | qs32 | qs16
+  const sums = heap.alloc(numTokens * (cols / 32) * 64); // da | sa32 | sa16 | ps32 | ps16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
   const tmp = heap.alloc(64);
   heap.floats.fill(0.5, x / 4, x / 4 + numTokens * cols);
@@ -670,27 +671,27 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const da = sums;
   const sa32 = da + numTokens * numGroups32 * 4;
   const sa16 = sa32 + numTokens * numGroups32 * 4;
-  const qs32 = sa16 + numTokens * numGroups32 * 8;
-  const qs16 = qs32 + numTokens * numGroups32 * 4;
+  const ps32 = sa16 + numTokens * numGroups32 * 8;
+  const ps16 = ps32 + numTokens * numGroups32 * 16;
   const quantBytes = rows * cols; // at most one byte per weight in every kind
   const scales = w + quantBytes; // per-group f32 scales (rows * cols / 32 * 4 bytes at most), or superblock factors (fewer)
   const offsets = scales + rows * (cols / 16) * 4;
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
-    k.quantize_q8(x, n, cols, qa, da, sa32, sa16, qs32, qs16);
+    k.quantize_q8(x, n, cols, qa, da, sa32, sa16, ps32, ps16);
     k.splat_q8(qa, n, cols, quads);
     k.splat_q8_i16(qa, n, cols, quads);
     for (const [kind, zeroPoint] of WARM_UP_KINDS) {
       const g16 = kind === KernelKind.U6G16;
       // KIND_I8: its tiles on compact rows (no quads) and on ready vectors
       for (const q of kind === KernelKind.I8 ? [0, quads] : [quads]) {
-        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? qs16 : qs32, q, 0, rows / 4, tmp);
+        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? ps16 : ps32, q, 0, rows / 4, tmp);
       }
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
   for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2], [quads, cols * 16],
-    [sums, numTokens * (cols / 16) * 20], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
+    [sums, numTokens * (cols / 32) * 64], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
 }
 
 /**
