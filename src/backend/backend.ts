@@ -82,6 +82,11 @@ export interface TopK {
 export interface Backend {
   /** "reference" | "wasm-scalar" | "wasm-simd" | "wasm-relaxed-simd" | "webgpu" */
   readonly name: string;
+  /**
+   * Optional (WASM): the most rows one pass through the layers should take; the forward pass runs a longer step in
+   * passes of this many rows (model/forward-passes.ts, llama.cpp's n_ubatch). Unset: one pass, whatever the step.
+   */
+  readonly maxRowsPerPass?: number;
   /** upload (and repack) a weight once at load */
   loadWeight(source: WeightSource): Weight;
   alloc(numFloats: number): DeviceBuffer;

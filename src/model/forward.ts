@@ -10,6 +10,8 @@
  *   x += xb.Wo (post-norm'd: gemma3) ;
  *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
+ * A step longer than the backend's maxRowsPerPass goes through all of this in passes of that many rows
+ * (forwardPasses: llama.cpp's n_ubatch), with the same bits.
  */
 import type { AttentionSequence, Backend, DeviceBuffer, RopeAngles, Weight, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor } from "../tensor/dtypes.ts";
@@ -37,6 +39,64 @@ export interface ForwardInputs {
    * t_embd "result_norm"), instead of logits; logitRows is then unused
    */
   readonly hiddenStates?: boolean;
+}
+
+/** One pass: the step's rows [firstRow, firstRow + inputs.tokenIds.length) as inputs of their own. */
+export interface ForwardPass {
+  readonly firstRow: number;
+  readonly inputs: ForwardInputs;
+  /** [inputs.logitRows.length] where each of this pass's logit rows goes in the step's logits */
+  readonly outputIndex: Int32Array;
+}
+
+/**
+ * One step's rows cut into passes of at most `maxRows` rows, in row order, that run one after another through all
+ * the layers (llama.cpp's micro-batches: n_ubatch rows of an n_batch batch, llama_context::decode). Each op of a pass
+ * then works on maxRows rows of activations, which stay in a core's L2, instead of streaming a long prompt's rows
+ * from memory once per weight row group. The results are the one-pass bits: every op but attention works row by
+ * row, and a pass's attention reads only KV rows that an earlier pass, or its own kvStore, has written (causal
+ * attention: a bidirectional model's step is never cut).
+ * @example for (const pass of forwardPasses(inputs, 512)) await forward.run(pass.inputs);
+ */
+export function forwardPasses(inputs: ForwardInputs, maxRows: number): ForwardPass[] {
+  const numTokens = inputs.tokenIds.length;
+  if (!(Number.isInteger(maxRows) && maxRows > 0)) throw new Error(`forwardPasses: ${maxRows} rows per pass`);
+  const passes: ForwardPass[] = [];
+  for (let first = 0; first < numTokens; first += maxRows) {
+    const end = Math.min(numTokens, first + maxRows);
+    // each KV cache group's sequences, cut to this pass's rows; the block tables stay whole (a row sees every key before it)
+    const sequences = inputs.sequences.map((group) => {
+      const cut: AttentionSequence[] = [];
+      for (const s of group) {
+        const from = Math.max(s.rowStart, first);
+        const to = Math.min(s.rowStart + s.numRows, end);
+        if (from < to) cut.push({ rowStart: from - first, numRows: to - from, startPos: s.startPos + (from - s.rowStart), blockTable: s.blockTable });
+      }
+      return cut;
+    });
+    const outputIndex: number[] = [];
+    const logitRows: number[] = [];
+    inputs.logitRows.forEach((row, j) => {
+      if (row >= first && row < end) {
+        outputIndex.push(j);
+        logitRows.push(row - first);
+      }
+    });
+    passes.push({
+      firstRow: first,
+      inputs: {
+        tokenIds: inputs.tokenIds.subarray(first, end),
+        positions: inputs.positions.subarray(first, end),
+        slots: inputs.slots.map((groupSlots) => groupSlots.subarray(first, end)),
+        sequences,
+        kvGroups: inputs.kvGroups,
+        logitRows: Int32Array.from(logitRows),
+        hiddenStates: inputs.hiddenStates,
+      },
+      outputIndex: Int32Array.from(outputIndex),
+    });
+  }
+  return passes;
 }
 
 /** Called as weights are uploaded: bytes done and bytes in all. */
@@ -121,6 +181,8 @@ export class BatchedForward {
    */
   reserve(numTokens: number, numLogitRows: number): void {
     const { dim, hiddenDim, vocabSize } = this.config;
+    numTokens = Math.min(numTokens, this.backend.maxRowsPerPass ?? numTokens);
+    numLogitRows = Math.min(numLogitRows, numTokens);
     try {
       this.ensureScratch(numTokens, numLogitRows);
     } catch (e) {
@@ -174,6 +236,23 @@ export class BatchedForward {
    * must already be allocated on the backend.
    */
   async run(inputs: ForwardInputs): Promise<Float32Array> {
+    const maxRows = this.backend.maxRowsPerPass;
+    const n = inputs.tokenIds.length;
+    // a bidirectional model's rows read the keys after them in the step: it always runs as one pass
+    if (maxRows === undefined || n <= maxRows || this.config.bidirectional === true) return this.runPass(inputs);
+    // a long step in passes of maxRows rows (forwardPasses): the same bits, each op's rows in L2
+    const width = inputs.hiddenStates === true ? this.config.dim : this.config.vocabSize;
+    const result = new Float32Array((inputs.hiddenStates === true ? n : inputs.logitRows.length) * width);
+    for (const pass of forwardPasses(inputs, maxRows)) {
+      const part = await this.runPass(pass.inputs);
+      if (inputs.hiddenStates === true) result.set(part, pass.firstRow * width);
+      else pass.outputIndex.forEach((j, i) => result.set(part.subarray(i * width, (i + 1) * width), j * width));
+    }
+    return result;
+  }
+
+  /** One pass of all the layers over every row of `inputs`. */
+  private async runPass(inputs: ForwardInputs): Promise<Float32Array> {
     const c = this.config;
     const b = this.backend;
     const n = inputs.tokenIds.length;

@@ -49,6 +49,8 @@ function asWeight(w: Weight): SplitWeight {
 
 export class SplitWasmBackend implements Backend {
   readonly name: string;
+  /** every part's (they are the same kernels) */
+  readonly maxRowsPerPass: number | undefined;
   /** the memory the last op ran in */
   private current = 0;
   private kvShape: KvCacheShape | null = null;
@@ -59,6 +61,7 @@ export class SplitWasmBackend implements Backend {
     readonly plan: MemoryPlan,
   ) {
     this.name = parts[0]!.name;
+    this.maxRowsPerPass = parts[0]!.maxRowsPerPass;
   }
 
   get numThreads(): number {

@@ -26,6 +26,11 @@ const MIN_PARALLEL_SILU = 16384;
 const MIN_PARALLEL_ROWS_ELEMENTS = 16384;
 /** Q8_0 weights' 4-token tiles read ready i16 vectors (splat_q8_i16) from this many tokens: a prefill chunk */
 const MIN_READY_I8_TOKENS = 32;
+/**
+ * Rows of one forward pass (Backend.maxRowsPerPass; llama.cpp's default n_ubatch is 512): a pass's activations, e.g.
+ * the FFN's [rows, 1536] f32, then stay in a core's L2 (1 MiB on Zen 4) while every row group of a weight reads them.
+ */
+const ROWS_PER_PASS = 512;
 
 /** One matmul input prepared for the quantized kernels (addresses in the activations scratch; kernels/quantize.ts). */
 interface QuantizedActivations {
@@ -165,6 +170,7 @@ export function weightHeapBytes(type: GgmlType, rows: number, cols: number): num
 
 export class WasmBackend implements Backend {
   readonly name: string;
+  readonly maxRowsPerPass = ROWS_PER_PASS;
   private kv: KvState | null = null;
   private readonly activations: Scratch;
   private readonly ints: Scratch;
