@@ -27,7 +27,7 @@ export interface TensorFacts {
   /** ne0 first, as GGUF stores it */
   readonly shape: readonly number[];
   readonly bytes: number;
-  /** heap bytes in fennec; null for a tensor the loader does not use */
+  /** heap bytes in fennec (0: used outside the heap); null for a tensor the loader does not use */
   readonly heap_bytes: number | null;
 }
 
@@ -82,7 +82,15 @@ export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<M
   const weights = loadModelWeights(gguf, c);
   if (!weights.ok) return err(weights.error);
   const heapByName = new Map<string, number>();
-  for (const s of loadedSources(weights)) heapByName.set(s.name, weightHeapBytes(s.type, s.rows, s.cols));
+  // a fused tensor's row views (phi3's "blk.0.attn_qkv.weight[q]", weights.ts rowSlice) count toward the tensor
+  for (const s of loadedSources(weights)) {
+    const name = s.name.replace(/\[[a-z]+\]$/, "");
+    heapByName.set(name, (heapByName.get(name) ?? 0) + weightHeapBytes(s.type, s.rows, s.cols));
+  }
+  // used outside the heap: the rope divisors (folded into the angle tables) and gemma-embedding's dense_2 / dense_3
+  // (the runner projects each pooled vector in f32)
+  const outside = [weights.value.ropeFactors ?? null, weights.value.dense?.dense2 ?? null, weights.value.dense?.dense3 ?? null];
+  for (const s of outside) if (s !== null) heapByName.set(s.name, 0);
   const tensors: TensorFacts[] = gguf.tensors.map((t) => ({ name: t.name, type: ggmlTypeName(t.type), shape: t.shape, bytes: t.sizeBytes, heap_bytes: heapByName.get(t.name) ?? null }));
   const types: Record<string, { tensors: number; parameters: number; bytes: number }> = {};
   let parameters = 0;

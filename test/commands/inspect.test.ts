@@ -70,6 +70,9 @@ describe("inspect agrees with the loader", () => {
         expect([f.architecture, f.num_layers, f.dim, f.num_kv_heads, f.head_dim, f.vocab_size, f.tied_embeddings, f.qkv_bias, f.qk_norm])
           .toEqual([c.architecture, 1, c.dim, c.numKvHeads, c.headDim, VOCAB_TOKENS, c.tiedEmbeddings, c.hasQkvBias, c.hasQkNorm]);
         expect(f.parameters).toBe(gguf.value.tensors.reduce((s, t) => s + t.shape.reduce((a, b) => a * b, 1), 0));
+        // every tensor make-model writes is used (rope divisors and dense projections outside the heap), except
+        // LongRoPE's factors for the other context length
+        expect(f.tensors.filter((t) => t.heap_bytes === null && !t.name.startsWith("rope_factors_")).map((t) => t.name)).toEqual([]);
         expect(Object.values(f.tensor_types).reduce((s, t) => s + t.bytes, 0)).toBe(gguf.value.tensors.reduce((s, t) => s + t.sizeBytes, 0));
         // the weights as the model loads them: the heap grows by exactly the inspected figure
         const before = weightsBackend.liveMemoryBytes;
