@@ -72,8 +72,24 @@ export interface StartOptions {
   readonly readyPath?: string;
 }
 
-/** Runs `fennec serve` with extra args (not the port) and resolves once /health answers 200. */
+/**
+ * Runs `fennec serve` with extra args (not the port) and resolves once /health answers 200. freePort() closes its probe
+ * before the server binds, so another process (a parallel test run's client socket) may take the port in between:
+ * that one refusal is retried on a new port, any other early exit is thrown.
+ */
 export async function startServer(args: readonly string[] = [], start: StartOptions = {}): Promise<ServerProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerOnce(args, start);
+    } catch (error) {
+      if (attempt === 3 || !(error instanceof PortTakenError)) throw error;
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+async function startServerOnce(args: readonly string[], start: StartOptions): Promise<ServerProcess> {
   const port = freePort();
   const output: string[] = [];
   const child = Bun.spawn([...(start.command ?? serverCommand()), "--host", "127.0.0.1", "--port", String(port), ...args], {
@@ -96,7 +112,10 @@ export async function startServer(args: readonly string[] = [], start: StartOpti
   };
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before it was ready:\n${server.log()}`);
+    if (child.exitCode !== null) {
+      const message = `server exited with ${child.exitCode} before it was ready:\n${server.log()}`;
+      throw server.log().includes(`cannot listen on 127.0.0.1:${port}`) ? new PortTakenError(message) : new Error(message);
+    }
     try {
       if ((await fetch(`${url}${start.readyPath ?? "/health"}`, { tls: start.healthTls ?? { rejectUnauthorized: false } })).status === 200) return server;
     } catch {
