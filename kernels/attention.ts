@@ -189,12 +189,29 @@ function dotF32(a: usize, b: usize, n: i32): f32 {
   return acc;
 }
 
+/** x [n] = 0 (vector stores: memory.fill is a call into the runtime, once per query vector and segment) */
+function zeroFloats(x: usize, n: i32): void {
+  let d = 0;
+  if (ASC_FEATURE_SIMD) for (; d + 4 <= n; d += 4) v128.store(x + (<usize>d << 2), i32x4.splat(0));
+  for (; d < n; d++) store<f32>(x + (<usize>d << 2), 0);
+}
+
 /** max of x [n] (order-free, so the SIMD lanes give the scalar result). */
 function maxOf(x: usize, n: i32): f32 {
   let max: f32 = -Infinity;
   let t = 0;
   if (ASC_FEATURE_SIMD) {
-    let m = f32x4.splat(-Infinity);
+    // four independent maxima (max is order-free): one chain through f32x4.max, which JSC emits as ~6 dependent
+    // instructions for its NaN and -0 rules, held this pass to a vector per chain latency
+    let m = f32x4.splat(-Infinity), m1 = m, m2 = m, m3 = m;
+    for (; t + 16 <= n; t += 16) {
+      const p = x + (<usize>t << 2);
+      m = f32x4.max(m, v128.load(p));
+      m1 = f32x4.max(m1, v128.load(p, 16));
+      m2 = f32x4.max(m2, v128.load(p, 32));
+      m3 = f32x4.max(m3, v128.load(p, 48));
+    }
+    m = f32x4.max(f32x4.max(m, m1), f32x4.max(m2, m3));
     for (; t + 4 <= n; t += 4) m = f32x4.max(m, v128.load(x + (<usize>t << 2)));
     max = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
   }
@@ -256,9 +273,11 @@ export function attention_segment_keys(): i32 {
 /**
  * Query rows per tile: a task scores the rows of one tile (consecutive rows of one sequence) against each K/V block
  * it widens, so a prefill widens each key once per tile instead of once per row (llama.cpp ggml_compute_forward_
- * flash_ext_f16 takes one query row per pass; the tile is FlashAttention's Q block).
+ * flash_ext_f16 takes one query row per pass; the tile is FlashAttention's Q block). 32 rather than 16: half the
+ * widening and per-task work per score (smollm2, 2,048 rows: 5-6% of the op); the scores, 32 x groupSize x 256 floats
+ * (96 KiB for 3 heads a KV head), stay in L2.
  */
-export const TILE_ROWS: i32 = 16;
+export const TILE_ROWS: i32 = 32;
 
 /** TILE_ROWS for the host, which cuts the tiles. */
 export function attention_tile_rows(): i32 {
@@ -581,7 +600,7 @@ export function attention_q8(
         } else {
           store<f32>(sums + (<usize>(i * groupSize + g) << 2), sum);
         }
-        memory.fill(o, 0, rowBytes);
+        zeroFloats(o, headDim);
       }
     }
     // V one widened block at a time, added to every query vector's output in key order

@@ -154,7 +154,7 @@ describe("thread counts", () => {
 });
 
 describe("attention tiles", () => {
-  // 37 rows from position 250: tiles of 16, 16 and 5 rows; the first tile's rows 250..255 have one key segment (256
+  // 37 rows from position 250: tiles of 32 and 5 rows (TILE_ROWS); the first tile's rows 250..255 have one key segment (256
   // keys) and write their output, its later rows two (partials, then the merge). GQA 10/2 (a pair of heads and one
   // more, twice), headDim 20 (past the 16-dim SIMD blocks) and 64 (its own constant-offset loop). Then a second
   // sequence of 3 rows at position 5.
