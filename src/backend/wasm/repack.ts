@@ -67,12 +67,15 @@ export interface RepackSpec {
 
 const f16 = (v: DataView, at: number): number => v.getFloat16(at, true);
 
-/** ggml get_scale_min_k4 over the 12 scale bytes at `at`. */
-function scaleMinK4(j: number, v: DataView, at: number): [number, number] {
-  if (j < 4) return [v.getUint8(at + j) & 63, v.getUint8(at + j + 4) & 63];
-  const sc = (v.getUint8(at + j + 4) & 0xf) | ((v.getUint8(at + j - 4) >> 6) << 4);
-  const mn = (v.getUint8(at + j + 4) >> 4) | ((v.getUint8(at + j) >> 6) << 4);
-  return [sc, mn];
+/** ggml get_scale_min_k4 over the 12 scale bytes at `at`: the scale of sub-block j. (Two functions, not one returning
+ * a pair: a pair per sub-block was gigabytes of garbage while an 8B model loads.) */
+function scaleK4(j: number, v: DataView, at: number): number {
+  return j < 4 ? v.getUint8(at + j) & 63 : (v.getUint8(at + j + 4) & 0xf) | ((v.getUint8(at + j - 4) >> 6) << 4);
+}
+
+/** ggml get_scale_min_k4: the min of sub-block j. */
+function minK4(j: number, v: DataView, at: number): number {
+  return j < 4 ? v.getUint8(at + j + 4) & 63 : (v.getUint8(at + j + 4) >> 4) | ((v.getUint8(at + j) >> 6) << 4);
 }
 
 const decodeQ8_0: BlockDecoder = (v, at, q, e0, s, _m, g0) => {
@@ -137,8 +140,7 @@ const decodeQ4_K: BlockDecoder = (v, at, q, e0, s, m, g0, k, block) => {
   const d = f16(v, at);
   const dmin = f16(v, at + 2);
   for (let j = 0; j < 8; j++) {
-    const [sc, mn] = scaleMinK4(j, v, at + 4);
-    kFactors(k, block, d, dmin, g0 + j, sc, mn, s, m);
+    kFactors(k, block, d, dmin, g0 + j, scaleK4(j, v, at + 4), minK4(j, v, at + 4), s, m);
     const qs = at + 16 + (j >> 1) * 32;
     const shift = (j & 1) * 4;
     for (let l = 0; l < 32; l++) q[e0 + j * 32 + l] = (v.getUint8(qs + l) >> shift) & 15;
@@ -151,8 +153,7 @@ const decodeQ5_K: BlockDecoder = (v, at, q, e0, s, m, g0, k, block) => {
   const qhAt = at + 16;
   const qsAt = at + 48;
   for (let j = 0; j < 8; j++) {
-    const [sc, mn] = scaleMinK4(j, v, at + 4);
-    kFactors(k, block, d, dmin, g0 + j, sc, mn, s, m);
+    kFactors(k, block, d, dmin, g0 + j, scaleK4(j, v, at + 4), minK4(j, v, at + 4), s, m);
     const qs = qsAt + (j >> 1) * 32;
     const shift = (j & 1) * 4;
     for (let l = 0; l < 32; l++) {
@@ -251,6 +252,11 @@ function writeSuperblockFactors(s: RepackSpec, k: SuperblockFactors, ws: Uint8Ar
   }
 }
 
+/** The byte of quant i of row `lane` in the K-quad group at `base` (a function, not a closure per group: no garbage). */
+function quantByte(base: number, lane: number, i: number): number {
+  return base + (i >> 2) * 16 + lane * 4 + (i & 3);
+}
+
 /**
  * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm (byte views of the sizes from repackedSizes, wm null when
  * offsetBytes is 0; zero-filled by the caller so padded rows stay zero).
@@ -288,16 +294,15 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
       }
       const base = (rg * numGroups + g) * 4 * s.groupBytes;
       const e = g * s.groupSize;
-      const at = (i: number): number => base + (i >> 2) * 16 + lane * 4 + (i & 3); // quant i of this row's group
       if (s.kind === KernelKind.I8) {
-        for (let i = 0; i < s.groupSize; i++) wq[at(i)] = q[e + i]!;
+        for (let i = 0; i < s.groupSize; i++) wq[quantByte(base, lane, i)] = q[e + i]!;
       } else if (s.kind === KernelKind.U6G16) {
         // 3 byte planes: chunk k's quants (k < 3) with bits 2k, 2k + 1 of chunk 3's quant above them
-        for (let i = 0; i < 12; i++) wq[at(i)] = q[e + i]! | (((q[e + 12 + (i & 3)]! >> (2 * (i >> 2))) & 3) << 6);
+        for (let i = 0; i < 12; i++) wq[quantByte(base, lane, i)] = q[e + i]! | (((q[e + 12 + (i & 3)]! >> (2 * (i >> 2))) & 3) << 6);
       } else {
         // nibbles: quant i and quant i + groupSize / 2 share a byte
         const half = s.groupSize / 2;
-        for (let i = 0; i < half; i++) wq[at(i)] = (q[e + i]! & 15) | ((q[e + i + half]! & 15) << 4);
+        for (let i = 0; i < half; i++) wq[quantByte(base, lane, i)] = (q[e + i]! & 15) | ((q[e + i + half]! & 15) << 4);
         // 5-bit: high bits after the nibbles, 16 bytes laid out like a chunk: quant i's (chunk c = i >> 2) is bit
         // 4 + c (c < 4) or 7 - c of byte 4 * lane + (i & 3)
         if (s.kind === KernelKind.U5 || s.kind === KernelKind.U5K) {
