@@ -132,7 +132,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "threads", kind: "int", default: null, min: 1, max: 256, commands: MODEL, help: "Kernel threads. Default: the number of cores." },
   { name: "device", kind: "string", default: "cpu", commands: MODEL, choices: ["cpu", "webgpu"], help: "Run the model on the WASM CPU kernels or on a WebGPU adapter." },
   { name: "max-num-seqs", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Maximum number of sequences running in one engine step." },
-  { name: "max-num-batched-tokens", kind: "int", default: 512, min: 1, humanReadable: true, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens)." },
+  { name: "max-num-batched-tokens", kind: "int", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Token budget of one engine step (prefill chunks plus decode tokens). Default: 512; for a model that attends bidirectionally (an embedding model such as EmbeddingGemma, each prompt computed in one step) the larger of 512 and --max-model-len, as vLLM without chunked prefill." },
   { name: "max-model-len", kind: "int", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
   { name: "kv-cache-memory", vllmName: "kv-cache-memory-bytes", kind: "int", metavar: "bytes", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Bytes for the KV cache (vLLM: --kv-cache-memory-bytes, also accepted), spread with the layers over the wasm32 memories the model needs (the start-up memory line says how). Default: a share of free memory, at most 1 GiB, capped by what max-num-seqs x max-model-len needs." },
@@ -598,6 +598,9 @@ export interface TokenizeConfig {
 
 const stringOrNull = (v: FlagValue | undefined): string | null => (typeof v === "string" ? v : null);
 const intOrNull = (v: FlagValue | undefined): number | null => (typeof v === "number" ? v : null);
+
+/** --max-num-batched-tokens when not given (a bidirectional model raises it to max-model-len: engine.ts stepTokenBudget) */
+const DEFAULT_MAX_NUM_BATCHED_TOKENS = 512;
 const deviceOf = (v: FlagValue | undefined): "cpu" | "webgpu" => (v === "webgpu" ? "webgpu" : "cpu");
 
 /** The vLLM flags of FLAGS' fate rows that were given: one note each, or the refusal of the first refused one. */
@@ -722,7 +725,8 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     seed: intOrNull(options.seed),
     kvCacheMemoryFraction: typeof options["gpu-memory-utilization"] === "number" ? options["gpu-memory-utilization"] : null,
     maxNumSeqs: Number(options["max-num-seqs"]),
-    maxNumBatchedTokens: Number(options["max-num-batched-tokens"]),
+    maxNumBatchedTokens: intOrNull(options["max-num-batched-tokens"]) ?? DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    maxNumBatchedTokensGiven: intOrNull(options["max-num-batched-tokens"]) !== null,
     maxModelLen: intOrNull(options["max-model-len"]),
     blockSize: Number(options["block-size"]),
     kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),

@@ -5,6 +5,7 @@
  */
 import { totalmem } from "node:os";
 import { NULL_BLOCK, type ModelBatch, type ModelRunner, type SequenceChunk } from "../model/model-batch.ts";
+import type { ModelConfig } from "../model/model-config.ts";
 import type { EngineArgs, EngineRequest, KvCacheFacts, KvHandoff, PositionLogprobs, RequestDelta } from "./protocol.ts";
 import type { FinishReason, SpecDecodingStats, StepStats } from "./stats.ts";
 import { KvCacheManager } from "./kv-cache-manager.ts";
@@ -161,12 +162,13 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   if (bidirectional && pooler.value === null) {
     return err(`${runner.config.architecture} attends bidirectionally, so it only embeds: it cannot generate, and its GGUF has no pooling_type; serve it with --runner pooling (and --pooler-config '{"pooling_type": "MEAN"}' for mean pooling)`);
   }
-  if (bidirectional && maxModelLen > args.maxNumBatchedTokens) {
-    // vLLM SchedulerConfig.verify without chunked prefill; an unset --max-model-len follows the budget instead
+  const maxNumBatchedTokens = stepTokenBudget(args, runner.config, maxModelLen);
+  if (bidirectional && maxModelLen > maxNumBatchedTokens) {
+    // vLLM SchedulerConfig.verify without chunked prefill
     if (args.maxModelLen !== undefined && args.maxModelLen !== null) {
-      return err(`max_num_batched_tokens (${args.maxNumBatchedTokens}) is smaller than max_model_len (${maxModelLen}). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len. (${runner.config.architecture} attends bidirectionally, so fennec computes each prompt in one step: no chunked prefill)`);
+      return err(`max_num_batched_tokens (${maxNumBatchedTokens}) is smaller than max_model_len (${maxModelLen}). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len. (${runner.config.architecture} attends bidirectionally, so fennec computes each prompt in one step: no chunked prefill)`);
     }
-    maxModelLen = args.maxNumBatchedTokens;
+    maxModelLen = maxNumBatchedTokens;
   }
   // vLLM: prefix caching only for LAST pooling with causal attention (MEAN and CLS need every position's hidden state)
   const enablePrefixCaching = args.enablePrefixCaching && !bidirectional && (pooler.value === null || pooler.value.poolingType === "LAST");
@@ -175,7 +177,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
   const groups = hybrid.groups;
   // a draft model's KV cache uses the same block ids: one block costs both models' bytes
   const bytesPerBlock = runner.kvBytesPerBlock(args.blockSize, groups.groupSize) + extraKvBytesPerBlock;
-  const blocksPerRequest = maxRequestBlocks(groups, maxModelLen, args.blockSize, args.maxNumBatchedTokens);
+  const blocksPerRequest = maxRequestBlocks(groups, maxModelLen, args.blockSize, maxNumBatchedTokens);
   const maxUsefulBlocks = args.maxNumSeqs * blocksPerRequest;
   let numBlocks: number;
   if (args.numKvBlocksOverride !== undefined && args.numKvBlocksOverride !== null) {
@@ -192,7 +194,7 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
     slidingWindow: hasSlidingLayers(runner.config) ? (runner.config.slidingWindow ?? null) : null,
   };
   return ok({
-    maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens: args.maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
+    maxNumSeqs: args.maxNumSeqs, maxNumBatchedTokens, maxModelLen, blockSize: args.blockSize,
     numBlocks, enablePrefixCaching, kvCacheGroups: groups,
     kvCacheLines: [...(hybrid.offLine !== null ? [hybrid.offLine] : groups.groups.length > 1 ? [describeKvCacheGroups(groups)] : []), ...kvCacheSizeLines(facts, maxModelLen)],
     kvCacheFacts: facts, pooler: pooler.value, kvOffload: args.kvOffload ?? null, kvPeer: args.kvPeer ?? null, speculative: args.speculativeConfig ?? null,
@@ -203,6 +205,16 @@ export function resolveEngineConfig(args: EngineArgs, runner: ModelRunner, freeM
 }
 
 /** Blocks one request of `numTokens` positions holds at most, over every group (vLLM max_memory_usage_bytes per group). */
+/**
+ * The token budget of one step. A model that attends bidirectionally computes each prompt in one step (no chunked
+ * prefill), so, as vLLM's SchedulerConfig does without chunked prefill, an unset --max-num-batched-tokens becomes
+ * max(its default, max_model_len): the model's whole context is served without flags.
+ */
+export function stepTokenBudget(args: EngineArgs, config: ModelConfig, maxModelLen: number): number {
+  if (config.bidirectional !== true || args.maxNumBatchedTokensGiven !== false) return args.maxNumBatchedTokens;
+  return Math.max(args.maxNumBatchedTokens, maxModelLen);
+}
+
 export function maxRequestBlocks(groups: KvCacheGroups, numTokens: number, blockSize: number, maxNumBatchedTokens: number): number {
   let total = 0;
   for (const g of groups.groups) total += maxGroupBlocks(g, numTokens, blockSize, maxNumBatchedTokens);

@@ -10,7 +10,7 @@ import { kvCacheBytesPerToken, planMemories, WASM32_MEMORY_BYTES, type MemoryPla
 import type { ModelConfig } from "../model/model-config.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { kvPoolBlocks, maxRequestBlocks, promptLogprobRowsFor } from "./engine.ts";
+import { kvPoolBlocks, maxRequestBlocks, promptLogprobRowsFor, stepTokenBudget } from "./engine.ts";
 import { chooseKvCacheGroups } from "./hybrid-kv-cache.ts";
 import type { EngineArgs } from "./protocol.ts";
 
@@ -41,7 +41,7 @@ function distinctWeights(weights: ModelWeights): ModelWeights["tokenEmbd"][] {
  * activations and attention scratch), in each memory.
  */
 function activationBytes(c: ModelConfig, args: EngineArgs): number {
-  const n = args.maxNumBatchedTokens;
+  const n = stepTokenBudget(args, c, args.maxModelLen ?? c.contextLength);
   const drafts = args.speculativeConfig?.numSpeculativeTokens ?? 0;
   const m = Math.min(n, args.maxNumSeqs * (1 + drafts) + promptLogprobRowsFor(c.vocabSize));
   const qDim = c.numHeads * c.headDim;
@@ -88,7 +88,7 @@ export function placeModel(config: ModelConfig, weights: ModelWeights, args: Eng
     const bytesPerBlock = args.blockSize * kvCacheBytesPerToken({ numLayers: groups.groupSize, numKvHeads: config.numKvHeads, headDim: config.headDim, dtype });
     const modelBytes = weightBytes + reserveBytes * numMemories;
     const numBlocks: Result<number> = blocks !== null ? ok(blocks) : kvPoolBlocks(args, {
-      bytesPerBlock, maxUsefulBlocks: args.maxNumSeqs * maxRequestBlocks(groups, maxModelLen, args.blockSize, args.maxNumBatchedTokens), freeMemoryBytes, totalMemoryBytes, modelBytes,
+      bytesPerBlock, maxUsefulBlocks: args.maxNumSeqs * maxRequestBlocks(groups, maxModelLen, args.blockSize, stepTokenBudget(args, config, maxModelLen)), freeMemoryBytes, totalMemoryBytes, modelBytes,
     });
     if (!numBlocks.ok) return numBlocks;
     const kvBytes = numBlocks.value * bytesPerBlock;

@@ -17,6 +17,8 @@ export type KvCacheDtypeName = "auto" | "float16" | "fp8" | "fp8_e4m3";
 export interface EngineArgs {
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
+  /** false when --max-num-batched-tokens was not given (its default applies); absent: given */
+  readonly maxNumBatchedTokensGiven?: boolean;
   readonly maxModelLen: number | null;
   readonly blockSize: number;
   /** bytes for the KV cache pool; null = sensible default from free memory */

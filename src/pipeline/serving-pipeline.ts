@@ -41,6 +41,7 @@ export function stageEngineArgs(base: EngineArgs, stage: StageSpec): EngineArgs 
     ...base,
     maxNumSeqs: a.maxNumSeqs ?? base.maxNumSeqs,
     maxNumBatchedTokens: a.maxNumBatchedTokens ?? base.maxNumBatchedTokens,
+    maxNumBatchedTokensGiven: a.maxNumBatchedTokens !== null || base.maxNumBatchedTokensGiven !== false,
     maxModelLen: a.maxModelLen ?? base.maxModelLen,
     blockSize: a.blockSize ?? base.blockSize,
     kvCacheMemoryBytes: a.kvCacheMemoryBytes ?? base.kvCacheMemoryBytes,

@@ -121,6 +121,20 @@ describe("pooling engine rules", () => {
     expect(engine.kv.usage()).toBe(0);
   });
 
+  test("a bidirectional model without --max-num-batched-tokens: the budget becomes max_model_len, so its whole context is served (vLLM SchedulerConfig without chunked prefill); a causal one keeps the default", () => {
+    const args: EngineArgs = { maxNumSeqs: 4, maxNumBatchedTokens: 512, maxNumBatchedTokensGiven: false, maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: 1 << 22, enablePrefixCaching: true, threads: 1, device: "cpu" };
+    const wide = resolveEngineConfig(args, new FakeRunner({ poolingType: "mean", bidirectional: true, contextLength: 2048 }), 1 << 30);
+    if (!wide.ok) throw new Error(wide.error);
+    expect([wide.value.maxModelLen, wide.value.maxNumBatchedTokens]).toEqual([2048, 2048]);
+    const shorter = resolveEngineConfig({ ...args, maxModelLen: 1000 }, new FakeRunner({ poolingType: "mean", bidirectional: true, contextLength: 2048 }), 1 << 30);
+    expect(shorter.ok && [shorter.value.maxModelLen, shorter.value.maxNumBatchedTokens]).toEqual([1000, 1000]);
+    const causal = resolveEngineConfig(args, new FakeRunner({ poolingType: "mean", contextLength: 2048 }), 1 << 30);
+    expect(causal.ok && [causal.value.maxModelLen, causal.value.maxNumBatchedTokens]).toEqual([2048, 512]);
+    // given on the command line, the budget stays and caps max_model_len as before
+    const given = resolveEngineConfig({ ...args, maxNumBatchedTokensGiven: true }, new FakeRunner({ poolingType: "mean", bidirectional: true, contextLength: 2048 }), 1 << 30);
+    expect(given.ok && [given.value.maxModelLen, given.value.maxNumBatchedTokens]).toEqual([512, 512]);
+  });
+
   test("resolveEngineConfig: the GGUF's pooling type makes a pooling engine; MEAN and CLS turn prefix caching off", () => {
     const args: EngineArgs = { maxNumSeqs: 4, maxNumBatchedTokens: 64, maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: 1 << 20, enablePrefixCaching: true, threads: 1, device: "cpu" };
     const last = resolveEngineConfig(args, new FakeRunner({ poolingType: "last" }), 1 << 30);
