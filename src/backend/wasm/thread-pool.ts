@@ -14,7 +14,10 @@ import type { WasmHeap } from "./wasm-memory.ts";
 
 /** Spin this many polls before sleeping in Atomics.wait: a futex wake costs tens of us, an op a few hundred. */
 const SPIN_ITERATIONS = 20000;
-const CHUNKS_PER_THREAD = 4;
+/** An op's work is cut into this many chunks per thread: an op ends with its last chunk, so the other threads idle
+ * about half a chunk at its end (at 4 per thread, 1/16 of every prefill matmul on 2 threads), and a thread the OS
+ * deschedules holds up at most one chunk. */
+const CHUNKS_PER_THREAD = 16;
 
 /** The pool as one memory's backend sees it: ops whose addresses are offsets in that memory. */
 export class MemoryPool {
@@ -104,7 +107,6 @@ export class ThreadPool {
     if (table !== undefined) ctl.set(table, CTL.groupTable);
     for (let i = 0; i < args.length; i++) ctl[CTL.args + i] = args[i]!;
     for (const [i, v] of floatArgs) ctlF[CTL.args + i] = v;
-    // a few chunks per thread: small enough that a descheduled thread's chunk is a small loss
     const numChunks = Math.max(1, Math.min(numUnits, this.numThreads * CHUNKS_PER_THREAD, 0xffff));
     ctl[CTL.numChunks] = numChunks;
     ctl[CTL.numUnits] = numUnits;
