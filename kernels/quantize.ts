@@ -112,6 +112,29 @@ export function splat_q8(qa: usize, numTokens: i32, cols: i32, out: usize): void
   }
 }
 
+/** Bytes of one quad_sums block: a quad of tokens' da and sa32 for 32 columns (see quad_sums). */
+export const QUAD_SUMS_BYTES: usize = 32;
+
+/**
+ * The 4-token tiles' per-group scales of the whole quads of tokens, side by side: quantize_q8's da and sa32
+ * ([numTokens, cols / 32] each) -> out [numTokens / 4, cols / 32, 32 bytes]: da [4 tokens] f32 | sa32 [4] f32. A tile
+ * loads one vector for its 4 tokens and spreads lane k to token k (one shuffle) instead of a splat load per token with
+ * its own address (JSC: 3-5 instructions each). Stored after the quad's activation vectors (splat_q8 / splat_q8_i16).
+ */
+export function quad_sums(da: usize, sa32: usize, numTokens: i32, cols: i32, out: usize): void {
+  const numBlocks = cols >> 5;
+  const numFull = numTokens & ~3;
+  for (let t = 0; t < numFull; t++) {
+    let dst = out + <usize>(t >> 2) * <usize>numBlocks * QUAD_SUMS_BYTES + (<usize>(t & 3) << 2);
+    for (let b = 0; b < numBlocks; b++) {
+      const i = <usize>(t * numBlocks + b) << 2;
+      store<f32>(dst, load<f32>(da + i));
+      store<f32>(dst, load<f32>(sa32 + i), 16);
+      dst += QUAD_SUMS_BYTES;
+    }
+  }
+}
+
 /**
  * Q8_0's 4-token tiles' activations in a prefill: qa [numTokens, cols] i8 -> out [numTokens / 4, cols / 4 chunks,
  * 4 tokens, 16 bytes] for the whole quads of tokens, every chunk's 4 quants widened to i16 and repeated twice (the

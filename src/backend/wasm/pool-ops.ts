@@ -73,10 +73,23 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
     a[at + QUANTIZE_ARGS.ps16]! + groups32 * 32); // 16-byte pair-sum vectors per 32 and per 16 values
   const qa16 = a[at + QUANTIZE_ARGS.qa16]!;
   if (qa16 !== 0) k.widen_q8(qa, n * cols, qa16 + from * cols * 2);
+  // quads: [numTokens / 4, cols / 4, 4, 16] bytes of vectors, then quad_sums' [numTokens / 4, cols / 32, 32] bytes
   const quads = a[at + QUANTIZE_ARGS.quads]!;
-  if (quads !== 0) k.splat_q8(qa, n, cols, quads + (from >> 2) * cols * 16); // [numTokens / 4, cols / 4, 4, 16] bytes
+  if (quads !== 0) {
+    k.splat_q8(qa, n, cols, quads + (from >> 2) * cols * 16);
+    const sumsAt = (a[at + QUANTIZE_ARGS.numTokens]! >> 2) * cols * 16 + (from >> 2) * (cols >> 5) * QUAD_SUMS_BYTES;
+    k.quad_sums(a[at + QUANTIZE_ARGS.da]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, n, cols, quads + sumsAt);
+  }
   const quads16 = a[at + QUANTIZE_ARGS.quads16]!;
-  if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * 16); // the same shape
+  if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * 16); // the same shape, no quad_sums
+}
+
+/** Bytes of kernels/quantize.ts quad_sums' block (a quad of tokens, 32 columns). */
+export const QUAD_SUMS_BYTES = 32;
+
+/** Bytes of a matmul input's 4-token-tile vectors (splat_q8 then quad_sums, or splat_q8_i16) for numTokens x cols. */
+export function quadsBytes(numTokens: number, cols: number): number {
+  return (numTokens >> 2) * (cols * 16 + (cols >> 5) * QUAD_SUMS_BYTES);
 }
 
 /** [start, end) of `total` units for part `index` of `numParts`. */

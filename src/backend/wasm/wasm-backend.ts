@@ -11,7 +11,7 @@ import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
 import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
-import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
+import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quadsBytes, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
 import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
@@ -431,7 +431,7 @@ export class WasmBackend implements Backend {
 
   /**
    * x [numRows, cols] quantized for weights of `kinds` into the activations scratch, laid out as
-   * quads [numRows / 4, cols / 4, 4, 16] i8 | quads16 (the same bytes, i16) | qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
+   * quads [numRows / 4, cols / 4, 4, 16] i8 + quad_sums | quads16 (the same, i16) | qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
    * ps32 [numRows, cols/32, 8] i16 | ps16 [numRows, cols/16, 8] i16 | qa16 [numRows, cols] i16.
    */
   private quantizeActivations(xp: number, numRows: number, cols: number, kinds: readonly KernelKind[]): QuantizedActivations {
@@ -441,12 +441,12 @@ export class WasmBackend implements Backend {
     const useQuads = kinds.some((k) => k !== KernelKind.I8) && numRows >= 4 && this.level !== "scalar";
     // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
     const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && this.level !== "scalar";
-    const quadsBytes = Math.floor(numRows / 4) * cols * 16;
+    const quadsSize = quadsBytes(numRows, cols);
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const base = this.activations.ensure((useQuads ? quadsBytes : 0) + (useQuads16 ? quadsBytes : 0) + qaBytes * 3 + numBlocks * 64);
+    const base = this.activations.ensure((useQuads ? quadsSize : 0) + (useQuads16 ? quadsSize : 0) + qaBytes * 3 + numBlocks * 64);
     const quads = useQuads ? base : 0;
-    const quads16 = useQuads16 ? base + (useQuads ? quadsBytes : 0) : 0;
-    const qa = base + (useQuads ? quadsBytes : 0) + (useQuads16 ? quadsBytes : 0);
+    const quads16 = useQuads16 ? base + (useQuads ? quadsSize : 0) : 0;
+    const qa = base + (useQuads ? quadsSize : 0) + (useQuads16 ? quadsSize : 0);
     const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
@@ -668,7 +668,8 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
   const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or i16 for KIND_I8 (zero weights: any bytes do)
-  const quads = heap.alloc(cols * 16); // one quad of tokens in splat_q8's layout
+  const quadBytes = quadsBytes(4, cols);
+  const quads = heap.alloc(quadBytes); // one quad of tokens in splat_q8's layout, then its quad_sums
   const sums = heap.alloc(numTokens * (cols / 32) * 64); // da | sa32 | sa16 | ps32 | ps16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
   const tmp = heap.alloc(64);
@@ -687,6 +688,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     k.quantize_q8(x, n, cols, qa, da, sa32, sa16, ps32, ps16);
     k.splat_q8(qa, n, cols, quads);
     k.splat_q8_i16(qa, n, cols, quads);
+    k.quad_sums(da, sa32, n, cols, quads + cols * 16);
     for (const [kind, zeroPoint] of WARM_UP_KINDS) {
       const g16 = kind === KernelKind.U6G16;
       // KIND_I8: its tiles on compact rows (no quads) and on ready vectors
@@ -696,7 +698,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
-  for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2], [quads, cols * 16],
+  for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2], [quads, quadBytes],
     [sums, numTokens * (cols / 32) * 64], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
 }
 
