@@ -3,7 +3,8 @@
  * position --context, timed on `Runner.execute` directly (no engine, no HTTP), with the attention share. Shows what a
  * batched token costs against a lone one, the figure that bounds bench:throughput's ratio.
  * Also prints where the prompt chunk's time goes, per backend op (matmuls by weight shape [rows x cols]): the split
- * that says whether prefill is bound by the GEMM or by attention.
+ * that says whether prefill is bound by the GEMM or by attention. With --threads 1 every figure is the calling thread's
+ * CPU time (all the work runs on it): on a shared machine that leaves out the time other processes held the core.
  * Usage: bun run bench/step-time.ts --model F [--threads 2] [--batch 8] [--context 96] [--prompt 64] [--reps 10] [--warmup 3]
  */
 import { parseArgs } from "node:util";
@@ -37,6 +38,8 @@ if (!gguf.ok) throw new Error(gguf.error);
 const model = loadModel(gguf.value);
 if (!model.ok) throw new Error(model.error);
 const backend = await createBackend({ kind: "wasm", threads });
+/** ms now: the thread's CPU time at 1 thread (see above), else wall time */
+const clock = threads === 1 ? () => { const c = process.threadCpuUsage(); return (c.user + c.system) / 1000; } : () => performance.now();
 let attentionMs = 0;
 /** ms per op label while `splitting` (the timed prompt chunks) */
 const split = new Map<string, number>();
@@ -55,9 +58,9 @@ for (const name of ["embed", "rmsNorm", "matmul", "matmulShared", "addBias", "ro
   const labelOf = label[name] as ((...args: unknown[]) => string) | undefined;
   (backend as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
     innerMs = 0;
-    const t = performance.now();
+    const t = clock();
     const r = bound(...args);
-    const ms = performance.now() - t - innerMs;
+    const ms = clock() - t - innerMs;
     if (name === "attention") attentionMs += ms;
     if (splitting) {
       const key = labelOf?.(...args) ?? name;
@@ -75,9 +78,9 @@ for (const name of ["quantize_q8", "widen_q8", "splat_q8"]) {
   const f = kernels?.[name];
   if (kernels === undefined || f === undefined) continue;
   kernels[name] = (...args: number[]) => {
-    const t = performance.now();
+    const t = clock();
     const r = f(...args);
-    const ms = performance.now() - t;
+    const ms = clock() - t;
     innerMs += ms;
     if (splitting) split.set("quantize activations", (split.get("quantize activations") ?? 0) + ms);
     return r;
@@ -104,9 +107,9 @@ async function time(make: () => ModelBatch, splitOps = false): Promise<{ best: n
   attentionMs = 0;
   splitting = splitOps;
   for (let i = 0; i < reps; i++) {
-    const t = performance.now();
+    const t = clock();
     await runner.execute(make());
-    times.push(performance.now() - t);
+    times.push(clock() - t);
   }
   splitting = false;
   times.sort((a, b) => a - b);
@@ -120,7 +123,7 @@ const chunk = await time(() => ({ sequences: [{ tokenIds: ids(prompt, 99), start
 const one = await time(decode(1));
 const many = await time(decode(batch));
 const fmt = (x: number) => x.toFixed(2);
-console.log(`${values.model}, ${backend.name}, ${threads} threads, context ${context} (ms: best / median; attention: mean ms per step)`);
+console.log(`${values.model}, ${backend.name}, ${threads} threads, context ${context} (ms${threads === 1 ? " of thread CPU time" : ""}: best / median; attention: mean ms per step)`);
 console.log(`prompt chunk of ${prompt}: ${fmt(chunk.best)} / ${fmt(chunk.median)} per step = ${fmt(chunk.best / prompt)} per token; attention ${fmt(chunk.attention)}`);
 const splitTotal = [...split.values()].reduce((a, b) => a + b, 0);
 console.log(`prompt chunk of ${prompt}, mean ms per chunk by op (${fmt(splitTotal / reps)} in ops):`);
