@@ -435,6 +435,29 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 }
 
 /**
+ * KIND_U6G16, 4 rows x 1 token: simdTile1 with each superblock's d loaded once and a running pointer to the group
+ * scales (groupScales computes each group's addresses: about 15 instructions in JSC's dump).
+ */
+// @ts-ignore: decorator
+@inline function u6Tile1(q: usize, s: usize, qa: usize, da: usize, ps: usize, numGroups: i32): v128 {
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < (numGroups >> 4); b++) {
+    const d = v128.load(s);
+    let sc = s + 16;
+    for (let j = 0; j < 16; j++) {
+      acc = u6Step(acc, q, v128.load(qa), v128.load(ps), u6Scale(d, sc), da);
+      da += <usize>((j & 1) << 2);
+      q += 48;
+      qa += 16;
+      ps += 16;
+      sc += 4;
+    }
+    s += 80;
+  }
+  return acc;
+}
+
+/**
  * KIND_U6G16, 8 rows (two row quads: weights q, q2, superblock factors s, s2) x 1 token: simdTile1 of both, with the
  * token's activations, pair sums and scale loaded once for the two, and each superblock's d loaded once with running
  * pointers to the group scales (groupScales computes each group's addresses: about 15 instructions in JSC's dump).
@@ -758,6 +781,9 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   }
 }
 
+/** KIND_U6G16 single tokens two row quads per pass (u6Tile1x2), else one (u6Tile1). */
+const TWO_QUADS = true;
+
 /** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
 // @ts-ignore: decorator
 @inline function matmulRows(
@@ -786,7 +812,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
     const full = rowBase + 4 <= rows;
     // KIND_U6G16: single tokens two row quads at a time (u6Tile1x2) where the next quad is full and ours (measured
     // slower for the 32-quant kinds, whose two groups' unpacking and sums spill registers)
-    const two = ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed && rg + 1 < groupEnd && rowBase + 8 <= rows;
+    const two = TWO_QUADS && ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed && rg + 1 < groupEnd && rowBase + 8 <= rows;
     let t = 0;
     if (ASC_FEATURE_SIMD && full) {
       for (; t + 4 <= numTokens; t += 4) {
@@ -814,6 +840,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
       const sat = sa + <usize>t * gStride;
       const pst = ps + <usize>t * pStride;
       if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
+      else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pst, numGroups));
       else if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, zeroed, q, s, m, qat, dat, sat, pst, numGroups, zeroPoint));
       else scalarTile1(kind, q, s, m, qat, dat, sat, pst, numGroups, target, zeroed ? zeroPoint : 0);
       if (!full) {
