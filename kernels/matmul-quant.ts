@@ -458,37 +458,6 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 }
 
 /**
- * KIND_U6G16, 8 rows (two row quads: weights q, q2, superblock factors s, s2) x 1 token: simdTile1 of both, with the
- * token's activations, pair sums and scale loaded once for the two, and each superblock's d loaded once with running
- * pointers to the group scales (groupScales computes each group's addresses: about 15 instructions in JSC's dump).
- * Stores the two f32x4 at out and out2.
- */
-// @ts-ignore: decorator
-@inline function u6Tile1x2(q: usize, q2: usize, s: usize, s2: usize, qa: usize, da: usize, ps: usize, numGroups: i32, out: usize, out2: usize): void {
-  let acc = f32x4.splat(0), acc2 = acc;
-  for (let b = 0; b < (numGroups >> 4); b++) {
-    const d = v128.load(s), d2 = v128.load(s2);
-    let sc = s + 16, sc2 = s2 + 16;
-    for (let j = 0; j < 16; j++) {
-      const a = v128.load(qa), start = v128.load(ps);
-      acc = u6Step(acc, q, a, start, u6Scale(d, sc), da);
-      acc2 = u6Step(acc2, q2, a, start, u6Scale(d2, sc2), da);
-      da += <usize>((j & 1) << 2);
-      q += 48;
-      q2 += 48;
-      qa += 16;
-      ps += 16;
-      sc += 4;
-      sc2 += 4;
-    }
-    s += 80;
-    s2 += 80;
-  }
-  v128.store(out, acc);
-  v128.store(out2, acc2);
-}
-
-/**
  * KIND_U4K / KIND_U5K, 4 rows x 1 token: simdTile1 with each superblock's d and -dmin loaded once and a running
  * pointer to its groups' scale and min bytes (groupScales / groupOffsets compute each group's addresses).
  */
@@ -781,9 +750,6 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   }
 }
 
-/** KIND_U6G16 single tokens two row quads per pass (u6Tile1x2), else one (u6Tile1). */
-const TWO_QUADS = true;
-
 /** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
 // @ts-ignore: decorator
 @inline function matmulRows(
@@ -810,27 +776,12 @@ const TWO_QUADS = true;
     const m = wm + <usize>rg * mStride;
     const rowBase = rg * 4;
     const full = rowBase + 4 <= rows;
-    // KIND_U6G16: single tokens two row quads at a time (u6Tile1x2) where the next quad is full and ours (measured
-    // slower for the 32-quant kinds, whose two groups' unpacking and sums spill registers)
-    const two = TWO_QUADS && ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed && rg + 1 < groupEnd && rowBase + 8 <= rows;
     let t = 0;
     if (ASC_FEATURE_SIMD && full) {
       for (; t + 4 <= numTokens; t += 4) {
         simdTile4(kind, ready, zeroed, q, s, m, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, sumsAt + <usize>(t >> 2) * sumsStride, da + <usize>t * dStride, dStride,
           sa + <usize>t * gStride, ps + <usize>t * pStride, gStride, pStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
-        if (two) {
-          simdTile4(kind, ready, zeroed, q + qStride, s + sStride, m + mStride, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, sumsAt + <usize>(t >> 2) * sumsStride, da + <usize>t * dStride, dStride,
-            sa + <usize>t * gStride, ps + <usize>t * pStride, gStride, pStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>(rowBase + 4) << 2), outStride);
-        }
       }
-    }
-    if (two) {
-      for (; t < numTokens; t++) {
-        const dst = out + <usize>t * outStride + (<usize>rowBase << 2);
-        u6Tile1x2(q, q + qStride, s, s + sStride, qa + <usize>t * aStride, da + <usize>t * dStride, ps + <usize>t * pStride, numGroups, dst, dst + 16);
-      }
-      rg++;
-      continue;
     }
     for (; t < numTokens; t++) {
       const dst = out + <usize>t * outStride + (<usize>rowBase << 2);
