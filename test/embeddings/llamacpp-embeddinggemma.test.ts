@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Llama, LlamaModel } from "node-llama-cpp";
+import type { Llama } from "node-llama-cpp";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { MODEL_SHAPES } from "../../scripts/model-shapes.ts";
 import { randomModel } from "../../scripts/random-model.ts";
@@ -25,7 +25,8 @@ import { loadModel } from "../../src/model/load-model.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { nowMs } from "../../src/util/clock.ts";
-import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, llamaCppEmbeddingInput, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { maxAbsDiff, normalized } from "../helpers/vectors.ts";
 
 setDefaultTimeout(120_000);
 
@@ -47,28 +48,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function normalized(v: ArrayLike<number>): number[] {
-  let sum = 0;
-  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!;
-  const norm = Math.sqrt(sum);
-  return Array.from(v, (x) => x / norm);
-}
-
-function maxAbsDiff(a: readonly number[], b: readonly number[]): number {
-  expect(a.length).toBe(b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-  return worst;
-}
-
-/** The ids llama.cpp's embedding context evaluates for `ids` (it adds BOS / EOS the way llama_tokenize would). */
-function llamaCppInput(model: LlamaModel, ids: readonly number[]): number[] {
-  const out = [...ids];
-  if (model.tokens.shouldPrependBosToken && model.tokens.bos !== null && out[0] !== Number(model.tokens.bos)) out.unshift(Number(model.tokens.bos));
-  if (model.tokens.shouldAppendEosToken && model.tokens.eos !== null && out.at(-1) !== Number(model.tokens.eos)) out.push(Number(model.tokens.eos));
-  return out;
-}
-
 test("tiny-embeddinggemma-300m: fennec's vectors (no flags) and the oracle's match llama.cpp's embedding context; causal or windowless attention do not", async () => {
   const vocab = readGguf(llamaVocabPath("llama-spm"));
   if (!vocab.ok) throw new Error(vocab.error);
@@ -86,7 +65,7 @@ test("tiny-embeddinggemma-300m: fennec's vectors (no flags) and the oracle's mat
     const texts = ["The quick brown fox jumps over the lazy dog.", "a",
       // 3x the window: every sliding layer's rows see only part of the sequence
       Array.from({ length: 24 }, (_, i) => `sentence ${i} about foxes and rivers`).join(". ")];
-    const inputs = texts.map((t) => llamaCppInput(model, model.tokenize(t).map(Number)));
+    const inputs = texts.map((t) => llamaCppEmbeddingInput(model, model.tokenize(t).map(Number)));
     expect(inputs[2]!.length).toBeGreaterThan(3 * shape.slidingWindow!);
     const theirs: number[][] = [];
     for (const ids of inputs) theirs.push([...(await context.getEmbeddingFor(ids.map((id) => id as never))).vector]);

