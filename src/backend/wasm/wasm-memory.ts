@@ -4,6 +4,8 @@
  * plus exact-size free lists so buffers freed and re-allocated each step are reused.
  * @example const heap = new WasmHeap(); const ptr = heap.alloc(1024); heap.free(ptr, 1024);
  */
+import { adviseHugePages } from "./huge-pages.ts";
+
 const PAGE_BYTES = 65536;
 const MAX_PAGES = 65536; // 4 GiB: wasm32
 const ALIGN_BYTES = 64; // one cache line, and v128 alignment
@@ -18,6 +20,7 @@ export class WasmHeap {
 
   constructor(initialPages = 256) {
     this.memory = new WebAssembly.Memory({ initial: initialPages, maximum: MAX_PAGES, shared: true });
+    adviseHugePages(this.memory);
     this.top = 0;
     this.f32 = new Float32Array(this.memory.buffer);
     this.u8 = new Uint8Array(this.memory.buffer);
