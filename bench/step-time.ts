@@ -13,6 +13,7 @@ import { openModelGguf } from "../src/gguf/model-source.ts";
 import { loadModel } from "../src/model/load-model.ts";
 import { Runner } from "../src/model/runner.ts";
 import { createBackend } from "../src/backend/create-backend.ts";
+import { placeModel } from "../src/engine/model-placement.ts";
 import type { ModelBatch } from "../src/model/model-batch.ts";
 import type { Backend, Weight } from "../src/backend/backend.ts";
 
@@ -37,7 +38,14 @@ const gguf = await openModelGguf(values.model);
 if (!gguf.ok) throw new Error(gguf.error);
 const model = loadModel(gguf.value);
 if (!model.ok) throw new Error(model.error);
-const backend = await createBackend({ kind: "wasm", threads });
+// a model larger than one wasm32 memory goes over several, as the server places it (with this run's KV blocks)
+const numSeqBlocks = (batch + 1) * Math.ceil((context + 1) / 16);
+const placement = placeModel(model.value.config, model.value.weights, {
+  maxNumSeqs: batch + 1, maxNumBatchedTokens: Math.max(prompt, batch), maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: null,
+  numKvBlocksOverride: numSeqBlocks, enablePrefixCaching: false, threads, device: "cpu",
+});
+if (!placement.ok) throw new Error(placement.error);
+const backend = await createBackend({ kind: "wasm", threads, memoryPlan: placement.value.plan });
 /** ms now: the thread's CPU time at 1 thread (see above), else wall time */
 const clock = threads === 1 ? () => { const c = process.threadCpuUsage(); return (c.user + c.system) / 1000; } : () => performance.now();
 let attentionMs = 0;
