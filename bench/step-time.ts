@@ -82,7 +82,7 @@ for (const name of ["embed", "rmsNorm", "matmul", "matmulShared", "addBias", "ro
 const holder = backend as unknown as { k?: Record<string, (...args: number[]) => unknown> };
 const kernels = holder.k === undefined ? undefined : { ...holder.k };
 if (kernels !== undefined) holder.k = kernels;
-for (const name of ["quantize_q8", "widen_q8", "splat_q8", "splat_q8_i16", "quad_sums"]) {
+for (const name of ["quantize_q8", "quantize_q8k", "widen_q8", "splat_q8", "splat_q8_i16", "quad_sums"]) {
   const f = kernels?.[name];
   if (kernels === undefined || f === undefined) continue;
   kernels[name] = (...args: number[]) => {

@@ -42,6 +42,9 @@
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
 //   acc += (f32(isum) * scale) * da  [+ offset * sa]
+// except for the K-quant kinds, which read q8_K activations (per 256, quantize_q8k) and sum sc * isum (and m * bsum)
+// as exact i32 over each superblock before one f32 term per superblock, as llama.cpp does (see "K-quants" below;
+// kTile1, u6Tile1, kTile4, scalarTileK). dequant.ts still reads their per-group d * sc and -dmin * m (scaleAt).
 // The same sequence runs in every build, alone or in a tile of 4 tokens, so out[t, r] never depends on numTokens,
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
 
@@ -177,6 +180,12 @@ export const KIND_U5K: i32 = 5;
 // @ts-ignore: decorator
 @inline function pairSums(acc16: v128): v128 {
   return i32x4.dot_i16x8_s(acc16, v128.load(I16_ONES));
+}
+
+/** pairSums with each row's two lanes weighted by its i16 lanes of w (w = [w0, w0, w1, w1, ..]): lane r = w_r * (sum). */
+// @ts-ignore: decorator
+@inline function pairSumsBy(acc16: v128, w: v128): v128 {
+  return i32x4.dot_i16x8_s(acc16, w);
 }
 
 /** Eight i16 ones in memory: pairSums loads them, as JSC turns a dot product with a constant of ones back into
@@ -345,19 +354,20 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 /**
  * A nibble kind's (not KIND_I8) group of 4 rows x 1 token as exact i32 sums of the 4 rows, from its quants at q and
  * the token's activations a0 (and a1: KIND_U6G16 has 16 per group, the others 32), the i16 pair sums starting at
- * `start` (startPairs). Unrolled by hand (binaryen does not unroll; as a loop they ran at half speed, and constant
+ * `start` (startPairs), each row's pair sums weighted by its lanes of w16 (i16 [w0, w0, w1, w1, w2, w2, w3, w3]):
+ * ones (I16_ONES) for the plain sums, a K-quant group's scales for sc * sum (exact: one pmaddwd either way). Unrolled by hand (binaryen does not unroll; as a loop they ran at half speed, and constant
  * chunk indices make constant shuffles).
  */
 // @ts-ignore: decorator
-@inline function groupSum(kind: i32, zeroed: bool, q: usize, a0: v128, a1: v128, start: v128): v128 {
+@inline function groupSum(kind: i32, zeroed: bool, q: usize, a0: v128, a1: v128, start: v128, w16: v128): v128 {
   const perWiden = i16Chunks(kind, zeroed);
   let x = i32x4.splat(0);
   let pairs = start;
   if (kind == KIND_U6G16) {
     pairs = u6Pair(q, a0, 0, pairs);
-    if (perWiden == 2) { x = pairSums(pairs); pairs = i16x8.splat(0); }
+    if (perWiden == 2) { x = pairSumsBy(pairs, w16); pairs = i16x8.splat(0); }
     pairs = u6Pair(q, a0, 2, pairs);
-    return perWiden == 2 ? widen16(pairs, x) : pairSums(pairs);
+    return perWiden == 2 ? i32x4.add(x, pairSumsBy(pairs, w16)) : pairSumsBy(pairs, w16);
   }
   const plane = highBits(kind, q);
   if (quantKind(kind) == KIND_U5) {
@@ -370,19 +380,19 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     const l2 = i8x16.add(l1, l1);
     pairs = u5Pair(v128.load(q), plane, l1, a0, a1, 0, pairs);
     pairs = u5Pair(v128.load(q, 16), r1, l2, a0, a1, 1, pairs);
-    if (perWiden == 4) { x = pairSums(pairs); pairs = i16x8.splat(0); }
+    if (perWiden == 4) { x = pairSumsBy(pairs, w16); pairs = i16x8.splat(0); }
     const l3 = i8x16.add(l2, l2);
     pairs = u5Pair(v128.load(q, 32), r2, l3, a0, a1, 2, pairs);
     pairs = u5Pair(v128.load(q, 48), i8x16.avgr_u(r2, z), i8x16.add(l3, l3), a0, a1, 3, pairs);
-    return perWiden == 4 ? widen16(pairs, x) : pairSums(pairs);
+    return perWiden == 4 ? i32x4.add(x, pairSumsBy(pairs, w16)) : pairSumsBy(pairs, w16);
   }
   // pairs of chunks into i16 sums, widened before they can overflow (every 8 or 4 chunks)
   pairs = nibblePair(kind, q, a0, a1, 0, plane, pairs);
   pairs = nibblePair(kind, q, a0, a1, 1, plane, pairs);
-  if (perWiden == 4) { x = pairSums(pairs); pairs = i16x8.splat(0); }
+  if (perWiden == 4) { x = pairSumsBy(pairs, w16); pairs = i16x8.splat(0); }
   pairs = nibblePair(kind, q, a0, a1, 2, plane, pairs);
   pairs = nibblePair(kind, q, a0, a1, 3, plane, pairs);
-  return perWiden == 4 ? widen16(pairs, x) : pairSums(pairs);
+  return perWiden == 4 ? i32x4.add(x, pairSumsBy(pairs, w16)) : pairSumsBy(pairs, w16);
 }
 
 /**
@@ -406,7 +416,7 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
         y = dotHalfI16(y, i16x8.extend_high_i8x16_s(w), act);
       }
     } else {
-      x = groupSum(kind, zeroed, q, v128.load(qa), gs == 32 ? v128.load(qa, 16) : i32x4.splat(0), startPairs(kind, zeroed, ps, zeroPoint));
+      x = groupSum(kind, zeroed, q, v128.load(qa), gs == 32 ? v128.load(qa, 16) : i32x4.splat(0), startPairs(kind, zeroed, ps, zeroPoint), v128.load(I16_ONES));
     }
     const scaleMin = scaleMinBytes(kind, s, g);
     const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
@@ -421,68 +431,215 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   return acc;
 }
 
-/** KIND_U6G16 (zero point 32): one group of one row quad and token (simdTile1's), its term added to acc. */
+// ---- K-quants (Q4_K, Q5_K, Q6_K) on q8_K activations (quantize.ts quantize_q8k) ----
+// As llama.cpp's ggml-cpu dot products (arch/x86/quants.c ggml_vec_dot_q4_K_q8_K / _q5_K_q8_K / _q6_K_q8_K and their
+// generic twins in ggml-cpu/quants.c): per 256-superblock and row the exact integer sums
+//   isc = sum_j sc_j * isum_j      (isum_j: the group's sum(q * a); Q6_K: sum((q - 32) * a), the zero point in the i16 sums)
+//   imin = sum_j m_j * bsum_j      (Q4_K / Q5_K; bsum_j = sum(a) over group j's 32 activations)
+// then, once per superblock and in this one f32 order in every build and tile (Q6_K without the min term):
+//   acc += (f32(isc) * d + f32(imin) * -dmin) * dy      (d, -dmin: the row's f32 factors; dy: the token's q8_K d)
+// The scale multiply is free: a group's i16 pair sums are widened by a dot product with [sc_r, sc_r] instead of ones.
+// Bounds (|a| <= 127): Q4_K |isum_j| <= 32 * 15 * 127 = 60960, |isc| <= 8 * 63 * 60960 = 30.7e6; Q5_K 32 * 31 * 127 =
+// 125984, |isc| <= 63.5e6; Q6_K |isum_j| <= 16 * 32 * 127 = 65024, |sc| <= 128, |isc| <= 16 * 128 * 65024 = 133e6;
+// |imin| <= 8 * 63 * 32 * 127 = 2.05e6: all far inside i32. The i16 pair sums are the kernels' usual ones (i16Chunks).
+// f32(isc) rounds above 2^24 (relative 6e-8), the same in every build.
+
+/** KIND_U4K / KIND_U5K: group scales from scaleMinBytes' u16 [sc0..sc3, m0..m3] as pair weights [sc0, sc0, sc1, sc1, ..]. */
 // @ts-ignore: decorator
-@inline function u6Step(acc: v128, q: usize, a: v128, start: v128, scale: v128, daG: usize): v128 {
-  const x = groupSum(KIND_U6G16, true, q, a, a, start);
-  return f32x4.add(acc, groupTerm(KIND_U6G16, x, x, scale, scale, daG, daG, 32));
+@inline function kScales16(scaleMin: v128): v128 {
+  return v128.shuffle<i16>(scaleMin, scaleMin, 0, 0, 1, 1, 2, 2, 3, 3);
 }
 
-/** A row quad's scales d * f32(sc) from its 4 i8 scales at p (groupScales' values, with a running pointer). */
+/** KIND_U6G16: a row quad's 4 i8 scales at p as pair weights [sc0, sc0, sc1, sc1, ..] (sign-extended to i16). */
 // @ts-ignore: decorator
-@inline function u6Scale(d: v128, p: usize): v128 {
-  return f32x4.mul(d, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_splat(p)))));
+@inline function u6Scales16(p: usize): v128 {
+  const sc = i16x8.extend_low_i8x16_s(v128.load32_zero(p));
+  return v128.shuffle<i16>(sc, sc, 0, 0, 1, 1, 2, 2, 3, 3);
+}
+
+/** The f32 term of one superblock for one token (see above): (f32(isc) * d + f32(imin) * negDmin) * dy. */
+// @ts-ignore: decorator
+@inline function kTerm(isc: v128, imin: v128, d: v128, negDmin: v128, dy: v128): v128 {
+  return f32x4.mul(f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(isc), d), f32x4.mul(f32x4.convert_i32x4_s(imin), negDmin)), dy);
+}
+
+/** Q6_K's: (f32(isc) * d) * dy. */
+// @ts-ignore: decorator
+@inline function u6Term(isc: v128, d: v128, dy: v128): v128 {
+  return f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isc), d), dy);
 }
 
 /**
- * KIND_U6G16, 4 rows x 1 token: simdTile1 with each superblock's d loaded once and a running pointer to the group
- * scales (groupScales computes each group's addresses: about 15 instructions in JSC's dump).
+ * KIND_U6G16, 4 rows x 1 token: per superblock d loaded once, the token's dy (da, one per 256 values, repeated per 32),
+ * 16 groups' sc * sum((q - 32) * a) as i32 (the i16 sums start at the token's -32 * pair sums, ps16), then u6Term.
  */
 // @ts-ignore: decorator
 @inline function u6Tile1(q: usize, s: usize, qa: usize, da: usize, ps: usize, numGroups: i32): v128 {
   let acc = f32x4.splat(0);
   for (let b = 0; b < (numGroups >> 4); b++) {
-    const d = v128.load(s);
+    let isc = i32x4.splat(0);
     let sc = s + 16;
     for (let j = 0; j < 16; j++) {
-      acc = u6Step(acc, q, v128.load(qa), v128.load(ps), u6Scale(d, sc), da);
-      da += <usize>((j & 1) << 2);
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q, v128.load(qa), v128.load(qa), v128.load(ps), u6Scales16(sc)));
       q += 48;
       qa += 16;
       ps += 16;
       sc += 4;
     }
+    acc = f32x4.add(acc, u6Term(isc, v128.load(s), v128.load32_splat(da)));
+    da += 32;
     s += 80;
   }
   return acc;
 }
 
 /**
- * KIND_U4K / KIND_U5K, 4 rows x 1 token: simdTile1 with each superblock's d and -dmin loaded once and a running
- * pointer to its groups' scale and min bytes (groupScales / groupOffsets compute each group's addresses).
+ * KIND_U4K / KIND_U5K, 4 rows x 1 token: per superblock 8 groups' sc * isum and m * bsum as i32 (bs: the token's
+ * bsum per 32, quantize_q8k's bs32), then kTerm with the superblock's d and -dmin and the token's dy.
  */
 // @ts-ignore: decorator
-@inline function kTile1(kind: i32, q: usize, s: usize, qa: usize, da: usize, sa: usize, numGroups: i32): v128 {
+@inline function kTile1(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: usize, numGroups: i32): v128 {
   const gb = <usize>(groupBytes(kind) << 2);
   let acc = f32x4.splat(0);
   for (let b = 0; b < (numGroups >> 3); b++) {
-    const d = v128.load(s), negDmin = v128.load(s, 16);
+    let isc = i32x4.splat(0), imin = isc;
     let p = s + 32;
     for (let j = 0; j < 8; j++) {
-      const x = groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0));
       const scaleMin = v128.load8x8_u(p);
-      const scales = f32x4.mul(d, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(scaleMin)));
-      const offsets = f32x4.mul(negDmin, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(scaleMin)));
-      acc = f32x4.add(acc, groupTerm(kind, x, x, scales, offsets, da, sa, 0));
+      isc = i32x4.add(isc, groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0), kScales16(scaleMin)));
+      imin = i32x4.add(imin, i32x4.mul(i32x4.extend_high_i16x8_u(scaleMin), v128.load32_splat(bs)));
       q += gb;
       qa += 32;
-      da += 4;
-      sa += 4;
+      bs += 4;
       p += 8;
     }
+    acc = f32x4.add(acc, kTerm(isc, imin, v128.load(s), v128.load(s, 16), v128.load32_splat(da)));
+    da += 32;
     s += <usize>superblockBytes(kind);
   }
   return acc;
+}
+
+/**
+ * The K-quant kinds, 4 rows x 4 tokens: kTile1 / u6Tile1's integer sums and f32 ops for a quad of tokens, each weight
+ * chunk unpacked once for the 4 (splat_q8's vectors at quad; quad_sums' blocks at sums: the 4 tokens' dy and bsums
+ * per 32 columns; ps: the first token's ps16, the others pstride apart). Stores token k's f32x4 at out + k * outStride.
+ */
+// @ts-ignore: decorator
+@inline function kTile4(kind: i32, q: usize, s: usize, quad: usize, sums: usize, ps: usize, pstride: usize, numGroups: i32, out: usize, outStride: usize): void {
+  const gb = <usize>(groupBytes(kind) << 2);
+  const shift = superblockShift(kind);
+  let acc0 = f32x4.splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  for (let b = 0; b < (numGroups >> shift); b++) {
+    let i0 = i32x4.splat(0), i1 = i0, i2 = i0, i3 = i0;
+    const blk = sums + <usize>(b << 3) * QUAD_SUMS_BYTES; // the superblock's first 32 columns
+    if (kind == KIND_U6G16) {
+      let sc = s + 16;
+      for (let j = 0; j < 16; j++) {
+        const w16 = u6Scales16(sc);
+        let s0 = v128.load(ps), s1 = v128.load(ps + pstride), s2 = v128.load(ps + 2 * pstride), s3 = v128.load(ps + 3 * pstride);
+        let w = u6Chunk(q, 0);
+        s0 = dotChunk16(v128.load(quad), w, s0);
+        s1 = dotChunk16(v128.load(quad, 16), w, s1);
+        s2 = dotChunk16(v128.load(quad, 32), w, s2);
+        s3 = dotChunk16(v128.load(quad, 48), w, s3);
+        w = u6Chunk(q, 1);
+        s0 = dotChunk16(v128.load(quad, 64), w, s0);
+        s1 = dotChunk16(v128.load(quad, 80), w, s1);
+        s2 = dotChunk16(v128.load(quad, 96), w, s2);
+        s3 = dotChunk16(v128.load(quad, 112), w, s3);
+        w = u6Chunk(q, 2);
+        s0 = dotChunk16(v128.load(quad, 128), w, s0);
+        s1 = dotChunk16(v128.load(quad, 144), w, s1);
+        s2 = dotChunk16(v128.load(quad, 160), w, s2);
+        s3 = dotChunk16(v128.load(quad, 176), w, s3);
+        w = u6Chunk3(q);
+        s0 = dotChunk16(v128.load(quad, 192), w, s0);
+        s1 = dotChunk16(v128.load(quad, 208), w, s1);
+        s2 = dotChunk16(v128.load(quad, 224), w, s2);
+        s3 = dotChunk16(v128.load(quad, 240), w, s3);
+        i0 = i32x4.add(i0, pairSumsBy(s0, w16));
+        i1 = i32x4.add(i1, pairSumsBy(s1, w16));
+        i2 = i32x4.add(i2, pairSumsBy(s2, w16));
+        i3 = i32x4.add(i3, pairSumsBy(s3, w16));
+        q += gb;
+        quad += 4 * QUAD_CHUNK_BYTES;
+        ps += 16;
+        sc += 4;
+      }
+      const d = v128.load(s);
+      const dy = v128.load(blk);
+      acc0 = f32x4.add(acc0, u6Term(i0, d, lane4(dy, 0)));
+      acc1 = f32x4.add(acc1, u6Term(i1, d, lane4(dy, 1)));
+      acc2 = f32x4.add(acc2, u6Term(i2, d, lane4(dy, 2)));
+      acc3 = f32x4.add(acc3, u6Term(i3, d, lane4(dy, 3)));
+    } else {
+      const half = halfChunks(kind);
+      const loadsPerWiden = i16Chunks(kind, false) >> 1;
+      let p = s + 32;
+      for (let j = 0; j < 8; j++) {
+        const w16 = kScales16(v128.load8x8_u(p));
+        const plane = highBits(kind, q);
+        let s0 = i16x8.splat(0), s1 = s0, s2 = s0, s3 = s0;
+        for (let c = 0; c < half; c++) {
+          const pk = v128.load(q + (<usize>c << 4));
+          const lo = lowHalfChunk(kind, pk, plane, c);
+          const hi = highHalfChunk(kind, pk, plane, c);
+          const a = quad + <usize>c * QUAD_CHUNK_BYTES;
+          s0 = dotChunk16(v128.load(a), lo, s0);
+          s1 = dotChunk16(v128.load(a, 16), lo, s1);
+          s2 = dotChunk16(v128.load(a, 32), lo, s2);
+          s3 = dotChunk16(v128.load(a, 48), lo, s3);
+          const ah = a + <usize>half * QUAD_CHUNK_BYTES;
+          s0 = dotChunk16(v128.load(ah), hi, s0);
+          s1 = dotChunk16(v128.load(ah, 16), hi, s1);
+          s2 = dotChunk16(v128.load(ah, 32), hi, s2);
+          s3 = dotChunk16(v128.load(ah, 48), hi, s3);
+          if (loadsPerWiden < half && c + 1 < half && (c + 1) % loadsPerWiden == 0) {
+            i0 = i32x4.add(i0, pairSumsBy(s0, w16));
+            i1 = i32x4.add(i1, pairSumsBy(s1, w16));
+            i2 = i32x4.add(i2, pairSumsBy(s2, w16));
+            i3 = i32x4.add(i3, pairSumsBy(s3, w16));
+            s0 = i16x8.splat(0);
+            s1 = s0;
+            s2 = s0;
+            s3 = s0;
+          }
+        }
+        i0 = i32x4.add(i0, pairSumsBy(s0, w16));
+        i1 = i32x4.add(i1, pairSumsBy(s1, w16));
+        i2 = i32x4.add(i2, pairSumsBy(s2, w16));
+        i3 = i32x4.add(i3, pairSumsBy(s3, w16));
+        q += gb;
+        quad += <usize>(half << 1) * QUAD_CHUNK_BYTES;
+        p += 8;
+      }
+      // the mins: m_j of the 4 rows times each token's bsum_j (quad_sums' second vector of block j)
+      let m0 = i32x4.splat(0), m1 = m0, m2 = m0, m3 = m0;
+      let pm = s + 32;
+      for (let j = 0; j < 8; j++) {
+        const mins = i32x4.extend_high_i16x8_u(v128.load8x8_u(pm));
+        const bs = v128.load(blk + <usize>j * QUAD_SUMS_BYTES, 16);
+        m0 = i32x4.add(m0, i32x4.mul(mins, lane4(bs, 0)));
+        m1 = i32x4.add(m1, i32x4.mul(mins, lane4(bs, 1)));
+        m2 = i32x4.add(m2, i32x4.mul(mins, lane4(bs, 2)));
+        m3 = i32x4.add(m3, i32x4.mul(mins, lane4(bs, 3)));
+        pm += 8;
+      }
+      const d = v128.load(s);
+      const negDmin = v128.load(s, 16);
+      const dy = v128.load(blk);
+      acc0 = f32x4.add(acc0, kTerm(i0, m0, d, negDmin, lane4(dy, 0)));
+      acc1 = f32x4.add(acc1, kTerm(i1, m1, d, negDmin, lane4(dy, 1)));
+      acc2 = f32x4.add(acc2, kTerm(i2, m2, d, negDmin, lane4(dy, 2)));
+      acc3 = f32x4.add(acc3, kTerm(i3, m3, d, negDmin, lane4(dy, 3)));
+    }
+    s += <usize>superblockBytes(kind);
+  }
+  v128.store(out, acc0);
+  v128.store(out + outStride, acc1);
+  v128.store(out + 2 * outStride, acc2);
+  v128.store(out + 3 * outStride, acc3);
 }
 
 /** 4 rows x 4 tokens (KIND_I8: activations `stride` bytes apart from qa; nibble kinds: a quad of splat_q8's vectors
@@ -750,6 +907,43 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
   }
 }
 
+/**
+ * The K-quant kinds' scalar twin (kTile1 / u6Tile1 / kTile4): per row and superblock the same exact i32 sums and the
+ * same f32 ops (kTerm / u6Term). da: the token's q8_K d per 32 (repeated), bs: its bsums per 32, ps: its ps16.
+ */
+function scalarTileK(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: usize, ps: usize, numGroups: i32, out4: usize): void {
+  const gs = groupSize(kind);
+  const gb = groupBytes(kind) << 2;
+  const shift = superblockShift(kind);
+  const sbBytes = superblockBytes(kind);
+  for (let r = 0; r < 4; r++) {
+    let acc: f32 = 0;
+    for (let b = 0; b < (numGroups >> shift); b++) {
+      const sb = s + <usize>(b * sbBytes);
+      let isc: i32 = 0, imin: i32 = 0;
+      for (let j = 0; j < (1 << shift); j++) {
+        const g = (b << shift) + j;
+        const qg = q + <usize>(g * gb);
+        const ag = qa + <usize>(g * gs);
+        let isum: i32 = 0;
+        for (let i = 0; i < gs; i++) isum += quantAt(kind, qg, r, i) * <i32>load<i8>(ag + i);
+        if (kind == KIND_U6G16) {
+          isum += zeroTerm(kind, ps + (<usize>g << 4), 32);
+          isc += <i32>load<i8>(sb + 16 + <usize>((j << 2) + r)) * isum;
+        } else {
+          isc += <i32>load<u8>(sb + 32 + <usize>((j << 3) + r)) * isum;
+          imin += <i32>load<u8>(sb + 36 + <usize>((j << 3) + r)) * load<i32>(bs + (<usize>g << 2));
+        }
+      }
+      const d = load<f32>(sb + (<usize>r << 2));
+      const dy = load<f32>(da + (<usize>b << 5));
+      const t: f32 = kind == KIND_U6G16 ? (<f32>isc * d) * dy : (<f32>isc * d + <f32>imin * load<f32>(sb + 16 + (<usize>r << 2))) * dy;
+      acc = acc + t;
+    }
+    store<f32>(out4 + (<usize>r << 2), acc);
+  }
+}
+
 /** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
 // @ts-ignore: decorator
 @inline function matmulRows(
@@ -777,7 +971,13 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
     const rowBase = rg * 4;
     const full = rowBase + 4 <= rows;
     let t = 0;
-    if (ASC_FEATURE_SIMD && full) {
+    if (ASC_FEATURE_SIMD && full && superblockScales(kind)) {
+      for (; t + 4 <= numTokens; t += 4) {
+        kTile4(kind, q, s, quads + <usize>(t >> 2) * quadStride, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, numGroups,
+          out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
+      }
+    }
+    if (ASC_FEATURE_SIMD && full && !superblockScales(kind)) {
       for (; t + 4 <= numTokens; t += 4) {
         simdTile4(kind, ready, zeroed, q, s, m, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, sumsAt + <usize>(t >> 2) * sumsStride, da + <usize>t * dStride, dStride,
           sa + <usize>t * gStride, ps + <usize>t * pStride, gStride, pStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
@@ -793,6 +993,7 @@ function scalarTile1(kind: i32, q: usize, s: usize, m: usize, qa: usize, da: usi
       if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
       else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pst, numGroups));
       else if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, zeroed, q, s, m, qat, dat, sat, pst, numGroups, zeroPoint));
+      else if (superblockScales(kind)) scalarTileK(kind, q, s, qat, dat, sat, pst, numGroups, target);
       else scalarTile1(kind, q, s, m, qat, dat, sat, pst, numGroups, target, zeroed ? zeroPoint : 0);
       if (!full) {
         for (let r = 0; r < rows - rowBase; r++) store<f32>(dst + (<usize>r << 2), load<f32>(tmp + (<usize>r << 2)));

@@ -76,6 +76,84 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
   }
 }
 
+/**
+ * The K-quant weights' activations (Q4_K, Q5_K, Q6_K), llama.cpp's q8_K (ggml-quants.c quantize_row_q8_K_ref, which
+ * ggml-cpu's x86 quantize_row_q8_K calls): per 256 values the value of largest magnitude (the first one, signed) max,
+ * iscale = -127 / max, q = min(127, nearest(iscale * x)) (nearest_int rounds half to even, as nearest() does), d =
+ * 1 / iscale (negative where max is positive); all zeros give d = 0. The same quants and d as llama.cpp, so the K-quant
+ * kernels' integer sums are llama.cpp's. Outputs, in quantize_q8's shapes so splat_q8 / quad_sums read them alike:
+ * qa [numTokens, cols] i8, da [numTokens, cols / 32] f32 (the superblock's d, repeated for each of its 8 blocks of
+ * 32), bs32 [numTokens, cols / 32] i32 (sum(q) per 32: Q4_K / Q5_K's mins), ps16 [numTokens, cols / 16, 8] i16 (as
+ * quantize_q8's: Q6_K's zero point). cols is a multiple of 256. The SIMD and scalar paths give the same bits.
+ */
+export function quantize_q8k(x: usize, numTokens: i32, cols: i32, qa: usize, da: usize, bs32: usize, ps16: usize): void {
+  const numSuper = numTokens * (cols >> 8);
+  for (let sb = 0; sb < numSuper; sb++) {
+    const src = x + (<usize>sb << 10);
+    // amax, then the first value with |x| == amax (the scalar reference keeps the first strictly larger one: the same)
+    let amax: f32 = 0;
+    if (ASC_FEATURE_SIMD) {
+      let m = f32x4.abs(v128.load(src));
+      for (let i = 16; i < 1024; i += 16) m = f32x4.max(m, f32x4.abs(v128.load(src + <usize>i)));
+      amax = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+    } else {
+      for (let i = 0; i < 256; i++) {
+        const a = Mathf.abs(load<f32>(src + (<usize>i << 2)));
+        if (a > amax) amax = a;
+      }
+    }
+    let iscale: f32 = 0;
+    let d: f32 = 0;
+    if (amax > 0) {
+      let i = 0;
+      while (Mathf.abs(load<f32>(src + (<usize>i << 2))) != amax) i++;
+      iscale = <f32>-127 / load<f32>(src + (<usize>i << 2));
+      d = 1 / iscale;
+    }
+    for (let blk = 0; blk < 8; blk++) {
+      const b = (sb << 3) + blk; // block of 32 in the whole input
+      const bx = src + (<usize>blk << 7);
+      const dst = qa + (<usize>b << 5);
+      let lo0: i32 = 0, lo1: i32 = 0, hi0: i32 = 0, hi1: i32 = 0;
+      if (ASC_FEATURE_SIMD) {
+        const is = f32x4.splat(iscale);
+        const lim = i32x4.splat(127);
+        const q0 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx)))), lim);
+        const q1 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx, 16)))), lim);
+        const q2 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx, 32)))), lim);
+        const q3 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx, 48)))), lim);
+        const q4 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx, 64)))), lim);
+        const q5 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx, 80)))), lim);
+        const q6 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx, 96)))), lim);
+        const q7 = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(is, v128.load(bx, 112)))), lim);
+        const lo = i32x4.add(i32x4.add(q0, q1), i32x4.add(q2, q3));
+        const hi = i32x4.add(i32x4.add(q4, q5), i32x4.add(q6, q7));
+        lo0 = i32x4.extract_lane(lo, 0) + i32x4.extract_lane(lo, 1);
+        lo1 = i32x4.extract_lane(lo, 2) + i32x4.extract_lane(lo, 3);
+        hi0 = i32x4.extract_lane(hi, 0) + i32x4.extract_lane(hi, 1);
+        hi1 = i32x4.extract_lane(hi, 2) + i32x4.extract_lane(hi, 3);
+        // |q| <= 127 (|iscale * x| <= 127 up to rounding): the saturating narrows keep every value
+        v128.store(dst, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(q0, q1), i16x8.narrow_i32x4_s(q2, q3)));
+        v128.store(dst, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(q4, q5), i16x8.narrow_i32x4_s(q6, q7)), 16);
+      } else {
+        for (let i = 0; i < 32; i++) {
+          let q = <i32>nearest(iscale * load<f32>(bx + (<usize>i << 2)));
+          if (q > 127) q = 127;
+          store<i8>(dst + i, <i8>q);
+          if (i < 16) {
+            if ((i & 2) == 0) lo0 += q; else lo1 += q;
+          } else if ((i & 2) == 0) hi0 += q;
+          else hi1 += q;
+        }
+      }
+      store<f32>(da + (<usize>b << 2), d);
+      store<i32>(bs32 + (<usize>b << 2), lo0 + lo1 + hi0 + hi1);
+      storePairs(ps16 + (<usize>b << 5), -32 * lo0, -32 * lo1);
+      storePairs(ps16 + (<usize>b << 5) + 16, -32 * hi0, -32 * hi1);
+    }
+  }
+}
+
 /** 16 bytes at p = [p0, p1] as i16, 4 times (ps16's |p0|, |p1| <= 32 * 8 * 127 < 2^15, ps32's <= 16 * 127). */
 // @ts-ignore: decorator
 @inline function storePairs(p: usize, p0: i32, p1: i32): void {

@@ -43,10 +43,11 @@ export enum PoolOp {
  * matmul_quant arguments and where its row groups start among the op's work units (the weights' row groups, one
  * after another; one weight, or several sharing an input).
  */
-export const GROUP_HEADER = { numWeights: 0, da: 1, cols: 2, numTokens: 3 } as const;
-export const GROUP_HEADER_INTS = 4;
-export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, quads: 10, firstUnit: 11 } as const;
-export const GROUP_ROW_INTS = 12;
+export const GROUP_HEADER = { numWeights: 0, cols: 1, numTokens: 2 } as const;
+export const GROUP_HEADER_INTS = 3;
+/** da per weight: the K-quants read the input's q8_K scales, the other kinds its q8_0 ones (quantizeTokens' rules) */
+export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, quads: 10, firstUnit: 11, da: 12 } as const;
+export const GROUP_ROW_INTS = 13;
 /** weights one MatmulQuant op takes (q, k, v) */
 export const MAX_GROUP_WEIGHTS = 4;
 export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
@@ -55,8 +56,18 @@ export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGH
 export const SILU_UNIT = 1024;
 
 /** QuantizeActivations' arguments (i32): the f32 input, its shape, and the outputs of quantize_q8 / widen_q8 / splat_q8 /
- * splat_q8_i16. */
-export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 5, sa16: 6, ps32: 7, ps16: 8, qa16: 9, quads: 10, quads16: 11 } as const;
+ * splat_q8_i16; `rule`: QuantizeRule. */
+export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 5, sa16: 6, ps32: 7, ps16: 8, qa16: 9, quads: 10, quads16: 11, rule: 12 } as const;
+
+/**
+ * How a matmul input is quantized, by the weights that read it (llama.cpp ggml-cpu.c type_traits_cpu's vec_dot_type):
+ * Q8_0 per 32 values (quantize_q8) for the 32-value types, Q8_K per 256 (quantize_q8k) for Q4_K / Q5_K / Q6_K. Q8_K
+ * writes qa, da (its d per 32), sa32 (bsums per 32, i32) and ps16; sa16, ps32, qa16 and quads16 are unused.
+ */
+export enum QuantizeRule {
+  Q8_0 = 0,
+  Q8_K = 1,
+}
 
 /**
  * Tokens [from, to) of a matmul input quantized (wasm-backend.ts quantizeActivations' layout; qa16 / quads 0 when
@@ -68,9 +79,14 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
   const n = to - from;
   const groups32 = from * (cols >> 5);
   const qa = a[at + QUANTIZE_ARGS.qa]! + from * cols;
-  k.quantize_q8(a[at + QUANTIZE_ARGS.x]! + from * cols * 4, n, cols, qa, a[at + QUANTIZE_ARGS.da]! + groups32 * 4,
-    a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa16]! + groups32 * 8, a[at + QUANTIZE_ARGS.ps32]! + groups32 * 16,
-    a[at + QUANTIZE_ARGS.ps16]! + groups32 * 32); // 16-byte pair-sum vectors per 32 and per 16 values
+  if (a[at + QUANTIZE_ARGS.rule] === QuantizeRule.Q8_K) {
+    k.quantize_q8k(a[at + QUANTIZE_ARGS.x]! + from * cols * 4, n, cols, qa, a[at + QUANTIZE_ARGS.da]! + groups32 * 4,
+      a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.ps16]! + groups32 * 32);
+  } else {
+    k.quantize_q8(a[at + QUANTIZE_ARGS.x]! + from * cols * 4, n, cols, qa, a[at + QUANTIZE_ARGS.da]! + groups32 * 4,
+      a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa16]! + groups32 * 8, a[at + QUANTIZE_ARGS.ps32]! + groups32 * 16,
+      a[at + QUANTIZE_ARGS.ps16]! + groups32 * 32); // 16-byte pair-sum vectors per 32 and per 16 values
+  }
   const qa16 = a[at + QUANTIZE_ARGS.qa16]!;
   if (qa16 !== 0) k.widen_q8(qa, n * cols, qa16 + from * cols * 2);
   // quads: [numTokens / 4, cols / 4, 4, 16] bytes of vectors, then quad_sums' [numTokens / 4, cols / 32, 32] bytes
@@ -108,7 +124,6 @@ export function openTicket(generation: number): number {
  * wake the threads.
  */
 export function matmulTableRange(k: KernelExports, table: Int32Array, at: number, start: number, end: number, scratch: number): void {
-  const da = table[at + GROUP_HEADER.da]!;
   const cols = table[at + GROUP_HEADER.cols]!;
   const numTokens = table[at + GROUP_HEADER.numTokens]!;
   for (let i = 0; i < table[at + GROUP_HEADER.numWeights]!; i++) {
@@ -119,7 +134,7 @@ export function matmulTableRange(k: KernelExports, table: Int32Array, at: number
     const to = Math.min(end, first + Math.ceil(rows / 4));
     if (from >= to) continue;
     k.matmul_quant(table[row + GROUP_ROW.kind]!, table[row + GROUP_ROW.out]!, table[row + GROUP_ROW.wq]!, table[row + GROUP_ROW.ws]!,
-      table[row + GROUP_ROW.wm]!, table[row + GROUP_ROW.acts]!, da, table[row + GROUP_ROW.sa]!, rows, cols, numTokens,
+      table[row + GROUP_ROW.wm]!, table[row + GROUP_ROW.acts]!, table[row + GROUP_ROW.da]!, table[row + GROUP_ROW.sa]!, rows, cols, numTokens,
       table[row + GROUP_ROW.zeroPoint]!, table[row + GROUP_ROW.qs]!, table[row + GROUP_ROW.quads]!, from - first, to - first, scratch);
   }
 }

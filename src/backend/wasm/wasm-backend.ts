@@ -4,14 +4,15 @@
  * KV cache: f16, [numLayers, K|V, numBlocks, numKvHeads, blockSize, headDim] (half the bytes of f32; attention
  * converts with a bit trick, see kernels/common.ts), or 8-bit (KvCacheShape.dtype "q8": per block the int8 rows,
  * then one f32 scale per token; about half the bytes again, see kernels/attention.ts).
- * Matmul activations are quantized to int8 per 32 once per matmul input (quantize_q8), as llama.cpp does.
+ * Matmul activations are quantized to int8 once per matmul input, as llama.cpp does: per 32 (quantize_q8, Q8_0) for
+ * the 32-value weight types, per 256 (quantize_q8k, Q8_K) for Q4_K / Q5_K / Q6_K; an input read by both, both ways.
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
 import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
 import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
-import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quadsBytes, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
+import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quadsBytes, QuantizeRule, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
 import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
@@ -48,13 +49,36 @@ interface QuantizedActivations {
   /** quantize_q8's pair sums for zero points */
   readonly ps32: number;
   readonly ps16: number;
+  /** the same input as q8_K (quantize_q8k) for the K-quant weights, or null when none reads it (the fields above are
+   * then unused: 0) */
+  readonly k: Q8KActivations | null;
+}
+
+/** quantize_q8k's outputs (kernels/quantize.ts), and splat_q8 / quad_sums of them */
+interface Q8KActivations {
+  readonly qa: number;
+  readonly quads: number;
+  /** [numRows, cols / 32] f32: the superblock's d per 32 */
+  readonly da: number;
+  /** [numRows, cols / 32] i32: bsums per 32 */
+  readonly bs32: number;
+  readonly ps16: number;
+}
+
+/** Weight kinds whose matmul input is q8_K (llama.cpp's vec_dot_type of Q4_K, Q5_K, Q6_K); the others read q8_0. */
+function readsQ8K(kind: KernelKind): boolean {
+  return kind === KernelKind.U4K || kind === KernelKind.U5K || kind === KernelKind.U6G16;
 }
 
 /** matmul_quant's activation arguments for one weight kind. */
-function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: number; sa: number; qs: number; quads: number } {
+function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: number; da: number; sa: number; qs: number; quads: number } {
+  if (readsQ8K(kind)) {
+    const k = a.k!;
+    return { acts: k.qa, da: k.da, sa: k.bs32, qs: k.ps16, quads: k.quads };
+  }
   const g16 = kind === KernelKind.U6G16;
   const i8 = kind === KernelKind.I8;
-  return { acts: i8 ? a.qa16 : a.qa, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.ps16 : a.ps32, quads: i8 ? a.quads16 : a.quads };
+  return { acts: i8 ? a.qa16 : a.qa, da: a.da, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.ps16 : a.ps32, quads: i8 ? a.quads16 : a.quads };
 }
 
 /** a buffer at byte offset `ptr` of the backend's memory (split-wasm-backend.ts copies between memories by it) */
@@ -403,13 +427,12 @@ export class WasmBackend implements Backend {
     const a = this.quantizeActivations(xp, numRows, cols, weights.map((w) => w.quant!.kind));
     const table = new Int32Array(GROUP_HEADER_INTS + weights.length * GROUP_ROW_INTS); // pool-ops.ts GROUP_HEADER, GROUP_ROW
     table[GROUP_HEADER.numWeights] = weights.length;
-    table[GROUP_HEADER.da] = a.da;
     table[GROUP_HEADER.cols] = cols;
     table[GROUP_HEADER.numTokens] = numRows;
     let units = 0;
     weights.forEach((w, i) => {
       const q = w.quant!;
-      const { acts, sa, qs, quads } = activationArgs(a, q.kind);
+      const { acts, da, sa, qs, quads } = activationArgs(a, q.kind);
       const row = table.subarray(GROUP_HEADER_INTS + i * GROUP_ROW_INTS);
       row[GROUP_ROW.kind] = q.kind;
       row[GROUP_ROW.out] = outs[i]!;
@@ -423,6 +446,7 @@ export class WasmBackend implements Backend {
       row[GROUP_ROW.qs] = qs;
       row[GROUP_ROW.quads] = quads;
       row[GROUP_ROW.firstUnit] = units;
+      row[GROUP_ROW.da] = da;
       units += Math.ceil(w.rows / 4);
     });
     if (units * 4 * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1) this.pool.run(PoolOp.MatmulQuant, [], units, undefined, table);
@@ -430,20 +454,27 @@ export class WasmBackend implements Backend {
   }
 
   /**
-   * x [numRows, cols] quantized for weights of `kinds` into the activations scratch, laid out as
-   * quads [numRows / 4, cols / 4, 4, 16] i8 + quad_sums | quads16 (the same, i16) | qa [numRows, cols] i8 | da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 |
-   * ps32 [numRows, cols/32, 8] i16 | ps16 [numRows, cols/16, 8] i16 | qa16 [numRows, cols] i16.
+   * x [numRows, cols] quantized for weights of `kinds` into the activations scratch: as q8_0 for the 32-value kinds,
+   * laid out as quads [numRows / 4, cols / 4, 4, 16] i8 + quad_sums | quads16 (the same, i16) | qa [numRows, cols] i8 |
+   * da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 | ps32 [numRows, cols/32, 8] i16 |
+   * ps16 [numRows, cols/16, 8] i16 | qa16 [numRows, cols] i16; then, for the K-quant kinds, as q8_K: quads + quad_sums |
+   * qa | da | bs32 [numRows, cols/32] i32 | ps16. Only the parts some weight reads are written.
    */
   private quantizeActivations(xp: number, numRows: number, cols: number, kinds: readonly KernelKind[]): QuantizedActivations {
     const numBlocks = numRows * (cols / 32);
+    const q8 = kinds.some((k) => !readsQ8K(k));
+    const q8k = kinds.some(readsQ8K);
     const wide = kinds.includes(KernelKind.I8);
     // the nibble kinds' 4-token tiles read splat_q8's quads (the scalar build has no 4-token tiles)
-    const useQuads = kinds.some((k) => k !== KernelKind.I8) && numRows >= 4 && this.level !== "scalar";
+    const tiles = numRows >= 4 && this.level !== "scalar";
+    const useQuads = kinds.some((k) => k !== KernelKind.I8 && !readsQ8K(k)) && tiles;
     // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
     const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && this.level !== "scalar";
     const quadsSize = quadsBytes(numRows, cols);
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const base = this.activations.ensure((useQuads ? quadsSize : 0) + (useQuads16 ? quadsSize : 0) + qaBytes * 3 + numBlocks * 64);
+    const q8Bytes = q8 ? (useQuads ? quadsSize : 0) + (useQuads16 ? quadsSize : 0) + qaBytes * 3 + numBlocks * 64 : 0;
+    const q8kBytes = q8k ? (tiles ? quadsSize : 0) + qaBytes + numBlocks * 40 : 0;
+    const base = this.activations.ensure(q8Bytes + q8kBytes);
     const quads = useQuads ? base : 0;
     const quads16 = useQuads16 ? base + (useQuads ? quadsSize : 0) : 0;
     const qa = base + (useQuads ? quadsSize : 0) + (useQuads16 ? quadsSize : 0);
@@ -453,10 +484,25 @@ export class WasmBackend implements Backend {
     const ps32 = sa16 + numBlocks * 8;
     const ps16 = ps32 + numBlocks * 16;
     const qa16 = ps16 + numBlocks * 32;
-    const args = [xp, numRows, cols, qa, da, sa32, sa16, ps32, ps16, wide ? qa16 : 0, quads, quads16]; // pool-ops.ts QUANTIZE_ARGS
-    if (numRows * cols >= MIN_PARALLEL_ROWS_ELEMENTS && this.pool.numThreads > 1) this.pool.run(PoolOp.QuantizeActivations, args, Math.ceil(numRows / 4));
-    else quantizeTokens(this.k, args, 0, 0, numRows);
-    return { qa, qa16: wide ? qa16 : 0, quads, quads16, da, sa32, sa16, ps32, ps16 };
+    const spread = numRows * cols >= MIN_PARALLEL_ROWS_ELEMENTS && this.pool.numThreads > 1;
+    const run = (args: number[]) => {
+      if (spread) this.pool.run(PoolOp.QuantizeActivations, args, Math.ceil(numRows / 4));
+      else quantizeTokens(this.k, args, 0, 0, numRows);
+    };
+    if (q8) run([xp, numRows, cols, qa, da, sa32, sa16, ps32, ps16, wide ? qa16 : 0, quads, quads16, QuantizeRule.Q8_0]); // pool-ops.ts QUANTIZE_ARGS
+    let k: Q8KActivations | null = null;
+    if (q8k) {
+      const kBase = base + q8Bytes;
+      const kQuads = tiles ? kBase : 0;
+      const kQa = kBase + (tiles ? quadsSize : 0);
+      const kDa = kQa + qaBytes;
+      const bs32 = kDa + numBlocks * 4;
+      const kPs16 = bs32 + numBlocks * 4;
+      run([xp, numRows, cols, kQa, kDa, bs32, 0, 0, kPs16, 0, kQuads, 0, QuantizeRule.Q8_K]);
+      k = { qa: kQa, quads: kQuads, da: kDa, bs32, ps16: kPs16 };
+    }
+    if (!q8) return { qa: 0, qa16: 0, quads: 0, quads16: 0, da: 0, sa32: 0, sa16: 0, ps32: 0, ps16: 0, k };
+    return { qa, qa16: wide ? qa16 : 0, quads, quads16, da, sa32, sa16, ps32, ps16, k };
   }
 
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
@@ -685,15 +731,20 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const offsets = scales + rows * (cols / 16) * 4;
   for (let i = 0; i < 40; i++) {
     const n = 1 + (i % numTokens);
-    k.quantize_q8(x, n, cols, qa, da, sa32, sa16, ps32, ps16);
-    k.splat_q8(qa, n, cols, quads);
-    k.splat_q8_i16(qa, n, cols, quads);
-    k.quad_sums(da, sa32, n, cols, quads + cols * 16);
-    for (const [kind, zeroPoint] of WARM_UP_KINDS) {
-      const g16 = kind === KernelKind.U6G16;
-      // KIND_I8: its tiles on compact rows (no quads) and on ready vectors
-      for (const q of kind === KernelKind.I8 ? [0, quads] : [quads]) {
-        k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? ps16 : ps32, q, 0, rows / 4, tmp);
+    // each input rule (quantize_q8, then quantize_q8k) and the kinds that read it
+    for (const q8k of [false, true]) {
+      if (q8k) k.quantize_q8k(x, n, cols, qa, da, sa32, ps16);
+      else k.quantize_q8(x, n, cols, qa, da, sa32, sa16, ps32, ps16);
+      k.splat_q8(qa, n, cols, quads);
+      if (!q8k) k.splat_q8_i16(qa, n, cols, quads);
+      k.quad_sums(da, sa32, n, cols, quads + cols * 16);
+      for (const [kind, zeroPoint] of WARM_UP_KINDS) {
+        if (readsQ8K(kind) !== q8k) continue;
+        const g16 = kind === KernelKind.U6G16;
+        // KIND_I8: its tiles on compact rows (no quads) and on ready vectors
+        for (const q of kind === KernelKind.I8 ? [0, quads] : [quads]) {
+          k.matmul_quant(kind, out, w, scales, offsets, qa, da, g16 && !q8k ? sa16 : sa32, rows, cols, n, zeroPoint, g16 ? ps16 : ps32, q, 0, rows / 4, tmp);
+        }
       }
     }
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
