@@ -17,6 +17,12 @@ export interface WeightSource {
   /** ne0 (the row length = input features) */
   readonly cols: number;
   readonly data: Uint8Array;
+  /**
+   * Positioned reads of `data`'s bytes [at, at + into.length) into `into` from the model file, not through the
+   * mapping behind `data` (absent: `data` is in memory). A backend that streams a weight through one bounded buffer
+   * this way keeps none of the file's pages resident while it loads (weight-chunks.ts).
+   */
+  readonly readBytes?: (at: number, into: Uint8Array) => void;
 }
 
 /** Opaque handles; each backend has its own concrete class. */

@@ -38,4 +38,16 @@ export interface GgufFile {
   readonly bytes: Uint8Array;
   /** every part of a split model, the first being `bytes` (split-gguf.ts); absent for one file */
   readonly parts?: readonly Uint8Array[];
+  /**
+   * Where the tensor bytes lie on disk, for positioned reads (reader.ts readTensorBytes): [0] for `bytes`, else one
+   * per part, each the file and the file offset of its byte 0. Absent: the bytes are only in memory (the embedded
+   * default model, parseGguf's buffers, a file read instead of mapped).
+   */
+  readonly files?: readonly GgufFileRange[];
+}
+
+/** A mapped range of a file: its path and the file offset its byte 0 maps. */
+export interface GgufFileRange {
+  readonly path: string;
+  readonly offset: number;
 }

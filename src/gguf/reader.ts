@@ -1,18 +1,19 @@
 /**
  * GGUF v2/v3 reader (ggml docs/gguf.md, ggml/src/gguf.cpp). Validates everything and returns one error string that
  * names the file and the problem, never throws on bad input. Tensor data is never copied: `bytes` is the mmapped
- * file (or the caller's buffer) and tensorData() returns subarrays of it.
+ * file (or the caller's buffer) and tensorData() returns subarrays of it. A loader that must not keep the file's
+ * pages resident reads a mapped file's tensors with positioned reads instead (readTensorBytes).
  *
  * Layout: "GGUF" u32 version, u64 tensorCount, u64 kvCount, kvCount x (string key, u32 type, value),
  * tensorCount x (string name, u32 nDims, u64 ne[nDims] (ne0 first), u32 type, u64 offset), padding to
  * general.alignment (default 32), then the data section; tensor offsets are relative to it and aligned.
  * Strings are u64 length + UTF-8 bytes (no NUL). v1 (u32 counts) is not supported; v2 and v3 share this layout.
  */
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { byteSize, ggmlTypeName, WEIGHT_TYPES, weightType } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import {
-  GgufValueType, type GgufArray, type GgufFile, type GgufMetadataEntry, type GgufScalar, type GgufTensorInfo,
+  GgufValueType, type GgufArray, type GgufFile, type GgufFileRange, type GgufMetadataEntry, type GgufScalar, type GgufTensorInfo,
 } from "./gguf-file.ts";
 import { errorMessage } from "../util/error-message.ts";
 
@@ -247,14 +248,16 @@ export function readGguf(path: string): Result<GgufFile> {
   try {
     bytes = Bun.mmap(path, { shared: false });
   } catch {
-    // files embedded in a compiled binary ($bunfs) cannot be mapped, but can be read
+    // files embedded in a compiled binary ($bunfs) cannot be mapped, but can be read (and are then in memory)
     try {
       bytes = new Uint8Array(readFileSync(path));
     } catch (e) {
       return err(`${path}: ${fileErrorText(e)}`);
     }
+    return parseGguf(bytes, path);
   }
-  return parseGguf(bytes, path);
+  const file = parseGguf(bytes, path);
+  return file.ok ? ok({ ...file.value, files: [{ path, offset: 0 }] }) : file;
 }
 
 /** One typed array holds less than 4 GiB (JSC): larger files are mapped in windows of at most this many bytes. */
@@ -301,7 +304,7 @@ export function mapInWindows(path: string, size: number, windowBytes = MAX_MAPPE
     const part = windows.findIndex((w) => t.offset >= w.start && t.offset + t.sizeBytes <= w.end);
     return { ...t, part, offset: t.offset - windows[part]!.start };
   });
-  return ok({ ...file, tensors, bytes: head, parts, source: path });
+  return ok({ ...file, tensors, bytes: head, parts, files: windows.map((w) => ({ path, offset: w.start })), source: path });
 }
 
 /**
@@ -311,4 +314,33 @@ export function mapInWindows(path: string, size: number, windowBytes = MAX_MAPPE
 export function tensorData(file: GgufFile, info: GgufTensorInfo): Uint8Array {
   const bytes = info.part === undefined ? file.bytes : file.parts![info.part]!;
   return bytes.subarray(info.offset, info.offset + info.sizeBytes);
+}
+
+/**
+ * Where a tensor's bytes lie on disk (the file, and the file offset of its first byte), or null when the file's bytes
+ * are only in memory (read tensorData then).
+ * @example const range = tensorFileRange(file, info); if (range !== null) readTensorBytes(range, 0, buffer);
+ */
+export function tensorFileRange(file: GgufFile, info: GgufTensorInfo): GgufFileRange | null {
+  const range = file.files?.[info.part ?? 0];
+  return range === undefined ? null : { path: range.path, offset: range.offset + info.offset };
+}
+
+/**
+ * Bytes [at, at + into.length) of a tensor read from its file into `into` with positioned reads, not through the
+ * mapping: the page cache holds them, not this process, so a loader streaming a large model through one bounded
+ * buffer keeps none of the file's pages resident (llama.cpp llama-model-loader.cpp load_all_data reads into its own
+ * buffers when mmap is off). Throws on a read error or a file that shrank since it was parsed.
+ */
+export function readTensorBytes(range: GgufFileRange, at: number, into: Uint8Array): void {
+  const fd = openSync(range.path, "r");
+  try {
+    for (let done = 0; done < into.length;) {
+      const n = readSync(fd, into, done, into.length - done, range.offset + at + done);
+      if (n === 0) throw new Error(`${range.path}: the file ends at ${range.offset + at + done} bytes, inside a tensor: it changed since it was opened`);
+      done += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -26,6 +26,8 @@ export function joinSplitParts(first: GgufFile): Result<GgufFile> {
   }
   if (first.parts !== undefined) return err(`${first.source}: a part of a split model over 2 GiB is not supported (split it into smaller parts)`);
   const parts: Uint8Array[] = [first.bytes];
+  // positioned reads only when every part is a mapped file (reader.ts readTensorBytes)
+  const files = first.files === undefined ? undefined : [...first.files];
   const tensors = [...first.tensors];
   let totalBytes = first.bytes.byteLength;
   for (let i = 1; i < count; i++) {
@@ -38,6 +40,7 @@ export function joinSplitParts(first: GgufFile): Result<GgufFile> {
     }
     totalBytes += part.value.bytes.byteLength;
     parts.push(part.value.bytes);
+    if (files !== undefined && part.value.files !== undefined) files.push(...part.value.files);
     for (const t of part.value.tensors) tensors.push({ ...t, part: i });
   }
   if (totalBytes > MAX_MODEL_FILE_BYTES) {
@@ -50,5 +53,6 @@ export function joinSplitParts(first: GgufFile): Result<GgufFile> {
     if (names.has(t.name)) return err(`${first.source}: tensor ${t.name} is in more than one part of the split model`);
     names.add(t.name);
   }
-  return ok({ ...first, tensors, parts });
+  const { files: _firstFiles, ...rest } = first;
+  return ok({ ...rest, tensors, parts, ...(files !== undefined && files.length === count ? { files } : {}) });
 }

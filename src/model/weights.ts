@@ -1,12 +1,14 @@
 /**
  * Finds every tensor of the model by its llama.cpp name and checks its shape and type against the config, so a bad
  * file fails at load with one line naming the tensor, never deep inside a kernel.
- * The result is raw GGUF bytes per tensor (zero-copy views), in the `WeightSource` shape the backends load.
+ * The result is raw GGUF bytes per tensor (zero-copy views), in the `WeightSource` shape the backends load; for a
+ * mapped file each also reads its bytes from the file (readBytes), so a backend can load it without touching the
+ * mapping's pages.
  */
 import type { WeightSource } from "../backend/backend.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { tensorName, type TensorKey } from "../gguf/names.ts";
-import { tensorData } from "../gguf/reader.ts";
+import { readTensorBytes, tensorData, tensorFileRange } from "../gguf/reader.ts";
 import { byteSize, GgmlType, ggmlTypeName, weightType, WEIGHT_TYPES } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import type { ModelConfig } from "./model-config.ts";
@@ -101,7 +103,9 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
   }
   // the reader checked that [offset, offset + sizeBytes) lies in the file
   if (info.sizeBytes !== byteSize(wt, rows * cols)) throw new WeightError(`${where} has ${info.sizeBytes} bytes, ${wt.name} [${rows}, ${cols}] needs ${byteSize(wt, rows * cols)}`);
-  return { name, type: info.type, rows, cols, data: tensorData(gguf, info) };
+  const range = tensorFileRange(gguf, info);
+  const source = { name, type: info.type, rows, cols, data: tensorData(gguf, info) };
+  return range === null ? source : { ...source, readBytes: (at: number, into: Uint8Array) => readTensorBytes(range, at, into) };
 }
 
 /**
@@ -124,7 +128,9 @@ export function loadModelWeights(gguf: GgufFile, config: ModelConfig, options: L
  */
 function rowSlice(w: WeightSource, suffix: string, start: number, count: number): WeightSource {
   const rowBytes = w.data.length / w.rows;
-  return { name: `${w.name}[${suffix}]`, type: w.type, rows: count, cols: w.cols, data: w.data.subarray(start * rowBytes, (start + count) * rowBytes) };
+  const slice = { name: `${w.name}[${suffix}]`, type: w.type, rows: count, cols: w.cols, data: w.data.subarray(start * rowBytes, (start + count) * rowBytes) };
+  const read = w.readBytes;
+  return read === undefined ? slice : { ...slice, readBytes: (at: number, into: Uint8Array) => read(start * rowBytes + at, into) };
 }
 
 /** The rope divisors the config asks for (each optional), checked to be f32 [ropeDim / 2]. */

@@ -258,10 +258,12 @@ function quantByte(base: number, lane: number, i: number): number {
 }
 
 /**
- * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm (byte views of the sizes from repackedSizes, wm null when
- * offsetBytes is 0; zero-filled by the caller so padded rows stay zero).
+ * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm (byte views of the sizes from repackedSizes of the whole
+ * weight, wm null when offsetBytes is 0; zero-filled by the caller so padded rows stay zero). `data` may hold only
+ * rows [firstRow, firstRow + rows) of the weight (firstRow a multiple of 4): a chunk read from the file, each row
+ * written where it goes in the whole weight (rows are independent, so the bits are those of one call).
  */
-export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: number, wq: Uint8Array, ws: Uint8Array, wm: Uint8Array | null): void {
+export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: number, wq: Uint8Array, ws: Uint8Array, wm: Uint8Array | null, firstRow = 0): void {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const blocksPerRow = cols / s.blockSize;
   const groupsPerBlock = s.blockSize / s.groupSize;
@@ -283,8 +285,8 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
     for (let b = 0; b < blocksPerRow; b++) {
       s.decode(view, rowAt + b * s.bytesPerBlock, q, b * s.blockSize, sc, mn, b * groupsPerBlock, factors, b);
     }
-    const rg = r >> 2;
-    const lane = r & 3;
+    const rg = (firstRow + r) >> 2;
+    const lane = (firstRow + r) & 3;
     if (superblocks) writeSuperblockFactors(s, factors, ws, wsF32, rg, lane, cols);
     for (let g = 0; g < numGroups; g++) {
       const idx = (rg * numGroups + g) * 4 + lane;

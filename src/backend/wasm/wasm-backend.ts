@@ -16,6 +16,7 @@ import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTable
 import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
 import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
+import { forEachRowChunk } from "../weight-chunks.ts";
 
 /** Below this many multiply-adds a matmul runs on the calling thread alone (waking threads costs more). */
 const MIN_PARALLEL_MACS = 1 << 16;
@@ -269,18 +270,23 @@ export class WasmBackend implements Backend {
       bytes.fill(0, wq, wq + quantBytes);
       bytes.fill(0, ws, ws + scaleBytes);
       bytes.fill(0, wm, wm + offsetBytes);
-      repack(spec, source.data, rows, cols, bytes.subarray(wq, wq + quantBytes), bytes.subarray(ws, ws + scaleBytes),
-        offsetBytes > 0 ? bytes.subarray(wm, wm + offsetBytes) : null);
+      // row groups of 4 from the file through one bounded buffer, straight into the heap (weight-chunks.ts)
+      const wqBytes = bytes.subarray(wq, wq + quantBytes);
+      const wsBytes = bytes.subarray(ws, ws + scaleBytes);
+      const wmBytes = offsetBytes > 0 ? bytes.subarray(wm, wm + offsetBytes) : null;
+      forEachRowChunk(source, 4, (firstRow, numRows, data) => repack(spec, data, numRows, cols, wqBytes, wsBytes, wmBytes, firstRow));
       const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleBytes]];
       if (offsetBytes > 0) allocations.push([wm, offsetBytes]);
       return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
     }
-    const values = dequantizeTensor(source); // [rows, cols]
     const { rowsPadded, colsPadded, numBytes } = layout;
     const ptr = this.heap.alloc(numBytes);
     const floats = this.heap.floats;
     floats.fill(0, ptr / 4, ptr / 4 + rowsPadded * colsPadded);
-    for (let r = 0; r < rows; r++) floats.set(values.subarray(r * cols, (r + 1) * cols), ptr / 4 + r * colsPadded);
+    forEachRowChunk(source, 1, (firstRow, numRows, data) => {
+      const values = dequantizeTensor({ name: source.name, type, rows: numRows, cols, data }); // [numRows, cols]
+      for (let r = 0; r < numRows; r++) floats.set(values.subarray(r * cols, (r + 1) * cols), ptr / 4 + (firstRow + r) * colsPadded);
+    });
     return new WasmWeight(rows, cols, type, null, ptr, [[ptr, numBytes]]);
   }
 
