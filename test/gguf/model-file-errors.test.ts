@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, closeSync, copyFileSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { mapInWindows, MAX_MODEL_FILE_BYTES, readGguf, tensorData } from "../../src/gguf/reader.ts";
+import { mapInWindows, MAX_MODEL_FILE_BYTES, readGguf, readTensorBytes, tensorData, tensorFileRange } from "../../src/gguf/reader.ts";
 import { writeGgufFile } from "../../src/gguf/writer.ts";
 import { makeTinyModel, TINY_SHAPES } from "../model/tiny-model.ts";
 
@@ -61,6 +61,12 @@ describe("model file errors", () => {
     for (const p of windowed.value.parts!) expect(p.length).toBeLessThanOrEqual(16384);
     expect(windowed.value.metadata).toEqual(whole.value.metadata);
     whole.value.tensors.forEach((t, i) => expect(tensorData(windowed.value, windowed.value.tensors[i]!)).toEqual(tensorData(whole.value, t)));
+    // and the same bytes read from the file at each window's offset (what the WASM backend loads through)
+    windowed.value.tensors.forEach((t, i) => {
+      const read: Uint8Array = new Uint8Array(t.sizeBytes - 3);
+      readTensorBytes(tensorFileRange(windowed.value, t)!, 3, read);
+      expect(read).toEqual(tensorData(whole.value, whole.value.tensors[i]!).subarray(3));
+    });
     expect(mapInWindows(path, size, 8192)).toMatchObject({ ok: false, error: expect.stringMatching(/: tensor \S+ holds \d+ bytes, more than one mapping can \(8192 bytes\)$/) });
   });
 });
