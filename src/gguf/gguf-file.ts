@@ -46,8 +46,16 @@ export interface GgufFile {
   readonly files?: readonly GgufFileRange[];
 }
 
-/** A mapped range of a file: its path and the file offset its byte 0 maps. */
+/** A mapped range of a file: its path, the file offset its byte 0 maps, and the file as it was when mapped. */
 export interface GgufFileRange {
   readonly path: string;
   readonly offset: number;
+  /** inode, size and mtime at mapping time: a read from a file replaced or rewritten since is refused */
+  readonly identity: GgufFileIdentity;
+}
+
+export interface GgufFileIdentity {
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
 }

@@ -9,11 +9,11 @@
  * general.alignment (default 32), then the data section; tensor offsets are relative to it and aligned.
  * Strings are u64 length + UTF-8 bytes (no NUL). v1 (u32 counts) is not supported; v2 and v3 share this layout.
  */
-import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { byteSize, ggmlTypeName, WEIGHT_TYPES, weightType } from "../tensor/dtypes.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import {
-  GgufValueType, type GgufArray, type GgufFile, type GgufFileRange, type GgufMetadataEntry, type GgufScalar, type GgufTensorInfo,
+  GgufValueType, type GgufArray, type GgufFile, type GgufFileIdentity, type GgufFileRange, type GgufMetadataEntry, type GgufScalar, type GgufTensorInfo,
 } from "./gguf-file.ts";
 import { errorMessage } from "../util/error-message.ts";
 
@@ -212,6 +212,9 @@ export function parseGguf(bytes: Uint8Array, source: string): Result<GgufFile> {
  */
 export const MAX_MODEL_FILE_BYTES = 8 * 4 * 2 ** 30;
 
+/** What readTensorBytes checks a file against: the inode, size and mtime it had when it was mapped. */
+const identityOf = (stat: Stats): GgufFileIdentity => ({ ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs });
+
 /** A file-system error in words: what it means for the user, not the bare errno. */
 function fileErrorText(e: unknown): string {
   const code = typeof e === "object" && e !== null && "code" in e ? String((e as { code: unknown }).code) : "";
@@ -232,10 +235,12 @@ function fileErrorText(e: unknown): string {
  */
 export function readGguf(path: string): Result<GgufFile> {
   let size: number;
+  let identity: GgufFileIdentity;
   try {
     const stat = statSync(path);
     if (!stat.isFile()) return err(`${path}: not a regular file`);
     size = stat.size;
+    identity = identityOf(stat);
   } catch (e) {
     return err(`${path}: ${fileErrorText(e)}`);
   }
@@ -257,7 +262,7 @@ export function readGguf(path: string): Result<GgufFile> {
     return parseGguf(bytes, path);
   }
   const file = parseGguf(bytes, path);
-  return file.ok ? ok({ ...file.value, files: [{ path, offset: 0 }] }) : file;
+  return file.ok ? ok({ ...file.value, files: [{ path, offset: 0, identity }] }) : file;
 }
 
 /** One typed array holds less than 4 GiB (JSC): larger files are mapped in windows of at most this many bytes. */
@@ -274,7 +279,9 @@ const PAGE_BYTES = 4096;
 export function mapInWindows(path: string, size: number, windowBytes = MAX_MAPPED_BYTES): Result<GgufFile> {
   const map = (offset: number, length: number): Uint8Array => Bun.mmap(path, { shared: false, offset, size: length } as Parameters<typeof Bun.mmap>[1]);
   let head: Uint8Array;
+  let identity: GgufFileIdentity;
   try {
+    identity = identityOf(statSync(path));
     head = map(0, Math.min(size, HEAD_BYTES));
   } catch (e) {
     return err(`${path}: ${fileErrorText(e)}`);
@@ -304,7 +311,7 @@ export function mapInWindows(path: string, size: number, windowBytes = MAX_MAPPE
     const part = windows.findIndex((w) => t.offset >= w.start && t.offset + t.sizeBytes <= w.end);
     return { ...t, part, offset: t.offset - windows[part]!.start };
   });
-  return ok({ ...file, tensors, bytes: head, parts, files: windows.map((w) => ({ path, offset: w.start })), source: path });
+  return ok({ ...file, tensors, bytes: head, parts, files: windows.map((w) => ({ path, offset: w.start, identity })), source: path });
 }
 
 /**
@@ -323,21 +330,27 @@ export function tensorData(file: GgufFile, info: GgufTensorInfo): Uint8Array {
  */
 export function tensorFileRange(file: GgufFile, info: GgufTensorInfo): GgufFileRange | null {
   const range = file.files?.[info.part ?? 0];
-  return range === undefined ? null : { path: range.path, offset: range.offset + info.offset };
+  return range === undefined ? null : { ...range, offset: range.offset + info.offset };
 }
 
 /**
  * Bytes [at, at + into.length) of a tensor read from its file into `into` with positioned reads, not through the
  * mapping: the page cache holds them, not this process, so a loader streaming a large model through one bounded
  * buffer keeps none of the file's pages resident (llama.cpp llama-model-loader.cpp load_all_data reads into its own
- * buffers when mmap is off). Throws on a read error or a file that shrank since it was parsed.
+ * buffers when mmap is off). Throws on a read error or a file replaced or rewritten since it was mapped (its bytes
+ * would no longer be the ones parsed).
  */
 export function readTensorBytes(range: GgufFileRange, at: number, into: Uint8Array): void {
   const fd = openSync(range.path, "r");
   try {
+    const now = identityOf(fstatSync(fd));
+    const was = range.identity;
+    if (now.ino !== was.ino || now.size !== was.size || now.mtimeMs !== was.mtimeMs) {
+      throw new Error(`${range.path}: the file was replaced or rewritten while the model was loading; start again once it is complete`);
+    }
     for (let done = 0; done < into.length;) {
       const n = readSync(fd, into, done, into.length - done, range.offset + at + done);
-      if (n === 0) throw new Error(`${range.path}: the file ends at ${range.offset + at + done} bytes, inside a tensor: it changed since it was opened`);
+      if (n === 0) throw new Error(`${range.path}: the file ends at ${range.offset + at + done} bytes, inside a tensor: it was cut short while the model was loading`);
       done += n;
     }
   } finally {

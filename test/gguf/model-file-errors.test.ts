@@ -49,6 +49,21 @@ describe("model file errors", () => {
     expect(result.ok ? "" : result.error).toMatch(/huge\.gguf: the file is 32\.00 GiB, over the 32 GiB limit: .*8 wasm32 memories/);
   });
 
+  test("a file rewritten while the model loads: reading its tensors is refused with one line", () => {
+    const path = join(dir, "rewritten.gguf");
+    const model = makeTinyModel(TINY_SHAPES.llama!, { seed: 4 });
+    const tensors = model.tensors.map((t) => ({ name: t.name, shape: t.shape, type: t.type, data: tensorData(model, t) }));
+    writeGgufFile(path, { metadata: model.metadata, tensors });
+    const file = readGguf(path);
+    if (!file.ok) throw new Error(file.error);
+    const range = tensorFileRange(file.value, file.value.tensors[0]!)!;
+    const into: Uint8Array = new Uint8Array(16);
+    readTensorBytes(range, 0, into);
+    expect(into).toEqual(tensorData(model, model.tensors[0]!).subarray(0, 16));
+    writeGgufFile(path, { metadata: model.metadata, tensors: tensors.slice(1) });
+    expect(() => readTensorBytes(range, 0, into)).toThrow(/rewritten\.gguf: the file was replaced or rewritten while the model was loading; start again once it is complete$/);
+  });
+
   test("a file larger than one typed array is mapped in windows of whole tensors: every tensor reads the same bytes", () => {
     // the real limit is 2 GiB a window (a 4.9 GB llama-3.1-8b q4_k_m maps in 3); here 16 KiB windows over a tiny model
     const path = join(dir, "windows.gguf");
