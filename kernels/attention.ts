@@ -9,7 +9,7 @@
 // the cache left L2).
 // One task = (tile of query rows, KV head, segment of up to SEGMENT_KEYS keys); tasks are split across threads, and rows
 // with more than one segment merge them afterwards (attention_merge). Scores and widened rows live in per-thread scratch.
-import { expF32, expF32x4, f16ToF32, f16x4ToF32x4, f32ToF16, f32x4ToF16x4, hsumf, reduce4f } from "./common";
+import { expF32, expNonPositiveF32, expNonPositiveF32x4, f16ToF32, f16x4ToF32x4, f32ToF16, f32x4ToF16x4, hsumf, reduce4f } from "./common";
 
 /** Store k, v [numRows, numKvHeads * headDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
 export function kv_store_f16(
@@ -231,7 +231,7 @@ function expInPlace(x: usize, n: i32, max: f32): f32 {
     const m = f32x4.splat(max);
     for (; t + 4 <= n; t += 4) {
       const p = x + (<usize>t << 2);
-      const e = expF32x4(f32x4.sub(v128.load(p), m));
+      const e = expNonPositiveF32x4(f32x4.sub(v128.load(p), m));
       v128.store(p, e);
       acc = f32x4.add(acc, e);
     }
@@ -240,8 +240,8 @@ function expInPlace(x: usize, n: i32, max: f32): f32 {
     let l0: f32 = 0, l1: f32 = 0, l2: f32 = 0, l3: f32 = 0;
     for (; t + 4 <= n; t += 4) {
       const p = x + (<usize>t << 2);
-      const e0 = expF32(load<f32>(p) - max), e1 = expF32(load<f32>(p, 4) - max);
-      const e2 = expF32(load<f32>(p, 8) - max), e3 = expF32(load<f32>(p, 12) - max);
+      const e0 = expNonPositiveF32(load<f32>(p) - max), e1 = expNonPositiveF32(load<f32>(p, 4) - max);
+      const e2 = expNonPositiveF32(load<f32>(p, 8) - max), e3 = expNonPositiveF32(load<f32>(p, 12) - max);
       store<f32>(p, e0);
       store<f32>(p, e1, 4);
       store<f32>(p, e2, 8);
@@ -255,7 +255,7 @@ function expInPlace(x: usize, n: i32, max: f32): f32 {
   }
   for (; t < n; t++) {
     const p = x + (<usize>t << 2);
-    const e = expF32(load<f32>(p) - max);
+    const e = expNonPositiveF32(load<f32>(p) - max);
     store<f32>(p, e);
     sum += e;
   }
@@ -284,6 +284,9 @@ export function attention_tile_rows(): i32 {
   return TILE_ROWS;
 }
 
+/** Floats per query vector's scores in scratch: SEGMENT_KEYS and a pad, so the rows do not all map to the same L1 sets. */
+const SCORE_STRIDE: i32 = SEGMENT_KEYS + 16;
+
 /** Keys widened at a time (K, then V): 64 rows of headDim 64 are 16 KiB of f32, L1-resident. */
 const KV_BLOCK_KEYS: i32 = 64;
 
@@ -293,7 +296,7 @@ const KV_BLOCK_KEYS: i32 = 64;
  * widened K or V rows [KV_BLOCK_KEYS, headDim].
  */
 export function attention_scratch_floats(groupSize: i32, headDim: i32): i32 {
-  return TILE_ROWS * groupSize * (SEGMENT_KEYS + 1) + KV_BLOCK_KEYS * headDim;
+  return TILE_ROWS * groupSize * (SCORE_STRIDE + 1) + KV_BLOCK_KEYS * headDim;
 }
 
 /** Floats of one task's partial result per query head: max score, sum of exp, then the unnormalized output [headDim]. */
@@ -329,7 +332,7 @@ function scoreKeys(dst: usize, qv: usize, kRows: usize, m: i32, headDim: i32, sc
 }
 
 /**
- * scoreKeys for two query vectors at once (qb = qa + headDim floats, the next head): each loaded K vector feeds both
+ * scoreKeys for two query vectors at once (two heads of a row, or of two rows): each loaded K vector feeds both
  * (same bits as two scoreKeys calls).
  */
 function scoreKeys2(dstA: usize, dstB: usize, qa: usize, qb: usize, kRows: usize, m: i32, headDim: i32, scale: f32): void {
@@ -343,9 +346,10 @@ function scoreKeys2(dstA: usize, dstB: usize, qa: usize, qb: usize, kRows: usize
       let b0 = a0, b1 = a0, b2 = a0, b3 = a0;
       let k = kRows + (<usize>t << 8);
       let qd = qa;
+      let qe = qb;
       for (let d = 0; d < 16; d++) {
         const qA = v128.load(qd);
-        const qB = v128.load(qd, 256);
+        const qB = v128.load(qe);
         const k0 = v128.load(k), k1 = v128.load(k, 256), k2 = v128.load(k, 512), k3 = v128.load(k, 768);
         a0 = f32x4.add(a0, f32x4.mul(qA, k0));
         b0 = f32x4.add(b0, f32x4.mul(qB, k0));
@@ -357,6 +361,7 @@ function scoreKeys2(dstA: usize, dstB: usize, qa: usize, qb: usize, kRows: usize
         b3 = f32x4.add(b3, f32x4.mul(qB, k3));
         k += 16;
         qd += 16;
+        qe += 16;
       }
       v128.store(dstA + (<usize>t << 2), f32x4.mul(reduce4f(a0, a1, a2, a3), sv));
       v128.store(dstB + (<usize>t << 2), f32x4.mul(reduce4f(b0, b1, b2, b3), sv));
@@ -532,6 +537,12 @@ export function attention_q8(
   return partials + (<usize>((partial * groupSize + g) * partialFloats(headDim) + 2) << 2);
 }
 
+/** Query head g of tile row i's vector [headDim] in q. */
+// @ts-ignore: decorator
+@inline function queryVector(q: usize, rowInfo: usize, first: i32, i: i32, qDim: i32, kvHead: i32, groupSize: i32, g: i32, headDim: i32): usize {
+  return q + (<usize>(load<i32>(rowInfo + (<usize>(first + i) << 4)) * qDim + (kvHead * groupSize + g) * headDim) << 2);
+}
+
 /** The attention tasks over either cache type (`q8` is a constant in each caller, so each gets its own loop). */
 // @ts-ignore: decorator
 @inline function attentionTiles(
@@ -540,7 +551,7 @@ export function attention_q8(
 ): void {
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
-  const segBytes = <usize>(SEGMENT_KEYS << 2);
+  const segBytes = <usize>(SCORE_STRIDE << 2);
   const sums = scratch + <usize>(TILE_ROWS * groupSize) * segBytes;
   const rows = sums + (<usize>(TILE_ROWS * groupSize) << 2);
   const rowBytes = <usize>(headDim << 2);
@@ -551,6 +562,7 @@ export function attention_q8(
     const kvHead = load<i32>(tk, 8);
     const segment = load<i32>(tk, 12);
     const k0 = segment * SEGMENT_KEYS;
+    const numVec = numTileRows * groupSize;
     const blockTable = <usize>load<i32>(rowInfo + (<usize>first << 4), 8);
     // a row's keys in this segment are [lo, n): lo = keysBefore (its sliding window), n = keysIn (the causal cut)
     let nMax = 0;
@@ -569,18 +581,35 @@ export function attention_q8(
       for (let j = 0; j < nb; j++) {
         widenKv(q8, rows + <usize>j * rowBytes, kLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
       }
-      for (let i = 0; i < numTileRows; i++) {
+      // the tile's query vectors (row-major: v = row * groupSize + head) two at a time, across rows too (an odd
+      // groupSize would leave one head per row to the one-vector kernel); a pair shares the keys both see, and each
+      // scores the keys only it sees alone (at most a few, on the diagonal or a window's edge)
+      for (let v = 0; v < numVec; v += 2) {
+        const i = v / groupSize;
         const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
         const a = max(0, keysBefore(rowInfo, first + i, segment, window, firstKeys) - kb);
-        if (m <= a) continue;
-        const q0 = q + (<usize>(load<i32>(rowInfo + (<usize>(first + i) << 4)) * qDim + kvHead * groupSize * headDim) << 2);
-        const s0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>(kb + a) << 2);
-        const kr = rows + <usize>a * rowBytes;
-        let g = 0;
-        for (; g + 2 <= groupSize; g += 2) {
-          scoreKeys2(s0 + <usize>g * segBytes, s0 + <usize>(g + 1) * segBytes, q0 + <usize>g * rowBytes, q0 + <usize>(g + 1) * rowBytes, kr, m - a, headDim, scale);
+        const qa = queryVector(q, rowInfo, first, i, qDim, kvHead, groupSize, v - i * groupSize, headDim);
+        const sa = scratch + <usize>v * segBytes + (<usize>kb << 2);
+        if (v + 1 == numVec) {
+          if (m > a) scoreKeys(sa + (<usize>a << 2), qa, rows + <usize>a * rowBytes, m - a, headDim, scale);
+          continue;
         }
-        if (g < groupSize) scoreKeys(s0 + <usize>g * segBytes, q0 + <usize>g * rowBytes, kr, m - a, headDim, scale);
+        const i2 = (v + 1) / groupSize;
+        const m2 = min(nb, keysIn(rowInfo, first + i2, segment) - kb);
+        const a2 = max(0, keysBefore(rowInfo, first + i2, segment, window, firstKeys) - kb);
+        const qb = queryVector(q, rowInfo, first, i2, qDim, kvHead, groupSize, v + 1 - i2 * groupSize, headDim);
+        const sb = sa + segBytes;
+        const c0 = max(a, a2), c1 = min(m, m2);
+        if (c0 >= c1) {
+          if (m > a) scoreKeys(sa + (<usize>a << 2), qa, rows + <usize>a * rowBytes, m - a, headDim, scale);
+          if (m2 > a2) scoreKeys(sb + (<usize>a2 << 2), qb, rows + <usize>a2 * rowBytes, m2 - a2, headDim, scale);
+          continue;
+        }
+        if (a < c0) scoreKeys(sa + (<usize>a << 2), qa, rows + <usize>a * rowBytes, c0 - a, headDim, scale);
+        if (a2 < c0) scoreKeys(sb + (<usize>a2 << 2), qb, rows + <usize>a2 * rowBytes, c0 - a2, headDim, scale);
+        scoreKeys2(sa + (<usize>c0 << 2), sb + (<usize>c0 << 2), qa, qb, rows + <usize>c0 * rowBytes, c1 - c0, headDim, scale);
+        if (c1 < m) scoreKeys(sa + (<usize>c1 << 2), qa, rows + <usize>c1 * rowBytes, m - c1, headDim, scale);
+        if (c1 < m2) scoreKeys(sb + (<usize>c1 << 2), qb, rows + <usize>c1 * rowBytes, m2 - c1, headDim, scale);
       }
     }
     // per query vector: exp(score - max) in place of the scores, its sum, and its zeroed output
@@ -610,22 +639,34 @@ export function attention_q8(
       for (let j = 0; j < nb; j++) {
         widenKv(q8, rows + <usize>j * rowBytes, vLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
       }
-      for (let i = 0; i < numTileRows; i++) {
+      // query vectors in pairs as for the scores; a vector's keys go in key order (those before the pair's shared
+      // ones, the shared ones, those after), so each output lane adds the same terms in the same order
+      for (let v = 0; v < numVec; v += 2) {
+        const i = v / groupSize;
         const m = min(nb, keysIn(rowInfo, first + i, segment) - kb);
         const a = max(0, keysBefore(rowInfo, first + i, segment, window, firstKeys) - kb);
-        if (m <= a) continue;
-        const e0 = scratch + <usize>(i * groupSize) * segBytes + (<usize>(kb + a) << 2);
-        const vr = rows + <usize>a * rowBytes;
-        let g = 0;
-        for (; g + 2 <= groupSize; g += 2) {
-          accumulateWeighted2(tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim),
-            tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g + 1, headDim),
-            e0 + <usize>g * segBytes, e0 + <usize>(g + 1) * segBytes, vr, m - a, headDim);
+        const oa = tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, v - i * groupSize, headDim);
+        const ea = scratch + <usize>v * segBytes + (<usize>kb << 2);
+        if (v + 1 == numVec) {
+          if (m > a) accumulateWeighted(oa, ea + (<usize>a << 2), rows + <usize>a * rowBytes, m - a, headDim);
+          continue;
         }
-        if (g < groupSize) {
-          accumulateWeighted(tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim),
-            e0 + <usize>g * segBytes, vr, m - a, headDim);
+        const i2 = (v + 1) / groupSize;
+        const m2 = min(nb, keysIn(rowInfo, first + i2, segment) - kb);
+        const a2 = max(0, keysBefore(rowInfo, first + i2, segment, window, firstKeys) - kb);
+        const ob = tileOutput(out, partials, rowInfo, first + i2, segment, qDim, kvHead, groupSize, v + 1 - i2 * groupSize, headDim);
+        const eb = ea + segBytes;
+        const c0 = max(a, a2), c1 = min(m, m2);
+        if (c0 >= c1) {
+          if (m > a) accumulateWeighted(oa, ea + (<usize>a << 2), rows + <usize>a * rowBytes, m - a, headDim);
+          if (m2 > a2) accumulateWeighted(ob, eb + (<usize>a2 << 2), rows + <usize>a2 * rowBytes, m2 - a2, headDim);
+          continue;
         }
+        if (a < c0) accumulateWeighted(oa, ea + (<usize>a << 2), rows + <usize>a * rowBytes, c0 - a, headDim);
+        if (a2 < c0) accumulateWeighted(ob, eb + (<usize>a2 << 2), rows + <usize>a2 * rowBytes, c0 - a2, headDim);
+        accumulateWeighted2(oa, ob, ea + (<usize>c0 << 2), eb + (<usize>c0 << 2), rows + <usize>c0 * rowBytes, c1 - c0, headDim);
+        if (c1 < m) accumulateWeighted(oa, ea + (<usize>c1 << 2), rows + <usize>c1 * rowBytes, m - c1, headDim);
+        if (c1 < m2) accumulateWeighted(ob, eb + (<usize>c1 << 2), rows + <usize>c1 * rowBytes, m2 - c1, headDim);
       }
     }
     for (let i = 0; i < numTileRows; i++) {

@@ -117,6 +117,45 @@ const EXP_P5: f32 = 5.0000001201e-1;
   return y * reinterpret<f32>((<i32>n + 127) << 23);
 }
 
+/** 1.5 * 2^23: v + this rounds v to an integer (ties to even, as nearest) for |v| < 2^22, held in the low mantissa bits. */
+const EXP_ROUND: f32 = 12582912.0;
+
+/**
+ * e^x for x <= 0 (a softmax's x - max), the same bits as expF32 there, in fewer instructions: no upper clamp, the lower
+ * one as pmax (one maxps; f32x4.max is ~6 in JSC), n = nearest(x log2 e) by the 1.5 * 2^23 rounding add, and 2^n from
+ * that sum's low bits (the exponent field shifts out) instead of a saturating conversion.
+ */
+// @ts-ignore: decorator
+@inline export function expNonPositiveF32x4(x: v128): v128 {
+  x = f32x4.pmax(x, f32x4.splat(EXP_MIN));
+  const t = f32x4.add(f32x4.mul(x, f32x4.splat(EXP_LOG2E)), f32x4.splat(EXP_ROUND));
+  const n = f32x4.sub(t, f32x4.splat(EXP_ROUND));
+  const r = f32x4.sub(f32x4.sub(x, f32x4.mul(n, f32x4.splat(EXP_LN2_HI))), f32x4.mul(n, f32x4.splat(EXP_LN2_LO)));
+  let y = f32x4.add(f32x4.mul(f32x4.splat(EXP_P0), r), f32x4.splat(EXP_P1));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P2));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P3));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P4));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(EXP_P5));
+  y = f32x4.add(f32x4.add(f32x4.mul(y, f32x4.mul(r, r)), r), f32x4.splat(1));
+  return f32x4.mul(y, i32x4.shl(i32x4.add(t, i32x4.splat(127)), 23));
+}
+
+/** The scalar twin of expNonPositiveF32x4 (pmax(x, m) is x < m ? m : x). */
+// @ts-ignore: decorator
+@inline export function expNonPositiveF32(x: f32): f32 {
+  x = x < EXP_MIN ? EXP_MIN : x;
+  const t = x * EXP_LOG2E + EXP_ROUND;
+  const n = t - EXP_ROUND;
+  const r = (x - n * EXP_LN2_HI) - n * EXP_LN2_LO;
+  let y = EXP_P0 * r + EXP_P1;
+  y = y * r + EXP_P2;
+  y = y * r + EXP_P3;
+  y = y * r + EXP_P4;
+  y = y * r + EXP_P5;
+  y = (y * (r * r) + r) + 1;
+  return y * reinterpret<f32>((reinterpret<i32>(t) + 127) << 23);
+}
+
 /** e^x lane by lane, the same ops as expF32. */
 // @ts-ignore: decorator
 @inline export function expF32x4(x: v128): v128 {
