@@ -36,9 +36,12 @@
 //              always zero point 32)
 // The relaxed dot product multiplies i8 by i7 (0..127): unsigned quants take the i7 side and the int8 activations
 // (quantize_q8) the i8 side; its i16 form (pair sums, one pmaddubsw on x86) accumulates a few chunks before they are
-// widened to i32 (dotChunk16, widen16). Q8_0's quants are full int8, so instead a chunk is widened to i16 once (rows
-// 0-1 and rows 2-3) and multiplied by the token's activations widened to i16 (widen_q8) with i32x4.dot_i16x8_s, which
-// leaves pair sums [r0, r0, r1, r1] and [r2, r2, r3, r3]; a group ends with one pairwise add. Exact, in every build.
+// widened to i32 (dotChunk16, widen16). Q8_0's quants are full int8, so instead a chunk is widened to i16 once and
+// multiplied by the token's activations widened to i16 (widen_q8) with i32x4.dot_i16x8_s. Its chunk holds quants 0-1
+// of the 4 rows in bytes 0-7 and quants 2-3 in bytes 8-15 (not 4 quants per row), so each widened half against the
+// token's pair of quants in every lane ([a0, a1] x 4, then [a2, a3] x 4) adds one row's pair sum to each i32 lane:
+// lane r is row r with no pairwise adds per group (they were two shuffles and an add per token and group, about a
+// third of the 4-token tile's instructions in JSC's dump). Exact, in every build.
 //
 // Per group and row the integer dot product is exact, then one fixed sequence of f32 ops adds it to the row's sum:
 //   acc += (f32(isum) * scale) * da  [+ offset * sa]
@@ -48,7 +51,7 @@
 // The same sequence runs in every build, alone or in a tile of 4 tokens, so out[t, r] never depends on numTokens,
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
 
-import { QUAD_CHUNK_BYTES, QUAD_SUMS_BYTES } from "./quantize";
+import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
 
 export const KIND_I8: i32 = 0;
 export const KIND_U5: i32 = 1;
@@ -98,7 +101,7 @@ export const KIND_U5K: i32 = 5;
 @inline export function quantAt(k: i32, q: usize, r: i32, i: i32): i32 {
   const kind = quantKind(k);
   const lane = (r << 2) + (i & 3);
-  if (kind == KIND_I8) return <i32>load<i8>(q + <usize>(((i >> 2) << 4) + lane));
+  if (kind == KIND_I8) return <i32>load<i8>(q + <usize>(((i >> 2) << 4) + (((i >> 1) & 1) << 3) + (r << 1) + (i & 1)));
   const c = i >> 2;
   if (kind == KIND_U6G16) {
     if (c < 3) return <i32>load<u8>(q + <usize>((c << 4) + lane)) & 63;
@@ -233,19 +236,20 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   return dotChunk16(laneChunk(a1, c), v128.or(v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f)), v128.and(hi, bit)), s);
 }
 
+/** Bytes of one chunk of a quad of tokens' ready vectors: splat_q8_i16's for KIND_I8, else splat_q8's. */
+// @ts-ignore: decorator
+@inline function quadChunkBytes(kind: i32): usize {
+  return kind == KIND_I8 ? QUAD_CHUNK_BYTES_I16 : QUAD_CHUNK_BYTES;
+}
+
 /** Bytes per activation quant: i16 for KIND_I8, else i8. */
 // @ts-ignore: decorator
 @inline function actBytes(kind: i32): i32 {
   return kind == KIND_I8 ? 2 : 1;
 }
 
-/** Chunk c of a token's activations, its 4 quants repeated across the vector. */
-// @ts-ignore: decorator
-@inline function activationChunk(kind: i32, a: usize, c: i32): v128 {
-  return kind == KIND_I8 ? v128.load64_splat(a + (<usize>c << 3)) : v128.load32_splat(a + (<usize>c << 2));
-}
-
-/** KIND_I8: adds one widened half of a chunk (rows 0-1 or rows 2-3, i16) times a token's i16 activations. */
+/** KIND_I8: adds one widened half of a chunk (quants 0-1 or 2-3 of the 4 rows, i16) times a token's pair of i16
+ * activations in every lane: the 4 rows' pair sums in lanes 0-3. */
 // @ts-ignore: decorator
 @inline function dotHalfI16(acc: v128, rows: v128, act: v128): v128 {
   return i32x4.add(acc, i32x4.dot_i16x8_s(rows, act));
@@ -297,9 +301,7 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
  */
 // @ts-ignore: decorator
 @inline function groupTerm(kind: i32, x: v128, y: v128, scales: v128, offsets: v128, daG: usize, saG: usize, zeroPoint: i32): v128 {
-  let isum = x;
-  if (kind == KIND_I8) isum = i32x4.add(v128.shuffle<i32>(x, y, 0, 2, 4, 6), v128.shuffle<i32>(x, y, 1, 3, 5, 7));
-  const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), scales), v128.load32_splat(daG));
+  const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(x), scales), v128.load32_splat(daG));
   return hasOffsets(kind, zeroPoint) ? f32x4.add(t, f32x4.mul(offsets, v128.load32_splat(saG))) : t;
 }
 
@@ -309,9 +311,7 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
  */
 // @ts-ignore: decorator
 @inline function groupTermV(kind: i32, x: v128, y: v128, scales: v128, offsets: v128, da: v128, sa: v128, zeroPoint: i32): v128 {
-  let isum = x;
-  if (kind == KIND_I8) isum = i32x4.add(v128.shuffle<i32>(x, y, 0, 2, 4, 6), v128.shuffle<i32>(x, y, 1, 3, 5, 7));
-  const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(isum), scales), da);
+  const t = f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(x), scales), da);
   return hasOffsets(kind, zeroPoint) ? f32x4.add(t, f32x4.mul(offsets, sa)) : t;
 }
 
@@ -408,12 +408,16 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   for (let g = 0; g < numGroups; g++) {
     let x = i32x4.splat(0), y = x;
     if (kind == KIND_I8) {
-      // a loop: unrolled it ran at 60%
-      for (let c = 0; c < 8; c++) {
-        const w = v128.load(q + (<usize>c << 4));
-        const act = activationChunk(kind, qa, c);
-        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(w), act);
-        y = dotHalfI16(y, i16x8.extend_high_i8x16_s(w), act);
+      // a loop over pairs of chunks (unrolled it ran at 60%): one plain load of their 8 i16 activations, each pair
+      // of quants spread to every lane by a shuffle (JSC computes a splat load's address apart: 3 instructions)
+      for (let c = 0; c < 8; c += 2) {
+        const wa = v128.load(q + (<usize>c << 4));
+        const wb = v128.load(q + (<usize>c << 4), 16);
+        const a = v128.load(qa + (<usize>c << 3));
+        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(wa), laneChunk(a, 0));
+        x = dotHalfI16(x, i16x8.extend_high_i8x16_s(wa), laneChunk(a, 1));
+        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(wb), laneChunk(a, 2));
+        x = dotHalfI16(x, i16x8.extend_high_i8x16_s(wb), laneChunk(a, 3));
       }
     } else {
       x = groupSum(kind, zeroed, q, v128.load(qa), gs == 32 ? v128.load(qa, 16) : i32x4.splat(0), startPairs(kind, zeroed, ps, zeroPoint), v128.load(I16_ONES));
@@ -655,8 +659,9 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
     let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
     if (kind == KIND_I8 && ready) {
-      // splat_q8_i16's ready vectors: chunk c of the quad's token k at quad + 64 c + 16 k, plain loads at constant
-      // offsets (no splat shuffles: 36 vector instructions per 128 multiply-adds instead of 44)
+      // splat_q8_i16's ready vectors: chunk c of the quad's token k at quad + 128 c + 16 k (its quants 0-1 in every
+      // lane) and + 64 (quants 2-3), plain loads at constant offsets (no shuffles): 4 dot products and 4 adds per
+      // token and chunk pair, one accumulator per token
       let w = q;
       let a = quad;
       for (let c = 0; c < 8; c += 2) {
@@ -666,30 +671,17 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
         const wah = i16x8.extend_high_i8x16_s(wa);
         const wbl = i16x8.extend_low_i8x16_s(wb);
         const wbh = i16x8.extend_high_i8x16_s(wb);
-        let lo = v128.load(a);
-        let hi = v128.load(a, 64);
-        x0 = dotHalfI16(dotHalfI16(x0, wal, lo), wbl, hi);
-        y0 = dotHalfI16(dotHalfI16(y0, wah, lo), wbh, hi);
-        lo = v128.load(a, 16);
-        hi = v128.load(a, 80);
-        x1 = dotHalfI16(dotHalfI16(x1, wal, lo), wbl, hi);
-        y1 = dotHalfI16(dotHalfI16(y1, wah, lo), wbh, hi);
-        lo = v128.load(a, 32);
-        hi = v128.load(a, 96);
-        x2 = dotHalfI16(dotHalfI16(x2, wal, lo), wbl, hi);
-        y2 = dotHalfI16(dotHalfI16(y2, wah, lo), wbh, hi);
-        lo = v128.load(a, 48);
-        hi = v128.load(a, 112);
-        x3 = dotHalfI16(dotHalfI16(x3, wal, lo), wbl, hi);
-        y3 = dotHalfI16(dotHalfI16(y3, wah, lo), wbh, hi);
+        x0 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x0, wal, v128.load(a)), wah, v128.load(a, 64)), wbl, v128.load(a, 128)), wbh, v128.load(a, 192));
+        x1 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x1, wal, v128.load(a, 16)), wah, v128.load(a, 80)), wbl, v128.load(a, 144)), wbh, v128.load(a, 208));
+        x2 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x2, wal, v128.load(a, 32)), wah, v128.load(a, 96)), wbl, v128.load(a, 160)), wbh, v128.load(a, 224));
+        x3 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x3, wal, v128.load(a, 48)), wah, v128.load(a, 112)), wbl, v128.load(a, 176)), wbh, v128.load(a, 240));
         w += 32;
-        a += 2 * QUAD_CHUNK_BYTES;
+        a += 2 * QUAD_CHUNK_BYTES_I16;
       }
     } else if (kind == KIND_I8) {
-      // a loop over pairs of chunks: unrolled, the 8 accumulators and the chunks spill registers (measured slower).
-      // Each token's two chunks come in one plain load and are split into their two splats by shuffles: JSC
-      // computes every splat load's address apart (3 instructions each, counted in its OMG dump), a plain load
-      // folds it into the addressing.
+      // a loop over pairs of chunks: each token's 8 i16 activations come in one plain load, each pair of quants
+      // spread to every lane by a shuffle (JSC computes every splat load's address apart: 3 instructions each,
+      // counted in its OMG dump; a plain load folds it into the addressing)
       let w = q;
       let p0 = qa, p1 = qa + stride, p2 = qa + 2 * stride, p3 = qa + 3 * stride;
       for (let c = 0; c < 8; c += 2) {
@@ -700,25 +692,13 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
         const wbl = i16x8.extend_low_i8x16_s(wb);
         const wbh = i16x8.extend_high_i8x16_s(wb);
         let a = v128.load(p0);
-        let lo = v128.shuffle<i64>(a, a, 0, 0);
-        let hi = v128.shuffle<i64>(a, a, 1, 1);
-        x0 = dotHalfI16(dotHalfI16(x0, wal, lo), wbl, hi);
-        y0 = dotHalfI16(dotHalfI16(y0, wah, lo), wbh, hi);
+        x0 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x0, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
         a = v128.load(p1);
-        lo = v128.shuffle<i64>(a, a, 0, 0);
-        hi = v128.shuffle<i64>(a, a, 1, 1);
-        x1 = dotHalfI16(dotHalfI16(x1, wal, lo), wbl, hi);
-        y1 = dotHalfI16(dotHalfI16(y1, wah, lo), wbh, hi);
+        x1 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x1, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
         a = v128.load(p2);
-        lo = v128.shuffle<i64>(a, a, 0, 0);
-        hi = v128.shuffle<i64>(a, a, 1, 1);
-        x2 = dotHalfI16(dotHalfI16(x2, wal, lo), wbl, hi);
-        y2 = dotHalfI16(dotHalfI16(y2, wah, lo), wbh, hi);
+        x2 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x2, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
         a = v128.load(p3);
-        lo = v128.shuffle<i64>(a, a, 0, 0);
-        hi = v128.shuffle<i64>(a, a, 1, 1);
-        x3 = dotHalfI16(dotHalfI16(x3, wal, lo), wbl, hi);
-        y3 = dotHalfI16(dotHalfI16(y3, wah, lo), wbh, hi);
+        x3 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x3, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
         w += 32;
         p0 += 16;
         p1 += 16;
@@ -844,7 +824,7 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     }
     q += gb;
     qa += <usize>(gs * actBytes(kind));
-    quad += <usize>(gs >> 2) * QUAD_CHUNK_BYTES;
+    quad += <usize>(gs >> 2) * quadChunkBytes(kind);
     sa += 4;
     ps += 16;
   }
@@ -852,6 +832,159 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   v128.store(out + outStride, acc1);
   v128.store(out + 2 * outStride, acc2);
   v128.store(out + 3 * outStride, acc3);
+}
+
+/** KIND_I8 in i8Tile8: the group term of one token and row quad added to its f32 sums in memory at p (groupTerm's
+ * ops in its order: the sums start at +0 and take one add per group, as the register accumulators do). */
+// @ts-ignore: decorator
+@inline function addTermAt(p: usize, x: v128, scales: v128, da: v128): void {
+  v128.store(p, f32x4.add(v128.load(p), groupTermV(KIND_I8, x, x, scales, i32x4.splat(0), da, i32x4.splat(0), 0)));
+}
+
+/**
+ * KIND_I8, 8 rows (the row groups at qa and qb, scales at sa and sb) x 4 tokens on splat_q8_i16's ready vectors at
+ * quad (da: the first token's scales, dstride apart): each activation vector is loaded once for both row quads, so
+ * the tile reads 16 activation bytes per 16 multiply-adds (a 4-row tile on ready pair vectors read 32, from L2). The
+ * 8 i32 sums and 4 widened weight halves fill the vector registers, so the f32 sums live in out (token k's rows at
+ * out + k * outStride, the second quad's 16 bytes on).
+ */
+// @ts-ignore: decorator
+@inline function i8Tile8(qa: usize, qb: usize, sa: usize, sb: usize, quad: usize, da: usize, dstride: usize, numGroups: i32, out: usize, outStride: usize): void {
+  const zero = f32x4.splat(0);
+  for (let k: usize = 0; k < 4; k++) {
+    v128.store(out + k * outStride, zero);
+    v128.store(out + k * outStride, zero, 16);
+  }
+  let a = quad;
+  for (let g = 0; g < numGroups; g++) {
+    let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
+    let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
+    for (let c = 0; c < 8; c++) {
+      const wa = v128.load(qa);
+      const wb = v128.load(qb);
+      const al = i16x8.extend_low_i8x16_s(wa);
+      const ah = i16x8.extend_high_i8x16_s(wa);
+      const bl = i16x8.extend_low_i8x16_s(wb);
+      const bh = i16x8.extend_high_i8x16_s(wb);
+      let lo = v128.load(a);
+      let hi = v128.load(a, 64);
+      x0 = dotHalfI16(dotHalfI16(x0, al, lo), ah, hi);
+      y0 = dotHalfI16(dotHalfI16(y0, bl, lo), bh, hi);
+      lo = v128.load(a, 16);
+      hi = v128.load(a, 80);
+      x1 = dotHalfI16(dotHalfI16(x1, al, lo), ah, hi);
+      y1 = dotHalfI16(dotHalfI16(y1, bl, lo), bh, hi);
+      lo = v128.load(a, 32);
+      hi = v128.load(a, 96);
+      x2 = dotHalfI16(dotHalfI16(x2, al, lo), ah, hi);
+      y2 = dotHalfI16(dotHalfI16(y2, bl, lo), bh, hi);
+      lo = v128.load(a, 48);
+      hi = v128.load(a, 112);
+      x3 = dotHalfI16(dotHalfI16(x3, al, lo), ah, hi);
+      y3 = dotHalfI16(dotHalfI16(y3, bl, lo), bh, hi);
+      qa += 16;
+      qb += 16;
+      a += QUAD_CHUNK_BYTES_I16;
+    }
+    const scA = v128.load(sa + (<usize>g << 4));
+    const scB = v128.load(sb + (<usize>g << 4));
+    const daG = da + (<usize>g << 2);
+    let d = v128.load32_splat(daG);
+    addTermAt(out, x0, scA, d);
+    addTermAt(out + 16, y0, scB, d);
+    d = v128.load32_splat(daG + dstride);
+    addTermAt(out + outStride, x1, scA, d);
+    addTermAt(out + outStride + 16, y1, scB, d);
+    d = v128.load32_splat(daG + 2 * dstride);
+    addTermAt(out + 2 * outStride, x2, scA, d);
+    addTermAt(out + 2 * outStride + 16, y2, scB, d);
+    d = v128.load32_splat(daG + 3 * dstride);
+    addTermAt(out + 3 * outStride, x3, scA, d);
+    addTermAt(out + 3 * outStride + 16, y3, scB, d);
+  }
+}
+
+/**
+ * Q4_0 (KIND_U4, zero point 8), 8 rows x 4 tokens on splat_q8's ready vectors at quad and quad_sums' blocks at sums
+ * (ps: the first token's pair sums, pstride apart): i8Tile8's shape for the nibbles. Each activation vector is loaded
+ * once for both row quads and the zero point's start once per token (the 4-row tile: about 56 Air instructions per
+ * 128 multiply-adds in JSC's dump, of which 9 loads and the per-group epilogue, near this core's 6 per cycle).
+ */
+// @ts-ignore: decorator
+@inline function u4Tile8(qa: usize, qb: usize, sa: usize, sb: usize, quad: usize, sums: usize, ps: usize, pstride: usize, numGroups: i32, out: usize, outStride: usize): void {
+  const zero = f32x4.splat(0);
+  for (let k: usize = 0; k < 4; k++) {
+    v128.store(out + k * outStride, zero);
+    v128.store(out + k * outStride, zero, 16);
+  }
+  const none = i32x4.splat(0);
+  for (let g = 0; g < numGroups; g++) {
+    let x0 = startPairs(KIND_U4, true, ps, 8);
+    let x1 = startPairs(KIND_U4, true, ps + pstride, 8);
+    let x2 = startPairs(KIND_U4, true, ps + 2 * pstride, 8);
+    let x3 = startPairs(KIND_U4, true, ps + 3 * pstride, 8);
+    let y0 = x0, y1 = x1, y2 = x2, y3 = x3;
+    // chunk c (low nibbles) and c + 4 (high nibbles) of both row quads per 16-byte load each
+    for (let c = 0; c < 4; c++) {
+      const pa = v128.load(qa);
+      const pb = v128.load(qb);
+      const la = lowHalfChunk(KIND_U4, pa, none, 0);
+      const ha = highHalfChunk(KIND_U4, pa, none, 0);
+      const lb = lowHalfChunk(KIND_U4, pb, none, 0);
+      const hb = highHalfChunk(KIND_U4, pb, none, 0);
+      let a = v128.load(quad);
+      x0 = dotChunk16(a, la, x0);
+      y0 = dotChunk16(a, lb, y0);
+      a = v128.load(quad, 16);
+      x1 = dotChunk16(a, la, x1);
+      y1 = dotChunk16(a, lb, y1);
+      a = v128.load(quad, 32);
+      x2 = dotChunk16(a, la, x2);
+      y2 = dotChunk16(a, lb, y2);
+      a = v128.load(quad, 48);
+      x3 = dotChunk16(a, la, x3);
+      y3 = dotChunk16(a, lb, y3);
+      a = v128.load(quad, 4 * QUAD_CHUNK_BYTES);
+      x0 = dotChunk16(a, ha, x0);
+      y0 = dotChunk16(a, hb, y0);
+      a = v128.load(quad, 4 * QUAD_CHUNK_BYTES + 16);
+      x1 = dotChunk16(a, ha, x1);
+      y1 = dotChunk16(a, hb, y1);
+      a = v128.load(quad, 4 * QUAD_CHUNK_BYTES + 32);
+      x2 = dotChunk16(a, ha, x2);
+      y2 = dotChunk16(a, hb, y2);
+      a = v128.load(quad, 4 * QUAD_CHUNK_BYTES + 48);
+      x3 = dotChunk16(a, ha, x3);
+      y3 = dotChunk16(a, hb, y3);
+      qa += 16;
+      qb += 16;
+      quad += QUAD_CHUNK_BYTES;
+    }
+    quad += 4 * QUAD_CHUNK_BYTES; // past the high nibbles' chunks 4-7
+    const scA = v128.load(sa + (<usize>g << 4));
+    const scB = v128.load(sb + (<usize>g << 4));
+    const d4 = v128.load(sums);
+    let d = lane4(d4, 0);
+    addTermU4At(out, pairSums(x0), scA, d);
+    addTermU4At(out + 16, pairSums(y0), scB, d);
+    d = lane4(d4, 1);
+    addTermU4At(out + outStride, pairSums(x1), scA, d);
+    addTermU4At(out + outStride + 16, pairSums(y1), scB, d);
+    d = lane4(d4, 2);
+    addTermU4At(out + 2 * outStride, pairSums(x2), scA, d);
+    addTermU4At(out + 2 * outStride + 16, pairSums(y2), scB, d);
+    d = lane4(d4, 3);
+    addTermU4At(out + 3 * outStride, pairSums(x3), scA, d);
+    addTermU4At(out + 3 * outStride + 16, pairSums(y3), scB, d);
+    sums += QUAD_SUMS_BYTES;
+    ps += 16;
+  }
+}
+
+/** u4Tile8's addTermAt: groupTermV of Q4_0 (no offsets) added to the f32 sums in memory at p. */
+// @ts-ignore: decorator
+@inline function addTermU4At(p: usize, x: v128, scales: v128, da: v128): void {
+  v128.store(p, f32x4.add(v128.load(p), groupTermV(KIND_U4, x, x, scales, i32x4.splat(0), da, i32x4.splat(0), 8)));
 }
 
 // ---- scalar twin: the same integer sums and the same f32 op sequence per row ----
@@ -944,6 +1077,9 @@ function scalarTileK(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: us
   }
 }
 
+/** Bytes of ready activation vectors a block of tokens may take (a quarter of this Zen 4's 1 MiB L2). */
+const L2_BLOCK_BYTES: i32 = 256 << 10;
+
 /** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
 // @ts-ignore: decorator
 @inline function matmulRows(
@@ -957,13 +1093,46 @@ function scalarTileK(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: us
   const sStride = <usize>(superblockScales(kind) ? (numGroups >> superblockShift(kind)) * superblockBytes(kind) : numGroups * 16);
   const mStride = sStride;
   const aStride = <usize>(cols * actBytes(kind)); // bytes of one token's quants
-  const quadStride = <usize>(cols >> 2) * QUAD_CHUNK_BYTES; // bytes of a quad of tokens in splat_q8's layout
+  const quadStride = <usize>(cols >> 2) * quadChunkBytes(kind); // bytes of a quad of tokens in splat_q8's (splat_q8_i16's) layout
   const sumsAt = quads + <usize>(numTokens >> 2) * quadStride; // quad_sums' blocks follow the whole quads' vectors
   const sumsStride = <usize>(cols >> 5) * QUAD_SUMS_BYTES;
   const dStride = <usize>((cols >> 5) << 2); // bytes of one token's scales
   const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums (sa)
   const pStride = <usize>(numGroups << 4); // bytes of one token's pair-sum vectors (ps)
   const outStride = <usize>(rows << 2);
+  // KIND_I8 and Q4_0 (KIND_U4 with its zero point) on ready vectors: 8-row tiles, in blocks of tokens whose vectors
+  // stay in L2 while each row group of the range reads them (KIND_I8 streamed them whole per row group from L3)
+  const blocked = ASC_FEATURE_SIMD && ready && (kind == KIND_I8 || (kind == KIND_U4 && zeroed));
+  const numQuadTokens = numTokens & ~3;
+  if (blocked) {
+    const blockTokens = max(4, (L2_BLOCK_BYTES / (cols * <i32>(quadChunkBytes(kind) >> 4))) & ~3);
+    for (let t0 = 0; t0 < numQuadTokens; t0 += blockTokens) {
+      const t1 = min(t0 + blockTokens, numQuadTokens);
+      let rg = groupStart;
+      // pairs of whole row groups in 8-row tiles, then one left over in a 4-row tile
+      for (; rg + 1 < groupEnd && (rg + 2) * 4 <= rows; rg += 2) {
+        const q = wq + <usize>rg * qStride;
+        const s = ws + <usize>rg * sStride;
+        for (let t = t0; t < t1; t += 4) {
+          const quad = quads + <usize>(t >> 2) * quadStride;
+          const o = out + <usize>t * outStride + (<usize>rg << 4);
+          if (kind == KIND_I8) i8Tile8(q, q + qStride, s, s + sStride, quad, da + <usize>t * dStride, dStride, numGroups, o, outStride);
+          else u4Tile8(q, q + qStride, s, s + sStride, quad, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, numGroups, o, outStride);
+        }
+      }
+      for (; rg < groupEnd; rg++) {
+        const rowBase = rg * 4;
+        if (rowBase + 4 > rows) continue; // the partial row group: single tokens below
+        const q = wq + <usize>rg * qStride;
+        const s = ws + <usize>rg * sStride;
+        const m = wm + <usize>rg * mStride;
+        for (let t = t0; t < t1; t += 4) {
+          simdTile4(kind, ready, zeroed, q, s, m, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, sumsAt + <usize>(t >> 2) * sumsStride, da + <usize>t * dStride, dStride,
+            sa + <usize>t * gStride, ps + <usize>t * pStride, gStride, pStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
+        }
+      }
+    }
+  }
   for (let rg = groupStart; rg < groupEnd; rg++) {
     const q = wq + <usize>rg * qStride;
     const s = ws + <usize>rg * sStride;
@@ -977,7 +1146,8 @@ function scalarTileK(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: us
           out + <usize>t * outStride + (<usize>rowBase << 2), outStride);
       }
     }
-    if (ASC_FEATURE_SIMD && full && !superblockScales(kind)) {
+    if (blocked && full) t = numQuadTokens;
+    else if (ASC_FEATURE_SIMD && full && !superblockScales(kind)) {
       for (; t + 4 <= numTokens; t += 4) {
         simdTile4(kind, ready, zeroed, q, s, m, qa + <usize>t * aStride, aStride, quads + <usize>(t >> 2) * quadStride, sumsAt + <usize>(t >> 2) * sumsStride, da + <usize>t * dStride, dStride,
           sa + <usize>t * gStride, ps + <usize>t * pStride, gStride, pStride, numGroups, zeroPoint, out + <usize>t * outStride + (<usize>rowBase << 2), outStride);

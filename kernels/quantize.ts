@@ -173,7 +173,7 @@ export const QUAD_CHUNK_BYTES: usize = 64;
  * 16-byte vector. A tile then reads its 4 tokens' vectors for a chunk with plain loads at constant offsets from one
  * pointer: JSC emits a splat load as three instructions, a plain load with an offset as one (prefill q4_0 12-16%
  * faster). Single tokens keep the compact row (16 bytes per chunk would push a decode step's activations out of L1),
- * and so does Q8_0, whose i16 vectors would double in size (its batched decode ran 5-8% slower).
+ * and so does Q8_0 in a batched decode (ready i16 vectors at twice these bytes ran 5-8% slower; splat_q8_i16's are 4x).
  */
 export function splat_q8(qa: usize, numTokens: i32, cols: i32, out: usize): void {
   const numChunks = cols >> 2;
@@ -213,26 +213,34 @@ export function quad_sums(da: usize, sa32: usize, numTokens: i32, cols: i32, out
   }
 }
 
+/** Bytes of one chunk of splat_q8_i16's layout: a quad of tokens' two 16-byte vectors each. */
+export const QUAD_CHUNK_BYTES_I16: usize = 128;
+
 /**
  * Q8_0's 4-token tiles' activations in a prefill: qa [numTokens, cols] i8 -> out [numTokens / 4, cols / 4 chunks,
- * 4 tokens, 16 bytes] for the whole quads of tokens, every chunk's 4 quants widened to i16 and repeated twice (the
- * operand of i32x4.dot_i16x8_s against a widened weight chunk): splat_q8's layout at i16, the same bytes per chunk.
+ * 2 halves, 4 tokens, 16 bytes] for the whole quads of tokens: half h of a chunk holds its quants 2h, 2h + 1 widened to
+ * i16 and repeated 4 times (the operand of i32x4.dot_i16x8_s against that half of a widened weight chunk, whose lane r
+ * is row r; matmul-quant.ts), so a tile reads them with plain loads at constant offsets.
  */
 export function splat_q8_i16(qa: usize, numTokens: i32, cols: i32, out: usize): void {
   const numChunks = cols >> 2;
   const numFull = numTokens & ~3;
   for (let t = 0; t < numFull; t++) {
     const src = qa + <usize>(t * cols);
-    let dst = out + <usize>(t >> 2) * <usize>numChunks * QUAD_CHUNK_BYTES + (<usize>(t & 3) << 4);
+    let dst = out + <usize>(t >> 2) * <usize>numChunks * QUAD_CHUNK_BYTES_I16 + (<usize>(t & 3) << 4);
     for (let c = 0; c < numChunks; c++) {
       const p = src + (<usize>c << 2);
       if (ASC_FEATURE_SIMD) {
         const v = i16x8.extend_low_i8x16_s(v128.load32_zero(p));
-        v128.store(dst, v128.shuffle<i64>(v, v, 0, 0));
+        v128.store(dst, v128.shuffle<i32>(v, v, 0, 0, 0, 0));
+        v128.store(dst, v128.shuffle<i32>(v, v, 1, 1, 1, 1), 64);
       } else {
-        for (let k = 0; k < 8; k++) store<i16>(dst + (<usize>k << 1), <i16>load<i8>(p + (k & 3)));
+        for (let k = 0; k < 8; k++) {
+          store<i16>(dst + (<usize>k << 1), <i16>load<i8>(p + (k & 1)));
+          store<i16>(dst + 64 + (<usize>k << 1), <i16>load<i8>(p + 2 + (k & 1)));
+        }
       }
-      dst += QUAD_CHUNK_BYTES;
+      dst += QUAD_CHUNK_BYTES_I16;
     }
   }
 }

@@ -492,6 +492,28 @@ describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () =>
     }
     for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
   });
+  // 37 tokens x 2048: Q8_0's and Q4_0's 8-row tiles run over blocks of tokens (matmul-quant.ts L2_BLOCK_BYTES: 16 and
+  // 32 tokens here), the rows' 11 whole row groups pair up differently on 1 and 2 threads, and the scalar build has none
+  it.each(WEIGHT_TYPES.filter((w) => w.name === "q8_0" || w.name === "q4_0").map((w) => [w.name, w] as const))("matmul %s in token blocks, 37 tokens x 2048, 1 vs 2 threads", async (_n, wt) => {
+    const random = rng(60 + wt.type);
+    const rows = 45;
+    const cols = 2048;
+    const numTokens = 37;
+    const src = randomWeight(wt, rows, cols, random);
+    const x = randomFloats(numTokens * cols, random);
+    const results: Float32Array[] = [];
+    for (const level of levels) {
+      for (const threads of [1, 2]) {
+        const be = await createWasmBackend({ threads, simd: level });
+        const xb = await upload(be, x);
+        const out = be.alloc(numTokens * rows);
+        be.matmul(out, be.loadWeight(src), xb, numTokens);
+        results.push(await be.read(out, numTokens * rows));
+        be.dispose();
+      }
+    }
+    for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
+  });
   it.each([["f16", 0], ["q8", 0], ["f16", 300]] as const)("attention with segmented rows over the %s cache (sliding window %d), 1, 2 and 3 threads", async (dtype, window) => {
     const results: Float32Array[] = [];
     for (const level of levels) {

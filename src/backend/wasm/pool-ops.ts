@@ -97,15 +97,23 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
     k.quad_sums(a[at + QUANTIZE_ARGS.da]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, n, cols, quads + sumsAt);
   }
   const quads16 = a[at + QUANTIZE_ARGS.quads16]!;
-  if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * 16); // the same shape, no quad_sums
+  if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * QUAD_I16_BYTES_PER_COLUMN); // no quad_sums
 }
 
 /** Bytes of kernels/quantize.ts quad_sums' block (a quad of tokens, 32 columns). */
 export const QUAD_SUMS_BYTES = 32;
 
-/** Bytes of a matmul input's 4-token-tile vectors (splat_q8 then quad_sums, or splat_q8_i16) for numTokens x cols. */
+/** Bytes of a matmul input's 4-token-tile vectors (splat_q8 then quad_sums) for numTokens x cols. */
 export function quadsBytes(numTokens: number, cols: number): number {
   return (numTokens >> 2) * (cols * 16 + (cols >> 5) * QUAD_SUMS_BYTES);
+}
+
+/** Bytes per column of a quad of tokens in kernels/quantize.ts splat_q8_i16's layout (QUAD_CHUNK_BYTES_I16 / 4). */
+const QUAD_I16_BYTES_PER_COLUMN = 32;
+
+/** Bytes of Q8_0's 4-token-tile vectors (splat_q8_i16) for numTokens x cols. */
+export function quads16Bytes(numTokens: number, cols: number): number {
+  return (numTokens >> 2) * cols * QUAD_I16_BYTES_PER_COLUMN;
 }
 
 /** [start, end) of `total` units for part `index` of `numParts`. */

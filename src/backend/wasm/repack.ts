@@ -3,7 +3,8 @@
  *   wq [rowGroups, numGroups, groupSize / 4, 4 rows, 4 quants]  quants of 4 rows interleaved 4 at a time ("K-quads";
  *                                                     4/5-bit: nibbles, low = the group's first half, high = the
  *                                                     second; then 5-bit: a 16-byte plane of high bits per chunk;
- *                                                     6-bit: 3 byte planes, chunk 3 in their top 2 bits)
+ *                                                     6-bit: 3 byte planes, chunk 3 in their top 2 bits;
+ *                                                     8-bit: per chunk quants 0-1 of the 4 rows, then 2-3)
  *   per-group types: ws, wm [rowGroups, numGroups, 4 rows] f32   scale and offset: w = ws * q + wm
  *   K-quants: ws [rowGroups, numSuperblocks, 96 | 80 bytes]    ggml's factors per 256 weights: d and -dmin [4 rows]
  *                                                     f32, then per group sc (and m) [4 rows] as u8 (Q6_K: i8); the
@@ -257,6 +258,12 @@ function quantByte(base: number, lane: number, i: number): number {
   return base + (i >> 2) * 16 + lane * 4 + (i & 3);
 }
 
+/** Q8_0's byte of quant i of row `lane` in the group at `base`: chunk i >> 2 holds quants 0-1 of rows 0-3 in bytes
+ * 0-7 and quants 2-3 in bytes 8-15, so each half widened to i16 leaves one row per i32 lane of a dot product. */
+function pairByte(base: number, lane: number, i: number): number {
+  return base + (i >> 2) * 16 + ((i >> 1) & 1) * 8 + lane * 2 + (i & 1);
+}
+
 /**
  * Repacks `data` (GGUF [rows, cols]) into wq / ws / wm (byte views of the sizes from repackedSizes of the whole
  * weight, wm null when offsetBytes is 0; zero-filled by the caller so padded rows stay zero). `data` may hold only
@@ -297,7 +304,8 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
       const base = (rg * numGroups + g) * 4 * s.groupBytes;
       const e = g * s.groupSize;
       if (s.kind === KernelKind.I8) {
-        for (let i = 0; i < s.groupSize; i++) wq[quantByte(base, lane, i)] = q[e + i]!;
+        // per chunk: quants 0-1 of the 4 rows, then quants 2-3 (matmul-quant.ts: one i16 dot product per half)
+        for (let i = 0; i < s.groupSize; i++) wq[pairByte(base, lane, i)] = q[e + i]!;
       } else if (s.kind === KernelKind.U6G16) {
         // 3 byte planes: chunk k's quants (k < 3) with bits 2k, 2k + 1 of chunk 3's quant above them
         for (let i = 0; i < 12; i++) wq[quantByte(base, lane, i)] = q[e + i]! | (((q[e + 12 + (i & 3)]! >> (2 * (i >> 2))) & 3) << 6);

@@ -12,7 +12,7 @@ import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
 import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
-import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quadsBytes, QuantizeRule, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
+import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quads16Bytes, quadsBytes, QuantizeRule, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
 import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
@@ -461,7 +461,8 @@ export class WasmBackend implements Backend {
 
   /**
    * x [numRows, cols] quantized for weights of `kinds` into the activations scratch: as q8_0 for the 32-value kinds,
-   * laid out as quads [numRows / 4, cols / 4, 4, 16] i8 + quad_sums | quads16 (the same, i16) | qa [numRows, cols] i8 |
+   * laid out as quads [numRows / 4, cols / 4, 4, 16] i8 + quad_sums | quads16 [numRows / 4, cols / 4, 2, 4, 16] i16
+   * (splat_q8_i16) | qa [numRows, cols] i8 |
    * da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 | ps32 [numRows, cols/32, 8] i16 |
    * ps16 [numRows, cols/16, 8] i16 | qa16 [numRows, cols] i16; then, for the K-quant kinds, as q8_K: quads + quad_sums |
    * qa | da | bs32 [numRows, cols/32] i32 | ps16. Only the parts some weight reads are written.
@@ -477,13 +478,14 @@ export class WasmBackend implements Backend {
     // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
     const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && this.level !== "scalar";
     const quadsSize = quadsBytes(numRows, cols);
+    const quads16Size = useQuads16 ? quads16Bytes(numRows, cols) : 0;
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const q8Bytes = q8 ? (useQuads ? quadsSize : 0) + (useQuads16 ? quadsSize : 0) + qaBytes * 3 + numBlocks * 64 : 0;
+    const q8Bytes = q8 ? (useQuads ? quadsSize : 0) + quads16Size + qaBytes * 3 + numBlocks * 64 : 0;
     const q8kBytes = q8k ? (tiles ? quadsSize : 0) + qaBytes + numBlocks * 40 : 0;
     const base = this.activations.ensure(q8Bytes + q8kBytes);
     const quads = useQuads ? base : 0;
     const quads16 = useQuads16 ? base + (useQuads ? quadsSize : 0) : 0;
-    const qa = base + (useQuads ? quadsSize : 0) + (useQuads16 ? quadsSize : 0);
+    const qa = base + (useQuads ? quadsSize : 0) + quads16Size;
     const da = qa + qaBytes;
     const sa32 = da + numBlocks * 4;
     const sa16 = sa32 + numBlocks * 4;
@@ -720,7 +722,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const x = heap.alloc(numTokens * cols * 4); // [numTokens, cols] f32
   const out = heap.alloc(numTokens * rows * 4); // [numTokens, rows] f32
   const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or i16 for KIND_I8 (zero weights: any bytes do)
-  const quadBytes = quadsBytes(4, cols);
+  const quadBytes = Math.max(quadsBytes(4, cols), quads16Bytes(4, cols));
   const quads = heap.alloc(quadBytes); // one quad of tokens in splat_q8's layout, then its quad_sums
   const sums = heap.alloc(numTokens * (cols / 32) * 64); // da | sa32 | sa16 | ps32 | ps16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
