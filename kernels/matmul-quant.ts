@@ -842,30 +842,52 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 }
 
 /**
- * KIND_I8, 8 rows (the row groups at qa and qb, scales at sa and sb) x 4 tokens on splat_q8_i16's ready vectors at
- * quad (da: the first token's scales, dstride apart): each activation vector is loaded once for both row quads, so
- * the tile reads 16 activation bytes per 16 multiply-adds (a 4-row tile on ready pair vectors read 32, from L2). The
- * 8 i32 sums and 4 widened weight halves fill the vector registers, so the f32 sums live in out (token k's rows at
- * out + k * outStride, the second quad's 16 bytes on).
+ * KIND_I8: the quants of two row groups (at qa and qb) widened to i16 into wide [numGroups * 8 chunks, 4 x 16
+ * bytes]: per chunk row group a's quants 0-1 and 2-3, then b's. i8Tile8 reads them for every quad of a block of
+ * tokens: widened in the tile they cost 4 extends per 128 multiply-adds, about a fifth of its vector work.
  */
 // @ts-ignore: decorator
-@inline function i8Tile8(qa: usize, qb: usize, sa: usize, sb: usize, quad: usize, da: usize, dstride: usize, numGroups: i32, out: usize, outStride: usize): void {
-  const zero = f32x4.splat(0);
-  for (let k: usize = 0; k < 4; k++) {
-    v128.store(out + k * outStride, zero);
-    v128.store(out + k * outStride, zero, 16);
+@inline function widenPair(qa: usize, qb: usize, numGroups: i32, wide: usize): void {
+  for (let c = 0; c < numGroups * 8; c++) {
+    const wa = v128.load(qa);
+    const wb = v128.load(qb);
+    v128.store(wide, i16x8.extend_low_i8x16_s(wa));
+    v128.store(wide, i16x8.extend_high_i8x16_s(wa), 16);
+    v128.store(wide, i16x8.extend_low_i8x16_s(wb), 32);
+    v128.store(wide, i16x8.extend_high_i8x16_s(wb), 48);
+    qa += 16;
+    qb += 16;
+    wide += 64;
   }
+}
+
+/**
+ * KIND_I8, 8 rows (two row groups, their groups [g0, g1) widened by widenPair into wide; scales at sa and sb) x 4
+ * tokens on splat_q8_i16's ready vectors of those groups at quad (da: the first token's scales, dstride apart),
+ * adding to the f32 sums in out (set to zero first when g0 is 0): each activation vector is loaded
+ * once for both row quads, so the tile reads 16 activation bytes per 16 multiply-adds (a 4-row tile on the ready
+ * pair vectors read 32, from L2). The 8 i32 sums and 4 weight halves fill the vector registers, so the f32 sums
+ * live in out (token k's rows at out + k * outStride, the second quad's 16 bytes on).
+ */
+// @ts-ignore: decorator
+@inline function i8Tile8(wide: usize, sa: usize, sb: usize, quad: usize, da: usize, dstride: usize, g0: i32, g1: i32, out: usize, outStride: usize): void {
+  if (g0 == 0) {
+    const zero = f32x4.splat(0);
+    for (let k: usize = 0; k < 4; k++) {
+      v128.store(out + k * outStride, zero);
+      v128.store(out + k * outStride, zero, 16);
+    }
+  }
+  let w = wide;
   let a = quad;
-  for (let g = 0; g < numGroups; g++) {
+  for (let g = g0; g < g1; g++) {
     let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
     let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
     for (let c = 0; c < 8; c++) {
-      const wa = v128.load(qa);
-      const wb = v128.load(qb);
-      const al = i16x8.extend_low_i8x16_s(wa);
-      const ah = i16x8.extend_high_i8x16_s(wa);
-      const bl = i16x8.extend_low_i8x16_s(wb);
-      const bh = i16x8.extend_high_i8x16_s(wb);
+      const al = v128.load(w);
+      const ah = v128.load(w, 16);
+      const bl = v128.load(w, 32);
+      const bh = v128.load(w, 48);
       let lo = v128.load(a);
       let hi = v128.load(a, 64);
       x0 = dotHalfI16(dotHalfI16(x0, al, lo), ah, hi);
@@ -882,8 +904,7 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
       hi = v128.load(a, 112);
       x3 = dotHalfI16(dotHalfI16(x3, al, lo), ah, hi);
       y3 = dotHalfI16(dotHalfI16(y3, bl, lo), bh, hi);
-      qa += 16;
-      qb += 16;
+      w += 64;
       a += QUAD_CHUNK_BYTES_I16;
     }
     const scA = v128.load(sa + (<usize>g << 4));
@@ -1077,8 +1098,16 @@ function scalarTileK(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: us
   }
 }
 
-/** Bytes of ready activation vectors a block of tokens may take (a quarter of this Zen 4's 1 MiB L2). */
+/** Bytes of ready activation vectors a block of tokens may take (of this Zen 4's 1 MiB L2; KIND_I8's weights are
+ * widened once per row-group pair and block, so its blocks should hold several quads). */
 const L2_BLOCK_BYTES: i32 = 256 << 10;
+
+/** Groups of a KIND_I8 segment: a row-group pair's 1,024 columns widened take 16 KiB, half of L1 (its 4,864
+ * columns, 78 KiB, came from L2 and that GEMM ran no faster than the 4-row tile). */
+const I8_SEGMENT_GROUPS: i32 = 32;
+
+/** Bytes at the start of matmul_quant's tmp for the rows past the end; KIND_I8's widened weights follow. */
+const TMP_ROW_BYTES: usize = 64;
 
 /** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
 // @ts-ignore: decorator
@@ -1100,27 +1129,37 @@ const L2_BLOCK_BYTES: i32 = 256 << 10;
   const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums (sa)
   const pStride = <usize>(numGroups << 4); // bytes of one token's pair-sum vectors (ps)
   const outStride = <usize>(rows << 2);
+  const gb4 = 4 * groupBytes(kind); // bytes of a row group's group of quants
   // KIND_I8 and Q4_0 (KIND_U4 with its zero point) on ready vectors: 8-row tiles, in blocks of tokens whose vectors
   // stay in L2 while each row group of the range reads them (KIND_I8 streamed them whole per row group from L3)
   const blocked = ASC_FEATURE_SIMD && ready && (kind == KIND_I8 || (kind == KIND_U4 && zeroed));
   const numQuadTokens = numTokens & ~3;
   if (blocked) {
-    const blockTokens = max(4, (L2_BLOCK_BYTES / (cols * <i32>(quadChunkBytes(kind) >> 4))) & ~3);
+    // KIND_I8 runs its 8-row tiles over segments of at most I8_SEGMENT_GROUPS groups, so a row-group pair's widened
+    // weights stay in L1 (the f32 sums continue in out, in group order: the same adds)
+    const segGroups = kind == KIND_I8 ? min(numGroups, I8_SEGMENT_GROUPS) : numGroups;
+    const blockTokens = max(4, (L2_BLOCK_BYTES / (segGroups * gs * <i32>(quadChunkBytes(kind) >> 4))) & ~3);
+    const wide = tmp + TMP_ROW_BYTES;
     for (let t0 = 0; t0 < numQuadTokens; t0 += blockTokens) {
       const t1 = min(t0 + blockTokens, numQuadTokens);
-      let rg = groupStart;
-      // pairs of whole row groups in 8-row tiles, then one left over in a 4-row tile
-      for (; rg + 1 < groupEnd && (rg + 2) * 4 <= rows; rg += 2) {
-        const q = wq + <usize>rg * qStride;
-        const s = ws + <usize>rg * sStride;
-        for (let t = t0; t < t1; t += 4) {
-          const quad = quads + <usize>(t >> 2) * quadStride;
-          const o = out + <usize>t * outStride + (<usize>rg << 4);
-          if (kind == KIND_I8) i8Tile8(q, q + qStride, s, s + sStride, quad, da + <usize>t * dStride, dStride, numGroups, o, outStride);
-          else u4Tile8(q, q + qStride, s, s + sStride, quad, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, numGroups, o, outStride);
+      // pairs of whole row groups in 8-row tiles
+      const pairEnd = groupStart + (min(groupEnd - groupStart, (rows >> 2) - groupStart) & ~1);
+      for (let g0 = 0; g0 < numGroups; g0 += segGroups) {
+        const g1 = min(g0 + segGroups, numGroups);
+        for (let rg = groupStart; rg < pairEnd; rg += 2) {
+          const q = wq + <usize>rg * qStride;
+          const s = ws + <usize>rg * sStride;
+          if (kind == KIND_I8) widenPair(q + <usize>(g0 * gb4), q + qStride + <usize>(g0 * gb4), g1 - g0, wide);
+          for (let t = t0; t < t1; t += 4) {
+            const quad = quads + <usize>(t >> 2) * quadStride;
+            const o = out + <usize>t * outStride + (<usize>rg << 4);
+            if (kind == KIND_I8) i8Tile8(wide, s, s + sStride, quad + <usize>(g0 * 8) * QUAD_CHUNK_BYTES_I16, da + <usize>t * dStride, dStride, g0, g1, o, outStride);
+            else u4Tile8(q, q + qStride, s, s + sStride, quad, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, numGroups, o, outStride);
+          }
         }
       }
-      for (; rg < groupEnd; rg++) {
+      // then one whole row group left over in a 4-row tile
+      for (let rg = pairEnd; rg < groupEnd; rg++) {
         const rowBase = rg * 4;
         if (rowBase + 4 > rows) continue; // the partial row group: single tokens below
         const q = wq + <usize>rg * qStride;
@@ -1221,7 +1260,8 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
  * offset (wm unused); KIND_U6G16 always has 32.
  * quads: the 4-token tiles' ready vectors of the whole quads of tokens: for the nibble kinds splat_q8's, for KIND_I8
  * splat_q8_i16's or 0 (then its tiles splat the compact i16 rows themselves: a few tokens, whose rows stay in L1).
- * tmp: 64 bytes of per-thread scratch for rows past the end.
+ * tmp: per-thread scratch: 64 bytes for rows past the end, then for KIND_I8 with quads 16 * cols bytes (widenPair's;
+ * 16 KiB would do: segments of I8_SEGMENT_GROUPS).
  */
 export function matmul_quant(
   kind: i32, out: usize, wq: usize, ws: usize, wm: usize,

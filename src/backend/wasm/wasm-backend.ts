@@ -431,6 +431,7 @@ export class WasmBackend implements Backend {
   private matmulQuantized(outs: readonly number[], weights: readonly WasmWeight[], xp: number, numRows: number): void {
     const cols = weights[0]!.cols;
     const a = this.quantizeActivations(xp, numRows, cols, weights.map((w) => w.quant!.kind));
+    if (a.quads16 !== 0) this.setThreadScratch(4 * cols); // KIND_I8's 8 rows widened to i16 (matmul-quant.ts widenPair)
     const table = new Int32Array(GROUP_HEADER_INTS + weights.length * GROUP_ROW_INTS); // pool-ops.ts GROUP_HEADER, GROUP_ROW
     table[GROUP_HEADER.numWeights] = weights.length;
     table[GROUP_HEADER.cols] = cols;
@@ -726,7 +727,8 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const quads = heap.alloc(quadBytes); // one quad of tokens in splat_q8's layout, then its quad_sums
   const sums = heap.alloc(numTokens * (cols / 32) * 64); // da | sa32 | sa16 | ps32 | ps16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
-  const tmp = heap.alloc(64);
+  const tmpBytes = 64 + 16 * cols; // rows past the end, then KIND_I8's widened rows (matmul_quant's tmp)
+  const tmp = heap.alloc(tmpBytes);
   heap.floats.fill(0.5, x / 4, x / 4 + numTokens * cols);
   heap.bytes.fill(0, w, w + rows * cols * 4);
   const da = sums;
@@ -758,7 +760,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
   for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2], [quads, quadBytes],
-    [sums, numTokens * (cols / 32) * 64], [w, rows * cols * 4], [tmp, 64]] as const) heap.free(ptr, bytes);
+    [sums, numTokens * (cols / 32) * 64], [w, rows * cols * 4], [tmp, tmpBytes]] as const) heap.free(ptr, bytes);
 }
 
 /**
