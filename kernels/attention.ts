@@ -301,8 +301,10 @@ const KV_BLOCK_KEYS: i32 = 64;
 export function attention_scratch_floats(groupSize: i32, headDim: i32): i32 {
   // then the f16 cache's int16 rows (two per float) and their scales: a block of K [KV_BLOCK_KEYS, int16Dims], the
   // tile's query vectors [TILE_ROWS * groupSize, int16Dims]
+  // and the block's K transposed to dim pairs [int16Dims / 2, KV_BLOCK_KEYS] int32
   const half = int16Dims(headDim) >> 1;
-  return TILE_ROWS * groupSize * (SCORE_STRIDE + 1) + KV_BLOCK_KEYS * headDim + KV_BLOCK_KEYS * (half + 1) + TILE_ROWS * groupSize * (half + 1);
+  return TILE_ROWS * groupSize * (SCORE_STRIDE + 1) + KV_BLOCK_KEYS * headDim + KV_BLOCK_KEYS * (half + 1) + TILE_ROWS * groupSize * (half + 1)
+    + KV_BLOCK_KEYS * half;
 }
 
 /** Floats of one task's partial result per query head: max score, sum of exp, then the unnormalized output [headDim]. */
@@ -486,85 +488,104 @@ function dotI16(a: usize, b: usize, dims: i32): i32 {
   return sum;
 }
 
-/** lane j = the sum of v_j's four lanes (integers: exact in any order) */
-// @ts-ignore: decorator
-@inline function reduce4i(v0: v128, v1: v128, v2: v128, v3: v128): v128 {
-  const a = i32x4.add(v128.shuffle<i32>(v0, v1, 0, 1, 4, 5), v128.shuffle<i32>(v0, v1, 2, 3, 6, 7));
-  const b = i32x4.add(v128.shuffle<i32>(v2, v3, 0, 1, 4, 5), v128.shuffle<i32>(v2, v3, 2, 3, 6, 7));
-  return i32x4.add(v128.shuffle<i32>(a, b, 0, 2, 4, 6), v128.shuffle<i32>(a, b, 1, 3, 5, 7));
-}
-
 /**
- * dst[t] = (f32(qv . k_t) * fq) * sk[t] for the m int16 K rows at kRows [m, dims] with scales sk [m]: one query vector,
- * int16 [dims] at qv, fq its scale times the softmax scale. Four keys at a time on the SIMD path (exact sums: the bits
- * of the one-key loop).
+ * dst[t] = (f32(qv . k_t) * fq) * sk[t] for the m int16 K rows at kRows [m, dims] with scales sk [m], one key at a time:
+ * one query vector, int16 [dims] at qv, fq its scale times the softmax scale (the tail of scoreKeysI16T).
  */
 function scoreKeysI16(dst: usize, qv: usize, fq: f32, kRows: usize, sk: usize, m: i32, dims: i32): void {
   const rowBytes = <usize>(dims << 1);
-  let t = 0;
-  if (ASC_FEATURE_SIMD) {
-    const f = f32x4.splat(fq);
-    for (; t + 4 <= m; t += 4) {
-      let a0 = i32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
-      let k = kRows + <usize>t * rowBytes;
-      for (let d = 0; d < dims; d += 8) {
-        const qd = v128.load(qv + (<usize>d << 1));
-        a0 = i32x4.add(a0, i32x4.dot_i16x8_s(qd, v128.load(k)));
-        a1 = i32x4.add(a1, i32x4.dot_i16x8_s(qd, v128.load(k + rowBytes)));
-        a2 = i32x4.add(a2, i32x4.dot_i16x8_s(qd, v128.load(k + 2 * rowBytes)));
-        a3 = i32x4.add(a3, i32x4.dot_i16x8_s(qd, v128.load(k + 3 * rowBytes)));
-        k += 16;
-      }
-      v128.store(dst + (<usize>t << 2), f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(reduce4i(a0, a1, a2, a3)), f), v128.load(sk + (<usize>t << 2))));
-    }
-  }
-  for (; t < m; t++) {
+  for (let t = 0; t < m; t++) {
     store<f32>(dst + (<usize>t << 2), (<f32>dotI16(qv, kRows + <usize>t * rowBytes, dims) * fq) * load<f32>(sk + (<usize>t << 2)));
   }
 }
 
-/** scoreKeysI16 for two query vectors over the same keys: each loaded K vector feeds both (same bits as two calls). */
-function scoreKeysI16x2(dstA: usize, dstB: usize, qa: usize, qb: usize, fa: f32, fb: f32, kRows: usize, sk: usize, m: i32, dims: i32): void {
-  let t = 0;
-  if (ASC_FEATURE_SIMD && dims == 64) {
-    // headDim 64: the row offsets constants in the loads' addressing
-    const fA = f32x4.splat(fa), fB = f32x4.splat(fb);
-    for (; t + 4 <= m; t += 4) {
-      let a0 = i32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
-      let b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-      let k = kRows + (<usize>t << 7);
-      let qd = qa, qe = qb;
-      for (let d = 0; d < 8; d++) {
-        const qA = v128.load(qd);
-        const qB = v128.load(qe);
-        const k0 = v128.load(k), k1 = v128.load(k, 128), k2 = v128.load(k, 256), k3 = v128.load(k, 384);
-        a0 = i32x4.add(a0, i32x4.dot_i16x8_s(qA, k0));
-        b0 = i32x4.add(b0, i32x4.dot_i16x8_s(qB, k0));
-        a1 = i32x4.add(a1, i32x4.dot_i16x8_s(qA, k1));
-        b1 = i32x4.add(b1, i32x4.dot_i16x8_s(qB, k1));
-        a2 = i32x4.add(a2, i32x4.dot_i16x8_s(qA, k2));
-        b2 = i32x4.add(b2, i32x4.dot_i16x8_s(qB, k2));
-        a3 = i32x4.add(a3, i32x4.dot_i16x8_s(qA, k3));
-        b3 = i32x4.add(b3, i32x4.dot_i16x8_s(qB, k3));
-        k += 16;
-        qd += 16;
-        qe += 16;
-      }
-      const st = v128.load(sk + (<usize>t << 2));
-      v128.store(dstA + (<usize>t << 2), f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(reduce4i(a0, a1, a2, a3)), fA), st));
-      v128.store(dstB + (<usize>t << 2), f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(reduce4i(b0, b1, b2, b3)), fB), st));
-    }
-  } else if (ASC_FEATURE_SIMD) {
-    const rowBytes = <usize>(dims << 1);
-    const fA = f32x4.splat(fa), fB = f32x4.splat(fb);
-    for (; t + 4 <= m; t += 4) {
-      let a0 = i32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
-      let b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-      let k = kRows + <usize>t * rowBytes;
+/**
+ * The block's int16 K rows [KV_BLOCK_KEYS, dims] transposed to dim pairs [dims / 2][KV_BLOCK_KEYS] (each an int32 of two
+ * int16: dims 2p, 2p + 1 of one key), keys [0, n) rounded up to 4: one vector then holds 4 keys' values of a dim pair,
+ * and pmaddwd against the query's pair splat gives 4 keys' partial scores, no horizontal sums.
+ */
+function transposeKeys(kT: usize, kRows: usize, n: i32, dims: i32): void {
+  const rowBytes = <usize>(dims << 1);
+  const colBytes = <usize>(KV_BLOCK_KEYS << 2);
+  let j = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; j < n; j += 4) {
+      const r = kRows + <usize>j * rowBytes;
       for (let d = 0; d < dims; d += 8) {
-        const qA = v128.load(qa + (<usize>d << 1));
-        const qB = v128.load(qb + (<usize>d << 1));
-        const k0 = v128.load(k), k1 = v128.load(k + rowBytes), k2 = v128.load(k + 2 * rowBytes), k3 = v128.load(k + 3 * rowBytes);
+        const x0 = v128.load(r + (<usize>d << 1)), x1 = v128.load(r + rowBytes + (<usize>d << 1));
+        const x2 = v128.load(r + 2 * rowBytes + (<usize>d << 1)), x3 = v128.load(r + 3 * rowBytes + (<usize>d << 1));
+        const t0 = v128.shuffle<i32>(x0, x1, 0, 4, 1, 5), t1 = v128.shuffle<i32>(x2, x3, 0, 4, 1, 5);
+        const t2 = v128.shuffle<i32>(x0, x1, 2, 6, 3, 7), t3 = v128.shuffle<i32>(x2, x3, 2, 6, 3, 7);
+        const o = kT + <usize>(d >> 1) * colBytes + (<usize>j << 2);
+        v128.store(o, v128.shuffle<i64>(t0, t1, 0, 2));
+        v128.store(o + colBytes, v128.shuffle<i64>(t0, t1, 1, 3));
+        v128.store(o + 2 * colBytes, v128.shuffle<i64>(t2, t3, 0, 2));
+        v128.store(o + 3 * colBytes, v128.shuffle<i64>(t2, t3, 1, 3));
+      }
+    }
+    return;
+  }
+  for (; j < n; j++) {
+    for (let p = 0; p < (dims >> 1); p++) store<i32>(kT + <usize>p * colBytes + (<usize>j << 2), load<i32>(kRows + <usize>j * rowBytes + (<usize>p << 2)));
+  }
+}
+
+/**
+ * scoreKeysI16 from the transposed keys kT (transposeKeys, already offset to the first key): 16 keys at a time, then 4,
+ * then the row-major rows kRows one key at a time (exact sums: the same bits whichever way a key goes).
+ */
+function scoreKeysI16T(dst: usize, qv: usize, fq: f32, kT: usize, kRows: usize, sk: usize, m: i32, dims: i32): void {
+  let t = 0;
+  if (ASC_FEATURE_SIMD) {
+    const colBytes = <usize>(KV_BLOCK_KEYS << 2);
+    const f = f32x4.splat(fq);
+    const pairs = dims >> 1;
+    for (; t + 16 <= m; t += 16) {
+      let a0 = i32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+      let k = kT + (<usize>t << 2);
+      for (let p = 0; p < pairs; p++) {
+        const q = v128.load32_splat(qv + (<usize>p << 2));
+        a0 = i32x4.add(a0, i32x4.dot_i16x8_s(q, v128.load(k)));
+        a1 = i32x4.add(a1, i32x4.dot_i16x8_s(q, v128.load(k, 16)));
+        a2 = i32x4.add(a2, i32x4.dot_i16x8_s(q, v128.load(k, 32)));
+        a3 = i32x4.add(a3, i32x4.dot_i16x8_s(q, v128.load(k, 48)));
+        k += colBytes;
+      }
+      const o = dst + (<usize>t << 2), so = sk + (<usize>t << 2);
+      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a0), f), v128.load(so)));
+      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a1), f), v128.load(so, 16)), 16);
+      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a2), f), v128.load(so, 32)), 32);
+      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a3), f), v128.load(so, 48)), 48);
+    }
+    for (; t + 4 <= m; t += 4) {
+      let a0 = i32x4.splat(0);
+      let k = kT + (<usize>t << 2);
+      for (let p = 0; p < pairs; p++) {
+        a0 = i32x4.add(a0, i32x4.dot_i16x8_s(v128.load32_splat(qv + (<usize>p << 2)), v128.load(k)));
+        k += colBytes;
+      }
+      v128.store(dst + (<usize>t << 2), f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a0), f), v128.load(sk + (<usize>t << 2))));
+    }
+  }
+  if (t < m) scoreKeysI16(dst + (<usize>t << 2), qv, fq, kRows + <usize>(t * dims) * 2, sk + (<usize>t << 2), m - t, dims);
+}
+
+/** scoreKeysI16T for two query vectors over the same keys: each loaded K vector feeds both (same bits as two calls). */
+function scoreKeysI16T2(dstA: usize, dstB: usize, qa: usize, qb: usize, fa: f32, fb: f32, kT: usize, kRows: usize, sk: usize, m: i32, dims: i32): void {
+  let t = 0;
+  if (ASC_FEATURE_SIMD) {
+    const colBytes = <usize>(KV_BLOCK_KEYS << 2);
+    const fA = f32x4.splat(fa), fB = f32x4.splat(fb);
+    const pairs = dims >> 1;
+    for (; t + 16 <= m; t += 16) {
+      let a0 = i32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+      let b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+      let k = kT + (<usize>t << 2);
+      let qd = qa, qe = qb;
+      for (let p = 0; p < pairs; p++) {
+        const qA = v128.load32_splat(qd);
+        const qB = v128.load32_splat(qe);
+        const k0 = v128.load(k), k1 = v128.load(k, 16), k2 = v128.load(k, 32), k3 = v128.load(k, 48);
         a0 = i32x4.add(a0, i32x4.dot_i16x8_s(qA, k0));
         b0 = i32x4.add(b0, i32x4.dot_i16x8_s(qB, k0));
         a1 = i32x4.add(a1, i32x4.dot_i16x8_s(qA, k1));
@@ -573,17 +594,27 @@ function scoreKeysI16x2(dstA: usize, dstB: usize, qa: usize, qb: usize, fa: f32,
         b2 = i32x4.add(b2, i32x4.dot_i16x8_s(qB, k2));
         a3 = i32x4.add(a3, i32x4.dot_i16x8_s(qA, k3));
         b3 = i32x4.add(b3, i32x4.dot_i16x8_s(qB, k3));
-        k += 16;
+        k += colBytes;
+        qd += 4;
+        qe += 4;
       }
-      const st = v128.load(sk + (<usize>t << 2));
-      v128.store(dstA + (<usize>t << 2), f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(reduce4i(a0, a1, a2, a3)), fA), st));
-      v128.store(dstB + (<usize>t << 2), f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(reduce4i(b0, b1, b2, b3)), fB), st));
+      const so = sk + (<usize>t << 2);
+      const s0 = v128.load(so), s1 = v128.load(so, 16), s2 = v128.load(so, 32), s3 = v128.load(so, 48);
+      const oa = dstA + (<usize>t << 2), ob = dstB + (<usize>t << 2);
+      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a0), fA), s0));
+      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a1), fA), s1), 16);
+      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a2), fA), s2), 32);
+      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a3), fA), s3), 48);
+      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b0), fB), s0));
+      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b1), fB), s1), 16);
+      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b2), fB), s2), 32);
+      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b3), fB), s3), 48);
     }
   }
   if (t < m) {
     const off = <usize>(t * dims) << 1;
-    scoreKeysI16(dstA + (<usize>t << 2), qa, fa, kRows + off, sk + (<usize>t << 2), m - t, dims);
-    scoreKeysI16(dstB + (<usize>t << 2), qb, fb, kRows + off, sk + (<usize>t << 2), m - t, dims);
+    scoreKeysI16T(dstA + (<usize>t << 2), qa, fa, kT + (<usize>t << 2), kRows + off, sk + (<usize>t << 2), m - t, dims);
+    scoreKeysI16T(dstB + (<usize>t << 2), qb, fb, kT + (<usize>t << 2), kRows + off, sk + (<usize>t << 2), m - t, dims);
   }
 }
 
@@ -741,11 +772,11 @@ export function attention_q8(
  */
 // @ts-ignore: decorator
 @inline function scoreOne(q8: bool, sv: usize, qv: usize, v: i32, from: i32, n: i32, rows: usize, rowBytes: usize, headDim: i32, scale: f32,
-  qI16: usize, qScales: usize, kI16: usize, kScales: usize, i16Bytes: usize, dims: i32): void {
+  qI16: usize, qScales: usize, kI16: usize, kScales: usize, i16Bytes: usize, dims: i32, kT: usize): void {
   if (q8) {
     scoreKeys(sv + (<usize>from << 2), qv, rows + <usize>from * rowBytes, n, headDim, scale);
   } else {
-    scoreKeysI16(sv + (<usize>from << 2), qI16 + <usize>v * i16Bytes, load<f32>(qScales + (<usize>v << 2)), kI16 + <usize>from * i16Bytes,
+    scoreKeysI16T(sv + (<usize>from << 2), qI16 + <usize>v * i16Bytes, load<f32>(qScales + (<usize>v << 2)), kT + (<usize>from << 2), kI16 + <usize>from * i16Bytes,
       kScales + (<usize>from << 2), n, dims);
   }
 }
@@ -753,12 +784,12 @@ export function attention_q8(
 /** scoreOne for query vectors v and v + 1 over the same keys. */
 // @ts-ignore: decorator
 @inline function scorePair(q8: bool, sa: usize, sb: usize, qa: usize, qb: usize, v: i32, from: i32, n: i32, rows: usize, rowBytes: usize, headDim: i32, scale: f32,
-  qI16: usize, qScales: usize, kI16: usize, kScales: usize, i16Bytes: usize, dims: i32): void {
+  qI16: usize, qScales: usize, kI16: usize, kScales: usize, i16Bytes: usize, dims: i32, kT: usize): void {
   if (q8) {
     scoreKeys2(sa + (<usize>from << 2), sb + (<usize>from << 2), qa, qb, rows + <usize>from * rowBytes, n, headDim, scale);
   } else {
-    scoreKeysI16x2(sa + (<usize>from << 2), sb + (<usize>from << 2), qI16 + <usize>v * i16Bytes, qI16 + <usize>(v + 1) * i16Bytes,
-      load<f32>(qScales + (<usize>v << 2)), load<f32>(qScales + (<usize>(v + 1) << 2)), kI16 + <usize>from * i16Bytes, kScales + (<usize>from << 2), n, dims);
+    scoreKeysI16T2(sa + (<usize>from << 2), sb + (<usize>from << 2), qI16 + <usize>v * i16Bytes, qI16 + <usize>(v + 1) * i16Bytes,
+      load<f32>(qScales + (<usize>v << 2)), load<f32>(qScales + (<usize>(v + 1) << 2)), kT + (<usize>from << 2), kI16 + <usize>from * i16Bytes, kScales + (<usize>from << 2), n, dims);
   }
 }
 
@@ -782,6 +813,7 @@ export function attention_q8(
   const qI16 = kScales + (<usize>KV_BLOCK_KEYS << 2);
   const qScales = qI16 + <usize>(TILE_ROWS * groupSize) * i16Bytes;
   const qmax = int16Max(headDim);
+  const kT = qScales + (<usize>(TILE_ROWS * groupSize) << 2);
   for (let task = taskStart; task < taskEnd; task++) {
     const tk = tasks + (<usize>task << 4);
     const first = load<i32>(tk);
@@ -816,6 +848,7 @@ export function attention_q8(
         widenKv(q8, rows + <usize>j * rowBytes, kLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
         if (!q8) store<f32>(kScales + (<usize>j << 2), quantizeI16(kI16 + <usize>j * i16Bytes, rows + <usize>j * rowBytes, headDim, qmax));
       }
+      if (!q8) transposeKeys(kT, kI16, nb, dims);
       // the tile's query vectors (row-major: v = row * groupSize + head) two at a time, across rows too (an odd
       // groupSize would leave one head per row to the one-vector kernel); a pair shares the keys both see, and each
       // scores the keys only it sees alone (at most a few, on the diagonal or a window's edge)
@@ -826,7 +859,7 @@ export function attention_q8(
         const qa = queryVector(q, rowInfo, first, i, qDim, kvHead, groupSize, v - i * groupSize, headDim);
         const sa = scratch + <usize>v * segBytes + (<usize>kb << 2);
         if (v + 1 == numVec) {
-          if (m > a) scoreOne(q8, sa, qa, v, a, m - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
+          if (m > a) scoreOne(q8, sa, qa, v, a, m - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
           continue;
         }
         const i2 = (v + 1) / groupSize;
@@ -836,15 +869,15 @@ export function attention_q8(
         const sb = sa + segBytes;
         const c0 = max(a, a2), c1 = min(m, m2);
         if (c0 >= c1) {
-          if (m > a) scoreOne(q8, sa, qa, v, a, m - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
-          if (m2 > a2) scoreOne(q8, sb, qb, v + 1, a2, m2 - a2, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
+          if (m > a) scoreOne(q8, sa, qa, v, a, m - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+          if (m2 > a2) scoreOne(q8, sb, qb, v + 1, a2, m2 - a2, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
           continue;
         }
-        if (a < c0) scoreOne(q8, sa, qa, v, a, c0 - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
-        if (a2 < c0) scoreOne(q8, sb, qb, v + 1, a2, c0 - a2, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
-        scorePair(q8, sa, sb, qa, qb, v, c0, c1 - c0, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
-        if (c1 < m) scoreOne(q8, sa, qa, v, c1, m - c1, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
-        if (c1 < m2) scoreOne(q8, sb, qb, v + 1, c1, m2 - c1, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims);
+        if (a < c0) scoreOne(q8, sa, qa, v, a, c0 - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+        if (a2 < c0) scoreOne(q8, sb, qb, v + 1, a2, c0 - a2, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+        scorePair(q8, sa, sb, qa, qb, v, c0, c1 - c0, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+        if (c1 < m) scoreOne(q8, sa, qa, v, c1, m - c1, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+        if (c1 < m2) scoreOne(q8, sb, qb, v + 1, c1, m2 - c1, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
       }
     }
     // per query vector: exp(score - max) in place of the scores, its sum, and its zeroed output
