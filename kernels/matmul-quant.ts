@@ -3,7 +3,8 @@
 // Repacked weight layout (built at load by src/backend/wasm/repack.ts), rows padded to a multiple of 4, "K-quads":
 //   wq [numRows / 4, numGroups, groupSize / 4 chunks, 4 rows, 4 quants]
 //      chunk c holds quants 4c..4c+3 of each of the 4 rows, so one i8x16 x i7x16 dot product against the token's 4
-//      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group.
+//      activations (splat) leaves the 4 rows' partial sums in its 4 lanes: no horizontal sums per group (KIND_I8
+//      orders a chunk's bytes for its i16 dot products instead: below).
 //      The 4- and 5-bit kinds pack two chunks in 16 bytes: low nibbles chunk c, high nibbles chunk c + half (half =
 //      the group's chunks / 2). KIND_U5 follows its nibbles with 16 bytes of high bits laid out like a chunk: byte
 //      4r + j holds bit 4 of quant j of row r of every chunk: chunk c < 4 at bit 4 + c, chunk 4 + c at bit 3 - c, so
