@@ -933,27 +933,28 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
  * 128 multiply-adds in JSC's dump, of which 9 loads and the per-group epilogue, near this core's 6 per cycle).
  */
 // @ts-ignore: decorator
-@inline function u4Tile8(qa: usize, qb: usize, sa: usize, sb: usize, quad: usize, sums: usize, ps: usize, pstride: usize, numGroups: i32, out: usize, outStride: usize): void {
-  const zero = f32x4.splat(0);
-  for (let k: usize = 0; k < 4; k++) {
-    v128.store(out + k * outStride, zero);
-    v128.store(out + k * outStride, zero, 16);
+@inline function u4Tile8(wide: usize, sa: usize, sb: usize, quad: usize, sums: usize, ps: usize, pstride: usize, g0: i32, g1: i32, out: usize, outStride: usize): void {
+  if (g0 == 0) {
+    const zero = f32x4.splat(0);
+    for (let k: usize = 0; k < 4; k++) {
+      v128.store(out + k * outStride, zero);
+      v128.store(out + k * outStride, zero, 16);
+    }
   }
-  const none = i32x4.splat(0);
-  for (let g = 0; g < numGroups; g++) {
-    let x0 = startPairs(KIND_U4, true, ps, 8);
-    let x1 = startPairs(KIND_U4, true, ps + pstride, 8);
-    let x2 = startPairs(KIND_U4, true, ps + 2 * pstride, 8);
-    let x3 = startPairs(KIND_U4, true, ps + 3 * pstride, 8);
+  let w = wide;
+  for (let g = g0; g < g1; g++) {
+    const pg = ps + (<usize>g << 4);
+    let x0 = startPairs(KIND_U4, true, pg, 8);
+    let x1 = startPairs(KIND_U4, true, pg + pstride, 8);
+    let x2 = startPairs(KIND_U4, true, pg + 2 * pstride, 8);
+    let x3 = startPairs(KIND_U4, true, pg + 3 * pstride, 8);
     let y0 = x0, y1 = x1, y2 = x2, y3 = x3;
-    // chunk c (low nibbles) and c + 4 (high nibbles) of both row quads per 16-byte load each
+    // chunk c (low nibbles) and c + 4 (high nibbles) of both row quads, unpacked by unpackPair
     for (let c = 0; c < 4; c++) {
-      const pa = v128.load(qa);
-      const pb = v128.load(qb);
-      const la = lowHalfChunk(KIND_U4, pa, none, 0);
-      const ha = highHalfChunk(KIND_U4, pa, none, 0);
-      const lb = lowHalfChunk(KIND_U4, pb, none, 0);
-      const hb = highHalfChunk(KIND_U4, pb, none, 0);
+      const la = v128.load(w);
+      const ha = v128.load(w, 16);
+      const lb = v128.load(w, 32);
+      const hb = v128.load(w, 48);
       let a = v128.load(quad);
       x0 = dotChunk16(a, la, x0);
       y0 = dotChunk16(a, lb, y0);
@@ -978,14 +979,13 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
       a = v128.load(quad, 4 * QUAD_CHUNK_BYTES + 48);
       x3 = dotChunk16(a, ha, x3);
       y3 = dotChunk16(a, hb, y3);
-      qa += 16;
-      qb += 16;
+      w += 64;
       quad += QUAD_CHUNK_BYTES;
     }
     quad += 4 * QUAD_CHUNK_BYTES; // past the high nibbles' chunks 4-7
     const scA = v128.load(sa + (<usize>g << 4));
     const scB = v128.load(sb + (<usize>g << 4));
-    const d4 = v128.load(sums);
+    const d4 = v128.load(sums + <usize>g * QUAD_SUMS_BYTES);
     let d = lane4(d4, 0);
     addTermU4At(out, pairSums(x0), scA, d);
     addTermU4At(out + 16, pairSums(y0), scB, d);
@@ -998,8 +998,28 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     d = lane4(d4, 3);
     addTermU4At(out + 3 * outStride, pairSums(x3), scA, d);
     addTermU4At(out + 3 * outStride + 16, pairSums(y3), scB, d);
-    sums += QUAD_SUMS_BYTES;
-    ps += 16;
+  }
+}
+
+/**
+ * Q4_0: the nibbles of two row groups' groups (at qa and qb, numGroups of them) unpacked into wide [numGroups * 4,
+ * 4 x 16 bytes]: per 16 bytes of quants a's low nibbles, a's high, then b's. u4Tile8 reads them for every quad of a
+ * block of tokens instead of unpacking each load (an and, a shift and an and; JSC rebuilds the shift count in a
+ * vector register for every shift: 6 instructions per 16 bytes of quants).
+ */
+// @ts-ignore: decorator
+@inline function unpackPair(qa: usize, qb: usize, numGroups: i32, wide: usize): void {
+  const none = i32x4.splat(0);
+  for (let i = 0; i < numGroups * 4; i++) {
+    const pa = v128.load(qa);
+    const pb = v128.load(qb);
+    v128.store(wide, lowHalfChunk(KIND_U4, pa, none, 0));
+    v128.store(wide, highHalfChunk(KIND_U4, pa, none, 0), 16);
+    v128.store(wide, lowHalfChunk(KIND_U4, pb, none, 0), 32);
+    v128.store(wide, highHalfChunk(KIND_U4, pb, none, 0), 48);
+    qa += 16;
+    qb += 16;
+    wide += 64;
   }
 }
 
@@ -1103,11 +1123,13 @@ function scalarTileK(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: us
  * widened once per row-group pair and block, so its blocks should hold several quads). */
 const L2_BLOCK_BYTES: i32 = 256 << 10;
 
-/** Groups of a KIND_I8 segment: a row-group pair's 1,024 columns widened take 16 KiB, half of L1 (its 4,864
- * columns, 78 KiB, came from L2 and that GEMM ran no faster than the 4-row tile). */
-const I8_SEGMENT_GROUPS: i32 = 32;
+/** Groups of a segment of the 8-row tiles: a row-group pair's 1,024 columns widened to i16 (KIND_I8) take 16 KiB,
+ * half of L1, unpacked (Q4_0) 8 KiB (KIND_I8's 4,864 columns, 78 KiB, came from L2 and that GEMM ran no faster than
+ * the 4-row tile). */
+const SEGMENT_GROUPS: i32 = 32;
 
-/** Bytes at the start of matmul_quant's tmp for the rows past the end; KIND_I8's widened weights follow. */
+/** Bytes at the start of matmul_quant's tmp for the rows past the end; the 8-row tiles' widened or unpacked rows
+ * follow. */
 const TMP_ROW_BYTES: usize = 64;
 
 /** The row-group loop of one kind (and zero-point case): tiles of 4 tokens, then single tokens. */
@@ -1136,9 +1158,9 @@ const TMP_ROW_BYTES: usize = 64;
   const blocked = ASC_FEATURE_SIMD && ready && (kind == KIND_I8 || (kind == KIND_U4 && zeroed));
   const numQuadTokens = numTokens & ~3;
   if (blocked) {
-    // KIND_I8 runs its 8-row tiles over segments of at most I8_SEGMENT_GROUPS groups, so a row-group pair's widened
-    // weights stay in L1 (the f32 sums continue in out, in group order: the same adds)
-    const segGroups = kind == KIND_I8 ? min(numGroups, I8_SEGMENT_GROUPS) : numGroups;
+    // the 8-row tiles run over segments of at most SEGMENT_GROUPS groups, so a row-group pair's widened (KIND_I8) or
+    // unpacked (Q4_0) quants stay in L1 (the f32 sums continue in out, in group order: the same adds)
+    const segGroups = min(numGroups, SEGMENT_GROUPS);
     const blockTokens = max(4, (L2_BLOCK_BYTES / (segGroups * gs * <i32>(quadChunkBytes(kind) >> 4))) & ~3);
     const wide = tmp + TMP_ROW_BYTES;
     for (let t0 = 0; t0 < numQuadTokens; t0 += blockTokens) {
@@ -1151,11 +1173,12 @@ const TMP_ROW_BYTES: usize = 64;
           const q = wq + <usize>rg * qStride;
           const s = ws + <usize>rg * sStride;
           if (kind == KIND_I8) widenPair(q + <usize>(g0 * gb4), q + qStride + <usize>(g0 * gb4), g1 - g0, wide);
+          else unpackPair(q + <usize>(g0 * gb4), q + qStride + <usize>(g0 * gb4), g1 - g0, wide);
           for (let t = t0; t < t1; t += 4) {
             const quad = quads + <usize>(t >> 2) * quadStride;
             const o = out + <usize>t * outStride + (<usize>rg << 4);
             if (kind == KIND_I8) i8Tile8(wide, s, s + sStride, quad + <usize>(g0 * 8) * QUAD_CHUNK_BYTES_I16, da + <usize>t * dStride, dStride, g0, g1, o, outStride);
-            else u4Tile8(q, q + qStride, s, s + sStride, quad, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, numGroups, o, outStride);
+            else u4Tile8(wide, s, s + sStride, quad + <usize>(g0 * 8) * QUAD_CHUNK_BYTES, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, g0, g1, o, outStride);
           }
         }
       }
@@ -1261,8 +1284,8 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
  * offset (wm unused); KIND_U6G16 always has 32.
  * quads: the 4-token tiles' ready vectors of the whole quads of tokens: for the nibble kinds splat_q8's, for KIND_I8
  * splat_q8_i16's or 0 (then its tiles splat the compact i16 rows themselves: a few tokens, whose rows stay in L1).
- * tmp: per-thread scratch: 64 bytes for rows past the end, then for KIND_I8 with quads 16 * cols bytes (widenPair's;
- * 16 KiB would do: segments of I8_SEGMENT_GROUPS).
+ * tmp: per-thread scratch: 64 bytes for rows past the end, then for KIND_I8 and Q4_0 with quads 16 KiB (widenPair's
+ * and unpackPair's rows of a segment, SEGMENT_GROUPS).
  */
 export function matmul_quant(
   kind: i32, out: usize, wq: usize, ws: usize, wm: usize,

@@ -492,9 +492,9 @@ describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () =>
     }
     for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
   });
-  // 37 tokens x 2048: Q8_0's and Q4_0's 8-row tiles run over blocks of 32 tokens (matmul-quant.ts L2_BLOCK_BYTES), Q8_0's
-  // in two segments of 1,024 columns (I8_SEGMENT_GROUPS); the rows' 11 whole row groups pair up differently on 1 and
-  // 2 threads, and the scalar build has no tiles
+  // 37 tokens x 2048: Q8_0's and Q4_0's 8-row tiles run over blocks of 32 tokens (matmul-quant.ts L2_BLOCK_BYTES) in two
+  // segments of 1,024 columns (SEGMENT_GROUPS); the rows' 11 whole row groups pair up differently on 1 and 2 threads,
+  // and the scalar build has no tiles
   it.each(WEIGHT_TYPES.filter((w) => w.name === "q8_0" || w.name === "q4_0").map((w) => [w.name, w] as const))("matmul %s in token blocks, 37 tokens x 2048, 1 vs 2 threads", async (_n, wt) => {
     const random = rng(60 + wt.type);
     const rows = 45;

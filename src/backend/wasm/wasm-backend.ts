@@ -21,6 +21,8 @@ import { forEachRowChunk } from "../weight-chunks.ts";
 /** Below this many multiply-adds a matmul runs on the calling thread alone (waking threads costs more). */
 const MIN_PARALLEL_MACS = 1 << 16;
 const THREAD_TMP_BYTES = 64;
+/** matmul_quant's scratch after THREAD_TMP_BYTES: a segment of an 8-row tile's rows (kernels/matmul-quant.ts SEGMENT_GROUPS). */
+const TILE_SCRATCH_BYTES = 16 << 10;
 /** siluMul spreads over the threads from this many elements (a prefill chunk, not a decode step) */
 const MIN_PARALLEL_SILU = 16384;
 /** rmsNorm and the activation quantization spread over the threads from this many elements (prefill, not decode:
@@ -431,7 +433,8 @@ export class WasmBackend implements Backend {
   private matmulQuantized(outs: readonly number[], weights: readonly WasmWeight[], xp: number, numRows: number): void {
     const cols = weights[0]!.cols;
     const a = this.quantizeActivations(xp, numRows, cols, weights.map((w) => w.quant!.kind));
-    if (a.quads16 !== 0) this.setThreadScratch(4 * cols); // KIND_I8's 8 rows widened to i16 (matmul-quant.ts widenPair)
+    // the 8-row tiles' rows of a segment, widened (KIND_I8) or unpacked (Q4_0): matmul-quant.ts widenPair, unpackPair
+    if (a.quads16 !== 0 || a.quads !== 0) this.setThreadScratch(TILE_SCRATCH_BYTES / 4);
     const table = new Int32Array(GROUP_HEADER_INTS + weights.length * GROUP_ROW_INTS); // pool-ops.ts GROUP_HEADER, GROUP_ROW
     table[GROUP_HEADER.numWeights] = weights.length;
     table[GROUP_HEADER.cols] = cols;
@@ -727,7 +730,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const quads = heap.alloc(quadBytes); // one quad of tokens in splat_q8's layout, then its quad_sums
   const sums = heap.alloc(numTokens * (cols / 32) * 64); // da | sa32 | sa16 | ps32 | ps16
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
-  const tmpBytes = 64 + 16 * cols; // rows past the end, then KIND_I8's widened rows (matmul_quant's tmp)
+  const tmpBytes = 64 + TILE_SCRATCH_BYTES; // rows past the end, then the 8-row tiles' rows (matmul_quant's tmp)
   const tmp = heap.alloc(tmpBytes);
   heap.floats.fill(0.5, x / 4, x / 4 + numTokens * cols);
   heap.bytes.fill(0, w, w + rows * cols * 4);
