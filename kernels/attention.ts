@@ -9,9 +9,6 @@
 // the cache left L2).
 // One task = (tile of query rows, KV head, segment of up to SEGMENT_KEYS keys); tasks are split across threads, and rows
 // with more than one segment merge them afterwards (attention_merge). Scores and widened rows live in per-thread scratch.
-// Where the time goes (smollm2-135m, 2,048 rows, 1 thread, perf cpu-clock samples on JSC's OMG code): P.V ~30% and
-// Q.K ~20-33% (each near what one core's f32 / pmaddwd pipes do in a bare loop, ~22 / ~43 G multiply-adds/s), the
-// softmax exps ~12%, widening K/V ~6%.
 import { expF32, expNonPositiveF32, expNonPositiveF32x4, f16ToF32, f16x4ToF32x4, f32ToF16, f32x4ToF16x4, hsumf, reduce4f } from "./common";
 
 /** Store k, v [numRows, numKvHeads * headDim] f32 into the cache slots (i32 [numRows]) of one layer as f16. */
@@ -299,12 +296,7 @@ const KV_BLOCK_KEYS: i32 = 64;
  * widened K or V rows [KV_BLOCK_KEYS, headDim].
  */
 export function attention_scratch_floats(groupSize: i32, headDim: i32): i32 {
-  // then the f16 cache's int16 rows (two per float) and their scales: a block of K [KV_BLOCK_KEYS, int16Dims], the
-  // tile's query vectors [TILE_ROWS * groupSize, int16Dims]
-  // and the block's K transposed to dim pairs [int16Dims / 2, KV_BLOCK_KEYS] int32
-  const half = int16Dims(headDim) >> 1;
-  return TILE_ROWS * groupSize * (SCORE_STRIDE + 1) + KV_BLOCK_KEYS * headDim + KV_BLOCK_KEYS * (half + 1) + TILE_ROWS * groupSize * (half + 1)
-    + KV_BLOCK_KEYS * half;
+  return TILE_ROWS * groupSize * (SCORE_STRIDE + 1) + KV_BLOCK_KEYS * headDim;
 }
 
 /** Floats of one task's partial result per query head: max score, sum of exp, then the unnormalized output [headDim]. */
@@ -405,219 +397,6 @@ function scoreKeys2(dstA: usize, dstB: usize, qa: usize, qb: usize, kRows: usize
   }
 }
 
-// The f16 cache's Q.K in integers (i32x4.dot_i16x8_s, pmaddwd: 8 multiply-adds in one instruction against f32's 4 in
-// two): each query vector and each widened K row is rounded to int16 with its own scale, q = nearest(x * qmax / max|x|),
-// qmax = int16Max(headDim) so a score's sum of headDim products cannot leave int32, and a score is
-// (f32(sum q_d k_d) * (s_q * scale)) * s_k. Integer sums are exact, so the SIMD lanes, the scalar loop and any grouping of
-// keys give the same bits. The rounding adds ~1e-4 of each vector's max|x| per element, less than f16's own rounding of
-// K for the larger elements (llama.cpp ggml_compute_forward_flash_attn_ext_f16 rounds Q to f16 for the same dot).
-
-/** Largest int16 magnitude for Q and K so that headDim products of two of them fit in int32 (5792 at headDim 64). */
-function int16Max(headDim: i32): i32 {
-  return min(32767, <i32>Math.floor(Math.sqrt(2147483647.0 / <f64>headDim)));
-}
-
-/** Dims of a widened int16 row: headDim rounded up to 8, the pad zero (one SIMD vector is 8 dims). */
-// @ts-ignore: decorator
-@inline function int16Dims(headDim: i32): i32 {
-  return (headDim + 7) & ~7;
-}
-
-/**
- * i16 [int16Dims(n)] = clamp(nearest(x * qmax / max|x|), -qmax, qmax), zero past n; returns the scale max|x| / qmax
- * (0 for a zero row). Same ops in every build.
- */
-function quantizeI16(dst: usize, src: usize, n: i32, qmax: i32): f32 {
-  // max |x| as pmax (one maxps; a NaN never enters it), and nearest by the 1.5 * 2^23 rounding add, the integer in the
-  // sum's low bits: |x| * qmax / max|x| rounds to at most qmax, so no clamp (narrow saturates, as the scalar loop does)
-  let amax: f32 = 0;
-  let d = 0;
-  if (ASC_FEATURE_SIMD) {
-    let m = f32x4.splat(0);
-    for (; d + 4 <= n; d += 4) m = f32x4.pmax(m, f32x4.abs(v128.load(src + (<usize>d << 2))));
-    amax = pmaxLanes(m);
-  }
-  for (; d < n; d++) {
-    const a = Mathf.abs(load<f32>(src + (<usize>d << 2)));
-    amax = amax < a ? a : amax;
-  }
-  const inv: f32 = amax > 0 ? <f32>qmax / amax : 0;
-  d = 0;
-  if (ASC_FEATURE_SIMD) {
-    const iv = f32x4.splat(inv);
-    const round = f32x4.splat(ROUND_ADD);
-    const bias = i32x4.splat(ROUND_BITS);
-    for (; d + 8 <= n; d += 8) {
-      const s = src + (<usize>d << 2);
-      const q0 = i32x4.sub(f32x4.add(f32x4.mul(v128.load(s), iv), round), bias);
-      const q1 = i32x4.sub(f32x4.add(f32x4.mul(v128.load(s, 16), iv), round), bias);
-      v128.store(dst + (<usize>d << 1), i16x8.narrow_i32x4_s(q0, q1));
-    }
-  }
-  for (; d < n; d++) {
-    const v = reinterpret<i32>(load<f32>(src + (<usize>d << 2)) * inv + ROUND_ADD) - ROUND_BITS;
-    store<i16>(dst + (<usize>d << 1), <i16>min(32767, max(-32768, v)));
-  }
-  for (; d < int16Dims(n); d++) store<i16>(dst + (<usize>d << 1), 0);
-  return amax / <f32>qmax;
-}
-
-/** 1.5 * 2^23 and its bits: (v + ROUND_ADD) as bits, less ROUND_BITS, is nearest(v) (ties to even) for |v| < 2^22. */
-const ROUND_ADD: f32 = 12582912.0;
-const ROUND_BITS: i32 = 0x4b400000;
-
-/** The largest lane by pmax, in lane order (the scalar loop's order). */
-// @ts-ignore: decorator
-@inline function pmaxLanes(m: v128): f32 {
-  let r = f32x4.extract_lane(m, 0);
-  const l1 = f32x4.extract_lane(m, 1), l2 = f32x4.extract_lane(m, 2), l3 = f32x4.extract_lane(m, 3);
-  r = r < l1 ? l1 : r;
-  r = r < l2 ? l2 : r;
-  return r < l3 ? l3 : r;
-}
-
-/** sum over d < dims of a[d] * b[d], int16 rows (dims a multiple of 8); exact, so any order gives the same sum. */
-function dotI16(a: usize, b: usize, dims: i32): i32 {
-  if (ASC_FEATURE_SIMD) {
-    let acc = i32x4.splat(0);
-    for (let d = 0; d < dims; d += 8) acc = i32x4.add(acc, i32x4.dot_i16x8_s(v128.load(a + (<usize>d << 1)), v128.load(b + (<usize>d << 1))));
-    return (i32x4.extract_lane(acc, 0) + i32x4.extract_lane(acc, 1)) + (i32x4.extract_lane(acc, 2) + i32x4.extract_lane(acc, 3));
-  }
-  let sum = 0;
-  for (let d = 0; d < dims; d++) sum += <i32>load<i16>(a + (<usize>d << 1)) * <i32>load<i16>(b + (<usize>d << 1));
-  return sum;
-}
-
-/**
- * dst[t] = (f32(qv . k_t) * fq) * sk[t] for the m int16 K rows at kRows [m, dims] with scales sk [m], one key at a time:
- * one query vector, int16 [dims] at qv, fq its scale times the softmax scale (the tail of scoreKeysI16T).
- */
-function scoreKeysI16(dst: usize, qv: usize, fq: f32, kRows: usize, sk: usize, m: i32, dims: i32): void {
-  const rowBytes = <usize>(dims << 1);
-  for (let t = 0; t < m; t++) {
-    store<f32>(dst + (<usize>t << 2), (<f32>dotI16(qv, kRows + <usize>t * rowBytes, dims) * fq) * load<f32>(sk + (<usize>t << 2)));
-  }
-}
-
-/**
- * The block's int16 K rows [KV_BLOCK_KEYS, dims] transposed to dim pairs [dims / 2][KV_BLOCK_KEYS] (each an int32 of two
- * int16: dims 2p, 2p + 1 of one key), keys [0, n) rounded up to 4: one vector then holds 4 keys' values of a dim pair,
- * and pmaddwd against the query's pair splat gives 4 keys' partial scores, no horizontal sums.
- */
-function transposeKeys(kT: usize, kRows: usize, n: i32, dims: i32): void {
-  const rowBytes = <usize>(dims << 1);
-  const colBytes = <usize>(KV_BLOCK_KEYS << 2);
-  let j = 0;
-  if (ASC_FEATURE_SIMD) {
-    for (; j < n; j += 4) {
-      const r = kRows + <usize>j * rowBytes;
-      for (let d = 0; d < dims; d += 8) {
-        const x0 = v128.load(r + (<usize>d << 1)), x1 = v128.load(r + rowBytes + (<usize>d << 1));
-        const x2 = v128.load(r + 2 * rowBytes + (<usize>d << 1)), x3 = v128.load(r + 3 * rowBytes + (<usize>d << 1));
-        const t0 = v128.shuffle<i32>(x0, x1, 0, 4, 1, 5), t1 = v128.shuffle<i32>(x2, x3, 0, 4, 1, 5);
-        const t2 = v128.shuffle<i32>(x0, x1, 2, 6, 3, 7), t3 = v128.shuffle<i32>(x2, x3, 2, 6, 3, 7);
-        const o = kT + <usize>(d >> 1) * colBytes + (<usize>j << 2);
-        v128.store(o, v128.shuffle<i64>(t0, t1, 0, 2));
-        v128.store(o + colBytes, v128.shuffle<i64>(t0, t1, 1, 3));
-        v128.store(o + 2 * colBytes, v128.shuffle<i64>(t2, t3, 0, 2));
-        v128.store(o + 3 * colBytes, v128.shuffle<i64>(t2, t3, 1, 3));
-      }
-    }
-    return;
-  }
-  for (; j < n; j++) {
-    for (let p = 0; p < (dims >> 1); p++) store<i32>(kT + <usize>p * colBytes + (<usize>j << 2), load<i32>(kRows + <usize>j * rowBytes + (<usize>p << 2)));
-  }
-}
-
-/**
- * scoreKeysI16 from the transposed keys kT (transposeKeys, already offset to the first key): 16 keys at a time, then 4,
- * then the row-major rows kRows one key at a time (exact sums: the same bits whichever way a key goes).
- */
-function scoreKeysI16T(dst: usize, qv: usize, fq: f32, kT: usize, kRows: usize, sk: usize, m: i32, dims: i32): void {
-  let t = 0;
-  if (ASC_FEATURE_SIMD) {
-    const colBytes = <usize>(KV_BLOCK_KEYS << 2);
-    const f = f32x4.splat(fq);
-    const pairs = dims >> 1;
-    for (; t + 16 <= m; t += 16) {
-      let a0 = i32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
-      let k = kT + (<usize>t << 2);
-      for (let p = 0; p < pairs; p++) {
-        const q = v128.load32_splat(qv + (<usize>p << 2));
-        a0 = i32x4.add(a0, i32x4.dot_i16x8_s(q, v128.load(k)));
-        a1 = i32x4.add(a1, i32x4.dot_i16x8_s(q, v128.load(k, 16)));
-        a2 = i32x4.add(a2, i32x4.dot_i16x8_s(q, v128.load(k, 32)));
-        a3 = i32x4.add(a3, i32x4.dot_i16x8_s(q, v128.load(k, 48)));
-        k += colBytes;
-      }
-      const o = dst + (<usize>t << 2), so = sk + (<usize>t << 2);
-      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a0), f), v128.load(so)));
-      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a1), f), v128.load(so, 16)), 16);
-      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a2), f), v128.load(so, 32)), 32);
-      v128.store(o, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a3), f), v128.load(so, 48)), 48);
-    }
-    for (; t + 4 <= m; t += 4) {
-      let a0 = i32x4.splat(0);
-      let k = kT + (<usize>t << 2);
-      for (let p = 0; p < pairs; p++) {
-        a0 = i32x4.add(a0, i32x4.dot_i16x8_s(v128.load32_splat(qv + (<usize>p << 2)), v128.load(k)));
-        k += colBytes;
-      }
-      v128.store(dst + (<usize>t << 2), f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a0), f), v128.load(sk + (<usize>t << 2))));
-    }
-  }
-  if (t < m) scoreKeysI16(dst + (<usize>t << 2), qv, fq, kRows + <usize>(t * dims) * 2, sk + (<usize>t << 2), m - t, dims);
-}
-
-/** scoreKeysI16T for two query vectors over the same keys: each loaded K vector feeds both (same bits as two calls). */
-function scoreKeysI16T2(dstA: usize, dstB: usize, qa: usize, qb: usize, fa: f32, fb: f32, kT: usize, kRows: usize, sk: usize, m: i32, dims: i32): void {
-  let t = 0;
-  if (ASC_FEATURE_SIMD) {
-    const colBytes = <usize>(KV_BLOCK_KEYS << 2);
-    const fA = f32x4.splat(fa), fB = f32x4.splat(fb);
-    const pairs = dims >> 1;
-    for (; t + 16 <= m; t += 16) {
-      let a0 = i32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
-      let b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-      let k = kT + (<usize>t << 2);
-      let qd = qa, qe = qb;
-      for (let p = 0; p < pairs; p++) {
-        const qA = v128.load32_splat(qd);
-        const qB = v128.load32_splat(qe);
-        const k0 = v128.load(k), k1 = v128.load(k, 16), k2 = v128.load(k, 32), k3 = v128.load(k, 48);
-        a0 = i32x4.add(a0, i32x4.dot_i16x8_s(qA, k0));
-        b0 = i32x4.add(b0, i32x4.dot_i16x8_s(qB, k0));
-        a1 = i32x4.add(a1, i32x4.dot_i16x8_s(qA, k1));
-        b1 = i32x4.add(b1, i32x4.dot_i16x8_s(qB, k1));
-        a2 = i32x4.add(a2, i32x4.dot_i16x8_s(qA, k2));
-        b2 = i32x4.add(b2, i32x4.dot_i16x8_s(qB, k2));
-        a3 = i32x4.add(a3, i32x4.dot_i16x8_s(qA, k3));
-        b3 = i32x4.add(b3, i32x4.dot_i16x8_s(qB, k3));
-        k += colBytes;
-        qd += 4;
-        qe += 4;
-      }
-      const so = sk + (<usize>t << 2);
-      const s0 = v128.load(so), s1 = v128.load(so, 16), s2 = v128.load(so, 32), s3 = v128.load(so, 48);
-      const oa = dstA + (<usize>t << 2), ob = dstB + (<usize>t << 2);
-      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a0), fA), s0));
-      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a1), fA), s1), 16);
-      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a2), fA), s2), 32);
-      v128.store(oa, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(a3), fA), s3), 48);
-      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b0), fB), s0));
-      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b1), fB), s1), 16);
-      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b2), fB), s2), 32);
-      v128.store(ob, f32x4.mul(f32x4.mul(f32x4.convert_i32x4_s(b3), fB), s3), 48);
-    }
-  }
-  if (t < m) {
-    const off = <usize>(t * dims) << 1;
-    scoreKeysI16T(dstA + (<usize>t << 2), qa, fa, kT + (<usize>t << 2), kRows + off, sk + (<usize>t << 2), m - t, dims);
-    scoreKeysI16T(dstB + (<usize>t << 2), qb, fb, kT + (<usize>t << 2), kRows + off, sk + (<usize>t << 2), m - t, dims);
-  }
-}
-
 /**
  * o [headDim] += sum over keys t of e[t] * v_t, in key order, with the V rows widened at vRows [numKeys, headDim] f32.
  * SIMD: 16 dims at a time in 4 registers over all keys (no load/store of o per key); the same per-lane order as the
@@ -709,9 +488,7 @@ function accumulateTail(o: usize, e: usize, vRows: usize, numKeys: i32, headDim:
  * diagonal). A row of one segment writes its output; a row of several writes, per segment and head, (max, sum of exp,
  * unnormalized output) at partials + (first partial + KV head * segments + segment) * groupSize * (headDim + 2)
  * floats, and attention_merge combines them. Every score, exp and sum is taken per query row in the same order
- * whatever the tile (see scoreKeys): the bits depend on neither the batch, the tiling nor the thread count. Over the
- * f16 cache Q.K is taken in integers (quantizeI16: each query vector and K row rounded to int16 with its own scale,
- * exact int32 sums), the 8-bit cache's stays in f32.
+ * whatever the tile (see scoreKeys): the bits depend on neither the batch, the tiling nor the thread count.
  * window > 0 (a sliding-window layer, gemma3): a row with numKeys keys sees only keys numKeys - window .. numKeys - 1;
  * within a segment its keys start after keysBefore, which depends on the row alone (so the bits still do not depend on
  * the tile), K/V blocks before every row's window are not read, and the host leaves out the segments before a row's
@@ -766,33 +543,6 @@ export function attention_q8(
   return q + (<usize>(load<i32>(rowInfo + (<usize>(first + i) << 4)) * qDim + (kvHead * groupSize + g) * headDim) << 2);
 }
 
-/**
- * Scores of query vector v (f32 at qv, or its int16 copy in the f16 cache's integer Q.K) for the n keys of the widened
- * block from key `from` on, into its score row sv (at the block's first key).
- */
-// @ts-ignore: decorator
-@inline function scoreOne(q8: bool, sv: usize, qv: usize, v: i32, from: i32, n: i32, rows: usize, rowBytes: usize, headDim: i32, scale: f32,
-  qI16: usize, qScales: usize, kI16: usize, kScales: usize, i16Bytes: usize, dims: i32, kT: usize): void {
-  if (q8) {
-    scoreKeys(sv + (<usize>from << 2), qv, rows + <usize>from * rowBytes, n, headDim, scale);
-  } else {
-    scoreKeysI16T(sv + (<usize>from << 2), qI16 + <usize>v * i16Bytes, load<f32>(qScales + (<usize>v << 2)), kT + (<usize>from << 2), kI16 + <usize>from * i16Bytes,
-      kScales + (<usize>from << 2), n, dims);
-  }
-}
-
-/** scoreOne for query vectors v and v + 1 over the same keys. */
-// @ts-ignore: decorator
-@inline function scorePair(q8: bool, sa: usize, sb: usize, qa: usize, qb: usize, v: i32, from: i32, n: i32, rows: usize, rowBytes: usize, headDim: i32, scale: f32,
-  qI16: usize, qScales: usize, kI16: usize, kScales: usize, i16Bytes: usize, dims: i32, kT: usize): void {
-  if (q8) {
-    scoreKeys2(sa + (<usize>from << 2), sb + (<usize>from << 2), qa, qb, rows + <usize>from * rowBytes, n, headDim, scale);
-  } else {
-    scoreKeysI16T2(sa + (<usize>from << 2), sb + (<usize>from << 2), qI16 + <usize>v * i16Bytes, qI16 + <usize>(v + 1) * i16Bytes,
-      load<f32>(qScales + (<usize>v << 2)), load<f32>(qScales + (<usize>(v + 1) << 2)), kT + (<usize>from << 2), kI16 + <usize>from * i16Bytes, kScales + (<usize>from << 2), n, dims);
-  }
-}
-
 /** The attention tasks over either cache type (`q8` is a constant in each caller, so each gets its own loop). */
 // @ts-ignore: decorator
 @inline function attentionTiles(
@@ -805,15 +555,6 @@ export function attention_q8(
   const sums = scratch + <usize>(TILE_ROWS * groupSize) * segBytes;
   const rows = sums + (<usize>(TILE_ROWS * groupSize) << 2);
   const rowBytes = <usize>(headDim << 2);
-  // the f16 cache's integer Q.K (see int16Max): int16 K rows and their scales, the tile's int16 query vectors and theirs
-  const dims = int16Dims(headDim);
-  const i16Bytes = <usize>(dims << 1);
-  const kI16 = rows + <usize>KV_BLOCK_KEYS * rowBytes;
-  const kScales = kI16 + <usize>KV_BLOCK_KEYS * i16Bytes;
-  const qI16 = kScales + (<usize>KV_BLOCK_KEYS << 2);
-  const qScales = qI16 + <usize>(TILE_ROWS * groupSize) * i16Bytes;
-  const qmax = int16Max(headDim);
-  const kT = qScales + (<usize>(TILE_ROWS * groupSize) << 2);
   for (let task = taskStart; task < taskEnd; task++) {
     const tk = tasks + (<usize>task << 4);
     const first = load<i32>(tk);
@@ -833,22 +574,13 @@ export function attention_q8(
       nMax = max(nMax, n);
       loMin = min(loMin, lo);
     }
-    if (!q8) {
-      for (let v = 0; v < numVec; v++) {
-        const i = v / groupSize;
-        const qv = queryVector(q, rowInfo, first, i, qDim, kvHead, groupSize, v - i * groupSize, headDim);
-        store<f32>(qScales + (<usize>v << 2), quantizeI16(qI16 + <usize>v * i16Bytes, qv, headDim, qmax) * scale);
-      }
-    }
     // scores of every query vector of the tile, one widened block of K rows at a time
     for (let kb = 0; kb < nMax; kb += KV_BLOCK_KEYS) {
       const nb = min(KV_BLOCK_KEYS, nMax - kb);
       if (kb + nb <= loMin) continue; // before every row's window
       for (let j = 0; j < nb; j++) {
         widenKv(q8, rows + <usize>j * rowBytes, kLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
-        if (!q8) store<f32>(kScales + (<usize>j << 2), quantizeI16(kI16 + <usize>j * i16Bytes, rows + <usize>j * rowBytes, headDim, qmax));
       }
-      if (!q8) transposeKeys(kT, kI16, nb, dims);
       // the tile's query vectors (row-major: v = row * groupSize + head) two at a time, across rows too (an odd
       // groupSize would leave one head per row to the one-vector kernel); a pair shares the keys both see, and each
       // scores the keys only it sees alone (at most a few, on the diagonal or a window's edge)
@@ -859,7 +591,7 @@ export function attention_q8(
         const qa = queryVector(q, rowInfo, first, i, qDim, kvHead, groupSize, v - i * groupSize, headDim);
         const sa = scratch + <usize>v * segBytes + (<usize>kb << 2);
         if (v + 1 == numVec) {
-          if (m > a) scoreOne(q8, sa, qa, v, a, m - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+          if (m > a) scoreKeys(sa + (<usize>a << 2), qa, rows + <usize>a * rowBytes, m - a, headDim, scale);
           continue;
         }
         const i2 = (v + 1) / groupSize;
@@ -869,15 +601,15 @@ export function attention_q8(
         const sb = sa + segBytes;
         const c0 = max(a, a2), c1 = min(m, m2);
         if (c0 >= c1) {
-          if (m > a) scoreOne(q8, sa, qa, v, a, m - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
-          if (m2 > a2) scoreOne(q8, sb, qb, v + 1, a2, m2 - a2, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+          if (m > a) scoreKeys(sa + (<usize>a << 2), qa, rows + <usize>a * rowBytes, m - a, headDim, scale);
+          if (m2 > a2) scoreKeys(sb + (<usize>a2 << 2), qb, rows + <usize>a2 * rowBytes, m2 - a2, headDim, scale);
           continue;
         }
-        if (a < c0) scoreOne(q8, sa, qa, v, a, c0 - a, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
-        if (a2 < c0) scoreOne(q8, sb, qb, v + 1, a2, c0 - a2, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
-        scorePair(q8, sa, sb, qa, qb, v, c0, c1 - c0, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
-        if (c1 < m) scoreOne(q8, sa, qa, v, c1, m - c1, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
-        if (c1 < m2) scoreOne(q8, sb, qb, v + 1, c1, m2 - c1, rows, rowBytes, headDim, scale, qI16, qScales, kI16, kScales, i16Bytes, dims, kT);
+        if (a < c0) scoreKeys(sa + (<usize>a << 2), qa, rows + <usize>a * rowBytes, c0 - a, headDim, scale);
+        if (a2 < c0) scoreKeys(sb + (<usize>a2 << 2), qb, rows + <usize>a2 * rowBytes, c0 - a2, headDim, scale);
+        scoreKeys2(sa + (<usize>c0 << 2), sb + (<usize>c0 << 2), qa, qb, rows + <usize>c0 * rowBytes, c1 - c0, headDim, scale);
+        if (c1 < m) scoreKeys(sa + (<usize>c1 << 2), qa, rows + <usize>c1 * rowBytes, m - c1, headDim, scale);
+        if (c1 < m2) scoreKeys(sb + (<usize>c1 << 2), qb, rows + <usize>c1 * rowBytes, m2 - c1, headDim, scale);
       }
     }
     // per query vector: exp(score - max) in place of the scores, its sum, and its zeroed output
