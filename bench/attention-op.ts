@@ -1,9 +1,9 @@
 /**
  * The attention op alone (not a test): one sequence's prompt of --rows query rows against its own keys, smollm2-135m's
  * shape by default (9 query heads, 3 KV heads, head dim 64), f16 or 8-bit cache, timed per layer call. At --threads 1
- * every figure is the calling thread's CPU time. Prints ms per call (best of --reps) and G multiply-adds/s (Q.K + P.V
+ * every figure is the calling thread's CPU time. Prints ms per call (best of --reps; with --decode the mean of --reps) and G multiply-adds/s (Q.K + P.V
  * over the causal triangle), plus a checksum of the output so two builds can be compared.
- * Usage: bun run bench/attention-op.ts [--rows 2048] [--heads 9] [--kv-heads 3] [--head-dim 64] [--dtype f16|q8] [--threads 1] [--reps 5] [--simd simd|relaxed-simd|scalar]
+ * Usage: bun run bench/attention-op.ts [--rows 2048] [--decode] [--heads 9] [--kv-heads 3] [--head-dim 64] [--dtype f16|q8] [--threads 1] [--reps 5] [--simd simd|relaxed-simd|scalar]
  */
 import { parseArgs } from "node:util";
 import { createBackend } from "../src/backend/create-backend.ts";
@@ -19,6 +19,7 @@ const { values } = parseArgs({
     threads: { type: "string", default: "1" },
     reps: { type: "string", default: "5" },
     simd: { type: "string" },
+    decode: { type: "boolean", default: false },
   },
 });
 const [rows, heads, kvHeads, headDim, threads, reps] = [values.rows, values.heads, values["kv-heads"], values["head-dim"], values.threads, values.reps].map(Number) as [number, number, number, number, number, number];
@@ -37,19 +38,29 @@ backend.write(v, fill(rows * kvHeads * headDim, 1));
 backend.write(q, fill(rows * heads * headDim, 2));
 backend.kvStore(0, k, v, Int32Array.from({ length: rows }, (_, i) => i));
 const blockTable = Int32Array.from({ length: numBlocks }, (_, i) => i);
-const seqs = [{ rowStart: 0, numRows: rows, startPos: 0, blockTable }];
+// --decode: one query row at the last position against all rows' keys (a decode step at context --rows)
+const decode = values.decode === true;
+const seqs = [decode ? { rowStart: 0, numRows: 1, startPos: rows - 1, blockTable } : { rowStart: 0, numRows: rows, startPos: 0, blockTable }];
 const clock = threads === 1 ? () => { const c = process.threadCpuUsage(); return (c.user + c.system) / 1000; } : () => performance.now();
 backend.attention(out, q, 0, heads, seqs);
 let best = Infinity;
-for (let r = 0; r < reps; r++) {
+if (decode) {
+  // a decode step is below the CPU clock's tick: the mean over all the reps
+  for (let r = 0; r < 20; r++) backend.attention(out, q, 0, heads, seqs);
   const t = clock();
-  backend.attention(out, q, 0, heads, seqs);
-  best = Math.min(best, clock() - t);
+  for (let r = 0; r < reps; r++) backend.attention(out, q, 0, heads, seqs);
+  best = (clock() - t) / reps;
+} else {
+  for (let r = 0; r < reps; r++) {
+    const t = clock();
+    backend.attention(out, q, 0, heads, seqs);
+    best = Math.min(best, clock() - t);
+  }
 }
 const o = await backend.read(out, rows * heads * headDim);
 let h = 0;
 const u = new Uint32Array(o.buffer, o.byteOffset, o.length);
 for (let i = 0; i < u.length; i++) h = (Math.imul(h, 31) + u[i]!) >>> 0;
-const macs = 2 * heads * headDim * (rows * (rows + 1)) / 2;
-console.log(`attention ${dtype} rows ${rows} heads ${heads}/${kvHeads} dim ${headDim} threads ${threads}: ${best.toFixed(1)} ms, ${(macs / best / 1e6).toFixed(2)} G mul-adds/s, checksum ${h.toString(16)}`);
+const macs = decode ? 2 * heads * headDim * rows : 2 * heads * headDim * (rows * (rows + 1)) / 2;
+console.log(`attention ${dtype}${decode ? " decode" : ""} rows ${rows} heads ${heads}/${kvHeads} dim ${headDim} threads ${threads}: ${best.toFixed(best < 10 ? 3 : 1)} ms, ${(macs / best / 1e6).toFixed(2)} G mul-adds/s, checksum ${h.toString(16)}`);
 backend.dispose();
