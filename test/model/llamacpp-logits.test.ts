@@ -70,14 +70,13 @@ const TOLERANCE: Readonly<Record<string, Tolerance>> = {
 /**
  * The fast path's bounds on the K-quant types: largest |dlogprob| and, where its greedy token is not llama.cpp's, the
  * largest gap between its logits of the two picks. Measured 2026-12-01 on these models, max |dlogprob| (steps that
- * differ, worst gap), main 65598ea with q8_K activations (kernels/quantize.ts quantize_q8k): llama q4_k 7.2e-2 (2,
- * 6.0e-2), q5_k 6.4e-2 (1, 1.1e-2), q6_k 7.5e-2 (1, 1.4e-2), q4_k_m 8.3e-2 (3, 2.4e-2), qwen2 q4_k_m 5.0e-2 (0), qwen3
- * q4_k_m 4.4e-2 (1, 2.0e-2). Before the integer prefill Q.K of 95a3891 / 65598ea: 3.9e-2..7.8e-2 with q8_K, and
- * 5.6e-2..1.04e-1 with the q8_0 activations per 32 used before. Most of it is the f16 KV cache: llama.cpp's own
- * log-probs move by 5.4e-2..8.1e-2 from these f32-cache ones when its cache is f16 (the oracle, f32 cache, stays
- * within 2e-5 of them), so these bounds catch a wrong kernel, not the last digits (kernels/q8k-activations.test.ts does).
+ * differ, worst gap): with q8_K activations (kernels/quantize.ts quantize_q8k) llama q4_k 6.9e-2 (4, 2.4e-2), q5_k
+ * 5.8e-2 (2, 2.0e-2), q6_k 7.3e-2 (1, 3.6e-3), q4_k_m 7.8e-2 (1, 3.6e-2), qwen2 q4_k_m 3.9e-2 (0), qwen3 q4_k_m
+ * 5.1e-2 (1, 1.0e-2); with the q8_0 activations per 32 fennec used before 8.4e-2, 8.7e-2, 9.1e-2, 1.04e-1, 5.6e-2,
+ * 7.3e-2 (worst gap 4.5e-2). What remains is the f16 KV cache: llama.cpp's own log-probs move by 5.4e-2..8.1e-2 from
+ * these f32-cache ones when its cache is f16 (the oracle, f32 cache, stays within 2e-5 of them).
  */
-const FAST_K_TOLERANCE = { logprob: 0.12, tieGap: 8e-2 };
+const FAST_K_TOLERANCE = { logprob: 9e-2, tieGap: 5e-2 };
 const K_TYPES = new Set(["q4_k", "q5_k", "q6_k", "q4_k_m"]);
 
 /** compare()'s token and log-prob checks for the WASM fast path on 2 threads, teacher-forced along `tokens`. */
