@@ -11,10 +11,10 @@ import { readFileSync } from "node:fs";
 import { createBackend } from "../src/backend/create-backend.ts";
 import { placeModel } from "../src/engine/model-placement.ts";
 import { readGguf } from "../src/gguf/reader.ts";
-import { argmax } from "../src/model/decode-loop.ts";
 import { loadModel } from "../src/model/load-model.ts";
 import { Runner } from "../src/model/runner.ts";
 import { ensureKernels } from "../test/kernels/ensure-kernels.ts";
+import { greedyRun } from "./greedy-run.ts";
 
 const { values } = parseArgs({
   options: {
@@ -61,27 +61,15 @@ async function runnerFor(hugePages: boolean): Promise<Runner> {
   return runner;
 }
 
-async function run(runner: Runner): Promise<{ prefill: number; decode: number; ids: number[] }> {
-  const t0 = performance.now();
-  let out = await runner.execute({ sequences: [{ tokenIds: Int32Array.from(promptIds), startPos: 0, blockTable, logits: "last" }] });
-  const ids = [argmax(out.logits)];
-  const t1 = performance.now();
-  for (let i = 1; i < genLen; i++) {
-    out = await runner.execute({ sequences: [{ tokenIds: Int32Array.of(ids.at(-1)!), startPos: promptLen + i - 1, blockTable, logits: "last" }] });
-    ids.push(argmax(out.logits));
-  }
-  const t2 = performance.now();
-  return { prefill: promptLen / ((t1 - t0) / 1000), decode: (genLen - 1) / ((t2 - t1) / 1000), ids };
-}
 
 const runners = [await runnerFor(false), await runnerFor(true)];
 const names = ["4 KiB pages", "huge pages "];
 const best = [{ prefill: 0, decode: 0 }, { prefill: 0, decode: 0 }];
 const ids: number[][] = [];
-for (const r of runners) ids.push((await run(r)).ids); // warm-up
+for (const r of runners) ids.push((await greedyRun(r, promptIds, genLen, blockTable)).ids); // warm-up
 for (let round = 0; round < rounds; round++) {
   for (let i = 0; i < 2; i++) {
-    const r = await run(runners[i]!);
+    const r = await greedyRun(runners[i]!, promptIds, genLen, blockTable);
     best[i] = { prefill: Math.max(best[i]!.prefill, r.prefill), decode: Math.max(best[i]!.decode, r.decode) };
     process.stdout.write(`round ${round + 1} ${names[i]}: prefill ${r.prefill.toFixed(2)} decode ${r.decode.toFixed(2)} tok/s\n`);
   }

@@ -472,11 +472,8 @@ describe.each(BACKENDS.filter((e) => e.name.startsWith("wasm")).map((e) => [e.na
 describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () => {
   const levels = (["scalar", "simd", "relaxed-simd"] as const).filter((l) => supportsLevel(l));
   const it = levels.length >= 2 ? test : test.skip;
-  // 37 tokens x 512: the activations are quantized on the threads too (units of 4 tokens, a partial last quad)
-  it.each(WEIGHT_TYPES.flatMap((w) => [[w.name, 5, w], [w.name, 37, w]] as const))("matmul %s, %d tokens, 1 vs 2 threads", async (_n, numTokens, wt) => {
-    const random = rng(40 + wt.type);
-    const cols = wt.blockSize === 256 || numTokens > 5 ? 512 : 160;
-    const rows = 45;
+  /** One random matmul on every build at 1 and 2 threads: every result the same bits. */
+  async function expectMatmulBuildsAgree(wt: (typeof WEIGHT_TYPES)[number], rows: number, cols: number, numTokens: number, random: () => number): Promise<void> {
     const src = randomWeight(wt, rows, cols, random);
     const x = randomFloats(numTokens * cols, random);
     const results: Float32Array[] = [];
@@ -491,6 +488,13 @@ describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () =>
       }
     }
     for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
+  }
+  // 37 tokens x 512: the activations are quantized on the threads too (units of 4 tokens, a partial last quad)
+  it.each(WEIGHT_TYPES.flatMap((w) => [[w.name, 5, w], [w.name, 37, w]] as const))("matmul %s, %d tokens, 1 vs 2 threads", async (_n, numTokens, wt) => {
+    const random = rng(40 + wt.type);
+    const cols = wt.blockSize === 256 || numTokens > 5 ? 512 : 160;
+    const rows = 45;
+    await expectMatmulBuildsAgree(wt, rows, cols, numTokens, random);
   });
   // 37 tokens x 2048: Q8_0's and Q4_0's 8-row tiles run over blocks of 32 tokens (matmul-quant.ts L2_BLOCK_BYTES) in two
   // segments of 1,024 columns (SEGMENT_GROUPS); the rows' 11 whole row groups pair up differently on 1 and 2 threads,
@@ -500,20 +504,7 @@ describe("wasm builds agree bit for bit (scalar vs SIMD vs relaxed SIMD)", () =>
     const rows = 45;
     const cols = 2048;
     const numTokens = 37;
-    const src = randomWeight(wt, rows, cols, random);
-    const x = randomFloats(numTokens * cols, random);
-    const results: Float32Array[] = [];
-    for (const level of levels) {
-      for (const threads of [1, 2]) {
-        const be = await createWasmBackend({ threads, simd: level });
-        const xb = await upload(be, x);
-        const out = be.alloc(numTokens * rows);
-        be.matmul(out, be.loadWeight(src), xb, numTokens);
-        results.push(await be.read(out, numTokens * rows));
-        be.dispose();
-      }
-    }
-    for (const r of results.slice(1)) expect(r).toEqual(results[0]!);
+    await expectMatmulBuildsAgree(wt, rows, cols, numTokens, random);
   });
   it.each([["f16", 0], ["q8", 0], ["f16", 300]] as const)("attention with segmented rows over the %s cache (sliding window %d), 1, 2 and 3 threads", async (dtype, window) => {
     const results: Float32Array[] = [];

@@ -87,32 +87,17 @@ async function compareFast(
   const runner = new Runner(config, weights, await createBackend({ kind: "wasm", threads: 2 }));
   runner.allocateKvCache(Math.ceil(tokens.length / 16), 16);
   const table = Int32Array.from({ length: Math.ceil(tokens.length / 16) }, (_, i) => i);
-  let differingSteps = 0;
-  let worstGap = 0;
-  let worstLogprob = 0;
+  const score = new StepScore(promptLength, theirs, evaluated, checked);
   try {
     for (let pos = promptLength - 1; pos < tokens.length; pos++) {
       const start = pos === promptLength - 1 ? 0 : pos;
       const batch = { sequences: [{ tokenIds: Int32Array.from(tokens.slice(start, pos + 1)), startPos: start, blockTable: table, logits: "last" as const }] };
-      const logits = (await runner.execute(batch)).logits;
-      const step = pos - (promptLength - 1);
-      const ours = argmax(logits);
-      if (ours !== theirs[step]) {
-        differingSteps++;
-        worstGap = Math.max(worstGap, logits[ours]! - logits[theirs[step]!]!);
-      }
-      if (!checked.has(pos)) continue;
-      const probabilities = evaluated[pos]?.next.probabilities;
-      if (probabilities === undefined || probabilities.size !== logits.length) throw new Error(`no full distribution from llama.cpp at position ${pos}`);
-      const logprobs = logSoftmax(logits);
-      for (const [id, p] of probabilities) {
-        if (p > 1e-4) worstLogprob = Math.max(worstLogprob, Math.abs(Math.log(p) - logprobs[id]!));
-      }
+      score.add(pos, (await runner.execute(batch)).logits);
     }
   } finally {
     runner.dispose();
   }
-  return { differingSteps, worstGap, worstLogprob };
+  return score.result();
 }
 
 interface Comparison {
@@ -123,31 +108,47 @@ interface Comparison {
   readonly worstLogprob: number;
 }
 
+/** The Comparison of one run, position by position: each greedy step's argmax and, at `checked` positions, the log-probs. */
+class StepScore {
+  private differingSteps = 0;
+  private worstGap = 0;
+  private worstLogprob = 0;
+
+  constructor(
+    private readonly promptLength: number, private readonly theirs: readonly number[],
+    private readonly evaluated: readonly (ControlledEvaluateIndexOutput | undefined)[], private readonly checked: ReadonlySet<number>,
+  ) {}
+
+  /** Our logits at position `pos` (a greedy step from the prompt's last position on). */
+  add(pos: number, logits: Float32Array): void {
+    const step = pos - (this.promptLength - 1);
+    const ours = argmax(logits);
+    if (step >= 0 && ours !== this.theirs[step]) {
+      this.differingSteps++;
+      this.worstGap = Math.max(this.worstGap, logits[ours]! - logits[this.theirs[step]!]!);
+    }
+    if (!this.checked.has(pos)) return;
+    const probabilities = this.evaluated[pos]?.next.probabilities;
+    if (probabilities === undefined || probabilities.size !== logits.length) throw new Error(`no full distribution from llama.cpp at position ${pos}`);
+    const logprobs = logSoftmax(logits);
+    for (const [id, p] of probabilities) {
+      if (p > 1e-4) this.worstLogprob = Math.max(this.worstLogprob, Math.abs(Math.log(p) - logprobs[id]!));
+    }
+  }
+
+  result(): Comparison {
+    return { differingSteps: this.differingSteps, worstGap: this.worstGap, worstLogprob: this.worstLogprob };
+  }
+}
+
 /** Runs `forward` along `tokens` and compares each step's argmax and, at `checked` positions, the log-probs. */
 function compare(
   forward: ReferenceForward, tokens: readonly number[], promptLength: number, theirs: readonly number[],
   evaluated: readonly (ControlledEvaluateIndexOutput | undefined)[], checked: ReadonlySet<number>,
 ): Comparison {
-  let differingSteps = 0;
-  let worstGap = 0;
-  let worstLogprob = 0;
-  for (let pos = 0; pos < tokens.length; pos++) {
-    const logits = forward.forward(tokens[pos]!, pos);
-    const step = pos - (promptLength - 1);
-    const ours = argmax(logits);
-    if (step >= 0 && ours !== theirs[step]) {
-      differingSteps++;
-      worstGap = Math.max(worstGap, logits[ours]! - logits[theirs[step]!]!);
-    }
-    if (!checked.has(pos)) continue;
-    const probabilities = evaluated[pos]?.next.probabilities;
-    if (probabilities === undefined || probabilities.size !== logits.length) throw new Error(`no full distribution from llama.cpp at position ${pos}`);
-    const logprobs = logSoftmax(logits);
-    for (const [id, p] of probabilities) {
-      if (p > 1e-4) worstLogprob = Math.max(worstLogprob, Math.abs(Math.log(p) - logprobs[id]!));
-    }
-  }
-  return { differingSteps, worstGap, worstLogprob };
+  const score = new StepScore(promptLength, theirs, evaluated, checked);
+  for (let pos = 0; pos < tokens.length; pos++) score.add(pos, forward.forward(tokens[pos]!, pos));
+  return score.result();
 }
 
 interface Case {
