@@ -510,19 +510,32 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     let isc = i32x4.splat(0), imin = isc;
     let p = s + 32;
     for (let j = 0; j < 8; j++) {
-      const scaleMin = v128.load8x8_u(p);
-      isc = i32x4.add(isc, groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0), kScales16(scaleMin)));
-      imin = i32x4.add(imin, i32x4.mul(i32x4.extend_high_i16x8_u(scaleMin), v128.load32_splat(bs)));
+      isc = i32x4.add(isc, groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0), kScales16(v128.load8x8_u(p))));
       q += gb;
       qa += 32;
-      bs += 4;
       p += 8;
     }
+    // the mins per pair of groups: one pmaddwd of [m_j, m_j+1] per row against [bsum_j, bsum_j+1] (i16: |bsum| <=
+    // 32 * 127) instead of a multiply per group (ggml's AVX2 q4_K dot: _mm256_madd_epi16 of mins and q8 bsums)
+    const bs16 = i16x8.narrow_i32x4_s(v128.load(bs), v128.load(bs, 16));
+    imin = kPairMins(s + 32, bs16, 0, imin);
+    imin = kPairMins(s + 32, bs16, 1, imin);
+    imin = kPairMins(s + 32, bs16, 2, imin);
+    imin = kPairMins(s + 32, bs16, 3, imin);
+    bs += 32;
     acc = f32x4.add(acc, kTerm(isc, imin, v128.load(s), v128.load(s, 16), v128.load32_splat(da)));
     da += 32;
     s += <usize>superblockBytes(kind);
   }
   return acc;
+}
+
+/** kTile1: imin += m * bsum of groups 2k and 2k + 1 (k constant; their factor bytes at p + 16k, the bsums i16 in bs16). */
+// @ts-ignore: decorator
+@inline function kPairMins(p: usize, bs16: v128, k: i32, imin: v128): v128 {
+  const v = v128.load(p + (<usize>k << 4));
+  const m16 = i16x8.extend_low_i8x16_u(v128.shuffle<u8>(v, v, 4, 12, 5, 13, 6, 14, 7, 15, 4, 12, 5, 13, 6, 14, 7, 15));
+  return i32x4.add(imin, i32x4.dot_i16x8_s(m16, lane4(bs16, k)));
 }
 
 /**
