@@ -139,6 +139,15 @@ export const KIND_U5K: i32 = 5;
   return i16x8.add(acc, i16x8.add(v128.shuffle<i16>(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), v128.shuffle<i16>(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15)));
 }
 
+/** dotChunk16 from zero sums: the pair sums of one chunk alone. */
+// @ts-ignore: decorator
+@inline function dot16(a: v128, w: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.relaxed_dot_i8x16_i7x16_s(a, w);
+  const lo = i16x8.extmul_low_i8x16_s(a, w);
+  const hi = i16x8.extmul_high_i8x16_s(a, w);
+  return i16x8.add(v128.shuffle<i16>(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14), v128.shuffle<i16>(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15));
+}
+
 /**
  * Chunks whose dotChunk16 sums fit one i16 lane: 2 * 127 * wmax per chunk (U4 3810, U5 7874, U6 16002) under 32767;
  * with the zero point in the sums (`zeroed`) 2 * 127 * zeroPoint (U5 4064, U6 8128): a whole group.
@@ -510,7 +519,9 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     let isc = i32x4.splat(0), imin = isc;
     let p = s + 32;
     for (let j = 0; j < 8; j++) {
-      isc = i32x4.add(isc, groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0), kScales16(v128.load8x8_u(p))));
+      const w16 = kScales16(v128.load8x8_u(p));
+      if (kind == KIND_U4K) isc = i32x4.add(isc, u4kGroup8(q, v128.load(qa), v128.load(qa, 16), w16));
+      else isc = i32x4.add(isc, groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0), w16));
       q += gb;
       qa += 32;
       p += 8;
@@ -523,11 +534,36 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     imin = kPairMins(s + 32, bs16, 2, imin);
     imin = kPairMins(s + 32, bs16, 3, imin);
     bs += 32;
+    if (kind == KIND_U4K) isc = i32x4.shr_s(isc, 3); // u4kGroup8's 8 * (sc * isum): exact
     acc = f32x4.add(acc, kTerm(isc, imin, v128.load(s), v128.load(s, 16), v128.load32_splat(da)));
     da += 32;
     s += <usize>superblockBytes(kind);
   }
   return acc;
+}
+
+/**
+ * KIND_U4K, one group of 4 rows x 1 token: 8 * sum_r(sc_r * isum_r) as i32 (w16: the pair weights [sc0, sc0, ..]).
+ * The high nibbles are taken as 8 * q (masked, halved by one byte average: no i16 shift, which JSC emits as 4
+ * instructions), at most 120 (the relaxed dot's i7 side), so one chunk's pair sums reach 2 * 120 * 127 = 30480: each
+ * is widened alone, by sc; the low nibbles' 4 chunks (at most 4 * 3810) once, by 8 * sc (at most 504). The i32 sum
+ * is at most 8 * 8 * 63 * 60960 / 8 per group, 8 * 30.7e6 per superblock: inside i32.
+ */
+// @ts-ignore: decorator
+@inline function u4kGroup8(q: usize, a0: v128, a1: v128, w16: v128): v128 {
+  const lo = i8x16.splat(0x0f);
+  const hiMask = i8x16.splat(<i8>0xf0);
+  const z = i8x16.splat(0);
+  const p0 = v128.load(q), p1 = v128.load(q, 16), p2 = v128.load(q, 32), p3 = v128.load(q, 48);
+  let s = dot16(laneChunk(a0, 0), v128.and(p0, lo));
+  s = dotChunk16(laneChunk(a0, 1), v128.and(p1, lo), s);
+  s = dotChunk16(laneChunk(a0, 2), v128.and(p2, lo), s);
+  s = dotChunk16(laneChunk(a0, 3), v128.and(p3, lo), s);
+  let x = pairSumsBy(s, i16x8.mul(w16, i16x8.splat(8)));
+  x = i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 0), i8x16.avgr_u(v128.and(p0, hiMask), z)), w16));
+  x = i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 1), i8x16.avgr_u(v128.and(p1, hiMask), z)), w16));
+  x = i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 2), i8x16.avgr_u(v128.and(p2, hiMask), z)), w16));
+  return i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 3), i8x16.avgr_u(v128.and(p3, hiMask), z)), w16));
 }
 
 /** kTile1: imin += m * bsum of groups 2k and 2k + 1 (k constant; their factor bytes at p + 16k, the bsums i16 in bs16). */
