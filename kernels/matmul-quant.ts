@@ -911,6 +911,16 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   }
 }
 
+/** The f32 sums of an 8-row x 4-token tile (i8Tile8 / u4Tile8) set to zero: token k's 8 rows at out + k * outStride. */
+// @ts-ignore: decorator
+@inline function zeroTile8Sums(out: usize, outStride: usize): void {
+  const zero = f32x4.splat(0);
+  for (let k: usize = 0; k < 4; k++) {
+    v128.store(out + k * outStride, zero);
+    v128.store(out + k * outStride, zero, 16);
+  }
+}
+
 /**
  * KIND_I8, 8 rows (two row groups, their groups [g0, g1) widened by widenPair into wide; scales at sa and sb) x 4
  * tokens on splat_q8_i16's ready vectors of those groups at quad (da: the first token's scales, dstride apart),
@@ -921,13 +931,7 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
  */
 // @ts-ignore: decorator
 @inline function i8Tile8(wide: usize, sa: usize, sb: usize, quad: usize, da: usize, dstride: usize, g0: i32, g1: i32, out: usize, outStride: usize): void {
-  if (g0 == 0) {
-    const zero = f32x4.splat(0);
-    for (let k: usize = 0; k < 4; k++) {
-      v128.store(out + k * outStride, zero);
-      v128.store(out + k * outStride, zero, 16);
-    }
-  }
+  if (g0 == 0) zeroTile8Sums(out, outStride);
   let w = wide;
   let a = quad;
   for (let g = g0; g < g1; g++) {
@@ -983,13 +987,7 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
  */
 // @ts-ignore: decorator
 @inline function u4Tile8(wide: usize, sa: usize, sb: usize, quad: usize, sums: usize, ps: usize, pstride: usize, g0: i32, g1: i32, out: usize, outStride: usize): void {
-  if (g0 == 0) {
-    const zero = f32x4.splat(0);
-    for (let k: usize = 0; k < 4; k++) {
-      v128.store(out + k * outStride, zero);
-      v128.store(out + k * outStride, zero, 16);
-    }
-  }
+  if (g0 == 0) zeroTile8Sums(out, outStride);
   let w = wide;
   for (let g = g0; g < g1; g++) {
     const pg = ps + (<usize>g << 4);
