@@ -7,7 +7,8 @@
  *        [--threads 2] [--steps 32]
  */
 import { parseArgs } from "node:util";
-import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaLogLevel } from "node-llama-cpp";
+import { llamaCppSteps } from "./llama-cpp-steps.ts";
 
 const { values } = parseArgs({
   options: {
@@ -37,41 +38,19 @@ if (values.model === undefined) {
 const runs = [{ path: values.model, config: parseConfig(values.a) }, { path: values["model-b"] ?? values.model, config: parseConfig(values.b) }];
 const steps = Number(values.steps);
 const TOP = 20;
-const full = { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } };
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
-let all: Token[] = [];
-let promptLength = 0;
-const distributions: Map<Token, number>[][] = [];
-for (const { path, config } of runs) {
-  const model = await llama.loadModel({ modelPath: path });
-  const context = await model.createContext({
-    contextSize: 128, batchSize: 128, threads: Number(values.threads), flashAttention: config.fa,
-    experimentalKvCacheKeyType: config.kv, experimentalKvCacheValueType: config.kv,
-  });
-  const sequence = context.getSequence();
-  if (all.length === 0) { // the first run's greedy continuation is the path both are scored along
-    const prompt = [...(model.tokens.bos !== null ? [model.tokens.bos] : []), ...model.tokenize(values.prompt)];
-    const theirs: Token[] = [];
-    for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
-      theirs.push(token);
-      if (theirs.length === steps) break;
-    }
-    await sequence.clearHistory();
-    promptLength = prompt.length;
-    all = [...prompt, ...theirs.slice(0, steps - 1)];
-  }
-  const evaluated = await sequence.controlledEvaluate(all.map((t, i) => (i >= promptLength - 1 ? [t, full] : t)) as never);
-  distributions.push(all.map((_, pos) => (evaluated[pos] as { next?: { probabilities?: Map<Token, number> } } | undefined)?.next?.probabilities ?? new Map()));
-  await context.dispose();
-  await model.dispose();
-}
+const contextOf = (c: Config) => ({ threads: Number(values.threads), flashAttention: c.fa, experimentalKvCacheKeyType: c.kv, experimentalKvCacheValueType: c.kv });
+// the first run's greedy continuation is the path both are scored along
+const first = await llamaCppSteps(llama, runs[0]!.path, contextOf(runs[0]!.config), values.prompt, steps);
+const second = await llamaCppSteps(llama, runs[1]!.path, contextOf(runs[1]!.config), values.prompt, steps, first);
 await llama.dispose();
+const { path: all, promptLength } = first;
 
 const perStep: number[] = [];
 let differing = 0;
 for (let pos = promptLength - 1; pos < all.length; pos++) {
-  const [a, b] = [distributions[0]![pos]!, distributions[1]![pos]!];
+  const [a, b] = [first.next[pos]!, second.next[pos]!];
   const top = [...a].sort((x, y) => y[1] - x[1]).slice(0, TOP);
   const topB = [...b].reduce((best, e) => (e[1] > best[1] ? e : best));
   if (top[0]![0] !== topB[0]) differing++;

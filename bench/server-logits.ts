@@ -10,6 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { llamaCppSteps } from "./llama-cpp-steps.ts";
 
 const { values } = parseArgs({
   options: {
@@ -28,22 +29,7 @@ const steps = Number(values.steps);
 const TOP = 20;
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
-const model = await llama.loadModel({ modelPath: values.model });
-const context = await model.createContext({ contextSize: 128, batchSize: 128, threads: Number(values.threads), flashAttention: false });
-const sequence = context.getSequence();
-const bos = model.tokens.bos;
-const prompt = [...(bos !== null ? [bos] : []), ...model.tokenize(values.prompt)];
-const theirs: Token[] = [];
-for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
-  theirs.push(token);
-  if (theirs.length === steps) break;
-}
-await sequence.clearHistory();
-const all = [...prompt, ...theirs.slice(0, steps - 1)];
-const full = { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } };
-const evaluated = await sequence.controlledEvaluate(all.map((t, i) => (i >= prompt.length - 1 ? [t, full] : t)) as never);
-await context.dispose();
-await model.dispose();
+const { path: all, promptLength, greedy: theirs, next } = await llamaCppSteps(llama, values.model, { threads: Number(values.threads), flashAttention: false }, values.prompt, steps);
 await llama.dispose();
 
 const models = (await (await fetch(`${values.url}/v1/models`)).json()) as { data: { id: string }[] };
@@ -59,10 +45,10 @@ const ours = body.choices[0]!.prompt_logprobs; // [position] -> token id -> logp
 let worst = 0;
 let differing = 0;
 for (let s = 0; s < steps; s++) {
-  const pos = prompt.length + s; // the position of theirs[s]: scored from the prefix before it
+  const pos = promptLength + s; // the position of theirs[s]: scored from the prefix before it
   const mine = ours[pos]!;
-  const probabilities = (evaluated[pos - 1] as { next?: { probabilities?: Map<Token, number> } } | undefined)?.next?.probabilities;
-  if (probabilities === undefined) throw new Error(`no distribution from llama.cpp at step ${s}`);
+  const probabilities = next[pos - 1]!;
+  if (probabilities.size === 0) throw new Error(`no distribution from llama.cpp at step ${s}`);
   let stepWorst = 0;
   let ourTop = -1;
   let ourTopLp = -Infinity;
