@@ -21,22 +21,52 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
     let lo0: i32 = 0, lo1: i32 = 0, hi0: i32 = 0, hi1: i32 = 0;
     let d: f32;
     if (ASC_FEATURE_SIMD) {
-      // the same values as the scalar loop: max is order-free, nearest() on each lane, integer sums exact
-      let m = f32x4.abs(v128.load(src));
-      for (let i = 16; i < 128; i += 16) m = f32x4.max(m, f32x4.abs(v128.load(src + <usize>i)));
-      const amax = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+      // the same values as the scalar loop for finite inputs. amax as the i32 max of the |x| bit patterns (the same
+      // order as the floats for non-negative values; f32x4.max is 8 instructions in JSC for its NaN rules)
+      const absMask = i32x4.splat(0x7fffffff);
+      let m = i32x4.max_s(v128.and(v128.load(src), absMask), v128.and(v128.load(src, 16), absMask));
+      m = i32x4.max_s(m, i32x4.max_s(v128.and(v128.load(src, 32), absMask), v128.and(v128.load(src, 48), absMask)));
+      m = i32x4.max_s(m, i32x4.max_s(v128.and(v128.load(src, 64), absMask), v128.and(v128.load(src, 80), absMask)));
+      m = i32x4.max_s(m, i32x4.max_s(v128.and(v128.load(src, 96), absMask), v128.and(v128.load(src, 112), absMask)));
+      m = i32x4.max_s(m, v128.shuffle<i32>(m, m, 2, 3, 0, 1));
+      m = i32x4.max_s(m, v128.shuffle<i32>(m, m, 1, 0, 3, 2));
+      const amax = reinterpret<f32>(i32x4.extract_lane(m, 0));
       d = amax / 127;
-      const id = f32x4.splat(d > 0 ? 1 / d : 0);
+      const ids: f32 = d > 0 ? 1 / d : 0;
+      const id = f32x4.splat(ids);
+      let q0: v128, q1: v128, q2: v128, q3: v128, q4: v128, q5: v128, q6: v128, q7: v128;
+      if (amax < Infinity && ids < Infinity) {
+        // |x * id| <= 127 + a few ulps: adding 1.5 * 2^23 rounds to the nearest integer, ties to even, as nearest()
+        // does, and leaves it in the low mantissa bits (the i32 trunc_sat is 8 instructions in JSC)
+        q0 = roundToI32(f32x4.mul(v128.load(src), id));
+        q1 = roundToI32(f32x4.mul(v128.load(src, 16), id));
+        q2 = roundToI32(f32x4.mul(v128.load(src, 32), id));
+        q3 = roundToI32(f32x4.mul(v128.load(src, 48), id));
+        q4 = roundToI32(f32x4.mul(v128.load(src, 64), id));
+        q5 = roundToI32(f32x4.mul(v128.load(src, 80), id));
+        q6 = roundToI32(f32x4.mul(v128.load(src, 96), id));
+        q7 = roundToI32(f32x4.mul(v128.load(src, 112), id));
+      } else {
+        // infinities, NaN, or an id that overflowed (amax below ~3.7e-37): nearest and trunc_sat's own rules
+        q0 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src), id)));
+        q1 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 16), id)));
+        q2 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 32), id)));
+        q3 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 48), id)));
+        q4 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 64), id)));
+        q5 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 80), id)));
+        q6 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 96), id)));
+        q7 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 112), id)));
+      }
       const lim = i32x4.splat(127);
       const neg = i32x4.splat(-127);
-      let q0 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src), id))), neg), lim);
-      let q1 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 16), id))), neg), lim);
-      let q2 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 32), id))), neg), lim);
-      let q3 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 48), id))), neg), lim);
-      let q4 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 64), id))), neg), lim);
-      let q5 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 80), id))), neg), lim);
-      let q6 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 96), id))), neg), lim);
-      let q7 = i32x4.min_s(i32x4.max_s(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src, 112), id))), neg), lim);
+      q0 = i32x4.min_s(i32x4.max_s(q0, neg), lim);
+      q1 = i32x4.min_s(i32x4.max_s(q1, neg), lim);
+      q2 = i32x4.min_s(i32x4.max_s(q2, neg), lim);
+      q3 = i32x4.min_s(i32x4.max_s(q3, neg), lim);
+      q4 = i32x4.min_s(i32x4.max_s(q4, neg), lim);
+      q5 = i32x4.min_s(i32x4.max_s(q5, neg), lim);
+      q6 = i32x4.min_s(i32x4.max_s(q6, neg), lim);
+      q7 = i32x4.min_s(i32x4.max_s(q7, neg), lim);
       const lo = i32x4.add(i32x4.add(q0, q1), i32x4.add(q2, q3));
       const hi = i32x4.add(i32x4.add(q4, q5), i32x4.add(q6, q7));
       lo0 = i32x4.extract_lane(lo, 0) + i32x4.extract_lane(lo, 1);
@@ -152,6 +182,13 @@ export function quantize_q8k(x: usize, numTokens: i32, cols: i32, qa: usize, da:
       storePairs(ps16 + (<usize>b << 5) + 16, -32 * hi0, -32 * hi1);
     }
   }
+}
+
+/** The nearest integer of each lane of v (|v| < 2^22), ties to even, as i32: v + 1.5 * 2^23 rounds it into the low
+ * mantissa bits, exactly nearest()'s value, and subtracting the sum's own bit pattern at 0 leaves it (two instructions). */
+// @ts-ignore: decorator
+@inline function roundToI32(v: v128): v128 {
+  return i32x4.sub(f32x4.add(v, f32x4.splat(12582912.0)), i32x4.splat(0x4b400000));
 }
 
 /** 16 bytes at p = [p0, p1] as i16, 4 times (ps16's |p0|, |p1| <= 32 * 8 * 127 < 2^15, ps32's <= 16 * 127). */
