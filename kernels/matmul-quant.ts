@@ -485,20 +485,28 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 
 /**
  * KIND_U6G16, 4 rows x 1 token: per superblock d loaded once, the token's dy (da, one per 256 values, repeated per 32),
- * 16 groups' sc * sum((q - 32) * a) as i32 (the i16 sums start at the token's -32 * pair sums, ps16), then u6Term.
+ * 16 groups' sc * sum((q - 32) * a) as i32 (the i16 sums start at the token's -32 * pair sums), then u6Term. The
+ * pairs come compact (pc: quantize_q8k's pc16, 4 bytes per group), 4 groups per load spread by a lane shuffle each:
+ * with ps16's 16 bytes per group a 14,336-column input took 28 KiB with its quants, and the matvec from memory ran at
+ * 0.65x of the same kernel reading one ps16 vector for all (the activations left L1 to the weight stream). Unrolled
+ * by 4 groups (one set of pointer steps per 4).
  */
 // @ts-ignore: decorator
-@inline function u6Tile1(q: usize, s: usize, qa: usize, da: usize, ps: usize, numGroups: i32): v128 {
+@inline function u6Tile1(q: usize, s: usize, qa: usize, da: usize, pc: usize, numGroups: i32): v128 {
   let acc = f32x4.splat(0);
   for (let b = 0; b < (numGroups >> 4); b++) {
     let isc = i32x4.splat(0);
     let sc = s + 16;
-    for (let j = 0; j < 16; j++) {
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q, v128.load(qa), v128.load(qa), v128.load(ps), u6Scales16(sc)));
-      q += 48;
-      qa += 16;
-      ps += 16;
-      sc += 4;
+    for (let j = 0; j < 16; j += 4) {
+      const p = v128.load(pc);
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q, v128.load(qa), v128.load(qa), lane4(p, 0), u6Scales16(sc)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 48, v128.load(qa, 16), v128.load(qa, 16), lane4(p, 1), u6Scales16(sc + 4)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 96, v128.load(qa, 32), v128.load(qa, 32), lane4(p, 2), u6Scales16(sc + 8)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 144, v128.load(qa, 48), v128.load(qa, 48), lane4(p, 3), u6Scales16(sc + 12)));
+      q += 192;
+      qa += 64;
+      pc += 16;
+      sc += 16;
     }
     acc = f32x4.add(acc, u6Term(isc, v128.load(s), v128.load32_splat(da)));
     da += 32;
@@ -1215,6 +1223,7 @@ const TMP_ROW_BYTES: usize = 64;
   const dStride = <usize>((cols >> 5) << 2); // bytes of one token's scales
   const gStride = <usize>(numGroups << 2); // bytes of one token's per-group sums (sa)
   const pStride = <usize>(numGroups << 4); // bytes of one token's pair-sum vectors (ps)
+  const pairsAt = ps + <usize>numTokens * pStride; // KIND_U6G16: quantize_q8k's compact pairs (pc16) follow ps16
   const outStride = <usize>(rows << 2);
   const gb4 = 4 * groupBytes(kind); // bytes of a row group's group of quants
   // KIND_I8 and Q4_0 (KIND_U4 with its zero point) on ready vectors: 8-row tiles, in blocks of tokens whose vectors
@@ -1288,7 +1297,7 @@ const TMP_ROW_BYTES: usize = 64;
       const sat = sa + <usize>t * gStride;
       const pst = ps + <usize>t * pStride;
       if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
-      else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pst, numGroups));
+      else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pairsAt + <usize>t * <usize>(numGroups << 2), numGroups));
       else if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, zeroed, q, s, m, qat, dat, sat, pst, numGroups, zeroPoint));
       else if (superblockScales(kind)) scalarTileK(kind, q, s, qat, dat, sat, pst, numGroups, target);
       else scalarTile1(kind, q, s, m, qat, dat, sat, pst, numGroups, target, zeroed ? zeroPoint : 0);
@@ -1343,7 +1352,9 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
 /**
  * out [numTokens, rows] f32 for row groups [groupStart, groupEnd) (of 4 rows). Activations from quantize_q8
  * (qa [numTokens, cols] i8, da [numTokens, cols / 32]); for KIND_I8 qa is widen_q8's i16 [numTokens, cols] instead;
- * sa / ps are sa16 / ps16 for KIND_U6G16, else sa32 / ps32 (unused by KIND_I8; ps only read with a zero point).
+ * sa / ps are sa16 / ps16 for KIND_U6G16, else sa32 / ps32 (unused by KIND_I8; ps only read with a zero point); the
+ * K-quant kinds read quantize_q8k's outputs (da, bs32 as sa, ps16 as ps), and KIND_U6G16's single tokens its compact
+ * pairs pc16 right after the ps16 of all numTokens (at ps + numTokens * cols).
  * zeroPoint: 0 when wm holds float offsets (or for KIND_I8, KIND_U4K, KIND_U5K: no zero point), else the integer
  * offset (wm unused); KIND_U6G16 always has 32.
  * quads: the 4-token tiles' ready vectors of the whole quads of tokens: for the nibble kinds splat_q8's, for KIND_I8

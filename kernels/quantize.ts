@@ -114,9 +114,12 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
  * kernels' integer sums are llama.cpp's. Outputs, in quantize_q8's shapes so splat_q8 / quad_sums read them alike:
  * qa [numTokens, cols] i8, da [numTokens, cols / 32] f32 (the superblock's d, repeated for each of its 8 blocks of
  * 32), bs32 [numTokens, cols / 32] i32 (sum(q) per 32: Q4_K / Q5_K's mins), ps16 [numTokens, cols / 16, 8] i16 (as
- * quantize_q8's: Q6_K's zero point). cols is a multiple of 256. The SIMD and scalar paths give the same bits.
+ * quantize_q8's: Q6_K's zero point, for the 4-token tiles) and pc16 [numTokens, cols / 16] i32, the same pair per 16
+ * once (i16 p0 | p1 << 16: a single token's Q6_K tile loads 4 groups' at a time and spreads each, so its activations
+ * stay in L1 at 14,336 columns: ps16 doubled them, and that matvec ran at 0.65x). cols is a multiple of 256. The SIMD
+ * and scalar paths give the same bits.
  */
-export function quantize_q8k(x: usize, numTokens: i32, cols: i32, qa: usize, da: usize, bs32: usize, ps16: usize): void {
+export function quantize_q8k(x: usize, numTokens: i32, cols: i32, qa: usize, da: usize, bs32: usize, ps16: usize, pc16: usize): void {
   const numSuper = numTokens * (cols >> 8);
   for (let sb = 0; sb < numSuper; sb++) {
     const src = x + (<usize>sb << 10);
@@ -180,6 +183,8 @@ export function quantize_q8k(x: usize, numTokens: i32, cols: i32, qa: usize, da:
       store<i32>(bs32 + (<usize>b << 2), lo0 + lo1 + hi0 + hi1);
       storePairs(ps16 + (<usize>b << 5), -32 * lo0, -32 * lo1);
       storePairs(ps16 + (<usize>b << 5) + 16, -32 * hi0, -32 * hi1);
+      store<i32>(pc16 + (<usize>b << 3), pairBits(-32 * lo0, -32 * lo1));
+      store<i32>(pc16 + (<usize>b << 3), pairBits(-32 * hi0, -32 * hi1), 4);
     }
   }
 }
@@ -191,10 +196,16 @@ export function quantize_q8k(x: usize, numTokens: i32, cols: i32, qa: usize, da:
   return i32x4.sub(f32x4.add(v, f32x4.splat(12582912.0)), i32x4.splat(0x4b400000));
 }
 
+/** [p0, p1] as two i16 in one i32 (little-endian: p0 first). */
+// @ts-ignore: decorator
+@inline function pairBits(p0: i32, p1: i32): i32 {
+  return (p0 & 0xffff) | (p1 << 16);
+}
+
 /** 16 bytes at p = [p0, p1] as i16, 4 times (ps16's |p0|, |p1| <= 32 * 8 * 127 < 2^15, ps32's <= 16 * 127). */
 // @ts-ignore: decorator
 @inline function storePairs(p: usize, p0: i32, p1: i32): void {
-  const v = (p0 & 0xffff) | (p1 << 16);
+  const v = pairBits(p0, p1);
   store<i32>(p, v);
   store<i32>(p, v, 4);
   store<i32>(p, v, 8);

@@ -10,7 +10,7 @@ export interface KernelExports {
   heap_base(): number;
   simd_level(): number;
   quantize_q8(x: number, numTokens: number, cols: number, qa: number, da: number, sa32: number, sa16: number, ps32: number, ps16: number): void;
-  quantize_q8k(x: number, numTokens: number, cols: number, qa: number, da: number, bs32: number, ps16: number): void;
+  quantize_q8k(x: number, numTokens: number, cols: number, qa: number, da: number, bs32: number, ps16: number, pc16: number): void;
   widen_q8(qa: number, n: number, out: number): void;
   splat_q8(qa: number, numTokens: number, cols: number, out: number): void;
   splat_q8_i16(qa: number, numTokens: number, cols: number, out: number): void;

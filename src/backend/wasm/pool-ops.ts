@@ -62,7 +62,8 @@ export const QUANTIZE_ARGS = { x: 0, numTokens: 1, cols: 2, qa: 3, da: 4, sa32: 
 /**
  * How a matmul input is quantized, by the weights that read it (llama.cpp ggml-cpu.c type_traits_cpu's vec_dot_type):
  * Q8_0 per 32 values (quantize_q8) for the 32-value types, Q8_K per 256 (quantize_q8k) for Q4_K / Q5_K / Q6_K. Q8_K
- * writes qa, da (its d per 32), sa32 (bsums per 32, i32) and ps16; sa16, ps32, qa16 and quads16 are unused.
+ * writes qa, da (its d per 32), sa32 (bsums per 32, i32), ps16 and after the whole input's ps16 its compact pairs
+ * (pc16 [numTokens, cols / 16] i32, where matmul_quant reads them: q8kPairsAt); sa16, ps32, qa16 and quads16 are unused.
  */
 export enum QuantizeRule {
   Q8_0 = 0,
@@ -80,8 +81,9 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
   const groups32 = from * (cols >> 5);
   const qa = a[at + QUANTIZE_ARGS.qa]! + from * cols;
   if (a[at + QUANTIZE_ARGS.rule] === QuantizeRule.Q8_K) {
+    const ps16 = a[at + QUANTIZE_ARGS.ps16]!;
     k.quantize_q8k(a[at + QUANTIZE_ARGS.x]! + from * cols * 4, n, cols, qa, a[at + QUANTIZE_ARGS.da]! + groups32 * 4,
-      a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.ps16]! + groups32 * 32);
+      a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, ps16 + groups32 * 32, q8kPairsAt(ps16, a[at + QUANTIZE_ARGS.numTokens]!, cols) + groups32 * 8);
   } else {
     k.quantize_q8(a[at + QUANTIZE_ARGS.x]! + from * cols * 4, n, cols, qa, a[at + QUANTIZE_ARGS.da]! + groups32 * 4,
       a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa16]! + groups32 * 8, a[at + QUANTIZE_ARGS.ps32]! + groups32 * 16,
@@ -98,6 +100,14 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
   }
   const quads16 = a[at + QUANTIZE_ARGS.quads16]!;
   if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * QUAD_I16_BYTES_PER_COLUMN); // no quad_sums
+}
+
+/**
+ * Where quantize_q8k's compact pairs (pc16) of an input of numTokens x cols start: right after its ps16 (cols bytes
+ * per token), where kernels/matmul-quant.ts matmul_quant reads them for Q6_K's single tokens.
+ */
+export function q8kPairsAt(ps16: number, numTokens: number, cols: number): number {
+  return ps16 + numTokens * cols;
 }
 
 /** Bytes of kernels/quantize.ts quad_sums' block (a quad of tokens, 32 columns). */

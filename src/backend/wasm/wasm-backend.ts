@@ -12,7 +12,7 @@ import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
 import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
-import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, quads16Bytes, quadsBytes, QuantizeRule, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
+import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, q8kPairsAt, quads16Bytes, quadsBytes, QuantizeRule, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
 import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
 import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
@@ -485,7 +485,7 @@ export class WasmBackend implements Backend {
     const quads16Size = useQuads16 ? quads16Bytes(numRows, cols) : 0;
     const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
     const q8Bytes = q8 ? (useQuads ? quadsSize : 0) + quads16Size + qaBytes * 3 + numBlocks * 64 : 0;
-    const q8kBytes = q8k ? (tiles ? quadsSize : 0) + qaBytes + numBlocks * 40 : 0;
+    const q8kBytes = q8k ? (tiles ? quadsSize : 0) + qaBytes + numBlocks * 48 : 0; // da | bs32 | ps16 | pc16 (pool-ops.ts q8kPairsAt)
     const base = this.activations.ensure(q8Bytes + q8kBytes);
     const quads = useQuads ? base : 0;
     const quads16 = useQuads16 ? base + (useQuads ? quadsSize : 0) : 0;
@@ -728,7 +728,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
   const qa = heap.alloc(numTokens * cols * 2); // [numTokens, cols] i8, or i16 for KIND_I8 (zero weights: any bytes do)
   const quadBytes = Math.max(quadsBytes(4, cols), quads16Bytes(4, cols));
   const quads = heap.alloc(quadBytes); // one quad of tokens in splat_q8's layout, then its quad_sums
-  const sums = heap.alloc(numTokens * (cols / 32) * 64); // da | sa32 | sa16 | ps32 | ps16
+  const sums = heap.alloc(numTokens * (cols / 32) * 72); // da | sa32 | sa16 | ps32 | ps16 | q8_K's pc16 (pool-ops.ts q8kPairsAt)
   const w = heap.alloc(rows * cols * 4); // zeros: f32 rows, or quants + scales + offsets of any kind
   const tmpBytes = 64 + TILE_SCRATCH_BYTES; // rows past the end, then the 8-row tiles' rows (matmul_quant's tmp)
   const tmp = heap.alloc(tmpBytes);
@@ -746,7 +746,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     const n = 1 + (i % numTokens);
     // each input rule (quantize_q8, then quantize_q8k) and the kinds that read it
     for (const q8k of [false, true]) {
-      if (q8k) k.quantize_q8k(x, n, cols, qa, da, sa32, ps16);
+      if (q8k) k.quantize_q8k(x, n, cols, qa, da, sa32, ps16, q8kPairsAt(ps16, n, cols));
       else k.quantize_q8(x, n, cols, qa, da, sa32, sa16, ps32, ps16);
       k.splat_q8(qa, n, cols, quads);
       if (!q8k) k.splat_q8_i16(qa, n, cols, quads);
@@ -763,7 +763,7 @@ function warmUpKernels(k: KernelExports, heap: WasmHeap): void {
     k.matmul_f32(out, w, x, rows, cols, n, 0, rows / 4, tmp);
   }
   for (const [ptr, bytes] of [[x, numTokens * cols * 4], [out, numTokens * rows * 4], [qa, numTokens * cols * 2], [quads, quadBytes],
-    [sums, numTokens * (cols / 32) * 64], [w, rows * cols * 4], [tmp, tmpBytes]] as const) heap.free(ptr, bytes);
+    [sums, numTokens * (cols / 32) * 72], [w, rows * cols * 4], [tmp, tmpBytes]] as const) heap.free(ptr, bytes);
 }
 
 /**
