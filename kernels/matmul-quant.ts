@@ -499,10 +499,13 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     let sc = s + 16;
     for (let j = 0; j < 16; j += 4) {
       const p = v128.load(pc);
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q, v128.load(qa), v128.load(qa), lane4(p, 0), u6Scales16(sc)));
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 48, v128.load(qa, 16), v128.load(qa, 16), lane4(p, 1), u6Scales16(sc + 4)));
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 96, v128.load(qa, 32), v128.load(qa, 32), lane4(p, 2), u6Scales16(sc + 8)));
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 144, v128.load(qa, 48), v128.load(qa, 48), lane4(p, 3), u6Scales16(sc + 12)));
+      // the 4 groups' i8 scales in one load, widened by halves, each group's spread to its pair weights by a shuffle
+      const scv = v128.load(sc);
+      const s01 = i16x8.extend_low_i8x16_s(scv), s23 = i16x8.extend_high_i8x16_s(scv);
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q, v128.load(qa), v128.load(qa), lane4(p, 0), v128.shuffle<i16>(s01, s01, 0, 0, 1, 1, 2, 2, 3, 3)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 48, v128.load(qa, 16), v128.load(qa, 16), lane4(p, 1), v128.shuffle<i16>(s01, s01, 4, 4, 5, 5, 6, 6, 7, 7)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 96, v128.load(qa, 32), v128.load(qa, 32), lane4(p, 2), v128.shuffle<i16>(s23, s23, 0, 0, 1, 1, 2, 2, 3, 3)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 144, v128.load(qa, 48), v128.load(qa, 48), lane4(p, 3), v128.shuffle<i16>(s23, s23, 4, 4, 5, 5, 6, 6, 7, 7)));
       q += 192;
       qa += 64;
       pc += 16;
