@@ -458,17 +458,23 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 // |imin| <= 8 * 63 * 32 * 127 = 2.05e6: all far inside i32. The i16 pair sums are the kernels' usual ones (i16Chunks).
 // f32(isc) rounds above 2^24 (relative 6e-8), the same in every build.
 
+/** A row quad's 4 i16 scales, lanes 4 * half .. 4 * half + 3 of sc16 (half constant), as pair weights [sc0, sc0, sc1, sc1, ..]. */
+// @ts-ignore: decorator
+@inline function pairWeights16(sc16: v128, half: i32): v128 {
+  if (half == 0) return v128.shuffle<i16>(sc16, sc16, 0, 0, 1, 1, 2, 2, 3, 3);
+  return v128.shuffle<i16>(sc16, sc16, 4, 4, 5, 5, 6, 6, 7, 7);
+}
+
 /** KIND_U4K / KIND_U5K: group scales from scaleMinBytes' u16 [sc0..sc3, m0..m3] as pair weights [sc0, sc0, sc1, sc1, ..]. */
 // @ts-ignore: decorator
 @inline function kScales16(scaleMin: v128): v128 {
-  return v128.shuffle<i16>(scaleMin, scaleMin, 0, 0, 1, 1, 2, 2, 3, 3);
+  return pairWeights16(scaleMin, 0);
 }
 
 /** KIND_U6G16: a row quad's 4 i8 scales at p as pair weights [sc0, sc0, sc1, sc1, ..] (sign-extended to i16). */
 // @ts-ignore: decorator
 @inline function u6Scales16(p: usize): v128 {
-  const sc = i16x8.extend_low_i8x16_s(v128.load32_zero(p));
-  return v128.shuffle<i16>(sc, sc, 0, 0, 1, 1, 2, 2, 3, 3);
+  return pairWeights16(i16x8.extend_low_i8x16_s(v128.load32_zero(p)), 0);
 }
 
 /** The f32 term of one superblock for one token (see above): (f32(isc) * d + f32(imin) * negDmin) * dy. */
@@ -502,10 +508,10 @@ const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
       // the 4 groups' i8 scales in one load, widened by halves, each group's spread to its pair weights by a shuffle
       const scv = v128.load(sc);
       const s01 = i16x8.extend_low_i8x16_s(scv), s23 = i16x8.extend_high_i8x16_s(scv);
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q, v128.load(qa), v128.load(qa), lane4(p, 0), v128.shuffle<i16>(s01, s01, 0, 0, 1, 1, 2, 2, 3, 3)));
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 48, v128.load(qa, 16), v128.load(qa, 16), lane4(p, 1), v128.shuffle<i16>(s01, s01, 4, 4, 5, 5, 6, 6, 7, 7)));
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 96, v128.load(qa, 32), v128.load(qa, 32), lane4(p, 2), v128.shuffle<i16>(s23, s23, 0, 0, 1, 1, 2, 2, 3, 3)));
-      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 144, v128.load(qa, 48), v128.load(qa, 48), lane4(p, 3), v128.shuffle<i16>(s23, s23, 4, 4, 5, 5, 6, 6, 7, 7)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q, v128.load(qa), v128.load(qa), lane4(p, 0), pairWeights16(s01, 0)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 48, v128.load(qa, 16), v128.load(qa, 16), lane4(p, 1), pairWeights16(s01, 1)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 96, v128.load(qa, 32), v128.load(qa, 32), lane4(p, 2), pairWeights16(s23, 0)));
+      isc = i32x4.add(isc, groupSum(KIND_U6G16, true, q + 144, v128.load(qa, 48), v128.load(qa, 48), lane4(p, 3), pairWeights16(s23, 1)));
       q += 192;
       qa += 64;
       pc += 16;
