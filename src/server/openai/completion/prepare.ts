@@ -1,7 +1,7 @@
 /**
  * The completion's preparation (vLLM serving_completion.py create_completion up to the generators): the OpenAI
- * request rules, then the shared preparation (server/generation/sampling-request.ts, sampling-extras.ts): sampling
- * parameters, each prompt tokenized and fitted to the context. Each prompt is one engine request; everything the
+ * request rules, then the preparation every generating dialect shares (server/generation/prepare-generation.ts:
+ * sampling parameters, structured outputs, each prompt tokenized and fitted to the context). Each prompt is one engine request; everything the
  * answer depends on is fixed in a CompletionAnswer before anything runs. Framework-free; throws ApiError (400/404).
  * @example const { requests, answer } = await prepareCompletion(options, body, context);
  */
@@ -11,15 +11,14 @@ import type { GenerateRequest } from "../../../frontend/orchestrator.ts";
 import { ApiError } from "../../errors.ts";
 import type { ServerOptions } from "../../server-options.ts";
 import type { RequestContext } from "../../request-context.ts";
-import { fitPrompt, requestedMaxTokens, toSamplingParams } from "../../generation/sampling-request.ts";
+import { requestedMaxTokens } from "../../generation/sampling-request.ts";
+import { prepareTextGeneration, textSampling } from "../../generation/prepare-generation.ts";
 import type { CompletionAnswer } from "./response.ts";
 import type { CompletionBody } from "../schemas.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkStreamOptions, promptsOf, publicRequestId, unixSeconds, usageMode } from "../wire-to-request.ts";
 import { systemFingerprint } from "../fingerprint.ts";
-import { extrasContext, samplingExtras } from "../sampling-extras.ts";
 import { refuseFields } from "../request-fields.ts";
 import { logprobTokenizer } from "../logprobs.ts";
-import { checkPromptChars, encodePrompt } from "../prompt-text.ts";
 
 interface PreparedPrompt {
   readonly text: string;
@@ -51,30 +50,25 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
-  const requested = { ...toSamplingParams({ body, maxTokens: requestedMaxTokens(body, 16), logprobs: body.logprobs ?? null }), ...await samplingExtras(body, extrasContext(options)) };
+  const requested = await textSampling(options, body, { maxTokens: requestedMaxTokens(body, 16), logprobs: body.logprobs ?? null });
   // vLLM: echo with logprobs also scores the prompt (prompt_logprobs = logprobs unless set)
   const echoLogprobs = body.echo === true && body.logprobs !== undefined && body.logprobs !== null;
   const sampling = echoLogprobs && requested.promptLogprobs === null ? { ...requested, promptLogprobs: body.logprobs ?? null } : requested;
-  const addSpecial = body.add_special_tokens ?? true;
-  // every text prompt is bounded before any is tokenized (unless it is to be truncated: vLLM tokenizes it whole first)
-  const truncates = body.truncate_prompt_tokens !== undefined && body.truncate_prompt_tokens !== null;
-  if (!truncates) for (const input of inputs) if ("text" in input) checkPromptChars(tokenizer, orchestrator.maxModelLen, input.text.length, "prompt");
-  const encoded = await Promise.all(inputs.map((input) => ("text" in input ? encodePrompt(tokenizer, input.text, { addSpecial, parseSpecial: true }) : null)));
-  const limits = {
-    maxModelLen: orchestrator.maxModelLen, vocabSize: tokenizer.vocabSize, ...(options.maxLogprobs !== undefined ? { maxLogprobs: options.maxLogprobs } : {}),
-    truncatePromptTokens: body.truncate_prompt_tokens, maxTokensParam: "max_tokens", promptParam: "prompt",
-  } as const;
-  const prompts: PreparedPrompt[] = inputs.map((input, i) => {
-    const isText = "text" in input;
-    if (isText ? input.text === "" : input.tokenIds.length === 0) {
-      throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
-    }
-    const fullIds = encoded[i] ?? ("tokenIds" in input ? input.tokenIds : []);
-    if (!isText) checkPromptTokenIds(fullIds, tokenizer.vocabSize);
-    const fitted = fitPrompt(fullIds, sampling, limits);
-    const tokenIds = fitted.promptTokenIds;
-    const text = isText && tokenIds === fullIds ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
-    return { text, tokenIds, sampling: fitted.sampling };
+  const generations = await prepareTextGeneration(options, body, inputs, sampling, {
+    maxTokensParam: "max_tokens", promptParam: "prompt",
+    checkPrompt: (input, fullIds) => {
+      if ("text" in input ? input.text === "" : input.tokenIds.length === 0) {
+        throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
+      }
+      if (!("text" in input)) checkPromptTokenIds(fullIds, tokenizer.vocabSize);
+    },
+  });
+  const prompts: PreparedPrompt[] = generations.map((g, i) => {
+    const input = inputs[i]!;
+    const tokenIds = g.promptTokenIds;
+    // the echoed text: the client's own unless truncation cut it
+    const text = "text" in input && tokenIds === g.fullIds ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
+    return { text, tokenIds, sampling: g.sampling };
   });
 
   const id = `cmpl-${publicRequestId(context.requestIdHeader, body.request_id)}`;
