@@ -1,9 +1,9 @@
 /**
- * Framework-free mapping from validated wire bodies (snake_case) to the GenerateRequest fields the orchestrator takes
- * (camelCase), with vLLM's semantic checks and messages (vllm/entrypoints/openai/protocol.py to_sampling_params and
- * the request validators, vllm/sampling_params.py SamplingParams._verify_args, serving_engine.py
- * _validate_input for the context-length rules): sampling ranges, n, logprobs, stream options. Throws ApiError
- * (400/404) naming the parameter.
+ * The OpenAI request rules chat and completions share, framework-free, with vLLM's messages
+ * (vllm/entrypoints/openai/protocol.py request validators): the model name, stream options and usage, request-level
+ * options fennec refuses, completions' prompt forms and token ids, the public request id. Sampling parameters and
+ * the context rules are the shared preparation's (server/generation/sampling-request.ts). Throws ApiError (400/404)
+ * naming the parameter.
  */
 import { ApiError, invalidParam } from "../errors.ts";
 import type { CompletionBody, StreamOptionsBody } from "./schemas.ts";
