@@ -2,17 +2,17 @@
  * The chat completion's answer, built from the generation's outputs (vLLM serving_chat.py:
  * chat_completion_full_generator and chat_completion_stream_generator): one JSON body, or SSE chunks in vLLM's order
  * (role chunk, echo, content deltas, one finish chunk per choice, optional usage chunk). Pure: the preparation step
- * (chat-completions.ts) fixed everything the answer depends on in a ChatAnswer.
+ * (prepare.ts) fixed everything the answer depends on in a ChatAnswer.
  * @example const body = chatCompletionBody(answer, await collectGeneration(orchestrator, request, abort));
  */
-import type { RequestOutput } from "../../frontend/orchestrator.ts";
-import type { Tokenizer } from "../../tokenizer/tokenizer.ts";
-import type { ToolParserInvocation } from "../../metrics/recorder.ts";
-import { chatFinishReason, chatMessageOf, ChatStreamProcessor, type ChatOutputConfig } from "./chat-output.ts";
-import { applyOutput, newChoice, type ChoiceResult, type GenerationResult } from "./generation.ts";
-import { chatLogprobs, promptLogprobsWire } from "./logprobs.ts";
-import type { UsageMode } from "./wire-to-request.ts";
-import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
+import type { RequestOutput } from "../../../frontend/orchestrator.ts";
+import type { Tokenizer } from "../../../tokenizer/tokenizer.ts";
+import type { ToolParserInvocation } from "../../../metrics/recorder.ts";
+import { chatFinishReason, chatMessageOf, ChatStreamProcessor, type ChatOutputConfig } from "../chat-output.ts";
+import { applyOutput, newChoice, type ChoiceResult, type GenerationResult } from "../../generation/run-generation.ts";
+import { chatLogprobs, promptLogprobsWire } from "../logprobs.ts";
+import type { UsageMode } from "../wire-to-request.ts";
+import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "../usage.ts";
 
 /** What a chat answer depends on, fixed before generation starts. */
 export interface ChatAnswer {

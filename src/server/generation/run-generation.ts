@@ -1,14 +1,17 @@
 /**
- * Running one prompt through the orchestrator on behalf of an HTTP request: the abort wiring (client disconnect,
- * server shutdown) and the per-choice accumulation that non-streaming responses need. Framework-free.
+ * Running one prompt through the orchestrator on behalf of an HTTP request, for every dialect: the abort wiring
+ * (client disconnect, server shutdown), engine errors as OpenAI errors (engine-errors.ts), and the per-choice
+ * accumulation that non-streaming responses need. Framework-free.
+ * @example const result = await collectGeneration(orchestrator, request, linkAbort(context.clientSignal, shutdownSignal));
  */
 import type { PositionLogprobs } from "../../engine/protocol.ts";
-import { EngineDeadError, EngineRequestError, type CompletionOutput, type GenerateRequest, type Orchestrator, type RequestOutput } from "../../frontend/orchestrator.ts";
+import type { CompletionOutput, GenerateRequest, Orchestrator, RequestOutput } from "../../frontend/orchestrator.ts";
+import { ApiError } from "../errors.ts";
+import { engineErrorToApiError, GENERATION_FAILED } from "./engine-errors.ts";
 
 // the engine's types as the orchestrator hands them over (server/ reads engine types only through pipeline/)
 type FinishReason = NonNullable<CompletionOutput["finishReason"]>;
 type RequestTimes = RequestOutput["times"];
-import { ApiError } from "../errors.ts";
 
 /** One request's abort: fires on client disconnect, on server shutdown, or when the handler gives up. */
 export interface RequestAbort {
@@ -50,18 +53,6 @@ export function linkAbort(clientSignal: AbortSignal | undefined, shutdownSignal:
 export const SHUTTING_DOWN = (): ApiError => new ApiError("unavailable", "The server is shutting down; the request was aborted.");
 
 /**
- * The orchestrator's two error classes (frontend/orchestrator.ts): a refused request is the client's fault (400), a
- * dead engine is ours (500, /health 503), as vLLM's serving layer maps EngineGenerateError / EngineDeadError.
- */
-export function engineErrorToApiError(error: unknown): ApiError | null {
-  // the decode side could not read its prompt's KV from the prefill instance (kv_load_failure_policy fail): not the
-  // client's fault; vLLM ends such a request with FINISHED_ERROR (500)
-  if (error instanceof EngineRequestError) return new ApiError(error.code === "kv_load_failed" ? "internal" : "badRequest", error.message);
-  if (error instanceof EngineDeadError) return new ApiError("internal", "Internal server error: the engine is not running.");
-  return null;
-}
-
-/**
  * orchestrator.generate with fennec's rules on top: an engine-side failure (finish reason "error") becomes a 500 like
  * vLLM; an abort during shutdown becomes a 503 error; an abort by the client just ends the iteration.
  */
@@ -69,7 +60,7 @@ export async function* generateOutputs(orchestrator: Orchestrator, request: Gene
   const signal = abort.controller.signal;
   try {
     for await (const output of orchestrator.generate(request, signal)) {
-      if (output.outputs.some((o) => o.finishReason === "error")) throw new ApiError("internal", "Internal server error");
+      if (output.outputs.some((o) => o.finishReason === "error")) throw GENERATION_FAILED();
       yield output;
       if (output.finished) break;
     }

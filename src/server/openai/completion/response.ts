@@ -2,16 +2,16 @@
  * The completion's answer, built from each prompt's outputs (vLLM serving_completion.py:
  * request_output_to_completion_response and completion_stream_generator): one JSON body, or SSE chunks (each prompt's
  * echo with its first output, text deltas numbered prompt_index * n + i, optional usage chunk). Pure: the preparation
- * step (completions.ts) fixed everything the answer depends on in a CompletionAnswer.
+ * step (prepare.ts) fixed everything the answer depends on in a CompletionAnswer.
  * @example const body = completionBody(answer, await Promise.all(requests.map((r, i) => collectGeneration(orchestrator, r, aborts[i]))));
  */
-import type { PositionLogprobs } from "../../engine/protocol.ts";
-import type { RequestOutput } from "../../frontend/orchestrator.ts";
-import type { Tokenizer } from "../../tokenizer/tokenizer.ts";
-import { applyOutput, newChoice, type ChoiceResult, type GenerationResult } from "./generation.ts";
-import { appendCompletionLogprobs, appendPromptCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, type CompletionLogprobs } from "./logprobs.ts";
-import type { UsageMode } from "./wire-to-request.ts";
-import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "./usage.ts";
+import type { PositionLogprobs } from "../../../engine/protocol.ts";
+import type { RequestOutput } from "../../../frontend/orchestrator.ts";
+import type { Tokenizer } from "../../../tokenizer/tokenizer.ts";
+import { applyOutput, newChoice, type ChoiceResult, type GenerationResult } from "../../generation/run-generation.ts";
+import { appendCompletionLogprobs, appendPromptCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, type CompletionLogprobs } from "../logprobs.ts";
+import type { UsageMode } from "../wire-to-request.ts";
+import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "../usage.ts";
 
 type RequestTimes = RequestOutput["times"];
 

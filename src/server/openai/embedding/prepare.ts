@@ -5,16 +5,18 @@
  * the engine's pooling requests. Throws ApiError (400/404) naming the parameter.
  */
 import { t } from "elysia";
-import { checkDimensions } from "../../engine/pooler-config.ts";
-import type { EncodeRequest } from "../../frontend/orchestrator.ts";
-import { ApiError, invalidParam } from "../errors.ts";
-import type { ServerOptions } from "../server-options.ts";
-import { checkPromptChars, encodePrompt } from "./prompt-text.ts";
-import { refuseFields } from "./request-fields.ts";
-import { checkModel, checkPromptTokenIds, promptsOf, publicRequestId, truncatePrompt, type PromptInput } from "./wire-to-request.ts";
-import { ChatMessage } from "./schemas.ts";
-import { DEFAULT_CHAT_SERVING } from "../chat-serving.ts";
-import { renderChatPrompt, resolveToolChoice, templateOptions, toChatMessages } from "./chat-request.ts";
+import { checkDimensions } from "../../../engine/pooler-config.ts";
+import type { EncodeRequest } from "../../../frontend/orchestrator.ts";
+import { ApiError, invalidParam } from "../../errors.ts";
+import type { ServerOptions } from "../../server-options.ts";
+import type { RequestContext } from "../../request-context.ts";
+import { truncatePrompt } from "../../generation/sampling-request.ts";
+import { checkPromptChars, encodePrompt } from "../prompt-text.ts";
+import { refuseFields } from "../request-fields.ts";
+import { checkModel, checkPromptTokenIds, promptsOf, publicRequestId, type PromptInput } from "../wire-to-request.ts";
+import { ChatMessage } from "../schemas.ts";
+import { DEFAULT_CHAT_SERVING } from "../../chat-serving.ts";
+import { renderChatPrompt, resolveToolChoice, templateOptions, toChatMessages } from "../chat-request.ts";
 
 const nullableBoolean = (description: string) => t.Optional(t.Nullable(t.Boolean({ description })));
 
@@ -95,9 +97,10 @@ function encodingOf(body: EmbeddingBody): EmbeddingEncoding {
  * The preparation step (vLLM serving_embedding.py up to the generators): model, pooling parameters, every input
  * tokenized, truncated and bounded by --max-model-len; one engine pooling request per input.
  * `api` names the route in vLLM's "The model does not support ... API".
- * @example const { requests } = await prepareEmbedding(options, body, null, nowMs(), "embd");
+ * @example const { requests } = await prepareEmbedding(options, body, context, "embd");
  */
-export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBody, requestIdHeader: string | null, arrivalMs: number, idPrefix: string, api = idPrefix === "pool" ? "Pooling" : "Embeddings"): Promise<PreparedEmbedding> {
+export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBody, context: RequestContext, idPrefix: string, api = idPrefix === "pool" ? "Pooling" : "Embeddings"): Promise<PreparedEmbedding> {
+  const arrivalMs = context.arrivalMs;
   const pooler = requirePooler(options, api);
   const { orchestrator } = options;
   const { tokenizer, maxModelLen } = orchestrator;
@@ -127,7 +130,7 @@ export async function prepareEmbedding(options: ServerOptions, body: EmbeddingBo
   // vLLM: the chat form adds no special tokens by default (the template has them)
   const addSpecial = body.add_special_tokens ?? body.messages === undefined;
   const encoded = await Promise.all(inputs.map((input) => ("text" in input ? encodePrompt(tokenizer, input.text, { addSpecial, parseSpecial: true }) : null)));
-  const id = `${idPrefix}-${publicRequestId(requestIdHeader, body.request_id)}`;
+  const id = `${idPrefix}-${publicRequestId(context.requestIdHeader, body.request_id)}`;
   const suffix = crypto.randomUUID().slice(0, 8);
   const requests = inputs.map((input, i): EncodeRequest => {
     const fullIds = encoded[i] ?? ("tokenIds" in input ? input.tokenIds : []);

@@ -4,13 +4,14 @@
  * vectors in input order, with usage. A generative model answers vLLM's "The model does not support Embeddings API".
  */
 import { Elysia, t } from "elysia";
-import type { EncodeOutput, EncodeRequest, Orchestrator } from "../../frontend/orchestrator.ts";
-import { nowMs } from "../../util/clock.ts";
-import { ApiError } from "../errors.ts";
-import type { ServerLoad } from "../load.ts";
-import type { ServerOptions } from "../server-options.ts";
-import { EmbeddingRequest, encodeEmbedding, poolingFields, prepareEmbedding, type EmbeddingBody } from "./embedding-request.ts";
-import { engineErrorToApiError, linkAbort, SHUTTING_DOWN, type RequestAbort } from "./generation.ts";
+import type { EncodeOutput, EncodeRequest, Orchestrator } from "../../../frontend/orchestrator.ts";
+import { ApiError } from "../../errors.ts";
+import type { ServerLoad } from "../../load.ts";
+import type { ServerOptions } from "../../server-options.ts";
+import { RequestContexts, type RequestContext } from "../../request-context.ts";
+import { EmbeddingRequest, encodeEmbedding, poolingFields, prepareEmbedding, type EmbeddingBody } from "./prepare.ts";
+import { engineErrorToApiError } from "../../generation/engine-errors.ts";
+import { linkAbort, SHUTTING_DOWN, type RequestAbort } from "../../generation/run-generation.ts";
 
 /** Runs every request at once; the first failure aborts the rest (their KV blocks are freed at once). */
 export async function encodeAll(options: ServerOptions, requests: readonly EncodeRequest[], clientSignal: AbortSignal | undefined): Promise<EncodeOutput[]> {
@@ -31,9 +32,9 @@ function usageOf(outputs: readonly EncodeOutput[]) {
   return { prompt_tokens: promptTokens, total_tokens: promptTokens, completion_tokens: 0, prompt_tokens_details: null };
 }
 
-export async function createEmbedding(options: ServerOptions, body: EmbeddingBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined) {
-  const prepared = await prepareEmbedding(options, body, requestIdHeader, nowMs(), "embd");
-  const outputs = await encodeAll(options, prepared.requests, clientSignal);
+export async function createEmbedding(options: ServerOptions, body: EmbeddingBody, context: RequestContext) {
+  const prepared = await prepareEmbedding(options, body, context, "embd");
+  const outputs = await encodeAll(options, prepared.requests, context.clientSignal);
   return {
     id: prepared.id, object: "list", created: prepared.created, model: options.servedModelName,
     data: outputs.map((o, index) => ({ index, object: "embedding", embedding: encodeEmbedding(o.embedding, prepared.encoding) })),
@@ -42,11 +43,11 @@ export async function createEmbedding(options: ServerOptions, body: EmbeddingBod
 }
 
 /** vLLM /pooling: the embed task's pooled vectors, each under `data` (PoolingResponseData). */
-export async function createPooling(options: ServerOptions, body: EmbeddingBody & { task?: string | null }, requestIdHeader: string | null, clientSignal: AbortSignal | undefined) {
+export async function createPooling(options: ServerOptions, body: EmbeddingBody & { task?: string | null }, context: RequestContext) {
   const task = body.task ?? "embed";
   if (task !== "embed") throw new ApiError("badRequest", `task ${task} is not supported by fennec's /pooling: only embed (the served embedding model's task).`, "task");
-  const prepared = await prepareEmbedding(options, body, requestIdHeader, nowMs(), "pool");
-  const outputs = await encodeAll(options, prepared.requests, clientSignal);
+  const prepared = await prepareEmbedding(options, body, context, "pool");
+  const outputs = await encodeAll(options, prepared.requests, context.clientSignal);
   return {
     id: prepared.id, object: "list", created: prepared.created, model: options.servedModelName,
     data: outputs.map((o, index) => ({ index, object: "pooling", data: encodeEmbedding(o.embedding, prepared.encoding) })),
@@ -70,10 +71,10 @@ const POOLING_RESPONSES = {
   400: { description: "BadRequestError", content: { "application/json": { example: { error: { message: "The model does not support Pooling API", type: "BadRequestError", param: null, code: 400 } } } } },
 };
 
-/** `track` counts the request for GET /load (server/load.ts) until its response is over. */
-export function embeddingsRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler()) {
+/** `track` counts the request for GET /load (server/load.ts) until its response is over; `contexts` are the app's. */
+export function embeddingsRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler(), contexts = new RequestContexts()) {
   return new Elysia({ name: "openai-embeddings" })
-    .post("/v1/embeddings", ({ body, headers, request }) => track(() => createEmbedding(options, body, headers["x-request-id"] ?? null, request.signal)), {
+    .post("/v1/embeddings", ({ body, request }) => track(() => createEmbedding(options, body, contexts.of(request))), {
       body: EmbeddingRequest,
       detail: {
         tags: ["OpenAI"], summary: "Create embeddings",
@@ -81,7 +82,7 @@ export function embeddingsRoutes(options: ServerOptions, track: ServerLoad["trac
         security: [{ bearerAuth: [] }], responses: EMBEDDING_RESPONSES,
       },
     })
-    .post("/pooling", ({ body, headers, request }) => track(() => createPooling(options, body, headers["x-request-id"] ?? null, request.signal)), {
+    .post("/pooling", ({ body, request }) => track(() => createPooling(options, body, contexts.of(request))), {
       body: t.Object({ ...poolingFields, task: t.Optional(t.Nullable(t.String({ description: "Only `embed` (the default)." }))) }, { description: "vLLM /pooling: the pooled output of each input." }),
       detail: { tags: ["vLLM"], summary: "Pooled outputs of an embedding model", description: "vLLM's pooling API for the embed task: the same vectors as /v1/embeddings, as `data` of `object: pooling` items.", security: [{ bearerAuth: [] }], responses: POOLING_RESPONSES },
     });
