@@ -5,7 +5,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { FLAGS, type FlagSpec } from "../src/config.ts";
+import { FLAGS, type FlagSpec } from "../src/command-line/flags.ts";
 
 const DOC = join(import.meta.dir, "..", "docs", "vllm-flags.md");
 const HEADER = "| flag | fate | what it does on fennec |\n|---|---|---|\n";

@@ -3,7 +3,8 @@
  * flags, and one call that pushes a set of prompts through it at a given concurrency (vLLM's LLM.generate pushes them
  * all; the scheduler's --max-num-seqs decides what runs), counting output tokens and TTFTs.
  */
-import { engineConfig, type Options } from "../config.ts";
+import { engineConfig } from "../command-line/engine-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";

@@ -5,7 +5,7 @@
  * --output-json writes avg_latency, latencies and percentiles.
  */
 import { writeFileSync } from "node:fs";
-import type { Options } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { randomDataset } from "./bench-dataset.ts";
 import { generateAll, startBenchEngine } from "./bench-engine.ts";

@@ -6,7 +6,7 @@
  */
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Options } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { createRng, type Rng } from "../engine/rng.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";

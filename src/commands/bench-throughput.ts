@@ -4,7 +4,7 @@
  * three lines; --output-json writes vLLM's keys (indent 4).
  */
 import { writeFileSync } from "node:fs";
-import type { Options } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { CliError } from "../util/cli-error.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { randomDataset, shareGptDataset } from "./bench-dataset.ts";

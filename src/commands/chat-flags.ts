@@ -4,7 +4,7 @@
  * be known, --default-chat-template-kwargs must be a JSON object.
  */
 import { existsSync, readFileSync } from "node:fs";
-import type { Options } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
 import type { ChatServingOptions } from "../server/chat-serving.ts";
 import { REASONING_PARSER_NAMES } from "../server/openai/reasoning-parsers/registry.ts";
 import { TOOL_PARSER_NAMES } from "../server/openai/tool-parsers/registry.ts";

@@ -6,8 +6,8 @@
  * Up/down recall earlier input (readline's history).
  */
 import { createInterface, type Interface } from "node:readline";
-import type { Options } from "../config.ts";
-import { engineConfig } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
+import { engineConfig } from "../command-line/engine-config.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";

@@ -7,7 +7,7 @@
 import { statSync } from "node:fs";
 import { kvCacheBytesPerToken, weightHeapBytes } from "../backend/wasm/wasm-backend.ts";
 import type { WeightSource } from "../backend/backend.ts";
-import type { Options } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import { KEY } from "../gguf/names.ts";

@@ -6,7 +6,7 @@
  * @example const options = await resolveModelArgument("serve", parsed); // options.model is a local path now
  */
 import { existsSync } from "node:fs";
-import type { Command, Options } from "../config.ts";
+import type { Command, Options } from "../command-line/flags.ts";
 import { fetchHubModel, type FetchedModel } from "../hub/fetch-model.ts";
 import { HubError } from "../hub/hub-client.ts";
 import { hubSettings } from "../hub/hub-settings.ts";

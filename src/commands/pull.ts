@@ -3,7 +3,7 @@
  * and prints the cached file's path on stdout (so `fennec serve "$(fennec pull x/y)"` works), like `ollama pull` /
  * `hf download`.
  */
-import type { Options } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { CliError } from "../util/cli-error.ts";
 import { fetchModelArgument, isHubArgument } from "./model-argument.ts";
 

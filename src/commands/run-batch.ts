@@ -14,7 +14,8 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import { closeSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
-import { runBatchConfig, type Options } from "../config.ts";
+import { runBatchConfig } from "../command-line/run-batch-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { BatchTables } from "../metrics/omni-stats-logger.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
 import { createServingPipeline, stageChainOf } from "../pipeline/serving-pipeline.ts";
@@ -23,7 +24,7 @@ import { createApp } from "../server/app.ts";
 import type { ChatServingOptions } from "../server/chat-serving.ts";
 import { readChatFlags } from "./chat-flags.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
-import type { StructuredOutputsSettings } from "../config.ts";
+import type { StructuredOutputsSettings } from "../config/structured-outputs-config.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 
 /** vLLM run-batch's endpoints (generation, and on an embedding model its pooling ones). */

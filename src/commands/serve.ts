@@ -9,8 +9,11 @@
 import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { readFileSync } from "node:fs";
-import { serveConfig, type LogConfig, type Options, type ServeConfig, type TlsSettings } from "../config.ts";
-import { speculativeConfigNote, speculativeConfigRepr } from "../engine/speculative-config.ts";
+import { serveConfig, type ServeConfig } from "../command-line/serve-config.ts";
+import type { LogConfig } from "../command-line/log-config.ts";
+import type { Options } from "../command-line/flags.ts";
+import type { TlsSettings } from "../config/server-settings.ts";
+import { speculativeConfigNote, speculativeConfigRepr } from "../config/speculative-config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";

@@ -9,7 +9,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Ajv from "ajv";
 import { parseAllDocuments } from "yaml";
-import { parseCommandArgs, proxyConfig, serveConfig, type Command } from "../../src/config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
+import { proxyConfig } from "../../src/command-line/proxy-config.ts";
+import { serveConfig } from "../../src/command-line/serve-config.ts";
+import type { Command } from "../../src/command-line/flags.ts";
 
 const DIR = join(import.meta.dir, "..", "..", "deploy", "kubernetes");
 const kubectl = Bun.which("kubectl");

@@ -4,7 +4,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readChatFlags } from "../../src/commands/chat-flags.ts";
-import { commandHelp, parseCommandArgs } from "../../src/config.ts";
+import { commandHelp } from "../../src/command-line/help.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { REASONING_PARSER_NAMES } from "../../src/server/openai/reasoning-parsers/registry.ts";
 import { TOOL_PARSER_NAMES } from "../../src/server/openai/tool-parsers/registry.ts";
 
