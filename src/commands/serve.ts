@@ -159,23 +159,16 @@ export async function main(options: Options): Promise<number> {
   const shutdown = new AbortController();
   const peers = new WeakMap<Request, PeerAddress | null>();
   const targets = new WeakMap<Request, string>();
+  // the settings record goes to the app as it is; serve adds the resolved name and the wiring
   const app = createApp({
-    chat,
+    ...flags, servedModelName, chat,
     peerOf: (request) => peers.get(request) ?? null,
     targetOf: (request) => targets.get(request),
-    orchestrator, servedModelName, modelPath: config.model ?? "embedded:stories260K", apiKey: flags.apiKey,
-    enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
+    orchestrator, modelPath: config.model ?? "embedded:stories260K",
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
     ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
-    enableRequestIdHeaders: flags.enableRequestIdHeaders,
-    enablePromptTokensDetails: flags.enablePromptTokensDetails,
-    enableServerLoadTracking: flags.enableServerLoadTracking,
-    disableWebUi: flags.disableWebUi,
-    apiKeys: flags.apiKeys, servedModelAliases: flags.servedModelAliases, cors: flags.cors, disableDocs: flags.disableDocs,
-    generationDefaults: flags.generationDefaults, maxLogprobs: flags.maxLogprobs, structuredOutputs: flags.structuredOutputs, returnTokensAsTokenIds: flags.returnTokensAsTokenIds,
-    ...(flags.rootPath !== null ? { rootPath: flags.rootPath } : {}),
   });
   let http: HttpListener;
   try {

@@ -43,7 +43,7 @@ export interface ServerSettings {
   readonly returnTokensAsTokenIds: boolean;
 }
 
-/** --allowed-origins / --allowed-methods / --allowed-headers / --allow-credentials (server/cors.ts's CorsConfig). */
+/** --allowed-origins / --allowed-methods / --allowed-headers / --allow-credentials (server/cors.ts applies them). */
 export interface CorsSettings {
   readonly allowedOrigins: readonly string[];
   readonly allowedMethods: readonly string[];
