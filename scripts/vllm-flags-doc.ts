@@ -1,5 +1,5 @@
 /**
- * Rewrites the table of docs/vllm-flags.md from config.ts's FLAGS (every `serve` flag with its fate), keeping the
+ * Rewrites the table of docs/vllm-flags.md from command-line/flags.ts's FLAGS (every `serve` flag with its fate), keeping the
  * text above it. Run after adding a serve flag: `npx bun run scripts/vllm-flags-doc.ts` (test/e2e/vllm-command-lines
  * fails until the doc names every flag).
  */

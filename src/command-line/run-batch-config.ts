@@ -6,6 +6,7 @@ import type { EngineArgs } from "../config/engine-args.ts";
 import type { StageChainConfig } from "../config/stage-chain-config.ts";
 import { structuredOutputsConfig, type StructuredOutputsSettings } from "../config/structured-outputs-config.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { chatTemplateFlags, type ChatTemplateFlags } from "./chat-template-flags.ts";
 import { engineConfig } from "./engine-config.ts";
 import { vllmFates } from "./fate-notes.ts";
 import type { Options } from "./flags.ts";
@@ -22,6 +23,8 @@ export interface RunBatchConfig {
   readonly inputFile: string;
   readonly outputFile: string;
   readonly structuredOutputs: StructuredOutputsSettings;
+  /** the chat-template, tool-calling and reasoning flags (checked by commands/chat-flags.ts) */
+  readonly chat: ChatTemplateFlags;
 }
 
 /** `run-batch`'s flags as one typed config; both files are required. */
@@ -41,6 +44,7 @@ export function runBatchConfig(options: Options, env: Readonly<Record<string, st
   return ok({
     model: stringOrNull(options.model), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], stages: stages.value, inputFile, outputFile,
     structuredOutputs: structuredOutputs.value,
+    chat: chatTemplateFlags(options),
     metrics: { disableLogStats: options["disable-log-stats"] === true, logStats: options["log-stats"] === true },
   });
 }

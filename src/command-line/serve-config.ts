@@ -7,6 +7,7 @@ import type { ServerSettings, TlsSettings } from "../config/server-settings.ts";
 import type { StageChainConfig } from "../config/stage-chain-config.ts";
 import { structuredOutputsConfig } from "../config/structured-outputs-config.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { chatTemplateFlags, type ChatTemplateFlags } from "./chat-template-flags.ts";
 import { engineConfig } from "./engine-config.ts";
 import { vllmFates } from "./fate-notes.ts";
 import type { FlagValue, Options } from "./flags.ts";
@@ -37,6 +38,8 @@ export interface ServeConfig {
   readonly metrics: MetricsConfig;
   readonly stages: StageChainConfig;
   readonly log: LogConfig;
+  /** the chat-template, tool-calling and reasoning flags (checked by commands/chat-flags.ts) */
+  readonly chat: ChatTemplateFlags;
 }
 
 function tlsSettings(options: Options): Result<TlsSettings | null> {
@@ -118,5 +121,5 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
   if (!log.ok) return log;
   const engine = engineConfig(options, env);
   if (!engine.ok) return engine;
-  return ok({ model: stringOrNull(options.model), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], server, metrics, stages: stages.value, log: log.value });
+  return ok({ model: stringOrNull(options.model), chat: chatTemplateFlags(options), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], server, metrics, stages: stages.value, log: log.value });
 }

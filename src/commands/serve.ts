@@ -110,7 +110,7 @@ export async function main(options: Options): Promise<number> {
   const { config, chain } = readServeConfig(options);
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
-  const chat = readChatFlags(options);
+  const chat = readChatFlags(config.chat);
   if (!gate.ok) throw new CliError(gate.error);
   const loggers = serveLoggers(config.log);
   const mainLog = loggers.main;
