@@ -116,7 +116,7 @@ export async function main(options: Options): Promise<number> {
     if (note !== null) process.stderr.write(`fennec: ${note}\n`);
     process.stderr.write(`fennec: speculative_config=${speculativeConfigRepr(speculative)}\n`);
   }
-  // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in config.ts
+  // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in command-line/flags.ts
   const file = await openModelGguf(config.model);
   if (!file.ok) throw new RuntimeFailure(file.error);
   const gguf = file.value;

@@ -41,7 +41,7 @@ const IDLE_TIMEOUT_S = 255;
 const ENGINE_WATCH_MS = 250;
 
 /**
- * `serve`'s typed config, checked before anything is loaded (config.ts: serveConfig); a bad flag combination or stage
+ * `serve`'s typed config, checked before anything is loaded (command-line/serve-config.ts); a bad flag combination or stage
  * config file is one line, exit 2. `env` supplies VLLM_API_KEY, which vLLM reads when --api-key is not given.
  */
 export function readServeConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): { config: ServeConfig; chain: StageChain | null } {

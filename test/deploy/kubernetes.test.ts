@@ -1,7 +1,7 @@
 /**
  * deploy/kubernetes, checked without a cluster (none can run here): Debian's kubectl renders the kustomization
  * offline; the InferencePool and HTTPRoute pass the JSON schemas in deploy/kubernetes/schema (ajv); every fennec
- * container's arguments parse as the fennec command line they are (config.ts, the parser the binary uses, with the
+ * container's arguments parse as the fennec command line they are (command-line/parse-args.ts, the parser the binary uses, with the
  * container's environment); and the names, labels and ports the files share agree with each other.
  */
 import { describe, expect, test } from "bun:test";
