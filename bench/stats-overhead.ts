@@ -8,7 +8,7 @@
  * engine's. Target: observed throughput within 3% of plain.
  */
 import { closeSync, openSync, writeSync } from "node:fs";
-import { parseCommandArgs } from "../src/config.ts";
+import { parseCommandArgs } from "../src/command-line/parse-args.ts";
 import { readServeConfig } from "../src/commands/serve.ts";
 import { makeDeprecationGate } from "../src/metrics/deprecation.ts";
 import { onlineTables } from "../src/metrics/omni-stats-logger.ts";

@@ -20,7 +20,7 @@
 import { BlockPool, type BlockHash } from "./block-pool.ts";
 import type { ComputedBlocks, KvCacheManager } from "./kv-cache-manager.ts";
 import type { KvBlockTransfer } from "./kv-block-transfer.ts";
-import type { KvOffloadConfig } from "./kv-transfer-config.ts";
+import type { KvOffloadConfig } from "../config/kv-transfer-config.ts";
 import type { OffloadTier } from "./offload-tiers.ts";
 import type { RequestState } from "./request.ts";
 import { SAVE_OUTCOMES, type KvOffloadStepStats, type KvTransferOp, type SaveOutcome } from "./stats.ts";

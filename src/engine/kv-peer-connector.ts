@@ -21,7 +21,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import type { ComputedBlocks, KvCacheManager } from "./kv-cache-manager.ts";
 import type { KvBlockTransfer } from "./kv-block-transfer.ts";
 import type { KvConnectorHooks } from "./kv-offload-connector.ts";
-import type { KvPeerConfig } from "./kv-transfer-config.ts";
+import type { KvPeerConfig } from "../config/kv-transfer-config.ts";
 import type { RequestState } from "./request.ts";
 import type { KvPeerStepStats, KvPeerTransfer, FinishReason } from "./stats.ts";
 import { blocksHeader, controlFrame, FRAME, FrameReader, MAX_BLOCK_FRAME_BYTES, type ReadRequest } from "./kv-peer-wire.ts";

@@ -12,7 +12,7 @@ import { loadModel } from "../../src/model/load-model.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { argmax, decodeTokens } from "../../src/model/decode-loop.ts";
 import { resolveEngineConfig } from "../../src/engine/engine.ts";
-import { kvCacheDtypeOf } from "../../src/config.ts";
+import { kvCacheDtypeOf } from "../../src/config/cache-dtype.ts";
 import type { KvCacheDtype } from "../../src/backend/backend.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { makeTinyModel, TINY_SHAPES } from "./tiny-model.ts";

@@ -13,7 +13,7 @@ import { $ } from "bun";
 import { createEngineFrontend } from "../../src/frontend/engine-frontend.ts";
 import { EngineCore, resolveEngineConfig } from "../../src/engine/engine.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
-import type { SpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import type { SpeculativeConfig } from "../../src/config/speculative-config.ts";
 import type { StepStats } from "../../src/engine/stats.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
 import { openModelGguf } from "../../src/gguf/model-source.ts";

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { EngineConfig } from "../../src/engine/engine.ts";
-import type { SpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import type { SpeculativeConfig } from "../../src/config/speculative-config.ts";
 import type { StepStats } from "../../src/engine/stats.ts";
 import type { SamplingParams } from "../../src/engine/sampling-params.ts";
 import { engineConfig, makeEngine, prompt, request, runToCompletion, type Collected } from "../engine/helpers.ts";

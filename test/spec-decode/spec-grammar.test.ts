@@ -19,7 +19,7 @@ import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { EngineCore, resolveEngineConfig } from "../../src/engine/engine.ts";
 import type { RequestState } from "../../src/engine/request.ts";
 import type { DraftProposer } from "../../src/engine/spec-decode/proposer.ts";
-import type { SpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import type { SpeculativeConfig } from "../../src/config/speculative-config.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import type { StepStats } from "../../src/engine/stats.ts";
 import type { GrammarSpec } from "../../src/grammar/grammar-spec.ts";

@@ -14,7 +14,7 @@ import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
 import type { StepStats } from "../../src/engine/stats.ts";
 import type { IterationStats, StatsListener } from "../../src/frontend/iteration-stats.ts";
-import type { SpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import type { SpeculativeConfig } from "../../src/config/speculative-config.ts";
 import { nowMs } from "../../src/util/clock.ts";
 import { EngineCore, resolveEngineConfig } from "../../src/engine/engine.ts";
 import { openModelGguf } from "../../src/gguf/model-source.ts";

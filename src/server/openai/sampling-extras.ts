@@ -5,10 +5,11 @@
  */
 import type { SamplingParams } from "../../engine/sampling-params.ts";
 import type { GrammarChecker } from "../../grammar/grammar-checker.ts";
+import type { StructuredOutputsSettings } from "../../config/structured-outputs-config.ts";
 import type { Tokenizer } from "../../tokenizer/tokenizer.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { checkRequestGrammar, requestGrammar, type StructuredOutputsBody, type StructuredOutputsServerConfig } from "./structured-outputs.ts";
+import { checkRequestGrammar, requestGrammar, type StructuredOutputsBody } from "./structured-outputs.ts";
 
 export interface SamplingExtrasBody extends StructuredOutputsBody {
   readonly allowed_token_ids?: readonly number[] | null;
@@ -18,7 +19,7 @@ export interface SamplingExtrasBody extends StructuredOutputsBody {
 export interface SamplingExtrasContext {
   readonly tokenizer: Tokenizer;
   readonly checker: GrammarChecker;
-  readonly structuredOutputs: StructuredOutputsServerConfig;
+  readonly structuredOutputs: StructuredOutputsSettings;
 }
 
 /** The context from the app's options (createApp always sets a checker). */

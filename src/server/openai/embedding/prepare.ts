@@ -5,7 +5,7 @@
  * the engine's pooling requests. Throws ApiError (400/404) naming the parameter.
  */
 import { t } from "elysia";
-import { checkDimensions } from "../../../engine/pooler-config.ts";
+import { checkDimensions } from "../../../engine/resolve-pooler.ts";
 import type { EncodeRequest } from "../../../frontend/orchestrator.ts";
 import { ApiError, invalidParam } from "../../errors.ts";
 import type { ServerOptions } from "../../server-options.ts";

@@ -3,7 +3,8 @@
  * use `-` or `_`, with vLLM's defaults and validation messages. fennec runs `ngram` (prompt lookup), `draft_model`
  * (a GGUF draft) and `suffix` (suffix decoding, fennec's own suffix trees in place of Arctic Inference); every other
  * method and every draft knob fennec cannot honour is refused with one line, never ignored.
- * Both threads import this file (the main thread parses and logs, the engine Worker reads the parsed value).
+ * Both threads import this file (the main thread parses and logs, the engine Worker reads the parsed value); the
+ * command line's --spec-* shortcuts are merged in command-line/speculative-flags.ts.
  */
 import { err, ok, type Result } from "../util/result.ts";
 
@@ -238,45 +239,4 @@ export function speculativeConfigNote(c: SpeculativeConfig): string | null {
  */
 export function speculativeConfigRepr(c: SpeculativeConfig): string {
   return `SpeculativeConfig(method='${c.method}', model=${c.model === null ? "None" : `'${c.model}'`}, num_spec_tokens=${c.numSpeculativeTokens})`;
-}
-
-/** vLLM's per-request refusal (VLLMValidationError, HTTP 400) while speculative decoding is on. */
-export const SPEC_DECODE_UNSUPPORTED_PARAMS = "The min_p and logit_bias sampling parameters are not yet supported with speculative decoding.";
-
-/** vLLM's check: min_p > 1e-5 (temperature 0 forces min_p to 0 first) or a non-empty logit_bias. */
-export function specDecodeRefusesParams(p: { readonly temperature: number; readonly minP: number; readonly logitBias: Readonly<Record<string, number>> | null }): boolean {
-  const minP = p.temperature < 1e-5 ? 0 : p.minP;
-  return minP > 1e-5 || (p.logitBias !== null && Object.keys(p.logitBias).length > 0);
-}
-
-/** vLLM's shortcut flags and the config keys they set */
-const SHORTCUTS = [["spec-method", "method"], ["spec-model", "model"], ["spec-tokens", "num_speculative_tokens"]] as const;
-
-/**
- * The speculative config the command line asks for (--speculative-config plus the --spec-* shortcuts), null when
- * none. Options are config.ts's parsed flags.
- * @example speculativeConfigFromFlags({ "spec-method": "ngram", "spec-tokens": 3 }) // ok: ngram, k 3
- */
-export function speculativeConfigFromFlags(options: Readonly<Record<string, unknown>>): Result<SpeculativeConfig | null> {
-  const text = options["speculative-config"];
-  let raw: Record<string, unknown> = {};
-  if (typeof text === "string") {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (e) {
-      return err(`--speculative-config is not valid JSON (${e instanceof Error ? e.message : String(e)}); e.g. '{"method": "ngram", "num_speculative_tokens": 4}'`);
-    }
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return err("--speculative-config must be a JSON object, e.g. '{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'");
-    for (const [k, v] of Object.entries(parsed)) raw[k.replaceAll("-", "_")] = v;
-  }
-  let any = typeof text === "string";
-  for (const [flag, key] of SHORTCUTS) {
-    const v = options[flag];
-    if (v === null || v === undefined) continue;
-    if (key in raw) return err(`--${flag} and --speculative-config['${key}'] are mutually exclusive`);
-    raw = { ...raw, [key]: v };
-    any = true;
-  }
-  return any ? parseSpeculativeConfig(raw) : ok(null);
 }

@@ -1,7 +1,7 @@
 /** --kv-offloading-size / --kv-transfer-config: vLLM's keys, defaults, messages and warnings; refusals say why. */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { parseKvTransfer, type KvTransferFlags } from "../../src/engine/kv-transfer-config.ts";
+import { parseKvTransfer, type KvTransferFlags } from "../../src/config/kv-transfer-config.ts";
 
 const BASE: KvTransferFlags = { kvOffloadingSize: null, kvOffloadingBackend: "native", kvTransferConfig: null, useSimpleKvOffload: false, enablePrefixCaching: true };
 const simple = (extra: Record<string, unknown>) => JSON.stringify({ kv_connector: "SimpleCPUOffloadConnector", kv_role: "kv_both", kv_connector_extra_config: extra });
