@@ -10,7 +10,7 @@ import { kvCacheBytesPerToken, planMemories, WASM32_MEMORY_BYTES, type MemoryPla
 import type { ModelConfig } from "../model/model-config.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { kvPoolBlocks, maxRequestBlocks, promptLogprobRowsFor, stepTokenBudget } from "./engine.ts";
+import { kvPoolBlocks, maxRequestBlocks, promptLogprobRowsFor, stepTokenBudget } from "./engine-sizing.ts";
 import { chooseKvCacheGroups } from "./hybrid-kv-cache.ts";
 import type { EngineArgs } from "./protocol.ts";
 

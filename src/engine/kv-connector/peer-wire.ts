@@ -10,7 +10,7 @@
  *   DONE    decode -> prefill  JSON {request_id}      (the read notification: the prefill side frees the blocks)
  *   HEARTBEAT decode -> prefill JSON {request_ids}   (still waiting to read them: their lease is extended)
  */
-import { err, ok, type Result } from "../util/result.ts";
+import { err, ok, type Result } from "../../util/result.ts";
 
 export const FRAME = { read: 1, blocks: 2, error: 3, done: 4, heartbeat: 5 } as const;
 export type FrameType = (typeof FRAME)[keyof typeof FRAME];

@@ -18,14 +18,14 @@
  * its request was aborted is dropped, never written into blocks that are free again.
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
-import type { ComputedBlocks, KvCacheManager } from "./kv-cache-manager.ts";
-import type { KvBlockTransfer } from "./kv-block-transfer.ts";
-import type { KvConnectorHooks } from "./kv-offload-connector.ts";
-import type { KvPeerConfig } from "./kv-transfer-config.ts";
-import type { RequestState } from "./request.ts";
-import type { KvPeerStepStats, KvPeerTransfer, FinishReason } from "./stats.ts";
-import { blocksHeader, controlFrame, FRAME, FrameReader, MAX_BLOCK_FRAME_BYTES, type ReadRequest } from "./kv-peer-wire.ts";
-import { errorMessage } from "../util/error-message.ts";
+import type { ComputedBlocks, KvCacheManager } from "../kv-cache-manager.ts";
+import type { KvBlockTransfer } from "./block-transfer.ts";
+import type { KvConnector } from "./kv-connector.ts";
+import type { KvPeerConfig } from "../kv-transfer-config.ts";
+import type { RequestState } from "../request.ts";
+import type { KvPeerStepStats, KvPeerTransfer, FinishReason } from "../stats.ts";
+import { blocksHeader, controlFrame, FRAME, FrameReader, MAX_BLOCK_FRAME_BYTES, type ReadRequest } from "./peer-wire.ts";
+import { errorMessage } from "../../util/error-message.ts";
 
 export interface KvPeerConnectorOptions {
   readonly config: KvPeerConfig;
@@ -83,7 +83,7 @@ function blockIdsOf(v: unknown): number[] | null {
   return flat as number[];
 }
 
-export class KvPeerConnector implements KvConnectorHooks {
+export class KvPeerConnector implements KvConnector {
   private readonly config: KvPeerConfig;
   private readonly kv: KvCacheManager;
   private readonly transfer: KvBlockTransfer;
@@ -261,7 +261,7 @@ export class KvPeerConnector implements KvConnectorHooks {
     return entry;
   }
 
-  // ---- scheduler side (KvConnectorHooks) ---------------------------------------------------------------------------
+  // ---- scheduler side (KvConnector) ---------------------------------------------------------------------------------
 
   takeLoaded(): RequestState[] {
     const out = this.loaded.filter((r) => r.status !== "finished");
