@@ -42,7 +42,7 @@ export interface EngineArgs {
   readonly kvPeer?: KvPeerConfig | null;
   /** --speculative-config, parsed (null/absent: no speculative decoding) */
   readonly speculativeConfig?: SpeculativeConfig | null;
-  /** cap on drafted tokens per step, shared by the decoding requests (null: none; absent: k + 1, see engine.ts) */
+  /** cap on drafted tokens per step, shared by the decoding requests (null: none; absent: k + 1, see engine-sizing.ts) */
   readonly numDraftTokensPerStep?: number | null;
   /** --scheduling-policy: fcfs (default) or priority (the request's priority field orders the queue) */
   readonly schedulingPolicy?: "fcfs" | "priority";

@@ -7,7 +7,10 @@
 import type { ComputedBlocks } from "../kv-cache-manager.ts";
 import type { RequestState } from "../request.ts";
 
-/** One engine's KV connector: the scheduler's calls first (vLLM's scheduler-side methods), then the engine core's. */
+/**
+ * One engine's KV connector: the scheduler's calls first (vLLM's scheduler-side methods), then the engine core's.
+ * @example const scheduler = new Scheduler(config, kv, nowMs, offloadConnector ?? peerConnector);
+ */
 export interface KvConnector {
   // ---- scheduler side ----
 

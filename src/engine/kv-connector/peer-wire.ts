@@ -1,7 +1,7 @@
 /**
- * The frames of fennec's KV side channel between instances (kv-peer-connector.ts), on one TCP connection per
+ * The frames of fennec's KV side channel between instances (peer-connector.ts), on one TCP connection per
  * transfer. Control frames carry a small JSON object; block frames carry raw block bytes in the pool's layout
- * (kv-block-transfer.ts), several blocks per frame, never JSON.
+ * (block-transfer.ts), several blocks per frame, never JSON.
  *
  *   frame:  [u32 bodyBytes][u8 type][body]                                  (little-endian)
  *   READ    decode -> prefill  JSON {engine_id, request_id, block_ids, block_bytes, block_size, descriptors_per_block}
