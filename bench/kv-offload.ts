@@ -13,7 +13,7 @@ import { openModelGguf } from "../src/gguf/model-source.ts";
 import { loadModel } from "../src/model/load-model.ts";
 import { Runner } from "../src/model/runner.ts";
 import { createBackend } from "../src/backend/create-backend.ts";
-import { EngineCore } from "../src/engine/engine.ts";
+import { EngineCore } from "../src/engine/engine-core.ts";
 import { parseKvTransfer, type KvOffloadConfig } from "../src/config/kv-transfer-config.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../src/engine/sampling-params.ts";
 import type { EngineRequest } from "../src/engine/protocol.ts";

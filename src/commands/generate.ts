@@ -21,7 +21,7 @@ import { openModelGguf } from "../gguf/model-source.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { errorMessage } from "../util/error-message.ts";
 import type { ModelRunner } from "../model/model-batch.ts";
-import { EngineCore } from "../engine/engine.ts";
+import { EngineCore } from "../engine/engine-core.ts";
 import { checkDraftVocabulary } from "../engine/spec-decode/draft-model-proposer.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { KEY } from "../gguf/names.ts";

@@ -49,7 +49,7 @@ export interface KvTransferFlags {
 
 /**
  * fennec's connector between instances, selected with vLLM's name `NixlConnector` (the string deployments pass): the
- * transport is fennec's own TCP side channel (kv-peer-connector.ts), not the NIXL library.
+ * transport is fennec's own TCP side channel (engine/kv-connector/peer-connector.ts), not the NIXL library.
  */
 export interface KvPeerConfig {
   readonly connector: "NixlConnector";

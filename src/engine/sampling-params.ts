@@ -43,7 +43,7 @@ export interface SamplingParams {
   readonly cacheSalt: string | null;
   /**
    * vLLM kv_transfer_params (SamplingParams.extra_args there): the per-request protocol of the KV connector between
-   * instances, read by the engine's connector (engine/kv-peer-connector.ts); null = none
+   * instances, read by the engine's connector (engine/kv-connector/peer-connector.ts); null = none
    */
   readonly kvTransferParams?: Readonly<Record<string, unknown>> | null;
 }

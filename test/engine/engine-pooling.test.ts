@@ -6,7 +6,7 @@
  * caching are vLLM's.
  */
 import { describe, expect, test } from "bun:test";
-import { resolveEngineConfig, type EngineConfig } from "../../src/engine/engine.ts";
+import { resolveEngineConfig, type EngineConfig } from "../../src/engine/engine-sizing.ts";
 import type { ResolvedPooler } from "../../src/engine/resolve-pooler.ts";
 import type { EngineArgs, EngineRequest } from "../../src/engine/protocol.ts";
 import { FakeRunner } from "./fake-runner.ts";

@@ -9,7 +9,8 @@
 import { describe, expect, test } from "bun:test";
 import { createBackend } from "../../src/backend/create-backend.ts";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
-import { EngineCore, resolveEngineConfig, type EngineConfig } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
+import { resolveEngineConfig, type EngineConfig } from "../../src/engine/engine-sizing.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { RequestState } from "../../src/engine/request.ts";
 import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";

@@ -11,7 +11,7 @@ import { readGguf } from "../../src/gguf/reader.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { argmax, decodeTokens } from "../../src/model/decode-loop.ts";
-import { resolveEngineConfig } from "../../src/engine/engine.ts";
+import { resolveEngineConfig } from "../../src/engine/engine-sizing.ts";
 import { kvCacheDtypeOf } from "../../src/config/cache-dtype.ts";
 import type { KvCacheDtype } from "../../src/backend/backend.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";

@@ -18,7 +18,8 @@ import { loadModel } from "../../src/model/load-model.ts";
 import type { ModelRunner } from "../../src/model/model-batch.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
-import { EngineCore, resolveEngineConfig } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
+import { resolveEngineConfig } from "../../src/engine/engine-sizing.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
 import { makeTinyModel, TINY_SHAPES, type TinyShape } from "../model/tiny-model.ts";
 

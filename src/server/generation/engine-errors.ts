@@ -11,7 +11,7 @@ import { PipelineRequestError } from "../../pipeline/stage-pipeline.ts";
 import { ApiError, type ErrorKind } from "../errors.ts";
 
 /**
- * EngineRequestError codes (engine/engine.ts validateRequest and failLate, frontend/engine-frontend.ts,
+ * EngineRequestError codes (engine/engine-core.ts validateRequest and failLate, frontend/engine-frontend.ts,
  * pipeline/) -> the error kind. A code missing here is a refusal of the request: 400.
  */
 export const ENGINE_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {

@@ -1,7 +1,7 @@
 /**
- * The frames of fennec's KV side channel between instances (kv-peer-connector.ts), on one TCP connection per
+ * The frames of fennec's KV side channel between instances (peer-connector.ts), on one TCP connection per
  * transfer. Control frames carry a small JSON object; block frames carry raw block bytes in the pool's layout
- * (kv-block-transfer.ts), several blocks per frame, never JSON.
+ * (block-transfer.ts), several blocks per frame, never JSON.
  *
  *   frame:  [u32 bodyBytes][u8 type][body]                                  (little-endian)
  *   READ    decode -> prefill  JSON {engine_id, request_id, block_ids, block_bytes, block_size, descriptors_per_block}
@@ -10,7 +10,7 @@
  *   DONE    decode -> prefill  JSON {request_id}      (the read notification: the prefill side frees the blocks)
  *   HEARTBEAT decode -> prefill JSON {request_ids}   (still waiting to read them: their lease is extended)
  */
-import { err, ok, type Result } from "../util/result.ts";
+import { err, ok, type Result } from "../../util/result.ts";
 
 export const FRAME = { read: 1, blocks: 2, error: 3, done: 4, heartbeat: 5 } as const;
 export type FrameType = (typeof FRAME)[keyof typeof FRAME];

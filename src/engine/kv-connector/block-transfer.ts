@@ -5,7 +5,7 @@
  * One block's bytes are [layer, K|V, the backend's block layout]; the bytes of several blocks are those, block after
  * block. Same backend, model and --kv-cache-dtype only: the bytes carry no header.
  */
-import type { ModelRunner } from "../model/model-batch.ts";
+import type { ModelRunner } from "../../model/model-batch.ts";
 
 export class KvBlockTransfer {
   /** bytes of one block over all layers, K and V */

@@ -17,29 +17,16 @@
  * Every tier slot is pinned (refcount) while a transfer uses it, and released exactly once when that transfer settles,
  * whatever happened to its request meanwhile: no slot leaks after aborts at any point.
  */
-import { BlockPool, type BlockHash } from "./block-pool.ts";
-import type { ComputedBlocks, KvCacheManager } from "./kv-cache-manager.ts";
-import type { KvBlockTransfer } from "./kv-block-transfer.ts";
-import type { KvOffloadConfig } from "../config/kv-transfer-config.ts";
-import type { OffloadTier } from "./offload-tiers.ts";
-import type { RequestState } from "./request.ts";
-import { SAVE_OUTCOMES, type KvOffloadStepStats, type KvTransferOp, type SaveOutcome } from "./stats.ts";
-import { errorMessage } from "../util/error-message.ts";
-
-/** What the scheduler asks of a KV connector (vLLM KVConnectorBase_V1's scheduler-side calls, reduced). */
-export interface KvConnectorHooks {
-  /** requests whose load finished (or failed: then they recompute), for the head of the waiting queue */
-  takeLoaded(): RequestState[];
-  /** true when the request's next blocks are in the tier: its load started and it left the waiting queue */
-  startLoad(request: RequestState, computed: ComputedBlocks): boolean;
-  /** a request is admitted with only its local hit: vLLM's external prefix-cache query */
-  recordAdmission(request: RequestState, computed: ComputedBlocks): void;
-  /** before a request's primary blocks are freed; `gone`: aborted (its queued stores are dropped) */
-  beforeFree(request: RequestState, gone: boolean): void;
-  readonly numLoading: number;
-  /** true when the request may not compute its prompt itself now (its KV is to be read from elsewhere) */
-  mustWait?(request: RequestState): boolean;
-}
+import { BlockPool, type BlockHash } from "../block-pool.ts";
+import type { ComputedBlocks, KvCacheManager } from "../kv-cache-manager.ts";
+import { KvBlockTransfer } from "./block-transfer.ts";
+import type { KvConnector } from "./kv-connector.ts";
+import type { KvOffloadConfig } from "../../config/kv-transfer-config.ts";
+import { CpuTier, DiskTier, type OffloadTier } from "./offload-tiers.ts";
+import type { RequestState } from "../request.ts";
+import { SAVE_OUTCOMES, type KvOffloadStepStats, type KvTransferOp, type SaveOutcome } from "../stats.ts";
+import { errorMessage } from "../../util/error-message.ts";
+import type { ModelRunner } from "../../model/model-batch.ts";
 
 export interface KvOffloadConnectorOptions {
   readonly config: KvOffloadConfig;
@@ -94,7 +81,7 @@ function zeroOutcomes(): Record<SaveOutcome, number> {
   return Object.fromEntries(SAVE_OUTCOMES.map((o) => [o, 0])) as Record<SaveOutcome, number>;
 }
 
-export class KvOffloadConnector implements KvConnectorHooks {
+export class KvOffloadConnector implements KvConnector {
   readonly pool: BlockPool;
   readonly capacityBlocks: number;
   private readonly config: KvOffloadConfig;
@@ -463,4 +450,20 @@ export class KvOffloadConnector implements KvConnectorHooks {
     this.closed = true;
     this.tier.close();
   }
+}
+
+/**
+ * The offload tier's storage and connector for one engine (the disk file is created, empty, here).
+ * @example createOffloadConnector(offload, kv, runner, { blockSize: 16, maxNumBatchedTokens: 2048 }, nowMs, 0)
+ */
+export function createOffloadConnector(offload: KvOffloadConfig, kv: KvCacheManager, runner: ModelRunner, sizes: { blockSize: number; maxNumBatchedTokens: number }, nowMs: () => number, rank: number): KvOffloadConnector {
+  const transfer = new KvBlockTransfer(runner, sizes.blockSize);
+  let tier: OffloadTier;
+  if (offload.backend === "disk") {
+    const slotBytes = offload.usePageCache ? transfer.blockBytes : Math.ceil(transfer.blockBytes / 4096) * 4096;
+    tier = new DiskTier(offload.diskPath!, Math.max(1, Math.floor(offload.diskCapacityBytes / slotBytes)), transfer.blockBytes, offload.diskBufferSlots, offload.usePageCache, rank);
+  } else {
+    tier = new CpuTier(Math.max(1, Math.floor(offload.cpuBytes / transfer.blockBytes)), transfer.blockBytes);
+  }
+  return new KvOffloadConnector({ config: offload, kv, transfer, tier, maxNumBatchedTokens: sizes.maxNumBatchedTokens, nowMs });
 }

@@ -1,7 +1,7 @@
 /**
  * Where offloaded KV blocks live: fixed-size slots in host memory outside the kernels' WASM memory (the `cpu`
  * backend), or in one scratch file (the `disk` backend, vllm/v1/simple_kv_offload/disk_backend.py). A slot holds one
- * block's bytes; which hash a slot holds is the offload pool's business (kv-offload-connector.ts), not the tier's.
+ * block's bytes; which hash a slot holds is the offload pool's business (offload-connector.ts), not the tier's.
  *
  * The disk file follows vLLM's caveats exactly: path `${disk_path}.rank_${engine index}`, parent folders created, any file already
  * there unlinked first, then opened O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW (+O_DIRECT unless use_page_cache) with mode 0600

@@ -1,7 +1,7 @@
 /**
  * fennec's KV connector between instances, configured as vLLM's `NixlConnector` (vllm/distributed/kv_transfer/
  * kv_connector/v1/nixl_connector.py) and speaking its per-request `kv_transfer_params`; the transport is fennec's own
- * TCP side channel (kv-peer-wire.ts), not the NIXL library.
+ * TCP side channel (peer-transport.ts, frames of peer-wire.ts), not the NIXL library.
  *
  * Pull, as NIXL's read mode: the decode instance reads the blocks when it admits the request, into blocks it has just
  * allocated, so no instance ever holds bytes it has no block for, and the prefill side never needs to know where the
@@ -17,15 +17,14 @@
  * "fail", vLLM's default: HTTP 500 with the reason) or recomputes the prompt ("recompute"). A read that lands after
  * its request was aborted is dropped, never written into blocks that are free again.
  */
-import { connect, createServer, type Server, type Socket } from "node:net";
-import type { ComputedBlocks, KvCacheManager } from "./kv-cache-manager.ts";
-import type { KvBlockTransfer } from "./kv-block-transfer.ts";
-import type { KvConnectorHooks } from "./kv-offload-connector.ts";
-import type { KvPeerConfig } from "../config/kv-transfer-config.ts";
-import type { RequestState } from "./request.ts";
-import type { KvPeerStepStats, KvPeerTransfer, FinishReason } from "./stats.ts";
-import { blocksHeader, controlFrame, FRAME, FrameReader, MAX_BLOCK_FRAME_BYTES, type ReadRequest } from "./kv-peer-wire.ts";
-import { errorMessage } from "../util/error-message.ts";
+import type { ComputedBlocks, KvCacheManager } from "../kv-cache-manager.ts";
+import type { KvBlockTransfer } from "./block-transfer.ts";
+import type { KvConnector } from "./kv-connector.ts";
+import type { KvPeerConfig } from "../../config/kv-transfer-config.ts";
+import type { RequestState } from "../request.ts";
+import type { KvPeerStepStats, KvPeerTransfer, FinishReason } from "../stats.ts";
+import { controlFrame, FRAME } from "./peer-wire.ts";
+import { PeerTransport, type BlockReadJob, type RemoteBlocks } from "./peer-transport.ts";
 
 export interface KvPeerConnectorOptions {
   readonly config: KvPeerConfig;
@@ -42,11 +41,7 @@ export interface KvPeerConnectorOptions {
 }
 
 /** What a decode request was told by the prefill instance's answer. */
-interface RemotePrefill {
-  readonly engineId: string;
-  readonly requestId: string;
-  readonly host: string;
-  readonly port: number;
+interface RemotePrefill extends RemoteBlocks {
   readonly blockIds: readonly number[];
 }
 
@@ -56,17 +51,12 @@ interface PinnedRequest {
   reads: number;
 }
 
-interface LoadJob {
+interface LoadJob extends BlockReadJob {
   readonly request: RequestState;
   readonly remote: RemotePrefill;
   readonly localBlockIds: readonly number[];
   readonly numTokens: number;
   readonly startMs: number;
-  socket: Socket | null;
-  settled: boolean;
-  data: Uint8Array | null;
-  error: string | null;
-  stats: KvPeerTransfer | null;
 }
 
 export interface KvPeerRequestError {
@@ -83,7 +73,7 @@ function blockIdsOf(v: unknown): number[] | null {
   return flat as number[];
 }
 
-export class KvPeerConnector implements KvConnectorHooks {
+export class KvPeerConnector implements KvConnector {
   private readonly config: KvPeerConfig;
   private readonly kv: KvCacheManager;
   private readonly transfer: KvBlockTransfer;
@@ -91,8 +81,7 @@ export class KvPeerConnector implements KvConnectorHooks {
   private readonly onWake: () => void;
   private readonly loadTimeoutMs: number;
   private readonly blockSize: number;
-  private server: Server | null = null;
-  private readonly sockets = new Set<Socket>();
+  private readonly transport: PeerTransport;
   /** the side channel's port once listening (kv_port 0: the one the system gave) */
   private boundPort: number;
   // prefill side
@@ -131,6 +120,15 @@ export class KvPeerConnector implements KvConnectorHooks {
     this.loadTimeoutMs = options.loadTimeoutMs ?? options.config.leaseSeconds * 1000;
     this.blockSize = options.kv.blockSize;
     this.boundPort = options.config.port + (options.config.port === 0 ? 0 : options.engineIndex);
+    this.transport = new PeerTransport({
+      blockBytes: options.transfer.blockBytes, blockSize: this.blockSize, nowMs: options.nowMs,
+      onSettle: () => this.wake(), onNotifyFailed: () => { this.failedNotifications++; },
+      server: {
+        done: (requestId) => this.readDone(requestId),
+        heartbeat: (requestId) => this.extendLease(requestId),
+        read: (json) => this.answerRead(json),
+      },
+    });
   }
 
   get producer(): boolean { return this.config.role !== "kv_consumer"; }
@@ -141,18 +139,9 @@ export class KvPeerConnector implements KvConnectorHooks {
   get numPinnedRequests(): number { return this.pinned.size; }
 
   /** Prefill side: opens the side channel (vLLM's port + data-parallel index). */
-  listen(): Promise<void> {
-    if (!this.producer) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const server = createServer((socket) => this.serve(socket));
-      server.once("error", (e) => reject(new Error(`KV side channel: cannot listen on ${this.config.host}:${this.boundPort}: ${errorMessage(e)} (set kv_port in --kv-transfer-config or VLLM_NIXL_SIDE_CHANNEL_PORT)`)));
-      server.listen(this.boundPort, this.config.host, () => {
-        const address = server.address();
-        if (address !== null && typeof address === "object") this.boundPort = address.port;
-        this.server = server;
-        resolve();
-      });
-    });
+  async listen(): Promise<void> {
+    if (!this.producer) return;
+    this.boundPort = await this.transport.listen(this.config.host, this.boundPort, "set kv_port in --kv-transfer-config or VLLM_NIXL_SIDE_CHANNEL_PORT");
   }
 
   describe(): string[] {
@@ -215,7 +204,7 @@ export class KvPeerConnector implements KvConnectorHooks {
       if (peer === undefined) byPeer.set(key, (peer = { host: r.host, port: r.port, ids: [] }));
       peer.ids.push(r.requestId);
     }
-    for (const peer of byPeer.values()) this.notify(peer.host, peer.port, controlFrame(FRAME.heartbeat, { request_ids: peer.ids }));
+    for (const peer of byPeer.values()) this.transport.notify(peer.host, peer.port, controlFrame(FRAME.heartbeat, { request_ids: peer.ids }));
   }
 
   /**
@@ -261,7 +250,7 @@ export class KvPeerConnector implements KvConnectorHooks {
     return entry;
   }
 
-  // ---- scheduler side (KvConnectorHooks) ---------------------------------------------------------------------------
+  // ---- scheduler side (KvConnector) ---------------------------------------------------------------------------------
 
   takeLoaded(): RequestState[] {
     const out = this.loaded.filter((r) => r.status !== "finished");
@@ -300,7 +289,7 @@ export class KvPeerConnector implements KvConnectorHooks {
     this.loads.push(job);
     this.loading.add(request);
     request.status = "loading";
-    this.read(job, remote.blockIds.slice(first, last));
+    this.transport.read(job, remote.blockIds.slice(first, last), this.options.descriptorsPerBlock);
     return true;
   }
 
@@ -378,7 +367,7 @@ export class KvPeerConnector implements KvConnectorHooks {
     for (let i = 0; i < this.loads.length; ) {
       const job = this.loads[i]!;
       if (!job.settled) {
-        if (now - job.startMs > this.loadTimeoutMs) this.fail(job, `no answer from the prefill instance ${job.remote.host}:${job.remote.port} within ${this.loadTimeoutMs} ms`);
+        if (now - job.startMs > this.loadTimeoutMs) this.transport.fail(job, `no answer from the prefill instance ${job.remote.host}:${job.remote.port} within ${this.loadTimeoutMs} ms`);
         i++;
         continue;
       }
@@ -433,63 +422,7 @@ export class KvPeerConnector implements KvConnectorHooks {
     return stats;
   }
 
-  // ---- the transport ------------------------------------------------------------------------------------------------
-
-  private fail(job: LoadJob, error: string): void {
-    if (job.settled) return;
-    job.settled = true;
-    job.error = error;
-    job.socket?.destroy();
-    this.wake();
-  }
-
-  /** Decode side: one connection, READ, the block frames into one buffer, DONE. */
-  private read(job: LoadJob, remoteBlockIds: readonly number[]): void {
-    const blockBytes = this.transfer.blockBytes;
-    const data = new Uint8Array(remoteBlockIds.length * blockBytes); // [numBlocks, blockBytes]
-    let received = 0;
-    let posted = 0;
-    const t0 = this.nowMs();
-    const reader = new FrameReader(MAX_BLOCK_FRAME_BYTES);
-    const socket = connect({ host: job.remote.host, port: job.remote.port });
-    job.socket = socket;
-    this.sockets.add(socket);
-    socket.on("close", () => {
-      this.sockets.delete(socket);
-      this.fail(job, received < data.length ? `the connection closed after ${received} of ${data.length} bytes` : "the connection closed");
-    });
-    socket.on("error", (e) => this.fail(job, errorMessage(e)));
-    socket.on("connect", () => {
-      const request: ReadRequest = {
-        engine_id: job.remote.engineId, request_id: job.remote.requestId, block_ids: remoteBlockIds, block_bytes: blockBytes, block_size: this.blockSize,
-      };
-      socket.write(controlFrame(FRAME.read, request), () => { posted = this.nowMs(); });
-    });
-    socket.on("data", (chunk: Buffer) => {
-      if (job.settled) return;
-      const frames = reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
-      if (!frames.ok) { this.fail(job, frames.error); return; }
-      for (const frame of frames.value) {
-        if (frame.type === FRAME.error) { this.fail(job, String(frame.json["message"] ?? "the prefill instance refused the read")); return; }
-        if (frame.type !== FRAME.blocks) { this.fail(job, `unexpected frame type ${frame.type}`); return; }
-        const at = frame.firstBlock * blockBytes;
-        if (frame.data.length !== frame.numBlocks * blockBytes || at + frame.data.length > data.length) { this.fail(job, "a block frame does not fit the blocks asked for"); return; }
-        data.set(frame.data, at);
-        received += frame.data.length;
-      }
-      if (received < data.length) return;
-      const end = this.nowMs();
-      job.data = data;
-      job.stats = {
-        seconds: (end - (posted || t0)) / 1000, postSeconds: ((posted || end) - t0) / 1000, bytes: data.length,
-        descriptors: remoteBlockIds.length * this.options.descriptorsPerBlock,
-      };
-      job.settled = true;
-      // the read notification: the prefill side frees its blocks
-      socket.end(controlFrame(FRAME.done, { request_id: job.remote.requestId }));
-      this.wake();
-    });
-  }
+  // ---- the side channel (peer-transport.ts moves the bytes) ---------------------------------------------------------
 
   /** Decode side: a request with a prefill instance's params was refused before it was queued. */
   rejected(params: Readonly<Record<string, unknown>>): void {
@@ -497,86 +430,42 @@ export class KvPeerConnector implements KvConnectorHooks {
     const port = params["remote_port"];
     const requestId = params["remote_request_id"];
     if (params["do_remote_prefill"] !== true || typeof host !== "string" || !Number.isInteger(port) || typeof requestId !== "string") return;
-    this.notify(host, port as number, controlFrame(FRAME.done, { request_id: requestId }));
+    this.transport.notify(host, port as number, controlFrame(FRAME.done, { request_id: requestId }));
   }
 
   /** Decode side: tells the prefill side its blocks are no longer needed (a request that never read them). */
   private notifyDone(remote: RemotePrefill): void {
-    this.notify(remote.host, remote.port, controlFrame(FRAME.done, { request_id: remote.requestId }));
+    this.transport.notify(remote.host, remote.port, controlFrame(FRAME.done, { request_id: remote.requestId }));
   }
 
-  /** One control frame on its own connection; a failure counts in vllm:nixl_num_failed_notifications. */
-  private notify(host: string, port: number, frame: Uint8Array): void {
-    if (this.closed) return;
-    const socket = connect({ host, port });
-    this.sockets.add(socket);
-    socket.on("connect", () => socket.end(frame));
-    socket.on("error", () => { this.failedNotifications++; });
-    socket.on("close", () => this.sockets.delete(socket));
+  /** Prefill side: a decode instance read the request's blocks, or never will (DONE): they are freed at the next drain. */
+  private readDone(requestId: string): void {
+    if (!this.pinned.has(requestId)) return;
+    this.toRelease.push({ requestId, expired: false });
+    this.onWake();
   }
 
-  /** Prefill side: one connection from a decode instance. */
-  private serve(socket: Socket): void {
-    this.sockets.add(socket);
-    const reader = new FrameReader(0);
-    socket.on("close", () => this.sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
-    const refuse = (message: string): void => { socket.end(controlFrame(FRAME.error, { message })); };
-    socket.on("data", (chunk: Buffer) => {
-      const frames = reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
-      if (!frames.ok) { refuse(frames.error); return; }
-      for (const frame of frames.value) {
-        if (frame.type === FRAME.done) {
-          const id = frame.json["request_id"];
-          if (typeof id === "string" && this.pinned.has(id)) {
-            this.toRelease.push({ requestId: id, expired: false });
-            this.onWake();
-          }
-          continue;
-        }
-        if (frame.type === FRAME.heartbeat) {
-          const ids = frame.json["request_ids"];
-          if (Array.isArray(ids)) for (const id of ids) if (typeof id === "string") this.extendLease(id);
-          continue;
-        }
-        if (frame.type !== FRAME.read) { refuse(`unexpected frame type ${frame.type}`); return; }
-        try {
-          this.answerRead(socket, frame.json, refuse);
-        } catch (e) {
-          refuse(`the prefill instance could not read its blocks: ${errorMessage(e)}`);
-        }
-      }
-    });
-  }
-
-  private answerRead(socket: Socket, json: Record<string, unknown>, refuse: (message: string) => void): void {
+  /** Prefill side: a READ's blocks ([numBlocks, blockBytes]) when this instance holds them for the request, or why not. */
+  private answerRead(json: Record<string, unknown>): Uint8Array | { readonly refused: string } {
+    const refuse = (refused: string): { refused: string } => ({ refused });
     const engineId = json["engine_id"];
     const requestId = json["request_id"];
-    if (engineId !== this.config.engineId) { refuse(`this prefill instance is engine ${this.config.engineId}, not ${String(engineId)}`); return; }
+    if (engineId !== this.config.engineId) return refuse(`this prefill instance is engine ${this.config.engineId}, not ${String(engineId)}`);
     if (json["block_bytes"] !== this.transfer.blockBytes || json["block_size"] !== this.blockSize) {
-      refuse(`compatibility mismatch: this prefill instance has blocks of ${this.blockSize} tokens, ${this.transfer.blockBytes} bytes; the reader expects ${String(json["block_size"])} tokens, ${String(json["block_bytes"])} bytes (same model, --block-size and --kv-cache-dtype on both)`);
-      return;
+      return refuse(`compatibility mismatch: this prefill instance has blocks of ${this.blockSize} tokens, ${this.transfer.blockBytes} bytes; the reader expects ${String(json["block_size"])} tokens, ${String(json["block_bytes"])} bytes (same model, --block-size and --kv-cache-dtype on both)`);
     }
     const entry = typeof requestId === "string" ? this.pinned.get(requestId) : undefined;
-    if (entry === undefined) { refuse(`no KV blocks are held for request ${String(requestId)} (never prefilled here, already read, or its ${this.config.leaseSeconds} s lease expired)`); return; }
+    if (entry === undefined) return refuse(`no KV blocks are held for request ${String(requestId)} (never prefilled here, already read, or its ${this.config.leaseSeconds} s lease expired)`);
     const ids = json["block_ids"];
-    if (!Array.isArray(ids) || !ids.every((id) => entry.blockIds.includes(id as number))) { refuse(`request ${String(requestId)} holds blocks ${JSON.stringify(entry.blockIds)}; the read asked for others`); return; }
+    if (!Array.isArray(ids) || !ids.every((id) => entry.blockIds.includes(id as number))) return refuse(`request ${String(requestId)} holds blocks ${JSON.stringify(entry.blockIds)}; the read asked for others`);
     entry.reads++;
-    const data = this.transfer.read(ids as number[]); // [ids.length, blockBytes]
-    const perFrame = Math.max(1, Math.floor(MAX_BLOCK_FRAME_BYTES / this.transfer.blockBytes));
-    for (let b = 0; b < ids.length; b += perFrame) {
-      const n = Math.min(perFrame, ids.length - b);
-      const bytes = data.subarray(b * this.transfer.blockBytes, (b + n) * this.transfer.blockBytes);
-      socket.write(blocksHeader(b, n, bytes.length));
-      socket.write(bytes);
-    }
+    return this.transfer.read(ids as number[]); // [ids.length, blockBytes]
   }
 
   close(): void {
     this.closed = true;
     for (const entry of this.pinned.values()) clearTimeout(entry.timer);
     if (this.heartbeat !== null) clearInterval(this.heartbeat);
-    for (const s of this.sockets) s.destroy();
-    this.server?.close();
+    this.transport.close();
   }
 }
