@@ -1,9 +1,9 @@
 /**
  * One greedy generation on a Runner for the A/B benchmarks that load a model twice in one process
- * (bench/split-memory.ts, bench/huge-pages.ts): the prompt as one step, then genLen - 1 decode steps.
+ * (bench/experiments/split-memory.ts, bench/experiments/huge-pages.ts): the prompt as one step, then genLen - 1 decode steps.
  */
-import { argmax } from "../src/model/decode-loop.ts";
-import type { Runner } from "../src/model/runner.ts";
+import { argmax } from "../../src/model/decode-loop.ts";
+import type { Runner } from "../../src/model/runner.ts";
 
 /** Prefill and decode rates in tokens/s, and the greedy ids. */
 export async function greedyRun(runner: Runner, promptIds: readonly number[], genLen: number, blockTable: Int32Array): Promise<{ prefill: number; decode: number; ids: number[] }> {

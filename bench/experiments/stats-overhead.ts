@@ -1,5 +1,5 @@
 /**
- * `bun run bench/stats-overhead.ts [--rounds R] [--requests N] [--max-tokens T] [--concurrency C] [--model F]`
+ * `bun run bench/experiments/stats-overhead.ts [--rounds R] [--requests N] [--max-tokens T] [--concurrency C] [--model F]`
  * The cost of observability: output tokens/s of the serving stack (HTTP app via app.handle -> orchestrator -> engine
  * Worker, /metrics recorder on in both) without and with `--log-stats --enable-per-request-metrics` (the pipeline
  * wrapper, the omni tables rendered and written after every request, the per-request `metrics` object). Rounds
@@ -8,25 +8,25 @@
  * engine's. Target: observed throughput within 3% of plain.
  */
 import { closeSync, openSync, writeSync } from "node:fs";
-import { parseCommandArgs } from "../src/command-line/parse-args.ts";
-import { readServeConfig } from "../src/commands/serve.ts";
-import { makeDeprecationGate } from "../src/metrics/deprecation.ts";
-import { onlineTables } from "../src/metrics/omni-stats-logger.ts";
-import { MetricsRecorder } from "../src/metrics/recorder.ts";
-import { createServingPipeline } from "../src/pipeline/serving-pipeline.ts";
-import { createApp } from "../src/server/app.ts";
-import { metricsRoute } from "../src/server/metrics-route.ts";
-import { DEFAULT_MAX_BODY_BYTES } from "../src/server/server-options.ts";
-import type { FinishedRequestStats, IterationStats as StepStats, StatsListener } from "../src/frontend/iteration-stats.ts";
-import type { GenerateRequest, Orchestrator, RequestOutput } from "../src/frontend/orchestrator.ts";
-import { nowMs } from "../src/util/clock.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
+import { readServeConfig } from "../../src/commands/serve.ts";
+import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
+import { onlineTables } from "../../src/metrics/omni-stats-logger.ts";
+import { MetricsRecorder } from "../../src/metrics/recorder.ts";
+import { createServingPipeline } from "../../src/pipeline/serving-pipeline.ts";
+import { createApp } from "../../src/server/app.ts";
+import { metricsRoute } from "../../src/server/metrics-route.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../src/server/server-options.ts";
+import type { FinishedRequestStats, IterationStats as StepStats, StatsListener } from "../../src/frontend/iteration-stats.ts";
+import type { GenerateRequest, Orchestrator, RequestOutput } from "../../src/frontend/orchestrator.ts";
+import { nowMs } from "../../src/util/clock.ts";
 
 /** what serve hands the pipeline builder: the command line's model, engine arguments and stage chain */
 function servingInputs(options: Parameters<typeof readServeConfig>[0]) {
   const { config, chain } = readServeConfig(options);
   return { model: config.model, engineArgs: config.engine, chain };
 }
-import pkg from "../package.json" with { type: "json" };
+import pkg from "../../package.json" with { type: "json" };
 
 interface Args { rounds: number; requests: number; maxTokens: number; concurrency: number; model: string | null; threads: number; aa: boolean }
 

@@ -4,16 +4,16 @@
  * memories as the server would; greedy prefill + decode run alternately (4 KiB, huge, 4 KiB, ...) so both see the same
  * machine load; best of --rounds each, the ratio huge / 4 KiB, and whether the greedy ids agree. Needs room for the
  * model twice (an 8B q4_k_m: about 11 GB).
- * Usage: bun run bench/huge-pages.ts -- --model F [--threads 2] [--prompt 16] [--gen 16] [--rounds 3]
+ * Usage: bun run bench/experiments/huge-pages.ts -- --model F [--threads 2] [--prompt 16] [--gen 16] [--rounds 3]
  */
 import { parseArgs } from "node:util";
 import { readFileSync } from "node:fs";
-import { createBackend } from "../src/backend/create-backend.ts";
-import { placeModel } from "../src/engine/model-placement.ts";
-import { readGguf } from "../src/gguf/reader.ts";
-import { loadModel } from "../src/model/load-model.ts";
-import { Runner } from "../src/model/runner.ts";
-import { ensureKernels } from "../test/kernels/ensure-kernels.ts";
+import { createBackend } from "../../src/backend/create-backend.ts";
+import { placeModel } from "../../src/engine/model-placement.ts";
+import { readGguf } from "../../src/gguf/reader.ts";
+import { loadModel } from "../../src/model/load-model.ts";
+import { Runner } from "../../src/model/runner.ts";
+import { ensureKernels } from "../../test/kernels/ensure-kernels.ts";
 import { greedyRun } from "./greedy-run.ts";
 
 const { values } = parseArgs({

@@ -3,12 +3,12 @@
  * scored along the same teacher-forced greedy steps with bench/server-logits.ts's measure (greedy ids, the largest
  * |log p| difference over the top 20 tokens). It tells how far llama.cpp's own legitimate choices move its
  * log-probs on a model, which is the floor for any other implementation's distance from it (server-logits.ts).
- * Usage: bun run bench/llamacpp-spread.ts -- --model F [--model-b G] [--a kv=f16,fa=off] [--b kv=f32,fa=off]
+ * Usage: bun run bench/experiments/llamacpp-spread.ts -- --model F [--model-b G] [--a kv=f16,fa=off] [--b kv=f32,fa=off]
  *        [--threads 2] [--steps 32]
  */
 import { parseArgs } from "node:util";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
-import { llamaCppSteps } from "./llama-cpp-steps.ts";
+import { llamaCppSteps } from "../llama-cpp-steps.ts";
 
 const { values } = parseArgs({
   options: {

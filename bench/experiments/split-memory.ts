@@ -3,15 +3,15 @@
  * of layers each, backend/wasm/split-wasm-backend.ts), greedy prefill + decode run alternately (one, split, one, ...)
  * so both see the same machine load; best of --rounds each, and the ratio split / one. Also checks the two give the
  * same greedy ids. Both backends are loaded at once: use a model that fits in one memory twice over.
- * Usage: bun run bench/split-memory.ts -- --model F [--memories 2] [--threads 2] [--prompt 64] [--gen 32] [--rounds 3]
+ * Usage: bun run bench/experiments/split-memory.ts -- --model F [--memories 2] [--threads 2] [--prompt 64] [--gen 32] [--rounds 3]
  */
 import { parseArgs } from "node:util";
-import { createBackend } from "../src/backend/create-backend.ts";
-import { planMemories, type MemoryPlan } from "../src/backend/wasm/memory-plan.ts";
-import { readGguf } from "../src/gguf/reader.ts";
-import { loadModel } from "../src/model/load-model.ts";
-import { Runner } from "../src/model/runner.ts";
-import { ensureKernels } from "../test/kernels/ensure-kernels.ts";
+import { createBackend } from "../../src/backend/create-backend.ts";
+import { planMemories, type MemoryPlan } from "../../src/backend/wasm/memory-plan.ts";
+import { readGguf } from "../../src/gguf/reader.ts";
+import { loadModel } from "../../src/model/load-model.ts";
+import { Runner } from "../../src/model/runner.ts";
+import { ensureKernels } from "../../test/kernels/ensure-kernels.ts";
 import { greedyRun } from "./greedy-run.ts";
 
 const { values } = parseArgs({
