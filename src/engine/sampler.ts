@@ -3,11 +3,13 @@
  * (vLLM applies it to the logits in the model runner, before the sampler sees them, so logprobs see it too); logprobs
  * from those logits; then allowed_token_ids, bad_words, min_tokens (stop tokens masked), logit_bias, repetition /
  * frequency / presence penalties; greedy = argmax (lowest id wins a tie); otherwise temperature, min_p, top_k, top_p
- * and a draw from the request's own generator.
+ * and a draw from the request's own generator. A request with llama.cpp's sampler fields (params.llama) leaves the
+ * penalties and everything after logit_bias to llama.cpp's chain instead (llama-sampler-chain.ts).
  */
 import type { PositionLogprobs, TokenLogprob } from "./protocol.ts";
 import type { SamplingParams } from "./sampling-params.ts";
 import type { Rng } from "./rng.ts";
+import { llamaChainProbs, sampleLlamaChain, type LlamaChainInput, type LlamaChainState } from "./llama-sampler-chain.ts";
 
 /** vLLM treats temperatures below this as greedy */
 export const GREEDY_TEMPERATURE = 1e-5;
@@ -133,6 +135,7 @@ function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext, allow
       if (id >= 0 && id < logits.length) logits[id]! += bias;
     }
   }
+  if (p.llama) return; // the penalties run in llama.cpp's chain, over its window
   if (p.repetitionPenalty !== 1) {
     const seen = new Set(ctx.allTokenIds);
     for (const id of seen) {
@@ -275,9 +278,9 @@ function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: 
 function needsProcessing(ctx: SamplingContext): boolean {
   const p = ctx.params;
   const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
-  return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || p.repetitionPenalty !== 1 ||
-    (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0)) || p.allowedTokenIds !== null ||
-    p.badWordsTokenIds.length > 0;
+  const penalties = !p.llama && (p.repetitionPenalty !== 1 || (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0)));
+  return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || penalties ||
+    p.allowedTokenIds !== null || p.badWordsTokenIds.length > 0;
 }
 
 /**
@@ -290,6 +293,18 @@ export class Sampler {
   private processed = new Float32Array(0); // [vocabSize] logits after the processors
   private probs = new Float64Array(0); // [vocabSize] unnormalized probabilities
   private select: SelectScratch = { keep: new Uint8Array(0), bucket: new Uint16Array(0) };
+  /** llama.cpp's chain state (Mirostat's mu) per request, keyed by the request's own generator */
+  private llamaStates = new WeakMap<Rng, LlamaChainState>();
+
+  private llamaState(rng: Rng): LlamaChainState {
+    let state = this.llamaStates.get(rng);
+    if (!state) { state = { mu: null }; this.llamaStates.set(rng, state); }
+    return state;
+  }
+
+  private llamaInput(logits: Float32Array, ctx: SamplingContext): LlamaChainInput {
+    return { logits, params: ctx.params, llama: ctx.params.llama!, allTokenIds: ctx.allTokenIds, rng: ctx.rng };
+  }
 
   /** row: the grammar-masked row (logprobs read it); logits: after the processors too */
   private processedLogits(row: Float32Array, ctx: SamplingContext): { row: Float32Array; logits: Float32Array } {
@@ -330,6 +345,7 @@ export class Sampler {
    */
   targetProbs(row: Float32Array, ctx: SamplingContext): Float64Array {
     const { logits } = this.processedLogits(row, ctx);
+    if (ctx.params.llama) return llamaChainProbs(this.llamaInput(logits, ctx), this.llamaState(ctx.rng));
     const mass = randomProbs(logits, ctx.params, this.probs, this.select);
     const probs = new Float64Array(row.length); // [vocabSize]
     for (let i = 0; i < row.length; i++) probs[i] = this.probs[i]! / mass;
@@ -342,7 +358,8 @@ export class Sampler {
     const processed = this.processedLogits(row, ctx);
     const logits = processed.logits;
     row = processed.row;
-    const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs, this.select);
+    const tokenId = p.llama ? sampleLlamaChain(this.llamaInput(logits, ctx), this.llamaState(ctx.rng))
+      : p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs, this.select);
     if (p.logprobs === null) return { tokenId };
     return { tokenId, logprobs: positionLogprobs(row, tokenId, p.logprobs) };
   }
