@@ -7,7 +7,7 @@
  * penalties and everything after logit_bias to llama.cpp's chain instead (llama-sampler-chain.ts).
  */
 import type { PositionLogprobs, TokenLogprob } from "./protocol.ts";
-import type { SamplingParams } from "./sampling-params.ts";
+import type { BannedText, SamplingParams } from "./sampling-params.ts";
 import type { Rng } from "./rng.ts";
 import { llamaChainProbs, sampleLlamaChain, type LlamaChainInput, type LlamaChainState } from "./llama-sampler-chain.ts";
 
@@ -118,6 +118,50 @@ function applyBadWords(logits: Float32Array, ctx: SamplingContext): void {
   }
 }
 
+/** A BannedText's tables as lookups, built once per request's params. */
+interface BannedTextLookup {
+  /** token -> states a match enters in it */
+  readonly entering: Map<number, number[]>;
+  /** token -> [from, to] */
+  readonly advancing: Map<number, [number, number][]>;
+  /** state -> tokens that complete the text from it */
+  readonly completing: Map<number, number[]>;
+}
+
+const bannedTextLookups = new WeakMap<BannedText, BannedTextLookup>();
+
+function lookupOf(ban: BannedText): BannedTextLookup {
+  let lookup = bannedTextLookups.get(ban);
+  if (lookup) return lookup;
+  const push = <K, V>(map: Map<K, V[]>, key: K, value: V): void => { const list = map.get(key); if (list) list.push(value); else map.set(key, [value]); };
+  lookup = { entering: new Map(), advancing: new Map(), completing: new Map() };
+  for (const [id, state] of ban.entering) push(lookup.entering, id, state);
+  for (const [id, from, to] of ban.advancing) push(lookup.advancing, id, [from, to]);
+  for (const [id, from] of ban.completing) push(lookup.completing, from, id);
+  bannedTextLookups.set(ban, lookup);
+  return lookup;
+}
+
+/**
+ * Forbids every token that would complete a banned text after the output so far, whatever tokens spelled its start:
+ * the partial matches at the output's end are found from its last numChars - 1 tokens (a match of j characters
+ * began at most j tokens back, each token adding at least one character).
+ */
+function applyBannedTexts(logits: Float32Array, bans: readonly BannedText[], all: readonly number[], outputStart: number): void {
+  for (const ban of bans) {
+    const lookup = lookupOf(ban);
+    let states = new Set<number>();
+    for (let i = Math.max(outputStart, all.length - (ban.numChars - 1)); i < all.length; i++) {
+      const id = all[i]!;
+      const next = new Set(lookup.entering.get(id));
+      for (const [from, to] of lookup.advancing.get(id) ?? []) if (states.has(from)) next.add(to);
+      states = next;
+    }
+    for (const id of ban.containing) if (id < logits.length) logits[id] = -Infinity;
+    for (const state of states) for (const id of lookup.completing.get(state) ?? []) if (id < logits.length) logits[id] = -Infinity;
+  }
+}
+
 /** allowed_token_ids, bad_words, min_tokens, logit_bias and the penalties, in place on a copy of the logits. */
 function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext, allowed: Uint8Array): void {
   const p = ctx.params;
@@ -128,6 +172,7 @@ function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext, allow
     for (let i = 0; i < logits.length; i++) if (!allowed[i]) logits[i] = -Infinity;
   }
   if (p.badWordsTokenIds.length > 0) applyBadWords(logits, ctx);
+  if (p.badWordsTexts && p.badWordsTexts.length > 0) applyBannedTexts(logits, p.badWordsTexts, ctx.allTokenIds, ctx.numPromptTokens);
   if (numOutput < p.minTokens) for (const id of ctx.stopTokenIds) if (id < logits.length) logits[id] = -Infinity;
   if (p.logitBias) {
     for (const [key, bias] of Object.entries(p.logitBias)) {
@@ -280,7 +325,7 @@ function needsProcessing(ctx: SamplingContext): boolean {
   const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
   const penalties = !p.llama && (p.repetitionPenalty !== 1 || (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0)));
   return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || penalties ||
-    p.allowedTokenIds !== null || p.badWordsTokenIds.length > 0;
+    p.allowedTokenIds !== null || p.badWordsTokenIds.length > 0 || (p.badWordsTexts !== undefined && p.badWordsTexts.length > 0);
 }
 
 /**

@@ -37,6 +37,11 @@ export interface SamplingParams {
   readonly allowedTokenIds: readonly number[] | null;
   /** token sequences that may not be completed (vLLM bad_words, tokenized on the main thread) */
   readonly badWordsTokenIds: readonly (readonly number[])[];
+  /**
+   * the texts of those sequences, compiled to token tables (compileBannedText): no token may complete the text
+   * however it is split into tokens; absent = only the token sequences are banned
+   */
+  readonly badWordsTexts?: readonly BannedText[];
   /** vLLM priority (request-level there): lower runs first under --scheduling-policy priority */
   readonly priority: number;
   /** vLLM cache_salt (request-level there): prefix-cache blocks are shared only between requests with the same salt */
@@ -219,9 +224,56 @@ export const SAMPLING_WIRE_NAMES: Readonly<Record<keyof SamplingParams, string>>
   logprobs: "logprobs", promptLogprobs: "prompt_logprobs", stop: "stop", stopTokenIds: "stop_token_ids",
   includeStopStrInOutput: "include_stop_str_in_output", ignoreEos: "ignore_eos", minTokens: "min_tokens",
   maxTokens: "max_tokens", skipSpecialTokens: "skip_special_tokens", structuredOutputs: "structured_outputs",
-  allowedTokenIds: "allowed_token_ids", badWordsTokenIds: "bad_words", priority: "priority", cacheSalt: "cache_salt",
+  allowedTokenIds: "allowed_token_ids", badWordsTokenIds: "bad_words", badWordsTexts: "bad_words", priority: "priority", cacheSalt: "cache_salt",
   kvTransferParams: "kv_transfer_params", llama: "llama.cpp sampler fields",
 };
+
+/**
+ * A banned text as token tables, so the engine (which holds no text) can refuse every token that would complete it,
+ * however the output spells it: a state is how many of its characters the output's end already matches.
+ */
+export interface BannedText {
+  /** characters in the text */
+  readonly numChars: number;
+  /** tokens whose text contains the whole text */
+  readonly containing: readonly number[];
+  /** [tokenId, state]: the token's text ends with the first `state` characters (a match starts in it) */
+  readonly entering: readonly (readonly [number, number])[];
+  /** [tokenId, from, to]: the token's text is characters from..to of the text (a match goes on) */
+  readonly advancing: readonly (readonly [number, number, number])[];
+  /** [tokenId, from]: the token's text starts with the characters from `from` to the end (a match completes) */
+  readonly completing: readonly (readonly [number, number])[];
+}
+
+/** What compiling a banned text needs of the vocabulary: each token's text, "" for special tokens. */
+export interface TokenTexts {
+  readonly vocabSize: number;
+  tokenText(tokenId: number): string;
+}
+
+/**
+ * vLLM bans the last token of a bad word's token sequence only, so a model may spell the same text with other
+ * tokens (a small vocabulary's "e" + "d" for the banned "ed"); the compiled text bans every spelling.
+ * @example const ban = compileBannedText(" surrounded", tokenizer);
+ */
+export function compileBannedText(text: string, vocab: TokenTexts): BannedText {
+  const n = text.length;
+  const containing: number[] = [];
+  const entering: [number, number][] = [];
+  const advancing: [number, number, number][] = [];
+  const completing: [number, number][] = [];
+  for (let id = 0; id < vocab.vocabSize; id++) {
+    const piece = vocab.tokenText(id);
+    if (piece === "") continue;
+    if (piece.includes(text)) { containing.push(id); continue; }
+    for (let k = 1; k < n && k <= piece.length; k++) if (piece.endsWith(text.slice(0, k))) entering.push([id, k]);
+    for (let from = 1; from < n; from++) {
+      if (piece.startsWith(text.slice(from))) completing.push([id, from]);
+      else if (from + piece.length < n && text.startsWith(piece, from)) advancing.push([id, from, from + piece.length]);
+    }
+  }
+  return { numChars: n, containing, entering, advancing, completing };
+}
 
 /** vLLM's default --max-logprobs */
 export const MAX_LOGPROBS = 20;
