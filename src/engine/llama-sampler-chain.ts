@@ -18,8 +18,6 @@ import type { LlamaSamplerName, LlamaSamplingParams, SamplingParams } from "./sa
 
 /** llama.cpp's Mirostat 1 estimates s from this many best tokens (common_sampler_init passes 100) */
 const MIROSTAT_M = 100;
-/** vLLM treats temperatures below this as greedy (sampler.ts GREEDY_TEMPERATURE) */
-const GREEDY_TEMPERATURE = 1e-5;
 
 /** Per-request state the chain keeps between tokens: Mirostat's mu (null until the first Mirostat draw). */
 export interface LlamaChainState {
@@ -31,6 +29,8 @@ export interface LlamaChainInput {
   readonly logits: Float32Array;
   readonly params: SamplingParams;
   readonly llama: LlamaSamplingParams;
+  /** the request's temperature, 0 when vLLM would be greedy (below sampler.ts GREEDY_TEMPERATURE) */
+  readonly temperature: number;
   /** prompt then output tokens: penalties and DRY read their last tokens */
   readonly allTokenIds: readonly number[];
   readonly rng: Rng;
@@ -40,10 +40,6 @@ export interface LlamaChainInput {
 function lastTokens(tokens: readonly number[], n: number): readonly number[] {
   if (n < 0) return tokens;
   return n === 0 ? [] : tokens.slice(Math.max(0, tokens.length - n));
-}
-
-function temperatureOf(p: SamplingParams): number {
-  return p.temperature < GREEDY_TEMPERATURE ? 0 : p.temperature;
 }
 
 /** One sampler of the chain, in place. */
@@ -63,7 +59,7 @@ function applySampler(name: LlamaSamplerName, c: Candidates, input: LlamaChainIn
     case "top_p": applyTopP(c, p.topP, l.minKeep); return;
     case "min_p": applyMinP(c, p.minP, l.minKeep); return;
     case "xtc": applyXtc(c, l.xtcProbability, l.xtcThreshold, l.minKeep, input.rng); return;
-    case "temperature": applyTemperature(c, temperatureOf(p), l.dynatempRange, l.dynatempExponent); return;
+    case "temperature": applyTemperature(c, input.temperature, l.dynatempRange, l.dynatempExponent); return;
   }
 }
 
@@ -75,7 +71,7 @@ function chainCandidates(input: LlamaChainInput, state: LlamaChainState): Candid
     for (const name of l.samplers) applySampler(name, c, input);
     return c;
   }
-  applyTemperature(c, temperatureOf(input.params), 0, 1);
+  applyTemperature(c, input.temperature, 0, 1);
   const mu = state.mu ?? 2 * l.mirostatTau;
   if (l.mirostat === 1) truncateMirostat(c, MIROSTAT_M, input.logits.length, mu);
   else truncateMirostatV2(c, mu);

@@ -348,7 +348,9 @@ export class Sampler {
   }
 
   private llamaInput(logits: Float32Array, ctx: SamplingContext): LlamaChainInput {
-    return { logits, params: ctx.params, llama: ctx.params.llama!, allTokenIds: ctx.allTokenIds, rng: ctx.rng };
+    const p = ctx.params;
+    const temperature = p.temperature < GREEDY_TEMPERATURE ? 0 : p.temperature;
+    return { logits, params: p, llama: p.llama!, temperature, allTokenIds: ctx.allTokenIds, rng: ctx.rng };
   }
 
   /** row: the grammar-masked row (logprobs read it); logits: after the processors too */

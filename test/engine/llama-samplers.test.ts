@@ -191,7 +191,8 @@ describe("llama.cpp samplers on known distributions", () => {
 
 function chainInput(logits: Float32Array, params: Partial<SamplingParams>, llama: Partial<LlamaSamplingParams>, rng: Rng = createRng(1)): LlamaChainInput {
   const l = { ...DEFAULT_LLAMA_SAMPLING_PARAMS, ...llama };
-  return { logits, params: { ...DEFAULT_SAMPLING_PARAMS, ...params, llama: l }, llama: l, allTokenIds: [], rng };
+  const full = { ...DEFAULT_SAMPLING_PARAMS, ...params, llama: l };
+  return { logits, params: full, llama: l, temperature: full.temperature, allTokenIds: [], rng };
 }
 
 const nonzero = (probs: Float64Array): number[] => [...probs.keys()].filter((i) => probs[i]! > 0);
