@@ -262,13 +262,18 @@ export function compileBannedText(text: string, vocab: TokenTexts): BannedText {
   const entering: [number, number][] = [];
   const advancing: [number, number, number][] = [];
   const completing: [number, number][] = [];
+  const prefixes = Array.from({ length: n }, (_, k) => text.slice(0, k)); // [n] the first k characters
+  const suffixes = Array.from({ length: n }, (_, from) => text.slice(from)); // [n] the characters from `from` on
   for (let id = 0; id < vocab.vocabSize; id++) {
     const piece = vocab.tokenText(id);
     if (piece === "") continue;
     if (piece.includes(text)) { containing.push(id); continue; }
-    for (let k = 1; k < n && k <= piece.length; k++) if (piece.endsWith(text.slice(0, k))) entering.push([id, k]);
+    const last = piece[piece.length - 1];
+    // a character compare first: most tokens share no edge character with the text
+    for (let k = 1; k < n && k <= piece.length; k++) if (text[k - 1] === last && piece.endsWith(prefixes[k]!)) entering.push([id, k]);
     for (let from = 1; from < n; from++) {
-      if (piece.startsWith(text.slice(from))) completing.push([id, from]);
+      if (text[from] !== piece[0]) continue;
+      if (piece.startsWith(suffixes[from]!)) completing.push([id, from]);
       else if (from + piece.length < n && text.startsWith(piece, from)) advancing.push([id, from, from + piece.length]);
     }
   }
