@@ -8,7 +8,7 @@ import { applyDry } from "../../src/engine/llama-dry.ts";
 import { llamaChainProbs, sampleLlamaChain, type LlamaChainInput } from "../../src/engine/llama-sampler-chain.ts";
 import {
   applyMinP, applyPenalties, applyTemperature, applyTopK, applyTopNSigma, applyTopP, applyTypical, applyXtc, candidatesOf,
-  drawMirostat, truncateMirostat, truncateMirostatV2, type Candidates,
+  drawMirostat, softmax, truncateMirostat, truncateMirostatV2, type Candidates,
 } from "../../src/engine/llama-samplers.ts";
 import { createRng, type Rng } from "../../src/engine/rng.ts";
 import { Sampler, type SamplingContext } from "../../src/engine/sampler.ts";
@@ -187,6 +187,50 @@ describe("llama.cpp samplers on known distributions", () => {
       { headTokenId: 0, tailTokenIds: [4] }, { headTokenId: 3, tailTokenIds: [4] }, { headTokenId: 5, tailTokenIds: [] },
     ]);
   });
+});
+
+/** one case of llama.cpp's tests/test-sampling.cpp: input probabilities, the sampler, the probabilities it expects after the draw's normalization, in list order */
+interface LlamaTestCase {
+  readonly name: string;
+  readonly probs: readonly number[];
+  readonly apply: (c: Candidates) => void;
+  readonly expected: readonly number[];
+}
+
+const LLAMA_TEST_CASES: readonly LlamaTestCase[] = [
+  { name: "min_p 0.26", probs: [0.1, 0.2, 0.3, 0.4], apply: (c) => applyMinP(c, 0.26, 0), expected: [0.2 / 0.9, 0.3 / 0.9, 0.4 / 0.9] },
+  { name: "min_p 0.51", probs: [0.1, 0.2, 0.3, 0.4], apply: (c) => applyMinP(c, 0.51, 0), expected: [0.3 / 0.7, 0.4 / 0.7] },
+  { name: "min_p 1.05", probs: [0.1, 0.2, 0.3, 0.4], apply: (c) => applyMinP(c, 1.05, 0), expected: [1] },
+  { name: "xtc 0.09", probs: [0.4, 0.3, 0.2, 0.1], apply: (c) => applyXtc(c, 0.99, 0.09, 0, scripted(0)), expected: [1] },
+  { name: "xtc 0.19", probs: [0.4, 0.3, 0.2, 0.1], apply: (c) => applyXtc(c, 0.99, 0.19, 0, scripted(0)), expected: [2 / 3, 1 / 3] },
+  { name: "xtc 0.29", probs: [0.4, 0.3, 0.2, 0.1], apply: (c) => applyXtc(c, 0.99, 0.29, 0, scripted(0)), expected: [0.5, 1 / 3, 1 / 6] },
+  { name: "xtc 0.39 (not)", probs: [0.4, 0.3, 0.2, 0.1], apply: (c) => applyXtc(c, 0.99, 0.39, 0, scripted(0)), expected: [0.4, 0.3, 0.2, 0.1] },
+  { name: "typical 0.97", probs: [0.97, 0.01, 0.01, 0.01], apply: (c) => applyTypical(c, 0.5, 0), expected: [1] },
+  { name: "typical 0.4", probs: [0.4, 0.2, 0.2, 0.2], apply: (c) => applyTypical(c, 0.5, 0), expected: [1 / 3, 1 / 3, 1 / 3] },
+  { name: "penalties repeat 50, {0}", probs: [0.2, 0.2, 0.2, 0.2, 0.2], apply: (c) => applyPenalties(c, [0], 50, 0, 0), expected: [0, 0.25, 0.25, 0.25, 0.25] },
+  { name: "penalties repeat 50, {0,1,2,0,0}", probs: [0.2, 0.2, 0.2, 0.2, 0.2], apply: (c) => applyPenalties(c, [0, 1, 2, 0, 0], 50, 0, 0), expected: [0, 0, 0, 0.5, 0.5] },
+  { name: "penalties freq 5 presence 5, {0}", probs: [0.2, 0.2, 0.2, 0.2, 0.2], apply: (c) => applyPenalties(c, [0], 1, 5, 5), expected: [0.000011, 0.249997, 0.249997, 0.249997, 0.249997] },
+  { name: "penalties freq 5 presence 5, {0,1,2,0,0}", probs: [0.2, 0.2, 0.2, 0.2, 0.2], apply: (c) => applyPenalties(c, [0, 1, 2, 0, 0], 1, 5, 5), expected: [0, 0.000023, 0.000023, 0.499977, 0.499977] },
+  { name: "dry {0,1}", probs: [0.25, 0.25, 0.25, 0.25], apply: (c) => applyDry(c, [0, 1], { multiplier: 1, base: 1.1, allowedLength: 2, breakers: [] }), expected: [0.25, 0.25, 0.25, 0.25] },
+  { name: "dry {0,1,2,0,1}", probs: [0.25, 0.25, 0.25, 0.25], apply: (c) => applyDry(c, [0, 1, 2, 0, 1], { multiplier: 1, base: 1.1, allowedLength: 2, breakers: [] }), expected: [0.296923, 0.296923, 0.109232, 0.296923] },
+  { name: "dry breaker {3}", probs: [0.2, 0.2, 0.2, 0.2, 0.2], apply: (c) => applyDry(c, [0, 1, 3, 4, 0, 1], { multiplier: 1, base: 1.1, allowedLength: 2, breakers: [{ headTokenId: 3, tailTokenIds: [] }] }), expected: [0.2, 0.2, 0.2, 0.2, 0.2] },
+  { name: "dry multiplier 2", probs: [0.2, 0.2, 0.2, 0.2, 0.2], apply: (c) => applyDry(c, [0, 1, 2, 0, 1], { multiplier: 2, base: 1.1, allowedLength: 2, breakers: [] }), expected: [0.241818, 0.241818, 0.032727, 0.241818, 0.241818] },
+  { name: "dry allowed 4", probs: [0.2, 0.2, 0.2, 0.2, 0.2], apply: (c) => applyDry(c, [0, 1, 2, 3, 4, 0, 1], { multiplier: 1, base: 1.1, allowedLength: 4, breakers: [] }), expected: [0.2, 0.2, 0.2, 0.2, 0.2] },
+  { name: "top_n_sigma 1", probs: [0.1, 0.2, 0.3, 0.4], apply: (c) => applyTopNSigma(c, 1), expected: [0, 0, 0.428571, 0.571429] },
+  { name: "top_n_sigma 0 (off)", probs: [0.1, 0.2, 0.3, 0.4], apply: (c) => applyTopNSigma(c, 0), expected: [0.1, 0.2, 0.3, 0.4] },
+  { name: "top_n_sigma 3", probs: [0.1, 0.2, 0.3, 0.4], apply: (c) => applyTopNSigma(c, 3), expected: [0.1, 0.2, 0.3, 0.4] },
+];
+
+describe("llama.cpp's own expectations (tests/test-sampling.cpp)", () => {
+  for (const t of LLAMA_TEST_CASES) {
+    test(t.name, () => {
+      const c = candidatesOf(new Float32Array(t.probs.map(Math.log)));
+      t.apply(c);
+      softmax(c, false); // llama_sampler_dist normalizes in list order
+      expect(c.list.length).toBe(t.expected.length);
+      c.list.forEach((cand, i) => expect(Math.abs(cand.p - t.expected[i]!)).toBeLessThan(1e-5));
+    });
+  }
 });
 
 function chainInput(logits: Float32Array, params: Partial<SamplingParams>, llama: Partial<LlamaSamplingParams>, rng: Rng = createRng(1)): LlamaChainInput {
