@@ -233,6 +233,63 @@ describe("llama.cpp's own expectations (tests/test-sampling.cpp)", () => {
   }
 });
 
+/**
+ * llama.cpp's sampler-queue test (tests/test-sampling.cpp test_sampler_queue): logits ln(id) over 10000 tokens, top_k /
+ * top_p / min_p in the order of the letters, each followed by the draw's normalization; after each sampler the
+ * number of candidates left is the one the definition gives (p(id) = id / sum of the ids still in play).
+ */
+function samplerQueueSizes(sequence: string, topK: number, topP: number, minP: number): { readonly sizes: number[]; readonly expected: number[] } {
+  const numVocab = 10000;
+  const c = candidatesOf(new Float32Array(Array.from({ length: numVocab }, (_, id) => Math.log(id))));
+  const sizes: number[] = [];
+  const expected: number[] = [];
+  let minTokenId = 0;
+  for (const code of sequence) {
+    const size = c.list.length;
+    if (code === "k") {
+      applyTopK(c, topK);
+      expected.push(Math.min(size, topK));
+      minTokenId = Math.max(minTokenId, numVocab - topK);
+    } else if (code === "p") {
+      applyTopP(c, topP, 1);
+      // the fewest best ids whose sum reaches top_p of the ids in play (id 0 has p = 0 and comes along at the end)
+      const target = Math.ceil(Math.fround(topP) * (numVocab * (numVocab - 1) / 2 - minTokenId * (minTokenId - 1) / 2));
+      let count = 0;
+      let sum = 0;
+      let id = numVocab;
+      do { id--; count++; sum += id; } while (sum < target);
+      if (id === 1) { id = 0; count++; }
+      minTokenId = id;
+      expected.push(count);
+    } else {
+      applyMinP(c, Math.fround(minP), 1);
+      expected.push(Math.min(Math.max(Math.ceil((1 - Math.fround(minP)) * numVocab), 1), size));
+      minTokenId = Math.min(Math.max(Math.floor(Math.fround(minP) * numVocab), 1, numVocab - c.list.length), numVocab - 1);
+    }
+    softmax(c, false);
+    sizes.push(c.list.length);
+  }
+  return { sizes, expected };
+}
+
+describe("llama.cpp's sampler queue (tests/test-sampling.cpp)", () => {
+  // left out: its min_p = 1e-12 case, whose expected size counts token 0 (logit ln 0 = -inf) as kept; min_p here never
+  // keeps a -inf token (logit >= max + ln p is false for it), which is llama_sampler_min_p_apply's comparison too
+  const cases: readonly [string, number, number, number][] = [
+    ["k", 10000, 1, 1], ["k", 1, 1, 1], ["p", 10000, 1, 1], ["p", 10000, 0, 1], ["m", 10000, 1, 1],
+    ["k", 100, 1, 1], ["p", 10000, 0.0003, 1], ["p", 10000, 0.8, 1], ["m", 10000, 1, 9997.9 / 9999.0], ["m", 10000, 1, 0.1],
+    ["kp", 100, 0.8, 0.1], ["km", 100, 0.8, 0.1], ["pk", 100, 0.8, 0.1], ["pm", 100, 0.8, 0.1], ["mk", 100, 0.8, 0.1],
+    ["mp", 100, 0.8, 9997.9 / 9999.0], ["mp", 100, 0.8, 0.1], ["kpm", 100, 0.8, 0.1], ["kmp", 100, 0.8, 0.1],
+    ["pkm", 100, 0.8, 0.1], ["pmk", 100, 0.8, 0.1], ["mkp", 100, 0.8, 0.1], ["mpk", 100, 0.8, 0.1],
+  ];
+  for (const [sequence, topK, topP, minP] of cases) {
+    test(`${sequence} top_k=${topK} top_p=${topP} min_p=${minP}`, () => {
+      const { sizes, expected } = samplerQueueSizes(sequence, topK, topP, minP);
+      expect(sizes).toEqual(expected);
+    });
+  }
+});
+
 function chainInput(logits: Float32Array, params: Partial<SamplingParams>, llama: Partial<LlamaSamplingParams>, rng: Rng = createRng(1)): LlamaChainInput {
   const l = { ...DEFAULT_LLAMA_SAMPLING_PARAMS, ...llama };
   const full = { ...DEFAULT_SAMPLING_PARAMS, ...params, llama: l };
