@@ -9,7 +9,8 @@
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
 import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
-import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
+import { type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
+import { planAttentionTasks, writeAttentionTasks } from "./attention-tasks.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, q8kPairsAt, quads16Bytes, quadsBytes, QuantizeRule, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
@@ -556,100 +557,18 @@ export class WasmBackend implements Backend {
     const { numKvHeads, headDim, blockSize } = kv.shape;
     if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
     const groupSize = numHeads / numKvHeads;
-    const segmentsOf = (numKeys: number) => Math.ceil(numKeys / this.segmentKeys);
-    // each row's keys [first, end) (backend.ts attentionKeys); its segments before `first` are left out
-    let numRows = 0;
-    for (const s of sequences) numRows += s.numRows;
-    const firsts = new Int32Array(numRows); // [numRows]
-    const ends = new Int32Array(numRows); // [numRows]
-    {
-      let r = 0;
-      for (const s of sequences) {
-        for (let i = 0; i < s.numRows; i++, r++) [firsts[r], ends[r]] = attentionKeys(s, i, slidingWindow, bidirectional);
-      }
-    }
-    const firstSegmentOf = (r: number) => Math.floor(firsts[r]! / this.segmentKeys);
-    // a bidirectional window's first keys are not end - window: the kernel reads them per row
-    const perRowFirst = bidirectional && slidingWindow > 0;
-    let tableInts = 0;
-    let numTasks = 0;
-    let numPartials = 0;
-    let numMerges = 0;
-    let r0 = 0;
-    for (const s of sequences) {
-      const need = Math.ceil((s.startPos + s.numRows) / blockSize);
-      if (s.blockTable.length < need) throw new Error(`attention: block table of ${s.blockTable.length} blocks, ${need} needed`);
-      tableInts += s.blockTable.length;
-      // tiles of up to tileRows rows; a tile has a task per KV head and segment its rows reach (its first row's keys
-      // start first and its last row's end last)
-      for (let i = 0; i < s.numRows; i += this.tileRows) {
-        const last = r0 + Math.min(s.numRows, i + this.tileRows) - 1;
-        numTasks += (segmentsOf(ends[last]!) - firstSegmentOf(r0 + i)) * numKvHeads;
-      }
-      for (let i = 0; i < s.numRows; i++) {
-        const segments = segmentsOf(ends[r0 + i]!);
-        if (segments > 1) {
-          numPartials += segments * numKvHeads;
-          numMerges += numKvHeads;
-        }
-      }
-      r0 += s.numRows;
-    }
+    const plan = planAttentionTasks(sequences, { numKvHeads, blockSize, segmentKeys: this.segmentKeys, tileRows: this.tileRows, slidingWindow, bidirectional });
     this.setThreadScratch(this.k.attention_scratch_floats(groupSize, headDim));
-    // int scratch: rowInfo [numRows, 4] (row, numKeys, block table address, first partial or -1) | the block tables |
-    // tasks [numTasks, 4] (first rowInfo index, rows, KV head, segment) | merges [numMerges, 4] | first keys [numRows]
-    // (a bidirectional window only)
-    const info = new Int32Array(numRows * 4 + tableInts + numTasks * 4 + numMerges * 4 + (perRowFirst ? numRows : 0));
-    const base = this.ints.ensure(info.length * 4);
-    let r = 0;
-    let tableAt = numRows * 4;
-    let taskAt = numRows * 4 + tableInts;
-    const mergeStart = taskAt + numTasks * 4;
-    let mergeAt = mergeStart;
-    const firstKeysAt = mergeStart + numMerges * 4;
-    if (perRowFirst) info.set(firsts, firstKeysAt);
-    let partial = 0;
-    for (const s of sequences) {
-      info.set(s.blockTable, tableAt);
-      const firstRow = r;
-      for (let i = 0; i < s.numRows; i++, r++) {
-        const numKeys = ends[r]!;
-        const segments = segmentsOf(numKeys);
-        info[r * 4] = s.rowStart + i;
-        info[r * 4 + 1] = numKeys;
-        info[r * 4 + 2] = base + tableAt * 4;
-        info[r * 4 + 3] = segments > 1 ? partial : -1;
-        if (segments > 1) {
-          for (let h = 0; h < numKvHeads; h++) {
-            info[mergeAt++] = s.rowStart + i;
-            info[mergeAt++] = h;
-            info[mergeAt++] = partial + h * segments + firstSegmentOf(r);
-            info[mergeAt++] = segments - firstSegmentOf(r);
-          }
-          partial += segments * numKvHeads;
-        }
-      }
-      for (let i = 0; i < s.numRows; i += this.tileRows) {
-        const rows = Math.min(this.tileRows, s.numRows - i);
-        for (let h = 0; h < numKvHeads; h++) {
-          for (let seg = firstSegmentOf(firstRow + i); seg < segmentsOf(ends[firstRow + i + rows - 1]!); seg++) {
-            info[taskAt++] = firstRow + i;
-            info[taskAt++] = rows;
-            info[taskAt++] = h;
-            info[taskAt++] = seg;
-          }
-        }
-      }
-      tableAt += s.blockTable.length;
-    }
-    this.heap.ints.set(info, base / 4);
-    const partials = numPartials > 0 ? this.attentionPartials.ensure(numPartials * groupSize * (headDim + 2) * 4) : 0;
+    const base = this.ints.ensure(plan.numInts * 4);
+    const table = writeAttentionTasks(plan, sequences, base); // attention-tasks.ts lays the ints out
+    this.heap.ints.set(table.ints, base / 4);
+    const partials = plan.numPartials > 0 ? this.attentionPartials.ensure(plan.numPartials * groupSize * (headDim + 2) * 4) : 0;
     const o = asBuffer(out).ptr;
     const args = [o, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
-      base + (numRows * 4 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize, 0,
-      bidirectional ? 0 : slidingWindow, perRowFirst ? base + firstKeysAt * 4 : 0];
-    this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
-    if (numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + mergeStart * 4, numHeads, numKvHeads, headDim], numMerges);
+      base + table.tasksAt * 4, partials, numHeads, numKvHeads, headDim, blockSize, 0,
+      bidirectional ? 0 : slidingWindow, table.firstKeysAt >= 0 ? base + table.firstKeysAt * 4 : 0];
+    this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, plan.numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
+    if (plan.numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + table.mergesAt * 4, numHeads, numKvHeads, headDim], plan.numMerges);
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
