@@ -6,7 +6,7 @@
  */
 import type { KernelExports } from "./kernel-module.ts";
 import { PoolOp, quads16Bytes, quadsBytes, QuantizeRule, quantizeTokens } from "./pool-ops.ts";
-import { KernelKind } from "./repack.ts";
+import { KernelKind } from "./block-layouts.ts";
 import type { Scratch } from "./scratch.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import type { MemoryPool } from "./thread-pool.ts";

@@ -15,7 +15,7 @@ import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import { copyKvBlocksIn, copyKvBlocksOut, kvBytesPerPositionPerLayerPart, kvPartAddress, type KvState } from "./kv-cache-layout.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, q8kPairsAt, quads16Bytes, quadsBytes, SILU_UNIT } from "./pool-ops.ts";
 import { activationArgs, MIN_PARALLEL_ROWS_ELEMENTS, quantizeActivations, readsQ8K } from "./quantized-activations.ts";
-import { KernelKind } from "./repack.ts";
+import { KernelKind } from "./block-layouts.ts";
 import { Scratch } from "./scratch.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
@@ -219,7 +219,7 @@ export class WasmBackend implements Backend {
   private matmulQuantized(outs: readonly number[], weights: readonly WasmWeight[], xp: number, numRows: number): void {
     const cols = weights[0]!.cols;
     const a = quantizeActivations({ k: this.k, pool: this.pool, level: this.level, scratch: this.activations }, xp, numRows, cols, weights.map((w) => w.quant!.kind));
-    // the 8-row tiles' rows of a segment, widened (KIND_I8) or unpacked (Q4_0): matmul-quant.ts widenPair, unpackPair
+    // the 8-row tiles' rows of a segment, widened (KIND_I8) or unpacked (Q4_0): kernels/matmul-tile8.ts widenPair, unpackPair
     if (a.quads16 !== 0 || a.quads !== 0) this.setThreadScratch(TILE_SCRATCH_BYTES / 4);
     const table = new Int32Array(GROUP_HEADER_INTS + weights.length * GROUP_ROW_INTS); // pool-ops.ts GROUP_HEADER, GROUP_ROW
     table[GROUP_HEADER.numWeights] = weights.length;

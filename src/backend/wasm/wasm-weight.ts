@@ -6,7 +6,8 @@
 import { dequantizeTensor, type GgmlType, weightType } from "../../tensor/dtypes.ts";
 import type { DeviceBuffer, Weight, WeightSource } from "../backend.ts";
 import { forEachRowChunk } from "../weight-chunks.ts";
-import { repack, repackedSizes, repackSpec, type KernelKind, type RepackSpec } from "./repack.ts";
+import type { KernelKind } from "./block-layouts.ts";
+import { repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { allocatedBytes, type WasmHeap } from "./wasm-memory.ts";
 
 /** a buffer at byte offset `ptr` of the backend's memory (split-wasm-backend.ts copies between memories by it) */
