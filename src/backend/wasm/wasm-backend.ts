@@ -11,11 +11,11 @@
  */
 import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource } from "../backend.ts";
 import { planAttentionTasks, writeAttentionTasks } from "./attention-tasks.ts";
+import { KernelKind } from "./block-layouts.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
 import { copyKvBlocksIn, copyKvBlocksOut, kvBytesPerPositionPerLayerPart, kvPartAddress, type KvState } from "./kv-cache-layout.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, q8kPairsAt, quads16Bytes, quadsBytes, SILU_UNIT } from "./pool-ops.ts";
 import { activationArgs, MIN_PARALLEL_ROWS_ELEMENTS, quantizeActivations, readsQ8K } from "./quantized-activations.ts";
-import { KernelKind } from "./block-layouts.ts";
 import { Scratch } from "./scratch.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
