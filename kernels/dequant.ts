@@ -1,5 +1,5 @@
-// Dequantize one row of a repacked quantized weight (layout in matmul-quant.ts): the embedding lookup.
-import { KIND_I8, groupBytes, groupSize, offsetAt, quantAt, scaleAt, superblockBytes, superblockScales } from "./matmul-quant";
+// Dequantize one row of a repacked quantized weight (layout in block-layouts.ts): the embedding lookup.
+import { KIND_I8, groupBytes, groupSize, offsetAt, quantAt, scaleAt, superblockBytes, superblockScales } from "./block-layouts";
 
 /** dst [cols] f32 = row `row` of the repacked weight: w = scale * q + offset per group, or scale * (q - zeroPoint). */
 export function dequant_row(kind: i32, dst: usize, wq: usize, ws: usize, wm: usize, row: i32, cols: i32, zeroPoint: i32): void {

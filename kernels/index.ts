@@ -3,7 +3,8 @@
 export { quantize_q8, quantize_q8k, splat_q8, splat_q8_i16, quad_sums, widen_q8 } from "./quantize";
 export { matmul_quant } from "./matmul-quant";
 export { matmul_f32 } from "./matmul-f32";
-export { kv_store_f16, kv_store_q8, attention_f16, attention_q8, attention_merge, attention_segment_keys, attention_tile_rows, attention_scratch_floats } from "./attention";
+export { kv_store_f16, kv_store_q8 } from "./kv-store";
+export { attention_f16, attention_q8, attention_merge, attention_segment_keys, attention_tile_rows, attention_scratch_floats } from "./attention";
 export { rms_norm, rope_table, rope, silu_mul, gelu_mul, scale, add, add_bias } from "./elementwise";
 export { dequant_row } from "./dequant";
 export { stream_read } from "./stream";

@@ -41,4 +41,4 @@ export async function createBackend(options: BackendOptions): Promise<Backend> {
 
 /** The placement of a model over wasm32 memories and the sizes it is planned from (for the engine's start-up). */
 export { planMemories, WASM32_MEMORY_BYTES, type MemoryPlan, type PlannedWeight } from "./wasm/memory-plan.ts";
-export { kvCacheBytesPerToken } from "./wasm/wasm-backend.ts";
+export { kvCacheBytesPerToken } from "./wasm/kv-cache-layout.ts";

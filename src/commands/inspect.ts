@@ -5,7 +5,8 @@
  * token; nothing is loaded to compute them. `--json` prints the same as one object.
  */
 import { statSync } from "node:fs";
-import { kvCacheBytesPerToken, weightHeapBytes } from "../backend/wasm/wasm-backend.ts";
+import { kvCacheBytesPerToken } from "../backend/wasm/kv-cache-layout.ts";
+import { weightHeapBytes } from "../backend/wasm/wasm-weight.ts";
 import type { WeightSource } from "../backend/backend.ts";
 import type { Options } from "../command-line/flags.ts";
 import { inspectConfig } from "../command-line/inspect-config.ts";

@@ -97,11 +97,11 @@ export interface SpecDecodingStats {
   readonly numAcceptedTokensPerPos: readonly number[];
 }
 
-/** SimpleCPUOffloadConnector's save outcomes (vllm/v1/simple_kv_offload/metrics.py BoundaryStoreStats), eager mode only */
-export const SAVE_OUTCOMES = [
-  "stored", "skipped_already_cached", "skipped_in_flight", "dropped_null_block", "dropped_not_hashed", "dropped_cpu_full", "dropped_request_gone",
-] as const;
-export type SaveOutcome = (typeof SAVE_OUTCOMES)[number];
+/** SimpleCPUOffloadConnector's save outcomes (vllm/v1/simple_kv_offload/metrics.py BoundaryStoreStats), eager mode
+ * only; metrics/catalogue.ts lists them as label values (checked against this type) */
+export type SaveOutcome =
+  | "stored" | "skipped_already_cached" | "skipped_in_flight" | "dropped_null_block" | "dropped_not_hashed" | "dropped_cpu_full"
+  | "dropped_request_gone";
 
 /** One transfer between the primary pool and the tier (one request's blocks in one step). */
 export interface KvTransferOp {

@@ -6,7 +6,7 @@
  * Deprecated aliases name their replacement; deprecation.ts decides from `deprecatedIn` whether they show.
  */
 import type { BucketFamily } from "./buckets.ts";
-import { SAVE_OUTCOMES } from "../engine/stats.ts";
+import type { SaveOutcome } from "../engine/stats.ts";
 
 export type MetricType = "counter" | "gauge" | "histogram" | "summary";
 
@@ -49,6 +49,14 @@ export const WAITING_REASONS = ["capacity", "deferred"] as const;
 export const SLEEP_STATES = ["awake", "weights_offloaded", "discard_all"] as const;
 export const LOAD_PHASES = ["issued", "completed"] as const;
 export const TRANSFER_TYPES = ["CPU_to_GPU", "GPU_to_CPU"] as const;
+/** vllm:simple_kv_offload_save_outcomes_total's `outcome` values: every SaveOutcome of the engine's records
+ * (vllm/v1/simple_kv_offload/metrics.py BoundaryStoreStats), in vLLM's order */
+export const SAVE_OUTCOMES = [
+  "stored", "skipped_already_cached", "skipped_in_flight", "dropped_null_block", "dropped_not_hashed", "dropped_cpu_full", "dropped_request_gone",
+] as const satisfies readonly SaveOutcome[];
+/** Compile-time exhaustiveness: a SaveOutcome the engine adds and SAVE_OUTCOMES lacks fails the type check here. */
+type SaveOutcomesComplete<T extends true> = T;
+export type SaveOutcomesListed = SaveOutcomesComplete<[Exclude<SaveOutcome, (typeof SAVE_OUTCOMES)[number]>] extends [never] ? true : false>;
 /** vllm:simple_kv_offload_info's labels (values from the running connector) */
 export const SIMPLE_KV_OFFLOAD_INFO_LABELS = ["backend", "page_cache", "lazy_offload", "capacity_blocks"] as const;
 /** the CacheConfig attributes fennec has (vLLM prints every attribute of its CacheConfig) */

@@ -10,12 +10,13 @@
  * - `--disable-log-stats` registers no engine series at all (process metrics stay).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
-import { SAVE_OUTCOMES, type KvOffloadFacts, type KvOffloadStepStats, type KvPeerStepStats } from "../engine/stats.ts";
+import type { KvOffloadFacts, KvOffloadStepStats, KvPeerStepStats } from "../engine/stats.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import { bucketsFor } from "./buckets.ts";
-import { CACHE_CONFIG_LABELS, CATALOGUE, FINISHED_REASONS, HTTP_EXCLUDED_HANDLERS, labelNamesOf, METRIC_KEYS, type MetricDef, type MetricKey } from "./catalogue.ts";
+import { CACHE_CONFIG_LABELS, CATALOGUE, FINISHED_REASONS, SAVE_OUTCOMES, HTTP_EXCLUDED_HANDLERS, labelNamesOf, METRIC_KEYS, type MetricDef, type MetricKey } from "./catalogue.ts";
 import { helpWithDeprecation, isVisible, type DeprecationGate } from "./deprecation.ts";
+import { renderExposition } from "./exposition.ts";
 import { shapeCost, stepCost, type ModelShapeCost } from "./mfu.ts";
 
 export interface RecorderOptions {
@@ -84,65 +85,6 @@ function extraLabelCombinations(def: MetricDef, numSpeculativeTokens: number): L
     combos = combos.flatMap((c) => values.map((v) => ({ ...c, [name]: v })));
   }
   return combos;
-}
-
-const LE_LABEL = /le="([^"]*)"/g;
-
-/**
- * prometheus_client's floatToGoString for a bucket bound: `1` -> `1.0`, `0.005` -> `0.005`, `1000000` -> `1e+06`,
- * `+Inf` unchanged. Without it, `sum by (le)` over a fleet of vLLM and fennec targets would split `le="1.0"` from
- * `le="1"` (Prometheus 2 compares label strings).
- * @example goFloat("2560") // "2560.0"
- */
-export function goFloat(bound: string): string {
-  const value = Number(bound);
-  if (!Number.isFinite(value)) return bound;
-  const python = Number.isInteger(value) ? `${value}.0` : String(value);
-  const dot = python.indexOf(".");
-  if (value > 0 && dot > 6 && !python.includes("e")) {
-    const mantissa = `${python[0]}.${python.slice(1, dot)}${python.slice(dot + 1)}`.replace(/[0.]+$/, "");
-    return `${mantissa}e+0${dot - 1}`;
-  }
-  return python;
-}
-
-/**
- * prometheus_client's `_created` companions (vLLM does not turn them off): after each vllm: or http_ counter, histogram or summary
- * family, a gauge family `<name>_created` (a counter's name without `_total`) with the Unix time each series was
- * created, under the family's help text. prom-client has no created series, so they are added to its text here.
- * @example withCreatedSeries(text, (labels) => 1795952611.5)
- */
-export function withCreatedSeries(text: string, createdS: (labels: string) => number): string {
-  const out: string[] = [];
-  let family: { name: string; type: string; help: string; labelSets: string[] } | null = null;
-  const flush = () => {
-    if (family === null || family.labelSets.length === 0) return;
-    const base = family.type === "counter" ? family.name.replace(/_total$/, "") : family.name;
-    // prom-client separates families with a blank line: keep it after the created family
-    const blank = out.length > 0 && out[out.length - 1] === "" ? out.pop() : undefined;
-    out.push(`# HELP ${base}_created ${family.help}`, `# TYPE ${base}_created gauge`);
-    for (const labels of family.labelSets) out.push(`${base}_created${labels} ${goFloat(String(createdS(labels)))}`);
-    if (blank !== undefined) out.push(blank);
-  };
-  for (const line of text.split("\n")) {
-    const help = /^# HELP (\S+) (.*)$/.exec(line);
-    if (help !== null) {
-      flush();
-      family = { name: help[1]!, type: "", help: help[2]!, labelSets: [] };
-    } else if (family !== null && line.startsWith(`# TYPE ${family.name} `)) {
-      family.type = line.slice(`# TYPE ${family.name} `.length);
-    } else if (family !== null && /^(vllm:|http_)/.test(family.name) && (family.type === "counter" || family.type === "histogram" || family.type === "summary")) {
-      // one created sample per series: a counter's samples, a histogram's or summary's _count samples
-      const sampleName = family.type === "counter" ? family.name : `${family.name}_count`;
-      if (line.startsWith(`${sampleName}{`) || line.startsWith(`${sampleName} `)) {
-        const labels = line.slice(sampleName.length, line.lastIndexOf(" "));
-        family.labelSets.push(labels);
-      }
-    }
-    out.push(line);
-  }
-  flush();
-  return out.join("\n");
 }
 
 export class MetricsRecorder implements StatsListener {
@@ -441,9 +383,8 @@ export class MetricsRecorder implements StatsListener {
 
   /** The Prometheus text exposition (what GET /metrics returns), bucket bounds written as vLLM writes them. */
   async exposition(): Promise<string> {
-    const text = (await this.registry.metrics()).replace(LE_LABEL, (_match, bound: string) => `le="${goFloat(bound)}"`);
     // with --disable-log-stats no engine series exist: the HTTP series were created with the recorder
-    return withCreatedSeries(text, (labels) => this.createdS.get(/engine="([^"]*)"/.exec(labels)?.[1] ?? "") ?? this.startedS);
+    return renderExposition(this.registry, (labels) => this.createdS.get(/engine="([^"]*)"/.exec(labels)?.[1] ?? "") ?? this.startedS);
   }
 
   get contentType(): string {

@@ -13,7 +13,8 @@ import { rng } from "../helpers/prng.ts";
 import { ensureKernels } from "./ensure-kernels.ts";
 
 await ensureKernels();
-const { createWasmBackend, weightHeapBytes } = await import("../../src/backend/wasm/wasm-backend.ts");
+const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");
+const { weightHeapBytes } = await import("../../src/backend/wasm/wasm-weight.ts");
 
 /** the most heap bytes per GGUF byte each type may take */
 const MAX_RATIO: readonly (readonly [GgmlType, number])[] = [[GgmlType.Q4_K, 1.06], [GgmlType.Q5_K, 1.06], [GgmlType.Q6_K, 1.02]];

@@ -4,12 +4,12 @@
  * gauges follow the latest step, and tier hits count as external prefix hits and external_kv_transfer prompt tokens.
  */
 import { describe, expect, test } from "bun:test";
-import { SAVE_OUTCOMES, type KvOffloadStepStats } from "../../src/engine/stats.ts";
+import type { KvOffloadStepStats } from "../../src/engine/stats.ts";
 import type { IterationStats as StepStats } from "../../src/frontend/iteration-stats.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import type { KvOffloadFacts } from "../../src/engine/stats.ts";
 import { MetricsRecorder } from "../../src/metrics/recorder.ts";
-import { CATALOGUE, METRIC_KEYS } from "../../src/metrics/catalogue.ts";
+import { CATALOGUE, METRIC_KEYS, SAVE_OUTCOMES } from "../../src/metrics/catalogue.ts";
 import { hasSeries, parseExposition, sampleValue } from "./exposition.ts";
 
 function recorder(kvOffload: KvOffloadFacts | null): MetricsRecorder {

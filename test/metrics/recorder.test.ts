@@ -5,7 +5,8 @@
 import { describe, expect, test } from "bun:test";
 import type { FinishedRequestStats, IterationStats as StepStats } from "../../src/frontend/iteration-stats.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
-import { goFloat, MetricsRecorder, type RecorderOptions } from "../../src/metrics/recorder.ts";
+import { goFloat } from "../../src/metrics/exposition.ts";
+import { MetricsRecorder, type RecorderOptions } from "../../src/metrics/recorder.ts";
 import { CATALOGUE, FINISHED_REASONS, METRIC_KEYS } from "../../src/metrics/catalogue.ts";
 import { tokenBuckets } from "../../src/metrics/buckets.ts";
 import type { ModelConfig } from "../../src/model/model-config.ts";

@@ -9,7 +9,7 @@
 import type { GgmlType } from "../../tensor/dtypes.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 import { MAX_MEMORIES } from "./pool-ops.ts";
-import { weightHeapBytes } from "./wasm-backend.ts";
+import { weightHeapBytes } from "./wasm-weight.ts";
 
 /** wasm32: 65536 pages of 64 KiB */
 export const WASM32_MEMORY_BYTES = 2 ** 32;

@@ -104,7 +104,7 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
 
 /**
  * Where quantize_q8k's compact pairs (pc16) of an input of numTokens x cols start: right after its ps16 (cols bytes
- * per token), where kernels/matmul-quant.ts matmul_quant reads them for Q6_K's single tokens.
+ * per token), where matmul_quant reads them for Q6_K's single tokens (kernels/matmul-k-tiles.ts u6Tile1).
  */
 export function q8kPairsAt(ps16: number, numTokens: number, cols: number): number {
   return ps16 + numTokens * cols;

@@ -1,5 +1,5 @@
 /**
- * Load-time repacking of GGUF quant blocks into the kernels' layout (kernels/matmul-quant.ts):
+ * Load-time repacking of GGUF quant blocks into the kernels' layout (block-layouts.ts, kernels/block-layouts.ts):
  *   wq [rowGroups, numGroups, groupSize / 4, 4 rows, 4 quants]  quants of 4 rows interleaved 4 at a time ("K-quads";
  *                                                     4/5-bit: nibbles, low = the group's first half, high = the
  *                                                     second; then 5-bit: a 16-byte plane of high bits per chunk;
@@ -16,25 +16,7 @@
  * @example const spec = repackSpec(GgmlType.Q4_0); // { kind: KernelKind.U4, ... }
  */
 import { GgmlType, weightType } from "../../tensor/dtypes.ts";
-
-/** The kernel kinds of kernels/matmul-quant.ts (same numbers). */
-export enum KernelKind {
-  I8 = 0,
-  U5 = 1,
-  U4 = 2,
-  /** Q6_K: superblock scales, zero point 32 */
-  U6G16 = 3,
-  /** Q4_K: U4's quants, superblock scales */
-  U4K = 4,
-  /** Q5_K: U5's quants, superblock scales */
-  U5K = 5,
-}
-
-/** Kinds whose ws holds ggml's K-quant factors per 256-weight superblock (matmul-quant.ts superblockScales). */
-const SUPERBLOCK_KINDS: ReadonlySet<KernelKind> = new Set([KernelKind.U4K, KernelKind.U5K, KernelKind.U6G16]);
-
-/** ws bytes per superblock and row group: d [4] f32 | -dmin [4] f32 | per group sc [4], m [4] u8 (Q6_K: d | sc [4] i8). */
-const SUPERBLOCK_SCALE_BYTES = (kind: KernelKind): number => (kind === KernelKind.U6G16 ? 80 : 96);
+import { BLOCK_LAYOUTS, KernelKind, pairByte, quantByte, type SuperblockFactorLayout } from "./block-layouts.ts";
 
 /**
  * Decodes GGUF block `block` of a row: element values into q[e0 ..], and its group scales/offsets into s/m[g0 ..]
@@ -190,15 +172,11 @@ const decodeQ6_K: BlockDecoder = (v, at, q, e0, s, m, g0, k, block) => {
   }
 };
 
-/** quant bytes per group and row of each kind (kernels/matmul-quant.ts groupBytes) */
-const GROUP_BYTES: Readonly<Record<KernelKind, number>> = {
-  [KernelKind.I8]: 32, [KernelKind.U5]: 20, [KernelKind.U4]: 16, [KernelKind.U6G16]: 12, [KernelKind.U4K]: 16, [KernelKind.U5K]: 20,
-};
-
 /** block size and bytes per block come from the weight-type table (tensor/dtypes.ts), not restated here */
 const spec = (type: GgmlType, kind: KernelKind, decode: BlockDecoder, zeroPoint = 0): RepackSpec => {
   const { blockSize, bytesPerBlock } = weightType(type)!;
-  return { kind, blockSize, bytesPerBlock, decode, zeroPoint, groupSize: kind === KernelKind.U6G16 ? 16 : 32, groupBytes: GROUP_BYTES[kind] };
+  const { groupSize, groupBytes } = BLOCK_LAYOUTS[kind];
+  return { kind, blockSize, bytesPerBlock, decode, zeroPoint, groupSize, groupBytes };
 };
 
 /**
@@ -227,41 +205,26 @@ export function repackedSizes(s: RepackSpec, rows: number, cols: number): { quan
   const rowGroups = Math.ceil(rows / 4);
   const numGroups = cols / s.groupSize;
   const quantBytes = rowGroups * numGroups * 4 * s.groupBytes;
-  if (SUPERBLOCK_KINDS.has(s.kind)) return { quantBytes, scaleBytes: rowGroups * (cols / 256) * SUPERBLOCK_SCALE_BYTES(s.kind), offsetBytes: 0 };
+  const superblock = BLOCK_LAYOUTS[s.kind].superblock;
+  if (superblock !== null) return { quantBytes, scaleBytes: rowGroups * (cols / 256) * superblock.bytes, offsetBytes: 0 };
   const scaleBytes = rowGroups * numGroups * 4 * 4;
   return { quantBytes, scaleBytes, offsetBytes: s.kind === KernelKind.I8 || s.zeroPoint !== 0 ? 0 : scaleBytes };
 }
 
-/** Row `lane` of row group rg's K-quant factors into ws (bytes; the layout of SUPERBLOCK_SCALE_BYTES). */
-function writeSuperblockFactors(s: RepackSpec, k: SuperblockFactors, ws: Uint8Array, wsF32: Float32Array, rg: number, lane: number, cols: number): void {
+/** Row `lane` of row group rg's K-quant factors into ws (bytes; the layout of BLOCK_LAYOUTS[kind].superblock). */
+function writeSuperblockFactors(s: RepackSpec, f: SuperblockFactorLayout, k: SuperblockFactors, ws: Uint8Array, wsF32: Float32Array, rg: number, lane: number, cols: number): void {
   const numBlocks = cols / 256;
   const groupsPerBlock = 256 / s.groupSize;
-  const sbBytes = SUPERBLOCK_SCALE_BYTES(s.kind);
-  const q6 = s.kind === KernelKind.U6G16;
   for (let b = 0; b < numBlocks; b++) {
-    const at = (rg * numBlocks + b) * sbBytes;
-    wsF32[at / 4 + lane] = k.d[b]!;
-    if (!q6) wsF32[at / 4 + 4 + lane] = k.negDmin[b]!;
+    const at = (rg * numBlocks + b) * f.bytes;
+    wsF32[(at + f.dAt) / 4 + lane] = k.d[b]!;
+    if (f.negDminAt >= 0) wsF32[(at + f.negDminAt) / 4 + lane] = k.negDmin[b]!;
     for (let j = 0; j < groupsPerBlock; j++) {
       const g = b * groupsPerBlock + j;
-      if (q6) ws[at + 16 + j * 4 + lane] = k.sc[g]!;
-      else {
-        ws[at + 32 + j * 8 + lane] = k.sc[g]!;
-        ws[at + 36 + j * 8 + lane] = k.mn[g]!;
-      }
+      ws[at + f.scAt + j * f.groupStride + lane] = k.sc[g]!;
+      if (f.minAt >= 0) ws[at + f.minAt + j * f.groupStride + lane] = k.mn[g]!;
     }
   }
-}
-
-/** The byte of quant i of row `lane` in the K-quad group at `base` (a function, not a closure per group: no garbage). */
-function quantByte(base: number, lane: number, i: number): number {
-  return base + (i >> 2) * 16 + lane * 4 + (i & 3);
-}
-
-/** Q8_0's byte of quant i of row `lane` in the group at `base`: chunk i >> 2 holds quants 0-1 of rows 0-3 in bytes
- * 0-7 and quants 2-3 in bytes 8-15, so each half widened to i16 leaves one row per i32 lane of a dot product. */
-function pairByte(base: number, lane: number, i: number): number {
-  return base + (i >> 2) * 16 + ((i >> 1) & 1) * 8 + lane * 2 + (i & 1);
 }
 
 /**
@@ -275,7 +238,8 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
   const blocksPerRow = cols / s.blockSize;
   const groupsPerBlock = s.blockSize / s.groupSize;
   const numGroups = cols / s.groupSize;
-  const superblocks = SUPERBLOCK_KINDS.has(s.kind);
+  const { superblock, highBitsAt } = BLOCK_LAYOUTS[s.kind];
+  const superblocks = superblock !== null;
   const wsF32 = new Float32Array(ws.buffer, ws.byteOffset, ws.byteLength / 4);
   const wmF32 = wm === null ? null : new Float32Array(wm.buffer, wm.byteOffset, wm.byteLength / 4);
   const q = new Uint8Array(cols); // [cols] element values of one row
@@ -294,7 +258,7 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
     }
     const rg = (firstRow + r) >> 2;
     const lane = (firstRow + r) & 3;
-    if (superblocks) writeSuperblockFactors(s, factors, ws, wsF32, rg, lane, cols);
+    if (superblock !== null) writeSuperblockFactors(s, superblock, factors, ws, wsF32, rg, lane, cols);
     for (let g = 0; g < numGroups; g++) {
       const idx = (rg * numGroups + g) * 4 + lane;
       if (!superblocks) {
@@ -304,7 +268,7 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
       const base = (rg * numGroups + g) * 4 * s.groupBytes;
       const e = g * s.groupSize;
       if (s.kind === KernelKind.I8) {
-        // per chunk: quants 0-1 of the 4 rows, then quants 2-3 (matmul-quant.ts: one i16 dot product per half)
+        // per chunk: quants 0-1 of the 4 rows, then quants 2-3 (kernels/matmul-tile8.ts: one i16 dot product per half)
         for (let i = 0; i < s.groupSize; i++) wq[pairByte(base, lane, i)] = q[e + i]!;
       } else if (s.kind === KernelKind.U6G16) {
         // 3 byte planes: chunk k's quants (k < 3) with bits 2k, 2k + 1 of chunk 3's quant above them
@@ -315,9 +279,9 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
         for (let i = 0; i < half; i++) wq[quantByte(base, lane, i)] = (q[e + i]! & 15) | ((q[e + i + half]! & 15) << 4);
         // 5-bit: high bits after the nibbles, 16 bytes laid out like a chunk: quant i's (chunk c = i >> 2) is bit
         // 4 + c (c < 4) or 7 - c of byte 4 * lane + (i & 3)
-        if (s.kind === KernelKind.U5 || s.kind === KernelKind.U5K) {
+        if (highBitsAt >= 0) {
           for (let i = 0; i < s.groupSize; i++) {
-            const atHigh = base + s.groupSize * 2 + lane * 4 + (i & 3); // after the 4 rows' nibbles
+            const atHigh = base + highBitsAt + lane * 4 + (i & 3); // after the 4 rows' nibbles
             const c = i >> 2;
             wq[atHigh] = wq[atHigh]! | ((q[e + i]! >> 4) << (c < 4 ? 4 + c : 7 - c));
           }

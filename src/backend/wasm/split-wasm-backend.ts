@@ -14,7 +14,9 @@ import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles
 import type { MemoryPlan } from "./memory-plan.ts";
 import { memoryOfTensor } from "./memory-plan.ts";
 import type { WasmHeap } from "./wasm-memory.ts";
-import { createWasmBackends, kvCacheBytesPerToken, type WasmBackend, WasmBuffer, type WasmBackendOptions } from "./wasm-backend.ts";
+import { kvCacheBytesPerToken } from "./kv-cache-layout.ts";
+import { createWasmBackends, type WasmBackend, type WasmBackendOptions } from "./wasm-backend.ts";
+import { WasmBuffer } from "./wasm-weight.ts";
 
 class SplitBuffer implements DeviceBuffer {
   /** floats of the contents (what the last op or write produced) */

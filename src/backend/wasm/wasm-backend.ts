@@ -3,20 +3,24 @@
  * pool of persistent worker threads. Weights are repacked at load (repack.ts); float weights become f32 rows.
  * KV cache: f16, [numLayers, K|V, numBlocks, numKvHeads, blockSize, headDim] (half the bytes of f32; attention
  * converts with a bit trick, see kernels/common.ts), or 8-bit (KvCacheShape.dtype "q8": per block the int8 rows,
- * then one f32 scale per token; about half the bytes again, see kernels/attention.ts).
+ * then one f32 scale per token; about half the bytes again, see kernels/kv-store.ts; kv-cache-layout.ts).
  * Matmul activations are quantized to int8 once per matmul input, as llama.cpp does: per 32 (quantize_q8, Q8_0) for
- * the 32-value weight types, per 256 (quantize_q8k, Q8_K) for Q4_K / Q5_K / Q6_K; an input read by both, both ways.
+ * the 32-value weight types, per 256 (quantize_q8k, Q8_K) for Q4_K / Q5_K / Q6_K; an input read by both, both ways
+ * (quantized-activations.ts). Weights: wasm-weight.ts; attention's split into tasks: attention-tasks.ts.
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
-import { dequantizeTensor, GgmlType, weightType } from "../../tensor/dtypes.ts";
-import { attentionKeys, type AttentionSequence, type Backend, type DeviceBuffer, type KvCacheShape, type RopeAngles, type Weight, type WeightSource } from "../backend.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource } from "../backend.ts";
+import { planAttentionTasks, writeAttentionTasks } from "./attention-tasks.ts";
+import { KernelKind } from "./block-layouts.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
+import { copyKvBlocksIn, copyKvBlocksOut, kvBytesPerPositionPerLayerPart, kvPartAddress, type KvState } from "./kv-cache-layout.ts";
+import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, q8kPairsAt, quads16Bytes, quadsBytes, SILU_UNIT } from "./pool-ops.ts";
+import { activationArgs, MIN_PARALLEL_ROWS_ELEMENTS, quantizeActivations, readsQ8K } from "./quantized-activations.ts";
+import { Scratch } from "./scratch.ts";
 import type { SimdLevel } from "./simd-levels.ts";
-import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, q8kPairsAt, quads16Bytes, quadsBytes, QuantizeRule, quantizeTokens, SILU_UNIT } from "./pool-ops.ts";
-import { KernelKind, repack, repackedSizes, repackSpec, type RepackSpec } from "./repack.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
-import { allocatedBytes, WasmHeap } from "./wasm-memory.ts";
-import { forEachRowChunk } from "../weight-chunks.ts";
+import { WasmHeap } from "./wasm-memory.ts";
+import { asBuffer, asWeight, loadWasmWeight, WasmBuffer, type WasmWeight } from "./wasm-weight.ts";
 
 /** Below this many multiply-adds a matmul runs on the calling thread alone (waking threads costs more). */
 const MIN_PARALLEL_MACS = 1 << 16;
@@ -25,174 +29,17 @@ const THREAD_TMP_BYTES = 64;
 const TILE_SCRATCH_BYTES = 16 << 10;
 /** siluMul spreads over the threads from this many elements (a prefill chunk, not a decode step) */
 const MIN_PARALLEL_SILU = 16384;
-/** rmsNorm and the activation quantization spread over the threads from this many elements (prefill, not decode:
- * on one thread they were 4-9% of a 128-token chunk, time the other threads spent waiting) */
-const MIN_PARALLEL_ROWS_ELEMENTS = 16384;
-/** Q8_0 weights' 4-token tiles read ready i16 vectors (splat_q8_i16) from this many tokens: a prefill chunk */
-const MIN_READY_I8_TOKENS = 32;
 /**
  * Rows of one forward pass (Backend.maxRowsPerPass; llama.cpp's default n_ubatch is 512): a pass's activations, e.g.
  * the FFN's [rows, 1536] f32, then stay in a core's L2 (1 MiB on Zen 4) while every row group of a weight reads them.
  */
 const ROWS_PER_PASS = 512;
 
-/** One matmul input prepared for the quantized kernels (addresses in the activations scratch; kernels/quantize.ts). */
-interface QuantizedActivations {
-  /** [numRows, cols] i8 */
-  readonly qa: number;
-  /** qa widened to i16, for KIND_I8 (0 when no weight needs it) */
-  readonly qa16: number;
-  /** splat_q8's whole quads of tokens, for the nibble kinds' 4-token tiles (0 when unused) */
-  readonly quads: number;
-  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill (0 when unused) */
-  readonly quads16: number;
-  readonly da: number;
-  readonly sa32: number;
-  readonly sa16: number;
-  /** quantize_q8's pair sums for zero points */
-  readonly ps32: number;
-  readonly ps16: number;
-  /** the same input as q8_K (quantize_q8k) for the K-quant weights, or null when none reads it (the fields above are
-   * then unused: 0) */
-  readonly k: Q8KActivations | null;
-}
-
-/** quantize_q8k's outputs (kernels/quantize.ts), and splat_q8 / quad_sums of them */
-interface Q8KActivations {
-  readonly qa: number;
-  readonly quads: number;
-  /** [numRows, cols / 32] f32: the superblock's d per 32 */
-  readonly da: number;
-  /** [numRows, cols / 32] i32: bsums per 32 */
-  readonly bs32: number;
-  readonly ps16: number;
-}
-
-/** Weight kinds whose matmul input is q8_K (llama.cpp's vec_dot_type of Q4_K, Q5_K, Q6_K); the others read q8_0. */
-function readsQ8K(kind: KernelKind): boolean {
-  return kind === KernelKind.U4K || kind === KernelKind.U5K || kind === KernelKind.U6G16;
-}
-
-/** matmul_quant's activation arguments for one weight kind. */
-function activationArgs(a: QuantizedActivations, kind: KernelKind): { acts: number; da: number; sa: number; qs: number; quads: number } {
-  if (readsQ8K(kind)) {
-    const k = a.k!;
-    return { acts: k.qa, da: k.da, sa: k.bs32, qs: k.ps16, quads: k.quads };
-  }
-  const g16 = kind === KernelKind.U6G16;
-  const i8 = kind === KernelKind.I8;
-  return { acts: i8 ? a.qa16 : a.qa, da: a.da, sa: g16 ? a.sa16 : a.sa32, qs: g16 ? a.ps16 : a.ps32, quads: i8 ? a.quads16 : a.quads };
-}
-
-/** a buffer at byte offset `ptr` of the backend's memory (split-wasm-backend.ts copies between memories by it) */
-export class WasmBuffer implements DeviceBuffer {
-  constructor(readonly ptr: number, readonly length: number) {}
-}
-
-interface QuantStorage {
-  readonly kind: KernelKind;
-  /** w = ws * (q - zeroPoint) when non-zero (wm unused), else w = ws * q + wm */
-  readonly zeroPoint: number;
-  /** [rowGroups, numGroups, 4, groupBytes] */
-  readonly wq: number;
-  /** [rowGroups, numGroups, 4] f32, or the K-quants' factors per superblock (repack.ts) */
-  readonly ws: number;
-  /** [rowGroups, numGroups, 4] f32, or ws where the kernels read no offsets */
-  readonly wm: number;
-}
-
-class WasmWeight implements Weight {
-  constructor(
-    readonly rows: number,
-    readonly cols: number,
-    readonly type: GgmlType,
-    /** quantized storage, or null for f32 rows [rowsPadded4, colsPadded4] at f32Ptr */
-    readonly quant: QuantStorage | null,
-    readonly f32Ptr: number,
-    /** (ptr, bytes) pairs to free */
-    readonly allocations: readonly (readonly [number, number])[],
-  ) {}
-
-  get colsPadded(): number {
-    return (this.cols + 3) & ~3;
-  }
-}
-
-interface KvState {
-  readonly shape: KvCacheShape;
-  readonly base: number;
-  readonly layerPartBytes: number;
-  readonly blockBytes: number;
-}
-
-/** Grow-only scratch region owned by the backend (activation quants, int arrays, thread scratch). */
-class Scratch {
-  ptr = 0;
-  bytes = 0;
-  constructor(private readonly heap: WasmHeap) {}
-  ensure(numBytes: number): number {
-    if (numBytes > this.bytes) {
-      if (this.bytes > 0) this.heap.free(this.ptr, this.bytes);
-      this.bytes = Math.max(numBytes, this.bytes * 2);
-      this.ptr = this.heap.alloc(this.bytes);
-    }
-    return this.ptr;
-  }
-}
-
 /** A rope cos/sin table in its scratch and what it was computed for. */
 interface RopeTable {
   readonly scratch: Scratch;
   readonly positions: Int32Array;
   readonly angles: RopeAngles | null;
-}
-
-function asWeight(w: Weight): WasmWeight {
-  if (!(w instanceof WasmWeight)) throw new Error("wasm backend: weight from another backend");
-  return w;
-}
-
-function asBuffer(b: DeviceBuffer): WasmBuffer {
-  if (!(b instanceof WasmBuffer)) throw new Error("wasm backend: buffer from another backend");
-  return b;
-}
-
-type WeightLayout =
-  | { readonly kind: "repacked"; readonly spec: RepackSpec; readonly quantBytes: number; readonly scaleBytes: number; readonly offsetBytes: number }
-  | { readonly kind: "dense"; readonly rowsPadded: number; readonly colsPadded: number; readonly numBytes: number };
-
-/**
- * How loadWeight lays a [rows, cols] weight out in the heap: repacked quantized blocks (2-D weights of a repackable
- * type), else f32 padded to 4 x 4.
- */
-function weightLayout(type: GgmlType, rows: number, cols: number): WeightLayout {
-  const spec = repackSpec(type);
-  if (spec !== undefined && rows > 1 && cols % spec.blockSize === 0) {
-    // no offset array for KIND_I8, an integer zero point or the K-quants (Q8_0: 36 bytes per 32 weights)
-    return { kind: "repacked", spec, ...repackedSizes(spec, rows, cols) };
-  }
-  const rowsPadded = Math.ceil(rows / 4) * 4;
-  const colsPadded = (cols + 3) & ~3;
-  return { kind: "dense", rowsPadded, colsPadded, numBytes: rowsPadded * colsPadded * 4 };
-}
-
-/** K (or V) of one position in one layer, for allocKvCache and `fennec inspect`: f16 values, or int8 values and
- * the token's f32 scale (the 8-bit cache) */
-function kvBytesPerPositionPerLayerPart(shape: Pick<KvCacheShape, "numKvHeads" | "headDim" | "dtype">): number {
-  const kvDim = shape.numKvHeads * shape.headDim;
-  return shape.dtype === "q8" ? kvDim + 4 : kvDim * 2;
-}
-
-/** KV cache bytes one token position takes over all layers, K and V. */
-export function kvCacheBytesPerToken(shape: Pick<KvCacheShape, "numLayers" | "numKvHeads" | "headDim" | "dtype">): number {
-  return 2 * shape.numLayers * kvBytesPerPositionPerLayerPart(shape);
-}
-
-/** Heap bytes loadWeight takes for one weight (what `fennec inspect` reports per tensor), alignment included. */
-export function weightHeapBytes(type: GgmlType, rows: number, cols: number): number {
-  const l = weightLayout(type, rows, cols);
-  if (l.kind === "dense") return allocatedBytes(l.numBytes);
-  return allocatedBytes(l.quantBytes) + allocatedBytes(l.scaleBytes) + (l.offsetBytes > 0 ? allocatedBytes(l.offsetBytes) : 0);
 }
 
 export class WasmBackend implements Backend {
@@ -257,39 +104,7 @@ export class WasmBackend implements Backend {
   }
 
   loadWeight(source: WeightSource): Weight {
-    const { rows, cols, type } = source;
-    const wt = weightType(type);
-    if (wt === undefined) throw new Error(`weight ${source.name}: unsupported type ${type}`);
-    const layout = weightLayout(type, rows, cols);
-    if (layout.kind === "repacked") {
-      const { spec, quantBytes, scaleBytes, offsetBytes } = layout;
-      const need = (rows * cols / spec.blockSize) * spec.bytesPerBlock;
-      if (source.data.length < need) throw new Error(`weight ${source.name}: ${source.data.length} bytes, ${wt.name} [${rows}, ${cols}] needs ${need}`);
-      const wq = this.heap.alloc(quantBytes);
-      const ws = this.heap.alloc(scaleBytes);
-      const wm = offsetBytes > 0 ? this.heap.alloc(offsetBytes) : ws;
-      const bytes = this.heap.bytes;
-      bytes.fill(0, wq, wq + quantBytes);
-      bytes.fill(0, ws, ws + scaleBytes);
-      bytes.fill(0, wm, wm + offsetBytes);
-      // row groups of 4 from the file through one bounded buffer, straight into the heap (weight-chunks.ts)
-      const wqBytes = bytes.subarray(wq, wq + quantBytes);
-      const wsBytes = bytes.subarray(ws, ws + scaleBytes);
-      const wmBytes = offsetBytes > 0 ? bytes.subarray(wm, wm + offsetBytes) : null;
-      forEachRowChunk(source, 4, (firstRow, numRows, data) => repack(spec, data, numRows, cols, wqBytes, wsBytes, wmBytes, firstRow));
-      const allocations: (readonly [number, number])[] = [[wq, quantBytes], [ws, scaleBytes]];
-      if (offsetBytes > 0) allocations.push([wm, offsetBytes]);
-      return new WasmWeight(rows, cols, type, { kind: spec.kind, zeroPoint: spec.zeroPoint, wq, ws, wm }, 0, allocations);
-    }
-    const { rowsPadded, colsPadded, numBytes } = layout;
-    const ptr = this.heap.alloc(numBytes);
-    const floats = this.heap.floats;
-    floats.fill(0, ptr / 4, ptr / 4 + rowsPadded * colsPadded);
-    forEachRowChunk(source, 1, (firstRow, numRows, data) => {
-      const values = dequantizeTensor({ name: source.name, type, rows: numRows, cols, data }); // [numRows, cols]
-      for (let r = 0; r < numRows; r++) floats.set(values.subarray(r * cols, (r + 1) * cols), ptr / 4 + (firstRow + r) * colsPadded);
-    });
-    return new WasmWeight(rows, cols, type, null, ptr, [[ptr, numBytes]]);
+    return loadWasmWeight(this.heap, source);
   }
 
   alloc(numFloats: number): DeviceBuffer {
@@ -328,41 +143,12 @@ export class WasmBackend implements Backend {
     return this.kv;
   }
 
-  private partAddress(kv: KvState, layer: number, part: 0 | 1): number {
-    return kv.base + (layer * 2 + part) * kv.layerPartBytes;
-  }
-
   exportKvBlocks(blockIds: Int32Array): Uint8Array {
-    const kv = this.cache();
-    const out = new Uint8Array(blockIds.length * kv.shape.numLayers * 2 * kv.blockBytes); // [ids, layer, K|V, numKvHeads, blockSize, headDim] f16
-    const bytes = this.heap.bytes;
-    let o = 0;
-    for (const id of blockIds) {
-      for (let l = 0; l < kv.shape.numLayers; l++) {
-        for (const part of [0, 1] as const) {
-          const at = this.partAddress(kv, l, part) + id * kv.blockBytes;
-          out.set(bytes.subarray(at, at + kv.blockBytes), o);
-          o += kv.blockBytes;
-        }
-      }
-    }
-    return out;
+    return copyKvBlocksOut(this.cache(), this.heap.bytes, blockIds);
   }
 
   importKvBlocks(blockIds: Int32Array, data: Uint8Array): void {
-    const kv = this.cache();
-    const need = blockIds.length * kv.shape.numLayers * 2 * kv.blockBytes;
-    if (data.length !== need) throw new Error(`importKvBlocks: ${data.length} bytes, expected ${need}`);
-    const bytes = this.heap.bytes;
-    let o = 0;
-    for (const id of blockIds) {
-      for (let l = 0; l < kv.shape.numLayers; l++) {
-        for (const part of [0, 1] as const) {
-          bytes.set(data.subarray(o, o + kv.blockBytes), this.partAddress(kv, l, part) + id * kv.blockBytes);
-          o += kv.blockBytes;
-        }
-      }
-    }
+    copyKvBlocksIn(this.cache(), this.heap.bytes, blockIds, data);
   }
 
   /** Copies an int array into the int scratch at a byte offset; returns its address. */
@@ -432,8 +218,8 @@ export class WasmBackend implements Backend {
    */
   private matmulQuantized(outs: readonly number[], weights: readonly WasmWeight[], xp: number, numRows: number): void {
     const cols = weights[0]!.cols;
-    const a = this.quantizeActivations(xp, numRows, cols, weights.map((w) => w.quant!.kind));
-    // the 8-row tiles' rows of a segment, widened (KIND_I8) or unpacked (Q4_0): matmul-quant.ts widenPair, unpackPair
+    const a = quantizeActivations({ k: this.k, pool: this.pool, level: this.level, scratch: this.activations }, xp, numRows, cols, weights.map((w) => w.quant!.kind));
+    // the 8-row tiles' rows of a segment, widened (KIND_I8) or unpacked (Q4_0): kernels/matmul-tile8.ts widenPair, unpackPair
     if (a.quads16 !== 0 || a.quads !== 0) this.setThreadScratch(TILE_SCRATCH_BYTES / 4);
     const table = new Int32Array(GROUP_HEADER_INTS + weights.length * GROUP_ROW_INTS); // pool-ops.ts GROUP_HEADER, GROUP_ROW
     table[GROUP_HEADER.numWeights] = weights.length;
@@ -461,60 +247,6 @@ export class WasmBackend implements Backend {
     });
     if (units * 4 * cols * numRows >= MIN_PARALLEL_MACS && this.pool.numThreads > 1) this.pool.run(PoolOp.MatmulQuant, [], units, undefined, table);
     else matmulTableRange(this.k, table, 0, 0, units, this.threadScratch.ptr);
-  }
-
-  /**
-   * x [numRows, cols] quantized for weights of `kinds` into the activations scratch: as q8_0 for the 32-value kinds,
-   * laid out as quads [numRows / 4, cols / 4, 4, 16] i8 + quad_sums | quads16 [numRows / 4, cols / 4, 2, 4, 16] i16
-   * (splat_q8_i16) | qa [numRows, cols] i8 |
-   * da [numRows, cols/32] f32 | sa32 [numRows, cols/32] f32 | sa16 [numRows, cols/16] f32 | ps32 [numRows, cols/32, 8] i16 |
-   * ps16 [numRows, cols/16, 8] i16 | qa16 [numRows, cols] i16; then, for the K-quant kinds, as q8_K: quads + quad_sums |
-   * qa | da | bs32 [numRows, cols/32] i32 | ps16. Only the parts some weight reads are written.
-   */
-  private quantizeActivations(xp: number, numRows: number, cols: number, kinds: readonly KernelKind[]): QuantizedActivations {
-    const numBlocks = numRows * (cols / 32);
-    const q8 = kinds.some((k) => !readsQ8K(k));
-    const q8k = kinds.some(readsQ8K);
-    const wide = kinds.includes(KernelKind.I8);
-    // the nibble kinds' 4-token tiles read splat_q8's quads (the scalar build has no 4-token tiles)
-    const tiles = numRows >= 4 && this.level !== "scalar";
-    const useQuads = kinds.some((k) => k !== KernelKind.I8 && !readsQ8K(k)) && tiles;
-    // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
-    const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && this.level !== "scalar";
-    const quadsSize = quadsBytes(numRows, cols);
-    const quads16Size = useQuads16 ? quads16Bytes(numRows, cols) : 0;
-    const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-    const q8Bytes = q8 ? (useQuads ? quadsSize : 0) + quads16Size + qaBytes * 3 + numBlocks * 64 : 0;
-    const q8kBytes = q8k ? (tiles ? quadsSize : 0) + qaBytes + numBlocks * 48 : 0; // da | bs32 | ps16 | pc16 (pool-ops.ts q8kPairsAt)
-    const base = this.activations.ensure(q8Bytes + q8kBytes);
-    const quads = useQuads ? base : 0;
-    const quads16 = useQuads16 ? base + (useQuads ? quadsSize : 0) : 0;
-    const qa = base + (useQuads ? quadsSize : 0) + quads16Size;
-    const da = qa + qaBytes;
-    const sa32 = da + numBlocks * 4;
-    const sa16 = sa32 + numBlocks * 4;
-    const ps32 = sa16 + numBlocks * 8;
-    const ps16 = ps32 + numBlocks * 16;
-    const qa16 = ps16 + numBlocks * 32;
-    const spread = numRows * cols >= MIN_PARALLEL_ROWS_ELEMENTS && this.pool.numThreads > 1;
-    const run = (args: number[]) => {
-      if (spread) this.pool.run(PoolOp.QuantizeActivations, args, Math.ceil(numRows / 4));
-      else quantizeTokens(this.k, args, 0, 0, numRows);
-    };
-    if (q8) run([xp, numRows, cols, qa, da, sa32, sa16, ps32, ps16, wide ? qa16 : 0, quads, quads16, QuantizeRule.Q8_0]); // pool-ops.ts QUANTIZE_ARGS
-    let k: Q8KActivations | null = null;
-    if (q8k) {
-      const kBase = base + q8Bytes;
-      const kQuads = tiles ? kBase : 0;
-      const kQa = kBase + (tiles ? quadsSize : 0);
-      const kDa = kQa + qaBytes;
-      const bs32 = kDa + numBlocks * 4;
-      const kPs16 = bs32 + numBlocks * 4;
-      run([xp, numRows, cols, kQa, kDa, bs32, 0, 0, kPs16, 0, kQuads, 0, QuantizeRule.Q8_K]);
-      k = { qa: kQa, quads: kQuads, da: kDa, bs32, ps16: kPs16 };
-    }
-    if (!q8) return { qa: 0, qa16: 0, quads: 0, quads16: 0, da: 0, sa32: 0, sa16: 0, ps32: 0, ps16: 0, k };
-    return { qa, qa16: wide ? qa16 : 0, quads, quads16, da, sa32, sa16, ps32, ps16, k };
   }
 
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
@@ -548,7 +280,7 @@ export class WasmBackend implements Backend {
     const s = this.putInts(slots);
     const { numKvHeads, headDim, blockSize } = kv.shape;
     const store = kv.shape.dtype === "q8" ? this.k.kv_store_q8 : this.k.kv_store_f16;
-    store(this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, numKvHeads, headDim, blockSize);
+    store(kvPartAddress(kv, layer, 0), kvPartAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, numKvHeads, headDim, blockSize);
   }
 
   attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false): void {
@@ -556,100 +288,18 @@ export class WasmBackend implements Backend {
     const { numKvHeads, headDim, blockSize } = kv.shape;
     if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
     const groupSize = numHeads / numKvHeads;
-    const segmentsOf = (numKeys: number) => Math.ceil(numKeys / this.segmentKeys);
-    // each row's keys [first, end) (backend.ts attentionKeys); its segments before `first` are left out
-    let numRows = 0;
-    for (const s of sequences) numRows += s.numRows;
-    const firsts = new Int32Array(numRows); // [numRows]
-    const ends = new Int32Array(numRows); // [numRows]
-    {
-      let r = 0;
-      for (const s of sequences) {
-        for (let i = 0; i < s.numRows; i++, r++) [firsts[r], ends[r]] = attentionKeys(s, i, slidingWindow, bidirectional);
-      }
-    }
-    const firstSegmentOf = (r: number) => Math.floor(firsts[r]! / this.segmentKeys);
-    // a bidirectional window's first keys are not end - window: the kernel reads them per row
-    const perRowFirst = bidirectional && slidingWindow > 0;
-    let tableInts = 0;
-    let numTasks = 0;
-    let numPartials = 0;
-    let numMerges = 0;
-    let r0 = 0;
-    for (const s of sequences) {
-      const need = Math.ceil((s.startPos + s.numRows) / blockSize);
-      if (s.blockTable.length < need) throw new Error(`attention: block table of ${s.blockTable.length} blocks, ${need} needed`);
-      tableInts += s.blockTable.length;
-      // tiles of up to tileRows rows; a tile has a task per KV head and segment its rows reach (its first row's keys
-      // start first and its last row's end last)
-      for (let i = 0; i < s.numRows; i += this.tileRows) {
-        const last = r0 + Math.min(s.numRows, i + this.tileRows) - 1;
-        numTasks += (segmentsOf(ends[last]!) - firstSegmentOf(r0 + i)) * numKvHeads;
-      }
-      for (let i = 0; i < s.numRows; i++) {
-        const segments = segmentsOf(ends[r0 + i]!);
-        if (segments > 1) {
-          numPartials += segments * numKvHeads;
-          numMerges += numKvHeads;
-        }
-      }
-      r0 += s.numRows;
-    }
+    const plan = planAttentionTasks(sequences, { numKvHeads, blockSize, segmentKeys: this.segmentKeys, tileRows: this.tileRows, slidingWindow, bidirectional });
     this.setThreadScratch(this.k.attention_scratch_floats(groupSize, headDim));
-    // int scratch: rowInfo [numRows, 4] (row, numKeys, block table address, first partial or -1) | the block tables |
-    // tasks [numTasks, 4] (first rowInfo index, rows, KV head, segment) | merges [numMerges, 4] | first keys [numRows]
-    // (a bidirectional window only)
-    const info = new Int32Array(numRows * 4 + tableInts + numTasks * 4 + numMerges * 4 + (perRowFirst ? numRows : 0));
-    const base = this.ints.ensure(info.length * 4);
-    let r = 0;
-    let tableAt = numRows * 4;
-    let taskAt = numRows * 4 + tableInts;
-    const mergeStart = taskAt + numTasks * 4;
-    let mergeAt = mergeStart;
-    const firstKeysAt = mergeStart + numMerges * 4;
-    if (perRowFirst) info.set(firsts, firstKeysAt);
-    let partial = 0;
-    for (const s of sequences) {
-      info.set(s.blockTable, tableAt);
-      const firstRow = r;
-      for (let i = 0; i < s.numRows; i++, r++) {
-        const numKeys = ends[r]!;
-        const segments = segmentsOf(numKeys);
-        info[r * 4] = s.rowStart + i;
-        info[r * 4 + 1] = numKeys;
-        info[r * 4 + 2] = base + tableAt * 4;
-        info[r * 4 + 3] = segments > 1 ? partial : -1;
-        if (segments > 1) {
-          for (let h = 0; h < numKvHeads; h++) {
-            info[mergeAt++] = s.rowStart + i;
-            info[mergeAt++] = h;
-            info[mergeAt++] = partial + h * segments + firstSegmentOf(r);
-            info[mergeAt++] = segments - firstSegmentOf(r);
-          }
-          partial += segments * numKvHeads;
-        }
-      }
-      for (let i = 0; i < s.numRows; i += this.tileRows) {
-        const rows = Math.min(this.tileRows, s.numRows - i);
-        for (let h = 0; h < numKvHeads; h++) {
-          for (let seg = firstSegmentOf(firstRow + i); seg < segmentsOf(ends[firstRow + i + rows - 1]!); seg++) {
-            info[taskAt++] = firstRow + i;
-            info[taskAt++] = rows;
-            info[taskAt++] = h;
-            info[taskAt++] = seg;
-          }
-        }
-      }
-      tableAt += s.blockTable.length;
-    }
-    this.heap.ints.set(info, base / 4);
-    const partials = numPartials > 0 ? this.attentionPartials.ensure(numPartials * groupSize * (headDim + 2) * 4) : 0;
+    const base = this.ints.ensure(plan.numInts * 4);
+    const table = writeAttentionTasks(plan, sequences, base); // attention-tasks.ts lays the ints out
+    this.heap.ints.set(table.ints, base / 4);
+    const partials = plan.numPartials > 0 ? this.attentionPartials.ensure(plan.numPartials * groupSize * (headDim + 2) * 4) : 0;
     const o = asBuffer(out).ptr;
-    const args = [o, asBuffer(q).ptr, this.partAddress(kv, layer, 0), this.partAddress(kv, layer, 1), base,
-      base + (numRows * 4 + tableInts) * 4, partials, numHeads, numKvHeads, headDim, blockSize, 0,
-      bidirectional ? 0 : slidingWindow, perRowFirst ? base + firstKeysAt * 4 : 0];
-    this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
-    if (numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + mergeStart * 4, numHeads, numKvHeads, headDim], numMerges);
+    const args = [o, asBuffer(q).ptr, kvPartAddress(kv, layer, 0), kvPartAddress(kv, layer, 1), base,
+      base + table.tasksAt * 4, partials, numHeads, numKvHeads, headDim, blockSize, 0,
+      bidirectional ? 0 : slidingWindow, table.firstKeysAt >= 0 ? base + table.firstKeysAt * 4 : 0];
+    this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, plan.numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
+    if (plan.numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + table.mergesAt * 4, numHeads, numKvHeads, headDim], plan.numMerges);
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {

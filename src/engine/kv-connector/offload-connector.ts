@@ -24,7 +24,7 @@ import type { KvConnector } from "./kv-connector.ts";
 import type { KvOffloadConfig } from "../../config/kv-transfer-config.ts";
 import { CpuTier, DiskTier, type OffloadTier } from "./offload-tiers.ts";
 import type { RequestState } from "../request.ts";
-import { SAVE_OUTCOMES, type KvOffloadStepStats, type KvTransferOp, type SaveOutcome } from "../stats.ts";
+import type { KvOffloadStepStats, KvTransferOp, SaveOutcome } from "../stats.ts";
 import { errorMessage } from "../../util/error-message.ts";
 import type { ModelRunner } from "../../model/model-batch.ts";
 
@@ -78,7 +78,10 @@ interface RequestOffloadState {
 }
 
 function zeroOutcomes(): Record<SaveOutcome, number> {
-  return Object.fromEntries(SAVE_OUTCOMES.map((o) => [o, 0])) as Record<SaveOutcome, number>;
+  return {
+    stored: 0, skipped_already_cached: 0, skipped_in_flight: 0, dropped_null_block: 0, dropped_not_hashed: 0, dropped_cpu_full: 0,
+    dropped_request_gone: 0,
+  };
 }
 
 export class KvOffloadConnector implements KvConnector {

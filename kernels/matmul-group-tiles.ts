@@ -1,0 +1,233 @@
+// The tiles of the kinds with scales per group (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: KIND_I8, KIND_U4, KIND_U5): 4 rows x 1
+// token (simdTile1) and 4 rows x 4 tokens (simdTile4), each a group term per group in matmul-quant.ts's f32 order.
+import { KIND_I8, KIND_U6G16, groupBytes, groupSize, halfChunks } from "./block-layouts";
+import { I16_ONES, actBytes, dotChunk16, dotHalfI16, groupOffsets, groupScales, groupSum, groupTerm, groupTermV, hasOffsets, highBits, highHalfChunk, i16Chunks, lane4, laneChunk, lowHalfChunk, pairSums, quadChunkBytes, scaleMinBytes, startPairs, u6Chunk, u6Chunk3, widen16 } from "./matmul-chunks";
+import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
+
+/**
+ * 4 rows x 1 token: f32x4 of the 4 rows' sums. zeroed: the kind has a zero point (ps: the token's pair sums of
+ * activations, quantize_q8's ps16 / ps32), else float offsets (wm, sa) or none (KIND_I8).
+ */
+// @ts-ignore: decorator
+@inline export function simdTile1(kind: i32, zeroed: bool, q: usize, s: usize, m: usize, qa: usize, da: usize, sa: usize, ps: usize, numGroups: i32, zeroPoint: i32): v128 {
+  const gs = groupSize(kind);
+  const gb = <usize>(groupBytes(kind) << 2);
+  let acc = f32x4.splat(0);
+  let dp = da;
+  for (let g = 0; g < numGroups; g++) {
+    let x = i32x4.splat(0), y = x;
+    if (kind == KIND_I8) {
+      // a loop over pairs of chunks (unrolled it ran at 60%): one plain load of their 8 i16 activations, each pair
+      // of quants spread to every lane by a shuffle (JSC computes a splat load's address apart: 3 instructions)
+      for (let c = 0; c < 8; c += 2) {
+        const wa = v128.load(q + (<usize>c << 4));
+        const wb = v128.load(q + (<usize>c << 4), 16);
+        const a = v128.load(qa + (<usize>c << 3));
+        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(wa), laneChunk(a, 0));
+        x = dotHalfI16(x, i16x8.extend_high_i8x16_s(wa), laneChunk(a, 1));
+        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(wb), laneChunk(a, 2));
+        x = dotHalfI16(x, i16x8.extend_high_i8x16_s(wb), laneChunk(a, 3));
+      }
+    } else {
+      x = groupSum(kind, zeroed, q, v128.load(qa), gs == 32 ? v128.load(qa, 16) : i32x4.splat(0), startPairs(kind, zeroed, ps, zeroPoint), v128.load(I16_ONES));
+    }
+    const scaleMin = scaleMinBytes(kind, s, g);
+    const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
+    acc = f32x4.add(acc, groupTerm(kind, x, y, groupScales(kind, s, g, scaleMin), offsets, dp, sa, zeroPoint));
+    // the token's scale of the next group: da advances per 32 activations (KIND_U6G16: every other group)
+    dp += kind == KIND_U6G16 ? <usize>((g & 1) << 2) : 4;
+    q += gb;
+    qa += <usize>(gs * actBytes(kind));
+    sa += 4;
+    ps += 16;
+  }
+  return acc;
+}
+
+/** 4 rows x 4 tokens (KIND_I8: activations `stride` bytes apart from qa; nibble kinds: a quad of splat_q8's vectors
+ * at quad, +0, 16, 32, 48 per chunk; the tokens' sa `gstride` apart, their ps `pstride`): each weight chunk is loaded
+ * (and unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */
+// @ts-ignore: decorator
+@inline export function simdTile4(kind: i32, ready: bool, zeroed: bool, q: usize, s: usize, m: usize, qa: usize, stride: usize, quad: usize, sums: usize, da: usize, dstride: usize,
+  sa: usize, ps: usize, gstride: usize, pstride: usize, numGroups: i32, zeroPoint: i32, out: usize, outStride: usize): void {
+  const gs = groupSize(kind);
+  const gb = <usize>(groupBytes(kind) << 2);
+  let acc0 = f32x4.splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  for (let g = 0; g < numGroups; g++) {
+    let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
+    let y0 = x0, y1 = x0, y2 = x0, y3 = x0;
+    if (kind == KIND_I8 && ready) {
+      // splat_q8_i16's ready vectors: chunk c of the quad's token k at quad + 128 c + 16 k (its quants 0-1 in every
+      // lane) and + 64 (quants 2-3), plain loads at constant offsets (no shuffles): 4 dot products and 4 adds per
+      // token and chunk pair, one accumulator per token
+      let w = q;
+      let a = quad;
+      for (let c = 0; c < 8; c += 2) {
+        const wa = v128.load(w);
+        const wb = v128.load(w, 16);
+        const wal = i16x8.extend_low_i8x16_s(wa);
+        const wah = i16x8.extend_high_i8x16_s(wa);
+        const wbl = i16x8.extend_low_i8x16_s(wb);
+        const wbh = i16x8.extend_high_i8x16_s(wb);
+        x0 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x0, wal, v128.load(a)), wah, v128.load(a, 64)), wbl, v128.load(a, 128)), wbh, v128.load(a, 192));
+        x1 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x1, wal, v128.load(a, 16)), wah, v128.load(a, 80)), wbl, v128.load(a, 144)), wbh, v128.load(a, 208));
+        x2 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x2, wal, v128.load(a, 32)), wah, v128.load(a, 96)), wbl, v128.load(a, 160)), wbh, v128.load(a, 224));
+        x3 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x3, wal, v128.load(a, 48)), wah, v128.load(a, 112)), wbl, v128.load(a, 176)), wbh, v128.load(a, 240));
+        w += 32;
+        a += 2 * QUAD_CHUNK_BYTES_I16;
+      }
+    } else if (kind == KIND_I8) {
+      // a loop over pairs of chunks: each token's 8 i16 activations come in one plain load, each pair of quants
+      // spread to every lane by a shuffle (JSC computes every splat load's address apart: 3 instructions each,
+      // counted in its OMG dump; a plain load folds it into the addressing)
+      let w = q;
+      let p0 = qa, p1 = qa + stride, p2 = qa + 2 * stride, p3 = qa + 3 * stride;
+      for (let c = 0; c < 8; c += 2) {
+        const wa = v128.load(w);
+        const wb = v128.load(w, 16);
+        const wal = i16x8.extend_low_i8x16_s(wa);
+        const wah = i16x8.extend_high_i8x16_s(wa);
+        const wbl = i16x8.extend_low_i8x16_s(wb);
+        const wbh = i16x8.extend_high_i8x16_s(wb);
+        let a = v128.load(p0);
+        x0 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x0, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
+        a = v128.load(p1);
+        x1 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x1, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
+        a = v128.load(p2);
+        x2 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x2, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
+        a = v128.load(p3);
+        x3 = dotHalfI16(dotHalfI16(dotHalfI16(dotHalfI16(x3, wal, laneChunk(a, 0)), wah, laneChunk(a, 1)), wbl, laneChunk(a, 2)), wbh, laneChunk(a, 3));
+        w += 32;
+        p0 += 16;
+        p1 += 16;
+        p2 += 16;
+        p3 += 16;
+      }
+    } else if (kind == KIND_U6G16) {
+      // 4 chunks from 3 planes, unpacked once for the 4 tokens
+      let s0 = startPairs(kind, zeroed, ps, zeroPoint);
+      let s1 = startPairs(kind, zeroed, ps + pstride, zeroPoint);
+      let s2 = startPairs(kind, zeroed, ps + 2 * pstride, zeroPoint);
+      let s3 = startPairs(kind, zeroed, ps + 3 * pstride, zeroPoint);
+      let w = u6Chunk(q, 0);
+      s0 = dotChunk16(v128.load(quad), w, s0);
+      s1 = dotChunk16(v128.load(quad, 16), w, s1);
+      s2 = dotChunk16(v128.load(quad, 32), w, s2);
+      s3 = dotChunk16(v128.load(quad, 48), w, s3);
+      w = u6Chunk(q, 1);
+      s0 = dotChunk16(v128.load(quad, 64), w, s0);
+      s1 = dotChunk16(v128.load(quad, 80), w, s1);
+      s2 = dotChunk16(v128.load(quad, 96), w, s2);
+      s3 = dotChunk16(v128.load(quad, 112), w, s3);
+      if (!zeroed) {
+        x0 = pairSums(s0);
+        x1 = pairSums(s1);
+        x2 = pairSums(s2);
+        x3 = pairSums(s3);
+        s0 = i16x8.splat(0);
+        s1 = s0;
+        s2 = s0;
+        s3 = s0;
+      }
+      w = u6Chunk(q, 2);
+      s0 = dotChunk16(v128.load(quad, 128), w, s0);
+      s1 = dotChunk16(v128.load(quad, 144), w, s1);
+      s2 = dotChunk16(v128.load(quad, 160), w, s2);
+      s3 = dotChunk16(v128.load(quad, 176), w, s3);
+      w = u6Chunk3(q);
+      s0 = dotChunk16(v128.load(quad, 192), w, s0);
+      s1 = dotChunk16(v128.load(quad, 208), w, s1);
+      s2 = dotChunk16(v128.load(quad, 224), w, s2);
+      s3 = dotChunk16(v128.load(quad, 240), w, s3);
+      if (zeroed) {
+        x0 = pairSums(s0);
+        x1 = pairSums(s1);
+        x2 = pairSums(s2);
+        x3 = pairSums(s3);
+      } else {
+        x0 = widen16(s0, x0);
+        x1 = widen16(s1, x1);
+        x2 = widen16(s2, x2);
+        x3 = widen16(s3, x3);
+      }
+    } else {
+      // nibble kinds: each 16-byte load holds chunk c (low nibbles) and chunk c + half (high nibbles)
+      // the 4 tokens' i16 pair sums (dotChunk16), widened into x0..x3 every i16Chunks chunks
+      const half = halfChunks(kind);
+      const loadsPerWiden = i16Chunks(kind, zeroed) >> 1;
+      const plane = highBits(kind, q);
+      let s0 = startPairs(kind, zeroed, ps, zeroPoint);
+      let s1 = startPairs(kind, zeroed, ps + pstride, zeroPoint);
+      let s2 = startPairs(kind, zeroed, ps + 2 * pstride, zeroPoint);
+      let s3 = startPairs(kind, zeroed, ps + 3 * pstride, zeroPoint);
+      for (let c = 0; c < half; c++) {
+        const p = v128.load(q + (<usize>c << 4));
+        const lo = lowHalfChunk(kind, p, plane, c);
+        const hi = highHalfChunk(kind, p, plane, c);
+        const a = quad + <usize>c * QUAD_CHUNK_BYTES;
+        s0 = dotChunk16(v128.load(a), lo, s0);
+        s1 = dotChunk16(v128.load(a, 16), lo, s1);
+        s2 = dotChunk16(v128.load(a, 32), lo, s2);
+        s3 = dotChunk16(v128.load(a, 48), lo, s3);
+        const ah = a + <usize>half * QUAD_CHUNK_BYTES;
+        s0 = dotChunk16(v128.load(ah), hi, s0);
+        s1 = dotChunk16(v128.load(ah, 16), hi, s1);
+        s2 = dotChunk16(v128.load(ah, 32), hi, s2);
+        s3 = dotChunk16(v128.load(ah, 48), hi, s3);
+        if (loadsPerWiden < half && c + 1 < half && (c + 1) % loadsPerWiden == 0) {
+          x0 = widen16(s0, x0);
+          x1 = widen16(s1, x1);
+          x2 = widen16(s2, x2);
+          x3 = widen16(s3, x3);
+          s0 = i16x8.splat(0);
+          s1 = s0;
+          s2 = s0;
+          s3 = s0;
+        }
+      }
+      // the last widening after the loop; a group that fits the i16 sums whole (KIND_U4, or with its zero point in
+      // them) widens only here
+      if (loadsPerWiden == half) {
+        x0 = pairSums(s0);
+        x1 = pairSums(s1);
+        x2 = pairSums(s2);
+        x3 = pairSums(s3);
+      } else {
+        x0 = widen16(s0, x0);
+        x1 = widen16(s1, x1);
+        x2 = widen16(s2, x2);
+        x3 = widen16(s3, x3);
+      }
+    }
+    // the group's scales and offsets once for the 4 tokens
+    const scaleMin = scaleMinBytes(kind, s, g);
+    const scales = groupScales(kind, s, g, scaleMin);
+    const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
+    if (ready && kind != KIND_I8) {
+      // the 4 tokens' da and sa in one vector each (quad_sums' block of the group's 32 columns; KIND_I8's tiles
+      // measured 2-9% slower so, and keep the per-token splat loads)
+      const block = sums + <usize>((g * gs) >> 5) * QUAD_SUMS_BYTES;
+      const d4 = v128.load(block);
+      const sa4 = hasOffsets(kind, zeroPoint) ? v128.load(block, 16) : i32x4.splat(0);
+      acc0 = f32x4.add(acc0, groupTermV(kind, x0, y0, scales, offsets, lane4(d4, 0), lane4(sa4, 0), zeroPoint));
+      acc1 = f32x4.add(acc1, groupTermV(kind, x1, y1, scales, offsets, lane4(d4, 1), lane4(sa4, 1), zeroPoint));
+      acc2 = f32x4.add(acc2, groupTermV(kind, x2, y2, scales, offsets, lane4(d4, 2), lane4(sa4, 2), zeroPoint));
+      acc3 = f32x4.add(acc3, groupTermV(kind, x3, y3, scales, offsets, lane4(d4, 3), lane4(sa4, 3), zeroPoint));
+    } else {
+      const daG = da + (<usize>((g * gs) >> 5) << 2);
+      acc0 = f32x4.add(acc0, groupTerm(kind, x0, y0, scales, offsets, daG, sa, zeroPoint));
+      acc1 = f32x4.add(acc1, groupTerm(kind, x1, y1, scales, offsets, daG + dstride, sa + gstride, zeroPoint));
+      acc2 = f32x4.add(acc2, groupTerm(kind, x2, y2, scales, offsets, daG + 2 * dstride, sa + 2 * gstride, zeroPoint));
+      acc3 = f32x4.add(acc3, groupTerm(kind, x3, y3, scales, offsets, daG + 3 * dstride, sa + 3 * gstride, zeroPoint));
+    }
+    q += gb;
+    qa += <usize>(gs * actBytes(kind));
+    quad += <usize>(gs >> 2) * quadChunkBytes(kind);
+    sa += 4;
+    ps += 16;
+  }
+  v128.store(out, acc0);
+  v128.store(out + outStride, acc1);
+  v128.store(out + 2 * outStride, acc2);
+  v128.store(out + 3 * outStride, acc3);
+}
