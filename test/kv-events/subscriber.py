@@ -3,6 +3,7 @@
 vLLM's examples/features/kv_events/kv_events_subscriber.py and llm-d-kv-cache's pkg/kvevents read fennec's stream.
 
   subscriber.py sub ENDPOINT TOPIC COUNT      SUB: subscribe to TOPIC, print COUNT messages as JSON lines
+  subscriber.py sub-bind ENDPOINT TOPIC COUNT the same, but the SUB binds and the publisher connects to it
   subscriber.py replay ENDPOINT START KIND    DEALER or REQ: ask the replay socket from START, print until the end marker
 
 Every message is decoded field by field against vLLM's event structs (kv_events.py): a missing or unexpected field,
@@ -92,13 +93,16 @@ def main():
     mode, endpoint = sys.argv[1], sys.argv[2]
     ctx = zmq.Context()
     try:
-        if mode == "sub":
+        if mode in ("sub", "sub-bind"):
             topic, count = sys.argv[3], int(sys.argv[4])
             sock = ctx.socket(zmq.SUB)
             sock.setsockopt(zmq.RCVTIMEO, 20000)
-            sock.connect(endpoint)
             sock.setsockopt_string(zmq.SUBSCRIBE, topic)
-            emit({"ready": True})
+            if mode == "sub":
+                sock.connect(endpoint)
+            else:
+                sock.bind(endpoint)
+            emit({"ready": True, "endpoint": sock.getsockopt_string(zmq.LAST_ENDPOINT)})
             for _ in range(count):
                 frames = sock.recv_multipart()
                 assert len(frames) == 3, f"{len(frames)} frames, expected [topic, seq, payload]"
