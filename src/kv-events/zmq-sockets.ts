@@ -16,7 +16,7 @@ import { existsSync, unlinkSync } from "node:fs";
 import type { SocketHandler, TCPSocketListener, UnixSocketListener } from "bun";
 import { err, ok, type Result } from "../util/result.ts";
 import { type Endpoint, parseEndpoint } from "./zmq-endpoint.ts";
-import { ZmtpConnection, type ZmtpHandlers } from "./zmtp.ts";
+import { encodeFrames, ZmtpConnection, type ZmtpHandlers } from "./zmtp.ts";
 
 const RECONNECT_IVL_MS = 100;
 
@@ -211,6 +211,7 @@ export class PubSocket extends ZmqSocket {
   /** Sends one message to every matching subscriber; returns how many peers it went to. */
   send(frames: readonly Uint8Array[]): number {
     const topic = frames[0] ?? new Uint8Array(0);
+    let encoded: Uint8Array | null = null;
     let sent = 0;
     for (const [conn, table] of this.subs) {
       if (!conn.isReady) continue;
@@ -226,7 +227,8 @@ export class PubSocket extends ZmqSocket {
         this.droppedAtHwm++;
         continue;
       }
-      conn.send(frames);
+      encoded ??= encodeFrames(frames);
+      conn.sendEncoded(encoded);
       sent++;
     }
     return sent;

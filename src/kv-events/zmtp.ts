@@ -215,6 +215,11 @@ export class ZmtpConnection {
     if (this.state === "ready") this.write(encodeFrames(frames));
   }
 
+  /** Sends one message already encoded with encodeFrames (a PUB encodes once for all its subscribers). */
+  sendEncoded(message: Uint8Array): void {
+    if (this.state === "ready") this.write(message);
+  }
+
   /** Bun's `data` callback. */
   onData(chunk: Uint8Array): void {
     if (this.state === "closed") return;
