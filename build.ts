@@ -65,7 +65,11 @@ async function compileKernels(): Promise<void> {
 async function buildDefaultModel(): Promise<void> {
   const done = step("default model (stories260K -> GGUF)");
   const { buildDefaultModel } = await import("./src/gguf/default-model-build.ts");
-  await buildDefaultModel(join(root, "..", "shared", "models"), join(buildDir, "default-model.gguf"));
+  // ../shared/models when it is there, else the pinned download (HF_ENDPOINT moves the host); a failure is one line
+  await buildDefaultModel(join(root, "..", "shared", "models"), join(buildDir, "default-model.gguf")).catch((e: unknown) => {
+    process.stderr.write(`build: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  });
   done();
 }
 

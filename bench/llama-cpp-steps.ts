@@ -1,6 +1,6 @@
 /**
  * llama.cpp's greedy continuation of a prompt and its full distribution at every step, teacher-forced along a given
- * token path (or its own greedy one): what bench/server-logits.ts and bench/llamacpp-spread.ts score against.
+ * token path (or its own greedy one): what bench/server-logits.ts and bench/experiments/llamacpp-spread.ts score against.
  */
 import type { Llama, LlamaContextOptions, Token } from "node-llama-cpp";
 

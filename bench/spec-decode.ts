@@ -16,7 +16,7 @@ import { DEFAULT_SAMPLING_PARAMS, type SamplingParams } from "../src/engine/samp
 import type { Orchestrator } from "../src/frontend/orchestrator.ts";
 import type { StepStats } from "../src/engine/stats.ts";
 import type { StatsListener } from "../src/frontend/iteration-stats.ts";
-import { parseSpeculativeConfig, type SpeculativeConfig } from "../src/engine/speculative-config.ts";
+import { parseSpeculativeConfig, type SpeculativeConfig } from "../src/config/speculative-config.ts";
 import type { EngineArgs } from "../src/engine/protocol.ts";
 import { nowMs } from "../src/util/clock.ts";
 

@@ -1,11 +1,11 @@
 /**
- * Rewrites the table of docs/vllm-flags.md from config.ts's FLAGS (every `serve` flag with its fate), keeping the
+ * Rewrites the table of docs/vllm-flags.md from command-line/flags.ts's FLAGS (every `serve` flag with its fate), keeping the
  * text above it. Run after adding a serve flag: `npx bun run scripts/vllm-flags-doc.ts` (test/e2e/vllm-command-lines
  * fails until the doc names every flag).
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { FLAGS, type FlagSpec } from "../src/config.ts";
+import { FLAGS, type FlagSpec } from "../src/command-line/flags.ts";
 
 const DOC = join(import.meta.dir, "..", "docs", "vllm-flags.md");
 const HEADER = "| flag | fate | what it does on fennec |\n|---|---|---|\n";

@@ -5,7 +5,9 @@
  * stack trace only with VLLM_LOGGING_LEVEL=DEBUG.
  */
 import pkg from "../package.json" with { type: "json" };
-import { COMMANDS, commandHelp, parseCommandArgs, type Command, type Options } from "./config.ts";
+import { COMMANDS, type Command, type Options } from "./command-line/flags.ts";
+import { commandHelp } from "./command-line/help.ts";
+import { parseCommandArgs } from "./command-line/parse-args.ts";
 import { bestLevel } from "./backend/wasm/kernel-module.ts";
 import { currentTarget } from "./util/build-target.ts";
 import { CliError, EXIT_RUNTIME, EXIT_USAGE, RuntimeFailure } from "./util/cli-error.ts";

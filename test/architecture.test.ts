@@ -21,24 +21,27 @@ interface Rule {
   readonly packages?: readonly RegExp[];
 }
 
-// pooler-config.ts: the pooling type and the embedding rules the ready message carries (a pooling model's contract)
-const ENGINE_CONTRACTS = /^engine\/(protocol|stats|sampling-params|speculative-config|pooler-config)\.ts$/;
+// resolve-pooler.ts: the resolved pooling and the embedding rules the ready message carries (a pooling model's contract)
+const ENGINE_CONTRACTS = /^engine\/(protocol|stats|sampling-params|resolve-pooler)\.ts$/;
 const MODEL_CONFIG = /^model\/model-config\.ts$/;
+// typed configuration records (engine arguments, vLLM's JSON configs, server settings): a leaf every layer may read
+const CONFIG = /^config\//;
 
 const RULES: readonly Rule[] = [
   { files: /^util\//, may: [/^util\//] },
-  { files: /^tensor\//, may: [/^tensor\//, /^util\//] },
+  { files: /^config\//, may: [CONFIG, /^util\//] },
+  { files: /^tensor\//, may: [/^tensor\//, CONFIG, /^util\//] },
   // default-model.ts embeds the built GGUF file into the binary
-  { files: /^gguf\//, may: [/^gguf\//, /^tensor\//, /^util\//, /^\.\.\/build\/default-model\.gguf$/] },
+  { files: /^gguf\//, may: [/^gguf\//, /^tensor\//, CONFIG, /^util\//, /^\.\.\/build\/default-model\.gguf$/] },
   // the Hugging Face Hub client: HTTP and the cache layout, no model code
-  { files: /^hub\//, may: [/^hub\//, /^util\//] },
-  { files: /^tokenizer\//, may: [/^tokenizer\//, /^gguf\//, /^tensor\//, /^util\//], packages: [/^@huggingface\/jinja$/] },
+  { files: /^hub\//, may: [/^hub\//, CONFIG, /^util\//] },
+  { files: /^tokenizer\//, may: [/^tokenizer\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//], packages: [/^@huggingface\/jinja$/] },
   // kernel-files.ts embeds the built kernels; dawn-device.ts loads the webgpu package's native module
-  { files: /^backend\//, may: [/^backend\//, /^tensor\//, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },
+  { files: /^backend\//, may: [/^backend\//, /^tensor\//, CONFIG, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },
   // the model sees only the Backend interface: the concrete backend is passed in
-  { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/backend\.ts$/] },
+  { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
   // structured outputs on xgrammar: the grammar thread (engine side) and the checker (main side) share grammar-spec.ts
-  { files: /^grammar\//, may: [/^grammar\//, /^util\//], packages: [/^@mlc-ai\/web-xgrammar$/] },
+  { files: /^grammar\//, may: [/^grammar\//, CONFIG, /^util\//], packages: [/^@mlc-ai\/web-xgrammar$/] },
   // KV cache events (vLLM kv_events.py): block hashing and event records (both threads: the worker builds them), the
   // ZMTP publisher (main thread, fed by step messages); nothing of the engine's own
   { files: /^kv-events\//, may: [/^kv-events\//, /^util\//], packages: [/^@msgpack\/msgpack$/, /^cborg$/] },
@@ -47,27 +50,26 @@ const RULES: readonly Rule[] = [
   // gives the sampler its bitmasks
   {
     files: /^engine\//,
-    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/],
+    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/],
   },
   // one engine's main-thread side: sees text and the protocol, never weights or kernels; the engine reports its
   // ModelConfig (a type); model-source.ts opens the model file for the tokenizer (metadata, no weights)
   {
     files: /^frontend\//,
-    may: [/^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^gguf\/model-source\.ts$/, /^util\//],
+    may: [/^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^gguf\/model-source\.ts$/, CONFIG, /^util\//],
     mayTypes: [MODEL_CONFIG],
   },
   {
     files: /^pipeline\//,
-    may: [/^pipeline\//, /^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^util\//],
-    // serving-pipeline.ts takes the parsed flags (Options) to build the stages: a type, no flag parsing below commands/
-    mayTypes: [MODEL_CONFIG, /^config\.ts$/],
+    may: [/^pipeline\//, /^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, CONFIG, /^util\//],
+    mayTypes: [MODEL_CONFIG],
     packages: [/^yaml$/],
   },
   // metrics/ reads records only: what the engine, the front end and the pipeline produce (types; engine/stats.ts is
   // records and the one table of their label values, SAVE_OUTCOMES); mfu.ts and the recorder need the model's shape
   {
     files: /^metrics\//,
-    may: [/^metrics\//, /^util\//, /^engine\/stats\.ts$/],
+    may: [/^metrics\//, CONFIG, /^util\//, /^engine\/stats\.ts$/],
     mayTypes: [/^engine\/stats\.ts$/, /^frontend\/iteration-stats\.ts$/, /^pipeline\/stage-stats\.ts$/, MODEL_CONFIG],
     packages: [/^prom-client$/],
   },
@@ -75,13 +77,12 @@ const RULES: readonly Rule[] = [
     files: /^server\//,
     // web-ui.ts embeds the built page (build/web-ui.html); grammar-checker.ts: an invalid schema / regex / grammar is a
     // 400 before any engine work
-    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|pooler-config)\.ts$/, /^util\//, /^config\.ts$/, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
+    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
   },
-  // the typed configs carry the engine's arguments (a type)
-  // ... and parse --kv-transfer-config and --speculative-config with the engine's pure parsers of vLLM's keys (no engine code)
-  // ... and --pooler-config with pooler-config.ts's
-  { files: /^config\.ts$/, may: [/^util\//, /^engine\/kv-transfer-config\.ts$/, /^engine\/speculative-config\.ts$/, /^engine\/pooler-config\.ts$/], mayTypes: [/^engine\/protocol\.ts$/] },
+  // the command line: the flag table, the parser, help and one typed config per command, built from config/'s records
+  // and parsers; only cli.ts and commands/ import it (COMMAND_LINE below), so no flag name reaches a layer
+  { files: /^command-line\//, may: [/^command-line\//, CONFIG, /^util\//] },
   // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
   { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
 ];
@@ -90,6 +91,8 @@ const BUILTIN = /^(node:|bun$|bun:)/;
 /** the CLI's one-line error: only the command line turns a failure into it (below commands/ errors are values) */
 const CLI_ERROR = "util/cli-error.ts";
 const CLI_LAYER = /^(cli\.ts|commands\/)/;
+/** the flag table and the untyped Options bag: read by the command line's own files, cli.ts and commands/ only */
+const COMMAND_LINE = /^command-line\//;
 
 interface Import {
   readonly specifier: string;
@@ -133,6 +136,7 @@ export function violationsOf(file: string, text: string): string[] {
       const ok = rule.may.some((r) => r.test(target)) || (typeOnly && (rule.mayTypes ?? []).some((r) => r.test(target)));
       if (!ok) out.push(`${file} imports ${target}${typeOnly ? " (type only)" : ""}`);
       else if (target === CLI_ERROR && !CLI_LAYER.test(file)) out.push(`${file} imports ${target} (only cli.ts and commands/ make CLI errors)`);
+      else if (COMMAND_LINE.test(target) && !CLI_LAYER.test(file) && !COMMAND_LINE.test(file)) out.push(`${file} imports ${target} (only cli.ts and commands/ read the command line)`);
     } else if (!BUILTIN.test(specifier) && !(rule.packages ?? []).some((r) => r.test(specifier))) {
       out.push(`${file} imports the package ${specifier}`);
     }
@@ -238,12 +242,14 @@ describe("architecture: who may import whom", () => {
     { file: "frontend/engine-client.ts", line: 'import type { ModelConfig } from "../model/model-config.ts";', forbidden: false },
     { file: "frontend/x.ts", line: 'import { f } from "../pipeline/stage-pipeline.ts";', forbidden: true },
     { file: "frontend/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: true },
-    { file: "engine/engine.ts", line: 'import type { Options } from "../config.ts";', forbidden: true },
+    { file: "engine/engine.ts", line: 'import type { Options } from "../command-line/flags.ts";', forbidden: true },
+    { file: "engine/engine.ts", line: 'import type { EngineArgs } from "../config/engine-args.ts";', forbidden: false },
     { file: "backend/wasm/x.ts", line: 'import { Engine } from "../../engine/engine.ts";', forbidden: true },
     { file: "tokenizer/x.ts", line: 'import { Runner } from "../model/runner.ts";', forbidden: true },
     { file: "server/x.ts", line: 'import { Runner } from "../model/runner.ts";', forbidden: true },
-    { file: "pipeline/x.ts", line: 'import { parseCommandArgs } from "../config.ts";', forbidden: true },
-    { file: "pipeline/x.ts", line: 'import type { Options } from "../config.ts";', forbidden: false },
+    { file: "pipeline/x.ts", line: 'import { parseCommandArgs } from "../command-line/parse-args.ts";', forbidden: true },
+    { file: "pipeline/x.ts", line: 'import type { Options } from "../command-line/flags.ts";', forbidden: true },
+    { file: "pipeline/x.ts", line: 'import type { StageChainConfig } from "../config/stage-chain-config.ts";', forbidden: false },
     { file: "pipeline/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: true },
     { file: "metrics/x.ts", line: 'import { Elysia } from "elysia";', forbidden: true },
     { file: "metrics/x.ts", line: 'import type { IterationStats } from "../frontend/iteration-stats.ts";', forbidden: false },
@@ -255,8 +261,19 @@ describe("architecture: who may import whom", () => {
     { file: "pipeline/x.ts", line: 'import { CliError } from "../util/cli-error.ts";', forbidden: true },
     { file: "gguf/x.ts", line: 'import { CliError } from "../util/cli-error.ts";', forbidden: true },
     { file: "commands/x.ts", line: 'import { CliError } from "../util/cli-error.ts";', forbidden: false },
-    { file: "config.ts", line: 'import type { EngineArgs } from "./engine/protocol.ts";', forbidden: false },
-    { file: "config.ts", line: 'import { Engine } from "./engine/engine.ts";', forbidden: true },
+    { file: "config/x.ts", line: 'import type { KvOffloadConfig } from "./kv-transfer-config.ts";', forbidden: false },
+    { file: "config/x.ts", line: 'import { err } from "../util/result.ts";', forbidden: false },
+    { file: "config/x.ts", line: 'import type { ModelConfig } from "../model/model-config.ts";', forbidden: true },
+    { file: "config/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: true },
+    { file: "config/x.ts", line: 'import type { Options } from "../command-line/flags.ts";', forbidden: true },
+    { file: "util/x.ts", line: 'import type { EngineArgs } from "../config/engine-args.ts";', forbidden: true },
+    { file: "command-line/x.ts", line: 'import { parseKvTransfer } from "../config/kv-transfer-config.ts";', forbidden: false },
+    { file: "command-line/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: true },
+    { file: "command-line/x.ts", line: 'import { CliError } from "../util/cli-error.ts";', forbidden: true },
+    { file: "server/x.ts", line: 'import type { ServerSettings } from "../config/server-settings.ts";', forbidden: false },
+    { file: "server/x.ts", line: 'import type { Options } from "../command-line/flags.ts";', forbidden: true },
+    { file: "commands/x.ts", line: 'import { serveConfig } from "../command-line/serve-config.ts";', forbidden: false },
+    { file: "cli.ts", line: 'import { parseCommandArgs } from "./command-line/parse-args.ts";', forbidden: false },
     { file: "commands/x.ts", line: 'import { Engine } from "../engine/engine.ts";', forbidden: false },
     { file: "newfolder/x.ts", line: "", forbidden: true },
   ];

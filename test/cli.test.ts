@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { COMMANDS, flagsOf, POSITIONAL_MODEL, type Command } from "../src/config.ts";
+import { COMMANDS, flagsOf, POSITIONAL_MODEL, type Command } from "../src/command-line/flags.ts";
 
 const CLI = join(import.meta.dir, "..", "src", "cli.ts");
 const dir = mkdtempSync(join(tmpdir(), "fennec-cli-"));

@@ -3,7 +3,7 @@
  * flags, and one call that pushes a set of prompts through it at a given concurrency (vLLM's LLM.generate pushes them
  * all; the scheduler's --max-num-seqs decides what runs), counting output tokens and TTFTs.
  */
-import { engineConfig, type Options } from "../config.ts";
+import type { InProcessEngineConfig } from "../command-line/in-process-engine-config.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
@@ -12,12 +12,10 @@ import { nowMs } from "../util/clock.ts";
 import { errorMessage } from "../util/error-message.ts";
 import type { BenchPrompt } from "./bench-dataset.ts";
 
-export async function startBenchEngine(options: Options): Promise<Orchestrator> {
-  const engine = engineConfig(options, process.env);
-  if (!engine.ok) throw new CliError(engine.error);
-  for (const warning of engine.value.warnings) process.stderr.write(`fennec: ${warning}\n`);
+export async function startBenchEngine(run: InProcessEngineConfig): Promise<Orchestrator> {
+  for (const warning of run.warnings) process.stderr.write(`fennec: ${warning}\n`);
   try {
-    return await createEngineFrontend({ modelPath: typeof options.model === "string" ? options.model : null, engineArgs: engine.value.engine });
+    return await createEngineFrontend({ modelPath: run.model, engineArgs: run.engine });
   } catch (e) {
     // the flags were checked: a model that does not load is a failed run (exit 1), as in serve
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);

@@ -5,7 +5,9 @@
  * --output-json writes avg_latency, latencies and percentiles.
  */
 import { writeFileSync } from "node:fs";
-import type { Options } from "../config.ts";
+import { benchLatencyConfig } from "../command-line/bench-config.ts";
+import type { Options } from "../command-line/flags.ts";
+import { CliError } from "../util/cli-error.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { randomDataset } from "./bench-dataset.ts";
 import { generateAll, startBenchEngine } from "./bench-engine.ts";
@@ -16,14 +18,16 @@ const PERCENTILES = [10, 25, 50, 75, 90, 99] as const;
 const pyFloat = (v: number): string => (Number.isInteger(v) ? `${v}.0` : String(v));
 
 export async function main(options: Options): Promise<number> {
-  const seed = Number(options.seed);
-  const orch = await startBenchEngine(options);
+  const parsed = benchLatencyConfig(options);
+  if (!parsed.ok) throw new CliError(parsed.error);
+  const config = parsed.value;
+  const seed = config.seed;
+  const orch = await startBenchEngine(config.run);
   try {
     const batch = randomDataset({
-      numPrompts: Number(options["batch-size"]), inputLen: typeof options["input-len"] === "number" ? options["input-len"] : 32,
-      outputLen: typeof options["output-len"] === "number" ? options["output-len"] : 128, rangeRatio: 0, prefixLen: 0, seed,
+      numPrompts: config.batchSize, inputLen: config.inputLen, outputLen: config.outputLen, rangeRatio: 0, prefixLen: 0, seed,
     }, orch.modelConfig.vocabSize, null);
-    const tqdm = options["disable-tqdm"] !== true;
+    const tqdm = !config.disableTqdm;
     const runIters = async (count: number, label: string, tag: string): Promise<number[]> => {
       const bar = tqdm ? createProgressBar(label, { minTotal: 0, format: (d, t) => `${d}/${t} iterations` }) : null;
       const latencies: number[] = [];
@@ -36,12 +40,12 @@ export async function main(options: Options): Promise<number> {
       return latencies;
     };
     process.stdout.write("Warming up...\n");
-    await runIters(Number(options["num-iters-warmup"]), "Warmup iterations", "warmup");
-    const latencies = await runIters(Number(options["num-iters"]), "Profiling iterations", "iter");
+    await runIters(config.numItersWarmup, "Warmup iterations", "warmup");
+    const latencies = await runIters(config.numIters, "Profiling iterations", "iter");
     const avg = latencies.reduce((s, x) => s + x, 0) / latencies.length;
     const pct = PERCENTILES.map((p) => [p, percentile(latencies, p)] as const);
     process.stdout.write(`Avg latency: ${pyFloat(avg)} seconds\n${pct.map(([p, v]) => `${p}% percentile latency: ${pyFloat(v)} seconds\n`).join("")}`);
-    const outPath = typeof options["output-json"] === "string" ? options["output-json"] : null;
+    const outPath = config.outputJson;
     if (outPath !== null) writeFileSync(outPath, JSON.stringify({ avg_latency: avg, latencies, percentiles: Object.fromEntries(pct) }, null, 4));
     return 0;
   } finally {

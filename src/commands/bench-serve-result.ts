@@ -3,6 +3,7 @@
  * (vllm/benchmarks/serve.py: calculate_metrics, the printed block of benchmark(), save_to_pytorch... keys of
  * the result dict). Pure: tests feed outputs and read the block and the JSON.
  */
+import { METRIC_NAMES, type MetricName } from "../command-line/bench-serve-config.ts";
 
 /** One request's outcome (vLLM RequestFuncOutput), times in seconds. */
 export interface RequestOutput {
@@ -18,8 +19,6 @@ export interface RequestOutput {
   readonly error: string;
 }
 
-export type MetricName = "ttft" | "tpot" | "itl" | "e2el";
-export const METRIC_NAMES: readonly MetricName[] = ["ttft", "tpot", "itl", "e2el"];
 const METRIC_HEADERS: Readonly<Record<MetricName, [string, string]>> = {
   ttft: ["Time to First Token", "TTFT"],
   tpot: ["Time per Output Token (excl. 1st token)", "TPOT"],

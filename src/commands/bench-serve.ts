@@ -6,7 +6,8 @@
  */
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Options } from "../config.ts";
+import { benchServeConfig, keyValuePairs, type BenchServeConfig } from "../command-line/bench-serve-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { createRng, type Rng } from "../engine/rng.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";
@@ -16,87 +17,8 @@ import { errorMessage } from "../util/error-message.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { randomDataset, shareGptDataset, type BenchPrompt } from "./bench-dataset.ts";
 import { fetchSpecDecodeCounters, specDecodeReport } from "./bench-spec-decode.ts";
-import { calculateMetrics, defaultResultFilename, METRIC_NAMES, resultBlock, resultJson, type MetricName, type RequestOutput } from "./bench-serve-result.ts";
+import { calculateMetrics, defaultResultFilename, resultBlock, resultJson, type RequestOutput } from "./bench-serve-result.ts";
 
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
-const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
-
-/** "KEY=VALUE KEY2=VALUE2" (vLLM takes them as several arguments; here in one, space separated) */
-function pairs(flag: string, text: string | null, sep: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (text === null) return out;
-  for (const part of text.split(/[\s,]+/).filter((p) => p !== "")) {
-    const i = part.indexOf(sep);
-    if (i <= 0) throw new CliError(`--${flag}: "${part}" is not KEY${sep}VALUE`);
-    out[part.slice(0, i)] = part.slice(i + 1);
-  }
-  return out;
-}
-
-export interface BenchServeConfig {
-  readonly backend: "openai" | "vllm" | "openai-chat";
-  readonly url: string;
-  readonly baseUrl: string;
-  readonly model: string | null;
-  readonly requestRate: number;
-  readonly burstiness: number;
-  readonly maxConcurrency: number | null;
-  readonly selected: MetricName[];
-  readonly percentiles: number[];
-  readonly goodput: Partial<Record<MetricName, number>> | null;
-  readonly sampling: Record<string, number>;
-  readonly extraBody: Record<string, unknown>;
-  readonly headers: Record<string, string>;
-  readonly ignoreEos: boolean;
-  readonly requestIdPrefix: string;
-}
-
-export function benchServeConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): BenchServeConfig {
-  const backend = (str(options.backend) ?? "openai") as BenchServeConfig["backend"];
-  const chat = backend === "openai-chat";
-  const endpoint = str(options.endpoint) ?? (chat ? "/v1/chat/completions" : "/v1/completions");
-  if (!endpoint.endsWith(chat ? "chat/completions" : "completions")) throw new CliError(`--endpoint ${endpoint}: the ${backend} backend needs a path ending in ${chat ? "chat/completions" : "completions"}`);
-  const baseUrl = (str(options["base-url"]) ?? `http://${str(options.host)}:${num(options.port)}`).replace(/\/+$/, "");
-  if (!/^https?:\/\//.test(baseUrl)) throw new CliError(`--base-url ${baseUrl}: needs http:// or https://`);
-  const rateText = str(options["request-rate"]) ?? "inf";
-  const requestRate = rateText === "inf" ? Infinity : Number(rateText);
-  if (!(requestRate > 0)) throw new CliError(`--request-rate must be a positive number or inf (got "${rateText}")`);
-  const selected = (str(options["percentile-metrics"]) ?? "").split(",").map((m) => m.trim()).filter((m) => m !== "");
-  for (const m of selected) if (!METRIC_NAMES.includes(m as MetricName)) throw new CliError(`--percentile-metrics: unknown metric "${m}" (known: ${METRIC_NAMES.join(", ")})`);
-  const percentiles = (str(options["metric-percentiles"]) ?? "").split(",").filter((p) => p.trim() !== "").map(Number);
-  if (percentiles.some((p) => !(p >= 0 && p <= 100))) throw new CliError(`--metric-percentiles must be numbers in 0..100 (got "${str(options["metric-percentiles"])}")`);
-  const goodputPairs = pairs("goodput", str(options.goodput), ":");
-  const goodput: Partial<Record<MetricName, number>> = {};
-  for (const [k, v] of Object.entries(goodputPairs)) {
-    if (k !== "ttft" && k !== "tpot" && k !== "e2el") throw new CliError(`--goodput: unknown objective "${k}" (ttft, tpot, e2el)`);
-    if (!(Number(v) >= 0)) throw new CliError(`--goodput ${k}: needs milliseconds (got "${v}")`);
-    goodput[k] = Number(v);
-  }
-  const sampling: Record<string, number> = {};
-  for (const [flag, field] of [["temperature", "temperature"], ["top-p", "top_p"], ["top-k", "top_k"], ["min-p", "min_p"], ["frequency-penalty", "frequency_penalty"], ["presence-penalty", "presence_penalty"], ["repetition-penalty", "repetition_penalty"]] as const) {
-    const v = num(options[flag]);
-    if (v !== null) sampling[field] = v;
-  }
-  let extraBody: Record<string, unknown> = {};
-  const extra = str(options["extra-body"]);
-  if (extra !== null) {
-    try {
-      extraBody = JSON.parse(extra) as Record<string, unknown>;
-    } catch {
-      throw new CliError(`--extra-body must be a JSON object (got ${extra})`);
-    }
-    if (typeof extraBody !== "object" || extraBody === null || Array.isArray(extraBody)) throw new CliError("--extra-body must be a JSON object");
-  }
-  const headers: Record<string, string> = { "content-type": "application/json", ...pairs("header", str(options.header), "=") };
-  const key = str(options["api-key"]) ?? env.OPENAI_API_KEY ?? null;
-  if (key) headers.authorization = `Bearer ${key}`;
-  const prefix = str(options["request-id-prefix"]) ?? `bench-${Math.floor(Math.random() * 2 ** 32).toString(16).padStart(8, "0")}-`;
-  return {
-    backend, url: baseUrl + endpoint, baseUrl, model: str(options.model), requestRate, burstiness: num(options.burstiness) ?? 1,
-    maxConcurrency: num(options["max-concurrency"]), selected: selected as MetricName[], percentiles,
-    goodput: Object.keys(goodput).length > 0 ? goodput : null, sampling, extraBody, headers, ignoreEos: options["ignore-eos"] === true, requestIdPrefix: prefix,
-  };
-}
 
 /** One streamed request, timed as vLLM's async_request_openai_completions / _chat_completions do. */
 export async function sendRequest(config: BenchServeConfig, model: string, prompt: BenchPrompt, requestId: string, benchStartMs: number): Promise<RequestOutput> {
@@ -191,10 +113,12 @@ function dateStamp(d: Date): string {
 }
 
 export async function main(options: Options): Promise<number> {
-  const config = benchServeConfig(options);
+  const parsed = benchServeConfig(options);
+  if (!parsed.ok) throw new CliError(parsed.error);
+  const config = parsed.value;
   const out = (line: string): void => void process.stdout.write(`${line}\n`);
-  const seed = num(options.seed) ?? 0;
-  const tokenizerPath = str(options.tokenizer);
+  const seed = config.seed;
+  const tokenizerPath = config.tokenizer;
   const file = await openModelGguf(tokenizerPath);
   if (!file.ok) throw new RuntimeFailure(`--tokenizer: ${file.error}`);
   let tokenizer: Tokenizer;
@@ -203,19 +127,19 @@ export async function main(options: Options): Promise<number> {
   } catch (e) {
     throw new CliError(`--tokenizer ${tokenizerPath}: cannot build the tokenizer (${errorMessage(e)})`);
   }
-  const numPrompts = Number(options["num-prompts"]);
-  const prompts = options["dataset-name"] === "sharegpt"
-    ? shareGptDataset(str(options["dataset-path"]) ?? ((): never => { throw new CliError("--dataset-name sharegpt needs --dataset-path"); })(), numPrompts, tokenizer, num(options["sharegpt-output-len"]), seed)
+  const numPrompts = config.numPrompts;
+  const prompts = config.datasetName === "sharegpt"
+    ? shareGptDataset(config.datasetPath ?? ((): never => { throw new CliError("--dataset-name sharegpt needs --dataset-path"); })(), numPrompts, tokenizer, config.sharegptOutputLen, seed)
     : randomDataset({
-      numPrompts, inputLen: num(options["input-len"]) ?? Number(options["random-input-len"]), outputLen: num(options["output-len"]) ?? Number(options["random-output-len"]),
-      rangeRatio: Number(options["random-range-ratio"]), prefixLen: Number(options["random-prefix-len"]), seed,
+      numPrompts, inputLen: config.inputLen, outputLen: config.outputLen,
+      rangeRatio: config.randomRangeRatio, prefixLen: config.randomPrefixLen, seed,
     }, tokenizer.vocabSize, (ids) => tokenizer.decode(ids, { skipSpecialTokens: true }));
   const model = config.model ?? (await firstModel(config));
   if (config.sampling.temperature === undefined) {
     out("WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. The default will be determined on the server side and can be model/API specific. For the old behavior, include --temperature=0.");
   }
 
-  const readySec = Number(options["ready-check-timeout-sec"]);
+  const readySec = config.readyCheckTimeoutSec;
   if (readySec > 0) {
     out("Starting initial single prompt test run...");
     const deadline = performance.now() + readySec * 1000;
@@ -229,7 +153,7 @@ export async function main(options: Options): Promise<number> {
   } else {
     out("Skipping endpoint ready check.");
   }
-  const warmups = Number(options["num-warmups"]);
+  const warmups = config.numWarmups;
   if (warmups > 0) {
     out(`Warming up with ${warmups} requests...`);
     await Promise.all(Array.from({ length: warmups }, (_, i) => sendRequest(config, model, prompts[i % prompts.length]!, `${config.requestIdPrefix}warmup-${i}`, performance.now())));
@@ -240,7 +164,7 @@ export async function main(options: Options): Promise<number> {
   out(`Burstiness factor: ${config.burstiness.toFixed(1)} (${config.burstiness === 1 ? "Poisson process" : "Gamma distribution"})`);
   out(`Maximum request concurrency: ${config.maxConcurrency ?? "None"}`);
 
-  const bar = options["disable-tqdm"] === true ? null : createProgressBar("bench serve", { minTotal: 0, format: (d, t) => `${d}/${t} requests` });
+  const bar = config.disableTqdm ? null : createProgressBar("bench serve", { minTotal: 0, format: (d, t) => `${d}/${t} requests` });
   const rng = createRng(seed + 1);
   let inFlight = 0;
   const waiting: (() => void)[] = [];
@@ -283,18 +207,20 @@ export async function main(options: Options): Promise<number> {
   if (spec !== null) block.splice(block.length - 1, 0, ...spec.lines);
   out(block.join("\n"));
 
-  if (options["save-result"] === true || options["append-result"] === true) {
+  if (config.saveResult || config.appendResult) {
     const date = dateStamp(new Date());
-    const label = str(options.label);
+    const label = config.label;
+    const metadata = keyValuePairs("metadata", config.metadata, "=");
+    if (!metadata.ok) throw new CliError(metadata.error);
     const json = resultJson({
       date, backend: config.backend, label, modelId: model, tokenizerId: tokenizerPath ?? "embedded:stories260K", numPrompts: prompts.length,
-      metadata: pairs("metadata", str(options.metadata), "="), requestRate: config.requestRate, burstiness: config.burstiness, maxConcurrency: config.maxConcurrency,
-    }, metrics, counted, durationS, config.selected, options["save-detailed"] === true);
+      metadata: metadata.value, requestRate: config.requestRate, burstiness: config.burstiness, maxConcurrency: config.maxConcurrency,
+    }, metrics, counted, durationS, config.selected, config.saveDetailed);
     if (spec !== null) Object.assign(json, spec.json);
-    const dir = str(options["result-dir"]) ?? ".";
+    const dir = config.resultDir ?? ".";
     mkdirSync(dir, { recursive: true });
-    const path = join(dir, str(options["result-filename"]) ?? defaultResultFilename(label ?? config.backend, config.requestRate, config.maxConcurrency, model, date));
-    if (options["append-result"] === true) appendFileSync(path, `${JSON.stringify(json)}\n`);
+    const path = join(dir, config.resultFilename ?? defaultResultFilename(label ?? config.backend, config.requestRate, config.maxConcurrency, model, date));
+    if (config.appendResult) appendFileSync(path, `${JSON.stringify(json)}\n`);
     else writeFileSync(path, JSON.stringify(json));
     out(`Result saved to ${path}`);
   }

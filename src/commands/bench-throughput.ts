@@ -4,28 +4,30 @@
  * three lines; --output-json writes vLLM's keys (indent 4).
  */
 import { writeFileSync } from "node:fs";
-import type { Options } from "../config.ts";
+import { benchThroughputConfig } from "../command-line/bench-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { CliError } from "../util/cli-error.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { randomDataset, shareGptDataset } from "./bench-dataset.ts";
 import { generateAll, startBenchEngine } from "./bench-engine.ts";
 
-const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
-
 export async function main(options: Options): Promise<number> {
-  const seed = Number(options.seed);
-  const orch = await startBenchEngine(options);
+  const parsed = benchThroughputConfig(options);
+  if (!parsed.ok) throw new CliError(parsed.error);
+  const config = parsed.value;
+  const seed = config.seed;
+  const orch = await startBenchEngine(config.run);
   try {
-    const numPrompts = Number(options["num-prompts"]);
-    const prompts = options["dataset-name"] === "sharegpt"
-      ? shareGptDataset(typeof options["dataset-path"] === "string" ? options["dataset-path"] : ((): never => { throw new CliError("--dataset-name sharegpt needs --dataset-path"); })(), numPrompts, orch.tokenizer, num(options["sharegpt-output-len"]), seed)
+    const numPrompts = config.numPrompts;
+    const prompts = config.datasetName === "sharegpt"
+      ? shareGptDataset(config.datasetPath ?? ((): never => { throw new CliError("--dataset-name sharegpt needs --dataset-path"); })(), numPrompts, orch.tokenizer, config.sharegptOutputLen, seed)
       : randomDataset({
-        numPrompts, inputLen: num(options["input-len"]) ?? Number(options["random-input-len"]), outputLen: num(options["output-len"]) ?? Number(options["random-output-len"]),
-        rangeRatio: Number(options["random-range-ratio"]), prefixLen: Number(options["random-prefix-len"]), seed,
+        numPrompts, inputLen: config.inputLen, outputLen: config.outputLen,
+        rangeRatio: config.randomRangeRatio, prefixLen: config.randomPrefixLen, seed,
       }, orch.modelConfig.vocabSize, null);
-    const warmups = Number(options["num-warmups"]);
+    const warmups = config.numWarmups;
     if (warmups > 0) await generateAll(orch, prompts.slice(0, warmups), { tag: "warmup", seed });
-    const bar = options["disable-tqdm"] === true ? null : createProgressBar("bench throughput", { minTotal: 0, format: (d, t) => `${d}/${t} requests` });
+    const bar = config.disableTqdm ? null : createProgressBar("bench throughput", { minTotal: 0, format: (d, t) => `${d}/${t} requests` });
     const r = await generateAll(orch, prompts, { tag: "bench", seed, onFinished: (d, t) => bar?.update(d, t) });
     bar?.done();
     const total = r.promptTokens + r.outputTokens;
@@ -33,7 +35,7 @@ export async function main(options: Options): Promise<number> {
       `Throughput: ${(prompts.length / r.elapsedS).toFixed(2)} requests/s, ${(total / r.elapsedS).toFixed(2)} total tokens/s, ${(r.outputTokens / r.elapsedS).toFixed(2)} output tokens/s\n` +
       `Total num prompt tokens:  ${r.promptTokens}\nTotal num output tokens:  ${r.outputTokens}\n`,
     );
-    const outPath = typeof options["output-json"] === "string" ? options["output-json"] : null;
+    const outPath = config.outputJson;
     if (outPath !== null) {
       const json = { elapsed_time: r.elapsedS, num_requests: prompts.length, total_num_tokens: total, requests_per_second: prompts.length / r.elapsedS, tokens_per_second: total / r.elapsedS };
       writeFileSync(outPath, JSON.stringify(json, null, 4));

@@ -4,7 +4,7 @@
  * be known, --default-chat-template-kwargs must be a JSON object.
  */
 import { existsSync, readFileSync } from "node:fs";
-import type { Options } from "../config.ts";
+import type { ChatTemplateFlags } from "../command-line/chat-template-flags.ts";
 import type { ChatServingOptions } from "../server/chat-serving.ts";
 import { REASONING_PARSER_NAMES } from "../server/openai/reasoning-parsers/registry.ts";
 import { TOOL_PARSER_NAMES } from "../server/openai/tool-parsers/registry.ts";
@@ -12,8 +12,6 @@ import { chatTemplateError } from "../tokenizer/chat-template.ts";
 import type { ContentFormat } from "../tokenizer/tokenizer.ts";
 import { CliError } from "../util/cli-error.ts";
 import { errorMessage } from "../util/error-message.ts";
-
-const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
 
 /** vLLM's load_chat_template: inline Jinja when it has {, } or a newline, else a file that must exist. */
 export function loadChatTemplate(value: string): string {
@@ -28,10 +26,8 @@ export function loadChatTemplate(value: string): string {
   return source;
 }
 
-export function readChatFlags(options: Options): ChatServingOptions {
-  const toolCallParser = str(options["tool-call-parser"]);
-  const reasoningParser = str(options["reasoning-parser"]);
-  const enableAutoToolChoice = options["enable-auto-tool-choice"] === true;
+export function readChatFlags(flags: ChatTemplateFlags): ChatServingOptions {
+  const { toolCallParser, reasoningParser, enableAutoToolChoice } = flags;
   if (toolCallParser !== null && !TOOL_PARSER_NAMES.includes(toolCallParser)) {
     throw new CliError(`invalid tool call parser: ${toolCallParser} (choose from { ${TOOL_PARSER_NAMES.join(", ")} })`);
   }
@@ -40,7 +36,7 @@ export function readChatFlags(options: Options): ChatServingOptions {
     throw new CliError(`invalid reasoning parser: ${reasoningParser} (choose from { ${REASONING_PARSER_NAMES.join(", ")} })`);
   }
   let defaultTemplateKwargs: Record<string, unknown> = {};
-  const kwargsText = str(options["default-chat-template-kwargs"]);
+  const kwargsText = flags.defaultChatTemplateKwargs;
   if (kwargsText !== null) {
     let parsed: unknown;
     try {
@@ -51,18 +47,18 @@ export function readChatFlags(options: Options): ChatServingOptions {
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new CliError(`--default-chat-template-kwargs must be a JSON object (got ${kwargsText})`);
     defaultTemplateKwargs = parsed as Record<string, unknown>;
   }
-  const template = str(options["chat-template"]);
-  const responseRole = str(options["response-role"]) ?? "assistant";
+  const template = flags.chatTemplate;
+  const responseRole = flags.responseRole;
   if (responseRole === "") throw new CliError("--response-role must not be empty");
   return {
     chatTemplate: template === null ? null : loadChatTemplate(template),
-    contentFormat: (str(options["chat-template-content-format"]) ?? "auto") as ContentFormat,
+    contentFormat: flags.contentFormat as ContentFormat,
     defaultTemplateKwargs,
-    trustRequestChatTemplate: options["trust-request-chat-template"] === true,
+    trustRequestChatTemplate: flags.trustRequestChatTemplate,
     responseRole,
     enableAutoToolChoice,
     toolCallParser,
     reasoningParser,
-    excludeToolsWhenToolChoiceNone: options["exclude-tools-when-tool-choice-none"] === true,
+    excludeToolsWhenToolChoiceNone: flags.excludeToolsWhenToolChoiceNone,
   };
 }

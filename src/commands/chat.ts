@@ -6,8 +6,9 @@
  * Up/down recall earlier input (readline's history).
  */
 import { createInterface, type Interface } from "node:readline";
-import type { Options } from "../config.ts";
-import { engineConfig } from "../config.ts";
+import type { InProcessEngineConfig } from "../command-line/in-process-engine-config.ts";
+import { chatConfig, type ChatConfig, type ChatSampling } from "../command-line/chat-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
@@ -23,19 +24,12 @@ interface ChatBackend {
   close(): Promise<void>;
 }
 
-interface Sampling {
-  readonly maxTokens: number | null;
-  readonly temperature: number | null;
-  readonly topP: number | null;
-  readonly topK: number | null;
-}
-
 /** --url: the OpenAI chat API with stream: true; the model is --model-name or the first of /models. */
-async function remoteBackend(url: string, options: Options, sampling: Sampling): Promise<ChatBackend> {
+async function remoteBackend(url: string, config: ChatConfig, sampling: ChatSampling): Promise<ChatBackend> {
   const base = url.replace(/\/+$/, "");
-  const key = (typeof options["api-key"] === "string" ? options["api-key"] : null) ?? process.env.OPENAI_API_KEY ?? null;
+  const key = config.apiKey;
   const headers: Record<string, string> = { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) };
-  let model = typeof options["model-name"] === "string" ? options["model-name"] : null;
+  let model = config.modelName;
   if (model === null) {
     try {
       const res = await fetch(`${base}/models`, { headers });
@@ -88,12 +82,10 @@ async function remoteBackend(url: string, options: Options, sampling: Sampling):
 }
 
 /** No --url: the engine in this process on --model (the embedded model by default), prompted through the chat template. */
-async function localBackend(options: Options, sampling: Sampling): Promise<ChatBackend> {
-  const engine = engineConfig(options, process.env);
-  if (!engine.ok) throw new CliError(engine.error);
+async function localBackend(run: InProcessEngineConfig, sampling: ChatSampling): Promise<ChatBackend> {
   let orch: Orchestrator;
   try {
-    orch = await createEngineFrontend({ modelPath: typeof options.model === "string" ? options.model : null, engineArgs: engine.value.engine });
+    orch = await createEngineFrontend({ modelPath: run.model, engineArgs: run.engine });
   } catch (e) {
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
   }
@@ -122,12 +114,13 @@ async function localBackend(options: Options, sampling: Sampling): Promise<ChatB
 const HELP = 'Type a message and press Enter. """ on a line starts and ends a multi-line message (or end a line with \\). /system TEXT sets the system prompt, /clear starts over, /history shows the chat, /bye leaves (or Ctrl-D). Ctrl-C stops an answer.';
 
 export async function main(options: Options): Promise<number> {
-  const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
-  const sampling: Sampling = { maxTokens: num(options["max-tokens"]), temperature: num(options.temperature), topP: num(options["top-p"]), topK: num(options["top-k"]) };
-  const url = typeof options.url === "string" ? options.url : null;
-  const backend = url !== null ? await remoteBackend(url, options, sampling) : await localBackend(options, sampling);
+  const parsed = chatConfig(options);
+  if (!parsed.ok) throw new CliError(parsed.error);
+  const config = parsed.value;
+  const sampling = config.sampling;
+  const backend = config.url !== null ? await remoteBackend(config.url, config, sampling) : await localBackend(config.local!, sampling);
   const out = (text: string): void => void process.stdout.write(text);
-  let system = typeof options["system-prompt"] === "string" ? options["system-prompt"] : null;
+  let system = config.systemPrompt;
   let history: ChatMessage[] = [];
   out(`fennec chat with ${backend.label}\n${HELP}\n`);
 

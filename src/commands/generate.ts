@@ -5,7 +5,8 @@
  * `{"token_ids": [...], "text": "..."}` with the generated ids only; otherwise the prompt and the continuation are
  * streamed as text.
  */
-import { generateConfig, type GenerateConfig, type Options } from "../config.ts";
+import { generateConfig, type GenerateConfig } from "../command-line/generate-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { createRng } from "../engine/rng.ts";
 import { Sampler, type SamplingContext } from "../engine/sampler.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../engine/sampling-params.ts";
@@ -20,11 +21,11 @@ import { openModelGguf } from "../gguf/model-source.ts";
 import { createProgressBar } from "../util/progress.ts";
 import { errorMessage } from "../util/error-message.ts";
 import type { ModelRunner } from "../model/model-batch.ts";
-import { EngineCore } from "../engine/engine.ts";
+import { EngineCore } from "../engine/engine-core.ts";
 import { checkDraftVocabulary } from "../engine/spec-decode/draft-model-proposer.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { KEY } from "../gguf/names.ts";
-import { speculativeConfigNote, speculativeConfigRepr, type SpeculativeConfig } from "../engine/speculative-config.ts";
+import { speculativeConfigNote, speculativeConfigRepr, type SpeculativeConfig } from "../config/speculative-config.ts";
 
 /** The one place generate picks its backend, as the engine does: --device cpu = the WASM kernels on --threads threads. */
 function backendOptions(config: GenerateConfig): BackendOptions {
@@ -115,7 +116,7 @@ export async function main(options: Options): Promise<number> {
     if (note !== null) process.stderr.write(`fennec: ${note}\n`);
     process.stderr.write(`fennec: speculative_config=${speculativeConfigRepr(speculative)}\n`);
   }
-  // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in config.ts
+  // ranges (--max-tokens >= 0, --temperature >= 0, --threads 1..256) are checked by the flag table in command-line/flags.ts
   const file = await openModelGguf(config.model);
   if (!file.ok) throw new RuntimeFailure(file.error);
   const gguf = file.value;

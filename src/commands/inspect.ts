@@ -7,7 +7,8 @@
 import { statSync } from "node:fs";
 import { kvCacheBytesPerToken, weightHeapBytes } from "../backend/wasm/wasm-backend.ts";
 import type { WeightSource } from "../backend/backend.ts";
-import type { Options } from "../config.ts";
+import type { Options } from "../command-line/flags.ts";
+import { inspectConfig } from "../command-line/inspect-config.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import { KEY } from "../gguf/names.ts";
@@ -177,7 +178,8 @@ export function factsText(f: ModelFacts): string {
 }
 
 export async function main(options: Options): Promise<number> {
-  const path = typeof options.model === "string" ? options.model : null;
+  const config = inspectConfig(options);
+  const path = config.model;
   const file = await openModelGguf(path);
   if (!file.ok) throw new RuntimeFailure(file.error);
   let size: number | null = null;
@@ -186,6 +188,6 @@ export async function main(options: Options): Promise<number> {
   } catch { /* the size is only shown */ }
   const facts = inspectModel(file.value, size);
   if (!facts.ok) throw new RuntimeFailure(facts.error);
-  process.stdout.write(options.json === true ? `${JSON.stringify(facts.value)}\n` : `${factsText(facts.value)}\n`);
+  process.stdout.write(config.json ? `${JSON.stringify(facts.value)}\n` : `${factsText(facts.value)}\n`);
   return 0;
 }

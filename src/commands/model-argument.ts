@@ -6,7 +6,8 @@
  * @example const options = await resolveModelArgument("serve", parsed); // options.model is a local path now
  */
 import { existsSync } from "node:fs";
-import type { Command, Options } from "../config.ts";
+import type { Command, Options } from "../command-line/flags.ts";
+import { modelArgumentFlags, withLocalModel, type ModelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { fetchHubModel, type FetchedModel } from "../hub/fetch-model.ts";
 import { HubError } from "../hub/hub-client.ts";
 import { hubSettings } from "../hub/hub-settings.ts";
@@ -24,19 +25,19 @@ export function isHubArgument(model: string): boolean {
 }
 
 /** Fetches `model` (a Hub reference) into the cache; one log line per event on stderr, a progress bar on a terminal. */
-export async function fetchModelArgument(model: string, options: Options, env: Env = process.env): Promise<FetchedModel> {
+export async function fetchModelArgument(model: string, flags: ModelArgumentFlags, env: Env = process.env): Promise<FetchedModel> {
   const ref = parseModelReference(model);
   if (!ref.ok) throw new CliError(ref.error);
-  const base = hubSettings(env, typeof options["download-dir"] === "string" ? options["download-dir"] : null);
-  const settings = typeof options["hf-token"] === "string" ? { ...base, token: options["hf-token"] } : base;
+  const base = hubSettings(env, flags.downloadDir);
+  const settings = flags.hfToken !== null ? { ...base, token: flags.hfToken } : base;
   const log = createLogger({
     level: parseLogLevel(env["VLLM_LOGGING_LEVEL"] ?? "") ?? "INFO",
-    format: options["log-format"] === "json" ? "json" : "text",
+    format: flags.logFormat,
     write: (line) => process.stderr.write(line),
   }).child("hub");
   try {
     return await fetchHubModel(ref.value, {
-      revision: typeof options.revision === "string" ? options.revision : "main",
+      revision: flags.revision ?? "main",
       settings,
       log: (line) => log.info(line),
       progressBar: (label) => createProgressBar(label, { minTotal: 1 }),
@@ -48,17 +49,16 @@ export async function fetchModelArgument(model: string, options: Options, env: E
 }
 
 export async function resolveModelArgument(command: Command, options: Options, env: Env = process.env): Promise<Options> {
-  const model = options.model;
-  if (typeof model !== "string") {
-    if (typeof options.revision === "string") throw new CliError(`--revision applies to a Hugging Face model, but no model is given (the embedded default model is served): drop --revision`);
+  const flags = modelArgumentFlags(options);
+  const model = flags.model;
+  if (model === null) {
+    if (flags.revision !== null) throw new CliError(`--revision applies to a Hugging Face model, but no model is given (the embedded default model is served): drop --revision`);
     return options;
   }
   if (!isHubArgument(model)) {
-    if (typeof options.revision === "string") throw new CliError(`--revision applies to a Hugging Face model, but ${model} is a local file: drop --revision`);
+    if (flags.revision !== null) throw new CliError(`--revision applies to a Hugging Face model, but ${model} is a local file: drop --revision`);
     return options;
   }
-  const fetched = await fetchModelArgument(model, options, env);
-  const resolved: Record<string, Options[string]> = { ...options, model: fetched.path };
-  if (command === "serve" && options["served-model-name"] === null) resolved["served-model-name"] = [model];
-  return resolved;
+  const fetched = await fetchModelArgument(model, flags, env);
+  return withLocalModel(command, options, fetched.path, model);
 }

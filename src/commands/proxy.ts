@@ -3,7 +3,8 @@
  * in the binary; the request handling is server/pd-proxy.ts. Logs one line when ready, one per request and an access
  * line per answer (uvicorn's shape, as serve); stops on SIGINT/SIGTERM. Returns -1 so the CLI keeps the process alive.
  */
-import { proxyConfig, type Options } from "../config.ts";
+import { proxyConfig } from "../command-line/proxy-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { accessLine } from "../server/access-log.ts";
 import { listenHttp, type PeerAddress } from "../server/http-listener.ts";
 import { createPdProxy } from "../server/pd-proxy.ts";

@@ -14,7 +14,8 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 import { closeSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from "node:fs";
-import { runBatchConfig, type Options } from "../config.ts";
+import { runBatchConfig, type RunBatchConfig } from "../command-line/run-batch-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { BatchTables } from "../metrics/omni-stats-logger.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
 import { createServingPipeline, stageChainOf } from "../pipeline/serving-pipeline.ts";
@@ -23,7 +24,7 @@ import { createApp } from "../server/app.ts";
 import type { ChatServingOptions } from "../server/chat-serving.ts";
 import { readChatFlags } from "./chat-flags.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
-import type { StructuredOutputsSettings } from "../config.ts";
+import type { StructuredOutputsSettings } from "../config/structured-outputs-config.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 
 /** vLLM run-batch's endpoints (generation, and on an embedding model its pooling ones). */
@@ -111,12 +112,21 @@ export interface RunBatchDeps {
   readonly stdout?: (text: string) => void;
 }
 
-/** Runs a whole batch file; returns the output lines (also written to the output file). */
-export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promise<BatchOutputLine[]> {
+/** run-batch's typed config; a bad flag is one line, exit 2. */
+function readRunBatchConfig(options: Options): RunBatchConfig {
   const config = runBatchConfig(options);
   if (!config.ok) throw new CliError(config.error);
-  for (const w of config.value.warnings) process.stderr.write(`WARNING ${w}\n`);
-  const { inputFile: inputPath, outputFile: outputPath } = config.value;
+  return config.value;
+}
+
+/** Runs a whole batch file; returns the output lines (also written to the output file). */
+export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promise<BatchOutputLine[]> {
+  return runConfiguredBatch(readRunBatchConfig(options), deps);
+}
+
+async function runConfiguredBatch(config: RunBatchConfig, deps: RunBatchDeps = {}): Promise<BatchOutputLine[]> {
+  for (const w of config.warnings) process.stderr.write(`WARNING ${w}\n`);
+  const { inputFile: inputPath, outputFile: outputPath } = config;
   let text: string;
   try {
     text = readFileSync(inputPath, "utf8");
@@ -125,15 +135,15 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   }
   const lines = text.split("\n").map((l, i) => ({ line: l.trim(), lineNumber: i + 1 })).filter((l) => l.line !== "");
   const write = deps.stdout ?? ((t: string) => void process.stdout.write(t));
-  const chain = stageChainOf(config.value.stages, config.value.engine.kvPeer?.role ?? null);
+  const chain = stageChainOf(config.stages, config.engine.kvPeer?.role ?? null);
   if (!chain.ok) throw new CliError(chain.error);
-  const chat = readChatFlags(options);
+  const chat = readChatFlags(config.chat);
   // the flags are fine: truncate now, before the model loads (a failed load leaves an empty file, not a stale one)
   const output = openOutput(outputPath);
   let tables: BatchTables | null = null;
   const { orchestrator, startupLines } = await createServingPipeline({
-    model: config.value.model, engineArgs: config.value.engine, chain: chain.value, listener: null,
-    tables: config.value.metrics.logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
+    model: config.model, engineArgs: config.engine, chain: chain.value, listener: null,
+    tables: config.metrics.logStats ? (numStages) => (tables = new BatchTables(numStages, write)) : null,
     ...(deps.factory ? { factory: deps.factory } : {}),
   }).catch((e: unknown) => {
     output.close();
@@ -142,7 +152,7 @@ export async function runBatch(options: Options, deps: RunBatchDeps = {}): Promi
   });
   for (const line of startupLines) process.stderr.write(`${line}\n`);
   try {
-    const app = createBatchApp(orchestrator, chat, config.value.structuredOutputs);
+    const app = createBatchApp(orchestrator, chat, config.structuredOutputs);
     const bar = progress(lines.length);
     const results = await Promise.all(lines.map(async ({ line, lineNumber }, index) => {
       const parsed = parseBatchLine(line, lineNumber);
@@ -207,8 +217,9 @@ function createBatchApp(orchestrator: Orchestrator, chat: ChatServingOptions, st
 }
 
 export async function main(options: Options): Promise<number> {
-  const results = await runBatch(options);
+  const config = readRunBatchConfig(options);
+  const results = await runConfiguredBatch(config);
   const failed = results.filter((r) => r.error !== null).length;
-  process.stderr.write(`fennec run-batch: ${results.length} requests, ${failed} failed -> ${String(options["output-file"])}\n`);
+  process.stderr.write(`fennec run-batch: ${results.length} requests, ${failed} failed -> ${config.outputFile}\n`);
   return 0;
 }

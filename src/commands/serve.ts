@@ -9,8 +9,11 @@
 import { errorMessage } from "../util/error-message.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { readFileSync } from "node:fs";
-import { serveConfig, type LogConfig, type Options, type ServeConfig, type TlsSettings } from "../config.ts";
-import { speculativeConfigNote, speculativeConfigRepr } from "../engine/speculative-config.ts";
+import { serveConfig, type ServeConfig } from "../command-line/serve-config.ts";
+import type { LogConfig } from "../command-line/log-config.ts";
+import type { Options } from "../command-line/flags.ts";
+import type { TlsSettings } from "../config/server-settings.ts";
+import { speculativeConfigNote, speculativeConfigRepr } from "../config/speculative-config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
@@ -38,7 +41,7 @@ const IDLE_TIMEOUT_S = 255;
 const ENGINE_WATCH_MS = 250;
 
 /**
- * `serve`'s typed config, checked before anything is loaded (config.ts: serveConfig); a bad flag combination or stage
+ * `serve`'s typed config, checked before anything is loaded (command-line/serve-config.ts); a bad flag combination or stage
  * config file is one line, exit 2. `env` supplies VLLM_API_KEY, which vLLM reads when --api-key is not given.
  */
 export function readServeConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): { config: ServeConfig; chain: StageChain | null } {
@@ -107,7 +110,7 @@ export async function main(options: Options): Promise<number> {
   const { config, chain } = readServeConfig(options);
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
-  const chat = readChatFlags(options);
+  const chat = readChatFlags(config.chat);
   if (!gate.ok) throw new CliError(gate.error);
   const loggers = serveLoggers(config.log);
   const mainLog = loggers.main;
@@ -156,23 +159,16 @@ export async function main(options: Options): Promise<number> {
   const shutdown = new AbortController();
   const peers = new WeakMap<Request, PeerAddress | null>();
   const targets = new WeakMap<Request, string>();
+  // the settings record goes to the app as it is; serve adds the resolved name and the wiring
   const app = createApp({
-    chat,
+    ...flags, servedModelName, chat,
     peerOf: (request) => peers.get(request) ?? null,
     targetOf: (request) => targets.get(request),
-    orchestrator, servedModelName, modelPath: config.model ?? "embedded:stories260K", apiKey: flags.apiKey,
-    enablePerRequestMetrics: flags.enablePerRequestMetrics, forceIncludeUsage: flags.forceIncludeUsage,
+    orchestrator, modelPath: config.model ?? "embedded:stories260K",
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
     ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
-    enableRequestIdHeaders: flags.enableRequestIdHeaders,
-    enablePromptTokensDetails: flags.enablePromptTokensDetails,
-    enableServerLoadTracking: flags.enableServerLoadTracking,
-    disableWebUi: flags.disableWebUi,
-    apiKeys: flags.apiKeys, servedModelAliases: flags.servedModelAliases, cors: flags.cors, disableDocs: flags.disableDocs,
-    generationDefaults: flags.generationDefaults, maxLogprobs: flags.maxLogprobs, structuredOutputs: flags.structuredOutputs, returnTokensAsTokenIds: flags.returnTokensAsTokenIds,
-    ...(flags.rootPath !== null ? { rootPath: flags.rootPath } : {}),
   });
   let http: HttpListener;
   try {

@@ -4,7 +4,8 @@
  * model does and parses special-token texts (llama.cpp add_special + parse_special). Default model: the embedded one.
  * Missing --text: one-line error, exit 2; a missing or bad model file: one line, exit 1.
  */
-import { tokenizeConfig, type Options } from "../config.ts";
+import { tokenizeConfig } from "../command-line/tokenize-config.ts";
+import type { Options } from "../command-line/flags.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { createTokenizer } from "../tokenizer/gguf-tokenizer.ts";

@@ -4,7 +4,7 @@
  */
 import type { ModelRunner } from "../model/model-batch.ts";
 import type { EngineArgs, RunnerSpec } from "./protocol.ts";
-import type { PlacedModel } from "./engine.ts";
+import type { PlacedModel } from "./engine-sizing.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { errorMessage } from "../util/error-message.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Start-up memory accounting for the CPU backend: sizes the KV pool the flags ask for (engine.ts kvPoolBlocks, the
+ * Start-up memory accounting for the CPU backend: sizes the KV pool the flags ask for (engine-sizing.ts kvPoolBlocks, the
  * same sizing the engine then applies), plans the model over wasm32 memories (one when it fits, else a range of
  * layers per memory: backend/wasm/memory-plan.ts) and checks the whole against the machine, before any large
  * allocation. One line says what was placed where.
@@ -10,7 +10,7 @@ import { kvCacheBytesPerToken, planMemories, WASM32_MEMORY_BYTES, type MemoryPla
 import type { ModelConfig } from "../model/model-config.ts";
 import type { ModelWeights } from "../model/weights.ts";
 import { err, ok, type Result } from "../util/result.ts";
-import { kvPoolBlocks, maxRequestBlocks, promptLogprobRowsFor, stepTokenBudget } from "./engine.ts";
+import { kvPoolBlocks, maxRequestBlocks, promptLogprobRowsFor, stepTokenBudget } from "./engine-sizing.ts";
 import { chooseKvCacheGroups } from "./hybrid-kv-cache.ts";
 import type { EngineArgs } from "./protocol.ts";
 

@@ -5,7 +5,7 @@
  * (the first row, the last row, or a running sum in float64), so nothing grows with the prompt.
  * @example const p = new SequencePooler("MEAN", dim); p.add(rows, 0); const v = embeddingOf(p.pooled(), null, true);
  */
-import type { PoolingType } from "./pooler-config.ts";
+import type { PoolingType } from "../config/pooler-config.ts";
 
 /** vLLM F.normalize's eps: a zero vector stays zero instead of becoming NaN */
 const NORM_EPS = 1e-12;

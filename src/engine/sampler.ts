@@ -3,11 +3,13 @@
  * (vLLM applies it to the logits in the model runner, before the sampler sees them, so logprobs see it too); logprobs
  * from those logits; then allowed_token_ids, bad_words, min_tokens (stop tokens masked), logit_bias, repetition /
  * frequency / presence penalties; greedy = argmax (lowest id wins a tie); otherwise temperature, min_p, top_k, top_p
- * and a draw from the request's own generator.
+ * and a draw from the request's own generator. A request with llama.cpp's sampler fields (params.llama) leaves the
+ * penalties and everything after logit_bias to llama.cpp's chain instead (llama-sampler-chain.ts).
  */
 import type { PositionLogprobs, TokenLogprob } from "./protocol.ts";
-import type { SamplingParams } from "./sampling-params.ts";
+import type { BannedText, SamplingParams } from "./sampling-params.ts";
 import type { Rng } from "./rng.ts";
+import { llamaChainProbs, sampleLlamaChain, type LlamaChainInput, type LlamaChainState } from "./llama-sampler-chain.ts";
 
 /** vLLM treats temperatures below this as greedy */
 export const GREEDY_TEMPERATURE = 1e-5;
@@ -116,6 +118,50 @@ function applyBadWords(logits: Float32Array, ctx: SamplingContext): void {
   }
 }
 
+/** A BannedText's tables as lookups, built once per request's params. */
+interface BannedTextLookup {
+  /** token -> states a match enters in it */
+  readonly entering: Map<number, number[]>;
+  /** token -> [from, to] */
+  readonly advancing: Map<number, [number, number][]>;
+  /** state -> tokens that complete the text from it */
+  readonly completing: Map<number, number[]>;
+}
+
+const bannedTextLookups = new WeakMap<BannedText, BannedTextLookup>();
+
+function lookupOf(ban: BannedText): BannedTextLookup {
+  let lookup = bannedTextLookups.get(ban);
+  if (lookup) return lookup;
+  const push = <K, V>(map: Map<K, V[]>, key: K, value: V): void => { const list = map.get(key); if (list) list.push(value); else map.set(key, [value]); };
+  lookup = { entering: new Map(), advancing: new Map(), completing: new Map() };
+  for (const [id, state] of ban.entering) push(lookup.entering, id, state);
+  for (const [id, from, to] of ban.advancing) push(lookup.advancing, id, [from, to]);
+  for (const [id, from] of ban.completing) push(lookup.completing, from, id);
+  bannedTextLookups.set(ban, lookup);
+  return lookup;
+}
+
+/**
+ * Forbids every token that would complete a banned text after the output so far, whatever tokens spelled its start:
+ * the partial matches at the output's end are found from its last numChars - 1 tokens (a match of j characters
+ * began at most j tokens back, each token adding at least one character).
+ */
+function applyBannedTexts(logits: Float32Array, bans: readonly BannedText[], all: readonly number[], outputStart: number): void {
+  for (const ban of bans) {
+    const lookup = lookupOf(ban);
+    let states = new Set<number>();
+    for (let i = Math.max(outputStart, all.length - (ban.numChars - 1)); i < all.length; i++) {
+      const id = all[i]!;
+      const next = new Set(lookup.entering.get(id));
+      for (const [from, to] of lookup.advancing.get(id) ?? []) if (states.has(from)) next.add(to);
+      states = next;
+    }
+    for (const id of ban.containing) if (id < logits.length) logits[id] = -Infinity;
+    for (const state of states) for (const id of lookup.completing.get(state) ?? []) if (id < logits.length) logits[id] = -Infinity;
+  }
+}
+
 /** allowed_token_ids, bad_words, min_tokens, logit_bias and the penalties, in place on a copy of the logits. */
 function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext, allowed: Uint8Array): void {
   const p = ctx.params;
@@ -126,6 +172,7 @@ function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext, allow
     for (let i = 0; i < logits.length; i++) if (!allowed[i]) logits[i] = -Infinity;
   }
   if (p.badWordsTokenIds.length > 0) applyBadWords(logits, ctx);
+  if (p.badWordsTexts && p.badWordsTexts.length > 0) applyBannedTexts(logits, p.badWordsTexts, ctx.allTokenIds, ctx.numPromptTokens);
   if (numOutput < p.minTokens) for (const id of ctx.stopTokenIds) if (id < logits.length) logits[id] = -Infinity;
   if (p.logitBias) {
     for (const [key, bias] of Object.entries(p.logitBias)) {
@@ -133,6 +180,7 @@ function applyLogitsProcessors(logits: Float32Array, ctx: SamplingContext, allow
       if (id >= 0 && id < logits.length) logits[id]! += bias;
     }
   }
+  if (p.llama) return; // the penalties run in llama.cpp's chain, over its window
   if (p.repetitionPenalty !== 1) {
     const seen = new Set(ctx.allTokenIds);
     for (const id of seen) {
@@ -275,9 +323,9 @@ function sampleRandom(logits: Float32Array, p: SamplingParams, rng: Rng, probs: 
 function needsProcessing(ctx: SamplingContext): boolean {
   const p = ctx.params;
   const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
-  return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || p.repetitionPenalty !== 1 ||
-    (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0)) || p.allowedTokenIds !== null ||
-    p.badWordsTokenIds.length > 0;
+  const penalties = !p.llama && (p.repetitionPenalty !== 1 || (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0)));
+  return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || penalties ||
+    p.allowedTokenIds !== null || p.badWordsTokenIds.length > 0 || (p.badWordsTexts !== undefined && p.badWordsTexts.length > 0);
 }
 
 /**
@@ -290,6 +338,20 @@ export class Sampler {
   private processed = new Float32Array(0); // [vocabSize] logits after the processors
   private probs = new Float64Array(0); // [vocabSize] unnormalized probabilities
   private select: SelectScratch = { keep: new Uint8Array(0), bucket: new Uint16Array(0) };
+  /** llama.cpp's chain state (Mirostat's mu) per request, keyed by the request's own generator */
+  private llamaStates = new WeakMap<Rng, LlamaChainState>();
+
+  private llamaState(rng: Rng): LlamaChainState {
+    let state = this.llamaStates.get(rng);
+    if (!state) { state = { mu: null }; this.llamaStates.set(rng, state); }
+    return state;
+  }
+
+  private llamaInput(logits: Float32Array, ctx: SamplingContext): LlamaChainInput {
+    const p = ctx.params;
+    const temperature = p.temperature < GREEDY_TEMPERATURE ? 0 : p.temperature;
+    return { logits, params: p, llama: p.llama!, temperature, allTokenIds: ctx.allTokenIds, rng: ctx.rng };
+  }
 
   /** row: the grammar-masked row (logprobs read it); logits: after the processors too */
   private processedLogits(row: Float32Array, ctx: SamplingContext): { row: Float32Array; logits: Float32Array } {
@@ -330,6 +392,7 @@ export class Sampler {
    */
   targetProbs(row: Float32Array, ctx: SamplingContext): Float64Array {
     const { logits } = this.processedLogits(row, ctx);
+    if (ctx.params.llama) return llamaChainProbs(this.llamaInput(logits, ctx), this.llamaState(ctx.rng));
     const mass = randomProbs(logits, ctx.params, this.probs, this.select);
     const probs = new Float64Array(row.length); // [vocabSize]
     for (let i = 0; i < row.length; i++) probs[i] = this.probs[i]! / mass;
@@ -342,7 +405,8 @@ export class Sampler {
     const processed = this.processedLogits(row, ctx);
     const logits = processed.logits;
     row = processed.row;
-    const tokenId = p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs, this.select);
+    const tokenId = p.llama ? sampleLlamaChain(this.llamaInput(logits, ctx), this.llamaState(ctx.rng))
+      : p.temperature < GREEDY_TEMPERATURE ? argmax(logits) : sampleRandom(logits, p, ctx.rng, this.probs, this.select);
     if (p.logprobs === null) return { tokenId };
     return { tokenId, logprobs: positionLogprobs(row, tokenId, p.logprobs) };
   }

@@ -10,7 +10,7 @@
  * grammar is still compiling keeps its place and is passed over (vLLM skips WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR).
  */
 import type { KvCacheManager } from "./kv-cache-manager.ts";
-import type { KvConnectorHooks } from "./kv-offload-connector.ts";
+import type { KvConnector } from "./kv-connector/kv-connector.ts";
 import type { RequestState } from "./request.ts";
 
 export interface SchedulerConfig {
@@ -71,7 +71,7 @@ export class Scheduler {
     private readonly kv: KvCacheManager,
     private readonly nowMs: () => number,
     /** the KV offload tier, when configured: loads prefix blocks back before a request is admitted */
-    private readonly connector: KvConnectorHooks | null = null,
+    private readonly connector: KvConnector | null = null,
   ) {}
 
   get numUnfinished(): number {

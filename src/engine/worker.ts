@@ -4,7 +4,8 @@
  * every step so an abort lands between two steps at the latest (its blocks are freed at once).
  */
 import { freemem, totalmem } from "node:os";
-import { EngineCore, resolveEngineConfig } from "./engine.ts";
+import { EngineCore } from "./engine-core.ts";
+import { resolveEngineConfig } from "./engine-sizing.ts";
 import { loadRunner } from "./load-runner.ts";
 import { checkDraftVocabulary } from "./spec-decode/draft-model-proposer.ts";
 import type { EngineWorkerSpec, FromEngine, ToEngine } from "./protocol.ts";

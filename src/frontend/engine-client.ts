@@ -7,7 +7,7 @@ import { workerEntryUrl } from "../util/compiled-entry.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { EngineRequest, EngineWorkerSpec, FromEngine, KvCacheFacts, RequestDelta, ToEngine } from "../engine/protocol.ts";
 import type { StepStats } from "../engine/stats.ts";
-import type { ResolvedPooler } from "../engine/pooler-config.ts";
+import type { ResolvedPooler } from "../engine/resolve-pooler.ts";
 import { unreachable } from "../util/result.ts";
 
 export interface EngineClientHandlers {

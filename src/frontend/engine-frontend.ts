@@ -9,7 +9,7 @@ import { EngineClient, type EngineReadyInfo } from "./engine-client.ts";
 import { SequenceOutputProcessor } from "./output-processor.ts";
 import type { EngineArgs, KvHandoff, PositionLogprobs, RequestDelta, RunnerSpec } from "../engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams, type SamplingParams } from "../engine/sampling-params.ts";
-import type { ResolvedPooler } from "../engine/pooler-config.ts";
+import type { ResolvedPooler } from "../engine/resolve-pooler.ts";
 import type { FinishReason, RequestTimes, StepStats } from "../engine/stats.ts";
 import { finishedRequestStats, IterationTracker, type StatsListener } from "./iteration-stats.ts";
 import type { ModelConfig } from "../model/model-config.ts";

@@ -8,7 +8,7 @@
 import type { SamplingParams } from "../engine/sampling-params.ts";
 import type { FinishReason, RequestTimes } from "../engine/stats.ts";
 import type { KvHandoff, PoolingRequestParams, PositionLogprobs } from "../engine/protocol.ts";
-import type { ResolvedPooler } from "../engine/pooler-config.ts";
+import type { ResolvedPooler } from "../engine/resolve-pooler.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 

@@ -10,7 +10,7 @@ import { SAVE_OUTCOMES } from "../engine/stats.ts";
 
 export type MetricType = "counter" | "gauge" | "histogram" | "summary";
 
-/** The CLI flag (config.ts) that must be on for a metric to exist; engine metrics also need stats not disabled. */
+/** The CLI flag (command-line/flags.ts) that must be on for a metric to exist; engine metrics also need stats not disabled. */
 export type MetricFlag = "enable-mfu-metrics" | "speculative-config" | "tool-call-parser";
 
 export interface MetricDef {

@@ -5,7 +5,7 @@
  * command line's. A bad stage-config file is returned by `stageChainOf` (one line) before any model loads.
  * @example const chain = stageChainOf(config.stages); const { orchestrator } = await createServingPipeline({ model, engineArgs, chain: chain.value, listener, tables });
  */
-import type { StageChainConfig } from "../config.ts";
+import type { StageChainConfig } from "../config/stage-chain-config.ts";
 import type { EngineArgs, KvCacheFacts } from "../engine/protocol.ts";
 import type { KvOffloadFacts } from "../engine/stats.ts";
 import type { StatsListener } from "../frontend/iteration-stats.ts";

@@ -6,7 +6,7 @@
  * @example const orchestrator = new SingleStage(spec, frontend, { tables: onlineTables(1, write) });
  */
 import type { EncodeOutput, EncodeRequest, GenerateRequest, Orchestrator, RequestOutput } from "../frontend/orchestrator.ts";
-import type { ResolvedPooler } from "../engine/pooler-config.ts";
+import type { ResolvedPooler } from "../engine/resolve-pooler.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { nowMs as clockNowMs } from "../util/clock.ts";

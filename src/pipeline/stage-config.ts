@@ -221,7 +221,7 @@ function checkEdges(stages: readonly StageSpec[], file: string): Result<null> {
     if (stage.input !== "kv_blocks") continue;
     const prev = stages[stage.stageId - 1]!;
     const where = `${file}: stage ${stage.stageId}`;
-    // the remote server's model and block size are checked when the blocks are read (kv-peer-connector.ts)
+    // the remote server's model and block size are checked when the blocks are read (engine/kv-connector/peer-connector.ts)
     if (prev.url) continue;
     if (prev.engineArgs.model !== stage.engineArgs.model) {
       return err(`${where}: input_type kv_blocks needs the same model as stage ${prev.stageId} (KV blocks are model-specific; got ${stage.engineArgs.model ?? "--model"} vs ${prev.engineArgs.model ?? "--model"}); use input_type text`);

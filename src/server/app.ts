@@ -16,15 +16,16 @@ import { ApiError, errorPlugin } from "./errors.ts";
 import { healthRoutes } from "./health.ts";
 import { bodyBytes, headerBytes } from "./http-metrics.ts";
 import { createServerLoad, loadRoutes } from "./load.ts";
-import { chatCompletionsRoutes } from "./openai/chat-completions.ts";
+import { chatCompletionsRoutes } from "./openai/chat-completion/route.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
-import { completionsRoutes } from "./openai/completions.ts";
-import { embeddingsRoutes } from "./openai/embeddings.ts";
+import { completionsRoutes } from "./openai/completion/route.ts";
+import { embeddingsRoutes } from "./openai/embedding/route.ts";
 import { scoreRoutes } from "./openai/score.ts";
 import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
 import { parseJsonObject, startJsonParser } from "./request-body.ts";
+import { RequestContexts } from "./request-context.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
@@ -56,20 +57,13 @@ export function createApp(options: ServerOptions) {
   if (!options.grammarChecker) options = { ...options, grammarChecker: new GrammarChecker() };
   const checkRequest = createRequestChecks(options);
   startJsonParser();
-  const rawBodies = new WeakMap<Request, string>();
-  const rawBodyOf = (request: Request): unknown => {
-    const text = rawBodies.get(request);
-    return text === undefined ? undefined : JSON.parse(text);
-  };
+  // every per-request fact (start time, client, raw body, error response, forwarded) lives on its RequestContext
+  const contexts = new RequestContexts();
+  const rawBodyOf = (request: Request): unknown => contexts.find(request)?.rawBody();
   // filled once the routes exist: the methods each path answers (405 instead of 404 for the others)
   const methodsByPath = new Map<string, string[]>();
   const methodsOf = (pathname: string): readonly string[] => methodsByPath.get(pathname) ?? [];
-  // for the HTTP metrics: when each request started, and the error response it got (onAfterResponse cannot see it)
-  const startedMs = new WeakMap<Request, number>();
-  const errorResponses = new WeakMap<Request, Response>();
-  const noteError = (request: Request, response: Response) => void errorResponses.set(request, response);
-  const forwarded = new WeakSet<Request>();
-  const clients = new WeakMap<Request, string | null>();
+  const noteError = (request: Request, response: Response) => void (contexts.of(request).errorResponse = response);
   const cors = createCors(options.cors ?? DEFAULT_CORS);
   const requestDefaults: RequestDefaults = { names: [options.servedModelName, ...(options.servedModelAliases ?? [])], sampling: options.generationDefaults ?? {} };
   const load = createServerLoad(options.enableServerLoadTracking === true);
@@ -78,14 +72,14 @@ export function createApp(options: ServerOptions) {
   const app = new Elysia({ name: "fennec" })
     .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError }))
     .onRequest(({ request, set, server }) => {
-      startedMs.set(request, performance.now());
+      const context = contexts.of(request);
       // read now: once the response is out the socket may be gone
-      if (options.accessLog !== undefined) clients.set(request, clientAddress(options.peerOf?.(request) ?? server?.requestIP(request)));
+      if (options.accessLog !== undefined) context.client = clientAddress(options.peerOf?.(request) ?? server?.requestIP(request));
       const preflight = cors.preflight(request);
       if (preflight !== null) {
         // answered before routing, so the after-response hook never sees it: its access line is written here
         const url = new URL(request.url);
-        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: options.targetOf?.(request) ?? `${url.pathname}${url.search}`, status: preflight.status });
+        options.accessLog?.({ client: context.client, method: request.method, target: options.targetOf?.(request) ?? `${url.pathname}${url.search}`, status: preflight.status });
         return preflight;
       }
       Object.assign(set.headers, cors.responseHeaders(request));
@@ -96,28 +90,30 @@ export function createApp(options: ServerOptions) {
     })
     .onParse(async ({ request, contentType }) => {
       if (!contentType.startsWith("application/json")) return undefined;
-      const body = await parseJsonObject(request, rawBodies, options.maxBodyBytes);
+      const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes);
+      contexts.of(request).rawBodyText = rawText;
       applyRequestDefaults(new URL(request.url).pathname, body, requestDefaults);
       return body;
     })
     // before the routes: Elysia applies a hook only to routes registered after it
     .onAfterResponse({ as: "global" }, ({ request, route, set, ...rest }) => {
       // a forwarded /invocations body is counted and logged once, under /invocations (as vLLM's instrumentator sees it)
-      if (forwarded.has(request)) return;
+      const context = contexts.of(request);
+      if (context.forwarded) return;
       // runs after the response is out: a failure here must never reach the process (it would end the server)
       try {
-        const response = errorResponses.get(request) ?? ("response" in rest && rest.response instanceof Response ? rest.response : null);
+        const response = context.errorResponse ?? ("response" in rest && rest.response instanceof Response ? rest.response : null);
         const status = response?.status ?? (typeof set.status === "number" ? set.status : 200);
         const url = new URL(request.url);
         const pathname = url.pathname;
-        options.accessLog?.({ client: clients.get(request) ?? null, method: request.method, target: options.targetOf?.(request) ?? `${pathname}${url.search}`, status });
+        options.accessLog?.({ client: context.client, method: request.method, target: options.targetOf?.(request) ?? `${pathname}${url.search}`, status });
         if (options.onHttpResponse === undefined) return;
         options.onHttpResponse({
           // the matched route, also for requests refused before routing (401, 413): the instrumentator labels those too
           handler: route || (methodsOf(pathname).includes(request.method) ? pathname : null),
           method: request.method,
           status,
-          durationS: (performance.now() - (startedMs.get(request) ?? performance.now())) / 1000,
+          durationS: (performance.now() - context.startedPerfMs) / 1000,
           requestBytes: headerBytes(request.headers.get("content-length")),
           responseBytes: response !== null ? headerBytes(response.headers.get("content-length")) : bodyBytes("responseValue" in rest ? rest.responseValue : undefined),
         });
@@ -130,10 +126,10 @@ export function createApp(options: ServerOptions) {
     .use(healthRoutes(options))
     .use(modelsRoutes(options))
     .use(loadRoutes(load))
-    .use(chatCompletionsRoutes(options, load.track))
-    .use(completionsRoutes(options, load.track))
-    .use(embeddingsRoutes(options, load.track))
-    .use(scoreRoutes(options, load.track))
+    .use(chatCompletionsRoutes(options, load.track, contexts))
+    .use(completionsRoutes(options, load.track, contexts))
+    .use(embeddingsRoutes(options, load.track, contexts))
+    .use(scoreRoutes(options, load.track, contexts))
     .use(tokenizeRoutes(options))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
@@ -142,7 +138,7 @@ export function createApp(options: ServerOptions) {
       if (requestId !== null) headers["x-request-id"] = requestId;
       if (options.apiKey !== null) headers["authorization"] = `Bearer ${options.apiKey}`;
       const inner = new Request(new URL(path, request.url), { method: "POST", headers, body: JSON.stringify(body), signal: request.signal });
-      forwarded.add(inner);
+      contexts.of(inner).forwarded = true;
       return handleSelf(inner);
     }));
   handleSelf = (request) => app.handle(request);
@@ -155,5 +151,3 @@ export function createApp(options: ServerOptions) {
   }
   return full;
 }
-
-export type FennecApp = ReturnType<typeof createApp>;

@@ -7,16 +7,10 @@
  * send their own headers (the openai SDK's x-stainless-*) pass.
  * @example const cors = createCors(DEFAULT_CORS); const early = cors.preflight(request); if (early) return early;
  */
-
-export interface CorsConfig {
-  readonly allowedOrigins: readonly string[];
-  readonly allowedMethods: readonly string[];
-  readonly allowedHeaders: readonly string[];
-  readonly allowCredentials: boolean;
-}
+import type { CorsSettings } from "../config/server-settings.ts";
 
 /** vLLM's defaults (vllm/entrypoints/openai/cli_args.py). */
-export const DEFAULT_CORS: CorsConfig = { allowedOrigins: ["*"], allowedMethods: ["*"], allowedHeaders: ["*"], allowCredentials: false };
+export const DEFAULT_CORS: CorsSettings = { allowedOrigins: ["*"], allowedMethods: ["*"], allowedHeaders: ["*"], allowCredentials: false };
 
 /** Starlette's ALL_METHODS and SAFELISTED_HEADERS. */
 const ALL_METHODS = ["DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"];
@@ -30,7 +24,7 @@ export interface Cors {
   responseHeaders(request: Request): Record<string, string>;
 }
 
-export function createCors(config: CorsConfig): Cors {
+export function createCors(config: CorsSettings): Cors {
   const allOrigins = config.allowedOrigins.includes("*");
   const allHeaders = config.allowedHeaders.includes("*");
   const methods = config.allowedMethods.includes("*") ? ALL_METHODS : config.allowedMethods.map((m) => m.toUpperCase());

@@ -19,7 +19,7 @@ import { ERROR_TYPES } from "./errors.ts";
 
 
 export interface PdProxyOptions {
-  /** base URLs without a trailing /v1 (config.ts upstreamBaseUrl) */
+  /** base URLs without a trailing /v1 (command-line/proxy-config.ts upstreamBaseUrl) */
   readonly prefill: readonly string[];
   readonly decode: readonly string[];
   /** longest wait for the prefill answer, or for the decode server's response headers */

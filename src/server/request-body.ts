@@ -3,7 +3,7 @@
  * nesting limit as soon as the chunks nest too deep, and with a 400 of its own when it is not JSON or not an object.
  * Bodies over OFF_THREAD_BYTES are decoded, checked and parsed in a Worker (json-parse-worker.ts): JSON.parse and the
  * string building of a 15 MB body held the event loop for 50-150 ms, which /health and every stream felt.
- * @example const body = await parseJsonObject(request, rawBodies, 1 << 20);
+ * @example const { body, rawText } = await parseJsonObject(request, 1 << 20);
  */
 import { workerEntryUrl } from "../util/compiled-entry.ts";
 import { MAX_JSON_DEPTH, nestingError } from "./body-limits.ts";
@@ -92,10 +92,10 @@ function parseOffThread(body: ArrayBuffer, length: number): Promise<FromJsonPars
 
 /**
  * The body as a JSON object. Small bodies are decoded and checked chunk by chunk as they arrive and parsed here, their
- * text kept in `rawBodies` for error messages (Elysia converts values before validating them); large ones are parsed
+ * text returned as `rawText` for error messages (Elysia converts values before validating them); large ones are parsed
  * by the Worker (no raw text kept: re-parsing it for a message would cost what the Worker saved).
  */
-export async function parseJsonObject(request: Request, rawBodies: WeakMap<Request, string>, maxBytes: number): Promise<Record<string, unknown>> {
+export async function parseJsonObject(request: Request, maxBytes: number): Promise<{ body: Record<string, unknown>; rawText: string | null }> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   let large: ByteAccumulator | null = null;
   const inlineChunks: Uint8Array[] = [];
@@ -123,6 +123,7 @@ export async function parseJsonObject(request: Request, rawBodies: WeakMap<Reque
     checkText(decoder.decode(chunk, { stream: true }));
   });
   let value: unknown;
+  let rawText: string | null = null;
   if (inline) {
     checkText(decoder.decode());
     const text = pieces.join("");
@@ -131,7 +132,7 @@ export async function parseJsonObject(request: Request, rawBodies: WeakMap<Reque
     } catch {
       throw notJson();
     }
-    rawBodies.set(request, text);
+    rawText = text;
   } else {
     const accumulated = (large as ByteAccumulator | null)!;
     const reply = await parseOffThread(accumulated.take(), accumulated.length);
@@ -139,5 +140,5 @@ export async function parseJsonObject(request: Request, rawBodies: WeakMap<Reque
     value = reply.value;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError("invalidBody", "Request body must be a JSON object");
-  return value as Record<string, unknown>;
+  return { body: value as Record<string, unknown>, rawText };
 }

@@ -4,11 +4,6 @@ export type Result<T, E = string> = { ok: true; value: T } | { ok: false; error:
 export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });
 export const err = <E = string>(error: E): Result<never, E> => ({ ok: false, error });
 
-/** For programmer errors only: a broken invariant, never bad user input. */
-export function assert(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new Error(`assertion failed: ${message}`);
-}
-
 /** Exhaustiveness check for discriminated unions. */
 export function unreachable(value: never): never {
   throw new Error(`unreachable: ${JSON.stringify(value)}`);

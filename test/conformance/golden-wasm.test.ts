@@ -1,36 +1,26 @@
 /**
  * The whole stack on the WASM backend: the default model (stories260K, built by build.ts into build/) must reproduce
- * llama.cpp's 255 greedy ids from BOS on every kernel build, with 2 threads. Skips (with the reason) when the model
- * has not been built.
+ * llama.cpp's 255 greedy ids from BOS (test/fixtures/stories260K-golden.json) on every kernel build, with 2 threads.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { defaultModelPath } from "../../src/gguf/default-model.ts";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { argmax, decodeTokens } from "../../src/model/decode-loop.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { Runner } from "../../src/model/runner.ts";
+import { readGolden } from "../helpers/default-model-files.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 
 await ensureKernels();
 const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");
 const { supportsLevel } = await import("../../src/backend/wasm/kernel-module.ts");
 
-const root = join(import.meta.dir, "..", "..");
-const modelPath = join(root, "build", "default-model.gguf");
-const goldenPath = join(root, "..", "shared", "models", "stories260K-golden.json");
-const missing = !existsSync(modelPath) ? `${modelPath} not built (bun run build.ts --skip-compile)` : !existsSync(goldenPath) ? `${goldenPath} missing` : null;
-
 describe("stories260K golden greedy ids on the wasm backend", () => {
-  if (missing !== null) {
-    test.skip(`skipped: ${missing}`, () => {});
-    return;
-  }
-  const golden = JSON.parse(readFileSync(goldenPath, "utf8")) as { greedyFromBos: { ids: number[] } };
+  const golden = readGolden();
   for (const level of ["scalar", "simd", "relaxed-simd"] as const) {
     const it = supportsLevel(level) ? test : test.skip;
     it(`${level}, 2 threads: 255 ids`, async () => {
-      const gguf = readGguf(modelPath);
+      const gguf = readGguf(defaultModelPath());
       if (!gguf.ok) throw new Error(gguf.error);
       const model = loadModel(gguf.value);
       if (!model.ok) throw new Error(model.error);

@@ -1,7 +1,7 @@
 /**
  * deploy/kubernetes, checked without a cluster (none can run here): Debian's kubectl renders the kustomization
  * offline; the InferencePool and HTTPRoute pass the JSON schemas in deploy/kubernetes/schema (ajv); every fennec
- * container's arguments parse as the fennec command line they are (config.ts, the parser the binary uses, with the
+ * container's arguments parse as the fennec command line they are (command-line/parse-args.ts, the parser the binary uses, with the
  * container's environment); and the names, labels and ports the files share agree with each other.
  */
 import { describe, expect, test } from "bun:test";
@@ -9,7 +9,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Ajv from "ajv";
 import { parseAllDocuments } from "yaml";
-import { parseCommandArgs, proxyConfig, serveConfig, type Command } from "../../src/config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
+import { proxyConfig } from "../../src/command-line/proxy-config.ts";
+import { serveConfig } from "../../src/command-line/serve-config.ts";
+import type { Command } from "../../src/command-line/flags.ts";
 
 const DIR = join(import.meta.dir, "..", "..", "deploy", "kubernetes");
 const kubectl = Bun.which("kubectl");

@@ -8,12 +8,13 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
+import { readGolden } from "../helpers/default-model-files.ts";
 import { newestMtimeMs, startServer, type ServerProcess } from "./server-process.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BINARY = join(ROOT, "dist", "fennec-linux-arm64");
 const SYSROOT = "/usr/aarch64-linux-gnu";
-const golden = JSON.parse(readFileSync(join(ROOT, "..", "shared", "models", "stories260K-golden.json"), "utf8")) as { greedyFromBos: { ids: number[]; text: string } };
+const golden = readGolden();
 
 
 /** qemu on x64, nothing on arm64; a missing qemu fails with the command that installs it. */

@@ -3,13 +3,13 @@
  * side frees the pinned blocks at the lease and counts the expiry); the prefill side dies (the decode side answers a
  * 500 that says why, or recomputes, and never hangs); a transfer that lands after its request was aborted is dropped;
  * nothing leaks on either side after 200 random aborts. The servers are real processes; where a dying peer must be
- * timed exactly (half a transfer, a late answer) the test plays that peer on the wire (src/engine/kv-peer-wire.ts).
+ * timed exactly (half a transfer, a late answer) the test plays that peer on the wire (src/engine/kv-connector/peer-wire.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { startServer, type ServerProcess } from "./server-process.ts";
 import { answerText, blockBytes, eventually, metric, peerArgs, post, prefillBody, proxied, type Json } from "./pd-peers.ts";
-import { blocksHeader, controlFrame, FRAME, FrameReader } from "../../src/engine/kv-peer-wire.ts";
+import { blocksHeader, controlFrame, FRAME, FrameReader } from "../../src/engine/kv-connector/peer-wire.ts";
 import { rng, randomInt } from "../helpers/prng.ts";
 
 const LEASE_S = 2;

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { FLAGS } from "../../src/config.ts";
+import { FLAGS } from "../../src/command-line/flags.ts";
 import { runServeExpectingExit, startServer, type ServerProcess } from "./server-process.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");

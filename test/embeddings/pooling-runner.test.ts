@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseCommandArgs } from "../../src/config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { runBatch, type BatchOutputLine } from "../../src/commands/run-batch.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-pooling-runner-"));

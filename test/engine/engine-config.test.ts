@@ -1,6 +1,6 @@
 /** Engine sizing: max-model-len default and limit, KV blocks from --kv-cache-memory, the default cap, the override. */
 import { describe, expect, test } from "bun:test";
-import { resolveEngineConfig } from "../../src/engine/engine.ts";
+import { resolveEngineConfig } from "../../src/engine/engine-sizing.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { FakeRunner } from "./fake-runner.ts";
 

@@ -6,8 +6,8 @@
  * caching are vLLM's.
  */
 import { describe, expect, test } from "bun:test";
-import { resolveEngineConfig, type EngineConfig } from "../../src/engine/engine.ts";
-import type { ResolvedPooler } from "../../src/engine/pooler-config.ts";
+import { resolveEngineConfig, type EngineConfig } from "../../src/engine/engine-sizing.ts";
+import type { ResolvedPooler } from "../../src/engine/resolve-pooler.ts";
 import type { EngineArgs, EngineRequest } from "../../src/engine/protocol.ts";
 import { FakeRunner } from "./fake-runner.ts";
 import { makeEngine, prompt, request, runToCompletion } from "./helpers.ts";

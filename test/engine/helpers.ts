@@ -1,5 +1,6 @@
 /** Shared helpers for engine tests: build requests, run an EngineCore to completion, collect outputs. */
-import { EngineCore, type EngineConfig } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
+import type { EngineConfig } from "../../src/engine/engine-sizing.ts";
 import type { EngineRequest, PositionLogprobs, RequestDelta } from "../../src/engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS, type SamplingParams } from "../../src/engine/sampling-params.ts";
 import type { FinishReason, StepStats } from "../../src/engine/stats.ts";

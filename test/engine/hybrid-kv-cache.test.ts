@@ -9,12 +9,13 @@
 import { describe, expect, test } from "bun:test";
 import { createBackend } from "../../src/backend/create-backend.ts";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
-import { EngineCore, resolveEngineConfig, type EngineConfig } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
+import { resolveEngineConfig, type EngineConfig } from "../../src/engine/engine-sizing.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { RequestState } from "../../src/engine/request.ts";
 import { chooseKvCacheGroups } from "../../src/engine/hybrid-kv-cache.ts";
-import { parseKvTransfer } from "../../src/engine/kv-transfer-config.ts";
-import { parseSpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import { parseKvTransfer } from "../../src/config/kv-transfer-config.ts";
+import { parseSpeculativeConfig } from "../../src/config/speculative-config.ts";
 import { placeModel } from "../../src/engine/model-placement.ts";
 import { factsText, inspectModel } from "../../src/commands/inspect.ts";
 import { kvCacheGroups } from "../../src/model/kv-cache-groups.ts";
@@ -27,7 +28,8 @@ import { Runner } from "../../src/model/runner.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { makeTinyModel, TINY_SHAPES, type TinyShape } from "../model/tiny-model.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
-import { engineConfig, parseCommandArgs } from "../../src/config.ts";
+import { engineConfig } from "../../src/command-line/engine-config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { collect, prompt, request, type Collected } from "./helpers.ts";
 
 await ensureKernels();

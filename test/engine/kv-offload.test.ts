@@ -7,10 +7,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseKvTransfer, type KvOffloadConfig } from "../../src/engine/kv-transfer-config.ts";
-import { diskTierPath } from "../../src/engine/offload-tiers.ts";
+import { parseKvTransfer, type KvOffloadConfig } from "../../src/config/kv-transfer-config.ts";
+import { diskTierPath } from "../../src/engine/kv-connector/offload-tiers.ts";
 import type { KvOffloadStepStats, SaveOutcome, StepStats } from "../../src/engine/stats.ts";
-import type { EngineCore } from "../../src/engine/engine.ts";
+import type { EngineCore } from "../../src/engine/engine-core.ts";
 import { randomInt, rng } from "../helpers/prng.ts";
 import { collect, makeEngine, prompt, request, runAlone, type Collected } from "./helpers.ts";
 

@@ -1,6 +1,6 @@
-/** The KV side channel's frames (src/engine/kv-peer-wire.ts): any split of the byte stream gives the same frames. */
+/** The KV side channel's frames (src/engine/kv-connector/peer-wire.ts): any split of the byte stream gives the same frames. */
 import { describe, expect, test } from "bun:test";
-import { blocksHeader, controlFrame, FRAME, FrameReader } from "../../src/engine/kv-peer-wire.ts";
+import { blocksHeader, controlFrame, FRAME, FrameReader } from "../../src/engine/kv-connector/peer-wire.ts";
 import { randomInt, rng } from "../helpers/prng.ts";
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {

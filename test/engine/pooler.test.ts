@@ -4,8 +4,10 @@
  * chunks equals the prompt pooled whole; a recompute from position 0 starts over).
  */
 import { describe, expect, test } from "bun:test";
-import { parseCommandArgs, serveConfig } from "../../src/config.ts";
-import { parseHfOverrides, parsePoolerConfig, resolvePooler } from "../../src/engine/pooler-config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
+import { serveConfig } from "../../src/command-line/serve-config.ts";
+import { parseHfOverrides, parsePoolerConfig } from "../../src/config/pooler-config.ts";
+import { resolvePooler } from "../../src/engine/resolve-pooler.ts";
 import { embeddingOf, SequencePooler } from "../../src/engine/pooler.ts";
 
 const MODEL = { dim: 4, name: "m" };

@@ -4,12 +4,14 @@
  * and off, and under preemption.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import golden from "../../../shared/models/stories260K-golden.json";
 import { createEngineFrontend } from "../../src/frontend/engine-frontend.ts";
 import type { EngineArgs } from "../../src/engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
 import type { IterationStats as StepStats, StatsListener } from "../../src/frontend/iteration-stats.ts";
 import type { Orchestrator } from "../../src/frontend/orchestrator.ts";
+import { readGolden } from "../helpers/default-model-files.ts";
+
+const golden = readGolden();
 import { nowMs } from "../../src/util/clock.ts";
 
 const ARGS: EngineArgs = {

@@ -4,7 +4,7 @@
  * bad_words restrict what is sampled.
  */
 import { describe, expect, test } from "bun:test";
-import { EngineCore } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
 import { FakeRunner } from "./fake-runner.ts";
 import { engineConfig, makeEngine, prompt, request, runToCompletion } from "./helpers.ts";
 

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { sample, type SamplingContext } from "../../src/engine/sampler.ts";
 import { createRng } from "../../src/engine/rng.ts";
 import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams, type SamplingParams } from "../../src/engine/sampling-params.ts";
-import { promptLogprobRowsFor } from "../../src/engine/engine.ts";
+import { promptLogprobRowsFor } from "../../src/engine/engine-sizing.ts";
 import { rng } from "../helpers/prng.ts";
 import { makeEngine, prompt, request, runAlone, runToCompletion } from "./helpers.ts";
 

@@ -13,22 +13,19 @@ import { convertLlama2c } from "../../src/gguf/llama2c.ts";
 import { getArray, getBool, getF32, getString, getU32 } from "../../src/gguf/metadata.ts";
 import { readGguf, tensorData } from "../../src/gguf/reader.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
+import { DEFAULT_MODEL_INPUTS_DIR, defaultModelInput, readGolden } from "../helpers/default-model-files.ts";
 import { openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);
 
-const SHARED = join(import.meta.dir, "../../../shared/models");
-const golden = JSON.parse(readFileSync(join(SHARED, "stories260K-golden.json"), "utf8")) as {
-  greedyFromBos: { ids: number[]; text: string };
-  tokenize: { text: string; ids: number[] }[];
-};
+const golden = readGolden();
 const dir = mkdtempSync(join(tmpdir(), "fennec-llama2c-"));
 const outPath = join(dir, "default-model.gguf");
 let file: GgufFile;
 
 beforeAll(async () => {
-  await buildDefaultModel(SHARED, outPath, join(dir, "cache"));
+  await buildDefaultModel(DEFAULT_MODEL_INPUTS_DIR, outPath, join(dir, "cache"));
   const read = readGguf(outPath);
   if (!read.ok) throw new Error(read.error);
   file = read.value;
@@ -61,7 +58,7 @@ describe("stories260K converted to GGUF", () => {
     expect(shape("blk.0.ffn_gate.weight")).toEqual([64, 172]);
     expect(shape("blk.0.ffn_down.weight")).toEqual([172, 64]);
     // the first embedding floats and the final norm are the checkpoint's own bytes
-    const ckpt = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[0].name));
+    const ckpt = readFileSync(defaultModelInput(DEFAULT_MODEL_FILES[0].name));
     const embd = file.tensors.find((t) => t.name === "token_embd.weight")!;
     expect(Buffer.compare(tensorData(file, embd), ckpt.subarray(28, 28 + embd.sizeBytes))).toBe(0);
     // header ints, embedding, then per layer: attn norm, wq, wk, wv, wo, ffn norm, w1, w2, w3
@@ -114,8 +111,8 @@ describe("stories260K converted to GGUF", () => {
   });
 
   test("bad inputs give one-line errors", () => {
-    const ckpt = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[0].name));
-    const tok = readFileSync(join(SHARED, DEFAULT_MODEL_FILES[1].name));
+    const ckpt = readFileSync(defaultModelInput(DEFAULT_MODEL_FILES[0].name));
+    const tok = readFileSync(defaultModelInput(DEFAULT_MODEL_FILES[1].name));
     const bad = (c: Uint8Array, t: Uint8Array) => {
       const r = convertLlama2c(c, t, "x", { checkpoint: "m.bin", tokenizer: "t.bin" });
       return r.ok ? "ok" : r.error;

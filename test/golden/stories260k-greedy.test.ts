@@ -1,11 +1,11 @@
 /**
  * The whole-stack golden check (llama2.c's test_all.py): greedy generation from BOS on the embedded default model
  * (stories260K, converted by our own converter) reproduces the 255 token ids llama.cpp produced
- * (../shared/models/stories260K-golden.json), with the reference forward, with the batched runner, and through the
+ * (test/fixtures/stories260K-golden.json), with the reference forward, with the batched runner, and through the
  * `fennec generate --json` command line (from source, and the compiled binary when it is built).
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
 import { openDefaultModel } from "../../src/gguf/default-model.ts";
@@ -14,6 +14,7 @@ import { loadModel, type LoadedModel } from "../../src/model/load-model.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
+import { readGolden } from "../helpers/default-model-files.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 
 // generate and the wasm runner need build/kernels-*.wasm; `bun test` does not run the build
@@ -21,12 +22,7 @@ await ensureKernels();
 
 const ROOT = join(import.meta.dir, "..", "..");
 const BINARY = join(ROOT, "dist", "fennec");
-const GOLDEN_PATH = join(ROOT, "..", "shared", "models", "stories260K-golden.json");
-
-interface Golden {
-  readonly greedyFromBos: { readonly ids: readonly number[]; readonly text: string };
-}
-const golden = JSON.parse(readFileSync(GOLDEN_PATH, "utf8")) as Golden;
+const golden = readGolden();
 const expectedIds = golden.greedyFromBos.ids;
 
 function defaultModel(): LoadedModel {

@@ -9,7 +9,7 @@ import * as xg from "@mlc-ai/web-xgrammar";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
-import { EngineCore } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
 import { compileGrammar, type GrammarSpec } from "../../src/grammar/grammar-spec.ts";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { FakeRunner } from "../engine/fake-runner.ts";

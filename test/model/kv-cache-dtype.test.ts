@@ -5,15 +5,15 @@
  * the blocks for the same --kv-cache-memory.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { defaultModelPath } from "../../src/gguf/default-model.ts";
 import { readGguf } from "../../src/gguf/reader.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { argmax, decodeTokens } from "../../src/model/decode-loop.ts";
-import { resolveEngineConfig } from "../../src/engine/engine.ts";
-import { kvCacheDtypeOf } from "../../src/config.ts";
+import { resolveEngineConfig } from "../../src/engine/engine-sizing.ts";
+import { kvCacheDtypeOf } from "../../src/config/cache-dtype.ts";
 import type { KvCacheDtype } from "../../src/backend/backend.ts";
+import { readGolden } from "../helpers/default-model-files.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { makeTinyModel, TINY_SHAPES } from "./tiny-model.ts";
 
@@ -58,15 +58,12 @@ describe("--kv-cache-dtype fp8 (8-bit KV cache)", () => {
     });
   }
 
-  const modelPath = join(import.meta.dir, "..", "..", "build", "default-model.gguf");
-  const goldenPath = join(import.meta.dir, "..", "..", "..", "shared", "models", "stories260K-golden.json");
-  const missing = !existsSync(modelPath) || !existsSync(goldenPath);
-  (missing ? test.skip : test)("the default model keeps its golden greedy ids for 100 tokens; blocks for the same memory about double", async () => {
-    const gguf = readGguf(modelPath);
+  test("the default model keeps its golden greedy ids for 100 tokens; blocks for the same memory about double", async () => {
+    const gguf = readGguf(defaultModelPath());
     if (!gguf.ok) throw new Error(gguf.error);
     const model = loadModel(gguf.value);
     if (!model.ok) throw new Error(model.error);
-    const want = (JSON.parse(readFileSync(goldenPath, "utf8")) as { greedyFromBos: { ids: number[] } }).greedyFromBos.ids.slice(0, 100);
+    const want = readGolden().greedyFromBos.ids.slice(0, 100);
     const blocks: number[] = [];
     for (const dtype of ["f16", "q8"] as const) {
       const backend = await createWasmBackend({ threads: 2 });

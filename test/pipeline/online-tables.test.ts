@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { parseCommandArgs } from "../../src/config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { readServeConfig } from "../../src/commands/serve.ts";
 import { makeDeprecationGate } from "../../src/metrics/deprecation.ts";
 import { onlineTables } from "../../src/metrics/omni-stats-logger.ts";

@@ -6,7 +6,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseCommandArgs } from "../../src/config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { runBatch } from "../../src/commands/run-batch.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-run-batch-chat-"));

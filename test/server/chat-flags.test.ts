@@ -4,14 +4,16 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readChatFlags } from "../../src/commands/chat-flags.ts";
-import { commandHelp, parseCommandArgs } from "../../src/config.ts";
+import { chatTemplateFlags } from "../../src/command-line/chat-template-flags.ts";
+import { commandHelp } from "../../src/command-line/help.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { REASONING_PARSER_NAMES } from "../../src/server/openai/reasoning-parsers/registry.ts";
 import { TOOL_PARSER_NAMES } from "../../src/server/openai/tool-parsers/registry.ts";
 
 function flags(...argv: string[]) {
   const parsed = parseCommandArgs("serve", argv);
   if (!parsed.ok) throw new Error(parsed.error);
-  return readChatFlags(parsed.value);
+  return readChatFlags(chatTemplateFlags(parsed.value));
 }
 
 describe("chat flags", () => {

@@ -6,7 +6,7 @@
  * against llama.cpp in test/embeddings/ and through the binary in test/e2e/embeddings-binary.test.ts.
  */
 import { describe, expect, test } from "bun:test";
-import type { ResolvedPooler } from "../../src/engine/pooler-config.ts";
+import type { ResolvedPooler } from "../../src/engine/resolve-pooler.ts";
 import type { EncodeOutput, EncodeRequest } from "../../src/frontend/orchestrator.ts";
 import { testServer } from "./helpers.ts";
 import { withRequestLogging } from "../../src/server/request-logger.ts";

@@ -4,7 +4,8 @@
  * app on the fake orchestrator.
  */
 import { describe, expect, test } from "bun:test";
-import { serveConfig, parseCommandArgs } from "../../src/config.ts";
+import { serveConfig } from "../../src/command-line/serve-config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { testServer } from "./helpers.ts";
 
 type Json = Record<string, any>;

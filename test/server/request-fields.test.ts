@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REQUEST_FIELDS, type Endpoint } from "../../src/server/openai/request-fields.ts";
-import type { ResolvedPooler } from "../../src/engine/pooler-config.ts";
+import type { ResolvedPooler } from "../../src/engine/resolve-pooler.ts";
 import type { EncodeOutput, EncodeRequest } from "../../src/frontend/orchestrator.ts";
 import { requestFieldsDoc } from "../../scripts/request-fields-doc.ts";
 import { testServer, type Json } from "./helpers.ts";

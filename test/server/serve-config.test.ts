@@ -1,7 +1,9 @@
 // `fennec serve` flag checks that run before any model loads (vLLM's validate_parsed_serve_args and friends).
 import { describe, expect, test } from "bun:test";
 import { readServeConfig } from "../../src/commands/serve.ts";
-import { parseCommandArgs, PER_REQUEST_METRICS_NEED_STATS, serveConfig, type Options } from "../../src/config.ts";
+import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
+import { PER_REQUEST_METRICS_NEED_STATS, serveConfig } from "../../src/command-line/serve-config.ts";
+import type { Options } from "../../src/command-line/flags.ts";
 import { CliError } from "../../src/util/cli-error.ts";
 
 function options(argv: string[]) {

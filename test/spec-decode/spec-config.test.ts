@@ -1,6 +1,7 @@
 /** --speculative-config parsing: vLLM's keys, defaults and exact error texts; the ngram matcher on vLLM's examples. */
 import { describe, expect, test } from "bun:test";
-import { parseSpeculativeConfig, speculativeConfigFromFlags, speculativeConfigRepr } from "../../src/engine/speculative-config.ts";
+import { parseSpeculativeConfig, speculativeConfigRepr } from "../../src/config/speculative-config.ts";
+import { speculativeConfigFromFlags } from "../../src/command-line/speculative-flags.ts";
 import { randomInt, rng } from "../helpers/prng.ts";
 import { proposeNgram } from "../../src/engine/spec-decode/ngram-proposer.ts";
 

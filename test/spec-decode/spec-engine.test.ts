@@ -5,13 +5,13 @@
  * stops inside an accepted run emit nothing past the stop; the step's spec stats add up; no block leaks.
  */
 import { describe, expect, test } from "bun:test";
-import type { EngineConfig } from "../../src/engine/engine.ts";
-import type { SpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import type { EngineConfig } from "../../src/engine/engine-sizing.ts";
+import type { SpeculativeConfig } from "../../src/config/speculative-config.ts";
 import type { StepStats } from "../../src/engine/stats.ts";
 import type { SamplingParams } from "../../src/engine/sampling-params.ts";
 import { engineConfig, makeEngine, prompt, request, runToCompletion, type Collected } from "../engine/helpers.ts";
 import { FakeRunner, type FakeRunnerOptions } from "../engine/fake-runner.ts";
-import { EngineCore } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
 import type { DraftProposer } from "../../src/engine/spec-decode/proposer.ts";
 
 const NGRAM: SpeculativeConfig = { method: "ngram", model: null, numSpeculativeTokens: 4, promptLookupMax: 3, promptLookupMin: 1 };

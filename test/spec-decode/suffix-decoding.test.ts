@@ -8,9 +8,9 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { SuffixTree, type SuffixSpeculation } from "../../src/engine/spec-decode/suffix-tree.ts";
-import { parseSpeculativeConfig, speculativeConfigNote, speculativeConfigRepr, SUFFIX_DECODING_DEFAULTS, type SpeculativeConfig } from "../../src/engine/speculative-config.ts";
+import { parseSpeculativeConfig, speculativeConfigNote, speculativeConfigRepr, SUFFIX_DECODING_DEFAULTS, type SpeculativeConfig } from "../../src/config/speculative-config.ts";
 import type { StepStats } from "../../src/engine/stats.ts";
-import type { EngineConfig } from "../../src/engine/engine.ts";
+import type { EngineConfig } from "../../src/engine/engine-sizing.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
 import { createEngineFrontend } from "../../src/frontend/engine-frontend.ts";
 import type { IterationStats, StatsListener } from "../../src/frontend/iteration-stats.ts";

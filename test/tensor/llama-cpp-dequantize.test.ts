@@ -15,12 +15,12 @@ import { mdF32, mdU32 } from "../../src/gguf/metadata.ts";
 import { writeGgufFile, type GgufTensorToWrite } from "../../src/gguf/writer.ts";
 import { byteSize, GgmlType, WEIGHT_TYPES, type WeightType } from "../../src/tensor/dtypes.ts";
 import { readFileSync } from "node:fs";
+import { defaultModelInput } from "../helpers/default-model-files.ts";
 import { disposeLlamaCpp, openLlamaCpp } from "../helpers/llama-cpp.ts";
 
 // llama.cpp loads, model files and the first extraction of llama.cpp's vocab files take seconds on a busy 2-core box
 setDefaultTimeout(120_000);
 
-const SHARED = join(import.meta.dir, "../../../shared/models");
 const DIM = 256; // one K super-block or eight 32-blocks per row
 const dir = mkdtempSync(join(tmpdir(), "fennec-dequant-"));
 let llama: Llama;
@@ -35,7 +35,7 @@ afterAll(async () => {
 
 /** The stories260K tokenizer (512 SentencePiece tokens), from our converter. */
 function tokenizerMetadata() {
-  const converted = convertLlama2c(readFileSync(join(SHARED, "stories260K.bin")), readFileSync(join(SHARED, "tok512.bin")), "t");
+  const converted = convertLlama2c(readFileSync(defaultModelInput("stories260K.bin")), readFileSync(defaultModelInput("tok512.bin")), "t");
   if (!converted.ok) throw new Error(converted.error);
   return [...converted.value.metadata].filter(([key]) => key.startsWith("tokenizer."));
 }

@@ -8,6 +8,7 @@ import { convertLlama2c } from "../../src/gguf/llama2c.ts";
 import { parseGguf, readGguf } from "../../src/gguf/reader.ts";
 import { serializeGguf } from "../../src/gguf/writer.ts";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
+import { defaultModelInput } from "../helpers/default-model-files.ts";
 import { createTokenizer } from "../../src/tokenizer/gguf-tokenizer.ts";
 import type { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { expect } from "bun:test";
@@ -63,16 +64,13 @@ export function loadVocabTokenizer(name: string): Tokenizer {
   return tokenizer;
 }
 
-/** ../shared/models (the default model's source files and golden outputs), relative to the project root */
-export const SHARED_MODELS_DIR = new URL("../../../shared/models/", import.meta.url).pathname;
-
 /**
  * The default model as the build makes it: the project's llama2.c -> GGUF converter (src/gguf/llama2c.ts) run in
- * memory on ../shared/models/stories260K.bin + tok512.bin, serialized and parsed back by the project's reader.
+ * memory on the build's copy of stories260K.bin + tok512.bin (.cache/models/), serialized and parsed back by the project's reader.
  */
 export function stories260kGguf(): GgufFile {
-  const checkpoint = new Uint8Array(readFileSync(`${SHARED_MODELS_DIR}stories260K.bin`));
-  const tok512 = new Uint8Array(readFileSync(`${SHARED_MODELS_DIR}tok512.bin`));
+  const checkpoint = new Uint8Array(readFileSync(defaultModelInput("stories260K.bin")));
+  const tok512 = new Uint8Array(readFileSync(defaultModelInput("tok512.bin")));
   const converted = convertLlama2c(checkpoint, tok512, "stories260K");
   if (!converted.ok) throw new Error(converted.error);
   const file = parseGguf(serializeGguf(converted.value), "<converted stories260K>");
@@ -80,12 +78,4 @@ export function stories260kGguf(): GgufFile {
   return file.value;
 }
 
-export interface GoldenTokenization { readonly text: string; readonly ids: number[]; readonly idsParseSpecial: number[] }
-export interface Golden {
-  readonly greedyFromBos: { readonly ids: number[]; readonly text: string };
-  readonly tokenize: GoldenTokenization[];
-}
-
-export function readGolden(): Golden {
-  return JSON.parse(readFileSync(`${SHARED_MODELS_DIR}stories260K-golden.json`, "utf8")) as Golden;
-}
+export { readGolden, type Golden, type GoldenTokenization } from "../helpers/default-model-files.ts";

@@ -1,6 +1,6 @@
 /**
  * The default model's tokenizer (stories260K / tok512) against the 40 llama.cpp tokenizations and the greedy text in
- * ../shared/models/stories260K-golden.json. Runs on the project's converter output (src/gguf/llama2c.ts, in memory)
+ * test/fixtures/stories260K-golden.json. Runs on the project's converter output (src/gguf/llama2c.ts, in memory)
  * and, once the build has written it, on build/default-model.gguf.
  */
 import { describe, expect, test } from "bun:test";

@@ -7,6 +7,7 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { GgmlType, WEIGHT_TYPES, byteSize } from "../../src/tensor/dtypes.ts";
 import { createWebGpuBackend } from "../../src/backend/webgpu/webgpu-backend.ts";
+import { readGolden } from "../helpers/default-model-files.ts";
 
 setDefaultTimeout(60_000);
 const ROOT = join(import.meta.dir, "../..");
@@ -59,7 +60,7 @@ test("the real CLI: `fennec generate --device webgpu` without a driver is one li
 });
 
 test("the real CLI with the driver: greedy `fennec generate --device webgpu` gives the golden ids", async () => {
-  const golden = JSON.parse(await Bun.file(join(ROOT, "../shared/models/stories260K-golden.json")).text()) as { greedyFromBos: { ids: number[] } };
+  const golden = readGolden();
   const proc = Bun.spawn([process.execPath, "src/cli.ts", "generate", "--device", "webgpu", "--max-tokens", "24", "--temperature", "0", "--json"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   expect(await proc.exited).toBe(0);
   const out = JSON.parse(await new Response(proc.stdout).text()) as { token_ids: number[] };

@@ -6,7 +6,7 @@
  * differ only where the reference's top two logits are within that tolerance (an argmax tie), which ends the comparison.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReferenceBackend } from "../../src/backend/reference.ts";
@@ -18,8 +18,10 @@ import { loadModel } from "../../src/model/load-model.ts";
 import type { ModelRunner } from "../../src/model/model-batch.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
-import { EngineCore, resolveEngineConfig } from "../../src/engine/engine.ts";
+import { EngineCore } from "../../src/engine/engine-core.ts";
+import { resolveEngineConfig } from "../../src/engine/engine-sizing.ts";
 import { DEFAULT_SAMPLING_PARAMS } from "../../src/engine/sampling-params.ts";
+import { DEFAULT_MODEL_INPUTS_DIR, readGolden } from "../helpers/default-model-files.ts";
 import { makeTinyModel, TINY_SHAPES, type TinyShape } from "../model/tiny-model.ts";
 
 // a cold Mesa shader cache compiles each pipeline with LLVM: seconds on a busy 2-core machine
@@ -66,13 +68,12 @@ async function greedy(runner: ModelRunner, prompt: number[], maxTokens: number, 
 }
 
 describe("default model (stories260K)", () => {
-  const shared = join(import.meta.dir, "../../../shared/models");
-  const golden = JSON.parse(readFileSync(join(shared, "stories260K-golden.json"), "utf8")) as { greedyFromBos: { ids: number[] } };
+  const golden = readGolden();
   const dir = mkdtempSync(join(tmpdir(), "fennec-webgpu-"));
   let gguf: GgufFile;
   beforeAll(async () => {
     const path = join(dir, "default-model.gguf");
-    await buildDefaultModel(shared, path, join(dir, "cache"));
+    await buildDefaultModel(DEFAULT_MODEL_INPUTS_DIR, path, join(dir, "cache"));
     const read = readGguf(path);
     if (!read.ok) throw new Error(read.error);
     gguf = read.value;

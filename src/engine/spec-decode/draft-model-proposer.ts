@@ -13,7 +13,7 @@
 import type { ModelRunner } from "../../model/model-batch.ts";
 import type { ModelConfig } from "../../model/model-config.ts";
 import type { RequestState } from "../request.ts";
-import type { SpeculativeConfig } from "../speculative-config.ts";
+import type { SpeculativeConfig } from "../../config/speculative-config.ts";
 import type { DraftProposer } from "./proposer.ts";
 import { err, ok, type Result } from "../../util/result.ts";
 

@@ -4,7 +4,7 @@
  * runs here; the draft-model proposer (draft-model-proposer.ts) runs a second, smaller model.
  */
 import type { RequestState } from "../request.ts";
-import type { SpeculativeConfig } from "../speculative-config.ts";
+import type { SpeculativeConfig } from "../../config/speculative-config.ts";
 import { proposeNgram } from "./ngram-proposer.ts";
 
 export interface DraftProposer {

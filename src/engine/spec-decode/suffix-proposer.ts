@@ -8,7 +8,7 @@
  * min(k, max_model_len - num_tokens - 1) tokens; the draft length varies per step.
  */
 import type { RequestState } from "../request.ts";
-import type { SpeculativeConfig, SuffixDecodingConfig } from "../speculative-config.ts";
+import type { SpeculativeConfig, SuffixDecodingConfig } from "../../config/speculative-config.ts";
 import type { DraftProposer } from "./proposer.ts";
 import { SuffixTree, type SuffixSpeculation } from "./suffix-tree.ts";
 

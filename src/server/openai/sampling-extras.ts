@@ -3,12 +3,13 @@
  * grammar (checked, 400 naming the field), `allowed_token_ids`, and `bad_words` tokenized as vLLM does
  * (vllm/sampling_params.py update_from_tokenizer: each word without and with a leading space).
  */
-import type { SamplingParams } from "../../engine/sampling-params.ts";
+import { compileBannedText, type SamplingParams } from "../../engine/sampling-params.ts";
 import type { GrammarChecker } from "../../grammar/grammar-checker.ts";
+import type { StructuredOutputsSettings } from "../../config/structured-outputs-config.ts";
 import type { Tokenizer } from "../../tokenizer/tokenizer.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { checkRequestGrammar, requestGrammar, type StructuredOutputsBody, type StructuredOutputsServerConfig } from "./structured-outputs.ts";
+import { checkRequestGrammar, requestGrammar, type StructuredOutputsBody } from "./structured-outputs.ts";
 
 export interface SamplingExtrasBody extends StructuredOutputsBody {
   readonly allowed_token_ids?: readonly number[] | null;
@@ -18,7 +19,7 @@ export interface SamplingExtrasBody extends StructuredOutputsBody {
 export interface SamplingExtrasContext {
   readonly tokenizer: Tokenizer;
   readonly checker: GrammarChecker;
-  readonly structuredOutputs: StructuredOutputsServerConfig;
+  readonly structuredOutputs: StructuredOutputsSettings;
 }
 
 /** The context from the app's options (createApp always sets a checker). */
@@ -27,7 +28,7 @@ export function extrasContext(options: ServerOptions): SamplingExtrasContext {
   return { tokenizer: options.orchestrator.tokenizer, checker: options.grammarChecker, structuredOutputs: options.structuredOutputs ?? { disableAnyWhitespace: false } };
 }
 
-export type SamplingExtras = Pick<SamplingParams, "structuredOutputs" | "allowedTokenIds" | "badWordsTokenIds">;
+export type SamplingExtras = Pick<SamplingParams, "structuredOutputs" | "allowedTokenIds" | "badWordsTokenIds" | "badWordsTexts">;
 
 /** vLLM's bad-word token sequences: the word as written, and with one leading space when that spells it differently. */
 export function badWordsTokenIds(tokenizer: Tokenizer, words: readonly string[]): number[][] {
@@ -48,9 +49,13 @@ export async function samplingExtras(body: SamplingExtrasBody, ctx: SamplingExtr
     if (!ctx.tokenizer.grammarVocabulary) throw new ApiError("badRequest", "Structured outputs requires a tokenizer vocabulary, which this model's tokenizer does not expose.", grammar.param);
     await checkRequestGrammar(ctx.checker, grammar);
   }
+  const badWords = body.bad_words ? badWordsTokenIds(ctx.tokenizer, body.bad_words) : [];
+  // the texts those sequences spell, banned however the model splits them into tokens (engine/sampler.ts)
+  const texts = new Set(badWords.map((ids) => ids.map((id) => (ctx.tokenizer.isSpecial(id) ? "" : ctx.tokenizer.tokenText(id))).join("")));
   return {
     structuredOutputs: grammar?.spec ?? null,
     allowedTokenIds: body.allowed_token_ids ?? null,
-    badWordsTokenIds: body.bad_words ? badWordsTokenIds(ctx.tokenizer, body.bad_words) : [],
+    badWordsTokenIds: badWords,
+    badWordsTexts: [...texts].filter((t) => t !== "").map((t) => compileBannedText(t, { vocabSize: ctx.tokenizer.vocabSize, tokenText: (id) => (ctx.tokenizer.isSpecial(id) ? "" : ctx.tokenizer.tokenText(id)) })),
   };
 }

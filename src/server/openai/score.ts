@@ -6,12 +6,12 @@
  * the documents against the query by that score (top_n: the best n; 0 keeps all).
  */
 import { Elysia, t } from "elysia";
-import { nowMs } from "../../util/clock.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerLoad } from "../load.ts";
 import type { ServerOptions } from "../server-options.ts";
-import { prepareEmbedding } from "./embedding-request.ts";
-import { encodeAll } from "./embeddings.ts";
+import { RequestContexts, type RequestContext } from "../request-context.ts";
+import { prepareEmbedding } from "./embedding/prepare.ts";
+import { encodeAll } from "./embedding/route.ts";
 
 const texts = (description: string) => t.Union([t.String(), t.Array(t.String())], { description });
 const nullableInteger = (description: string) => t.Optional(t.Nullable(t.Integer({ description })));
@@ -53,7 +53,7 @@ function cosine(a: Float32Array, b: Float32Array): number {
 }
 
 /** Embeds texts_1 + texts_2 in one batch; returns each pair's score and prompt tokens (vLLM _embedding_score). */
-async function scorePairs(options: ServerOptions, body: CommonBody, texts1: readonly string[], texts2: readonly string[], requestIdHeader: string | null, idPrefix: string, api: string, clientSignal: AbortSignal | undefined) {
+async function scorePairs(options: ServerOptions, body: CommonBody, texts1: readonly string[], texts2: readonly string[], context: RequestContext, idPrefix: string, api: string) {
   for (const key of ["use_activation", "softmax", "activation"] as const) {
     if (body[key] !== undefined && body[key] !== null) {
       throw new ApiError("badRequest", `Task embed only supports ['dimensions', 'normalize'] parameters, does not support ['${key}'] parameters`, key);
@@ -65,8 +65,8 @@ async function scorePairs(options: ServerOptions, body: CommonBody, texts1: read
   const prepared = await prepareEmbedding(options, {
     input: [...texts1, ...texts2], model: body.model ?? null, truncate_prompt_tokens: body.truncate_prompt_tokens ?? null,
     priority: body.priority ?? null, ...(body.mm_processor_kwargs !== undefined ? { mm_processor_kwargs: body.mm_processor_kwargs } : {}),
-  }, requestIdHeader, nowMs(), idPrefix, api);
-  const outputs = await encodeAll(options, prepared.requests, clientSignal);
+  }, context, idPrefix, api);
+  const outputs = await encodeAll(options, prepared.requests, context.clientSignal);
   const first = outputs.slice(0, texts1.length);
   const second = outputs.slice(texts1.length);
   const pairs = second.map((o2, i) => {
@@ -78,8 +78,8 @@ async function scorePairs(options: ServerOptions, body: CommonBody, texts1: read
 
 const asList = (v: string | readonly string[]): readonly string[] => (typeof v === "string" ? [v] : v);
 
-export async function createScore(options: ServerOptions, body: ScoreBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined) {
-  const r = await scorePairs(options, body, asList(body.text_1), asList(body.text_2), requestIdHeader, "score", "Score", clientSignal);
+export async function createScore(options: ServerOptions, body: ScoreBody, context: RequestContext) {
+  const r = await scorePairs(options, body, asList(body.text_1), asList(body.text_2), context, "score", "Score");
   return {
     id: r.id, object: "list", created: r.created, model: options.servedModelName,
     data: r.pairs.map((p, index) => ({ index, object: "score", score: p.score })),
@@ -87,10 +87,10 @@ export async function createScore(options: ServerOptions, body: ScoreBody, reque
   };
 }
 
-export async function createRerank(options: ServerOptions, body: RerankBody, requestIdHeader: string | null, clientSignal: AbortSignal | undefined) {
+export async function createRerank(options: ServerOptions, body: RerankBody, context: RequestContext) {
   const topN = body.top_n ?? 0;
   if (topN < 0) throw new ApiError("badRequest", `top_n must be at least 0, got ${topN}.`, "top_n");
-  const r = await scorePairs(options, body, [body.query], body.documents, requestIdHeader, "rerank", "Rerank (Score)", clientSignal);
+  const r = await scorePairs(options, body, [body.query], body.documents, context, "rerank", "Rerank (Score)");
   const results = r.pairs.map((p, index) => ({ index, document: { text: body.documents[index]!, multi_modal: null }, relevance_score: p.score }));
   results.sort((a, b) => b.relevance_score - a.relevance_score);
   return { id: r.id, model: options.servedModelName, usage: { total_tokens: r.promptTokens }, results: topN > 0 ? results.slice(0, topN) : results };
@@ -105,17 +105,17 @@ const RERANK_RESPONSES = {
   400: { description: "BadRequestError", content: { "application/json": { example: { error: { message: "The model does not support Rerank (Score) API", type: "BadRequestError", param: null, code: 400 } } } } },
 };
 
-/** `track` counts the request for GET /load (server/load.ts) until its response is over. */
-export function scoreRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler()) {
+/** `track` counts the request for GET /load (server/load.ts) until its response is over; `contexts` are the app's. */
+export function scoreRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler(), contexts = new RequestContexts()) {
   const app = new Elysia({ name: "vllm-score" });
   for (const path of ["/score", "/v1/score"]) {
-    app.post(path, ({ body, headers, request }) => track(() => createScore(options, body, headers["x-request-id"] ?? null, request.signal)), {
+    app.post(path, ({ body, request }) => track(() => createScore(options, body, contexts.of(request))), {
       body: ScoreRequest,
       detail: { tags: ["vLLM"], summary: "Score text pairs", description: "On an embedding model: the cosine similarity of each pair's embeddings (vLLM's score API for embedding models).", security: [{ bearerAuth: [] }], responses: SCORE_RESPONSES },
     });
   }
   for (const path of ["/rerank", "/v1/rerank", "/v2/rerank"]) {
-    app.post(path, ({ body, headers, request }) => track(() => createRerank(options, body, headers["x-request-id"] ?? null, request.signal)), {
+    app.post(path, ({ body, request }) => track(() => createRerank(options, body, contexts.of(request))), {
       body: RerankRequest,
       detail: { tags: ["vLLM"], summary: "Rerank documents", description: "On an embedding model: the documents ordered by the cosine similarity of their embedding to the query's.", security: [{ bearerAuth: [] }], responses: RERANK_RESPONSES },
     });

@@ -9,6 +9,7 @@
  */
 import type { GrammarSpec } from "../../grammar/grammar-spec.ts";
 import type { GrammarChecker } from "../../grammar/grammar-checker.ts";
+import type { StructuredOutputsSettings } from "../../config/structured-outputs-config.ts";
 import { ApiError } from "../errors.ts";
 
 /** The wire fields this file reads (chat and completions share them). */
@@ -45,12 +46,6 @@ export interface StructuredOutputsParamsBody {
   readonly disable_additional_properties?: boolean | null;
   readonly whitespace_pattern?: string | null;
   readonly _backend?: string | null;
-}
-
-/** Server-wide settings (--structured-outputs-config). */
-export interface StructuredOutputsServerConfig {
-  /** compact JSON for every request (vLLM disable_any_whitespace) */
-  readonly disableAnyWhitespace: boolean;
 }
 
 export interface RequestGrammar {
@@ -144,7 +139,7 @@ function gatherKeys(body: StructuredOutputsBody): Map<Kind, { value: unknown; pa
  * The request's grammar (or null for free text), with every shape rule checked; the grammar itself is checked by
  * checkRequestGrammar. Throws ApiError (400) naming the field.
  */
-export function requestGrammar(body: StructuredOutputsBody, server: StructuredOutputsServerConfig): RequestGrammar | null {
+export function requestGrammar(body: StructuredOutputsBody, server: StructuredOutputsSettings): RequestGrammar | null {
   const so = body.structured_outputs;
   for (const [param, backend] of [["guided_decoding_backend", body.guided_decoding_backend], ["structured_outputs._backend", so?._backend]] as const) {
     if (backend !== undefined && backend !== null && !BACKENDS.has(backend)) {

@@ -1,14 +1,12 @@
 /**
- * Framework-free mapping from validated wire bodies (snake_case) to the GenerateRequest fields the orchestrator takes
- * (camelCase), with vLLM's semantic checks and messages (vllm/entrypoints/openai/protocol.py to_sampling_params and
- * the request validators, vllm/sampling_params.py SamplingParams._verify_args, serving_engine.py
- * _validate_input for the context-length rules): sampling ranges, n, logprobs, stream options. Throws ApiError
- * (400/404) naming the parameter.
+ * The OpenAI request rules chat and completions share, framework-free, with vLLM's messages
+ * (vllm/entrypoints/openai/protocol.py request validators): the model name, stream options and usage, request-level
+ * options fennec refuses, completions' prompt forms and token ids, the public request id. Sampling parameters and
+ * the context rules are the shared preparation's (server/generation/sampling-request.ts). Throws ApiError (400/404)
+ * naming the parameter.
  */
-import type { SamplingParams } from "../../engine/sampling-params.ts";
-import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams } from "../../engine/sampling-params.ts";
 import { ApiError, invalidParam } from "../errors.ts";
-import type { ChatCompletionBody, CompletionBody, StreamOptionsBody } from "./schemas.ts";
+import type { CompletionBody, StreamOptionsBody } from "./schemas.ts";
 import { jsonPreview } from "../../util/json-limits.ts";
 
 export interface UsageMode {
@@ -61,118 +59,11 @@ export function checkRequestOptions(body: RequestOptionsBody): void {
   }
 }
 
-/** Fields chat and completions share, already past the schema (types are right, ranges not yet checked). */
-type SharedBody = Pick<ChatCompletionBody, "n" | "temperature" | "top_p" | "top_k" | "min_p" | "presence_penalty"
-  | "frequency_penalty" | "repetition_penalty" | "logit_bias" | "seed" | "stop" | "stop_token_ids"
-  | "include_stop_str_in_output" | "ignore_eos" | "min_tokens" | "skip_special_tokens" | "prompt_logprobs" | "priority" | "cache_salt" | "kv_transfer_params">;
-
-export interface SamplingInput {
-  readonly body: SharedBody;
-  /** the requested output budget (null = up to the context) and the field it came from, for messages */
-  readonly maxTokens: number | null;
-  readonly maxTokensParam: "max_tokens" | "max_completion_tokens";
-  /** top logprobs per generated token, null = none */
-  readonly logprobs: number | null;
-  readonly vocabSize: number;
-  /** --max-logprobs; absent = vLLM's 20 */
-  readonly maxLogprobs?: number;
-}
-
 function checkTokenIds(param: string, ids: readonly number[], vocabSize: number): void {
   const bad = ids.filter((id) => id < 0 || id >= vocabSize);
   if (bad.length > 0) {
     throw invalidParam(param, `token id(s) ${jsonPreview(bad, 200)} in ${param} are out of vocabulary (size ${vocabSize}).`);
   }
-}
-
-/** Runs the engine's checks (vLLM's SamplingParams._verify_args) and turns a failure into vLLM's 400. */
-export function checkSamplingParams(params: SamplingParams, vocabSize: number, maxLogprobs?: number): void {
-  const error = validateSamplingParams(params, maxLogprobs === undefined ? { vocabSize } : { vocabSize, maxLogprobs });
-  if (error !== null) throw invalidParam(error.param, error.message, error.value);
-}
-
-/** vLLM clamps logit_bias values to this range instead of refusing them. */
-const LOGIT_BIAS_LIMIT = 100;
-
-/**
- * Sampling parameters from the wire body, checked by the engine's validator. maxTokens is the requested budget
- * (null = up to the context); resolveMaxTokens fixes it per prompt, and checkSamplingParams runs again then.
- */
-export function toSamplingParams(input: SamplingInput): SamplingParams {
-  const b = input.body;
-  const d = DEFAULT_SAMPLING_PARAMS;
-  let logitBias: Record<number, number> | null = null;
-  if (b.logit_bias) {
-    logitBias = {};
-    for (const [key, bias] of Object.entries(b.logit_bias)) {
-      if (!/^\d+$/.test(key)) throw invalidParam("logit_bias", `logit_bias keys must be token ids, got ${JSON.stringify(key)}.`);
-      logitBias[Number(key)] = Math.max(-LOGIT_BIAS_LIMIT, Math.min(LOGIT_BIAS_LIMIT, bias));
-    }
-  }
-  const params: SamplingParams = {
-    n: b.n ?? d.n,
-    temperature: b.temperature ?? d.temperature,
-    topP: b.top_p ?? d.topP,
-    topK: b.top_k ?? d.topK,
-    minP: b.min_p ?? d.minP,
-    presencePenalty: b.presence_penalty ?? d.presencePenalty,
-    frequencyPenalty: b.frequency_penalty ?? d.frequencyPenalty,
-    repetitionPenalty: b.repetition_penalty ?? d.repetitionPenalty,
-    logitBias,
-    seed: b.seed ?? null,
-    logprobs: input.logprobs,
-    promptLogprobs: b.prompt_logprobs ?? null,
-    stop: b.stop === undefined || b.stop === null ? [] : typeof b.stop === "string" ? [b.stop] : [...b.stop],
-    stopTokenIds: [...(b.stop_token_ids ?? [])],
-    includeStopStrInOutput: b.include_stop_str_in_output ?? d.includeStopStrInOutput,
-    ignoreEos: b.ignore_eos ?? d.ignoreEos,
-    minTokens: b.min_tokens ?? d.minTokens,
-    maxTokens: input.maxTokens,
-    skipSpecialTokens: b.skip_special_tokens ?? d.skipSpecialTokens,
-    structuredOutputs: null, allowedTokenIds: null, badWordsTokenIds: [],
-    priority: b.priority ?? d.priority,
-    cacheSalt: b.cache_salt ?? d.cacheSalt,
-    kvTransferParams: b.kv_transfer_params ?? null,
-  };
-  // one sequence per transfer: n children would read (and free) the same remote blocks
-  if (params.kvTransferParams !== null && params.n !== 1) throw invalidParam("kv_transfer_params", `kv_transfer_params needs n = 1 (got n = ${params.n}).`, params.n);
-  if (input.maxTokens !== null && input.maxTokens < 1) {
-    throw invalidParam(input.maxTokensParam, `${input.maxTokensParam} must be at least 1, got ${input.maxTokens}.`, input.maxTokens);
-  }
-  checkSamplingParams(params, input.vocabSize, input.maxLogprobs);
-  return params;
-}
-
-/**
- * vLLM's context-length rules: returns the output budget for this prompt, or throws its 400 messages.
- * @example resolveMaxTokens(6, 5, "max_tokens", 512) // 5
- */
-export function resolveMaxTokens(numPromptTokens: number, maxTokens: number | null, param: string, maxModelLen: number): number {
-  if (maxTokens === null) {
-    if (numPromptTokens >= maxModelLen) {
-      const what = numPromptTokens === maxModelLen ? " plus the number of requested output tokens (at least 1)" : "";
-      throw invalidParam("input_tokens", `The decoder prompt (length ${numPromptTokens})${what} is longer than the maximum model length of ${maxModelLen}. Make sure that \`max_model_len\` is no smaller than the number of text tokens.`, numPromptTokens);
-    }
-    return maxModelLen - numPromptTokens;
-  }
-  if (maxTokens > maxModelLen) {
-    throw invalidParam(param, `${param}=${maxTokens} cannot be greater than max_model_len=max_total_tokens=${maxModelLen}. Please request fewer output tokens.`, maxTokens);
-  }
-  if (numPromptTokens + maxTokens > maxModelLen) {
-    throw invalidParam("input_tokens", `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${maxTokens} output tokens and your prompt contains ${numPromptTokens} input tokens, for a total of ${numPromptTokens + maxTokens} tokens. Please reduce the length of the input prompt or the number of requested output tokens.`, numPromptTokens);
-  }
-  return maxTokens;
-}
-
-/**
- * vLLM's truncate_prompt_tokens: keep the last k tokens (left truncation); -1 keeps as many as fit beside the
- * requested output (at least one token when max_tokens is unset).
- * @example truncatePrompt([1, 2, 3, 4], 2, 512, 16) // [3, 4]
- */
-export function truncatePrompt(tokenIds: readonly number[], keep: number | null | undefined, maxModelLen: number, maxTokens: number | null): readonly number[] {
-  if (keep === undefined || keep === null) return tokenIds;
-  const limit = keep === -1 ? Math.max(0, maxModelLen - (maxTokens ?? 1)) : keep;
-  return tokenIds.length > limit ? tokenIds.slice(tokenIds.length - limit) : tokenIds;
 }
 
 /** Completions prompt forms -> one list of prompts, each text or token ids. */

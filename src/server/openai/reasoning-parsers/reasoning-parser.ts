@@ -21,7 +21,7 @@ export interface ReasoningParser {
   promptEndsReasoning(prompt: string): boolean;
   /**
    * The text of the one special token that ends the reasoning (vLLM's is_reasoning_end on token ids), or null when
-   * the end is not a single token: a structured-output grammar then starts after that token (chat-completions.ts
+   * the end is not a single token: a structured-output grammar then starts after that token (chat-completion/prepare.ts
    * reasoningGate), or, for null, holds from the first token and the output is all content.
    */
   readonly endToken: string | null;

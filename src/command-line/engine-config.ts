@@ -1,0 +1,90 @@
+/**
+ * The engine flags (vLLM names) of serve, run-batch, chat and bench -> EngineArgs, with vLLM's start-up warnings.
+ * Ranges were checked when the flags were parsed (FLAGS' min/max); the JSON flags are checked by config/'s parsers.
+ */
+import type { EngineArgs } from "../config/engine-args.ts";
+import { kvCacheDtypeOf } from "../config/cache-dtype.ts";
+import { parseKvTransfer } from "../config/kv-transfer-config.ts";
+import { parseHfOverrides, parsePoolerConfig, type Matryoshka, type PoolerConfig, type RunnerOption } from "../config/pooler-config.ts";
+import { err, ok, type Result } from "../util/result.ts";
+import type { Options } from "./flags.ts";
+import { deviceOf, intOrNull, stringOrNull } from "./flag-values.ts";
+import { speculativeConfigFromFlags } from "./speculative-flags.ts";
+
+/** --max-num-batched-tokens when not given (a bidirectional model raises it to max-model-len: engine.ts stepTokenBudget) */
+const DEFAULT_MAX_NUM_BATCHED_TOKENS = 512;
+
+/** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (FLAGS' min/max). */
+export function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
+  const kvCacheDtype = kvCacheDtypeOf(String(options["kv-cache-dtype"] ?? "auto"), deviceOf(options.device));
+  if (!kvCacheDtype.ok) return kvCacheDtype;
+  const dtypeWarnings = kvCacheDtype.value === "fp8" || kvCacheDtype.value === "fp8_e4m3"
+    ? [`Using ${kvCacheDtype.value} data type to store kv cache. It reduces the GPU memory footprint and boosts the performance. Meanwhile, it may cause accuracy drop without a proper scaling factor`]
+    : [];
+  const enablePrefixCaching = options["no-enable-prefix-caching"] !== true;
+  const transfer = parseKvTransfer({
+    kvOffloadingSize: typeof options["kv-offloading-size"] === "number" ? options["kv-offloading-size"] : null,
+    kvOffloadingBackend: String(options["kv-offloading-backend"] ?? "native"),
+    kvTransferConfig: stringOrNull(options["kv-transfer-config"]),
+    useSimpleKvOffload: env["VLLM_USE_SIMPLE_KV_OFFLOAD"] === "1",
+    sideChannelHost: env["VLLM_NIXL_SIDE_CHANNEL_HOST"] ?? null,
+    sideChannelPort: env["VLLM_NIXL_SIDE_CHANNEL_PORT"] ?? null,
+    enablePrefixCaching,
+  }, Number(options["block-size"]));
+  if (!transfer.ok) return transfer;
+  const speculative = speculativeConfigFromFlags(options);
+  if (!speculative.ok) return speculative;
+  const pooling = poolingFlags(options);
+  if (!pooling.ok) return pooling;
+  return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings], engine: {
+    kvCacheDtype: kvCacheDtype.value,
+    kvOffload: transfer.value.config,
+    kvPeer: transfer.value.peer ?? null,
+    seed: intOrNull(options.seed),
+    kvCacheMemoryFraction: typeof options["gpu-memory-utilization"] === "number" ? options["gpu-memory-utilization"] : null,
+    maxNumSeqs: Number(options["max-num-seqs"]),
+    maxNumBatchedTokens: intOrNull(options["max-num-batched-tokens"]) ?? DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    maxNumBatchedTokensGiven: intOrNull(options["max-num-batched-tokens"]) !== null,
+    maxModelLen: intOrNull(options["max-model-len"]),
+    blockSize: Number(options["block-size"]),
+    kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
+    enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
+    disableHybridKvCacheManager: options["disable-hybrid-kv-cache-manager"] === true,
+    threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
+    device: deviceOf(options.device),
+    speculativeConfig: speculative.value,
+    schedulingPolicy: options["scheduling-policy"] === "priority" ? "priority" : "fcfs",
+    runner: pooling.value.runner,
+    poolerConfig: pooling.value.poolerConfig,
+    matryoshka: pooling.value.matryoshka,
+  } });
+}
+
+/** --runner, --convert and --pooler-config (vLLM: --convert embed with runner auto means pooling). */
+function poolingFlags(options: Options): Result<{ runner: RunnerOption; poolerConfig: PoolerConfig | null; matryoshka: Matryoshka | null }> {
+  const overrides = stringOrNull(options["hf-overrides"]);
+  const parsedOverrides = overrides === null ? ok(null) : parseHfOverrides(overrides);
+  if (!parsedOverrides.ok) return parsedOverrides;
+  const matryoshka = parsedOverrides.value;
+  const convert = stringOrNull(options.convert) ?? "auto";
+  if (convert !== "auto" && convert !== "none" && convert !== "embed") {
+    if (convert === "classify" || convert === "reward") return err(`--convert ${convert} is not supported: fennec serves embedding models (--convert embed) and generation, not classifiers or reward models`);
+    return err(`--convert must be one of auto, none, embed, classify, reward (got "${convert}")`);
+  }
+  // vLLM's deprecated --task: embed / embedding mean --runner pooling --convert embed
+  const task = stringOrNull(options.task) ?? "auto";
+  if (!["auto", "generate", "embed", "embedding"].includes(task)) {
+    return err(`--task ${task} is not supported: fennec serves text generation and embeddings (--runner pooling), not classify / score / reward / transcription / draft models`);
+  }
+  const embed = convert === "embed" || task === "embed" || task === "embedding";
+  const runnerFlag = (stringOrNull(options.runner) ?? "auto") as RunnerOption;
+  if (embed && runnerFlag === "generate") return err(`--${convert === "embed" ? "convert" : "task"} embed makes a pooling model: it cannot be combined with --runner generate`);
+  const runner: RunnerOption = embed ? "pooling" : runnerFlag;
+  if (matryoshka !== null && runner === "generate") return err("--hf-overrides matryoshka keys need a pooling model: they cannot be combined with --runner generate");
+  const raw = stringOrNull(options["pooler-config"]);
+  if (raw === null) return ok({ runner, poolerConfig: null, matryoshka });
+  const poolerConfig = parsePoolerConfig(raw);
+  if (!poolerConfig.ok) return poolerConfig;
+  if (runner === "generate") return err("--pooler-config needs a pooling model: it cannot be combined with --runner generate");
+  return ok({ runner, poolerConfig: poolerConfig.value, matryoshka });
+}
