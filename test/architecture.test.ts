@@ -42,6 +42,9 @@ const RULES: readonly Rule[] = [
   { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
   // structured outputs on xgrammar: the grammar thread (engine side) and the checker (main side) share grammar-spec.ts
   { files: /^grammar\//, may: [/^grammar\//, CONFIG, /^util\//], packages: [/^@mlc-ai\/web-xgrammar$/] },
+  // KV cache events (vLLM kv_events.py): block hashing and event records (both threads: the worker builds them), the
+  // ZMTP publisher (main thread, fed by step messages); nothing of the engine's own
+  { files: /^kv-events\//, may: [/^kv-events\//, /^util\//], packages: [/^@msgpack\/msgpack$/, /^cborg$/] },
   // engine files run in the Worker (and hold the contracts both threads share): never text, HTTP, pipelines or metrics;
   // load-runner.ts builds the concrete backend in the worker and hands it to the model; the grammar thread's client
   // gives the sampler its bitmasks
