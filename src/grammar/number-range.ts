@@ -145,6 +145,11 @@ const alt = (options: (Expr | null)[]): Expr | null => {
 };
 const digitClass = (lo: number, hi: number): Expr => (lo === hi ? `"${lo}"` : `[${lo}-${hi}]`);
 const repeat = (e: Expr, min: number, max: number): Expr => (max === 0 ? '""' : min === max ? (min === 1 ? e : `${e}{${min}}`) : `${e}{${min},${max}}`);
+/**
+ * Fraction digits once the number has left both bounds behind: K is long only to follow a bound with many digits
+ * (1e-300); free digits past MIN_FRACTION_DIGITS add nothing a model needs and make xgrammar's matcher crawl.
+ */
+const freeDigits = (k: number): number => Math.min(k, MIN_FRACTION_DIGITS);
 /** K free fraction digits after the point, or none */
 const freeFraction = (k: number): Expr => (k === 0 ? '""' : `( "." [0-9]{1,${k}} )?`);
 
@@ -158,6 +163,7 @@ function fixedLength(rules: RuleSet, n: number, k: number, lo: Bound | null, hi:
   const digit = (s: string, pos: number): number => (pos < s.length ? s.charCodeAt(pos) - 48 : 0);
   const restZero = (s: string, pos: number): boolean => !/[1-9]/.test(s.slice(pos));
   const memo = new Map<string, Expr | null>();
+  const free = freeDigits(k);
   /** the digit at pos, then cont(pos + 1, loT', hiT') */
   const digitStep = (pos: number, loT: boolean, hiT: boolean, cont: (pos: number, loT: boolean, hiT: boolean) => Expr | null): (Expr | null)[] => {
     const low = loT ? digit(loDigits, pos) : pos === 0 && n > 1 ? 1 : 0, high = hiT ? digit(hiDigits, pos) : 9;
@@ -183,8 +189,8 @@ function fixedLength(rules: RuleSet, n: number, k: number, lo: Bound | null, hi:
   /** the rest after pos digits: integer digits below n, the point at n, then pos - n fraction digits written */
   const state = (pos: number, loT: boolean, hiT: boolean): Expr | null => {
     if (!loT && !hiT) {
-      if (pos < n) return [pos === 0 && n > 1 ? "[1-9]" : "[0-9]", ...(n - pos - 1 > 0 ? [repeat("[0-9]", n - pos - 1, n - pos - 1)] : []), ...(k > 0 ? [freeFraction(k)] : [])].join(" ");
-      return pos === n ? freeFraction(k) : repeat("[0-9]", 0, k - (pos - n));
+      if (pos < n) return [pos === 0 && n > 1 ? "[1-9]" : "[0-9]", ...(n - pos - 1 > 0 ? [repeat("[0-9]", n - pos - 1, n - pos - 1)] : []), ...(k > 0 ? [freeFraction(free)] : [])].join(" ");
+      return pos === n ? freeFraction(free) : repeat("[0-9]", 0, Math.min(k - (pos - n), free));
     }
     return rule(`s${pos} ${loT} ${hiT}`, () => {
       if (pos < n) return alt(digitStep(pos, loT, hiT, state));
@@ -206,7 +212,7 @@ function magnitudes(rules: RuleSet, k: number, lo: Bound, hi: Bound | null): Exp
   const la = lo.int.length, lb = hi ? hi.int.length : Infinity;
   if (lb < la) return null;
   if (lb === la) return fixedLength(rules, la, k, lo, hi);
-  const tail = k > 0 ? ` ${freeFraction(k)}` : "";
+  const tail = k > 0 ? ` ${freeFraction(freeDigits(k))}` : "";
   // lengths strictly between the bounds' are free: a first digit 1-9, then la.. more digits
   const middle = hi === null ? `[1-9] [0-9]{${la}} [0-9]*${tail}` : lb - la >= 2 ? `[1-9] ${repeat("[0-9]", la, lb - 2)}${tail}` : null;
   return alt([fixedLength(rules, la, k, lo, null), middle, hi ? fixedLength(rules, lb, k, null, hi) : null]);
