@@ -7,8 +7,9 @@
  *
  * The language: "-"? ("0" | [1-9][0-9]*) ("." [0-9]{1,K})?, never "-0", no exponent; every string it accepts is a JSON
  * number whose double value is inside the range (validators compare doubles, so exclusive bounds near a double's
- * spacing become the next double inward, inclusive); every double in the range, written plainly with at most K
- * fraction digits, is accepted.
+ * spacing become the next double inward, inclusive); every double in the range, written plainly (its shortest form)
+ * with at most 6 fraction digits, is accepted. K is one more than the bounds' fraction digits (at least 6): the
+ * digits that follow a bound closely may run to K, free digits after both bounds are left behind stop at 6.
  * @example numberRangeEbnf("r", { integer: true, minimum: 0, maximum: 120 }) // rules for 0..120
  */
 

@@ -1,7 +1,8 @@
 /**
  * Number ranges under structured outputs, end to end in the compiled binary: 200 random schemas with ranges (random
  * bounds, inclusive and exclusive, integers and numbers, nested objects, arrays of them), each asked for n: 3 choices
- * once streamed and once not; every returned document must parse and validate with ajv against its schema.
+ * once streamed and once not; every returned document must parse and validate with ajv against its schema. xgrammar's
+ * own range rules failed this (integer maximum 120 let 126 through in one choice of three).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
@@ -22,7 +23,7 @@ let base = "";
 beforeAll(async () => {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run npx bun run build.ts first`);
   const port = freePort();
-  server = Bun.spawn([BINARY, "serve", "--port", String(port), "--structured-outputs-config", '{"backend": "auto", "disable_any_whitespace": true}'], { stdout: "ignore", stderr: "pipe" });
+  server = Bun.spawn([BINARY, "serve", "--port", String(port), "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}'], { stdout: "ignore", stderr: "pipe" });
   base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 600; i++) {
     if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) break;
@@ -38,7 +39,9 @@ type Schema = Record<string, unknown>;
 
 /** schema i: ranges inside one of a few shapes */
 function randomSchema(random: () => number, i: number): Schema {
-  const r = (): Schema => ({ ...randomRange(random, false) });
+  // both bounds: under a one-sided range a random-weight model's digits can run past max_tokens (the unit tests
+  // cover one-sided ranges)
+  const r = (): Schema => ({ ...randomRange(random, false, true) });
   const shapes: (() => Schema)[] = [
     () => r(),
     () => ({ type: "object", properties: { x: r(), y: r() }, required: ["x", "y"] }),
