@@ -11,6 +11,8 @@ import { numberRangeEbnf, resolveRange, type NumberRange } from "./number-range.
 const RANGE_KEYS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] as const;
 /** keys whose values are data, not schemas */
 const DATA_KEYS = new Set(["enum", "const", "default", "examples"]);
+/** keys whose values map names to schemas */
+const SCHEMA_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
 
 interface Found {
   readonly marker: string;
@@ -29,7 +31,13 @@ function rewrite(node: unknown, prefix: string, found: Found[]): unknown {
   if (typeof node !== "object" || node === null) return node;
   const s = node as Record<string, unknown>;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(s)) out[key] = DATA_KEYS.has(key) ? value : rewrite(value, prefix, found);
+  for (const [key, value] of Object.entries(s)) {
+    if (DATA_KEYS.has(key)) out[key] = value;
+    // a map of names to schemas: a property may be called "enum" or "const" and still be a schema
+    else if (SCHEMA_MAPS.has(key) && typeof value === "object" && value !== null && !Array.isArray(value)) {
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, rewrite(sub, prefix, found)]));
+    } else out[key] = rewrite(value, prefix, found);
+  }
   const types = Array.isArray(s.type) ? s.type : [s.type];
   const numeric = types.includes("number") || types.includes("integer");
   if (!numeric || !RANGE_KEYS.some((k) => k in s)) return out;

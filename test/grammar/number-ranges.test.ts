@@ -71,12 +71,13 @@ describe("number-range: every accepted string is in the range, in-range numbers 
 
   test("a string constant marker never leaks: nested objects and arrays of ranges, [\"integer\", \"null\"], enum filtered", async () => {
     const schema = {
-      type: "object", required: ["a", "b", "c", "d"],
+      type: "object", required: ["a", "b", "c", "d", "enum"],
       properties: {
         a: { type: "array", items: { type: "object", properties: { v: { type: "number", exclusiveMinimum: -1, maximum: 1 } }, required: ["v"] } },
         b: { type: ["integer", "null"], minimum: 3, exclusiveMaximum: 5 },
         c: { type: "integer", enum: [1, 5, 9], minimum: 2 },
         d: { $ref: "#/$defs/pct" },
+        enum: { type: "integer", minimum: 1, maximum: 2 },
       },
       $defs: { pct: { type: "number", minimum: 0, maximum: 100 } },
     };
@@ -84,9 +85,11 @@ describe("number-range: every accepted string is in the range, in-range numbers 
     expect(ebnf).not.toContain('\\"fennec_range_');
     const g = await xg.Grammar.fromEBNF(ebnf);
     const accept = (s: string): Promise<boolean> => xg.Testings.isGrammarAcceptString(g, s);
-    expect(await accept('{"a": [{"v": -0.5}, {"v": 1}], "b": null, "c": 5, "d": 100}')).toBe(true);
-    expect(await accept('{"a": [], "b": 4, "c": 9, "d": 0.25}')).toBe(true);
-    for (const bad of ['{"a": [{"v": -1}], "b": 4, "c": 5, "d": 1}', '{"a": [], "b": 5, "c": 5, "d": 1}', '{"a": [], "b": 4, "c": 1, "d": 1}', '{"a": [], "b": 4, "c": 5, "d": 100.5}']) {
+    expect(await accept('{"a": [{"v": -0.5}, {"v": 1}], "b": null, "c": 5, "d": 100, "enum": 2}')).toBe(true);
+    expect(await accept('{"a": [], "b": 4, "c": 9, "d": 0.25, "enum": 1}')).toBe(true);
+    const bads = ['{"a": [{"v": -1}], "b": 4, "c": 5, "d": 1, "enum": 1}', '{"a": [], "b": 5, "c": 5, "d": 1, "enum": 1}', '{"a": [], "b": 4, "c": 1, "d": 1, "enum": 1}',
+      '{"a": [], "b": 4, "c": 5, "d": 100.5, "enum": 1}', '{"a": [], "b": 4, "c": 5, "d": 1, "enum": 3}'];
+    for (const bad of bads) {
       expect([bad, await accept(bad)]).toEqual([bad, false]);
     }
   });
