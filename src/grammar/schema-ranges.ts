@@ -38,9 +38,15 @@ function rewrite(node: unknown, prefix: string, found: Found[]): unknown {
       out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, rewrite(sub, prefix, found)]));
     } else out[key] = rewrite(value, prefix, found);
   }
-  const types = Array.isArray(s.type) ? s.type : [s.type];
+  if (!RANGE_KEYS.some((k) => k in s)) return out;
+  // the ranged node becomes a rule of its own: a combinator beside the range would be lost with the node
+  const combinator = ["anyOf", "oneOf", "allOf", "$ref", "not", "if"].find((k) => k in s);
+  if (combinator) throw new Error(`${RANGE_KEYS.find((k) => k in s)} beside ${combinator} in one schema is not supported: give the ranged number its own {"type": "number", ...}`);
+  // a range without a type binds numbers only; xgrammar would drop it, so every type is spelled out, numbers ranged
+  const untyped = s.type === undefined;
+  const types = untyped ? ["number", "string", "boolean", "null", "array", "object"] : Array.isArray(s.type) ? s.type : [s.type];
   const numeric = types.includes("number") || types.includes("integer");
-  if (!numeric || !RANGE_KEYS.some((k) => k in s)) return out;
+  if (!numeric) return out;
   const range: NumberRange = { integer: !types.includes("number"), ...Object.fromEntries(RANGE_KEYS.filter((k) => k in s).map((k) => [k, s[k]])) };
   resolveRange(range); // a bad or empty range fails here, naming its keywords
   for (const k of RANGE_KEYS) delete out[k];

@@ -94,6 +94,14 @@ describe("number-range: every accepted string is in the range, in-range numbers 
     }
   });
 
+  test("a range without a type binds numbers only (xgrammar drops it); beside a combinator it is refused, naming both", async () => {
+    const g = await xg.Grammar.fromEBNF(await jsonSchemaEbnf(xg, JSON.stringify({ minimum: 0, maximum: 120 }), false));
+    for (const s of ["120", "0", '"x"', "true", "null", "[1]", '{"a": 1}']) expect([s, await xg.Testings.isGrammarAcceptString(g, s)]).toEqual([s, true]);
+    for (const s of ["126", "-1", "120.5"]) expect([s, await xg.Testings.isGrammarAcceptString(g, s)]).toEqual([s, false]);
+    await expect(jsonSchemaEbnf(xg, JSON.stringify({ anyOf: [{ type: "integer" }], maximum: 120 }), false)).rejects.toThrow("maximum beside anyOf in one schema is not supported");
+    await expect(jsonSchemaEbnf(xg, JSON.stringify({ type: "integer", allOf: [{ minimum: 3 }], maximum: 120 }), false)).rejects.toThrow("maximum beside allOf in one schema is not supported");
+  });
+
   test("huge and tiny bounds: 1e300 and 1e-300 are exact", async () => {
     const big = await grammarOf({ type: "integer", exclusiveMaximum: 1e300, minimum: 1e299 });
     // 300 nines parse to 1e300 itself: the largest accepted is the double below it, written plainly
