@@ -5,6 +5,7 @@
  * (grammar-worker.ts: the compiled grammar and its matchers), so both build exactly the same grammar.
  */
 import type { CompiledGrammar, Grammar, GrammarCompiler, Testings } from "@mlc-ai/web-xgrammar";
+import { withNumberRanges } from "./schema-ranges.ts";
 
 export type GrammarSpec = GrammarConstraint & ReasoningGate;
 
@@ -96,12 +97,13 @@ const LENGTH_STRING_CHAR = /\[\^\\?"\\\\\\r\\n\]/g;
 const JSON_STRING_CHAR = String.raw`[^\0-\x1f"\\]`;
 
 /**
- * The JSON schema's grammar as EBNF, with the one fix fennec makes to xgrammar's output: length-bounded strings no
+ * The JSON schema's grammar as EBNF, with the two fixes fennec makes to xgrammar's output: number ranges are exact
+ * rules of fennec's own (schema-ranges.ts; xgrammar's let 126 under maximum 120), and length-bounded strings no
  * longer admit raw control characters (xgrammar emits `[^"\\\r\n]` there, so a model could write invalid JSON).
  * Everything else is xgrammar's converter, untouched.
  */
 export async function jsonSchemaEbnf(xg: XGrammarModule, schema: string, anyWhitespace: boolean): Promise<string> {
-  const ebnf = await xg.Testings._jsonSchemaToEBNF(schema, ...jsonArgs(anyWhitespace));
+  const ebnf = await withNumberRanges(schema, (s) => xg.Testings._jsonSchemaToEBNF(s, ...jsonArgs(anyWhitespace)));
   return ebnf.replace(LENGTH_STRING_CHAR, JSON_STRING_CHAR);
 }
 

@@ -89,6 +89,28 @@ describe("grammar-constrained greedy decoding in the engine", () => {
     expect(a.outputs.get("alone")!.finishReason).toBe("stop");
   });
 
+  test("n > 1 under an integer range: every child (`${i}_id`, seed + i, its own matcher) stays inside it", async () => {
+    // xgrammar's own rule for maximum 120 is "1" [0-2] [0-9]: one child of three wrote 126
+    const schema = { type: "object", properties: { age: { type: "integer", minimum: 0, maximum: 120 }, t: { type: "number", exclusiveMinimum: -1, maximum: 1.5 } }, required: ["age", "t"] };
+    const spec: GrammarSpec = { kind: "json", schema: JSON.stringify(schema), anyWhitespace: false };
+    const engine = makeEngine();
+    const ids: string[] = [];
+    for (let parent = 0; parent < 12; parent++) {
+      for (let i = 0; i < 3; i++) {
+        ids.push(`${i}_p${parent}`);
+        engine.addRequest(request(`${i}_p${parent}`, PROMPT, { maxTokens: 40, temperature: 1, seed: parent * 10 + i, structuredOutputs: spec }, [...tok.stopIds]));
+      }
+    }
+    const { outputs, errors } = await runToCompletion(engine);
+    expect(errors.size).toBe(0);
+    const texts = ids.map((id) => tok.decode(outputs.get(id)!.tokens));
+    expect(new Set(texts).size).toBeGreaterThan(1); // the children sampled apart
+    for (const text of texts) {
+      const doc = JSON.parse(text) as { age: number; t: number };
+      expect([text, Number.isInteger(doc.age) && doc.age >= 0 && doc.age <= 120 && doc.t > -1 && doc.t <= 1.5]).toEqual([text, true]);
+    }
+  });
+
   test("a request waits in the queue while its grammar compiles; others run", async () => {
     const engine = makeEngine();
     const spec: GrammarSpec = { kind: "json", schema: JSON.stringify({ type: "object", properties: { fresh: { type: "string", pattern: "^x+$" } } }), anyWhitespace: true };

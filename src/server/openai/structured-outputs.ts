@@ -79,9 +79,7 @@ export function unsupportedJsonFeature(schema: unknown): string | null {
   const s = schema as Record<string, unknown>;
   const types = Array.isArray(s.type) ? s.type : [s.type];
   if ((types.includes("integer") || types.includes("number")) && "multipleOf" in s) return "multipleOf";
-  // xgrammar 0.1.27's ranges for non-integer numbers are unsound (maximum 1 lets "1.18" through, exclusiveMaximum 5
-  // lets "5", minimum 0.5 lets "0x5"): refused rather than answered with numbers outside the range. Integers are exact.
-  if (types.includes("number")) for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) if (k in s) return `${k} on a number (xgrammar enforces ranges on integers only; use "type": "integer" or an enum)`;
+  // number ranges are served: grammar/schema-ranges.ts builds exact rules for them (vLLM's auto backend: llguidance)
   if (types.includes("array")) for (const k of ["uniqueItems", "contains", "minContains", "maxContains"]) if (k in s) return k;
   if (types.includes("string") && typeof s.format === "string" && !XGRAMMAR_STRING_FORMATS.has(s.format)) return `format "${s.format}"`;
   if (types.includes("object")) for (const k of ["patternProperties", "propertyNames"]) if (k in s) return k;
