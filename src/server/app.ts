@@ -13,7 +13,7 @@ import { createCors, DEFAULT_CORS } from "./cors.ts";
 import { applyRequestDefaults, type RequestDefaults } from "./request-defaults.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
-import { healthRoutes } from "./health.ts";
+import { BODY_IGNORED_PATHS, healthRoutes } from "./health.ts";
 import { bodyBytes, headerBytes } from "./http-metrics.ts";
 import { createServerLoad, loadRoutes } from "./load.ts";
 import { chatCompletionsRoutes } from "./openai/chat-completion/route.ts";
@@ -90,6 +90,7 @@ export function createApp(options: ServerOptions) {
     })
     .onParse(async ({ request, contentType }) => {
       if (!contentType.startsWith("application/json")) return undefined;
+      if (BODY_IGNORED_PATHS.has(new URL(request.url).pathname)) return null;
       const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes);
       contexts.of(request).rawBodyText = rawText;
       applyRequestDefaults(new URL(request.url).pathname, body, requestDefaults);

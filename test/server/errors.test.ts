@@ -294,3 +294,34 @@ describe("docs", () => {
     expect(Object.keys(responses["200"].content)).toEqual(["application/json", "text/event-stream"]);
   });
 });
+
+describe("messages that say what is wrong", () => {
+  test("POST /tokenize {}: neither `prompt` nor `messages` (pydantic's missing fields of both request forms)", async () => {
+    const s = testServer();
+    const err = await expectError(await s.call("POST", "/tokenize", {}), 400, "prompt", /^2 validation errors: 'prompt' is required \(completion form\), 'messages' is required \(chat form\)$/);
+    expect(err.error.message).not.toContain("not both");
+    // both given is still the other message
+    await expectError(await s.call("POST", "/tokenize", { prompt: "a", messages: [{ role: "user", content: "a" }] }), 400, "messages", /not both/);
+  });
+
+  test('a content part {"type":"text"} with no `text` names the missing field', async () => {
+    const s = testServer();
+    for (const path of ["/v1/chat/completions", "/tokenize"]) {
+      const err = await expectError(await s.call("POST", path, { messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "text" }] }] }), 400,
+        "messages[0].content[1].text", /^1 validation error: 'messages\[0\]\.content\[1\]\.text' is required$/);
+      expect(err.error.message).not.toContain("only text parts");
+    }
+    // another part type is still "only text parts"
+    await expectError(await s.call("POST", "/v1/chat/completions", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }), 400,
+      "messages[0].content[0].type", /only text parts are supported \(got type "image_url"\)/);
+  });
+
+  test("POST /ping ignores its body, as vLLM does: empty JSON, {} and garbage are all 200", async () => {
+    const s = testServer();
+    for (const body of ["", "{}", "not json"]) {
+      const res = await s.app.handle(new Request("http://localhost/ping", { method: "POST", headers: { "content-type": "application/json" }, body }));
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("");
+    }
+  });
+});
