@@ -9,7 +9,15 @@ import { workerEntryUrl } from "../util/compiled-entry.ts";
 import { MAX_JSON_DEPTH, nestingError } from "./body-limits.ts";
 import { NestingScanner } from "../util/json-limits.ts";
 import { ApiError } from "./errors.ts";
-import type { FromJsonParser, ToJsonParser } from "./json-parse-worker.ts";
+import type { FromJsonParser, PromptCharBound, ToJsonParser } from "./json-parse-worker.ts";
+
+/**
+ * The route's prompt bound for a large body (server/openai/prompt-text.ts promptBoundFor): the Worker counts the
+ * prompt's characters and the main thread only builds the route's own 400 from the count.
+ */
+export interface PromptBound extends PromptCharBound {
+  readonly refuse: (numChars: number) => ApiError;
+}
 
 /** Bodies larger than this are parsed off the main thread (about a millisecond of parsing stays inline). */
 export const OFF_THREAD_BYTES = 1024 * 1024;
@@ -80,22 +88,23 @@ export function startJsonParser(): void {
   parser = state;
 }
 
-function parseOffThread(body: ArrayBuffer, length: number): Promise<FromJsonParser> {
+function parseOffThread(body: ArrayBuffer, length: number, prompt: PromptCharBound | undefined): Promise<FromJsonParser> {
   startJsonParser();
   const state = parser!;
   const id = state.nextId++;
   return new Promise((resolve) => {
     state.pending.set(id, resolve);
-    state.worker.postMessage({ id, body, length, maxDepth: MAX_JSON_DEPTH } satisfies ToJsonParser, [body]);
+    state.worker.postMessage({ id, body, length, maxDepth: MAX_JSON_DEPTH, ...(prompt !== undefined ? { prompt } : {}) } satisfies ToJsonParser, [body]);
   });
 }
 
 /**
  * The body as a JSON object. Small bodies are decoded and checked chunk by chunk as they arrive and parsed here, their
  * text returned as `rawText` for error messages (Elysia converts values before validating them); large ones are parsed
- * by the Worker (no raw text kept: re-parsing it for a message would cost what the Worker saved).
+ * by the Worker (no raw text kept: re-parsing it for a message would cost what the Worker saved), which also refuses a
+ * prompt over `promptBound` there (the route checks small bodies itself, with the same words).
  */
-export async function parseJsonObject(request: Request, maxBytes: number): Promise<{ body: Record<string, unknown>; rawText: string | null }> {
+export async function parseJsonObject(request: Request, maxBytes: number, promptBound: PromptBound | null = null): Promise<{ body: Record<string, unknown>; rawText: string | null }> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   let large: ByteAccumulator | null = null;
   const inlineChunks: Uint8Array[] = [];
@@ -135,8 +144,12 @@ export async function parseJsonObject(request: Request, maxBytes: number): Promi
     rawText = text;
   } else {
     const accumulated = (large as ByteAccumulator | null)!;
-    const reply = await parseOffThread(accumulated.take(), accumulated.length);
-    if (!reply.ok) throw reply.problem.startsWith("nesting: ") ? nestingError(reply.problem.slice("nesting: ".length)) : notJson();
+    const bound = promptBound === null ? undefined : { field: promptBound.field, maxChars: promptBound.maxChars };
+    const reply = await parseOffThread(accumulated.take(), accumulated.length, bound);
+    if (!reply.ok) {
+      if (reply.problem === "prompt" && promptBound !== null) throw promptBound.refuse(reply.numChars ?? 0);
+      throw reply.problem.startsWith("nesting: ") ? nestingError(reply.problem.slice("nesting: ".length)) : notJson();
+    }
     value = reply.value;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError("invalidBody", "Request body must be a JSON object");

@@ -325,3 +325,37 @@ describe("messages that say what is wrong", () => {
     }
   });
 });
+
+describe("a prompt too long for the model in a large body (refused by the parser Worker)", () => {
+  /** the fake tokenizer has one character per token: its longest token is 1 character */
+  const bounded = () => {
+    const s = testServer({}, { maxModelLen: 256 });
+    (s.fake.tokenizer as { maxTokenChars?: number }).maxTokenChars = 1;
+    return s;
+  };
+  const big = "x".repeat(2_000_000); // over the 1 MiB a body is parsed inline up to
+  const small = "x".repeat(300_000);
+
+  test("completions (a string and a list) and chat: the route's own 400, param and words, whatever the body's size", async () => {
+    const s = bounded();
+    const cases = [
+      ["/v1/completions", (p: string) => ({ prompt: p }), "prompt"],
+      ["/v1/completions", (p: string) => ({ prompt: ["short", p] }), "prompt"],
+      ["/v1/chat/completions", (p: string) => ({ messages: [{ role: "user", content: [{ type: "text", text: p }] }] }), "messages"],
+    ] as const;
+    for (const [path, body, param] of cases) {
+      for (const text of [small, big]) {
+        await expectError(await s.call("POST", path, body(text)), 400, param,
+          new RegExp(`^The prompt has ${text.length} characters; it cannot fit the maximum model length of 256 tokens \\(at most 256 characters: 256 tokens x 1, the vocabulary's longest token\\)\\. Shorten the prompt\\.$`));
+      }
+    }
+    expect(s.fake.requests).toHaveLength(0);
+  });
+
+  test("truncate_prompt_tokens: not bounded by characters (vLLM tokenizes it whole, then keeps the tail)", async () => {
+    const s = bounded();
+    const res = await s.call("POST", "/v1/completions", { prompt: big, truncate_prompt_tokens: 8, max_tokens: 2 });
+    expect(res.status).toBe(200);
+    expect(s.fake.requests[0]!.promptTokenIds).toHaveLength(8);
+  });
+});
