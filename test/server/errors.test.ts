@@ -359,3 +359,34 @@ describe("a prompt too long for the model in a large body (refused by the parser
     expect(s.fake.requests[0]!.promptTokenIds).toHaveLength(8);
   });
 });
+
+describe("large bodies (parsed in the Worker from the chunks as they arrived)", () => {
+  /** a POST whose body arrives in `size`-byte chunks (cut anywhere, inside UTF-8 sequences too) */
+  const chunked = (s: ReturnType<typeof testServer>, path: string, text: string, size: number) => {
+    const bytes = new TextEncoder().encode(text);
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < bytes.length; i += size) controller.enqueue(bytes.slice(i, i + size));
+        controller.close();
+      },
+    });
+    return s.app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body, duplex: "half" } as RequestInit));
+  };
+
+  test("multi-byte characters cut between chunks are joined: the same tokens as the whole text", async () => {
+    const s = testServer();
+    const prompt = "é€😀a".repeat(150_000); // 1.65 MB of UTF-8
+    const res = await chunked(s, "/tokenize", JSON.stringify({ prompt, add_special_tokens: false }), 65_537);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { count: number };
+    const direct = (await (await s.call("POST", "/tokenize", { prompt: prompt.slice(0, 50), add_special_tokens: false })).json()) as { count: number };
+    expect(body.count).toBe(direct.count * 15_000);
+  });
+
+  test("not JSON, or nesting past the limit, over the inline size: the same 400s as a small body", async () => {
+    const s = testServer();
+    await expectError(await chunked(s, "/v1/completions", `{"prompt": "${"x".repeat(2_000_000)}"`, 100_000), 400, null, /^Request body is not valid JSON$/);
+    await expectError(await chunked(s, "/v1/completions", `{"prompt": "${"x".repeat(2_000_000)}", "a": ${"[".repeat(200)}1${"]".repeat(200)}}`, 100_000), 400, null,
+      /^Request body is refused: its JSON nesting is deeper than the limit of 128 levels/);
+  });
+});
