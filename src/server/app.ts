@@ -13,7 +13,7 @@ import { createCors, DEFAULT_CORS } from "./cors.ts";
 import { applyRequestDefaults, type RequestDefaults } from "./request-defaults.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
-import { healthRoutes } from "./health.ts";
+import { BODY_IGNORED_PATHS, healthRoutes } from "./health.ts";
 import { bodyBytes, headerBytes } from "./http-metrics.ts";
 import { createServerLoad, loadRoutes } from "./load.ts";
 import { chatCompletionsRoutes } from "./openai/chat-completion/route.ts";
@@ -25,6 +25,7 @@ import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
 import { parseJsonObject, startJsonParser } from "./request-body.ts";
+import { promptBoundFor } from "./openai/prompt-text.ts";
 import { RequestContexts } from "./request-context.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
@@ -90,9 +91,12 @@ export function createApp(options: ServerOptions) {
     })
     .onParse(async ({ request, contentType }) => {
       if (!contentType.startsWith("application/json")) return undefined;
-      const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes);
+      const pathname = new URL(request.url).pathname;
+      if (BODY_IGNORED_PATHS.has(pathname)) return null;
+      const { orchestrator } = options;
+      const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes, promptBoundFor(pathname, orchestrator.tokenizer, orchestrator.maxModelLen));
       contexts.of(request).rawBodyText = rawText;
-      applyRequestDefaults(new URL(request.url).pathname, body, requestDefaults);
+      applyRequestDefaults(pathname, body, requestDefaults);
       return body;
     })
     // before the routes: Elysia applies a hook only to routes registered after it

@@ -3,6 +3,9 @@ import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { ServerOptions } from "./server-options.ts";
 
+/** POST routes whose body vLLM never reads (app.ts does not parse it): an empty or non-JSON ping is no error. */
+export const BODY_IGNORED_PATHS: ReadonlySet<string> = new Set(["/ping"]);
+
 function health(options: ServerOptions): Response {
   return new Response(null, { status: options.orchestrator.isHealthy() ? 200 : 503 });
 }

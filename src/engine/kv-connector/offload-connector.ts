@@ -214,9 +214,13 @@ export class KvOffloadConnector implements KvConnector {
 
   beforeFree(request: RequestState, gone: boolean): void {
     this.loading.delete(request);
-    const state = this.requests.get(request);
+    // a request that finishes in the step that computed its prompt (max_tokens 1: the prefill leg of disaggregated
+    // serving) has no state yet, since afterStep skips finished requests: its blocks are still stored here, as
+    // vLLM's request_finished does
+    const storing = !gone && !this.config.lazy && request.status !== "loading";
+    const state = storing ? this.stateOf(request) : this.requests.get(request);
     if (state === undefined) return;
-    if (!gone && !this.config.lazy && request.status !== "loading") {
+    if (storing) {
       this.queueNewBlocks(request, state);
       this.handOff(request, state);
     }
