@@ -34,13 +34,14 @@ function keep(store: ResponseStore, prepared: PreparedResponse, response: Record
  * background: true: the response is stored as `queued` and the generation runs on its own (vLLM's asyncio task);
  * its events are kept for GET ?stream=true when the request streams. Cancel aborts it; shutdown too.
  */
-function startBackground(options: ServerOptions, store: ResponseStore, prepared: PreparedResponse, stream: boolean): StoredResponse {
+function startBackground(options: ServerOptions, store: ResponseStore, prepared: PreparedResponse, stream: boolean): { entry: StoredResponse; queued: Record<string, unknown> } {
   const { request, answer } = prepared;
   const entry = newStoredResponse(answer.id, responseObject(answer, { status: "queued", output: [], usage: null }), answer.inputMessages, true);
   if (!stream) entry.events = null;
   const cancel = new AbortController();
   entry.abort = cancel;
   store.put(entry);
+  const queued = entry.response;
   const abort = linkAbort(cancel.signal, options.shutdownSignal);
   void (async () => {
     try {
@@ -64,7 +65,7 @@ function startBackground(options: ServerOptions, store: ResponseStore, prepared:
       store.measure(entry);
     }
   })();
-  return entry;
+  return { entry, queued };
 }
 
 function streamStored(options: ServerOptions, entry: StoredResponse, startingAfter: number): Response {
@@ -79,8 +80,8 @@ export async function createResponse(options: ServerOptions, store: ResponseStor
   const prepared = await prepareResponse(options, body, context, store);
   const { request, answer } = prepared;
   if (answer.background) {
-    const entry = startBackground(options, store, prepared, body.stream === true);
-    return body.stream === true ? streamStored(options, entry, -1) : entry.response;
+    const { entry, queued } = startBackground(options, store, prepared, body.stream === true);
+    return body.stream === true ? streamStored(options, entry, -1) : queued;
   }
   const { orchestrator } = options;
   const abort = linkAbort(context.clientSignal, options.shutdownSignal, () => options.log(`${answer.id} aborted: the client disconnected`));
