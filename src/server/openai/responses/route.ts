@@ -157,6 +157,8 @@ export function responsesRoutes(options: ServerOptions, track: ServerLoad["track
     })
     .post("/v1/responses/:response_id/cancel", ({ params }) => cancel(store, params.response_id), {
       params: ResponseId,
+      // OpenAI's SDK sends no body; the empty object documents that there is nothing to send
+      body: t.Optional(t.Object({}, { description: "No fields: the response id is in the path." })),
       detail: detail("Cancel a background response", "Only while it is queued or in progress."),
     })
     .delete("/v1/responses/:response_id", ({ params }) => remove(store, params.response_id), {
