@@ -133,6 +133,23 @@ describe("the openai SDK (client.responses)", () => {
     expect(second.usage!.input_tokens).toBeGreaterThan(alone.usage!.input_tokens + first.usage!.output_tokens);
   });
 
+  test("background: queued at once, retrieve follows it, cancel stops a long run", async () => {
+    const quick = await client.responses.create({ model: MODEL, input: "Hi", max_output_tokens: 4, background: true });
+    expect(quick.status).toBe("queued");
+    let done = quick;
+    for (let i = 0; i < 200 && (done.status === "queued" || done.status === "in_progress"); i++) {
+      await Bun.sleep(25);
+      done = await client.responses.retrieve(quick.id);
+    }
+    expect(done.status).toBe("incomplete");
+    expect(done.usage!.output_tokens).toBe(4);
+    const long = await client.responses.create({ model: MODEL, input: "Hi", max_output_tokens: 8000, ignore_eos: true, background: true } as never);
+    const cancelled = await client.responses.cancel(long.id);
+    expect(cancelled.status).toBe("cancelled");
+    await Bun.sleep(200);
+    expect((await client.responses.retrieve(long.id)).status).toBe("cancelled");
+  });
+
   test("errors in OpenAI's shape: an image input is a 400 naming it", async () => {
     const bad = await client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_image", image_url: "https://x/y.png", detail: "auto" }] }] })
       .then(() => null, (error: unknown) => error);
