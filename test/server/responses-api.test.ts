@@ -286,6 +286,17 @@ describe("store, previous_response_id, GET, DELETE", () => {
   });
 });
 
+describe("per-request metrics (--enable-per-request-metrics)", () => {
+  test("the response carries vLLM's metrics object, streamed and not; without the flag there is none", async () => {
+    const s = testServer({ enablePerRequestMetrics: true }, { script: "Hey." });
+    const plain = (await (await s.call("POST", "/v1/responses", { input: "Hi" })).json()) as Json;
+    expect(typeof plain.metrics.time_to_first_token_ms).toBe("number");
+    const final = checkEventStream(await readEvents(await s.call("POST", "/v1/responses", { input: "Hi", stream: true })));
+    expect(typeof final.metrics.time_to_first_token_ms).toBe("number");
+    expect((await post(server("Hey."), { input: "Hi" })).json.metrics).toBeUndefined();
+  });
+});
+
 describe("background", () => {
   const poll = async (s: ReturnType<typeof server>, id: string, until: (status: string) => boolean) => {
     for (let i = 0; i < 500; i++) {

@@ -38,6 +38,32 @@ const EVENT_FIELDS: Readonly<Record<string, readonly string[]>> = {
   error: ["code", "message", "param"],
 };
 
+/** Output item and content part fields (OpenAI's ResponseOutputMessage, ResponseReasoningItem, ResponseFunctionToolCall). */
+const ITEM_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  message: ["id", "type", "role", "status", "content"],
+  reasoning: ["id", "type", "summary", "content", "encrypted_content", "status"],
+  function_call: ["id", "type", "call_id", "name", "arguments", "status"],
+};
+const PART_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  output_text: ["type", "text", "annotations", "logprobs"],
+  reasoning_text: ["type", "text"],
+};
+
+function checkItem(item: Json): void {
+  const fields = ITEM_FIELDS[item.type];
+  if (fields === undefined) throw new Error(`unknown item type ${item.type}`);
+  const keys = Object.keys(item).filter((k) => !(item.type === "function_call" && k === "namespace"));
+  expect(keys.sort()).toEqual([...fields].sort());
+  if (item.type === "function_call") expect(typeof item.arguments).toBe("string");
+  for (const part of item.type === "message" || item.type === "reasoning" ? item.content : []) checkPart(part);
+}
+
+function checkPart(part: Json): void {
+  const fields = PART_FIELDS[part.type];
+  if (fields === undefined) throw new Error(`unknown part type ${part.type}`);
+  expect(Object.keys(part).sort()).toEqual([...fields].sort());
+}
+
 /**
  * Checks a whole stream event by event: known types with exactly their fields, sequence numbers 0, 1, 2, ...,
  * created / in_progress first, completed last, every item opened before its deltas and closed once, in output order.
@@ -49,6 +75,9 @@ export function checkEventStream(events: readonly Json[]): Json {
     const fields = EVENT_FIELDS[e.type];
     if (fields === undefined) throw new Error(`unknown event type ${e.type}`);
     expect(Object.keys(e).sort()).toEqual(["sequence_number", "type", ...fields].sort());
+    if (e.item !== undefined) checkItem(e.item);
+    if (e.part !== undefined) checkPart(e.part);
+    if (e.delta !== undefined) expect(typeof e.delta).toBe("string");
   }
   expect(events[0]!.type).toBe("response.created");
   expect(events[1]!.type).toBe("response.in_progress");
@@ -76,5 +105,6 @@ export function checkEventStream(events: readonly Json[]): Json {
   expect(open.size).toBe(0);
   // the final response holds the items the stream closed, with the same ids
   expect(last.response.output).toEqual(closed);
+  for (const item of last.response.output) checkItem(item);
   return last.response;
 }

@@ -115,6 +115,8 @@ export interface ResponseState {
   readonly usage: Record<string, unknown> | null;
   readonly incompleteDetails?: Record<string, string> | null;
   readonly outputMessages?: readonly ChatMessageBody[];
+  /** vLLM's per-request `metrics` (metricsWire), null when the engine sent no timings */
+  readonly metrics?: Record<string, number | null> | null;
 }
 
 /** The response object (vLLM ResponsesResponse.from_request): the request's echoed fields around the output. */
@@ -123,6 +125,7 @@ export function responseObject(answer: ResponseAnswer, state: ResponseState): Re
     id: answer.id, object: "response", created_at: answer.createdAt, status: state.status, error: null,
     incomplete_details: state.incompleteDetails ?? null, model: answer.model, output: state.output,
     ...answer.echo, usage: state.usage,
+    ...(answer.enablePerRequestMetrics ? { metrics: state.metrics ?? null } : {}),
     ...(answer.enableResponseMessages ? { input_messages: answer.inputMessages, output_messages: state.outputMessages ?? [] } : {}),
   };
 }

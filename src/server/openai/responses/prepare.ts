@@ -38,6 +38,8 @@ export interface ResponseAnswer {
   /** the chat messages the prompt was rendered from (stored for previous_response_id) */
   readonly inputMessages: readonly ChatMessageBody[];
   readonly enableResponseMessages: boolean;
+  /** --enable-per-request-metrics: the response carries vLLM's `metrics` object */
+  readonly enablePerRequestMetrics: boolean;
   readonly store: boolean;
   readonly background: boolean;
 }
@@ -232,7 +234,7 @@ export async function prepareResponse(options: ServerOptions, body: ResponsesBod
       id, createdAt: unixSeconds(arrivalMs), model: options.servedModelName,
       tokenizer: logprobTokenizer(options.orchestrator.tokenizer, options.returnTokensAsTokenIds ?? false),
       outputConfig: generation.output, topLogprobs: logprobs ? (body.top_logprobs ?? 0) : null, namespaced, echo,
-      inputMessages: messages, enableResponseMessages: body.enable_response_messages === true, store: storeIt, background,
+      inputMessages: messages, enableResponseMessages: body.enable_response_messages === true, enablePerRequestMetrics: options.enablePerRequestMetrics, store: storeIt, background,
     },
   };
 }

@@ -19,6 +19,7 @@ import { ResponsesRequest, type ResponsesBody } from "./request-schema.ts";
 import { newStoredResponse, pushEvent, replayEvents, ResponseStore, wake, type StoredResponse } from "./response-store.ts";
 import { numberEvents, responseEvents, type ResponseEvent } from "./stream-events.ts";
 import type { ResponseState } from "./output-items.ts";
+import { metricsWire } from "../usage.ts";
 
 const notFound = (id: string) => new ApiError("notFound", `Response with id '${id}' not found.`, "response_id");
 
@@ -92,7 +93,8 @@ export async function createResponse(options: ServerOptions, store: ResponseStor
       const output = outputItems(answer, choice);
       const { status, incompleteDetails } = statusOf(choice.finishReason);
       const usage = usageWire({ inputTokens: result.numPromptTokens, cachedTokens: result.numCachedTokens, outputTokens: choice.numGeneratedTokens, reasoningTokens: reasoningTokens(answer, choice.tokenIds, reasoningOf(output)) });
-      const state: ResponseState = { status, output, usage, incompleteDetails, outputMessages: outputMessages(output) };
+      const metrics = metricsWire({ enabled: answer.enablePerRequestMetrics, n: 1, numPrompts: 1, times: result.times, numGenerationTokens: choice.numGeneratedTokens }, false);
+      const state: ResponseState = { status, output, usage, incompleteDetails, outputMessages: outputMessages(output), metrics };
       const response = responseObject(answer, state);
       keep(store, prepared, response, state);
       return response;

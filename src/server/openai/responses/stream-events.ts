@@ -10,6 +10,7 @@ import type { RequestOutput } from "../../../frontend/orchestrator.ts";
 import { ChatStreamProcessor } from "../chat-output.ts";
 import type { PositionLogprobs } from "../../../engine/protocol.ts";
 import type { ResponseAnswer } from "./prepare.ts";
+import { metricsWire } from "../usage.ts";
 import {
   functionCallItem, itemId, logprobsWire, messageItem, outputMessages, outputTextPart, reasoningItem, reasoningTokens,
   responseObject, statusOf, usageWire, type OutputItem, type ResponseState,
@@ -134,10 +135,12 @@ export async function* responseEvents(
   let cachedTokens = 0;
   let numGenerated = 0;
   let finishReason: string | null = null;
+  let times: RequestOutput["times"] | null = null;
   const tokenIds: number[] = [];
   for await (const output of outputs) {
     numPromptTokens = output.numPromptTokens;
     cachedTokens = output.numCachedTokens;
+    times = output.times;
     const o = output.outputs[0];
     if (o === undefined) continue;
     numGenerated = o.numGeneratedTokens;
@@ -159,7 +162,8 @@ export async function* responseEvents(
   const { status, incompleteDetails } = statusOf(finishReason);
   const reasoning = items.items.filter((i) => i["type"] === "reasoning").map((i) => (i["content"] as { text: string }[])[0]?.text ?? "").join("");
   const usage = usageWire({ inputTokens: numPromptTokens, cachedTokens, outputTokens: numGenerated, reasoningTokens: reasoningTokens(answer, tokenIds, reasoning) });
-  const state: ResponseState = { status, output: items.items, usage, incompleteDetails, outputMessages: outputMessages(items.items) };
+  const metrics = metricsWire({ enabled: answer.enablePerRequestMetrics, n: 1, numPrompts: 1, times, numGenerationTokens: numGenerated }, false);
+  const state: ResponseState = { status, output: items.items, usage, incompleteDetails, outputMessages: outputMessages(items.items), metrics };
   onFinal(state);
   yield { type: "response.completed", response: responseObject(answer, state) };
 }
