@@ -119,6 +119,28 @@ describe("input items -> chat messages", () => {
     expect(json.output[0].content[0].text).toBe("Sunny.");
   });
 
+  test("a reasoning item and developer messages; enable_response_messages returns the chat messages", async () => {
+    const s = server("ok");
+    const input = [
+      { type: "message", role: "developer", content: [{ type: "input_text", text: "Rule one." }, { type: "input_text", text: "Rule two." }] },
+      { role: "user", content: "Q1" },
+      { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "short" }], content: [{ type: "reasoning_text", text: "long thought" }], encrypted_content: null },
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "A1", annotations: [] }] },
+      { role: "user", content: "Q2" },
+    ];
+    const { status, json } = await post(s, { input, enable_response_messages: true });
+    expect(status).toBe(200);
+    // the reasoning and the answer after it are one assistant turn (vLLM merges them)
+    expect(json.input_messages).toEqual([
+      { role: "developer", content: [{ type: "text", text: "Rule one." }, { type: "text", text: "Rule two." }] },
+      { role: "user", content: "Q1" },
+      { role: "assistant", content: [{ type: "text", text: "A1" }], reasoning: "long thought" },
+      { role: "user", content: "Q2" },
+    ]);
+    expect(json.output_messages).toEqual([{ role: "assistant", content: "ok" }]);
+    expect(promptOf(s)).toContain("developer: Rule one.\nRule two.");
+  });
+
   test("an in-progress assistant message last: the model continues it (no generation prompt)", async () => {
     const s = server("more", DEFAULT_CHAT_SERVING, { chatTemplate: qwenTemplate() });
     await post(s, { input: [{ role: "user", content: "Hi" }, { type: "message", role: "assistant", status: "incomplete", content: [{ type: "output_text", text: "Once" }] }] });
@@ -216,6 +238,18 @@ describe("streaming events", () => {
     expect(final.output[0].content[0].text).toBe("\nHmm.\n");
     expect(events.filter((e) => e.type === "response.reasoning_text.delta").map((e) => e.delta).join("")).toBe("\nHmm.\n");
     expect(final.usage.output_tokens_details.reasoning_tokens).toBeGreaterThan(0);
+  });
+
+  test("include logprobs, streamed: each text delta carries its tokens' logprobs, the done event all of them", async () => {
+    const s = server("Hello.");
+    const events = await readEvents(await s.call("POST", "/v1/responses", { input: "Hi", stream: true, include: ["message.output_text.logprobs"], top_logprobs: 1 }));
+    const final = checkEventStream(events);
+    const deltas = events.filter((e) => e.type === "response.output_text.delta");
+    expect(deltas.map((e) => e.logprobs.map((l: Json) => l.token).join(""))).toEqual(deltas.map((e) => e.delta));
+    expect(deltas.every((e) => e.logprobs.every((l: Json) => l.top_logprobs.length === 1))).toBe(true);
+    const done = events.find((e) => e.type === "response.output_text.done")!;
+    expect(done.logprobs).toHaveLength(6);
+    expect(final.output[0].content[0].logprobs).toEqual(done.logprobs);
   });
 
   test("an engine failure mid-stream ends with an error event, no response.completed", async () => {
