@@ -160,6 +160,9 @@ describe("input items -> chat messages", () => {
     [{ input: "Hi", max_tool_calls: 3 }, "max_tool_calls", "max_tool_calls"],
     [{ input: "Hi", text: { format: { type: "json_object" } }, structured_outputs: { regex: "a" } }, "text.format", "Cannot specify both structured_outputs and text.format"],
     [{ input: "Hi", max_output_tokens: 0 }, "max_output_tokens", "at least 1"],
+    [{ input: "Hi", top_logprobs: 2 }, "top_logprobs", "message.output_text.logprobs"],
+    [{ input: "Hi", stream_options: { include_obfuscation: true } }, "stream_options.include_obfuscation", "obfuscation"],
+    [{ input: "Hi", text: { format: { type: "grammar" } } }, "text.format.type", "json_schema"],
     [{ input: [] }, "input", "input must not be empty"],
   ])("refused with a 400 naming the field: %j", async (body, param, words) => {
     const s = server("x", HERMES);
@@ -169,6 +172,29 @@ describe("input items -> chat messages", () => {
     expect(json.error.message).toContain(words);
     expect(json.error.code).toBe(400);
     expect(s.fake.requests).toHaveLength(0);
+  });
+
+  test("the request shape codex exec 0.171.0 sends (recorded): accepted, each field honoured or inert", async () => {
+    const s = server("Hi!", HERMES, { chatTemplate: qwenTemplate() });
+    const body = {
+      model: "fake-model", stream: true, store: false, tool_choice: "auto", parallel_tool_calls: true,
+      instructions: null, reasoning: { summary: "auto" }, include: ["reasoning.encrypted_content"],
+      prompt_cache_key: "019a-thread", client_metadata: { turn_id: "019a-turn" },
+      input: [
+        { type: "message", id: "msg_1", role: "developer", content: [{ type: "input_text", text: "You are a coding agent." }] },
+        { type: "message", id: "msg_2", role: "user", content: [{ type: "input_text", text: "say hi" }] },
+      ],
+      tools: [
+        { type: "function", name: "exec_command", description: "Runs a command", strict: false, parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] } },
+        { type: "namespace", name: "multi_agent_v1", description: "Agents", tools: [{ type: "function", name: "spawn", description: "Spawn", strict: false, parameters: { type: "object", properties: {} } }] },
+      ],
+    };
+    const events = await readEvents(await s.call("POST", "/v1/responses", body));
+    const final = checkEventStream(events);
+    expect(final.output[0].content[0].text).toBe("Hi!");
+    expect(promptOf(s)).toContain('"name": "multi_agent_v1__spawn"');
+    // store: false keeps nothing
+    expect((await s.call("GET", `/v1/responses/${final.id}`)).status).toBe(404);
   });
 
   test("a model that is not served: 404", async () => {

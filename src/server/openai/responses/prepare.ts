@@ -185,6 +185,7 @@ export async function prepareResponse(options: ServerOptions, body: ResponsesBod
   }
   const logprobs = (body.include ?? []).includes("message.output_text.logprobs");
   if ((body.top_logprobs ?? 0) < 0) throw bad("top_logprobs", "top_logprobs must be a non-negative value.");
+  if (!logprobs && (body.top_logprobs ?? 0) > 0) throw bad("top_logprobs", "top_logprobs needs include: [\"message.output_text.logprobs\"] (without it no logprobs are returned).");
   const format = responseFormat(body.text?.format);
   if (format !== undefined && notEmpty(body.structured_outputs)) throw bad("text.format", "Cannot specify both structured_outputs and text.format");
   const { tools, namespaced } = chatTools(body.tools ?? []);
