@@ -13,12 +13,11 @@ import { ApiError } from "../../errors.ts";
 import { RequestContexts, type RequestContext } from "../../request-context.ts";
 import { collectGeneration, generateOutputs, linkAbort, primed } from "../../generation/run-generation.ts";
 import { eventStreamResponse } from "./event-stream.ts";
-import { outputItems, outputMessages, reasoningOf, reasoningTokens, responseObject, statusOf, usageWire } from "./output-items.ts";
+import { outputItems, outputMessages, reasoningOf, reasoningTokens, responseObject, statusOf, usageWire, type ResponseState } from "./output-items.ts";
 import { prepareResponse, type PreparedResponse } from "./prepare.ts";
 import { ResponsesRequest, type ResponsesBody } from "./request-schema.ts";
 import { newStoredResponse, pushEvent, replayEvents, ResponseStore, wake, type StoredResponse } from "./response-store.ts";
 import { numberEvents, responseEvents, type ResponseEvent } from "./stream-events.ts";
-import type { ResponseState } from "./output-items.ts";
 import { metricsWire } from "../usage.ts";
 
 const notFound = (id: string) => new ApiError("notFound", `Response with id '${id}' not found.`, "response_id");
@@ -96,7 +95,8 @@ export async function createResponse(options: ServerOptions, store: ResponseStor
       const metrics = metricsWire({ enabled: answer.enablePerRequestMetrics, n: 1, numPrompts: 1, times: result.times, numGenerationTokens: choice.numGeneratedTokens }, false);
       const state: ResponseState = { status, output, usage, incompleteDetails, outputMessages: outputMessages(output), metrics };
       const response = responseObject(answer, state);
-      keep(store, prepared, response, state);
+      // a client that went away gets nothing, and nothing is kept
+      if (!abort.controller.signal.aborted) keep(store, prepared, response, state);
       return response;
     } finally {
       abort.dispose();
@@ -106,11 +106,8 @@ export async function createResponse(options: ServerOptions, store: ResponseStor
     abort.dispose();
     throw error;
   });
-  let final: { response: Record<string, unknown>; state: ResponseState } | null = null;
-  const events = responseEvents(answer, outputs, () => abort.controller.signal.aborted, (state) => {
-    final = { response: responseObject(answer, state), state };
-    keep(store, prepared, final.response, state);
-  });
+  // stored once complete: a stream the client left is not kept
+  const events = responseEvents(answer, outputs, () => abort.controller.signal.aborted, (state) => keep(store, prepared, responseObject(answer, state), state));
   return eventStreamResponse(numberEvents(events), { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });
 }
 

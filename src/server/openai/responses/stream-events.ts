@@ -12,7 +12,7 @@ import type { PositionLogprobs } from "../../../engine/protocol.ts";
 import type { ResponseAnswer } from "./prepare.ts";
 import { metricsWire } from "../usage.ts";
 import {
-  functionCallItem, itemId, logprobsWire, messageItem, outputMessages, outputTextPart, reasoningItem, reasoningTokens,
+  functionCallItem, itemId, logprobsWire, messageItem, outputMessages, outputTextPart, reasoningItem, reasoningOf, reasoningTokens,
   responseObject, statusOf, usageWire, type OutputItem, type ResponseState,
 } from "./output-items.ts";
 
@@ -160,8 +160,7 @@ export async function* responseEvents(
   if (aborted()) return;
   yield* items.close();
   const { status, incompleteDetails } = statusOf(finishReason);
-  const reasoning = items.items.filter((i) => i["type"] === "reasoning").map((i) => (i["content"] as { text: string }[])[0]?.text ?? "").join("");
-  const usage = usageWire({ inputTokens: numPromptTokens, cachedTokens, outputTokens: numGenerated, reasoningTokens: reasoningTokens(answer, tokenIds, reasoning) });
+  const usage = usageWire({ inputTokens: numPromptTokens, cachedTokens, outputTokens: numGenerated, reasoningTokens: reasoningTokens(answer, tokenIds, reasoningOf(items.items)) });
   const metrics = metricsWire({ enabled: answer.enablePerRequestMetrics, n: 1, numPrompts: 1, times, numGenerationTokens: numGenerated }, false);
   const state: ResponseState = { status, output: items.items, usage, incompleteDetails, outputMessages: outputMessages(items.items), metrics };
   onFinal(state);
