@@ -20,6 +20,7 @@ import { chatCompletionsRoutes } from "./openai/chat-completion/route.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completion/route.ts";
 import { embeddingsRoutes } from "./openai/embedding/route.ts";
+import { responsesRoutes } from "./openai/responses/route.ts";
 import { scoreRoutes } from "./openai/score.ts";
 import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
@@ -32,7 +33,7 @@ import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
-const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations"]);
+const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations", "/v1/responses"]);
 
 /** Checks that run before routing, cheapest first; each throws the ApiError to answer with. */
 function createRequestChecks(options: ServerOptions): (request: Request) => void {
@@ -133,6 +134,7 @@ export function createApp(options: ServerOptions) {
     .use(chatCompletionsRoutes(options, load.track, contexts))
     .use(completionsRoutes(options, load.track, contexts))
     .use(embeddingsRoutes(options, load.track, contexts))
+    .use(responsesRoutes(options, load.track, contexts))
     .use(scoreRoutes(options, load.track, contexts))
     .use(tokenizeRoutes(options))
     .use(invocationsRoutes((path, body, request) => {
