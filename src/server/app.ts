@@ -92,6 +92,7 @@ export function createApp(options: ServerOptions) {
       if (!contentType.startsWith("application/json")) return undefined;
       const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes);
       contexts.of(request).rawBodyText = rawText;
+      contexts.of(request).bodyKeys = Object.keys(body);
       applyRequestDefaults(new URL(request.url).pathname, body, requestDefaults);
       return body;
     })
