@@ -77,7 +77,7 @@ const ALIASES: Readonly<Record<string, AliasCase>> = {
 
 /** refused rows: a value that is refused and one that passes (its inert default) */
 const REFUSED: Readonly<Record<string, { readonly value: unknown; readonly inert: unknown }>> = {
-  id_slot: { value: 2, inert: -1 }, post_sampling_probs: { value: true, inert: false }, timings_per_token: { value: true, inert: false },
+  id_slot: { value: 2, inert: -1 }, post_sampling_probs: { value: true, inert: false },
   response_fields: { value: ["content"], inert: [] }, return_tokens: { value: true, inert: false }, return_progress: { value: true, inert: false },
   verbose: { value: true, inert: false }, n_indent: { value: 4, inert: 0 }, n_keep: { value: 8, inert: 0 }, n_discard: { value: 8, inert: 0 },
   n_cache_reuse: { value: 256, inert: 0 }, t_max_predict_ms: { value: 1000, inert: 0 }, sse_ping_interval: { value: 5, inert: -1 },
@@ -99,7 +99,7 @@ const cases = (fate: string) => ROWS.filter((f) => f.fate === fate && !CHECKED_T
 
 describe("the llama.cpp and Ollama rows", () => {
   test("every row has a case here, and every case a row", () => {
-    const here = new Set([...Object.keys(SAMPLERS), ...Object.keys(ALIASES), ...Object.keys(REFUSED), "cache_prompt", ...CHECKED_THERE]);
+    const here = new Set([...Object.keys(SAMPLERS), ...Object.keys(ALIASES), ...Object.keys(REFUSED), "cache_prompt", "timings_per_token", ...CHECKED_THERE]);
     expect(ROWS.map((f) => f.name).filter((n) => !here.has(n))).toEqual([]);
     expect([...here].filter((n) => !ROWS.some((f) => f.name === n))).toEqual([]);
   });
@@ -109,7 +109,7 @@ describe("the llama.cpp and Ollama rows", () => {
 });
 
 describe("implemented: llama.cpp's sampler fields reach the engine as SamplingParams.llama", () => {
-  test.each(cases("implemented").filter(([n]) => n !== "cache_prompt"))("%s on %s", async (name, endpoint) => {
+  test.each(cases("implemented").filter(([n]) => n !== "cache_prompt" && n !== "timings_per_token"))("%s on %s", async (name, endpoint) => {
     const c = SAMPLERS[name]!;
     const base = await send(endpoint, BASE[endpoint]);
     expect(base.sampling!.llama ?? null).toBeNull();
@@ -151,6 +151,29 @@ describe("cache_prompt", () => {
     expect(off1.sampling!.cacheSalt).not.toBe(off2.sampling!.cacheSalt);
     // nothing else about the request changes
     expect({ ...off1.sampling, cacheSalt: null }).toEqual({ ...base.sampling!, cacheSalt: null });
+  });
+});
+
+const TIMING_KEYS = ["cache_n", "prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_token_ms", "predicted_per_second"];
+
+describe("timings_per_token: llama.cpp's timings object from the engine's timestamps", () => {
+  test.each(cases("implemented").filter(([n]) => n === "timings_per_token"))("%s on %s", async (_name, endpoint) => {
+    const off = await send(endpoint, BASE[endpoint]);
+    expect(off.json.timings).toBeUndefined();
+    const on = await send(endpoint, { ...BASE[endpoint], timings_per_token: true });
+    expect(Object.keys(on.json.timings).sort()).toEqual([...TIMING_KEYS].sort());
+    // the fake's prompt ("hi", or its chat lines) is all processed; four tokens generated
+    expect(on.json.timings.prompt_n).toBe(on.prompt!.length);
+    expect(on.json.timings.predicted_n).toBe(4);
+    expect(on.json.timings.predicted_ms).toBeGreaterThanOrEqual(0);
+    const s = testServer();
+    const res = await s.call("POST", PATH[endpoint], { ...BASE[endpoint], stream: true, timings_per_token: true });
+    const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)) as Json);
+    // every chunk made from a generated token carries timings, its predicted_n counting up to 4
+    const counted = events.filter((e) => e.timings !== undefined).map((e) => e.timings.predicted_n as number);
+    expect(counted.at(-1)).toBe(4);
+    expect(counted).toEqual([...counted].sort((a, b) => a - b));
+    expect(counted.length).toBeGreaterThanOrEqual(4);
   });
 });
 

@@ -183,7 +183,7 @@ const LLAMA_ROWS: readonly Row[] = [
   row("cache_prompt", BOTH, "implemented", "true (default): prefix caching as for every request; false: the request gets a cache namespace of its own (as a fresh cache_salt), so no cached block is reused for it."),
   row("id_slot", BOTH, "refused", "fennec has no slots (its scheduler batches every request); only -1 (any slot) is accepted.", isNullOr(-1)),
   row("post_sampling_probs", BOTH, "refused", "Probabilities after the sampler chain are not returned; use logprobs / top_logprobs (before sampling, as vLLM).", isNullOr(false)),
-  row("timings_per_token", BOTH, "refused", "llama.cpp's timings object is not returned; use stream_options.continuous_usage_stats and --enable-per-request-metrics.", isNullOr(false)),
+  row("timings_per_token", BOTH, "implemented", "true adds llama.cpp's `timings` object (cache_n, prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_token_ms, predicted_per_second) from the engine's own timestamps to the answer and to every streamed chunk."),
   row("response_fields", BOTH, "refused", "Responses are not filtered; the full OpenAI answer is returned.", empty),
   row("return_tokens", BOTH, "refused", "llama.cpp's `tokens` field: use return_token_ids (vLLM's token_ids).", isNullOr(false)),
   row("return_progress", BOTH, "refused", "Prompt-progress events are not streamed.", isNullOr(false)),

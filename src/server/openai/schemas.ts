@@ -117,6 +117,7 @@ const llamaCppFields = {
   n_predict: nullableInteger("llama.cpp: alias of max_tokens (-1: up to the context).", 32),
   n_probs: nullableInteger("llama.cpp: alias of logprobs / top_logprobs (top-N alternatives per token).", 2),
   n_cmpl: nullableInteger("llama.cpp: alias of n.", 1),
+  timings_per_token: nullableBoolean("llama.cpp: add llama.cpp's `timings` object (prompt and generation speed) to the answer and to every streamed chunk."),
   cache_prompt: nullableBoolean("llama.cpp: false keeps this request out of the prefix cache (default true)."),
 };
 

@@ -69,6 +69,7 @@ export async function prepareChatCompletion(options: ServerOptions, clientBody: 
   return {
     request,
     answer: {
+      timings: body.timings_per_token === true,
       id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(orchestrator.tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n, promptTokenIds,
       role, echoed: echoText(body, role), returnTokenIds: body.return_token_ids === true,
       logprobs: body.logprobs === true, topLogprobs: body.top_logprobs ?? 0,

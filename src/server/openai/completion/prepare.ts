@@ -81,6 +81,7 @@ export async function prepareCompletion(options: ServerOptions, clientBody: Comp
   return {
     requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs })),
     answer: {
+      timings: body.timings_per_token === true,
       id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n,
       prompts: prompts.map((p) => ({ text: p.text, tokenIds: p.tokenIds })), echo: body.echo === true,
       returnTokenIds: body.return_token_ids === true, numTop: body.logprobs ?? null,
