@@ -184,7 +184,7 @@ const LLAMA_ROWS: readonly Row[] = [
   row("id_slot", BOTH, "refused", "fennec has no slots (its scheduler batches every request); only -1 (any slot) is accepted.", isNullOr(-1)),
   row("post_sampling_probs", BOTH, "refused", "Probabilities after the sampler chain are not returned; use logprobs / top_logprobs (before sampling, as vLLM).", isNullOr(false)),
   row("timings_per_token", BOTH, "implemented", "true adds llama.cpp's `timings` object (cache_n, prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_token_ms, predicted_per_second) from the engine's own timestamps to the answer and to every streamed chunk."),
-  row("response_fields", BOTH, "refused", "Responses are not filtered; the full OpenAI answer is returned.", empty),
+  row("response_fields", BOTH, "refused", "llama.cpp filters only its native /completion answer with it (server-task.cpp to_json_non_oaicompat); OpenAI answers are never filtered, here or there.", empty),
   row("return_tokens", BOTH, "refused", "llama.cpp's `tokens` field: use return_token_ids (vLLM's token_ids).", isNullOr(false)),
   row("return_progress", BOTH, "refused", "Prompt-progress events are not streamed.", isNullOr(false)),
   row("verbose", BOTH, "refused", "llama.cpp's __verbose debug field is not returned.", isNullOr(false)),
