@@ -88,6 +88,9 @@ const REFUSED: Readonly<Record<string, { readonly value: unknown; readonly inert
   parse_tool_calls: { value: true, inert: null }, reasoning_control: { value: true, inert: false }, reasoning_budget_tokens: { value: 10, inert: -1 },
   reasoning_budget_start_tag: { value: "<think>", inert: null }, reasoning_budget_end_tags: { value: ["</think>"], inert: [] },
   reasoning_budget_end_tag: { value: "</think>", inert: null }, reasoning_budget_message: { value: "x", inert: null },
+  "speculative.n_max": { value: 16, inert: null }, "speculative.n_min": { value: 2, inert: null }, "speculative.p_min": { value: 0.75, inert: null },
+  "speculative.type": { value: "ngram", inert: null }, "speculative.ngram_size_n": { value: 12, inert: null }, "speculative.ngram_size_m": { value: 48, inert: null },
+  "speculative.ngram_min_hits": { value: 1, inert: null },
   options: { value: { temperature: 0.5 }, inert: {} }, format: { value: "json", inert: null }, raw: { value: true, inert: false }, num_ctx: { value: 4096, inert: null },
 };
 

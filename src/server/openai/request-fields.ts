@@ -213,6 +213,9 @@ const LLAMA_ROWS: readonly Row[] = [
   row("reasoning_budget_end_tags", BOTH, "refused", "The reasoning budget is not implemented.", empty),
   row("reasoning_budget_end_tag", BOTH, "refused", "The reasoning budget is not implemented.", (v) => v === null),
   row("reasoning_budget_message", BOTH, "refused", "The reasoning budget is not implemented.", (v) => v === null),
+  // llama.cpp reads these dotted keys as they are (server-schema.cpp); speculation here is the server's --speculative-config
+  ...["n_max", "n_min", "p_min", "type", "ngram_size_n", "ngram_size_m", "ngram_min_hits"].map((k) =>
+    row(`speculative.${k}`, BOTH, "refused", "Speculative decoding is configured for the server (--speculative-config), not per request.", (v) => v === null)),
 ];
 
 /** Ollama's extras on its OpenAI-compatible routes (ollama openai/openai.go); its own dialect is /api/chat. */
