@@ -2,7 +2,8 @@
  * Request bodies of the OpenAI-compatible API as Elysia `t` (TypeBox) schemas: they validate every request and document
  * it in /openapi.json. Wire names are snake_case (OpenAI / vLLM); handlers map them to camelCase in wire-to-request.ts.
  * Ranges that vLLM reports with its own messages (temperature in [0, 2], ...) are checked in wire-to-request.ts and only
- * described here, so the client gets vLLM's text. Unknown fields are accepted and ignored, as vLLM does.
+ * described here, so the client gets vLLM's text. Unknown fields are accepted and ignored, as vLLM does, and logged
+ * once per request with vLLM's line (request-fields.ts ignoredFieldsLine).
  */
 import { t } from "elysia";
 import { refusedFieldSchemas } from "./request-fields.ts";
