@@ -32,7 +32,7 @@ export function requestFieldsDoc(): string {
     "accepted with no effect (and why that is correct); or refused with a 400 whose `param` names the field and whose",
     "message says what to use instead. A refused field passes when it holds its no-op default (`null`, `false`, `0`,",
     "an empty list or object, or the value named in the note). Nothing that changes the output is ignored. Fields in",
-    "no row are ignored, as vLLM ignores unknown fields, and logged once per request as vLLM logs them:",
+    "no row are ignored, as vLLM ignores unknown fields, and logged once per request as vLLM logs them (at DEBUG):",
     "`The following fields were present in the request but ignored: {'field'}`.",
     "",
     "llama.cpp's sampler fields (`repeat_penalty` ... `samplers`) switch that request to llama.cpp's sampler chain",

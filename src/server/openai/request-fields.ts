@@ -257,7 +257,7 @@ export function refuseFields(body: Readonly<Record<string, unknown>>, endpoint: 
 
 /**
  * vLLM's line for the fields of a request that no row names (vllm/entrypoints/openai/protocol.py OpenAIBaseModel
- * __log_extra_fields__: a warning, the set in Python's repr), or null when there are none. The request is answered.
+ * __log_extra_fields__, the set in Python's repr), or null when there are none. The request is answered.
  * @example ignoredFieldsLine(["messages", "foo"], "chat") // "The following fields were present in the request but ignored: {'foo'}"
  */
 export function ignoredFieldsLine(keys: readonly string[], endpoint: Endpoint): string | null {
@@ -265,10 +265,13 @@ export function ignoredFieldsLine(keys: readonly string[], endpoint: Endpoint): 
   return unknown.length === 0 ? null : `The following fields were present in the request but ignored: {${unknown.map((k) => `'${k}'`).join(", ")}}`;
 }
 
-/** Logs ignoredFieldsLine once for the request, at vLLM's level (warning); nothing when the keys are unknown or all known. */
+/** vLLM's level for the line: its current OpenAIBaseModel logs it at DEBUG (older releases warned) */
+const IGNORED_FIELDS_LEVEL: LogLevel = "DEBUG";
+
+/** Logs ignoredFieldsLine once for the request; nothing when the keys are unknown or all known. */
 export function logIgnoredFields(log: (line: string, level?: LogLevel) => void, keys: readonly string[] | null, endpoint: Endpoint): void {
   const line = keys === null ? null : ignoredFieldsLine(keys, endpoint);
-  if (line !== null) log(line, "WARNING");
+  if (line !== null) log(line, IGNORED_FIELDS_LEVEL);
 }
 
 const KNOWN: Readonly<Record<Endpoint, ReadonlySet<string>>> = {
