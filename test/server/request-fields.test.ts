@@ -1,6 +1,6 @@
 /**
- * Every row of the request-field table (src/server/openai/request-fields.ts = docs/request-fields.md) sent to every
- * endpoint it names, on the fake orchestrator (made a pooling model for /v1/embeddings) (which records what would reach the engine): an implemented field
+ * Every OpenAI and vLLM row of the request-field table (src/server/openai/request-fields.ts = docs/request-fields.md; the
+ * llama.cpp and Ollama rows are request-fields-fates.test.ts's) sent to every endpoint it names, on the fake orchestrator (made a pooling model for /v1/embeddings) (which records what would reach the engine): an implemented field
  * changes the engine request or the answer; a no-op field changes neither; a refused field is a 400 naming it, and
  * passes at its inert default. A row without an example here fails, so a new field cannot skip its check.
  */
