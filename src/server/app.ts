@@ -97,6 +97,7 @@ export function createApp(options: ServerOptions) {
       const { orchestrator } = options;
       const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes, promptBoundFor(pathname, orchestrator.tokenizer, orchestrator.maxModelLen));
       contexts.of(request).rawBodyText = rawText;
+      contexts.of(request).bodyKeys = Object.keys(body);
       applyRequestDefaults(pathname, body, requestDefaults);
       return body;
     })

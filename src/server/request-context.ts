@@ -14,6 +14,8 @@ export class RequestContext {
   client: string | null = null;
   /** the body's text as the client sent it (bodies parsed inline only): error messages quote it as it was */
   rawBodyText: string | null = null;
+  /** the top-level keys of the JSON body as the client sent it (before server defaults): vLLM logs the unknown ones */
+  bodyKeys: readonly string[] | null = null;
   /** the error response it got (the after-response hook cannot see it) */
   errorResponse: Response | null = null;
   /** re-entered from /invocations: counted and logged once, under /invocations */
