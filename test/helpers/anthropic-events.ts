@@ -79,7 +79,7 @@ export function checkMessageStream(text: string): AnthropicEvent[] {
   };
   let open: number | null = null;
   let nextIndex = 0;
-  let state: "start" | "body" | "delta" | "stop" = "start";
+  let state = "start" as "start" | "body" | "delta" | "stop";
   records.forEach(({ event, data }, i) => {
     if (event !== data.type) fail(i, `event name ${event} differs from data.type ${data.type}`);
     const validate = validators[event];

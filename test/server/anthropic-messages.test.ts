@@ -120,6 +120,22 @@ describe("the message", () => {
     ].join("|"));
   });
 
+  test("Claude Code's extras: defer_loading tools stay out of the prompt, context_management clears old thinking", async () => {
+    const s = server(HERMES, "ok", { chatTemplate: SHOW_TEMPLATE });
+    const deferred = { name: "Later", input_schema: { type: "object" }, defer_loading: true };
+    const thought = (text: string) => ({ role: "assistant", content: [{ type: "thinking", thinking: text, signature: "" }, { type: "text", text: "." }] });
+    await post(s, {
+      model: "fake-model", max_tokens: 8, tools: [...TOOLS, deferred], tool_choice: { type: "none" },
+      context_management: { edits: [{ type: "clear_thinking_20251015", keep: { type: "thinking_turns", value: 1 } }] },
+      messages: [{ role: "user", content: "a" }, thought("old"), { role: "user", content: "b" }, thought("new"), { role: "user", content: "c" }],
+    });
+    const prompt = promptOf(s);
+    expect(prompt).not.toContain("Later");
+    expect(prompt).not.toContain("thought:old");
+    expect(prompt).toContain("(thought:new)");
+    expectAnthropicError(await post(s, ask({ context_management: { edits: [{ type: "clear_tool_uses_20250919" }] } })), 400, "invalid_request_error", "clear_tool_uses_20250919");
+  });
+
   test("count_tokens counts the prompt the same body renders", async () => {
     const s = server(HERMES);
     const body = ask({ system: "Be brief.", tools: TOOLS });
@@ -202,6 +218,12 @@ describe("thinking (--reasoning-parser qwen3)", () => {
     expect(r.json.content).toEqual([{ type: "thinking", thinking: "I reason.", signature: "" }, { type: "text", text: "Sunny." }]);
     const m = await stream(server(QWEN3, script, { chatTemplate: template() }), ask({ max_tokens: 2000, thinking: { type: "enabled", budget_tokens: 1024 } }));
     expect(m.blocks.map((b) => [b.type, b.thinking ?? b.text])).toEqual([["thinking", "I reason."], ["text", "Sunny."]]);
+  });
+
+  test("display omitted: the model thinks, the answer leaves the thinking out", async () => {
+    const s = server(QWEN3, "<think>I reason.</think>Sunny.", { chatTemplate: template() });
+    const r = await post(s, ask({ thinking: { type: "adaptive", display: "omitted" } }));
+    expect(r.json.content).toEqual([{ type: "text", text: "Sunny." }]);
   });
 
   test("disabled: enable_thinking false reaches the template (Qwen3 closes the think block in the prompt)", async () => {

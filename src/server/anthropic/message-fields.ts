@@ -32,7 +32,7 @@ export const MESSAGE_FIELDS: readonly MessageField[] = [
   { name: "top_k", fate: "implemented", note: "Top-k sampling." },
   { name: "tools", fate: "implemented", note: "Client tools (name, description, input_schema), rendered by the chat template and parsed with --tool-call-parser; server tools (a `type` other than custom) are refused.", countTokens: true },
   { name: "tool_choice", fate: "implemented", note: "auto (needs --enable-auto-tool-choice), any / tool (forced with a grammar), none; disable_parallel_tool_use keeps one call.", countTokens: true },
-  { name: "thinking", fate: "implemented", note: "enabled (needs --reasoning-parser; budget_tokens >= 1024 and < max_tokens, enforced by closing the reasoning when it is spent), disabled, adaptive (the template's default).", countTokens: true },
+  { name: "thinking", fate: "implemented", note: "enabled (needs --reasoning-parser; budget_tokens >= 1024 and < max_tokens, enforced by closing the reasoning when it is spent), disabled, adaptive (the template's default); display omitted leaves the thinking out of the answer.", countTokens: true },
   { name: "output_config", fate: "implemented", note: "effort -> reasoning_effort; format {type: json_schema, schema} -> a JSON schema grammar (vLLM)." },
   { name: "metadata", fate: "no-op", note: "user_id is an end-user id for the provider's abuse checks; fennec has none (vLLM ignores it too)." },
   { name: "service_tier", fate: "no-op", note: "One tier here (auto and standard_only mean the same)." },
@@ -40,7 +40,7 @@ export const MESSAGE_FIELDS: readonly MessageField[] = [
   { name: "cache_salt", fate: "implemented", note: "vLLM extra: separates prefix-cache namespaces." },
   { name: "container", fate: "refused", note: "Code-execution containers are an Anthropic-hosted tool.", inert: none },
   { name: "mcp_servers", fate: "refused", note: "Remote MCP servers are called by Anthropic's platform; fennec calls no tools itself.", inert: none },
-  { name: "context_management", fate: "refused", note: "Server-side context editing is not implemented.", inert: none },
+  { name: "context_management", fate: "implemented", note: "clear_thinking_20251015 edits (keep all, or the last N thinking turns) drop older assistant thinking from the prompt; other edit types are refused.", countTokens: true },
 ];
 
 const FIELDS = new Map(MESSAGE_FIELDS.map((f) => [f.name, f]));

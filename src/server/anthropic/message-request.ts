@@ -183,21 +183,28 @@ function convertTurn(turn: Json, i: number): ChatMessageBody[] {
   return [...out, message];
 }
 
+/**
+ * Client tools -> functions. A tool with defer_loading true is left out: Anthropic keeps its definition out of the
+ * model's context until a tool search turns it up, and fennec runs no tool search.
+ */
 function convertTools(tools: unknown): ToolDefinitionBody[] | undefined {
   if (tools === undefined || tools === null) return undefined;
-  return array(tools, "tools").map((t, i) => {
+  const converted = array(tools, "tools").map((t, i) => {
     const path = `tools[${i}]`;
     const tool = object(t, path);
     if (tool["type"] !== undefined && tool["type"] !== null && tool["type"] !== "custom") {
       throw bad(`${path}.type`, `server tools ('${String(tool["type"])}') run on Anthropic's platform; fennec takes client tools (name, description, input_schema) only`);
     }
-    checkKeys(tool, ["name", "description", "input_schema", "cache_control", "strict"], path);
+    checkKeys(tool, ["name", "description", "input_schema", "cache_control", "strict", "defer_loading"], path);
+    if (tool["defer_loading"] !== undefined && tool["defer_loading"] !== null && typeof tool["defer_loading"] !== "boolean") throw bad(`${path}.defer_loading`, "Input should be a valid boolean");
+    if (tool["defer_loading"] === true) return null;
     if (tool["strict"] !== undefined && tool["strict"] !== null && tool["strict"] !== false) throw bad(`${path}.strict`, "strict tools are not supported (use tool_choice any or tool: forced calls follow the schema)");
     const schema = object(tool["input_schema"], `${path}.input_schema`);
     const description = tool["description"] === undefined ? null : string(tool["description"], `${path}.description`);
     // vLLM: a schema without a type is an object schema
     return { type: "function", function: { name: string(tool["name"], `${path}.name`), description, parameters: { type: "object", ...schema } } };
-  });
+  }).filter((t) => t !== null);
+  return converted.length === 0 ? undefined : converted;
 }
 
 /** tool_choice -> vLLM's (any -> required, tool -> named) and parallel_tool_calls. */
@@ -218,11 +225,17 @@ function convertToolChoice(choice: unknown): Pick<ChatGenerationBody, "tool_choi
 }
 
 /** thinking -> the template switch of the reasoning parser, and the budget (null when none applies). */
-function convertThinking(thinking: unknown, maxTokens: number | null, chat: ChatServingOptions): { kwargs: Json; budget: number | null } {
-  if (thinking === undefined || thinking === null) return { kwargs: {}, budget: null };
+function convertThinking(thinking: unknown, maxTokens: number | null, chat: ChatServingOptions): { kwargs: Json; budget: number | null; omitted: boolean } {
+  if (thinking === undefined || thinking === null) return { kwargs: {}, budget: null, omitted: false };
   const t = object(thinking, "thinking");
   const type = oneOf(t["type"], THINKING_TYPES, "thinking.type");
-  checkKeys(t, type === "enabled" ? ["budget_tokens"] : [], "thinking");
+  checkKeys(t, type === "enabled" ? ["budget_tokens", "display"] : type === "adaptive" ? ["display"] : [], "thinking");
+  // display omitted: the model still thinks, the answer leaves the thinking out (include_reasoning false)
+  const omitted = t["display"] !== undefined && t["display"] !== null && oneOf(t["display"], ["summarized", "omitted"] as const, "thinking.display") === "omitted";
+  return { ...thinkingSwitch(t, type, maxTokens, chat), omitted };
+}
+
+function thinkingSwitch(t: Json, type: (typeof THINKING_TYPES)[number], maxTokens: number | null, chat: ChatServingOptions): { kwargs: Json; budget: number | null } {
   const parser = chat.reasoningParser === null ? null : REASONING_PARSERS[chat.reasoningParser]!;
   // the parser's own switch; without a parser, the name most templates read (Qwen3, DeepSeek, granite)
   const kwarg = parser?.thinkingKwarg?.name ?? "enable_thinking";
@@ -233,6 +246,36 @@ function convertThinking(thinking: unknown, maxTokens: number | null, chat: Chat
   if (parser === null) throw bad("thinking", "thinking needs a reasoning model served with --reasoning-parser (which splits the thinking from the answer)");
   if (parser.endToken === null) throw bad("thinking.budget_tokens", `the ${parser.name} reasoning parser has no single end token, so the budget cannot be enforced; use thinking {"type": "adaptive"}`);
   return { kwargs: parser.thinkingKwarg === null ? {} : { [kwarg]: true }, budget };
+}
+
+/**
+ * context_management's clear_thinking_20251015 edit: the thinking of all but the last `keep` assistant turns that
+ * have some is left out of the prompt (keep "all": none is).
+ */
+function clearThinking(management: unknown, messages: ChatMessageBody[]): ChatMessageBody[] {
+  if (management === undefined || management === null) return messages;
+  const m = object(management, "context_management");
+  checkKeys(m, ["edits"], "context_management");
+  let keep = Infinity;
+  array(m["edits"] ?? [], "context_management.edits").forEach((e, i) => {
+    const path = `context_management.edits[${i}]`;
+    const edit = object(e, path);
+    if (edit["type"] !== "clear_thinking_20251015") throw bad(`${path}.type`, `context edit '${String(edit["type"])}' is not supported (only clear_thinking_20251015)`);
+    checkKeys(edit, ["keep"], path);
+    const k = edit["keep"] ?? { type: "thinking_turns", value: 1 };
+    if (k === "all") return;
+    const turns = object(k, `${path}.keep`);
+    oneOf(turns["type"], ["thinking_turns"] as const, `${path}.keep.type`);
+    keep = Math.min(keep, integer(turns["value"], `${path}.keep.value`, 0));
+  });
+  if (keep === Infinity) return messages;
+  let seen = 0;
+  return messages.slice().reverse().map((message) => {
+    if (message.role !== "assistant" || message.reasoning === undefined || message.reasoning === null) return message;
+    if (seen++ < keep) return message;
+    const { reasoning: _dropped, ...rest } = message;
+    return rest;
+  }).reverse();
 }
 
 function convertOutputConfig(config: unknown): Pick<ChatGenerationBody, "reasoning_effort" | "response_format"> {
@@ -272,7 +315,7 @@ export function toChatGeneration(raw: unknown, chat: ChatServingOptions, countTo
   // inline system turns join the top-level system text (vLLM _convert_system_message)
   const inlineSystem = converted.flat().filter((m) => m.role === "system").map((m) => m.content as string);
   const system = [systemText(body["system"]), ...inlineSystem].join("");
-  const messages = [...(system === "" ? [] : [{ role: "system", content: system }]), ...converted.flat().filter((m) => m.role !== "system")];
+  const messages = clearThinking(body["context_management"], [...(system === "" ? [] : [{ role: "system", content: system }]), ...converted.flat().filter((m) => m.role !== "system")]);
   const thinking = convertThinking(body["thinking"], maxTokens, chat);
   const requestKwargs = body["chat_template_kwargs"] === undefined || body["chat_template_kwargs"] === null ? {} : object(body["chat_template_kwargs"], "chat_template_kwargs");
   if (body["stream"] !== undefined && body["stream"] !== null && typeof body["stream"] !== "boolean") throw bad("stream", "Input should be a valid boolean");
@@ -291,6 +334,7 @@ export function toChatGeneration(raw: unknown, chat: ChatServingOptions, countTo
     tools: convertTools(body["tools"]),
     ...toolChoice,
     ...(Object.keys(kwargs).length > 0 ? { chat_template_kwargs: kwargs } : {}),
+    ...(thinking.omitted ? { include_reasoning: false } : {}),
     ...(countTokens ? {} : {
       max_tokens: maxTokens,
       stop,
