@@ -167,6 +167,22 @@ describe("the event stream, record by record against the published schemas", () 
   });
 });
 
+describe("failures during generation", () => {
+  test("before the first token: a JSON error; after it: an error event in Anthropic's shape ends the stream", async () => {
+    const early = testServer({}, { failAfterTokens: 1, maxModelLen: 16384 });
+    const r = await early.call("POST", "/v1/messages", ask());
+    expectAnthropicError({ status: r.status, json: (await r.json()) as Json }, 500, "api_error", "Internal server error");
+    const late = testServer({}, { failAfterTokens: 3, maxModelLen: 16384 });
+    const res = await late.call("POST", "/v1/messages", { ...ask(), stream: true });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(() => checkMessageStream(text)).not.toThrow();
+    const last = text.trim().split("\n\n").at(-1)!;
+    expect(last.split("\n")[0]).toBe("event: error");
+    expect(JSON.parse(last.split("\n")[1]!.slice(6))).toMatchObject({ type: "error", error: { type: "api_error" } });
+  });
+});
+
 describe("tools", () => {
   test("auto: the parsed call is a tool_use block with its input; stop_reason tool_use", async () => {
     const s = server(HERMES, `Let me check.\n${CALL}`);
