@@ -136,6 +136,21 @@ describe("the message", () => {
     expectAnthropicError(await post(s, ask({ context_management: { edits: [{ type: "clear_tool_uses_20250919" }] } })), 400, "invalid_request_error", "clear_tool_uses_20250919");
   });
 
+  test("a tool_reference loads a deferred tool; a final assistant turn is continued (prefill)", async () => {
+    const s = server(HERMES, "ok", { chatTemplate: SHOW_TEMPLATE });
+    const deferred = { name: "Later", input_schema: { type: "object" }, defer_loading: true };
+    const turns = [
+      { role: "user", content: "find a tool" },
+      { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "get_weather", input: {} }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: [{ type: "tool_reference", tool_name: "Later" }] }] },
+    ];
+    await post(s, { model: "fake-model", max_tokens: 8, tools: [...TOOLS, deferred], tool_choice: { type: "none" }, messages: turns });
+    expect(promptOf(s)).toContain('Later:{"type": "object"}');
+    await post(s, { model: "fake-model", max_tokens: 8, messages: [...turns, { role: "assistant", content: "The answer is" }] });
+    // continued: the prompt ends with the last turn's text, no new assistant opener
+    expect(promptOf(s, 1)).toEndWith("[assistant]The answer is");
+  });
+
   test("count_tokens counts the prompt the same body renders", async () => {
     const s = server(HERMES);
     const body = ask({ system: "Be brief.", tools: TOOLS });

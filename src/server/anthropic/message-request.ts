@@ -29,6 +29,8 @@ const BLOCK_KEYS: Readonly<Record<string, readonly string[]>> = {
   tool_result: ["tool_use_id", "content", "is_error", "cache_control"],
   thinking: ["thinking", "signature"],
   redacted_thinking: ["data"],
+  // a tool search's answer: the named deferred tool is loaded (its definition joins the prompt's tools)
+  tool_reference: ["tool_name", "name", "cache_control"],
 };
 
 /** Blocks fennec cannot read, with the reason the 400 gives. */
@@ -121,16 +123,29 @@ function systemText(system: unknown): string {
   }).join("");
 }
 
-/** A tool_result's content: a string or text blocks, joined with newlines (vLLM); is_error is said in the text. */
-function toolResultText(block: Json, path: string): string {
+/** The tool a tool_reference block names (vLLM reads `tool_name`, else `name`). */
+function referencedTool(block: Json, path: string): string {
+  return string(block["tool_name"] ?? block["name"], `${path}.tool_name`);
+}
+
+/**
+ * A tool_result's content: a string or text and tool_reference blocks; the texts joined with newlines (vLLM), the
+ * references added to `references`; is_error is said in the text.
+ */
+function toolResultText(block: Json, path: string, references: Set<string>): string {
   const content = block["content"];
   let text = "";
   if (typeof content === "string") text = content;
   else if (content !== undefined && content !== null) {
-    text = array(content, `${path}.content`).map((p, i) => {
+    text = array(content, `${path}.content`).flatMap((p, i) => {
       const part = object(p, `${path}.content[${i}]`);
-      if (blockType(part, `${path}.content[${i}]`) !== "text") throw bad(`${path}.content[${i}].type`, "tool results may hold text blocks only");
-      return string(part["text"], `${path}.content[${i}].text`);
+      const type = blockType(part, `${path}.content[${i}]`);
+      if (type === "tool_reference") {
+        references.add(referencedTool(part, `${path}.content[${i}]`));
+        return [];
+      }
+      if (type !== "text") throw bad(`${path}.content[${i}].type`, "tool results may hold text and tool_reference blocks only");
+      return [string(part["text"], `${path}.content[${i}].text`)];
     }).join("\n");
   }
   // the template has no place for the flag: the model reads it in the result itself
@@ -138,7 +153,7 @@ function toolResultText(block: Json, path: string): string {
 }
 
 /** One Anthropic turn -> the OpenAI messages it becomes (tool results first, as vLLM orders them). */
-function convertTurn(turn: Json, i: number): ChatMessageBody[] {
+function convertTurn(turn: Json, i: number, references: Set<string>): ChatMessageBody[] {
   const path = `messages[${i}]`;
   checkKeys(turn, ["role", "content"], path);
   const role = oneOf(turn["role"], ["user", "assistant", "system"] as const, `${path}.role`);
@@ -169,8 +184,9 @@ function convertTurn(turn: Json, i: number): ChatMessageBody[] {
       }
       case "tool_result":
         mustBe("user");
-        out.push({ role: "tool", tool_call_id: string(block["tool_use_id"], `${bpath}.tool_use_id`), content: toolResultText(block, bpath) });
+        out.push({ role: "tool", tool_call_id: string(block["tool_use_id"], `${bpath}.tool_use_id`), content: toolResultText(block, bpath, references) });
         break;
+      case "tool_reference": mustBe("user"); references.add(referencedTool(block, bpath)); break;
     }
   });
   // a user turn of tool results only adds no user message (vLLM)
@@ -184,10 +200,10 @@ function convertTurn(turn: Json, i: number): ChatMessageBody[] {
 }
 
 /**
- * Client tools -> functions. A tool with defer_loading true is left out: Anthropic keeps its definition out of the
- * model's context until a tool search turns it up, and fennec runs no tool search.
+ * Client tools -> functions. A tool with defer_loading true is left out until a tool_reference in the conversation
+ * names it: Anthropic keeps its definition out of the model's context until a tool search turns it up.
  */
-function convertTools(tools: unknown): ToolDefinitionBody[] | undefined {
+function convertTools(tools: unknown, references: ReadonlySet<string>): ToolDefinitionBody[] | undefined {
   if (tools === undefined || tools === null) return undefined;
   const converted = array(tools, "tools").map((t, i) => {
     const path = `tools[${i}]`;
@@ -197,7 +213,7 @@ function convertTools(tools: unknown): ToolDefinitionBody[] | undefined {
     }
     checkKeys(tool, ["name", "description", "input_schema", "cache_control", "strict", "defer_loading"], path);
     if (tool["defer_loading"] !== undefined && tool["defer_loading"] !== null && typeof tool["defer_loading"] !== "boolean") throw bad(`${path}.defer_loading`, "Input should be a valid boolean");
-    if (tool["defer_loading"] === true) return null;
+    if (tool["defer_loading"] === true && !references.has(string(tool["name"], `${path}.name`))) return null;
     if (tool["strict"] !== undefined && tool["strict"] !== null && tool["strict"] !== false) throw bad(`${path}.strict`, "strict tools are not supported (use tool_choice any or tool: forced calls follow the schema)");
     const schema = object(tool["input_schema"], `${path}.input_schema`);
     const description = tool["description"] === undefined ? null : string(tool["description"], `${path}.description`);
@@ -311,11 +327,15 @@ export function toChatGeneration(raw: unknown, chat: ChatServingOptions, countTo
   if (!countTokens && maxTokens === null) throw bad("max_tokens", "Field required");
   const turns = array(body["messages"], "messages");
   if (turns.length === 0) throw bad("messages", "at least one message is required");
-  const converted = turns.map((t, i) => convertTurn(object(t, `messages[${i}]`), i));
+  const references = new Set<string>();
+  const converted = turns.map((t, i) => convertTurn(object(t, `messages[${i}]`), i, references));
   // inline system turns join the top-level system text (vLLM _convert_system_message)
   const inlineSystem = converted.flat().filter((m) => m.role === "system").map((m) => m.content as string);
   const system = [systemText(body["system"]), ...inlineSystem].join("");
   const messages = clearThinking(body["context_management"], [...(system === "" ? [] : [{ role: "system", content: system }]), ...converted.flat().filter((m) => m.role !== "system")]);
+  // Anthropic's prefill: a final assistant turn is continued, not answered (the answer holds only the continuation)
+  const last = messages.at(-1);
+  const prefill = last !== undefined && last.role === "assistant" && (last.tool_calls ?? []).length === 0;
   const thinking = convertThinking(body["thinking"], maxTokens, chat);
   const requestKwargs = body["chat_template_kwargs"] === undefined || body["chat_template_kwargs"] === null ? {} : object(body["chat_template_kwargs"], "chat_template_kwargs");
   if (body["stream"] !== undefined && body["stream"] !== null && typeof body["stream"] !== "boolean") throw bad("stream", "Input should be a valid boolean");
@@ -331,7 +351,8 @@ export function toChatGeneration(raw: unknown, chat: ChatServingOptions, countTo
   const cacheSalt = body["cache_salt"] === undefined || body["cache_salt"] === null ? undefined : string(body["cache_salt"], "cache_salt");
   const generation: ChatGenerationBody = {
     messages,
-    tools: convertTools(body["tools"]),
+    tools: convertTools(body["tools"], references),
+    ...(prefill ? { add_generation_prompt: false, continue_final_message: true } : {}),
     ...toolChoice,
     ...(Object.keys(kwargs).length > 0 ? { chat_template_kwargs: kwargs } : {}),
     ...(thinking.omitted ? { include_reasoning: false } : {}),
