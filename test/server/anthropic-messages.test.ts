@@ -329,6 +329,14 @@ describe("errors in Anthropic's shape, with Anthropic's status codes", () => {
     expectAnthropicError({ status: res.status, json: (await res.json()) as Json }, 400, "invalid_request_error", "application/json");
   });
 
+  test("refusals before routing keep the shape: 413 request_too_large, 405 on GET", async () => {
+    const s = testServer({ maxBodyBytes: 100 });
+    const big = await s.call("POST", "/v1/messages", ask({ system: "x".repeat(200) }));
+    expectAnthropicError({ status: big.status, json: (await big.json()) as Json }, 413, "request_too_large", "larger than the limit");
+    const get = await s.call("GET", "/v1/messages");
+    expectAnthropicError({ status: get.status, json: (await get.json()) as Json }, 405, "invalid_request_error", "Method Not Allowed");
+  });
+
   test("--api-key: x-api-key or a bearer token opens /v1/messages; without either 401 authentication_error", async () => {
     const s = server(DEFAULT_CHAT_SERVING, "ok", { apiKey: "sekret" });
     expectAnthropicError(await post(s, ask()), 401, "authentication_error", "x-api-key");
