@@ -148,6 +148,26 @@ describe("raw streams against the published event schemas", () => {
   });
 });
 
+describe("observability", () => {
+  /** the sum of a series' samples whose labels contain every `labels` piece */
+  async function sample(name: string, labels: readonly string[] = []): Promise<number> {
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    return text.split("\n").filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).filter((l) => labels.every((p) => l.includes(p)))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  }
+
+  test("each Messages request counts once in /metrics, as the HTTP handler /v1/messages and as one engine request", async () => {
+    const http = () => sample("http_requests_total", ['handler="/v1/messages"', 'method="POST"']);
+    const [httpBefore, successBefore] = [await http(), await sample("vllm:request_success_total")];
+    await client.messages.create({ model: MODEL, max_tokens: 4, messages: ASK });
+    await client.messages.stream({ model: MODEL, max_tokens: 4, messages: ASK }).finalMessage();
+    // the HTTP middleware counts after the response is out
+    await Bun.sleep(200);
+    expect(await http()).toBe(httpBefore + 2);
+    expect(await sample("vllm:request_success_total")).toBe(successBefore + 2);
+  });
+});
+
 describe("@langchain/anthropic", () => {
   test("ChatAnthropic.bindTools with a forced tool, then a plain invoke", async () => {
     const llm = new ChatAnthropic({ model: MODEL, apiKey: KEY, anthropicApiUrl: server.url, maxTokens: 64, temperature: 1, maxRetries: 0 });
