@@ -8,7 +8,7 @@
  * record by record against Anthropic's published event schemas (test/helpers/anthropic-events.ts).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Ajv from "ajv";
@@ -239,7 +239,6 @@ describe("Claude Code", () => {
       const timer = setTimeout(() => child.kill(), 180_000);
       const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
       clearTimeout(timer);
-      writeFileSync(join(home, "exchanges.json"), JSON.stringify(exchanges, null, 1));
       expect({ code, stdout, stderr: stderr.slice(0, 2000) }).toMatchObject({ code: 0 });
       expect(stdout).toContain("Hello from fennec");
       const messages = exchanges.filter((e) => e.path === "/v1/messages");
@@ -257,6 +256,7 @@ describe("Claude Code", () => {
       expect(JSON.stringify(main.body!.system).length).toBeGreaterThan(2000);
     } finally {
       proxy.stop(true);
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });

@@ -10,6 +10,7 @@ import { llamaTemplatePath } from "../../scripts/llama-vocab.ts";
 import { DEFAULT_CHAT_SERVING, type ChatServingOptions } from "../../src/server/chat-serving.ts";
 import { testServer, type Json } from "./helpers.ts";
 import { checkMessageStream, foldMessageStream } from "../helpers/anthropic-events.ts";
+import { MESSAGE_FIELDS } from "../../src/server/anthropic/message-fields.ts";
 
 const chatWith = (over: Partial<ChatServingOptions>): ChatServingOptions => ({ ...DEFAULT_CHAT_SERVING, ...over });
 const HERMES = chatWith({ enableAutoToolChoice: true, toolCallParser: "hermes" });
@@ -348,6 +349,19 @@ describe("errors in Anthropic's shape, with Anthropic's status codes", () => {
     // other dialects keep the OpenAI error shape
     const openai = await post(s, { messages: [{ role: "user", content: "hi" }] }, {}, "/v1/chat/completions");
     expect(openai.json.error.code).toBe(401);
+  });
+});
+
+describe("the field table", () => {
+  test("docs/anthropic.md lists exactly the fields of message-fields.ts", () => {
+    const doc = readFileSync(new URL("../../docs/anthropic.md", import.meta.url), "utf8");
+    const section = doc.slice(doc.indexOf("## What a request may hold"), doc.indexOf("## Thinking budget"));
+    const documented = section.split("\n").filter((l) => l.startsWith("| `")).flatMap((l) => [...l.split("|")[1]!.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
+    expect(documented.sort()).toEqual(MESSAGE_FIELDS.map((f) => f.name).sort());
+  });
+
+  test.each(MESSAGE_FIELDS.filter((f) => f.fate === "refused").map((f) => [f.name]))("refused %s: a 400 naming it", async (name) => {
+    expectAnthropicError(await post(server(), ask({ [name]: [{ type: "x" }] })), 400, "invalid_request_error", `${name}: not supported`);
   });
 });
 
