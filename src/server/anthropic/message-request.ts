@@ -192,7 +192,8 @@ function convertTurn(turn: Json, i: number, references: Set<string>): ChatMessag
   // a user turn of tool results only adds no user message (vLLM)
   if (texts.length === 0 && toolCalls.length === 0 && reasoning.length === 0 && out.length > 0) return out;
   const message: ChatMessageBody = {
-    role, content: texts.join(""),
+    // several text blocks read as vLLM's text parts do once rendered as a string: joined with newlines
+    role, content: texts.join("\n"),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     ...(reasoning.length > 0 ? { reasoning: reasoning.join("") } : {}),
   };
