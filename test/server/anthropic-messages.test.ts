@@ -101,7 +101,7 @@ describe("the message", () => {
       model: "fake-model", max_tokens: 8, tools: TOOLS, tool_choice: { type: "none" },
       system: [{ type: "text", text: "x-anthropic-billing-header: cch=1;" }, { type: "text", text: "Be brief. ", cache_control: { type: "ephemeral" } }, { type: "text", text: "Use tools." }],
       messages: [
-        { role: "user", content: [{ type: "text", text: "Weather?" }] },
+        { role: "user", content: [{ type: "text", text: "Weather?" }, { type: "text", text: "In Paris." }] },
         { role: "assistant", content: [{ type: "thinking", thinking: "I should call.", signature: "" }, { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } }] },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "21C" }] }, { type: "text", text: "And now?" }] },
         { role: "assistant", content: [{ type: "redacted_thinking", data: "opaque" }, { type: "text", text: "Warm." }] },
@@ -111,7 +111,7 @@ describe("the message", () => {
     const prompt = promptOf(s);
     expect(prompt).toBe([
       "[system]Be brief. Use tools.",
-      "[user]Weather?",
+      "[user]Weather?\nIn Paris.",
       '[assistant](thought:I should call.)<call toolu_1 get_weather {"city": "Paris"}>',
       "[tool]21C<result for toolu_1>",
       "[user]And now?",
