@@ -16,6 +16,8 @@ import { ApiError, errorPlugin } from "./errors.ts";
 import { BODY_IGNORED_PATHS, healthRoutes } from "./health.ts";
 import { bodyBytes, headerBytes } from "./http-metrics.ts";
 import { createServerLoad, loadRoutes } from "./load.ts";
+import { isAnthropicPath, anthropicErrorResponse } from "./anthropic/errors.ts";
+import { messagesRoutes } from "./anthropic/route.ts";
 import { chatCompletionsRoutes } from "./openai/chat-completion/route.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completion/route.ts";
@@ -33,7 +35,7 @@ import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
-const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations", "/v1/responses"]);
+const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"]);
 
 /** Checks that run before routing, cheapest first; each throws the ApiError to answer with. */
 function createRequestChecks(options: ServerOptions): (request: Request) => void {
@@ -72,7 +74,7 @@ export function createApp(options: ServerOptions) {
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
-    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError }))
+    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError, renderError: (request, error) => (isAnthropicPath(new URL(request.url).pathname) ? anthropicErrorResponse(error, request) : null) }))
     .onRequest(({ request, set, server }) => {
       const context = contexts.of(request);
       // read now: once the response is out the socket may be gone
@@ -134,6 +136,7 @@ export function createApp(options: ServerOptions) {
     .use(loadRoutes(load))
     .use(chatCompletionsRoutes(options, load.track, contexts))
     .use(completionsRoutes(options, load.track, contexts))
+    .use(messagesRoutes(options, load.track, contexts))
     .use(embeddingsRoutes(options, load.track, contexts))
     .use(responsesRoutes(options, load.track, contexts))
     .use(scoreRoutes(options, load.track, contexts))

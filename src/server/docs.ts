@@ -39,7 +39,7 @@ export function docsRoutes(facts: OpenApiFacts) {
       info: {
         title: "fennec API",
         version: pkg.version,
-        description: "OpenAI-compatible API served by fennec (vLLM-compatible). With `--api-key`, /v1 endpoints need `Authorization: Bearer <key>`: use **Authorize**.",
+        description: "OpenAI-compatible API served by fennec (vLLM-compatible). With `--api-key`, /v1 endpoints need `Authorization: Bearer <key>` (or, as Anthropic clients send it, `x-api-key: <key>`): use **Authorize**.",
       },
       tags: [
         { name: "OpenAI", description: "OpenAI-compatible endpoints" },
