@@ -62,7 +62,9 @@ function replay(endpoint: string, start: number): Json[] {
   return r.stdout.trim().split("\n").map((l) => JSON.parse(l) as Json);
 }
 
-async function complete(server: ServerProcess, prompt: readonly number[], maxTokens: number, stream = false): Promise<void> {
+const STORY = "Once upon a time there was a little girl named Lily who loved to play outside in the park with her friends every day";
+
+async function complete(server: ServerProcess, prompt: readonly number[] | string, maxTokens: number, stream = false): Promise<void> {
   const res = await fetch(`${server.url}/v1/completions`, {
     method: "POST", headers: { "content-type": "application/json" },
     body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream }),
@@ -89,6 +91,7 @@ describe.skipIf(!hasDeps)("fennec serve --kv-events-config", () => {
   let replayPort: number;
   let numBlocks: number;
   let messages: Message[] = [];
+  let rendered: number[] = [];
 
   beforeAll(async () => {
     pubPort = freePort();
@@ -108,6 +111,12 @@ describe.skipIf(!hasDeps)("fennec serve --kv-events-config", () => {
     await complete(server, tokens(1, 3 * BLOCK + 5), 4);
     // 5. eight streams at once (more than the pool holds: preemptions too)
     await Promise.all(Array.from({ length: 8 }, (_, i) => complete(server, tokens(10 + i, 2 * BLOCK + 3), 24, true)));
+    // 6. a text prompt rendered (as a KV-aware router tokenizes it), then run
+    const renderRes = await fetch(`${server.url}/v1/completions/render`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: STORY, max_tokens: 2 }),
+    });
+    rendered = ((await renderRes.json()) as { token_ids: number[] }[])[0]!.token_ids;
+    await complete(server, STORY, 2);
     messages = await sub.messages();
   }, 180_000);
 
@@ -180,6 +189,14 @@ describe.skipIf(!hasDeps)("fennec serve --kv-events-config", () => {
         if (e["type"] === "BlockRemoved") for (const h of hashes) expect(seen.has(h)).toBe(true);
       }
     }
+  });
+
+  test("the tokens /v1/completions/render gives a router hash to the keys the engine then announces", () => {
+    expect(rendered.length).toBeGreaterThanOrEqual(2 * BLOCK);
+    const want = expectedHashes(rendered);
+    const got = storedEvents(messages, "GPU").map(({ e }) => e).find((e) => e["parent_block_hash"] === null && (e["token_ids"] as number[]).join() === rendered.slice(0, want.length * BLOCK).join());
+    expect(got).toBeDefined();
+    expect((got!["block_hashes"] as unknown[]).map(hashText)).toEqual(want);
   });
 
   test("the replay socket returns the asked range, then the end marker", () => {
