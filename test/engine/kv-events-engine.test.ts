@@ -15,6 +15,7 @@ import { kvCacheGroups } from "../../src/model/kv-cache-groups.ts";
 import { FakeRunner } from "./fake-runner.ts";
 import { collect, engineConfig, prompt, request, type Collected } from "./helpers.ts";
 import type { EngineConfig } from "../../src/engine/engine-sizing.ts";
+import { parseKvTransfer } from "../../src/config/kv-transfer-config.ts";
 
 const BLOCK = 16;
 
@@ -157,5 +158,38 @@ describe("engine KV events", () => {
       [0, "full_attention", null, want],
       [1, "sliding_window", 32, want],
     ]);
+  });
+
+  test("the CPU offload tier: a finished write is BlockStored with medium CPU, a dropped slot BlockRemoved", async () => {
+    // the fake runner's blocks are 64 bytes: a tier of 3 slots
+    const parsed = parseKvTransfer({
+      kvOffloadingSize: null, kvOffloadingBackend: "native", useSimpleKvOffload: false, enablePrefixCaching: true,
+      kvTransferConfig: JSON.stringify({ kv_connector: "SimpleCPUOffloadConnector", kv_role: "kv_both", kv_connector_extra_config: { cpu_bytes_to_use: 192 } }),
+    }, BLOCK);
+    if (!parsed.ok) throw new Error(parsed.error);
+    const engine = makeEngine({ kvOffload: parsed.value.config });
+    const events: KvCacheEvent[] = [];
+    const prompts = [prompt(33, 11), prompt(33, 12), prompt(33, 13)];
+    for (const [i, p] of prompts.entries()) {
+      engine.addRequest(request(`r${i}`, p, { maxTokens: 3 }));
+      await drive(engine, events);
+      await engine.offload!.settle();
+    }
+    // a last request lets the settled writes of the one before reach the event list
+    engine.addRequest(request("last", prompt(5, 14), { maxTokens: 1 }));
+    await drive(engine, events);
+    const cpuStored = events.filter((e): e is BlockStored => e.type === "BlockStored" && e.medium === "CPU");
+    expect(cpuStored.length).toBeGreaterThan(0);
+    for (const e of cpuStored) expect(e).toMatchObject({ parentBlockHash: null, tokenIds: [], blockSize: BLOCK, groupIdx: 0 });
+    const storedHashes = cpuStored.flatMap((e) => e.blockHashes);
+    expect(storedHashes).toEqual(expect.arrayContaining(hashesOf("sha256", prompts[0]!)));
+    const cpuRemoved = events.map((e, i) => [e, i] as const).filter(([e]) => e.type === "BlockRemoved" && e.medium === "CPU");
+    // six blocks through three slots: at least three were dropped, each after it was stored there
+    expect(cpuRemoved.length).toBeGreaterThanOrEqual(3);
+    for (const [e, i] of cpuRemoved) {
+      if (e.type !== "BlockRemoved") continue;
+      expect(e.groupIdx).toBe(0);
+      expect(events.slice(0, i).some((s) => s.type === "BlockStored" && s.medium === "CPU" && s.blockHashes.includes(e.blockHashes[0]!))).toBe(true);
+    }
   });
 });
