@@ -45,6 +45,9 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   const rawKvEvents = stringOrNull(options["kv-events-config"]);
   const kvEvents = rawKvEvents === null ? ok(null) : parseKvEventsConfig(rawKvEvents, enablePrefixCaching);
   if (!kvEvents.ok) return kvEvents;
+  // vllm/envs.py: bool(int(os.getenv("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES", "1")))
+  const intHashesRaw = (env["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] ?? "1").trim();
+  if (!/^[+-]?\d+$/.test(intHashesRaw)) return err(`VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES must be an integer (0 or 1), got "${intHashesRaw}"`);
   const hashWarning = unseededWarning(hashAlgo.value, pythonHashSeed);
   const kvEventsWarnings = [...(kvEvents.value?.warnings ?? []), ...(hashWarning !== null ? [hashWarning] : [])];
   return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings, ...kvEventsWarnings], engine: {
@@ -71,8 +74,7 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     prefixCachingHashAlgo: hashAlgo.value,
     pythonHashSeed,
     kvEventsConfig: kvEvents.value?.config ?? null,
-    // vllm/envs.py: "1" (the default) or "true" turn it on
-    kvEventsUseIntBlockHashes: ["1", "true"].includes((env["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] ?? "1").toLowerCase()),
+    kvEventsUseIntBlockHashes: Number(intHashesRaw) !== 0,
   } });
 }
 

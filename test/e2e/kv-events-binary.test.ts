@@ -17,6 +17,8 @@ const hasDeps = spawnSync(PYTHON, ["-c", "import zmq, msgpack"]).status === 0;
 if (!hasDeps) console.warn("kv-events-binary.test.ts skipped: needs Debian's python3-zmq and python3-msgpack (scripts/install-test-deps.sh)");
 
 const BLOCK = 16;
+/** the subscriber stops after this long without a message (the requests run back to back, far more often) */
+const IDLE_S = 6;
 const TOPIC = "kv@pod-0@stories";
 const hasher = new BlockHasher("sha256", noneHash("sha256", "0"));
 
@@ -99,7 +101,7 @@ describe.skipIf(!hasDeps)("fennec serve --kv-events-config", () => {
     // about 12 blocks of 16 tokens for the default model (stories260K): a long prompt evicts every cached block
     server = await startServer(["--kv-cache-memory", "125000", "--max-model-len", "256", "--kv-events-config", eventsConfig(pubPort, replayPort)], { env: { PYTHONHASHSEED: "0" } });
     numBlocks = Number(/(\d+) KV blocks of 16 tokens/.exec(server.log())?.[1]);
-    const sub = await collect(`tcp://127.0.0.1:${pubPort}`, 3);
+    const sub = await collect(`tcp://127.0.0.1:${pubPort}`, IDLE_S);
 
     // 1. a prompt of three full blocks, computed then cached
     await complete(server, tokens(1, 3 * BLOCK + 5), 4);
@@ -220,7 +222,7 @@ describe.skipIf(!hasDeps)("fennec serve --kv-events-config --kv-offloading-size"
     // a CPU tier of a few blocks: storing four prompts of three blocks each evicts the first ones
     server = await startServer(["--kv-offloading-size", "0.00004", "--kv-events-config", eventsConfig(pubPort, null)], { env: { PYTHONHASHSEED: "0" } });
     cpuBlocks = Number(/(\d+) CPU blocks/.exec(server.log())?.[1]);
-    const sub = await collect(`tcp://127.0.0.1:${pubPort}`, 3);
+    const sub = await collect(`tcp://127.0.0.1:${pubPort}`, IDLE_S);
     for (const p of prompts) await complete(server, p, 6);
     // the last stores settle at the next step's drain
     await complete(server, tokens(999, 5), 2);

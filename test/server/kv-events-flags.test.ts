@@ -48,6 +48,8 @@ describe("serve: KV events flags", () => {
       serve(["--prefix-caching-hash-algo", "xxhash"]),
       serve(["--prefix-caching-hash-algo", "md5"]),
     ];
+    const env = serve([], { VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES: "yes" });
+    expect(env.ok ? "" : env.error).toBe('VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES must be an integer (0 or 1), got "yes"');
     for (const r of bad) {
       expect(r.ok).toBe(false);
       if (!r.ok) {
