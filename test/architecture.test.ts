@@ -29,7 +29,8 @@ const CONFIG = /^config\//;
 
 const RULES: readonly Rule[] = [
   { files: /^util\//, may: [/^util\//] },
-  { files: /^config\//, may: [CONFIG, /^util\//] },
+  // engine-args.ts carries --kv-events-config and --prefix-caching-hash-algo as their parsers' records (types only)
+  { files: /^config\//, may: [CONFIG, /^util\//], mayTypes: [/^kv-events\/(kv-events-config|block-hash)\.ts$/] },
   { files: /^tensor\//, may: [/^tensor\//, CONFIG, /^util\//] },
   // default-model.ts embeds the built GGUF file into the binary
   { files: /^gguf\//, may: [/^gguf\//, /^tensor\//, CONFIG, /^util\//, /^\.\.\/build\/default-model\.gguf$/] },
@@ -50,13 +51,15 @@ const RULES: readonly Rule[] = [
   // gives the sampler its bitmasks
   {
     files: /^engine\//,
-    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/],
+    // kv-events: vLLM's block hashes for the prefix cache, and the KV event records the block pool appends to
+    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/, /^kv-events\/(block-hash|kv-events|kv-event-queue)\.ts$/],
   },
   // one engine's main-thread side: sees text and the protocol, never weights or kernels; the engine reports its
   // ModelConfig (a type); model-source.ts opens the model file for the tokenizer (metadata, no weights)
   {
     files: /^frontend\//,
-    may: [/^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^gguf\/model-source\.ts$/, CONFIG, /^util\//],
+    // the engine client publishes its engine's KV events (kv-event-publisher.ts, fed by the step messages)
+    may: [/^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^gguf\/model-source\.ts$/, CONFIG, /^util\//, /^kv-events\/kv-event-publisher\.ts$/],
     mayTypes: [MODEL_CONFIG],
   },
   {
@@ -82,7 +85,8 @@ const RULES: readonly Rule[] = [
   },
   // the command line: the flag table, the parser, help and one typed config per command, built from config/'s records
   // and parsers; only cli.ts and commands/ import it (COMMAND_LINE below), so no flag name reaches a layer
-  { files: /^command-line\//, may: [/^command-line\//, CONFIG, /^util\//] },
+  // --kv-events-config and --prefix-caching-hash-algo are checked by their parsers in kv-events/
+  { files: /^command-line\//, may: [/^command-line\//, CONFIG, /^util\//, /^kv-events\/(kv-events-config|block-hash)\.ts$/] },
   // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
   { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
 ];

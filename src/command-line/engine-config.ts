@@ -10,6 +10,8 @@ import { err, ok, type Result } from "../util/result.ts";
 import type { Options } from "./flags.ts";
 import { deviceOf, intOrNull, stringOrNull } from "./flag-values.ts";
 import { speculativeConfigFromFlags } from "./speculative-flags.ts";
+import { parseKvEventsConfig } from "../kv-events/kv-events-config.ts";
+import { parsePrefixCachingHashAlgo, unseededWarning } from "../kv-events/block-hash.ts";
 
 /** --max-num-batched-tokens when not given (a bidirectional model raises it to max-model-len: engine.ts stepTokenBudget) */
 const DEFAULT_MAX_NUM_BATCHED_TOKENS = 512;
@@ -36,7 +38,19 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   if (!speculative.ok) return speculative;
   const pooling = poolingFlags(options);
   if (!pooling.ok) return pooling;
-  return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings], engine: {
+  const hashAlgo = parsePrefixCachingHashAlgo(String(options["prefix-caching-hash-algo"] ?? "sha256"));
+  if (!hashAlgo.ok) return hashAlgo;
+  // vLLM init_none_hash: the block hashes' seed is PYTHONHASHSEED, read once here
+  const pythonHashSeed = env["PYTHONHASHSEED"] ?? null;
+  const rawKvEvents = stringOrNull(options["kv-events-config"]);
+  const kvEvents = rawKvEvents === null ? ok(null) : parseKvEventsConfig(rawKvEvents, enablePrefixCaching);
+  if (!kvEvents.ok) return kvEvents;
+  // vllm/envs.py: bool(int(os.getenv("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES", "1")))
+  const intHashesRaw = (env["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] ?? "1").trim();
+  if (!/^[+-]?\d+$/.test(intHashesRaw)) return err(`VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES must be an integer (0 or 1), got "${intHashesRaw}"`);
+  const hashWarning = unseededWarning(hashAlgo.value, pythonHashSeed);
+  const kvEventsWarnings = [...(kvEvents.value?.warnings ?? []), ...(hashWarning !== null ? [hashWarning] : [])];
+  return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings, ...kvEventsWarnings], engine: {
     kvCacheDtype: kvCacheDtype.value,
     kvOffload: transfer.value.config,
     kvPeer: transfer.value.peer ?? null,
@@ -57,6 +71,10 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     runner: pooling.value.runner,
     poolerConfig: pooling.value.poolerConfig,
     matryoshka: pooling.value.matryoshka,
+    prefixCachingHashAlgo: hashAlgo.value,
+    pythonHashSeed,
+    kvEventsConfig: kvEvents.value?.config ?? null,
+    kvEventsUseIntBlockHashes: Number(intHashesRaw) !== 0,
   } });
 }
 

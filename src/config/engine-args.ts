@@ -6,6 +6,8 @@ import type { KvCacheDtypeName } from "./cache-dtype.ts";
 import type { KvOffloadConfig, KvPeerConfig } from "./kv-transfer-config.ts";
 import type { Matryoshka, PoolerConfig, RunnerOption } from "./pooler-config.ts";
 import type { SpeculativeConfig } from "./speculative-config.ts";
+import type { KvEventsConfig } from "../kv-events/kv-events-config.ts";
+import type { PrefixCachingHashAlgo } from "../kv-events/block-hash.ts";
 
 export type { KvCacheDtypeName } from "./cache-dtype.ts";
 
@@ -48,4 +50,12 @@ export interface EngineArgs {
   readonly poolerConfig?: PoolerConfig | null;
   /** --hf-overrides' matryoshka keys; null/absent: not a matryoshka model (`dimensions` is refused) */
   readonly matryoshka?: Matryoshka | null;
+  /** --prefix-caching-hash-algo (vLLM CacheConfig.prefix_caching_hash_algo); absent: sha256 */
+  readonly prefixCachingHashAlgo?: PrefixCachingHashAlgo;
+  /** PYTHONHASHSEED, the seed of the block hashes' NONE_HASH (vLLM init_none_hash); null/absent: random per start */
+  readonly pythonHashSeed?: string | null;
+  /** --kv-events-config, parsed; null/absent: no KV cache events */
+  readonly kvEventsConfig?: KvEventsConfig | null;
+  /** VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES: events carry uint64 hashes (true, vLLM's default) or the 32-byte digests */
+  readonly kvEventsUseIntBlockHashes?: boolean;
 }

@@ -149,3 +149,19 @@ describe("deploy/kubernetes without a cluster", () => {
     expect(proxy.readinessProbe?.httpGet?.path).toBe("/health");
   });
 });
+
+describe("KV cache events", () => {
+  test("every fennec engine publishes on port 5556 with llm-d's topic kv@<pod IP>@<model> and a fixed hash seed", () => {
+    const engines = fennecContainers.filter(({ container }) => container.args?.[0] === "serve");
+    expect(engines.length).toBeGreaterThan(0);
+    for (const { container } of engines) {
+      const arg = container.args!.find((a) => a.startsWith("--kv-events-config="))!;
+      const config = JSON.parse(arg.slice("--kv-events-config=".length)) as Record<string, unknown>;
+      expect(config).toMatchObject({ enable_kv_cache_events: true, publisher: "zmq", endpoint: "tcp://*:5556" });
+      expect(config["topic"]).toMatch(/^kv@\$\(POD_IP\)@[^@]+$/);
+      expect(container.env?.find((e) => e.name === "POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
+      expect(envOf(container)["PYTHONHASHSEED"]).toMatch(/^\d+$/);
+      expect(container.ports?.some((p) => p.containerPort === 5556)).toBe(true);
+    }
+  });
+});
