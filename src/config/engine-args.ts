@@ -10,6 +10,9 @@ import type { SpeculativeConfig } from "./speculative-config.ts";
 export type { KvCacheDtypeName } from "./cache-dtype.ts";
 
 /** Engine arguments (vLLM names in camelCase). */
+/** vLLM's block-hash functions fennec accepts (vllm/utils/hashing.py; builtin: vLLM's older name) */
+export type PrefixCachingHashAlgo = "sha256" | "sha256_cbor" | "builtin";
+
 export interface EngineArgs {
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
@@ -20,6 +23,8 @@ export interface EngineArgs {
   /** bytes for the KV cache pool; null = sensible default from free memory */
   readonly kvCacheMemoryBytes: number | null;
   readonly enablePrefixCaching: boolean;
+  /** --prefix-caching-hash-algo as given (vLLM's CacheConfig.prefix_caching_hash_algo); absent: sha256 */
+  readonly prefixCachingHashAlgo?: PrefixCachingHashAlgo;
   /** --disable-hybrid-kv-cache-manager: one KV block table for every layer, even with sliding-window layers; absent: false */
   readonly disableHybridKvCacheManager?: boolean;
   /** use exactly this many KV blocks, whatever the memory sizing says (vLLM num_gpu_blocks_override; tests) */

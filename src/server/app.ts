@@ -24,6 +24,7 @@ import { scoreRoutes } from "./openai/score.ts";
 import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
+import { tokenizerInfoRoutes } from "./openai/tokenizer-info.ts";
 import { parseJsonObject, startJsonParser } from "./request-body.ts";
 import { RequestContexts } from "./request-context.ts";
 import type { ServerOptions } from "./server-options.ts";
@@ -131,6 +132,7 @@ export function createApp(options: ServerOptions) {
     .use(embeddingsRoutes(options, load.track, contexts))
     .use(scoreRoutes(options, load.track, contexts))
     .use(tokenizeRoutes(options))
+    .use(options.enableTokenizerInfoEndpoint === true ? tokenizerInfoRoutes(options) : new Elysia())
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
       const headers: Record<string, string> = { "content-type": "application/json" };
