@@ -104,6 +104,13 @@ function readTls(tls: TlsSettings): NonNullable<Parameters<typeof listenHttp>[1]
   };
 }
 
+/** " (chat and metrics at /api/, API docs at /api/docs)": the pages this server serves, under --root-path; "" if none. */
+export function servedPagesNote(flags: { readonly disableWebUi: boolean; readonly disableDocs: boolean; readonly rootPath: string | null }): string {
+  const root = flags.rootPath ?? "";
+  const pages = [...(flags.disableWebUi ? [] : [`chat and metrics at ${root}/`]), ...(flags.disableDocs ? [] : [`API docs at ${root}/docs`])];
+  return pages.length > 0 ? ` (${pages.join(", ")})` : "";
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function main(options: Options): Promise<number> {
@@ -188,7 +195,7 @@ export async function main(options: Options): Promise<number> {
     throw new RuntimeFailure(`cannot listen on ${flags.uds ?? `${flags.host}:${flags.port}`}: ${errorMessage(e)}`);
   }
   statLogger?.start();
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
+  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} ${servedPagesNote(flags)}`);
   if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
     log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
   }
