@@ -7,6 +7,7 @@ import { kvCacheDtypeOf } from "../config/cache-dtype.ts";
 import { parseKvTransfer } from "../config/kv-transfer-config.ts";
 import { parseHfOverrides, parsePoolerConfig, type Matryoshka, type PoolerConfig, type RunnerOption } from "../config/pooler-config.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { parseLogLevel } from "../util/logger.ts";
 import type { Options } from "./flags.ts";
 import { deviceOf, intOrNull, stringOrNull } from "./flag-values.ts";
 import { speculativeConfigFromFlags } from "./speculative-flags.ts";
@@ -51,6 +52,7 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
     prefixCachingHashAlgo: (stringOrNull(options["prefix-caching-hash-algo"]) ?? "sha256") as PrefixCachingHashAlgo,
     numKvBlocksOverride: intOrNull(options["num-gpu-blocks-override"]),
+    debugLog: parseLogLevel(env["VLLM_LOGGING_LEVEL"] ?? "") === "DEBUG",
     disableHybridKvCacheManager: options["disable-hybrid-kv-cache-manager"] === true,
     threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: deviceOf(options.device),

@@ -30,6 +30,7 @@ import { createLogger, type Logger, type LogLevel } from "../util/logger.ts";
 import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
 import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
+import { DebugStepLog } from "./debug-step-log.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -154,6 +155,7 @@ export async function main(options: Options): Promise<number> {
     kvPeerConnector: config.engine.kvPeer ? "NixlConnector" : null,
   });
   listener.targets.push(recorder);
+  if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
   // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
   if (config.engine.kvPeer) {
     const nixlLog = mainLog.child("nixl_connector.py");

@@ -25,6 +25,8 @@ export interface EngineArgs {
   readonly enablePrefixCaching: boolean;
   /** --prefix-caching-hash-algo as given (vLLM's CacheConfig.prefix_caching_hash_algo); absent: sha256 */
   readonly prefixCachingHashAlgo?: PrefixCachingHashAlgo;
+  /** VLLM_LOGGING_LEVEL=DEBUG, carried to the engine thread: it reports its DEBUG lines (grammar compile times) */
+  readonly debugLog?: boolean;
   /** --disable-hybrid-kv-cache-manager: one KV block table for every layer, even with sliding-window layers; absent: false */
   readonly disableHybridKvCacheManager?: boolean;
   /** use exactly this many KV blocks, whatever the memory sizing says (vLLM num_gpu_blocks_override; tests) */

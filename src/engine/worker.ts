@@ -87,7 +87,7 @@ class EngineWorker {
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem(), totalmem(), draftRunner?.kvBytesPerBlock(spec.engineArgs.blockSize) ?? 0, loaded.value.placed ?? null);
       if (!config.ok) { draftRunner?.dispose(); post({ type: "fatal", message: config.error }); return; }
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
-        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
+        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner, debugLog: spec.engineArgs.debugLog === true,
       });
       await this.engine.peer?.listen();
       const startupLines = [...(loaded.value.startupLines ?? []), ...(config.value.kvCacheLines ?? []), ...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
