@@ -5,7 +5,7 @@
  * in vllm/config/*.py) and vllm/entrypoints/openai/cli_args.py FrontendArgs. `default: null` so serve knows which
  * ones were given.
  */
-import type { Command, FlagSpec, FlagValue } from "./flags.ts";
+import type { Command, FlagSpec, FlagValue } from "./flag-spec.ts";
 
 const one = (v: FlagValue): boolean => v === 1 || v === "1";
 const oneOf = (...values: string[]) => (v: FlagValue): boolean => typeof v === "string" && values.includes(v);
