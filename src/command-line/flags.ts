@@ -119,6 +119,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "uvicorn-log-level", kind: "string", default: "info", commands: ["serve", "proxy"], choices: ["critical", "error", "warning", "info", "debug", "trace"], help: "Level of the HTTP server's lines (the access log is written at info)." },
   { name: "disable-uvicorn-access-log", kind: "bool", default: false, commands: ["serve", "proxy"], help: "Turn off the access line written for every request." },
   { name: "enable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Log each request's prompt, token ids and sampling parameters as it reaches the engine." },
+  { name: "enable-log-outputs", kind: "bool", default: false, commands: ["serve"], help: "With --enable-log-requests: also log each finished answer's text, token ids and finish reason (cut to --max-log-len)." },
   { name: "disable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Deprecated in vLLM (request logging is off by default): accepted, logs one line; use --enable-log-requests to turn it on." },
   { name: "max-log-len", kind: "int", default: null, min: 0, commands: ["serve"], help: "With --enable-log-requests: print at most this many prompt characters and token ids. Default: all." },
   // chat templates, tool calling, reasoning (vLLM's frontend flags; serve and run-batch answer chat the same way)

@@ -139,7 +139,7 @@ export async function main(options: Options): Promise<number> {
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
   const orchestrator = config.log.enableLogRequests
-    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
+    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
     : pipeline.orchestrator;
   // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;

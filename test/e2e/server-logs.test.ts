@@ -72,6 +72,18 @@ describe("server log", () => {
     expect(records.some((r) => r.level === "DEBUG" && r.message.startsWith("Engine 000: Avg prompt throughput: 0.0 tokens/s"))).toBe(true);
   }, 120_000);
 
+  test("--enable-log-outputs: one line per finished answer with its text, token ids and finish reason, cut to --max-log-len", async () => {
+    const server = await startServer(["--threads", "1", "--enable-log-requests", "--enable-log-outputs", "--max-log-len", "3"]);
+    servers.push(server);
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
+    const answer = await client.completions.create({ model: "stories260K", prompt: "Once upon a time", max_tokens: 6, temperature: 0 });
+    await Bun.sleep(100);
+    const line = server.log().split("\n").find((l) => l.includes("[logger.ts] Generated response "));
+    expect(line).toMatch(/^INFO .* \[logger\.ts\] Generated response \S+: output: '.*', output_token_ids: \[\d+, \d+, \d+\], finish_reason: length$/);
+    expect(line).toContain(`output: '${answer.choices[0]!.text.slice(0, 3).replace(/'/g, "\\'").replace(/\n/g, "\\n")}'`);
+    await server.stop();
+  }, 60_000);
+
   test("VLLM_LOGGING_LEVEL=DEBUG: per-step scheduling lines, per-request prefix-cache hits, grammar compile times; INFO has none", async () => {
     const debug = await startServer(["--threads", "1"], { env: { VLLM_LOGGING_LEVEL: "DEBUG" } });
     servers.push(debug);

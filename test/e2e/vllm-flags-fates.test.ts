@@ -41,6 +41,7 @@ const SAMPLES: Readonly<Record<string, readonly string[]>> = {
   "override-generation-config": ["--override-generation-config", '{"temperature": 0.25}'],
   "hf-overrides": ["--runner", "pooling", "--hf-overrides", '{"is_matryoshka": true}'],
   "root-path": ["--root-path", "/api"],
+  "enable-log-outputs": ["--enable-log-requests", "--enable-log-outputs"],
   "allowed-origins": ["--allowed-origins", '["https://a.example"]'],
   "allowed-methods": ["--allowed-methods", '["GET"]'],
   "allowed-headers": ["--allowed-headers", '["x-a"]'],
@@ -145,6 +146,13 @@ describe("every serve flag of the FLAGS table (in process)", () => {
     expect(c.ok && c.value.server.generationDefaults).toEqual({ temperature: 0.3, top_p: 0.9, top_k: 7, min_p: 0.1, repetition_penalty: 1.2, max_new_tokens: 12 });
     const bad = configOf(["--override-generation-config", '{"foo": 1, "temperature": 0.5}']);
     expect(bad.ok ? "" : bad.error).toStartWith("--override-generation-config: unknown key foo (the keys vLLM applies: temperature,");
+  });
+
+  test("--enable-log-outputs needs --enable-log-requests, as vLLM's request logger logs the outputs", () => {
+    const alone = configOf(["--enable-log-outputs"]);
+    expect(alone.ok ? "" : alone.error).toStartWith("--enable-log-outputs needs --enable-log-requests");
+    const both = configOf(["--enable-log-requests", "--enable-log-outputs"]);
+    expect(both.ok && both.value.log.enableLogOutputs).toBe(true);
   });
 
   test("VLLM_LOGGING_LEVEL=DEBUG reaches the engine arguments (the engine thread's DEBUG lines)", () => {
