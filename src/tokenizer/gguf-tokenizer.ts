@@ -35,6 +35,7 @@ class GgufTokenizer implements Tokenizer {
   private readonly pieces: PieceTable;
   private readonly encodeText: (text: string, out: number[]) => void;
   private readonly chatTemplate: ChatTemplate;
+  get chatTemplateText(): string | null { return this.chatTemplate.source; }
   private readonly utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
   /** where long texts may be cut (encode-slices.ts), computed on first use; null: nowhere */
   private cut: ((text: string, i: number) => boolean) | null | undefined = undefined;

@@ -102,6 +102,8 @@ export interface Tokenizer {
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions): string;
   /** what "auto" content format resolves to for the model's template (or the given one) */
   chatContentFormat?(template?: string | null): "string" | "openai";
+  /** the model's own chat template text (tokenizer.chat_template), null when it has none (GET /tokenizer_info) */
+  readonly chatTemplateText?: string | null;
   /** for structured outputs; absent = this tokenizer cannot drive a grammar */
   grammarVocabulary?(): GrammarVocabulary;
 }

@@ -177,7 +177,8 @@ describe("against the binary", () => {
 
   test("inert flags serve and log one line each; --enable-tokenizer-info-endpoint serves GET /tokenizer_info", async () => {
     const inert = ["--async-scheduling", "--disable-cascade-attn", "--mm-processor-cache-gb", "4", "--calculate-kv-scales", "--api-server-count", "1", "-dcp", "1"];
-    const server = await startServer(["--threads", "1", ...inert, "--enable-tokenizer-info-endpoint", "--prefix-caching-hash-algo", "sha256_cbor"]);
+    const template = "{% for m in messages %}{{ m.content }}{% endfor %}";
+    const server = await startServer(["--threads", "1", ...inert, "--enable-tokenizer-info-endpoint", "--prefix-caching-hash-algo", "sha256_cbor", "--chat-template", template]);
     servers.push(server);
     for (const flag of ["--async-scheduling", "--disable-cascade-attn", "--mm-processor-cache-gb 4", "--calculate-kv-scales", "--api-server-count 1", "--decode-context-parallel-size 1"]) {
       expect(server.log()).toContain(`${flag} has no effect on fennec: `);
@@ -186,6 +187,7 @@ describe("against the binary", () => {
     expect(info.tokenizer_class).toBe("PreTrainedTokenizerFast");
     expect(typeof info.eos_token).toBe("string");
     expect(info.model_max_length).toBeGreaterThan(0);
+    expect(info.chat_template).toBe(template);
     await server.stop();
     const off = await startServer(["--threads", "1"]);
     servers.push(off);

@@ -2,7 +2,7 @@
  * GET /tokenizer_info, served only with --enable-tokenizer-info-endpoint (vLLM: serving_tokenization.py TokenizerInfo,
  * which answers the tokenizer's config: its init kwargs with the special tokens as text, the chat template in use and
  * `tokenizer_class`). fennec's tokenizer is the GGUF file's, so the fields are those the GGUF gives: the special
- * tokens, the context length as model_max_length, the chat template (--chat-template when given).
+ * tokens, the context length as model_max_length, the chat template (--chat-template when given, else the model's).
  */
 import { Elysia } from "elysia";
 import type { ServerOptions } from "../server-options.ts";
@@ -18,7 +18,8 @@ export function tokenizerInfo(options: ServerOptions): Record<string, unknown> {
     eos_token: text(tokenizer.eosId),
     model_max_length: maxModelLen,
     vocab_size: tokenizer.vocabSize,
-    chat_template: options.chat?.chatTemplate ?? null,
+    // the template in use, as vLLM's: --chat-template when given, else the model's own
+    chat_template: options.chat?.chatTemplate ?? tokenizer.chatTemplateText ?? null,
   };
 }
 
