@@ -155,6 +155,7 @@ const MORE_FATES: readonly FlagSpec[] = [
   inertAt("num-lookahead-slots", "int", "0", zero, "speculative decoding reserves its own slots (--speculative-config)", "use --speculative-config's num_speculative_tokens"),
   refused("scheduler-cls", "string", "fennec cannot load a Python scheduler class: use --scheduling-policy fcfs|priority"),
   inertAt("stream-interval", "int", "1", (v) => v === 1 || v === "1", "every step's tokens are streamed as they come", "fennec streams every step's tokens: give 1"),
+  inert("attention-backend", "string", "fennec has one attention kernel (the WASM SIMD one), there is no backend to choose"),
   inert("cuda-graph-sizes", "list", NO_CUDA),
   inert("max-cudagraph-capture-size", "int", NO_CUDA),
   // VllmConfig
