@@ -80,8 +80,9 @@ const RULES: readonly Rule[] = [
     files: /^server\//,
     // web-ui.ts embeds the built page (build/web-ui.html); grammar-checker.ts: an invalid schema / regex / grammar is a
     // 400 before any engine work
+    // docs.ts embeds Swagger UI's files and ReDoc's standalone bundle (served at /docs and /redoc)
     may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
-    packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
+    packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//, /^redoc\/bundles\/redoc\.standalone\.js$/],
   },
   // the command line: the flag table, the parser, help and one typed config per command, built from config/'s records
   // and parsers; only cli.ts and commands/ import it (COMMAND_LINE below), so no flag name reaches a layer

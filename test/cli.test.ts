@@ -94,6 +94,9 @@ const BAD_RAW: readonly { name: string; args: readonly string[]; says: string; c
   { name: "run-batch without -o", args: ["run-batch", "-i", BATCH_IN], says: "run-batch needs -o/--output-file" },
   { name: "run-batch with a missing input file", args: ["run-batch", "-i", join(dir, "missing.jsonl"), "-o", BATCH_OUT], says: "missing.jsonl" },
   { name: "an unknown command", args: ["frobnicate"], says: 'unknown command "frobnicate"' },
+  { name: "an unknown command lists version too", args: ["frobnicate"], says: ", pull, version; see fennec --help" },
+  { name: "version with an argument", args: ["version", "extra"], says: 'version takes no arguments (got "extra"' },
+  { name: "a hidden-state speculative method names every method that runs", args: ["serve", "--speculative-config", '{"method": "eagle", "model": "d.gguf", "num_speculative_tokens": 2}', "--port", "0"], says: "use 'ngram', 'suffix' or 'draft_model'" },
   { name: "bench without what to measure", args: ["bench"], says: "fennec bench serve|throughput|latency" },
   { name: "bench serve with --request-rate 0", args: ["bench", "serve", "--request-rate", "0"], says: "--request-rate must be a positive number or inf" },
   { name: "bench serve with an unknown percentile metric", args: ["bench", "serve", "--percentile-metrics", "ttft,speed"], says: 'unknown metric "speed"' },
@@ -132,6 +135,16 @@ describe("fennec <command> --help", () => {
       }
     });
   }
+
+  test("fennec version --help explains the version line", () => {
+    for (const args of [["version", "--help"], ["version", "-h"], ["--version", "--help"]]) {
+      const r = fennec(args);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toStartWith("Usage: fennec version");
+      expect(r.stdout).toContain("the build target and the kernel build");
+      expect(r.stdout).toContain("-h, --help");
+    }
+  });
 
   test("fennec --help lists every command", () => {
     const r = fennec(["--help"]);

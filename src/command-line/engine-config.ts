@@ -2,11 +2,12 @@
  * The engine flags (vLLM names) of serve, run-batch, chat and bench -> EngineArgs, with vLLM's start-up warnings.
  * Ranges were checked when the flags were parsed (FLAGS' min/max); the JSON flags are checked by config/'s parsers.
  */
-import type { EngineArgs } from "../config/engine-args.ts";
+import type { EngineArgs, PrefixCachingHashAlgo } from "../config/engine-args.ts";
 import { kvCacheDtypeOf } from "../config/cache-dtype.ts";
 import { parseKvTransfer } from "../config/kv-transfer-config.ts";
 import { parseHfOverrides, parsePoolerConfig, type Matryoshka, type PoolerConfig, type RunnerOption } from "../config/pooler-config.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { parseLogLevel } from "../util/logger.ts";
 import type { Options } from "./flags.ts";
 import { deviceOf, intOrNull, stringOrNull } from "./flag-values.ts";
 import { speculativeConfigFromFlags } from "./speculative-flags.ts";
@@ -63,6 +64,8 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     blockSize: Number(options["block-size"]),
     kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
     enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
+    numKvBlocksOverride: intOrNull(options["num-gpu-blocks-override"]),
+    debugLog: parseLogLevel(env["VLLM_LOGGING_LEVEL"] ?? "") === "DEBUG",
     disableHybridKvCacheManager: options["disable-hybrid-kv-cache-manager"] === true,
     threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: deviceOf(options.device),

@@ -30,6 +30,7 @@ import { createLogger, type Logger, type LogLevel } from "../util/logger.ts";
 import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
 import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
+import { DebugStepLog } from "./debug-step-log.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -104,6 +105,13 @@ function readTls(tls: TlsSettings): NonNullable<Parameters<typeof listenHttp>[1]
   };
 }
 
+/** " (chat and metrics at /api/, API docs at /api/docs)": the pages this server serves, under --root-path; "" if none. */
+export function servedPagesNote(flags: { readonly disableWebUi: boolean; readonly disableDocs: boolean; readonly rootPath: string | null }): string {
+  const root = flags.rootPath ?? "";
+  const pages = [...(flags.disableWebUi ? [] : [`chat and metrics at ${root}/`]), ...(flags.disableDocs ? [] : [`API docs at ${root}/docs`])];
+  return pages.length > 0 ? ` (${pages.join(", ")})` : "";
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function main(options: Options): Promise<number> {
@@ -131,7 +139,7 @@ export async function main(options: Options): Promise<number> {
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
   const orchestrator = config.log.enableLogRequests
-    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
+    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
     : pipeline.orchestrator;
   // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
@@ -147,6 +155,7 @@ export async function main(options: Options): Promise<number> {
     kvPeerConnector: config.engine.kvPeer ? "NixlConnector" : null,
   });
   listener.targets.push(recorder);
+  if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
   // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
   if (config.engine.kvPeer) {
     const nixlLog = mainLog.child("nixl_connector.py");
@@ -188,7 +197,7 @@ export async function main(options: Options): Promise<number> {
     throw new RuntimeFailure(`cannot listen on ${flags.uds ?? `${flags.host}:${flags.port}`}: ${errorMessage(e)}`);
   }
   statLogger?.start();
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
+  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} ${servedPagesNote(flags)}`);
   if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
     log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
   }

@@ -8,6 +8,7 @@ import type { Matryoshka, PoolerConfig, RunnerOption } from "./pooler-config.ts"
 import type { SpeculativeConfig } from "./speculative-config.ts";
 import type { KvEventsConfig } from "../kv-events/kv-events-config.ts";
 import type { PrefixCachingHashAlgo } from "../kv-events/block-hash.ts";
+export type { PrefixCachingHashAlgo } from "../kv-events/block-hash.ts";
 
 export type { KvCacheDtypeName } from "./cache-dtype.ts";
 
@@ -22,6 +23,8 @@ export interface EngineArgs {
   /** bytes for the KV cache pool; null = sensible default from free memory */
   readonly kvCacheMemoryBytes: number | null;
   readonly enablePrefixCaching: boolean;
+  /** VLLM_LOGGING_LEVEL=DEBUG, carried to the engine thread: it reports its DEBUG lines (grammar compile times) */
+  readonly debugLog?: boolean;
   /** --disable-hybrid-kv-cache-manager: one KV block table for every layer, even with sliding-window layers; absent: false */
   readonly disableHybridKvCacheManager?: boolean;
   /** use exactly this many KV blocks, whatever the memory sizing says (vLLM num_gpu_blocks_override; tests) */

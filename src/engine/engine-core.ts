@@ -36,6 +36,8 @@ export interface RequestErrorInfo {
 
 /** Optional parts of an engine: structured outputs need the model's vocabulary (sent by the main thread). */
 export interface EngineOptions {
+  /** VLLM_LOGGING_LEVEL=DEBUG: collect DEBUG lines (grammar compile times) into the step stats */
+  readonly debugLog?: boolean;
   readonly grammarVocab?: GrammarVocab | null;
   /** compiled grammars kept for reuse */
   readonly grammarCacheSize?: number;
@@ -117,6 +119,7 @@ export class EngineCore {
         isLive: (state) => this.requests.get(state.requestId) === state,
         failLate: (requestId, code, message) => this.failLate(requestId, code, message),
         onWake: () => this.options.onWake?.(),
+        ...(options.debugLog === true ? { onCompiled: (requestId: string, compileMs: number, cached: boolean) => void this.debugLines.push(`Request ${requestId}: grammar ${cached ? "taken from the compiled-grammar cache" : "compiled"} in ${compileMs.toFixed(1)} ms`) } : {}),
       }
       : null);
     const spec = config.speculative ?? null;
@@ -308,6 +311,9 @@ export class EngineCore {
    * abort leaves the engine idle, this is how running / waiting / KV usage reach 0 on the metrics side.
    * batchSize 0 marks it: no batch ran, no tokens were computed.
    */
+  /** DEBUG lines waiting for the next stats (VLLM_LOGGING_LEVEL=DEBUG only) */
+  private readonly debugLines: string[] = [];
+
   idleStats(): StepStats {
     const t = this.nowMs();
     const counts = this.kv.takeCounts();
@@ -317,6 +323,7 @@ export class EngineCore {
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
       ...(this.peer ? { kvPeer: this.peer.takeStats() } : {}),
+      ...this.takeDebugLines(),
     };
   }
 
@@ -387,7 +394,13 @@ export class EngineCore {
       ...(this.peer ? { kvPeer: this.peer.takeStats() } : {}),
       ...(tally.specStats !== null ? { specDecoding: tally.specStats } : {}),
       ...(tally.numExternalKvTokens > 0 ? { numExternalKvTokens: tally.numExternalKvTokens } : {}),
+      ...this.takeDebugLines(),
     };
+  }
+
+  /** the DEBUG lines gathered since the last stats, for the main thread's log (VLLM_LOGGING_LEVEL=DEBUG) */
+  private takeDebugLines(): { debugLines?: readonly string[] } {
+    return this.debugLines.length > 0 ? { debugLines: this.debugLines.splice(0) } : {};
   }
 
   private toSequenceChunk(c: ScheduledChunk): SequenceChunk {

@@ -98,7 +98,7 @@ class EngineWorker {
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem(), totalmem(), draftRunner?.kvBytesPerBlock(spec.engineArgs.blockSize) ?? 0, loaded.value.placed ?? null);
       if (!config.ok) { draftRunner?.dispose(); post({ type: "fatal", message: config.error }); return; }
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
-        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
+        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner, debugLog: spec.engineArgs.debugLog === true,
         blockHashing: { algo: spec.engineArgs.prefixCachingHashAlgo ?? "sha256", seed: spec.engineArgs.pythonHashSeed ?? null },
         kvEvents: kvEventsOn(spec.engineArgs) ? { intHashes: spec.engineArgs.kvEventsUseIntBlockHashes ?? true } : null,
       });

@@ -28,6 +28,7 @@ import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
 import { renderRoutes } from "./openai/render/route.ts";
+import { tokenizerInfoRoutes } from "./openai/tokenizer-info.ts";
 import { parseJsonObject, startJsonParser } from "./request-body.ts";
 import { promptBoundFor } from "./openai/prompt-text.ts";
 import { RequestContexts } from "./request-context.ts";
@@ -143,6 +144,7 @@ export function createApp(options: ServerOptions) {
     .use(scoreRoutes(options, load.track, contexts))
     .use(tokenizeRoutes(options))
     .use(renderRoutes(options, contexts))
+    .use(options.enableTokenizerInfoEndpoint === true ? tokenizerInfoRoutes(options) : new Elysia())
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
       const headers: Record<string, string> = { "content-type": "application/json" };
