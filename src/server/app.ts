@@ -29,6 +29,8 @@ import { RequestContexts } from "./request-context.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
+import { ollamaErrorResponse } from "./ollama/ollama-errors.ts";
+import { ollamaRoutes } from "./ollama/routes.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
 const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations"]);
@@ -70,7 +72,7 @@ export function createApp(options: ServerOptions) {
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
-    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError }))
+    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError, dialectResponse: ollamaErrorResponse }))
     .onRequest(({ request, set, server }) => {
       const context = contexts.of(request);
       // read now: once the response is out the socket may be gone
@@ -131,6 +133,7 @@ export function createApp(options: ServerOptions) {
     .use(embeddingsRoutes(options, load.track, contexts))
     .use(scoreRoutes(options, load.track, contexts))
     .use(tokenizeRoutes(options))
+    .use(ollamaRoutes(options, load.track, contexts))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
       const headers: Record<string, string> = { "content-type": "application/json" };
