@@ -22,6 +22,9 @@ export interface OllamaServing {
   readonly fileSizeBytes?: number;
   /** when the served file was last modified (ms since the epoch) */
   readonly modifiedAtMs?: number;
-  /** downloads a Hugging Face model (`org/repo[:QUANT]`) into the cache, telling each step; absent = /api/pull answers 400 */
-  readonly pull?: (model: string, onEvent: (event: PullEvent) => void, signal: AbortSignal) => Promise<void>;
+  /**
+   * downloads a Hugging Face model (`org/repo[:QUANT]`) into the cache, telling each step; absent = /api/pull answers
+   * 400. A download runs to its end even when the client leaves (the next pull finds it in the cache).
+   */
+  readonly pull?: (model: string, onEvent: (event: PullEvent) => void) => Promise<void>;
 }

@@ -4,7 +4,7 @@
  * `pulling <digest>` with total/completed bytes per file, `verifying sha256 digest`, `writing manifest`, `success`.
  * Names are Hub references: `org/repo[:QUANT]`, or Ollama's `hf.co/org/repo[:QUANT]` form. The downloaded model goes
  * into the Hugging Face cache; this server keeps serving its one model (serve the new one with `fennec serve org/repo`).
- * @example for await (const record of pullRecords(pull, "org/repo:Q8_0", signal)) write(record);
+ * @example for await (const record of pullRecords(pull, "org/repo:Q8_0")) write(record);
  */
 import { ApiError } from "../errors.ts";
 import type { OllamaServing, PullEvent } from "./ollama-serving.ts";
@@ -30,7 +30,7 @@ function recordOf(event: PullEvent): Json[] {
 }
 
 /** The pull as records, in order; a failure is thrown (the stream writes it as an error line). */
-export async function* pullRecords(pull: NonNullable<OllamaServing["pull"]>, name: string, signal: AbortSignal): AsyncGenerator<Json> {
+export async function* pullRecords(pull: NonNullable<OllamaServing["pull"]>, name: string): AsyncGenerator<Json> {
   const queue: Json[] = [];
   let wake: (() => void) | null = null;
   let finished = false;
@@ -38,7 +38,7 @@ export async function* pullRecords(pull: NonNullable<OllamaServing["pull"]>, nam
   const running = pull(hubReference(name), (event) => {
     queue.push(...recordOf(event));
     wake?.();
-  }, signal).then(() => { finished = true; wake?.(); }, (error: unknown) => { failure = error; finished = true; wake?.(); });
+  }).then(() => { finished = true; wake?.(); }, (error: unknown) => { failure = error; finished = true; wake?.(); });
   for (;;) {
     while (queue.length > 0) yield queue.shift()!;
     if (finished) break;

@@ -118,29 +118,20 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
   return respond(options, state, answer, { ...requestIds(context), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs }, fields, context);
 }
 
-async function pull(options: ServerOptions, raw: unknown, context: RequestContext): Promise<Response | Record<string, unknown>> {
+async function pull(options: ServerOptions, raw: unknown): Promise<Response | Record<string, unknown>> {
   const body = bodyObject(raw);
   const name = optionalString(body, "model") ?? optionalString(body, "name");
   if (name === undefined || name === "") throw new ApiError("badRequest", "model is required");
   const puller = options.ollama?.pull;
   if (puller === undefined) throw new ApiError("badRequest", "this server cannot pull models (no Hugging Face download is wired in)");
   if (body["insecure"] === true) throw new ApiError("badRequest", "insecure is not supported: fennec downloads from the Hugging Face Hub over HTTPS only");
-  const abort = linkAbort(context.clientSignal, options.shutdownSignal);
-  const records = pullRecords(puller, name, abort.controller.signal);
+  const records = pullRecords(puller, name);
   if (body["stream"] === false) {
-    try {
-      let last: Record<string, unknown> = {};
-      for await (const record of records) last = record;
-      return last;
-    } finally {
-      abort.dispose();
-    }
+    let last: Record<string, unknown> = {};
+    for await (const record of records) last = record;
+    return last;
   }
-  const first = await primed(records).catch((error: unknown) => {
-    abort.dispose();
-    throw error;
-  });
-  return ndjsonResponse(first, { onCancel: () => abort.clientGone(), onEnd: () => abort.dispose(), log: options.log });
+  return ndjsonResponse(await primed(records), { onCancel: () => {}, onEnd: () => {}, log: options.log });
 }
 
 /** the `model` (or older `name`) of a body */
@@ -168,7 +159,7 @@ export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] 
       const b = bodyObject(body);
       return showModel(options, state.names.resolve(modelField(b)), b["verbose"] === true);
     }, { detail: detail("Show a model (Ollama)", "Details, template and GGUF metadata of the served model.") })
-    .post("/api/pull", ({ body, request }) => pull(options, body, contexts.of(request)), { detail: detail("Pull a model (Ollama)", "Downloads a Hugging Face GGUF into the cache, with Ollama's NDJSON progress records.") })
+    .post("/api/pull", ({ body }) => pull(options, body), { detail: detail("Pull a model (Ollama)", "Downloads a Hugging Face GGUF into the cache, with Ollama's NDJSON progress records.") })
     .post("/api/copy", ({ body }) => {
       const b = bodyObject(body);
       const source = optionalString(b, "source");
