@@ -65,6 +65,27 @@ describe("model lists", () => {
   });
 });
 
+describe("requests as Ollama's docs send them", () => {
+  test("a curl -d body (form Content-Type) is read as JSON; an empty one is Ollama's missing request body", async () => {
+    const s = testServer();
+    const form = { "content-type": "application/x-www-form-urlencoded" };
+    const res = await s.app.handle(new Request("http://localhost/api/generate", { method: "POST", headers: form, body: JSON.stringify({ model: "fake-model", prompt: "hi", stream: false, options: { num_predict: 2 } }) }));
+    checkOllama("generate", await json(res));
+    const empty = await s.app.handle(new Request("http://localhost/api/show", { method: "POST", headers: form, body: "" }));
+    expect((await json(empty, 400)).error).toBe("missing request body");
+    const bad = await s.app.handle(new Request("http://localhost/api/show", { method: "POST", body: "{x" }));
+    expect((await json(bad, 400)).error).toBe("Request body is not valid JSON");
+  });
+
+  test("GET and HEAD / : the web page, or Ollama's probe text with --disable-web-ui", async () => {
+    expect((await testServer().call("HEAD", "/")).status).toBe(200);
+    const plain = testServer({ disableWebUi: true });
+    const res = await plain.call("GET", "/");
+    expect(await res.text()).toBe("Ollama is running");
+    expect((await plain.call("HEAD", "/")).status).toBe(200);
+  });
+});
+
 describe("/api/pull", () => {
   const pull = async (model: string, onEvent: (e: PullEvent) => void) => {
     if (model === "org/missing") throw new Error("org/missing: repository not found on the Hub");

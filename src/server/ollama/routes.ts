@@ -134,6 +134,22 @@ async function pull(options: ServerOptions, raw: unknown): Promise<Response | Re
   return ndjsonResponse(await primed(records), { onCancel: () => {}, onEnd: () => {}, log: options.log });
 }
 
+/**
+ * Ollama reads every body as JSON whatever its Content-Type (Go's ShouldBindJSON), and its documented calls are
+ * `curl -d '{...}'`, which sends application/x-www-form-urlencoded: bodies the app's JSON parser left alone are
+ * read here. An empty body stays "" (Ollama's "missing request body").
+ */
+async function jsonBody({ request, contentType }: { request: Request; contentType: string }): Promise<unknown> {
+  if (contentType.startsWith("application/json")) return undefined;
+  const text = await request.text();
+  if (text.trim() === "") return "";
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ApiError("invalidBody", "Request body is not valid JSON");
+  }
+}
+
 /** the `model` (or older `name`) of a body */
 const modelField = (body: Body): string | undefined => optionalString(body, "model") ?? optionalString(body, "name");
 
@@ -141,25 +157,31 @@ const modelField = (body: Body): string | undefined => optionalString(body, "mod
 export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler(), contexts = new RequestContexts()) {
   const state: OllamaState = { names: new ModelNames([options.servedModelName, ...(options.servedModelAliases ?? [])]), keepAlive: new KeepAliveClock(Date.now()) };
   const detail = (summary: string, description: string) => ({ tags: ["Ollama"], summary, description });
+  const withBody = (summary: string, description: string) => ({ parse: jsonBody, detail: detail(summary, description) });
+  // Ollama answers `GET /` and `HEAD /` with "Ollama is running" (clients probe it); with the web UI on, `/` is the page
+  const root = options.disableWebUi === true
+    ? new Elysia({ name: "ollama-root" }).get("/", () => new Response("Ollama is running", { headers: { "content-type": "text/plain; charset=utf-8" } }), { detail: detail("Liveness (Ollama)", "Ollama's probe; only with --disable-web-ui (else `/` is the web page, which answers HEAD with 200 too).") })
+    : new Elysia({ name: "ollama-root-off" });
   return new Elysia({ name: "ollama" })
-    .post("/api/chat", ({ body, request }) => track(() => chat(options, state, body, contexts.of(request))), { detail: detail("Chat (Ollama)", "Ollama's /api/chat: an NDJSON stream of records by default, one JSON with `stream: false`.") })
-    .post("/api/generate", ({ body, request }) => track(() => generate(options, state, body, contexts.of(request))), { detail: detail("Generate (Ollama)", "Ollama's /api/generate: the prompt through the chat template (or `raw`), streamed as NDJSON by default.") })
+    .use(root)
+    .post("/api/chat", ({ body, request }) => track(() => chat(options, state, body, contexts.of(request))), withBody("Chat (Ollama)", "Ollama's /api/chat: an NDJSON stream of records by default, one JSON with `stream: false`."))
+    .post("/api/generate", ({ body, request }) => track(() => generate(options, state, body, contexts.of(request))), withBody("Generate (Ollama)", "Ollama's /api/generate: the prompt through the chat template (or `raw`), streamed as NDJSON by default."))
     .post("/api/embed", ({ body, request }) => track(() => {
       const b = bodyObject(body);
       return embed(options, state.names.resolve(modelField(b)), b, contexts.of(request));
-    }), { detail: detail("Embed (Ollama)", "Ollama's /api/embed: L2-normalised vectors of an embedding model.") })
+    }), withBody("Embed (Ollama)", "Ollama's /api/embed: L2-normalised vectors of an embedding model."))
     .post("/api/embeddings", ({ body, request }) => track(() => {
       const b = bodyObject(body);
       state.names.resolve(modelField(b));
       return legacyEmbedding(options, b, contexts.of(request));
-    }), { detail: detail("Embedding, older form (Ollama)", "Ollama's /api/embeddings: one vector, not normalised.") })
+    }), withBody("Embedding, older form (Ollama)", "Ollama's /api/embeddings: one vector, not normalised."))
     .get("/api/tags", () => ({ models: state.names.list().map((name) => tagEntry(options, name)) }), { detail: detail("List models (Ollama)", "The served model under each of its names.") })
     .get("/api/ps", () => ({ models: state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())) }), { detail: detail("Running models (Ollama)", "The served model (always loaded) with the keep-alive expiry of its latest request.") })
     .post("/api/show", ({ body }) => {
       const b = bodyObject(body);
       return showModel(options, state.names.resolve(modelField(b)), b["verbose"] === true);
-    }, { detail: detail("Show a model (Ollama)", "Details, template and GGUF metadata of the served model.") })
-    .post("/api/pull", ({ body }) => pull(options, body), { detail: detail("Pull a model (Ollama)", "Downloads a Hugging Face GGUF into the cache, with Ollama's NDJSON progress records.") })
+    }, withBody("Show a model (Ollama)", "Details, template and GGUF metadata of the served model."))
+    .post("/api/pull", ({ body }) => pull(options, body), withBody("Pull a model (Ollama)", "Downloads a Hugging Face GGUF into the cache, with Ollama's NDJSON progress records."))
     .post("/api/copy", ({ body }) => {
       const b = bodyObject(body);
       const source = optionalString(b, "source");
@@ -167,13 +189,13 @@ export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] 
       if (source === undefined || destination === undefined) throw new ApiError("badRequest", "source and destination are required");
       state.names.copy(source, destination);
       return new Response(null, { status: 200 });
-    }, { detail: detail("Copy a model (Ollama)", "Adds a name for the served model.") })
+    }, withBody("Copy a model (Ollama)", "Adds a name for the served model."))
     .delete("/api/delete", ({ body }) => {
       const b = bodyObject(body);
       const name = modelField(b);
       if (name === undefined || name === "") throw new ApiError("badRequest", "model is required");
       state.names.delete(name);
       return new Response(null, { status: 200 });
-    }, { detail: detail("Delete a model name (Ollama)", "Removes a name added with /api/copy; the served model itself stays.") })
+    }, withBody("Delete a model name (Ollama)", "Removes a name added with /api/copy; the served model itself stays."))
     .get("/api/version", () => ({ version: pkg.version }), { detail: detail("Version (Ollama)", "fennec's version.") });
 }
