@@ -30,6 +30,7 @@ import { modelParameters } from "./options-table.ts";
 import { pullRecords } from "./pull-progress.ts";
 import { bodyObject, commonFields, optionalString, type Body, type CommonFields } from "./request-fields.ts";
 import { showModel } from "./show.ts";
+import { OLLAMA_DOCS } from "./api-docs.ts";
 
 /** The state Ollama's routes keep: the names the model answers to and its keep-alive expiry. */
 interface OllamaState {
@@ -156,32 +157,32 @@ const modelField = (body: Body): string | undefined => optionalString(body, "mod
 /** `track` counts generating requests for GET /load; `contexts` are the app's. */
 export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] = (handler) => handler(), contexts = new RequestContexts()) {
   const state: OllamaState = { names: new ModelNames([options.servedModelName, ...(options.servedModelAliases ?? [])]), keepAlive: new KeepAliveClock(Date.now()) };
-  const detail = (summary: string, description: string) => ({ tags: ["Ollama"], summary, description });
-  const withBody = (summary: string, description: string) => ({ parse: jsonBody, detail: detail(summary, description) });
-  // Ollama answers `GET /` and `HEAD /` with "Ollama is running" (clients probe it); with the web UI on, `/` is the page
-  const root = options.disableWebUi === true
-    ? new Elysia({ name: "ollama-root" }).get("/", () => new Response("Ollama is running", { headers: { "content-type": "text/plain; charset=utf-8" } }), { detail: detail("Liveness (Ollama)", "Ollama's probe; only with --disable-web-ui (else `/` is the web page, which answers HEAD with 200 too).") })
-    : new Elysia({ name: "ollama-root-off" });
+  // OLLAMA_DOCS is plain OpenAPI JSON; Elysia's DocumentDecoration types it more narrowly than the JSON it copies
+  const docs = (route: keyof typeof OLLAMA_DOCS, summary: string, description: string): { summary: string } => {
+    const decoration: Record<string, unknown> = { tags: ["Ollama"], summary, description, ...OLLAMA_DOCS[route] };
+    return decoration as { summary: string };
+  };
+  const detail = (route: keyof typeof OLLAMA_DOCS, summary: string, description: string) => ({ detail: docs(route, summary, description) });
+  const withBody = (route: keyof typeof OLLAMA_DOCS, summary: string, description: string) => ({ parse: jsonBody, detail: docs(route, summary, description) });
   return new Elysia({ name: "ollama" })
-    .use(root)
-    .post("/api/chat", ({ body, request }) => track(() => chat(options, state, body, contexts.of(request))), withBody("Chat (Ollama)", "Ollama's /api/chat: an NDJSON stream of records by default, one JSON with `stream: false`."))
-    .post("/api/generate", ({ body, request }) => track(() => generate(options, state, body, contexts.of(request))), withBody("Generate (Ollama)", "Ollama's /api/generate: the prompt through the chat template (or `raw`), streamed as NDJSON by default."))
+    .post("/api/chat", ({ body, request }) => track(() => chat(options, state, body, contexts.of(request))), withBody("chat", "Chat (Ollama)", "Ollama's /api/chat: an NDJSON stream of records by default, one JSON with `stream: false`."))
+    .post("/api/generate", ({ body, request }) => track(() => generate(options, state, body, contexts.of(request))), withBody("generate", "Generate (Ollama)", "Ollama's /api/generate: the prompt through the chat template (or `raw`), streamed as NDJSON by default."))
     .post("/api/embed", ({ body, request }) => track(() => {
       const b = bodyObject(body);
       return embed(options, state.names.resolve(modelField(b)), b, contexts.of(request));
-    }), withBody("Embed (Ollama)", "Ollama's /api/embed: L2-normalised vectors of an embedding model."))
+    }), withBody("embed", "Embed (Ollama)", "Ollama's /api/embed: L2-normalised vectors of an embedding model."))
     .post("/api/embeddings", ({ body, request }) => track(() => {
       const b = bodyObject(body);
       state.names.resolve(modelField(b));
       return legacyEmbedding(options, b, contexts.of(request));
-    }), withBody("Embedding, older form (Ollama)", "Ollama's /api/embeddings: one vector, not normalised."))
-    .get("/api/tags", () => ({ models: state.names.list().map((name) => tagEntry(options, name)) }), { detail: detail("List models (Ollama)", "The served model under each of its names.") })
-    .get("/api/ps", () => ({ models: state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())) }), { detail: detail("Running models (Ollama)", "The served model (always loaded) with the keep-alive expiry of its latest request.") })
+    }), withBody("embeddings", "Embedding, older form (Ollama)", "Ollama's /api/embeddings: one vector, not normalised."))
+    .get("/api/tags", () => ({ models: state.names.list().map((name) => tagEntry(options, name)) }), detail("tags", "List models (Ollama)", "The served model under each of its names."))
+    .get("/api/ps", () => ({ models: state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())) }), detail("ps", "Running models (Ollama)", "The served model (always loaded) with the keep-alive expiry of its latest request."))
     .post("/api/show", ({ body }) => {
       const b = bodyObject(body);
       return showModel(options, state.names.resolve(modelField(b)), b["verbose"] === true);
-    }, withBody("Show a model (Ollama)", "Details, template and GGUF metadata of the served model."))
-    .post("/api/pull", ({ body }) => pull(options, body), withBody("Pull a model (Ollama)", "Downloads a Hugging Face GGUF into the cache, with Ollama's NDJSON progress records."))
+    }, withBody("show", "Show a model (Ollama)", "Details, template and GGUF metadata of the served model."))
+    .post("/api/pull", ({ body }) => pull(options, body), withBody("pull", "Pull a model (Ollama)", "Downloads a Hugging Face GGUF into the cache, with Ollama's NDJSON progress records."))
     .post("/api/copy", ({ body }) => {
       const b = bodyObject(body);
       const source = optionalString(b, "source");
@@ -189,13 +190,13 @@ export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] 
       if (source === undefined || destination === undefined) throw new ApiError("badRequest", "source and destination are required");
       state.names.copy(source, destination);
       return new Response(null, { status: 200 });
-    }, withBody("Copy a model (Ollama)", "Adds a name for the served model."))
+    }, withBody("copy", "Copy a model (Ollama)", "Adds a name for the served model."))
     .delete("/api/delete", ({ body }) => {
       const b = bodyObject(body);
       const name = modelField(b);
       if (name === undefined || name === "") throw new ApiError("badRequest", "model is required");
       state.names.delete(name);
       return new Response(null, { status: 200 });
-    }, withBody("Delete a model name (Ollama)", "Removes a name added with /api/copy; the served model itself stays."))
-    .get("/api/version", () => ({ version: pkg.version }), { detail: detail("Version (Ollama)", "fennec's version.") });
+    }, withBody("delete", "Delete a model name (Ollama)", "Removes a name added with /api/copy; the served model itself stays."))
+    .get("/api/version", () => ({ version: pkg.version }), detail("version", "Version (Ollama)", "fennec's version."));
 }
