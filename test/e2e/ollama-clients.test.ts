@@ -159,6 +159,20 @@ describe("the ollama library", () => {
   });
 });
 
+describe("observability", () => {
+  test("each Ollama request: one access-log line and one count in /metrics under its route", async () => {
+    const before = await (await fetch(`${server.url}/metrics`)).text();
+    const count = (text: string) => Number(/http_requests_total\{[^}]*handler="\/api\/version"[^}]*\} (\d+)/.exec(text)?.[1] ?? 0);
+    await ollama.version();
+    await ollama.version();
+    const after = await (await fetch(`${server.url}/metrics`)).text();
+    expect(count(after) - count(before)).toBe(2);
+    await Bun.sleep(50);
+    expect(server.log()).toContain('"POST /api/chat HTTP/1.1" 200');
+    expect(server.log()).toContain('"POST /api/chat HTTP/1.1" 404');
+  });
+});
+
 describe("LangChain.js (@langchain/ollama)", () => {
   test("ChatOllama invoke and stream agree; usage from Ollama's counts", async () => {
     const chat = new ChatOllama({ baseUrl: server.url, model: "stories", temperature: 0, numPredict: 12 });
