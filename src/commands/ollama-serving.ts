@@ -58,7 +58,12 @@ function hubPull(flags: ModelArgumentFlags, log: (line: string) => void): NonNul
 /** `modelPath` null = the embedded default model (no file, no size). */
 export async function ollamaServing(modelPath: string | null, flags: ModelArgumentFlags, log: (line: string) => void): Promise<OllamaServing> {
   const gguf = await openModelGguf(modelPath);
-  const stat = modelPath === null ? null : statSync(modelPath);
+  let stat: { size: number; mtimeMs: number } | null = null;
+  try {
+    if (modelPath !== null) stat = statSync(modelPath);
+  } catch {
+    // the engine has loaded the model already; a file that cannot be stat'ed only leaves size and time unknown (0)
+  }
   return {
     ...(gguf.ok ? { metadata: metadataOf(gguf.value) } : {}),
     fileSizeBytes: stat?.size ?? 0,

@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { DEFAULT_CHAT_SERVING, type ChatServingOptions } from "../../src/server/chat-serving.ts";
 import { testServer, type Json } from "./helpers.ts";
 import { checkOllama, ndjsonRecords } from "./ollama-schemas.ts";
+import { OLLAMA_OPTIONS } from "../../src/server/ollama/options-table.ts";
 
 const chatWith = (over: Partial<ChatServingOptions>): ChatServingOptions => ({ ...DEFAULT_CHAT_SERVING, ...over });
 const hi = (extra: Json = {}) => ({ model: "fake-model", messages: [{ role: "user", content: "hi" }], ...extra });
@@ -58,6 +59,15 @@ describe("/api/chat", () => {
     expect(g.llama).toMatchObject({ repeatLastN: 8, typicalP: 0.7, mirostat: 2, mirostatTau: 3 });
   });
 
+  test.each(Object.entries(OLLAMA_OPTIONS).filter(([, row]) => row.default !== null))("the table's default for %s is what an omitted option gives", async (key, row) => {
+    const s = testServer();
+    await (await s.call("POST", "/api/chat", hi({ stream: false, options: { num_predict: 2 } }))).json();
+    await (await s.call("POST", "/api/chat", hi({ stream: false, options: { num_predict: 2, [key]: row.default } }))).json();
+    const [omitted, explicit] = s.fake.requests.map((r) => ({ ...r.sampling, seed: r.sampling.seed }));
+    if (key === "num_predict") expect(explicit!.maxTokens).toBeGreaterThan(2); // -1: up to the context
+    else expect(explicit).toEqual(omitted!);
+  });
+
   test("--generation-config sits between Ollama's defaults and the request (a Modelfile's PARAMETERs)", async () => {
     const s = testServer({ generationDefaults: { temperature: 0.3, max_new_tokens: 4 } });
     await (await s.call("POST", "/api/chat", hi({ stream: false }))).json();
@@ -104,6 +114,14 @@ describe("/api/chat", () => {
     expect(await error(await s.call("POST", "/api/chat", { messages: [] }), 400)).toBe("model is required");
     expect(await error(await s.call("POST", "/api/chat", "{not json"), 400)).toContain("not valid JSON");
     expect(await error(await s.call("POST", "/api/chat", "[1]"), 400)).toContain("JSON object");
+  });
+
+  test("a wrong method and an unknown /api path answer in Ollama's shape too; GET routes answer HEAD", async () => {
+    const s = testServer();
+    expect(await error(await s.call("GET", "/api/chat"), 405)).toBe("Method Not Allowed");
+    expect(await error(await s.call("POST", "/api/nothing", {}), 404)).toBe("Not Found");
+    expect(await error(await s.call("POST", "/api/chat", hi(), { "content-length": String(64 * 1024 * 1024) }), 413)).toContain("larger than the limit");
+    for (const path of ["/api/tags", "/api/ps", "/api/version"]) expect((await s.call("HEAD", path)).status).toBe(200);
   });
 
   test("name:tag forms resolve to the served name, case-insensitively; answers carry the display name", async () => {
