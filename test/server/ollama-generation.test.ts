@@ -247,8 +247,19 @@ describe("/api/generate", () => {
     expect(await error(await s.call("POST", "/api/generate", { model: "fake-model", prompt: "p", ...extra }), 400)).toContain(message);
   });
 
+  test("suffix: fill-in-the-middle with the GGUF's FIM tokens (llama.cpp's prefix-suffix-middle prompt); capability insert", async () => {
+    const metadata = new Map<string, number>([["tokenizer.ggml.fim_pre_token_id", 120], ["tokenizer.ggml.fim_suf_token_id", 121], ["tokenizer.ggml.fim_mid_token_id", 122]]);
+    const s = testServer({ ollama: { metadata } });
+    const body = await (await s.call("POST", "/api/generate", { model: "fake-model", prompt: "ab", suffix: "cd", stream: false, options: { num_predict: 2 } })).json();
+    checkOllama("generate", body);
+    const enc = (text: string) => s.fake.tokenizer.encode(text, { addSpecial: false, parseSpecial: false });
+    expect(s.fake.requests[0]!.promptTokenIds).toEqual([s.fake.tokenizer.bosId!, 120, ...enc("ab"), 121, ...enc("cd"), 122]);
+    expect((await (await s.call("POST", "/api/show", { model: "fake-model" })).json()).capabilities).toContain("insert");
+    expect(await error(await s.call("POST", "/api/generate", { model: "fake-model", prompt: "ab", suffix: "cd", raw: true }), 400)).toContain("does not take raw or system");
+  });
+
   test("think on a raw prompt of a thinking model is refused (no template to turn it on or off)", async () => {
     const s = testServer({ chat: chatWith({ reasoningParser: "deepseek_r1" }) });
-    expect(await error(await s.call("POST", "/api/generate", { model: "fake-model", prompt: "p", raw: true, think: false }), 400)).toContain("think does not apply to raw prompts");
+    expect(await error(await s.call("POST", "/api/generate", { model: "fake-model", prompt: "p", raw: true, think: false }), 400)).toContain("think does not apply to raw or suffix prompts");
   });
 });

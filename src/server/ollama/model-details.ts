@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import type { ServerOptions } from "../server-options.ts";
 import type { GgufInfoValue } from "./ollama-serving.ts";
+import { fimTokens } from "./generate-request.ts";
 
 /** ggml's general.file_type numbers -> Ollama's quantization_level names (ggml llama_ftype) */
 const FILE_TYPES: Readonly<Record<number, string>> = {
@@ -56,6 +57,7 @@ export function capabilities(options: ServerOptions): string[] {
     "completion",
     ...((options.chat?.toolCallParser ?? null) !== null ? ["tools"] : []),
     ...((options.chat?.reasoningParser ?? null) !== null ? ["thinking"] : []),
+    ...(fimTokens(options.ollama?.metadata) !== null ? ["insert"] : []),
   ];
 }
 

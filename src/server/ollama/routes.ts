@@ -18,7 +18,7 @@ import { prepareChatGeneration, prepareTextGeneration, textSampling } from "../g
 import { collectGeneration, generateOutputs, linkAbort, primed } from "../generation/run-generation.ts";
 import type { GenerateRequest } from "../../frontend/orchestrator.ts";
 import { chatGenerationBody, chatMessages } from "./chat-request.ts";
-import { generateInput } from "./generate-request.ts";
+import { fimPrompt, fimTokens, generateInput } from "./generate-request.ts";
 import { vllmFields, withOllamaSampling } from "./generation-sampling.ts";
 import { loadRecord, streamRecords, wholeRecord, type OllamaAnswer } from "./generation-records.ts";
 import { embed, legacyEmbedding } from "./embed.ts";
@@ -97,7 +97,8 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
   const body = bodyObject(raw);
   const model = state.names.resolve(optionalString(body, "model"));
   refuseOnPoolingModel(options, model, "generate");
-  const input = generateInput(body, model);
+  const fim = fimTokens(options.ollama?.metadata);
+  const input = generateInput(body, model, fim);
   const fields = commonFields(body, modelParameters(options.generationDefaults));
   const vllm = vllmFields(options, model, fields);
   if (input.kind === "load") return loaded(state, model, "generate", fields);
@@ -109,9 +110,12 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
     prepared = generation;
     output = generation.output;
   } else {
-    if (vllm["reasoning_effort"] !== undefined) throw new ApiError("badRequest", "think does not apply to raw prompts: the chat template (which turns thinking on or off) is not used");
+    if (vllm["reasoning_effort"] !== undefined) throw new ApiError("badRequest", "think does not apply to raw or suffix prompts: the chat template (which turns thinking on or off) is not used");
     const textBody = { ...vllm };
-    const [first] = await prepareTextGeneration(options, textBody, [{ text: input.text }], await textSampling(options, textBody, choices), { maxTokensParam: "max_tokens", promptParam: "prompt" });
+    const { tokenizer } = options.orchestrator;
+    const prompt = input.kind === "raw" ? { text: input.text }
+      : { tokenIds: fimPrompt(fim!, (text, addSpecial) => tokenizer.encode(text, { addSpecial, parseSpecial: false }), input.prefix, input.suffix) };
+    const [first] = await prepareTextGeneration(options, textBody, [prompt], await textSampling(options, textBody, choices), { maxTokensParam: "max_tokens", promptParam: "prompt" });
     prepared = first!;
   }
   const sampling = withOllamaSampling(options, prepared, fields.sampling);
