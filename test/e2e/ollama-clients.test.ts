@@ -40,7 +40,7 @@ beforeAll(async () => {
   writeGgufFile(embeddingPath, randomModel({ shapeName: "tiny-qwen3-embedding-0.6b", shape: MODEL_SHAPES["tiny-qwen3-embedding-0.6b"]!, type: "q8_0", seed: 5, vocab: vocab.value }));
   const env = { HF_ENDPOINT: hub.url, HF_HOME: join(dir, "hf"), HF_TOKEN: "", HF_HUB_OFFLINE: "", HF_HUB_CACHE: "" };
   [server, embedder] = await Promise.all([
-    startServer(["--served-model-name", "stories", "--max-model-len", "256", "--threads", "1"], { env }),
+    startServer(["--served-model-name", "stories", "--max-model-len", "256", "--threads", "1", "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}'], { env }),
     startServer(["--model", embeddingPath, "--served-model-name", "embedder", "--max-model-len", "256", "--kv-cache-memory", "16M", "--max-num-batched-tokens", "64", "--threads", "1"]),
   ]);
   ollama = new Ollama({ host: server.url });
@@ -103,6 +103,22 @@ describe("the ollama library", () => {
     expect(res.headers.get("content-type")).toBe("application/x-ndjson");
     const records = await ndjsonRecords(res, "generate");
     expect(records.at(-1)).toMatchObject({ done: true });
+  });
+
+  test("format: a JSON schema constrains the answer (bounded values, so it completes); format json any object", async () => {
+    const schema = { type: "object", properties: { animal: { type: "string", enum: ["fox", "cat"] }, legs: { type: "integer", minimum: 0, maximum: 8 } }, required: ["animal", "legs"], additionalProperties: false };
+    const answer = await ollama.chat({ model: "stories", messages: [{ role: "user", content: "An animal" }], format: schema, options: { num_predict: 64, seed: 1 }, stream: false });
+    expect(answer.done_reason).toBe("stop");
+    const parsed = JSON.parse(answer.message.content) as { animal: string; legs: number };
+    expect(["fox", "cat"]).toContain(parsed.animal);
+    expect(Object.keys(parsed).sort()).toEqual(["animal", "legs"]);
+    let streamed = "";
+    for await (const part of await ollama.generate({ model: "stories", prompt: "JSON", format: "json", options: { num_predict: 48, seed: 2 }, stream: true })) {
+      checkOllama("generate", part);
+      streamed += part.response;
+    }
+    // an object, complete or cut by num_predict: it starts as one either way
+    expect(streamed.trimStart().startsWith("{")).toBe(true);
   });
 
   test("keep_alive reaches /api/ps; 0 is refused as a ResponseError with Ollama's status", async () => {
