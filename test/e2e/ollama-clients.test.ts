@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { Ollama } from "ollama";
 import { ChatOllama, OllamaEmbeddings } from "@langchain/ollama";
 import { HumanMessage } from "@langchain/core/messages";
-import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
+import { llamaTemplatePath, llamaVocabPath } from "../../scripts/llama-vocab.ts";
+import { makeModelFile } from "../helpers/random-gguf.ts";
 import { MODEL_SHAPES } from "../../scripts/model-shapes.ts";
 import { randomModel } from "../../scripts/random-model.ts";
 import { defaultModelPath } from "../../src/gguf/default-model.ts";
@@ -30,6 +31,8 @@ const REPO = "fennec-test/stories260K-GGUF";
 let hub: HubStandIn;
 let server: ServerProcess;
 let embedder: ServerProcess;
+/** a Qwen3-shaped random model with Qwen3.5's template (it opens the think block in the prompt) and --reasoning-parser qwen3 */
+let thinker: ServerProcess;
 let ollama: Ollama;
 
 beforeAll(async () => {
@@ -39,15 +42,17 @@ beforeAll(async () => {
   const embeddingPath = join(dir, "embedding.gguf");
   writeGgufFile(embeddingPath, randomModel({ shapeName: "tiny-qwen3-embedding-0.6b", shape: MODEL_SHAPES["tiny-qwen3-embedding-0.6b"]!, type: "q8_0", seed: 5, vocab: vocab.value }));
   const env = { HF_ENDPOINT: hub.url, HF_HOME: join(dir, "hf"), HF_TOKEN: "", HF_HUB_OFFLINE: "", HF_HUB_CACHE: "" };
-  [server, embedder] = await Promise.all([
+  const qwen3Path = await makeModelFile("tiny-qwen3-0.6b", "q8_0", 1);
+  [server, embedder, thinker] = await Promise.all([
     startServer(["--served-model-name", "stories", "--max-model-len", "256", "--threads", "1", "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}'], { env }),
     startServer(["--model", embeddingPath, "--served-model-name", "embedder", "--max-model-len", "256", "--kv-cache-memory", "16M", "--max-num-batched-tokens", "64", "--threads", "1"]),
+    startServer(["--model", qwen3Path, "--served-model-name", "thinker", "--threads", "1", "--max-model-len", "2048", "--reasoning-parser", "qwen3", "--chat-template", llamaTemplatePath("Qwen3.5-4B")]),
   ]);
   ollama = new Ollama({ host: server.url });
 }, 180_000);
 
 afterAll(async () => {
-  await Promise.all([server?.stop(), embedder?.stop(), hub?.close()]);
+  await Promise.all([server?.stop(), embedder?.stop(), thinker?.stop(), hub?.close()]);
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -172,6 +177,28 @@ describe("the ollama library", () => {
     const n = Math.hypot(...legacy.embedding);
     legacy.embedding.forEach((x, i) => expect(x / n).toBeCloseTo(out.embeddings[0]![i]!, 4));
     expect(await client.chat({ model: "embedder", messages: [{ role: "user", content: "a" }] }).catch((e: unknown) => e)).toMatchObject({ status_code: 400 });
+  });
+});
+
+describe("think on a thinking model", () => {
+  const ask = [{ role: "user", content: "Weather in Paris?" }];
+  test("omitted or true: the text is thinking (no </think> from a random model), streamed and not; false: content", async () => {
+    const client = new Ollama({ host: thinker.url });
+    const whole = await client.chat({ model: "thinker", messages: ask, options: { num_predict: 10, seed: 1 }, stream: false });
+    checkOllama("chat", whole);
+    expect(whole.message.thinking!.length).toBeGreaterThan(0);
+    expect(whole.message.content).toBe("");
+    let thinking = "";
+    for await (const part of await client.chat({ model: "thinker", messages: ask, think: true, options: { num_predict: 10, seed: 1 }, stream: true })) {
+      checkOllama("chat", part);
+      expect(part.message.content).toBe("");
+      thinking += part.message.thinking ?? "";
+    }
+    expect(thinking).toBe(whole.message.thinking!);
+    const off = await client.chat({ model: "thinker", messages: ask, think: false, options: { num_predict: 10, seed: 1 }, stream: false });
+    expect(off.message.thinking).toBeUndefined();
+    expect(off.message.content.length).toBeGreaterThan(0);
+    expect((await client.show({ model: "thinker" })).capabilities).toContain("thinking");
   });
 });
 
