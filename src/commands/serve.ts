@@ -22,6 +22,8 @@ import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
 import { readChatFlags } from "./chat-flags.ts";
+import { ollamaServing } from "./ollama-serving.ts";
+import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
 import { listenHttp, type HttpListener, type PeerAddress } from "../server/http-listener.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
@@ -178,6 +180,7 @@ export async function main(options: Options): Promise<number> {
     ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
+    ollama: await ollamaServing(config.model, modelArgumentFlags(options), (line) => mainLog.child("hub").info(line)),
   });
   let http: HttpListener;
   try {

@@ -35,6 +35,8 @@ import { RequestContexts } from "./request-context.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
+import { ollamaErrorResponse } from "./ollama/ollama-errors.ts";
+import { ollamaRoutes } from "./ollama/routes.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
 const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"]);
@@ -76,7 +78,7 @@ export function createApp(options: ServerOptions) {
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
-    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError, renderError: (request, error) => (isAnthropicPath(new URL(request.url).pathname) ? anthropicErrorResponse(error, request) : null) }))
+    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError, dialectResponse: (request, error) => (isAnthropicPath(new URL(request.url).pathname) ? anthropicErrorResponse(error, request) : ollamaErrorResponse(request, error)) }))
     .onRequest(({ request, set, server }) => {
       const context = contexts.of(request);
       // read now: once the response is out the socket may be gone
@@ -145,6 +147,7 @@ export function createApp(options: ServerOptions) {
     .use(tokenizeRoutes(options))
     .use(renderRoutes(options, contexts))
     .use(options.enableTokenizerInfoEndpoint === true ? tokenizerInfoRoutes(options) : new Elysia())
+    .use(ollamaRoutes(options, load.track, contexts))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
       const headers: Record<string, string> = { "content-type": "application/json" };

@@ -177,8 +177,8 @@ export interface ErrorContext {
   readonly methodsOf: (pathname: string) => readonly string[];
   /** the error response a request got (for the HTTP metrics, which run after the response) */
   readonly noteError?: (request: Request, response: Response) => void;
-  /** another dialect's error body for this request (Anthropic's under /v1/messages); null = the OpenAI body */
-  readonly renderError?: (request: Request, error: ApiError) => Response | null;
+  /** another dialect's error body for this request (Anthropic's under /v1/messages, Ollama's under /api); null = the OpenAI body */
+  readonly dialectResponse?: (request: Request, error: ApiError) => Response | null;
 }
 
 export function toApiError(code: string | number, error: unknown, log: (message: string, level?: LogLevel) => void, rawBody?: unknown, allowedMethods: readonly string[] = []): ApiError {
@@ -205,7 +205,7 @@ export function errorPlugin(log: (message: string, level?: LogLevel) => void, co
     .onError({ as: "global" }, ({ code, error, request }) => {
       const allowed = code === "NOT_FOUND" ? context.methodsOf(new URL(request.url).pathname) : [];
       const apiError = toApiError(code, error, log, context.rawBodyOf(request), allowed);
-      const response = context.renderError?.(request, apiError) ?? errorResponse(apiError);
+      const response = context.dialectResponse?.(request, apiError) ?? errorResponse(apiError);
       if (response.status === 405) response.headers.set("allow", allowed.join(", "));
       context.noteError?.(request, response);
       return response;
