@@ -2,7 +2,8 @@
  * `fennec proxy`'s HTTP handler: disaggregated prefill/decode over two OpenAI-compatible servers, as vLLM's proxies do
  * it (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py _handle_completions, send_request_to_service;
  * examples/online_serving/disaggregated_serving/disagg_proxy_demo.py). For each /v1/completions or
- * /v1/chat/completions request: the next prefill server (round robin) gets the body with max_tokens 1, stream false and
+ * /v1/chat/completions request: the prefill server llm-d's picker chose (the routing sidecar's `x-prefiller-host-port`
+ * header), else the next one in turn (round robin), gets the body with max_tokens 1, stream false and
  * `kv_transfer_params: {do_remote_decode: true, ...}`; the `kv_transfer_params` it answers are added to the original
  * body, which the next decode server gets; the decode answer (streamed or not) goes back as it arrives. Both legs carry
  * one X-Request-Id. Only the wire protocol is assumed, so any server speaking vLLM's params works behind it.
@@ -134,6 +135,29 @@ function passThrough(body: ReadableStream<Uint8Array>, isEventStream: boolean, f
   });
 }
 
+/**
+ * The routing sidecar's headers that carry the prefill host llm-d's picker chose (llm-d-routing-sidecar
+ * internal/proxy/proxy.go): `x-prefiller-host-port` (host:port), else the legacy `x-prefiller-url`; a comma list or
+ * repeated header means its first value, as the sidecar reads it.
+ */
+const PREFILLER_HEADERS = ["x-prefiller-host-port", "x-prefiller-url"] as const;
+
+/** The picked prefill server as a base URL; null without the headers; an Error naming the header for a bad value. */
+export function pickedPrefiller(headers: Headers): string | null | Error {
+  for (const name of PREFILLER_HEADERS) {
+    const value = headers.get(name)?.split(",")[0]?.trim();
+    if (value === undefined || value === "") continue;
+    const text = /^https?:\/\//i.test(value) ? value : `http://${value}`;
+    let url: URL | null = null;
+    try { url = new URL(text); } catch { /* refused below */ }
+    if (url === null || url.username !== "" || url.search !== "" || url.hash !== "" || url.pathname.replace(/\/+$/, "") !== "" || /\s/.test(value)) {
+      return new Error(`${name} "${value}" is not a prefill server's host:port`);
+    }
+    return url.origin;
+  }
+  return null;
+}
+
 /** Round robin over one list (itertools.cycle in vLLM's proxies). */
 function cycle(urls: readonly string[]): () => string {
   let next = 0;
@@ -185,8 +209,11 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     if (original.kv_transfer_params !== undefined && original.kv_transfer_params !== null) {
       return errorReply(ERROR_TYPES.badRequest, "kv_transfer_params is set by the proxy for each leg: send the request without it", requestId, "kv_transfer_params");
     }
+    // the host llm-d's picker chose (it arrives through the routing sidecar's header), else the proxy's own turn
+    const picked = pickedPrefiller(request.headers);
+    if (picked instanceof Error) return errorReply(ERROR_TYPES.badRequest, picked.message, requestId);
     const headers = legHeaders(request, requestId);
-    const prefillUrl = nextPrefill();
+    const prefillUrl = picked ?? nextPrefill();
     const started = performance.now();
     let params: Record<string, unknown> | null;
     try {

@@ -76,7 +76,7 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   // the stats tables name each prompt as the client knows it: the response id, `-<i>` per prompt when there are several (vLLM)
   const externalId = (i: number) => (prompts.length === 1 ? id : `${id}-${i}`);
   return {
-    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs })),
+    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs, traceHeaders: context.traceHeaders })),
     answer: {
       id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n,
       prompts: prompts.map((p) => ({ text: p.text, tokenIds: p.tokenIds })), echo: body.echo === true,
