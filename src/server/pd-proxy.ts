@@ -17,6 +17,9 @@ import { errorMessage } from "../util/error-message.ts";
 import type { LogLevel } from "../util/logger.ts";
 import { PREFILL_KV_TRANSFER_PARAMS } from "../util/nixl-params.ts";
 import { ERROR_TYPES } from "./errors.ts";
+import { SPAN_ATTRIBUTES, SPAN_NAMES } from "../tracing/span-attributes.ts";
+import { extractTraceHeaders, injectTraceHeaders, parentContext } from "../tracing/trace-context.ts";
+import type { Tracing } from "../tracing/tracer.ts";
 
 
 export interface PdProxyOptions {
@@ -28,7 +31,12 @@ export interface PdProxyOptions {
   readonly log: (level: LogLevel, line: string) => void;
   /** tests: fixed ids; default crypto.randomUUID */
   readonly newRequestId?: () => string;
+  /** --otlp-traces-endpoint: one span per proxied request, the parent of both legs' spans (their traceparent) */
+  readonly tracing?: Tracing | null;
 }
+
+/** The proxy span's own attributes: which servers served the request (beside vLLM's gen_ai.request.id). */
+const PROXY_SPAN_ATTRIBUTES = { prefillServer: "fennec.proxy.prefill_server", decodeServer: "fennec.proxy.decode_server", status: "http.response.status_code" } as const;
 
 
 /** The generation routes: the path the client called is the path each leg gets. */
@@ -214,6 +222,11 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     if (picked instanceof Error) return errorReply(ERROR_TYPES.badRequest, picked.message, requestId);
     const headers = legHeaders(request, requestId);
     const prefillUrl = picked ?? nextPrefill();
+    // the proxy's span continues the client's trace, and both legs continue the proxy's span
+    const parent = parentContext(extractTraceHeaders(request.headers));
+    const span = options.tracing?.startSpan(SPAN_NAMES.proxyRequest, Date.now(), parent, { [SPAN_ATTRIBUTES.requestId]: requestId, [PROXY_SPAN_ATTRIBUTES.prefillServer]: prefillUrl }) ?? null;
+    if (span !== null) injectTraceHeaders(options.tracing!.contextOf(span, parent), headers);
+    const reply = (response: Response): Response => { span?.setAttribute(PROXY_SPAN_ATTRIBUTES.status, response.status); if (response.status !== 200) span?.end(); return response; };
     const started = performance.now();
     let params: Record<string, unknown> | null;
     try {
@@ -221,9 +234,9 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     } catch (e) {
       const failure = e instanceof LegFailure ? e : new LegFailure(ERROR_TYPES.internal, `prefill leg failed: ${errorMessage(e)}`);
       // the client went away: nobody reads the answer, and it is no server's failure
-      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away during the prefill leg`); return errorReply(failure.kind, failure.message, requestId); }
+      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away during the prefill leg`); return reply(errorReply(failure.kind, failure.message, requestId)); }
       options.log("ERROR", `${requestId}: ${failure.message}`);
-      return errorReply(failure.kind, failure.message, requestId, failure.param);
+      return reply(errorReply(failure.kind, failure.message, requestId, failure.param));
     }
     const prefillMs = performance.now() - started;
     // vLLM's proxies go on without the params (the decode server then computes the prompt itself)
@@ -237,25 +250,28 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     } catch (e) {
       timer.settle();
       const failure = fetchFailure("decode", decodeUrl, e, timer.timedOut(), timeoutMs);
-      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away before the decode answer`); return errorReply(failure.kind, failure.message, requestId); }
+      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away before the decode answer`); return reply(errorReply(failure.kind, failure.message, requestId)); }
       options.log("ERROR", `${requestId}: ${failure.message}`);
-      return errorReply(failure.kind, failure.message, requestId);
+      return reply(errorReply(failure.kind, failure.message, requestId));
     }
     timer.settle();
     if (!response.ok) {
       const failure = await httpFailure("decode", decodeUrl, response);
       options.log("ERROR", `${requestId}: ${failure.message}`);
-      return errorReply(failure.kind, failure.message, requestId, failure.param);
+      return reply(errorReply(failure.kind, failure.message, requestId, failure.param));
     }
     options.log("INFO", `${requestId}: prefill ${prefillUrl} in ${prefillMs.toFixed(1)} ms (${params === null ? "no kv_transfer_params" : "kv_transfer_params returned"}), decode ${decodeUrl}`);
     const contentType = response.headers.get("content-type") ?? "application/json";
     const isEventStream = contentType.startsWith("text/event-stream");
     const out = response.body === null ? null : passThrough(response.body, isEventStream, () => `decode server ${decodeUrl} stopped mid-answer`, (ok) => {
       if (!ok) options.log("ERROR", `${requestId}: decode server ${decodeUrl} stopped mid-answer`);
+      span?.end();
     });
     const replyHeaders: Record<string, string> = { "content-type": contentType, "x-request-id": requestId };
     if (isEventStream) replyHeaders["cache-control"] = "no-cache";
-    return new Response(out, { status: response.status, headers: replyHeaders });
+    span?.setAttribute(PROXY_SPAN_ATTRIBUTES.decodeServer, decodeUrl);
+    if (out === null) span?.end();
+    return reply(new Response(out, { status: response.status, headers: replyHeaders }));
   }
 
   /** 200 (empty, as vLLM's /health) when every server's /health is 200; else 503 naming the ones that are not. */
