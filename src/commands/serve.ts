@@ -184,7 +184,10 @@ export async function main(options: Options): Promise<number> {
   });
   let http: HttpListener;
   try {
+    // vLLM's log_tracing_disabled_warning: once, when a request carries trace context that nothing continues
+    let warnedTraceContext = tracing !== null;
     const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => {
+      if (!warnedTraceContext && request.headers.has("traceparent")) { warnedTraceContext = true; log("Received a request with trace context but tracing is disabled", "WARNING"); }
       const routed = withoutRootPath(request, flags.rootPath);
       peers.set(routed, peer);
       if (routed !== request) { const url = new URL(request.url); targets.set(routed, `${url.pathname}${url.search}`); }

@@ -123,7 +123,7 @@ export function prefillBody(body: Record<string, unknown>): Record<string, unkno
  * and [DONE] (as vLLM ends a failed stream), a JSON body that is cut ends the connection. The client going away
  * cancels the decode request, so the decode server aborts it.
  */
-function passThrough(body: ReadableStream<Uint8Array>, isEventStream: boolean, failureMessage: () => string, onEnd: (ok: boolean) => void): ReadableStream<Uint8Array> {
+function passThrough(body: ReadableStream<Uint8Array>, isEventStream: boolean, failureMessage: () => string, onEnd: (ok: boolean) => void, onCancel: () => void = () => {}): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
@@ -139,7 +139,7 @@ function passThrough(body: ReadableStream<Uint8Array>, isEventStream: boolean, f
         controller.close();
       }
     },
-    cancel(reason) { void reader.cancel(reason).catch(() => {}); },
+    cancel(reason) { onCancel(); void reader.cancel(reason).catch(() => {}); },
   });
 }
 
@@ -226,7 +226,10 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     const parent = parentContext(extractTraceHeaders(request.headers));
     const span = options.tracing?.startSpan(SPAN_NAMES.proxyRequest, Date.now(), parent, { [SPAN_ATTRIBUTES.requestId]: requestId, [PROXY_SPAN_ATTRIBUTES.prefillServer]: prefillUrl }) ?? null;
     if (span !== null) injectTraceHeaders(options.tracing!.contextOf(span, parent), headers);
-    const reply = (response: Response): Response => { span?.setAttribute(PROXY_SPAN_ATTRIBUTES.status, response.status); if (response.status !== 200) span?.end(); return response; };
+    // ended once: when the answer is over (passed through, failed, or the client went away)
+    let spanOpen = span !== null;
+    const endSpan = (): void => { if (spanOpen) { spanOpen = false; span!.end(); } };
+    const reply = (response: Response): Response => { span?.setAttribute(PROXY_SPAN_ATTRIBUTES.status, response.status); if (response.status !== 200) endSpan(); return response; };
     const started = performance.now();
     let params: Record<string, unknown> | null;
     try {
@@ -265,12 +268,12 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     const isEventStream = contentType.startsWith("text/event-stream");
     const out = response.body === null ? null : passThrough(response.body, isEventStream, () => `decode server ${decodeUrl} stopped mid-answer`, (ok) => {
       if (!ok) options.log("ERROR", `${requestId}: decode server ${decodeUrl} stopped mid-answer`);
-      span?.end();
-    });
+      endSpan();
+    }, endSpan);
     const replyHeaders: Record<string, string> = { "content-type": contentType, "x-request-id": requestId };
     if (isEventStream) replyHeaders["cache-control"] = "no-cache";
     span?.setAttribute(PROXY_SPAN_ATTRIBUTES.decodeServer, decodeUrl);
-    if (out === null) span?.end();
+    if (out === null) endSpan();
     return reply(new Response(out, { status: response.status, headers: replyHeaders }));
   }
 

@@ -30,13 +30,13 @@ export interface TraceReceiver {
 export async function startTraceReceiver(): Promise<TraceReceiver> {
   const child = Bun.spawn(["/usr/bin/python3", join(import.meta.dir, "otlp-receiver.py")], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
   const spans: ReceivedSpan[] = [];
-  let resolvePort: (port: number) => void;
-  const port = new Promise<number>((resolve) => { resolvePort = resolve; });
+  const { promise: port, resolve: resolvePort } = Promise.withResolvers<number>();
   void (async () => {
     const decoder = new TextDecoder();
     let pending = "";
-    for await (const chunk of child.stdout) {
-      pending += decoder.decode(chunk, { stream: true });
+    const reader = child.stdout.getReader();
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      pending += decoder.decode(next.value, { stream: true });
       let newline: number;
       while ((newline = pending.indexOf("\n")) >= 0) {
         const line = JSON.parse(pending.slice(0, newline)) as { port?: number } & ReceivedSpan;
