@@ -135,6 +135,16 @@ describe("a disaggregated request through fennec proxy: one trace", () => {
   });
 });
 
+describe("tracing off", () => {
+  test("a request with trace context: answered as usual, and one warning line however many come (vLLM's log_tracing_disabled_warning)", async () => {
+    const plain = await startServer(ENGINE);
+    try {
+      for (let i = 0; i < 2; i++) await post(plain.url, "/v1/completions", { prompt: "Hi", max_tokens: 2 }, { traceparent: `00-${randomHex(16)}-${randomHex(8)}-01` });
+      expect(plain.log().split("\n").filter((l) => l.includes("Received a request with trace context but tracing is disabled"))).toHaveLength(1);
+    } finally { await plain.stop(); }
+  }, 60_000);
+});
+
 describe("the flags, checked as vLLM checks them", () => {
   test("--collect-detailed-traces without --otlp-traces-endpoint, and a value outside vLLM's choices: one line, exit 2", async () => {
     const missing = await runServeExpectingExit(["--collect-detailed-traces", "all"]);
