@@ -46,6 +46,8 @@ const RULES: readonly Rule[] = [
   // KV cache events (vLLM kv_events.py): block hashing and event records (both threads: the worker builds them), the
   // ZMTP publisher (main thread, fed by step messages); nothing of the engine's own
   { files: /^kv-events\//, may: [/^kv-events\//, /^util\//], packages: [/^@msgpack\/msgpack$/, /^cborg$/] },
+  // request tracing (vllm/tracing/): the tracer provider and the per-request span, fed by the orchestrator's records
+  { files: /^tracing\//, may: [/^tracing\//, CONFIG, /^util\//], mayTypes: [/^frontend\/orchestrator\.ts$/, /^engine\/stats\.ts$/], packages: [/^@opentelemetry\//] },
   // engine files run in the Worker (and hold the contracts both threads share): never text, HTTP, pipelines or metrics;
   // load-runner.ts builds the concrete backend in the worker and hands it to the model; the grammar thread's client
   // gives the sampler its bitmasks
@@ -81,7 +83,7 @@ const RULES: readonly Rule[] = [
     // web-ui.ts embeds the built page (build/web-ui.html); grammar-checker.ts: an invalid schema / regex / grammar is a
     // 400 before any engine work
     // docs.ts embeds Swagger UI's files and ReDoc's standalone bundle (served at /docs and /redoc)
-    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
+    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tracing\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//, /^redoc\/bundles\/redoc\.standalone\.js$/],
   },
   // the command line: the flag table, the parser, help and one typed config per command, built from config/'s records

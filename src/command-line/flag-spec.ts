@@ -44,5 +44,7 @@ export interface FlagSpec {
   readonly fate?: VllmFate;
   /** other spellings vLLM takes (short options such as -tp) */
   readonly aliases?: readonly string[];
+  /** list flags: a repeated flag adds its values to the earlier ones (argparse action="extend") instead of replacing them */
+  readonly extend?: boolean;
 }
 

@@ -204,9 +204,12 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "num-iters", kind: "int", default: 30, min: 1, commands: ["bench latency"], help: "Batches measured." },
   // inspect
   { name: "json", kind: "bool", default: false, commands: ["inspect"], help: "Print one JSON object instead of text." },
+  // request tracing (vLLM: vllm/config/observability.py, vllm/engine/arg_utils.py)
+  { name: "otlp-traces-endpoint", kind: "string", metavar: "url", default: null, commands: ["serve", "proxy"], help: "Send one OpenTelemetry span per request (vLLM's llm_request span and gen_ai.* attributes; the proxy's own span around both legs) to this OTLP/HTTP receiver (http://host:4318 or its full /v1/traces URL). The request's traceparent header is continued." },
+  { name: "collect-detailed-traces", kind: "string", metavar: "model,worker,all", default: null, commands: ["serve"], help: "vLLM's detailed-trace modules (model, worker, all, or a comma list); needs --otlp-traces-endpoint. Checked as vLLM checks it; like vLLM V1 it adds no span attributes (fennec's request span already carries its prefill, decode and inference times)." },
   // proxy (vLLM: examples/online_serving/disaggregated_serving/disagg_proxy_demo.py --prefill / --decode)
-  { name: "prefill", kind: "list", metavar: "url", default: null, commands: ["proxy"], help: "Prefill servers, one or more (http://host:port or host:port), used in turn: each gets the request with max_tokens 1 and kv_transfer_params {do_remote_decode: true} (required)." },
-  { name: "decode", kind: "list", metavar: "url", default: null, commands: ["proxy"], help: "Decode servers, one or more, used in turn: each gets the original request with the kv_transfer_params its prefill server answered, and its answer (streamed or not) goes back to the client (required)." },
+  { name: "prefill", kind: "list", extend: true, metavar: "url", default: null, commands: ["proxy"], help: "Prefill servers, one or more (http://host:port or host:port; the flag may be repeated), used in turn: each gets the request with max_tokens 1 and kv_transfer_params {do_remote_decode: true} (required)." },
+  { name: "decode", kind: "list", extend: true, metavar: "url", default: null, commands: ["proxy"], help: "Decode servers, one or more (the flag may be repeated), used in turn: each gets the original request with the kv_transfer_params its prefill server answered, and its answer (streamed or not) goes back to the client (required)." },
   { name: "upstream-timeout", kind: "int", metavar: "seconds", default: 600, min: 1, commands: ["proxy"], help: "Longest wait for a prefill answer, or for a decode server's first response bytes; past it the client gets a 504 error." },
 ];
 

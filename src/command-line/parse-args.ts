@@ -123,7 +123,8 @@ export function parseCommandArgs(command: Command, rawArgv: readonly string[]): 
       const values = raw !== undefined ? [raw] : [];
       while (raw === undefined && i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) values.push(argv[++i]!);
       if (values.length === 0) return err(`--${spec.name} needs a value`);
-      options[spec.name] = values;
+      const earlier = options[spec.name];
+      options[spec.name] = spec.extend === true && Array.isArray(earlier) ? [...earlier, ...values] : values;
       continue;
     }
     if (raw === undefined) {

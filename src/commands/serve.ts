@@ -33,6 +33,9 @@ import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
 import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
 import { DebugStepLog } from "./debug-step-log.ts";
+import { tracingFlags } from "../command-line/tracing-flags.ts";
+import { startTracing } from "../tracing/tracer.ts";
+import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -122,6 +125,8 @@ export async function main(options: Options): Promise<number> {
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
   const chat = readChatFlags(config.chat);
   if (!gate.ok) throw new CliError(gate.error);
+  const tracingConfig = tracingFlags(options);
+  if (!tracingConfig.ok) throw new CliError(tracingConfig.error);
   const loggers = serveLoggers(config.log);
   const mainLog = loggers.main;
   for (const w of config.warnings) mainLog.warning(w);
@@ -140,9 +145,16 @@ export async function main(options: Options): Promise<number> {
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
-  const orchestrator = config.log.enableLogRequests
+  // vLLM's AsyncLLM: init_tracer("vllm.llm_engine", endpoint); one llm_request span per finished request
+  const tracing = tracingConfig.value === null ? null : startTracing(tracingConfig.value, "vllm.llm_engine");
+  if (tracing !== null) {
+    log(`sending request traces to ${tracing.config.tracesUrl} (OTLP/HTTP)`);
+    if (tracing.config.detailedTraces.length > 0) log(`--collect-detailed-traces ${tracing.config.detailedTraces.join(",")}: adds no span attributes (as in vLLM V1)`);
+  }
+  const logged = config.log.enableLogRequests
     ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
     : pipeline.orchestrator;
+  const orchestrator = tracing === null ? logged : withRequestTracing(logged, tracing);
   // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
@@ -184,7 +196,10 @@ export async function main(options: Options): Promise<number> {
   });
   let http: HttpListener;
   try {
+    // vLLM's log_tracing_disabled_warning: once, when a request carries trace context that nothing continues
+    let warnedTraceContext = tracing !== null;
     const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => {
+      if (!warnedTraceContext && request.headers.has("traceparent")) { warnedTraceContext = true; log("Received a request with trace context but tracing is disabled", "WARNING"); }
       const routed = withoutRootPath(request, flags.rootPath);
       peers.set(routed, peer);
       if (routed !== request) { const url = new URL(request.url); targets.set(routed, `${url.pathname}${url.search}`); }
@@ -220,6 +235,8 @@ export async function main(options: Options): Promise<number> {
     await Promise.race([http.drained(), sleep(ABORT_FLUSH_MS)]);
     http.closeAll();
     await Promise.race([orchestrator.shutdown(), sleep(ENGINE_STOP_GRACE_MS)]);
+    // the spans still queued go out before the process ends (vLLM shuts its provider down at exit)
+    if (tracing !== null) await Promise.race([tracing.shutdown(), sleep(ENGINE_STOP_GRACE_MS)]);
     log(`stopped (${reason})`);
     process.exit(exitCode);
   };

@@ -30,6 +30,13 @@ export class RequestContext {
     return this.request.headers.get("x-request-id");
   }
 
+  /** the W3C trace context the client sent (vLLM copies only these two headers to the request's span) */
+  get traceHeaders(): Readonly<Record<string, string>> | null {
+    const out: Record<string, string> = {};
+    for (const name of ["traceparent", "tracestate"]) { const v = this.request.headers.get(name); if (v !== null) out[name] = v; }
+    return Object.keys(out).length === 0 ? null : out;
+  }
+
   /** fires when the client goes away */
   get clientSignal(): AbortSignal {
     return this.request.signal;

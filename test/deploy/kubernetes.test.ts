@@ -134,6 +134,13 @@ describe("deploy/kubernetes without a cluster", () => {
     expect(route.rules[0]!.backendRefs[0]).toMatchObject({ kind: "InferencePool", name: byKind("InferencePool")[0]!.metadata.name });
   });
 
+  test("the pod labels llm-d's picker reads: llm-d.ai/role (its prefill/decode filters) and the engine type of its metrics extractor", () => {
+    // llm-d-inference-scheduler's by-label filters; the Inference Extension's core-metrics-extractor (engineLabelKey
+    // default inference.networking.k8s.io/engine-type; the built-in "vllm" engineConfig reads vLLM's series names)
+    expect(templateOf(named("Deployment", "fennec-prefill")).metadata.labels).toMatchObject({ "llm-d.ai/role": "prefill", "inference.networking.k8s.io/engine-type": "vllm" });
+    expect(templateOf(named("Deployment", "fennec-decode")).metadata.labels).toMatchObject({ "llm-d.ai/role": "decode", "inference.networking.k8s.io/engine-type": "vllm" });
+  });
+
   test("every fennec pod: probes on /health, Prometheus annotations naming the engine's /metrics port", () => {
     for (const name of ["fennec-prefill", "fennec-decode"]) {
       const t = templateOf(named("Deployment", name));

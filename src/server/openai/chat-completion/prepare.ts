@@ -63,7 +63,7 @@ export async function prepareChatCompletion(options: ServerOptions, clientBody: 
   const { promptTokenIds, sampling, chat: prepared } = generation;
 
   const id = `chatcmpl-${publicRequestId(context.requestIdHeader, body.request_id)}`;
-  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs };
+  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders };
   const role = responseRole(body, options.chat ?? DEFAULT_CHAT_SERVING);
   const outputConfig = generation.output;
   return {

@@ -79,7 +79,7 @@ export async function prepareCompletion(options: ServerOptions, clientBody: Comp
   // the stats tables name each prompt as the client knows it: the response id, `-<i>` per prompt when there are several (vLLM)
   const externalId = (i: number) => (prompts.length === 1 ? id : `${id}-${i}`);
   return {
-    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs })),
+    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs, traceHeaders: context.traceHeaders })),
     answer: {
       timings: body.timings_per_token === true,
       id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n,
