@@ -38,7 +38,7 @@ export async function prepareMessage(options: ServerOptions, raw: unknown, conte
   const generation = await prepareChatGeneration(options, translated.body, { maxTokens: { value: translated.maxTokens, param: "max_tokens" }, logprobs: null });
   const { promptTokenIds, sampling } = generation;
   const id = `msg_${publicRequestId(context.requestIdHeader, null)}`;
-  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs };
+  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders };
   const reasoning = generation.output.reasoning;
   if (translated.thinkingBudgetTokens !== null && (reasoning === null || reasoning.promptEndsReasoning)) {
     throw new ApiError("badRequest", "thinking: this prompt leaves the model no reasoning to budget (the chat template closed it); leave thinking out or use {\"type\": \"adaptive\"}", "thinking");

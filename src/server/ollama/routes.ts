@@ -89,7 +89,7 @@ export async function chat(options: ServerOptions, state: OllamaState, raw: unkn
   const generation = await prepareChatGeneration(options, generationBody, { maxTokens: { value: fields.sampling.maxTokens, param: "max_tokens" }, logprobs: fields.logprobs });
   const sampling = withOllamaSampling(options, generation, fields.sampling);
   const answer: OllamaAnswer = { model, shape: "chat", output: generation.output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: generation.promptTokenIds.length, startedPerfMs: context.startedPerfMs };
-  return respond(options, state, answer, { ...requestIds(context), promptTokenIds: generation.promptTokenIds, sampling, arrivalMs }, fields, context);
+  return respond(options, state, answer, { ...requestIds(context), promptTokenIds: generation.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
 }
 
 export async function generate(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext): Promise<Response | Record<string, unknown>> {
@@ -120,7 +120,7 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
   }
   const sampling = withOllamaSampling(options, prepared, fields.sampling);
   const answer: OllamaAnswer = { model, shape: "generate", output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: prepared.promptTokenIds.length, startedPerfMs: context.startedPerfMs };
-  return respond(options, state, answer, { ...requestIds(context), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs }, fields, context);
+  return respond(options, state, answer, { ...requestIds(context), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
 }
 
 async function pull(options: ServerOptions, raw: unknown): Promise<Response | Record<string, unknown>> {

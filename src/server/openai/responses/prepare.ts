@@ -218,7 +218,7 @@ export async function prepareResponse(options: ServerOptions, body: ResponsesBod
   const generation = await prepareChatGeneration(options, chatBody, { maxTokens: { value: null, param: "max_tokens" }, logprobs: logprobs ? (body.top_logprobs ?? 0) : null });
   const maxTokens = Math.min(generation.sampling.maxTokens ?? Infinity, sampling.maxTokens ?? Infinity);
   const id = body.request_id ?? context.requestIdHeader ?? `resp_${publicRequestId(null, null)}`;
-  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds: generation.promptTokenIds, sampling: { ...generation.sampling, maxTokens }, arrivalMs };
+  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds: generation.promptTokenIds, sampling: { ...generation.sampling, maxTokens }, arrivalMs, traceHeaders: context.traceHeaders };
   const echo = {
     background, instructions: body.instructions ?? null, metadata: body.metadata ?? null,
     parallel_tool_calls: body.parallel_tool_calls ?? true, temperature: body.temperature ?? null, top_p: body.top_p ?? null,
