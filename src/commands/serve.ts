@@ -22,6 +22,7 @@ import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
 import { readChatFlags } from "./chat-flags.ts";
+import { withDetectedParsers } from "../server/chat-format-detection.ts";
 import { ollamaServing } from "./ollama-serving.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
@@ -123,7 +124,7 @@ export async function main(options: Options): Promise<number> {
   const { config, chain } = readServeConfig(options);
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
-  const chat = readChatFlags(config.chat);
+  const chatFlags = readChatFlags(config.chat);
   if (!gate.ok) throw new CliError(gate.error);
   const tracingConfig = tracingFlags(options);
   if (!tracingConfig.ok) throw new CliError(tracingConfig.error);
@@ -155,6 +156,8 @@ export async function main(options: Options): Promise<number> {
     ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
     : pipeline.orchestrator;
   const orchestrator = tracing === null ? logged : withRequestTracing(logged, tracing);
+  // tools and reasoning with no flags: parsers chosen from the template's markers (llama.cpp common/chat.cpp)
+  const { chat, line: detectedParsers } = withDetectedParsers(chatFlags, chatFlags.chatTemplate ?? orchestrator.tokenizer.chatTemplateSource ?? null);
   // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
@@ -219,7 +222,8 @@ export async function main(options: Options): Promise<number> {
   if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
     log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
   }
-  if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
+  if (detectedParsers !== null) log(detectedParsers);
+  else if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
 
   let stopping = false;
   const stop = async (reason: string, exitCode: number): Promise<void> => {
