@@ -120,6 +120,14 @@ function expectOneLineError(r: ReturnType<typeof fennec>, says: string, code: 1 
   expect(r.stdout).toBe("");
 }
 
+describe("the flags table", () => {
+  // a flag named twice for one command would let one row's fate hide the other's (an implemented flag shown as refused)
+  test.each(Object.keys(COMMANDS) as Command[])("%s: every flag is one row", (command) => {
+    const names = flagsOf(command).map((f) => f.name);
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
+  });
+});
+
 describe("fennec <command> --help", () => {
   for (const command of ALL) {
     test(`${command} --help names every flag of ${command}, each with a help text`, () => {

@@ -142,8 +142,6 @@ const MORE_FATES: readonly FlagSpec[] = [
   refused("fully-sharded-loras", "bool", NO_LORA),
   refused("default-mm-loras", "string", NO_LORA),
   // ObservabilityConfig
-  refused("otlp-traces-endpoint", "string", "fennec sends no OpenTelemetry traces: use /metrics and the server log (VLLM_LOGGING_LEVEL=DEBUG for per-step detail)"),
-  refused("collect-detailed-traces", "string", "fennec sends no OpenTelemetry traces: use /metrics and the server log"),
   inert("enable-layerwise-nvtx-tracing", "bool", "there is no NVTX on a CPU"),
   inert("cudagraph-metrics", "bool", NO_CUDA),
   inert("aggregate-engine-logging", "bool", "one engine per process: its stats line is already the aggregate"),
