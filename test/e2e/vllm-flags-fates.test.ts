@@ -39,6 +39,8 @@ const SAMPLES: Readonly<Record<string, readonly string[]>> = {
   "spec-tokens": ["--spec-method", "suffix", "--spec-tokens", "5"],
   "generation-config": ["--generation-config", "vllm", "--override-generation-config", '{"top_k": 5}'],
   "override-generation-config": ["--override-generation-config", '{"temperature": 0.25}'],
+  "otlp-traces-endpoint": ["--otlp-traces-endpoint", "http://127.0.0.1:4318"],
+  "collect-detailed-traces": ["--otlp-traces-endpoint", "http://127.0.0.1:4318", "--collect-detailed-traces", "model"],
   "kv-events-config": ["--kv-events-config", '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}'],
   "hf-overrides": ["--runner", "pooling", "--hf-overrides", '{"is_matryoshka": true}'],
   "root-path": ["--root-path", "/api"],
@@ -167,7 +169,7 @@ describe("every serve flag of the FLAGS table (in process)", () => {
 });
 
 describe("against the binary", () => {
-  const REFUSED = [["--otlp-traces-endpoint", "http://collector:4317"], ["--enable-lora-bias"], ["--data-parallel-address", "10.0.0.1"], ["--scheduler-cls", "my.Scheduler"],
+  const REFUSED = [["--enable-lora-bias"], ["--data-parallel-address", "10.0.0.1"], ["--scheduler-cls", "my.Scheduler"],
     ["--api-server-count", "4"], ["--logprobs-mode", "processed_logprobs"], ["--override-generation-config", '{"foo":1}']];
   for (const args of REFUSED) {
     test(`refused in one line, exit 2: ${args.join(" ")}`, async () => {
