@@ -6,7 +6,7 @@ import type { GgufFile, GgufScalar } from "../gguf/gguf-file.ts";
 import { archKey, KEY, tensorName } from "../gguf/names.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { ARCHITECTURES, architectureTraits, type ArchitectureTraits } from "./architectures.ts";
-import type { GgufPoolingType, ModelConfig } from "./model-config.ts";
+import type { GgufPoolingType, ModelConfig, MoeConfig } from "./model-config.ts";
 import { readRopeScaling } from "./rope-scaling.ts";
 
 /** llama.h enum llama_pooling_type, by value (llama-model.cpp reads LLM_KV_POOLING_TYPE as this number) */
@@ -134,6 +134,8 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
 
   const dense = readDenseFeatures(gguf, traits, dim.value);
   if (!dense.ok) return dense;
+  const moe = readMoe(gguf, traits, hiddenDim.value);
+  if (!moe.ok) return moe;
 
   return ok({
     architecture: traits.architecture,
@@ -159,6 +161,8 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     tiedEmbeddings: !gguf.tensors.some((t) => t.name === OUTPUT),
     hasQkvBias: traits.hasQkvBias,
     hasQkNorm: traits.hasQkNorm,
+    ...(traits.qkNormFullWidth === true ? { qkNormFullWidth: true } : {}),
+    ...(moe.value !== undefined ? { moe: moe.value } : {}),
     ...(traits.ffnActivation !== undefined ? { ffnActivation: traits.ffnActivation } : {}),
     ...(traits.scaleEmbeddings === true ? { embeddingScale: Math.sqrt(dim.value) } : {}),
     ...(traits.hasPostNorms === true ? { hasPostNorms: true } : {}),
@@ -193,6 +197,36 @@ function readDenseFeatures(gguf: GgufFile, traits: ArchitectureTraits, dim: numb
     if (value.value !== undefined && value.value !== want) return err(`${gguf.source}: metadata ${archKey(p, key)} = ${value.value} does not match the dense tensors (${want})`);
   }
   return ok(features);
+}
+
+/**
+ * The experts of a mixture-of-experts architecture (llama.cpp llama_model_base::load_hparams and the arch's
+ * load_arch_hparams): expert_count and expert_used_count are required, 0 < k <= experts; the experts' width is
+ * expert_feed_forward_length (qwen3moe; default feed_forward_length / k) or feed_forward_length (olmoe). Grouped
+ * routing (expert_group_count > 1) and an expert weight scale other than 0 or 1 are refused: fennec does not run them.
+ */
+function readMoe(gguf: GgufFile, traits: ArchitectureTraits, hiddenDim: number): Result<MoeConfig | undefined> {
+  const p = traits.keyPrefix;
+  if (traits.moe === undefined) {
+    const experts = numberKey(gguf, archKey(p, "expertCount"));
+    if (!experts.ok) return experts;
+    if (experts.value !== undefined && experts.value > 0) return err(`${gguf.source}: metadata ${archKey(p, "expertCount")} = ${experts.value}: architecture ${traits.architecture} has no experts in fennec`);
+    return ok(undefined);
+  }
+  const expertCount = positiveInt(gguf, archKey(p, "expertCount"));
+  if (!expertCount.ok) return expertCount;
+  const expertUsedCount = positiveInt(gguf, archKey(p, "expertUsedCount"));
+  if (!expertUsedCount.ok) return expertUsedCount;
+  if (expertUsedCount.value > expertCount.value) {
+    return err(`${gguf.source}: metadata ${archKey(p, "expertUsedCount")} = ${expertUsedCount.value} is more than ${archKey(p, "expertCount")} = ${expertCount.value}`);
+  }
+  const width = traits.moe.expertWidthKey === "ffn" ? ok(hiddenDim)
+    : positiveInt(gguf, archKey(p, "expertFeedForwardLength"), Math.floor(hiddenDim / expertUsedCount.value));
+  if (!width.ok) return width;
+  const groups = numberKey(gguf, archKey(p, "expertGroupCount"));
+  if (!groups.ok) return groups;
+  if (groups.value !== undefined && groups.value > 1) return err(`${gguf.source}: metadata ${archKey(p, "expertGroupCount")} = ${groups.value} (grouped expert routing) is not supported`);
+  return ok({ expertCount: expertCount.value, expertUsedCount: expertUsedCount.value, expertHiddenDim: width.value, gating: traits.moe.gating, normTopK: traits.moe.normTopK });
 }
 
 type SlidingWindowFields = Pick<ModelConfig, "slidingWindow" | "slidingLayers" | "ropeFreqBaseSwa">;

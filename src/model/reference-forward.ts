@@ -17,7 +17,8 @@ import type { RopeAngles, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import { layerRopeFreqBase, layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import { layerRopeAngles } from "./rope-scaling.ts";
-import type { ModelWeights } from "./weights.ts";
+import { routeExperts } from "./moe-routing.ts";
+import { expertRows, type ModelWeights } from "./weights.ts";
 
 /** A matrix dequantized to f32 [rows, cols] row-major (rows = output features), and the type it came from. */
 interface Matrix {
@@ -38,11 +39,20 @@ interface LayerF32 {
   qNorm: Float32Array | null; // [headDim]
   kNorm: Float32Array | null; // [headDim]
   ffnNorm: Float32Array; // [dim]
-  wGate: Matrix; // [hiddenDim, dim]
-  wUp: Matrix; // [hiddenDim, dim]
-  wDown: Matrix; // [dim, hiddenDim]
+  wGate: Matrix | null; // [hiddenDim, dim] (null: experts)
+  wUp: Matrix | null; // [hiddenDim, dim]
+  wDown: Matrix | null; // [dim, hiddenDim]
+  experts: ExpertsF32 | null;
   attnPostNorm: Float32Array | null; // [dim]
   ffnPostNorm: Float32Array | null; // [dim]
+}
+
+/** A mixture-of-experts layer's router and experts, one matrix per expert. */
+interface ExpertsF32 {
+  router: Matrix; // [expertCount, dim]
+  gate: Matrix[]; // [expertCount][expertHiddenDim, dim]
+  up: Matrix[]; // [expertCount][expertHiddenDim, dim]
+  down: Matrix[]; // [expertCount][dim, expertHiddenDim]
 }
 
 export interface ReferenceForwardOptions {
@@ -161,13 +171,17 @@ export class ReferenceForward {
     const f32 = (w: WeightSource): Float32Array => dequantizeTensor(w);
     const maybe = (w: WeightSource | null): Float32Array | null => (w === null ? null : f32(w));
     const matrix = (w: WeightSource): Matrix => ({ data: f32(w), type: w.type });
+    const maybeMatrix = (w: WeightSource | null): Matrix | null => (w === null ? null : matrix(w));
+    const expertCount = config.moe?.expertCount ?? 0;
+    const perExpert = (w: WeightSource | null | undefined): Matrix[] => Array.from({ length: expertCount }, (_, e) => matrix(expertRows(w!, e, expertCount)));
     this.tokenEmbd = f32(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? { data: this.tokenEmbd, type: weights.tokenEmbd.type } : matrix(weights.output);
     this.outputNorm = f32(weights.outputNorm);
     this.layers = weights.layers.map((l) => ({
       attnNorm: f32(l.attnNorm), wq: matrix(l.wq), wk: matrix(l.wk), wv: matrix(l.wv), wo: matrix(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
-      ffnNorm: f32(l.ffnNorm), wGate: matrix(l.wGate), wUp: matrix(l.wUp), wDown: matrix(l.wDown),
+      ffnNorm: f32(l.ffnNorm), wGate: maybeMatrix(l.wGate), wUp: maybeMatrix(l.wUp), wDown: maybeMatrix(l.wDown),
+      experts: l.ffnGateInp == null ? null : { router: matrix(l.ffnGateInp), gate: perExpert(l.ffnGateExps), up: perExpert(l.ffnUpExps), down: perExpert(l.ffnDownExps) },
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
     this.roundInput = options.roundMatmulInput;
@@ -182,8 +196,8 @@ export class ReferenceForward {
     this.x = new Float32Array(dim);
     this.xb = new Float32Array(Math.max(dim, qDim));
     this.xb2 = new Float32Array(dim);
-    this.hb = new Float32Array(hiddenDim);
-    this.hb2 = new Float32Array(hiddenDim);
+    this.hb = new Float32Array(Math.max(hiddenDim, config.moe?.expertHiddenDim ?? 0));
+    this.hb2 = new Float32Array(Math.max(hiddenDim, config.moe?.expertHiddenDim ?? 0));
     this.q = new Float32Array(qDim);
     this.k = new Float32Array(kvDim);
     this.v = new Float32Array(kvDim);
@@ -328,8 +342,11 @@ export class ReferenceForward {
       addInPlace(v, w.bv);
     }
     if (w.qNorm && w.kNorm) {
-      for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
-      for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
+      // per head (qwen3, gemma3), or over the whole of q and of k (olmoe)
+      const width = c.qkNormFullWidth === true ? numHeads * headDim : headDim;
+      for (let h = 0; h < (numHeads * headDim) / width; h++) rmsnorm(q, q, w.qNorm, width, rmsEps, h * width);
+      const kWidth = c.qkNormFullWidth === true ? numKvHeads * headDim : headDim;
+      for (let h = 0; h < (numKvHeads * headDim) / kWidth; h++) rmsnorm(k, k, w.kNorm, kWidth, rmsEps, h * kWidth);
     }
     const angles = this.layerAngles[l]!;
     if (angles !== null) {
@@ -380,12 +397,40 @@ export class ReferenceForward {
     addInPlace(x, xb2);
 
     rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
-    this.matmul(hb, xb, w.wGate, dim, hiddenDim);
-    this.matmul(hb2, xb, w.wUp, dim, hiddenDim);
-    const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
-    for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
-    this.matmul(xb2, hb, w.wDown, hiddenDim, dim);
+    if (w.experts !== null) {
+      this.experts(xb2, xb, w.experts);
+    } else {
+      this.matmul(hb, xb, w.wGate!, dim, hiddenDim);
+      this.matmul(hb2, xb, w.wUp!, dim, hiddenDim);
+      const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
+      for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
+      this.matmul(xb2, hb, w.wDown!, hiddenDim, dim);
+    }
     if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
     addInPlace(x, xb2);
+  }
+
+  /**
+   * out [dim] = the routed experts' SwiGLU FFNs of xb, weighted, added in slot order (llama.cpp build_moe_ffn):
+   * router logits = xb.Wrouter -> softmax -> the k best (moe-routing.ts) -> sum_s w_s * down_e(silu(gate_e.xb) * up_e.xb)
+   */
+  private experts(out: Float32Array, xb: Float32Array, w: ExpertsF32): void {
+    const moe = this.config.moe!;
+    const { dim } = this.config;
+    const width = moe.expertHiddenDim;
+    const logits = new Float32Array(moe.expertCount);
+    this.matmul(logits, xb, w.router, dim, moe.expertCount);
+    const { ids, weights } = routeExperts(logits, 1, moe);
+    const { hb, hb2 } = this;
+    const y = new Float32Array(dim);
+    out.fill(0);
+    for (let s = 0; s < moe.expertUsedCount; s++) {
+      const e = ids[s]!;
+      this.matmul(hb, xb, w.gate[e]!, dim, width);
+      this.matmul(hb2, xb, w.up[e]!, dim, width);
+      for (let i = 0; i < width; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      this.matmul(y, hb, w.down[e]!, width, dim);
+      for (let i = 0; i < dim; i++) out[i] = out[i]! + Math.fround(y[i]! * weights[s]!);
+    }
   }
 }

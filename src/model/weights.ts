@@ -19,6 +19,7 @@ const LAYER_TENSORS = {
   bq: "attnQBias", bk: "attnKBias", bv: "attnVBias", qNorm: "attnQNorm", kNorm: "attnKNorm",
   ffnNorm: "ffnNorm", wGate: "ffnGate", wUp: "ffnUp", wDown: "ffnDown",
   attnPostNorm: "attnPostNorm", ffnPostNorm: "ffnPostNorm",
+  ffnGateInp: "ffnGateInp", ffnGateExps: "ffnGateExps", ffnUpExps: "ffnUpExps", ffnDownExps: "ffnDownExps",
 } as const satisfies Record<keyof LayerWeights, TensorKey>;
 type LayerTensorKey = keyof typeof LAYER_TENSORS;
 
@@ -37,17 +38,26 @@ export interface LayerWeights {
   readonly bq: WeightSource | null;
   readonly bk: WeightSource | null;
   readonly bv: WeightSource | null;
-  /** qwen3: [headDim] each, shared by all heads */
+  /** qwen3: [headDim] each, shared by all heads; olmoe (qkNormFullWidth): [numHeads * headDim], [numKvHeads * headDim] */
   readonly qNorm: WeightSource | null;
   readonly kNorm: WeightSource | null;
   /** [dim] */
   readonly ffnNorm: WeightSource;
-  /** [hiddenDim, dim] */
-  readonly wGate: WeightSource;
-  /** [hiddenDim, dim] */
-  readonly wUp: WeightSource;
-  /** [dim, hiddenDim] */
-  readonly wDown: WeightSource;
+  /** [hiddenDim, dim]; null in a mixture-of-experts layer */
+  readonly wGate: WeightSource | null;
+  /** [hiddenDim, dim]; null in a mixture-of-experts layer */
+  readonly wUp: WeightSource | null;
+  /** [dim, hiddenDim]; null in a mixture-of-experts layer */
+  readonly wDown: WeightSource | null;
+  /** mixture of experts (ModelConfig.moe): the router [expertCount, dim]; null: a dense FFN */
+  readonly ffnGateInp?: WeightSource | null;
+  /**
+   * the experts' gate and up [expertCount * expertHiddenDim, dim] and down [expertCount * dim, expertHiddenDim]: the
+   * 3-D GGUF tensors [cols, rows, experts] seen as 2-D, expert e's rows contiguous (expertRows() cuts one out)
+   */
+  readonly ffnGateExps?: WeightSource | null;
+  readonly ffnUpExps?: WeightSource | null;
+  readonly ffnDownExps?: WeightSource | null;
   /** gemma3: [dim] each, RMSNorm of the attention / FFN output before its residual add */
   readonly attnPostNorm: WeightSource | null;
   readonly ffnPostNorm: WeightSource | null;
@@ -79,7 +89,16 @@ export interface LoadWeightsOptions {
   readonly maxModelLen?: number;
 }
 
-/** Expected ggml shape, ne0 first: [cols] for 1-D, [cols, rows] for 2-D. */
+/**
+ * Expert e of a stacked expert tensor (LayerWeights.ffnGateExps ...): its rows as a WeightSource of their own, a view.
+ * @example const gate3 = expertRows(layer.ffnGateExps!, 3, config.moe!.expertCount);
+ */
+export function expertRows(w: WeightSource, expert: number, expertCount: number): WeightSource {
+  const rows = w.rows / expertCount;
+  return rowSlice(w, `expert ${expert}`, expert * rows, rows);
+}
+
+/** Expected ggml shape, ne0 first: [cols] for 1-D, [cols, rows] for 2-D, [cols, rows, n] for 3-D (seen as [cols, rows * n]). */
 type Shape = readonly number[];
 
 /** Thrown inside this file only, turned into a Result at the boundary (`loadModelWeights`). */
@@ -97,7 +116,7 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
   const same = info.shape.length === shape.length && info.shape.every((n, i) => n === shape[i]);
   if (!same) throw new WeightError(`${where} has shape [${info.shape.join(", ")}], expected [${shape.join(", ")}]`);
   const cols = shape[0]!;
-  const rows = shape[1] ?? 1;
+  const rows = (shape[1] ?? 1) * (shape[2] ?? 1);
   if (cols % wt.blockSize !== 0) {
     throw new WeightError(`${where}: row length ${cols} is not a multiple of the ${wt.name} block size ${wt.blockSize}`);
   }
@@ -159,13 +178,20 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
   for (let l = 0; l < config.numLayers; l++) {
     const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, tensorName(LAYER_TENSORS[key], l), shape);
     const bias = (key: LayerTensorKey, n: number): WeightSource | null => (config.hasQkvBias ? t(key, [n]) : null);
-    const norm = (key: LayerTensorKey): WeightSource | null => (config.hasQkNorm ? t(key, [headDim]) : null);
+    const norm = (key: LayerTensorKey, width: number): WeightSource | null => (config.hasQkNorm ? t(key, [width]) : null);
     const postNorm = (key: LayerTensorKey): WeightSource | null => (config.hasPostNorms === true ? t(key, [dim]) : null);
     // llama.cpp create_tensor_qkv: attn_qkv when the file has it, else attn_q/k/v
     const qkvName = tensorName("attnQkv", l);
     const qkv = config.fusedQkv === true && gguf.tensors.some((x) => x.name === qkvName) ? tensor(gguf, qkvName, [dim, qDim + 2 * kvDim]) : null;
     // phi3: ffn_up is [gate; up]; ggml_swiglu takes silu of the first half (llama-graph build_ffn, LLM_FFN_SWIGLU)
     const gateUp = config.fusedGateUp === true ? tensor(gguf, tensorName("ffnUp", l), [dim, 2 * hiddenDim]) : null;
+    // mixture of experts (llama.cpp qwen3moe.cpp, olmoe.cpp load_arch_tensors): router and stacked experts, no dense FFN
+    const moe = config.moe;
+    const dense = (key: LayerTensorKey, shape: Shape): WeightSource | null => (moe === undefined ? t(key, shape) : null);
+    const experts = (key: LayerTensorKey, cols: number, rows: number): WeightSource | null => (moe === undefined ? null : t(key, [cols, rows, moe.expertCount]));
+    const eh = moe?.expertHiddenDim ?? 0;
+    // olmoe: the QK-norm weights span all heads
+    const normWidth = (n: number): number => (config.qkNormFullWidth === true ? n : headDim);
     layers.push({
       attnNorm: t("attnNorm", [dim]),
       wq: qkv ? rowSlice(qkv, "q", 0, qDim) : t("wq", [dim, qDim]),
@@ -175,12 +201,16 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
       bq: bias("bq", qDim),
       bk: bias("bk", kvDim),
       bv: bias("bv", kvDim),
-      qNorm: norm("qNorm"),
-      kNorm: norm("kNorm"),
+      qNorm: norm("qNorm", normWidth(qDim)),
+      kNorm: norm("kNorm", normWidth(kvDim)),
       ffnNorm: t("ffnNorm", [dim]),
-      wGate: gateUp ? rowSlice(gateUp, "gate", 0, hiddenDim) : t("wGate", [dim, hiddenDim]),
-      wUp: gateUp ? rowSlice(gateUp, "up", hiddenDim, hiddenDim) : t("wUp", [dim, hiddenDim]),
-      wDown: t("wDown", [hiddenDim, dim]),
+      wGate: gateUp ? rowSlice(gateUp, "gate", 0, hiddenDim) : dense("wGate", [dim, hiddenDim]),
+      wUp: gateUp ? rowSlice(gateUp, "up", hiddenDim, hiddenDim) : dense("wUp", [dim, hiddenDim]),
+      wDown: dense("wDown", [hiddenDim, dim]),
+      ffnGateInp: moe === undefined ? null : t("ffnGateInp", [dim, moe.expertCount]),
+      ffnGateExps: experts("ffnGateExps", dim, eh),
+      ffnUpExps: experts("ffnUpExps", dim, eh),
+      ffnDownExps: experts("ffnDownExps", eh, dim),
       attnPostNorm: postNorm("attnPostNorm"),
       ffnPostNorm: postNorm("ffnPostNorm"),
     });
