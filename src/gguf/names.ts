@@ -66,6 +66,13 @@ const ARCH_KEY = {
   expertFeedForwardLength: "expert_feed_forward_length",
   expertSharedFeedForwardLength: "expert_shared_feed_forward_length",
   expertGroupCount: "expert_group_count",
+  /** granite: logits are divided by logit_scale; each branch's output times residual_scale; embeddings times embedding_scale */
+  logitScale: "logit_scale",
+  residualScale: "residual_scale",
+  embeddingScale: "embedding_scale",
+  attentionScale: "attention.scale",
+  /** granite: false switches rope off in every layer (llama.cpp granite.cpp rope_finetuned) */
+  ropeScalingFinetuned: "rope.scaling.finetuned",
 } as const;
 
 /** @example archKey("qwen2", "headCountKv") // "qwen2.attention.head_count_kv" */
@@ -106,6 +113,10 @@ const TENSOR = {
   ffnGateExps: "blk.{n}.ffn_gate_exps.weight",
   ffnUpExps: "blk.{n}.ffn_up_exps.weight",
   ffnDownExps: "blk.{n}.ffn_down_exps.weight",
+  /** granitemoe (shared): one always-on SwiGLU expert beside the routed ones */
+  ffnGateShexp: "blk.{n}.ffn_gate_shexp.weight",
+  ffnUpShexp: "blk.{n}.ffn_up_shexp.weight",
+  ffnDownShexp: "blk.{n}.ffn_down_shexp.weight",
   /** EmbeddingGemma (--sentence-transformers-dense-modules): 2_Dense [dim -> features] and 3_Dense [features -> dim] */
   dense2: "dense_2.weight",
   dense3: "dense_3.weight",

@@ -63,6 +63,11 @@ export interface ArchitectureTraits {
    * expert_feed_forward_length (qwen3moe; else feed_forward_length / k) or feed_forward_length itself (olmoe)
    */
   readonly moe?: { readonly gating: MoeGating; readonly normTopK: boolean; readonly expertWidthKey: "expert" | "ffn" };
+  /**
+   * granite: logit_scale (required), residual_scale, embedding_scale and attention.scale (optional) are read, and
+   * rope.scaling.finetuned = false switches rope off (llama.cpp granite.cpp load_arch_hparams)
+   */
+  readonly graniteScales?: boolean;
 }
 
 const LLAMA_LIKE = { ropeFactors: "none", noRopeLayerStep: 0, fusedGateUp: false, fusedQkv: false } as const;
@@ -98,6 +103,13 @@ export const ARCHITECTURES: readonly ArchitectureTraits[] = [
   {
     architecture: "olmoe", keyPrefix: "olmoe", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
     qkNormFullWidth: true, moe: { gating: "softmax", normTopK: false, expertWidthKey: "ffn" },
+  },
+  // granite.cpp: llama's layers with Granite's multipliers (embedding, residual, attention, 1 / logit scale)
+  { architecture: "granite", keyPrefix: "granite", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "freqs", graniteScales: true },
+  // granite-moe.cpp: granite with routed experts of feed_forward_length (softmax, top-k, renormalised) and an optional shared expert
+  {
+    architecture: "granitemoe", keyPrefix: "granitemoe", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "freqs",
+    graniteScales: true, moe: { gating: "softmax", normTopK: true, expertWidthKey: "ffn" },
   },
 ];
 

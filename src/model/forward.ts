@@ -181,7 +181,7 @@ export class BatchedForward {
       attnNorm: load(l.attnNorm), wq: load(l.wq), wk: load(l.wk), wv: load(l.wv), wo: load(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
       ffnNorm: load(l.ffnNorm), wGate: maybe(l.wGate), wUp: maybe(l.wUp), wDown: maybe(l.wDown),
-      experts: moe === undefined || l.ffnGateInp == null ? null : loadExperts(moe, l.ffnGateInp, l.ffnGateExps!, l.ffnUpExps!, l.ffnDownExps!, load),
+      experts: moe === undefined || l.ffnGateInp == null ? null : loadExperts(moe, l, load),
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
   }
@@ -283,6 +283,8 @@ export class BatchedForward {
     if (c.embeddingScale !== undefined && c.embeddingScale !== 1) b.scale(s.x, c.embeddingScale, n * dim);
     // the kernels scale scores by 1 / sqrt(headDim); another attention scale pre-scales q (as llama.cpp gemma3.cpp does)
     const qScale = c.attentionScale === undefined ? 1 : c.attentionScale * Math.sqrt(headDim);
+    // granite: each branch's output times residual_scale before its residual add
+    const residualScale = c.residualScale ?? 1;
 
     for (let l = 0; l < this.layers.length; l++) {
       const w = this.layers[l]!;
@@ -322,6 +324,7 @@ export class BatchedForward {
       b.matmul(s.xb2, w.wo, s.xb, n);
       // post-norms write to another buffer: WebGPU cannot bind one buffer as both input and output
       if (w.attnPostNorm) b.rmsNorm(s.xb, s.xb2, w.attnPostNorm, n, dim, rmsEps);
+      if (residualScale !== 1) b.scale(w.attnPostNorm ? s.xb : s.xb2, residualScale, n * dim);
       b.add(s.x, s.x, w.attnPostNorm ? s.xb : s.xb2, n * dim);
 
       b.rmsNorm(s.xb, s.x, w.ffnNorm, n, dim, rmsEps);
@@ -333,6 +336,7 @@ export class BatchedForward {
         b.matmul(s.xb2, w.wDown!, s.act, n);
       }
       if (w.ffnPostNorm) b.rmsNorm(s.xb, s.xb2, w.ffnPostNorm, n, dim, rmsEps);
+      if (residualScale !== 1) b.scale(w.ffnPostNorm ? s.xb : s.xb2, residualScale, n * dim);
       b.add(s.x, s.x, w.ffnPostNorm ? s.xb : s.xb2, n * dim);
     }
 
@@ -344,6 +348,8 @@ export class BatchedForward {
     b.gatherRows(s.gathered, s.x, inputs.logitRows, dim);
     b.rmsNorm(s.gatheredNormed, s.gathered, this.outputNorm, numLogitRows, dim, rmsEps);
     b.matmul(s.logits, this.output, s.gatheredNormed, numLogitRows);
+    // granite: logits / logit_scale (ggml_scale by its inverse)
+    if (c.logitScale !== undefined) b.scale(s.logits, Math.fround(1 / c.logitScale), numLogitRows * c.vocabSize);
     return b.read(s.logits, numLogitRows * c.vocabSize);
   }
 

@@ -2,7 +2,8 @@
  * The shape of a model, read from GGUF metadata by `model/read-model-config.ts`.
  * Everything below the engine reads the model only through this.
  */
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3" | "qwen3moe" | "olmoe";
+export type Architecture =
+  | "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3" | "qwen3moe" | "olmoe" | "granite" | "granitemoe";
 
 /**
  * How a mixture-of-experts layer turns router logits into the k experts and their weights (llama.cpp
@@ -21,6 +22,8 @@ export interface MoeConfig {
   readonly gating: MoeGating;
   /** renormalise the k weights to sum 1 (qwen3moe); olmoe keeps the softmax's probabilities */
   readonly normTopK: boolean;
+  /** granitemoe (shared): the always-on shared expert's width (expert_shared_feed_forward_length); absent / 0: none */
+  readonly sharedHiddenDim?: number;
 }
 
 /** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
@@ -86,6 +89,10 @@ export interface ModelConfig {
   readonly qkNormFullWidth?: boolean;
   /** mixture of experts: every layer's FFN is routed experts (absent: a dense FFN) */
   readonly moe?: MoeConfig;
+  /** granite: each branch's output (attention, FFN) is multiplied by this before its residual add; absent: 1 */
+  readonly residualScale?: number;
+  /** granite: the logits are divided by this; absent: 1 */
+  readonly logitScale?: number;
   // gemma3 (absent: llama-like). Fields below follow llama.cpp src/models/gemma3.cpp.
   /** default silu */
   readonly ffnActivation?: FfnActivation;

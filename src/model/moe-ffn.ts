@@ -11,7 +11,7 @@
 import type { Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
 import type { MoeConfig } from "./model-config.ts";
 import { groupByExpert, routeExperts } from "./moe-routing.ts";
-import { expertRows } from "./weights.ts";
+import { expertRows, type LayerWeights } from "./weights.ts";
 
 /** One layer's router and experts, loaded: gate / up / down of expert e at [e]. */
 export interface ExpertHandles {
@@ -19,15 +19,18 @@ export interface ExpertHandles {
   readonly gate: readonly Weight[];
   readonly up: readonly Weight[];
   readonly down: readonly Weight[];
+  /** granitemoe (shared): the always-on expert */
+  readonly shared: { readonly gate: Weight; readonly up: Weight; readonly down: Weight } | null;
 }
 
 /**
  * Loads a layer's router and each expert's rows as weights of their own (views of the stacked tensors; each expert's
  * rows are contiguous, so the backend repacks them as it does any matrix).
  */
-export function loadExperts(moe: MoeConfig, router: WeightSource, gate: WeightSource, up: WeightSource, down: WeightSource, load: (w: WeightSource) => Weight): ExpertHandles {
-  const each = (w: WeightSource): Weight[] => Array.from({ length: moe.expertCount }, (_, e) => load(expertRows(w, e, moe.expertCount)));
-  return { router: load(router), gate: each(gate), up: each(up), down: each(down) };
+export function loadExperts(moe: MoeConfig, layer: LayerWeights, load: (w: WeightSource) => Weight): ExpertHandles {
+  const each = (w: WeightSource | null | undefined): Weight[] => Array.from({ length: moe.expertCount }, (_, e) => load(expertRows(w!, e, moe.expertCount)));
+  const shared = layer.ffnGateShexp == null ? null : { gate: load(layer.ffnGateShexp), up: load(layer.ffnUpShexp!), down: load(layer.ffnDownShexp!) };
+  return { router: load(layer.ffnGateInp!), gate: each(layer.ffnGateExps), up: each(layer.ffnUpExps), down: each(layer.ffnDownExps), shared };
 }
 
 /** Activation buffers of the routed FFN for up to numTokens rows. */
@@ -39,6 +42,8 @@ export interface MoeScratch {
   readonly act: DeviceBuffer; // [numTokens, expertHiddenDim]
   readonly ye: DeviceBuffer; // [numTokens, dim] one expert's output rows
   readonly slots: DeviceBuffer; // [numTokens * k, dim] every (row, slot)'s expert output
+  readonly sharedGate: DeviceBuffer; // [numTokens, sharedHiddenDim] (granitemoe shared expert; else 1 float)
+  readonly sharedUp: DeviceBuffer; // [numTokens, sharedHiddenDim]
 }
 
 export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numTokens: number): MoeScratch {
@@ -46,6 +51,7 @@ export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numToke
   return {
     logits: b.alloc(numTokens * moe.expertCount), xe: b.alloc(numTokens * dim), gate: b.alloc(numTokens * h), up: b.alloc(numTokens * h),
     act: b.alloc(numTokens * h), ye: b.alloc(numTokens * dim), slots: b.alloc(numTokens * moe.expertUsedCount * dim),
+    sharedGate: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))), sharedUp: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))),
   };
 }
 
@@ -84,4 +90,13 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
     b.scatterRows!(s.slots, s.ye, group.slots, dim);
   }
   b.weightedRowSum!(out, s.slots, weights, numRows, k, dim);
+  // granitemoe (shared): out += the shared expert's SwiGLU FFN of x (llama.cpp granite.cpp: moe_out + ffn_shexp)
+  if (w.shared !== null) {
+    const sh = moe.sharedHiddenDim!;
+    b.matmul(s.sharedGate, w.shared.gate, x, numRows);
+    b.matmul(s.sharedUp, w.shared.up, x, numRows);
+    b.siluMul(s.sharedGate, s.sharedGate, s.sharedUp, numRows * sh);
+    b.matmul(s.ye, w.shared.down, s.sharedGate, numRows);
+    b.add(out, out, s.ye, numRows * dim);
+  }
 }

@@ -136,6 +136,8 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   if (!dense.ok) return dense;
   const moe = readMoe(gguf, traits, hiddenDim.value);
   if (!moe.ok) return moe;
+  const granite = readGraniteScales(gguf, traits);
+  if (!granite.ok) return granite;
 
   return ok({
     architecture: traits.architecture,
@@ -171,6 +173,7 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     ...(poolingType !== undefined ? { poolingType } : {}),
     ...(traits.bidirectional === true ? { bidirectional: true } : {}),
     ...(dense.value !== undefined ? { denseFeatures: dense.value } : {}),
+    ...granite.value,
   });
 }
 
@@ -226,7 +229,37 @@ function readMoe(gguf: GgufFile, traits: ArchitectureTraits, hiddenDim: number):
   const groups = numberKey(gguf, archKey(p, "expertGroupCount"));
   if (!groups.ok) return groups;
   if (groups.value !== undefined && groups.value > 1) return err(`${gguf.source}: metadata ${archKey(p, "expertGroupCount")} = ${groups.value} (grouped expert routing) is not supported`);
-  return ok({ expertCount: expertCount.value, expertUsedCount: expertUsedCount.value, expertHiddenDim: width.value, gating: traits.moe.gating, normTopK: traits.moe.normTopK });
+  const shared = numberKey(gguf, archKey(p, "expertSharedFeedForwardLength"));
+  if (!shared.ok) return shared;
+  if (shared.value !== undefined && shared.value > 0 && traits.architecture !== "granitemoe") {
+    return err(`${gguf.source}: metadata ${archKey(p, "expertSharedFeedForwardLength")} (a shared expert) is not supported for ${traits.architecture}`);
+  }
+  return ok({
+    expertCount: expertCount.value, expertUsedCount: expertUsedCount.value, expertHiddenDim: width.value, gating: traits.moe.gating, normTopK: traits.moe.normTopK,
+    ...(shared.value !== undefined && shared.value > 0 ? { sharedHiddenDim: shared.value } : {}),
+  });
+}
+
+type GraniteFields = Pick<ModelConfig, "residualScale" | "logitScale" | "embeddingScale" | "attentionScale" | "noRopeLayerStep">;
+
+/**
+ * Granite's multipliers (llama.cpp granite.cpp load_arch_hparams): logit_scale is required (the logits are divided by
+ * it), residual_scale, embedding_scale and attention.scale optional (0 / absent: none, and 1 / sqrt(headDim)); and
+ * rope.scaling.finetuned (default true) = false turns rope off in every layer.
+ */
+function readGraniteScales(gguf: GgufFile, traits: ArchitectureTraits): Result<GraniteFields> {
+  if (traits.graniteScales !== true) return ok({});
+  const p = traits.keyPrefix;
+  const logit = positiveFloat(gguf, archKey(p, "logitScale"));
+  if (!logit.ok) return logit;
+  const fields: { -readonly [K in keyof GraniteFields]: GraniteFields[K] } = { logitScale: logit.value };
+  for (const [key, field] of [["residualScale", "residualScale"], ["embeddingScale", "embeddingScale"], ["attentionScale", "attentionScale"]] as const) {
+    const value = numberKey(gguf, archKey(p, key));
+    if (!value.ok) return value;
+    if (value.value !== undefined && value.value !== 0) fields[field] = value.value;
+  }
+  if (scalar(gguf, archKey(p, "ropeScalingFinetuned")) === false) fields.noRopeLayerStep = 1;
+  return ok(fields);
 }
 
 type SlidingWindowFields = Pick<ModelConfig, "slidingWindow" | "slidingLayers" | "ropeFreqBaseSwa">;

@@ -53,6 +53,8 @@ interface ExpertsF32 {
   gate: Matrix[]; // [expertCount][expertHiddenDim, dim]
   up: Matrix[]; // [expertCount][expertHiddenDim, dim]
   down: Matrix[]; // [expertCount][dim, expertHiddenDim]
+  /** granitemoe (shared): the always-on expert, gate / up [sharedHiddenDim, dim], down [dim, sharedHiddenDim] */
+  shared: { gate: Matrix; up: Matrix; down: Matrix } | null;
 }
 
 export interface ReferenceForwardOptions {
@@ -181,7 +183,10 @@ export class ReferenceForward {
       attnNorm: f32(l.attnNorm), wq: matrix(l.wq), wk: matrix(l.wk), wv: matrix(l.wv), wo: matrix(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
       ffnNorm: f32(l.ffnNorm), wGate: maybeMatrix(l.wGate), wUp: maybeMatrix(l.wUp), wDown: maybeMatrix(l.wDown),
-      experts: l.ffnGateInp == null ? null : { router: matrix(l.ffnGateInp), gate: perExpert(l.ffnGateExps), up: perExpert(l.ffnUpExps), down: perExpert(l.ffnDownExps) },
+      experts: l.ffnGateInp == null ? null : {
+        router: matrix(l.ffnGateInp), gate: perExpert(l.ffnGateExps), up: perExpert(l.ffnUpExps), down: perExpert(l.ffnDownExps),
+        shared: l.ffnGateShexp == null ? null : { gate: matrix(l.ffnGateShexp), up: matrix(l.ffnUpShexp!), down: matrix(l.ffnDownShexp!) },
+      },
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
     this.roundInput = options.roundMatmulInput;
@@ -196,8 +201,9 @@ export class ReferenceForward {
     this.x = new Float32Array(dim);
     this.xb = new Float32Array(Math.max(dim, qDim));
     this.xb2 = new Float32Array(dim);
-    this.hb = new Float32Array(Math.max(hiddenDim, config.moe?.expertHiddenDim ?? 0));
-    this.hb2 = new Float32Array(Math.max(hiddenDim, config.moe?.expertHiddenDim ?? 0));
+    const ffnWidth = Math.max(hiddenDim, config.moe?.expertHiddenDim ?? 0, config.moe?.sharedHiddenDim ?? 0);
+    this.hb = new Float32Array(ffnWidth);
+    this.hb2 = new Float32Array(ffnWidth);
     this.q = new Float32Array(qDim);
     this.k = new Float32Array(kvDim);
     this.v = new Float32Array(kvDim);
@@ -233,6 +239,11 @@ export class ReferenceForward {
     const { dim, rmsEps, vocabSize } = this.config;
     rmsnorm(this.x, this.x, this.outputNorm, dim, rmsEps);
     this.matmul(this.logits, this.x, this.output, dim, vocabSize);
+    // granite: logits / logit_scale
+    if (this.config.logitScale !== undefined) {
+      const inv = Math.fround(1 / this.config.logitScale);
+      for (let i = 0; i < vocabSize; i++) this.logits[i] = this.logits[i]! * inv;
+    }
     return this.logits;
   }
 
@@ -394,6 +405,7 @@ export class ReferenceForward {
     const { xb, xb2, hb, hb2 } = this;
     this.matmul(xb2, attnOut, w.wo, numHeads * headDim, dim);
     if (w.attnPostNorm) rmsnorm(xb2, xb2, w.attnPostNorm, dim, rmsEps);
+    this.residualScale(xb2);
     addInPlace(x, xb2);
 
     rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
@@ -407,6 +419,7 @@ export class ReferenceForward {
       this.matmul(xb2, hb, w.wDown!, hiddenDim, dim);
     }
     if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
+    this.residualScale(xb2);
     addInPlace(x, xb2);
   }
 
@@ -432,5 +445,21 @@ export class ReferenceForward {
       this.matmul(y, hb, w.down[e]!, width, dim);
       for (let i = 0; i < dim; i++) out[i] = out[i]! + Math.fround(y[i]! * weights[s]!);
     }
+    // granitemoe (shared): a plain SwiGLU FFN of the same input, added to the routed experts' sum
+    if (w.shared !== null) {
+      const sh = moe.sharedHiddenDim!;
+      this.matmul(hb, xb, w.shared.gate, dim, sh);
+      this.matmul(hb2, xb, w.shared.up, dim, sh);
+      for (let i = 0; i < sh; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      this.matmul(y, hb, w.shared.down, sh, dim);
+      addInPlace(out, y);
+    }
+  }
+
+  /** granite: a branch's output times residual_scale before its residual add */
+  private residualScale(branch: Float32Array): void {
+    const r = this.config.residualScale;
+    if (r === undefined || r === 1) return;
+    for (let i = 0; i < branch.length; i++) branch[i] = branch[i]! * r;
   }
 }

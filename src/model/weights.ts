@@ -20,6 +20,7 @@ const LAYER_TENSORS = {
   ffnNorm: "ffnNorm", wGate: "ffnGate", wUp: "ffnUp", wDown: "ffnDown",
   attnPostNorm: "attnPostNorm", ffnPostNorm: "ffnPostNorm",
   ffnGateInp: "ffnGateInp", ffnGateExps: "ffnGateExps", ffnUpExps: "ffnUpExps", ffnDownExps: "ffnDownExps",
+  ffnGateShexp: "ffnGateShexp", ffnUpShexp: "ffnUpShexp", ffnDownShexp: "ffnDownShexp",
 } as const satisfies Record<keyof LayerWeights, TensorKey>;
 type LayerTensorKey = keyof typeof LAYER_TENSORS;
 
@@ -58,6 +59,10 @@ export interface LayerWeights {
   readonly ffnGateExps?: WeightSource | null;
   readonly ffnUpExps?: WeightSource | null;
   readonly ffnDownExps?: WeightSource | null;
+  /** granitemoe (shared): the shared expert's gate, up [sharedHiddenDim, dim] and down [dim, sharedHiddenDim]; null: none */
+  readonly ffnGateShexp?: WeightSource | null;
+  readonly ffnUpShexp?: WeightSource | null;
+  readonly ffnDownShexp?: WeightSource | null;
   /** gemma3: [dim] each, RMSNorm of the attention / FFN output before its residual add */
   readonly attnPostNorm: WeightSource | null;
   readonly ffnPostNorm: WeightSource | null;
@@ -190,6 +195,8 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
     const dense = (key: LayerTensorKey, shape: Shape): WeightSource | null => (moe === undefined ? t(key, shape) : null);
     const experts = (key: LayerTensorKey, cols: number, rows: number): WeightSource | null => (moe === undefined ? null : t(key, [cols, rows, moe.expertCount]));
     const eh = moe?.expertHiddenDim ?? 0;
+    const sh = moe?.sharedHiddenDim ?? 0;
+    const shared = (key: LayerTensorKey, shape: Shape): WeightSource | null => (sh > 0 ? t(key, shape) : null);
     // olmoe: the QK-norm weights span all heads
     const normWidth = (n: number): number => (config.qkNormFullWidth === true ? n : headDim);
     layers.push({
@@ -211,6 +218,9 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
       ffnGateExps: experts("ffnGateExps", dim, eh),
       ffnUpExps: experts("ffnUpExps", dim, eh),
       ffnDownExps: experts("ffnDownExps", eh, dim),
+      ffnGateShexp: shared("ffnGateShexp", [dim, sh]),
+      ffnUpShexp: shared("ffnUpShexp", [dim, sh]),
+      ffnDownShexp: shared("ffnDownShexp", [sh, dim]),
       attnPostNorm: postNorm("attnPostNorm"),
       ffnPostNorm: postNorm("ffnPostNorm"),
     });

@@ -1,15 +1,16 @@
 /**
  * Mixture-of-experts models against llama.cpp (node-llama-cpp, CPU, 1 thread, f32 KV cache): qwen3moe (Qwen3-30B-A3B's
  * 128 experts, 8 routed, renormalised) and olmoe (OLMoE-1B-7B's 64 experts, 8 routed, not renormalised, full-width
- * QK-norm), narrowed to 128 wide and 2 layers (the expert count and k are the real ones), tiny-model.ts's O(1)
- * activation weights; and qwen3moe with its experts in MXFP4 (as gpt-oss GGUFs store them).
+ * QK-norm), granitemoe (granite-3.1-3b-a800m's 40 experts, 8 routed, renormalised; with and without a shared expert)
+ * and dense granite with Granite's multipliers, narrowed to 128 wide and 2 layers (the expert count and k are the real
+ * ones), tiny-model.ts's O(1) activation weights; and qwen3moe with its experts in MXFP4 (as gpt-oss GGUFs store them).
  *
  * Along a prompt of about 115 tokens and llama.cpp's 32 greedy tokens after it:
  *  - the oracle (reference-forward.ts, teacher-forced, matmul inputs rounded like ggml) and the fast path (Runner on
  *    the WASM kernels: one prefill, then decode steps) pick llama.cpp's token at every step except near ties, and at 4
  *    positions every token's log-prob with p > 1e-4 is within the bounds test/model/llamacpp-archs.test.ts uses;
- *  - a control that routes every row to the wrong experts (the k worst) misses llama.cpp by far more: routing is
- *    what makes them agree.
+ *  - a control that routes every row to the wrong experts (the k worst; dense granite: drops the multipliers) misses
+ *    llama.cpp by far more: routing is what makes them agree.
  * Then a batch of 8 requests of different lengths gives each the greedy tokens it gets alone (experts routed per row).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -52,7 +53,7 @@ const PROMPT = [
 
 interface Case {
   readonly name: string;
-  readonly architecture: "qwen3moe" | "olmoe";
+  readonly architecture: "qwen3moe" | "olmoe" | "granitemoe" | "granite";
   readonly vocab: string;
   readonly numHeads: number;
   readonly numKvHeads: number;
@@ -62,6 +63,10 @@ interface Case {
   /** the experts' width (qwen3moe: expert_feed_forward_length; olmoe: feed_forward_length) */
   readonly expertHiddenDim: number;
   readonly expertType: GgmlType;
+  /** granitemoe (shared): the shared expert's width; absent: none */
+  readonly sharedHiddenDim?: number;
+  /** extra `<arch>.` metadata (Granite's multipliers) */
+  readonly archMetadata?: Readonly<Record<string, number>>;
   /**
    * oracle and fast-path |dlogprob| bounds; default the f32 ones of llamacpp-archs.test.ts. MXFP4 experts: the
    * quantized types' bounds of llamacpp-logits.test.ts are 3e-2 / 9e-2; measured 6.0e-3 / 1.6e-2 (the q8_0 activations
@@ -71,24 +76,43 @@ interface Case {
 }
 
 const DIM = 128;
+/**
+ * ibm-granite/granite-3.1-3b-a800m config.json: embedding_multiplier 12, residual_multiplier 0.22, attention_multiplier
+ * 0.015625; its logits_scaling 6 would flatten these random weights' logits below p = 1e-4 for every token (nothing
+ * left to compare), so the logits are divided by 0.2 instead (sharpened: the division is checked all the same)
+ */
+const GRANITE_SCALES = { embedding_scale: 12, residual_scale: 0.22, "attention.scale": 0.015625, logit_scale: 0.2 };
 const CASES: readonly Case[] = [
   { name: "qwen3moe (qwen3-30b-a3b: 128 experts, top 8, renormalised)", architecture: "qwen3moe", vocab: "qwen2", numHeads: 2, numKvHeads: 1, headDim: 128, experts: 128, used: 8, expertHiddenDim: 64, expertType: GgmlType.F32 },
   { name: "olmoe (olmoe-1b-7b: 64 experts, top 8, full-width QK-norm)", architecture: "olmoe", vocab: "gpt-neox", numHeads: 2, numKvHeads: 2, headDim: 64, experts: 64, used: 8, expertHiddenDim: 64, expertType: GgmlType.F32 },
   { name: "qwen3moe, MXFP4 experts", architecture: "qwen3moe", vocab: "qwen2", numHeads: 2, numKvHeads: 1, headDim: 128, experts: 128, used: 8, expertHiddenDim: 64, expertType: GgmlType.MXFP4,
     tolerance: { oracle: 1.5e-2, fast: 4e-2 } },
+  // granite-3.1-3b-a800m: 40 experts of 512, 8 routed, renormalised, heads of 64, Granite's multipliers; the gpt-2
+  // vocabulary stands in for Granite's own (not among llama.cpp's vocab files)
+  { name: "granitemoe (granite-3.1-3b-a800m: 40 experts, top 8, multipliers)", architecture: "granitemoe", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 40, used: 8, expertHiddenDim: 64, expertType: GgmlType.F32, archMetadata: GRANITE_SCALES },
+  { name: "granitemoe with a shared expert", architecture: "granitemoe", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 40, used: 8, expertHiddenDim: 64, expertType: GgmlType.F32, sharedHiddenDim: 96, archMetadata: GRANITE_SCALES },
+  { name: "granite (dense, multipliers)", architecture: "granite", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 0, used: 0, expertHiddenDim: 128, expertType: GgmlType.F32, archMetadata: GRANITE_SCALES },
 ];
 
 /** The dense FFN tensors replaced by a router and stacked experts; QK-norms of the architecture's width. */
 function moeTensors(c: Case, numLayers: number): (planned: PlannedTensor[]) => PlannedTensor[] {
   return (planned) => {
     const out = planned.filter((t) => !/^blk\.\d+\.(ffn_gate|ffn_up|ffn_down|attn_q_norm|attn_k_norm)\.weight$/.test(t.name));
+    if (c.experts === 0) return planned;
     const qWidth = c.architecture === "olmoe" ? c.numHeads * c.headDim : c.headDim;
     const kWidth = c.architecture === "olmoe" ? c.numKvHeads * c.headDim : c.headDim;
     for (let l = 0; l < numLayers; l++) {
       const m = (name: string, shape: number[], type: GgmlType): PlannedTensor => ({ name, shape, type, kind: "matrix" });
+      if (c.architecture !== "granitemoe") {
+        out.push({ name: tensorName("attnQNorm", l), shape: [qWidth], type: GgmlType.F32, kind: "norm" }, { name: tensorName("attnKNorm", l), shape: [kWidth], type: GgmlType.F32, kind: "norm" });
+      }
+      if (c.sharedHiddenDim !== undefined) {
+        out.push(
+          m(tensorName("ffnGateShexp", l), [DIM, c.sharedHiddenDim], GgmlType.F32), m(tensorName("ffnUpShexp", l), [DIM, c.sharedHiddenDim], GgmlType.F32),
+          m(tensorName("ffnDownShexp", l), [c.sharedHiddenDim, DIM], GgmlType.F32),
+        );
+      }
       out.push(
-        { name: tensorName("attnQNorm", l), shape: [qWidth], type: GgmlType.F32, kind: "norm" },
-        { name: tensorName("attnKNorm", l), shape: [kWidth], type: GgmlType.F32, kind: "norm" },
         m(tensorName("ffnGateInp", l), [DIM, c.experts], GgmlType.F32),
         m(tensorName("ffnGateExps", l), [DIM, c.expertHiddenDim, c.experts], c.expertType),
         m(tensorName("ffnUpExps", l), [DIM, c.expertHiddenDim, c.experts], c.expertType),
@@ -103,14 +127,18 @@ function writeModel(path: string, c: Case, vocab: GgufFile): void {
   const a = c.architecture;
   const metadata: Record<string, GgufMetadataEntry> = {};
   for (const [key, entry] of vocab.metadata) if (key.startsWith("tokenizer.")) metadata[key] = entry;
-  metadata[archKey(a, "expertCount")] = mdU32(c.experts);
-  metadata[archKey(a, "expertUsedCount")] = mdU32(c.used);
+  if (c.experts > 0) {
+    metadata[archKey(a, "expertCount")] = mdU32(c.experts);
+    metadata[archKey(a, "expertUsedCount")] = mdU32(c.used);
+  }
+  if (c.sharedHiddenDim !== undefined) metadata[archKey(a, "expertSharedFeedForwardLength")] = mdU32(c.sharedHiddenDim);
+  for (const [key, value] of Object.entries(c.archMetadata ?? {})) metadata[`${a}.${key}`] = mdF32(value);
   if (a === "qwen3moe") metadata[archKey(a, "expertFeedForwardLength")] = mdU32(c.expertHiddenDim);
   metadata[archKey(a, "rmsEps")] = mdF32(1e-6);
   const tokens = vocab.metadata.get("tokenizer.ggml.tokens")!.value as { values: unknown[] };
   const numLayers = 2;
   const gguf = makeTinyModel({
-    architecture: a, vocabSize: tokens.values.length, dim: DIM, hiddenDim: a === "olmoe" ? c.expertHiddenDim : 6 * c.expertHiddenDim, numLayers,
+    architecture: a, vocabSize: tokens.values.length, dim: DIM, hiddenDim: a === "qwen3moe" ? 6 * c.expertHiddenDim : c.expertHiddenDim, numLayers,
     numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, tied: false, contextLength: 4096,
   }, { seed: 5, metadata, editTensors: moeTensors(c, numLayers) });
   writeGgufFile(path, {
@@ -177,7 +205,8 @@ describe.each(CASES)("$name", (c) => {
     const model = loadModel(file.value, { maxModelLen: 512 });
     if (!model.ok) throw new Error(model.error);
     const { config, weights } = model.value;
-    expect(config.moe).toMatchObject({ expertCount: c.experts, expertUsedCount: c.used, expertHiddenDim: c.expertHiddenDim, normTopK: c.architecture === "qwen3moe" });
+    if (c.experts > 0) expect(config.moe).toMatchObject({ expertCount: c.experts, expertUsedCount: c.used, expertHiddenDim: c.expertHiddenDim, normTopK: c.architecture !== "olmoe" });
+    if (c.archMetadata !== undefined) expect(config).toMatchObject({ embeddingScale: 12, residualScale: Math.fround(0.22), attentionScale: 0.015625, logitScale: Math.fround(0.2) });
     loaded.set(c.name, model.value);
 
     const oracle: Tally = { differingSteps: 0, worstGap: 0, worstLogprob: 0 };
@@ -198,17 +227,20 @@ describe.each(CASES)("$name", (c) => {
     }
     runner.dispose();
 
-    // control: the oracle routing to the k worst experts (the router's rows reversed in sign)
+    // control: the oracle routing to the k worst experts (the router's rows reversed in sign); a dense model: without
+    // Granite's multipliers
     const negated = weights.layers.map((l) => {
-      const router = new Float32Array(l.ffnGateInp!.data.slice().buffer).map((v) => -v);
-      return { ...l, ffnGateInp: { ...l.ffnGateInp!, data: new Uint8Array(router.buffer) } };
+      if (l.ffnGateInp == null) return l;
+      const router = new Float32Array(l.ffnGateInp.data.slice().buffer).map((v) => -v);
+      return { ...l, ffnGateInp: { ...l.ffnGateInp, data: new Uint8Array(router.buffer) } };
     });
-    const control = new ReferenceForward(config, { ...weights, layers: negated }, all.length, { roundMatmulInput: roundLikeGgml });
+    const controlConfig: ModelConfig = c.experts > 0 ? config : { ...config, embeddingScale: 1, residualScale: 1, attentionScale: undefined, logitScale: undefined };
+    const control = new ReferenceForward(controlConfig, { ...weights, layers: negated }, all.length, { roundMatmulInput: roundLikeGgml });
     for (let pos = 0; pos < last; pos++) control.advance(all[pos]!, pos);
     const controlError = logprobError(control.forward(all[last]!, last), evaluated[last]);
 
     const line = (t: Tally) => `${t.differingSteps} differing steps (worst gap ${t.worstGap.toExponential(2)}), max |dlogprob| ${t.worstLogprob.toExponential(2)}`;
-    console.log(`${c.name}: ${all.length} positions; oracle ${line(oracle)}; wasm ${line(fast)}; wrong experts max |dlogprob| ${controlError.toExponential(2)}`);
+    console.log(`${c.name}: ${all.length} positions; oracle ${line(oracle)}; wasm ${line(fast)}; control (wrong experts; dense: no multipliers) max |dlogprob| ${controlError.toExponential(2)}`);
     expect(oracle.worstGap).toBeLessThanOrEqual(TIE_GAP);
     expect(oracle.worstLogprob).toBeLessThan(c.tolerance?.oracle ?? LOGPROB_TOLERANCE);
     expect(fast.worstGap).toBeLessThanOrEqual(FAST_TIE_GAP);
