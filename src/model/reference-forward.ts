@@ -8,8 +8,10 @@
  *   (the layer's angles: rope-scaling.ts; none in smollm3's no-rope layers) ;
  *   cache k,v at pos ; xb = attention(q, cache[0..pos], or the last `window` positions on a sliding layer) ;
  *   x += xb.Wo (rmsnorm'd first: gemma3 post-attention norm) ;
- *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (rmsnorm'd first: gemma3 post-FFN norm), act = silu or tanh-GELU
- * then logits = rmsnorm(x).Wout.
+ *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (rmsnorm'd first: gemma3 post-FFN norm), act = silu or tanh-GELU,
+ *   or with experts (qwen3moe, olmoe, granitemoe) x += the k routed experts' SwiGLU FFNs of xb, weighted (moe-routing.ts)
+ *   (+ granitemoe's shared expert) ; granite scales each branch by residual_scale before its add
+ * then logits = rmsnorm(x).Wout (granite: / logit_scale).
  * gemma3's layers alternate: sliding-window layers with their own rope base, and global ones (llama.cpp gemma3.cpp).
  * A bidirectional model (gemma-embedding) runs one whole sequence at a time instead: `encode(tokens)`.
  */

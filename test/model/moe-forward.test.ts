@@ -56,6 +56,14 @@ describe.each(Object.keys(TINY_MOE_SHAPES))("%s", (name) => {
   });
 });
 
+test("a backend without the routed-expert ops (WebGPU) refuses a mixture-of-experts model with one line", () => {
+  const loaded = loadModel(makeTinyModel(TINY_MOE_SHAPES.qwen3moe!));
+  if (!loaded.ok) throw new Error(loaded.error);
+  const reference = new ReferenceBackend();
+  const withoutMoe = new Proxy(reference, { get: (target, key) => (key === "scatterRows" || key === "weightedRowSum" ? undefined : Reflect.get(target, key)) });
+  expect(() => new Runner(loaded.value.config, loaded.value.weights, withoutMoe)).toThrow(/the reference backend does not run mixture-of-experts models/);
+});
+
 describe("routing", () => {
   const moe = { expertCount: 6, expertUsedCount: 3, expertHiddenDim: 4, gating: "softmax" as const, normTopK: true };
   test("softmax, the k best in descending order (ties: lower id), renormalised or not", () => {
