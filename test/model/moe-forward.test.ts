@@ -14,6 +14,7 @@ import { readModelConfig } from "../../src/model/read-model-config.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { Runner } from "../../src/model/runner.ts";
 import { groupByExpert, routeExperts } from "../../src/model/moe-routing.ts";
+import { shapeCost } from "../../src/metrics/mfu.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { maxAbsDiff } from "../helpers/vectors.ts";
@@ -62,6 +63,16 @@ test("a backend without the routed-expert ops (WebGPU) refuses a mixture-of-expe
   const reference = new ReferenceBackend();
   const withoutMoe = new Proxy(reference, { get: (target, key) => (key === "scatterRows" || key === "weightedRowSum" ? undefined : Reflect.get(target, key)) });
   expect(() => new Runner(loaded.value.config, loaded.value.weights, withoutMoe)).toThrow(/the reference backend does not run mixture-of-experts models/);
+});
+
+test("MFU counts a mixture-of-experts model's active parameters: the router, k experts and the shared one", () => {
+  const config = readModelConfig(makeTinyModel(TINY_MOE_SHAPES.granitemoe!));
+  if (!config.ok) throw new Error(config.error);
+  const { dim, vocabSize, numLayers, numHeads, numKvHeads, headDim } = config.value;
+  const attention = 2 * dim * numHeads * headDim + 2 * dim * numKvHeads * headDim;
+  // 8 experts of 64, 2 routed, a shared expert of 32
+  const ffn = dim * 8 + 3 * dim * 64 * 2 + 3 * dim * 32;
+  expect(shapeCost(config.value, 1, 2).matmulParams).toBe(numLayers * (attention + ffn) + dim * vocabSize);
 });
 
 describe("routing", () => {
