@@ -113,6 +113,13 @@ const TENSOR = {
   ffnGateExps: "blk.{n}.ffn_gate_exps.weight",
   ffnUpExps: "blk.{n}.ffn_up_exps.weight",
   ffnDownExps: "blk.{n}.ffn_down_exps.weight",
+  /** gpt-oss: per-head attention sink logits [numHeads], the output projection's bias, the router's and experts' biases */
+  attnSinks: "blk.{n}.attn_sinks.weight",
+  attnOutputBias: "blk.{n}.attn_output.bias",
+  ffnGateInpBias: "blk.{n}.ffn_gate_inp.bias",
+  ffnGateExpsBias: "blk.{n}.ffn_gate_exps.bias",
+  ffnUpExpsBias: "blk.{n}.ffn_up_exps.bias",
+  ffnDownExpsBias: "blk.{n}.ffn_down_exps.bias",
   /** granitemoe (shared): one always-on SwiGLU expert beside the routed ones */
   ffnGateShexp: "blk.{n}.ffn_gate_shexp.weight",
   ffnUpShexp: "blk.{n}.ffn_up_shexp.weight",

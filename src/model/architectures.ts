@@ -68,6 +68,8 @@ export interface ArchitectureTraits {
    * rope.scaling.finetuned = false switches rope off (llama.cpp granite.cpp load_arch_hparams)
    */
   readonly graniteScales?: boolean;
+  /** gpt-oss (openai-moe.cpp): attention sinks, attn_output.bias, biased router and experts, swiglu_oai experts */
+  readonly gptOss?: boolean;
 }
 
 const LLAMA_LIKE = { ropeFactors: "none", noRopeLayerStep: 0, fusedGateUp: false, fusedQkv: false } as const;
@@ -110,6 +112,12 @@ export const ARCHITECTURES: readonly ArchitectureTraits[] = [
   {
     architecture: "granitemoe", keyPrefix: "granitemoe", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "freqs",
     graniteScales: true, moe: { gating: "softmax", normTopK: true, expertWidthKey: "ffn" },
+  },
+  // openai-moe.cpp: q/k/v/o biases, attention sinks, even layers sliding-window (period 2, rope base of the sliding
+  // layers = rope.freq_base unless rope.freq_base_swa), top-k logits then softmax, swiglu_oai experts with biases
+  {
+    architecture: "gpt-oss", keyPrefix: "gpt-oss", ropeNeox: true, hasQkvBias: true, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
+    slidingWindowPeriod: 2, gptOss: true, moe: { gating: "softmaxWeight", normTopK: false, expertWidthKey: "expert" },
   },
 ];
 

@@ -173,6 +173,7 @@ export class BatchedForward {
       const why = moeUnsupported(backend);
       if (why !== null) throw new Error(why);
     }
+    if (config.attentionSinks === true) throw new Error(`${config.architecture}: attention sinks and swiglu_oai experts are not in the batched forward yet (only the reference oracle runs this architecture)`);
     this.tokenEmbd = load(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : load(weights.output);
     this.outputNorm = load(weights.outputNorm);

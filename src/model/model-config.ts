@@ -3,14 +3,15 @@
  * Everything below the engine reads the model only through this.
  */
 export type Architecture =
-  | "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3" | "qwen3moe" | "olmoe" | "granite" | "granitemoe";
+  | "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3" | "qwen3moe" | "olmoe" | "granite" | "granitemoe" | "gpt-oss";
 
 /**
  * How a mixture-of-experts layer turns router logits into the k experts and their weights (llama.cpp
- * llama-graph.cpp build_moe_ffn): softmax over every expert, take the k largest probabilities, and (normTopK) divide
- * them by their sum (clamped at 6.1e-5).
+ * llama-graph.cpp build_moe_ffn): "softmax": softmax over every expert, take the k largest probabilities, and
+ * (normTopK) divide them by their sum (clamped at 6.1e-5); "softmaxWeight" (gpt-oss): the k largest logits, then a
+ * softmax over those k.
  */
-export type MoeGating = "softmax";
+export type MoeGating = "softmax" | "softmaxWeight";
 
 export interface MoeConfig {
   /** expert_count */
@@ -24,6 +25,8 @@ export interface MoeConfig {
   readonly normTopK: boolean;
   /** granitemoe (shared): the always-on shared expert's width (expert_shared_feed_forward_length); absent / 0: none */
   readonly sharedHiddenDim?: number;
+  /** gpt-oss: the experts' activation is swiglu_oai (clamped at 7, x * sigmoid(1.702 x) * (up + 1)) and they have biases */
+  readonly oaiExperts?: boolean;
 }
 
 /** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
@@ -93,6 +96,11 @@ export interface ModelConfig {
   readonly residualScale?: number;
   /** granite: the logits are divided by this; absent: 1 */
   readonly logitScale?: number;
+  /**
+   * gpt-oss: each head's learned sink logit joins its softmax's denominator (attn_sinks), the output projection has a
+   * bias, and the FFN's norm is post_attention_norm; only the oracle runs it so far
+   */
+  readonly attentionSinks?: boolean;
   // gemma3 (absent: llama-like). Fields below follow llama.cpp src/models/gemma3.cpp.
   /** default silu */
   readonly ffnActivation?: FfnActivation;

@@ -3,7 +3,8 @@
  * row and their weights, as llama.cpp's build_moe_ffn (llama-graph.cpp) computes them for softmax gating:
  * probs = softmax(logits) over every expert; the k largest probabilities in descending order (ggml_argsort_top_k;
  * ties: the lower id first); weights = those probabilities, divided by their sum clamped at 6.103515625e-5 when the
- * architecture renormalises (norm_w). The experts' outputs are later added in this slot order.
+ * architecture renormalises (norm_w). gpt-oss (LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT): the k largest logits,
+ * then a softmax over those k. The experts' outputs are later added in this slot order.
  */
 import type { MoeConfig } from "./model-config.ts";
 
@@ -28,6 +29,21 @@ export function routeExperts(logits: Float32Array, numRows: number, moe: MoeConf
   const probs = new Float32Array(n); // [expertCount]
   const order = Array.from({ length: n }, (_, i) => i);
   for (let r = 0; r < numRows; r++) {
+    if (moe.gating === "softmaxWeight") {
+      for (let e = 0; e < n; e++) probs[e] = logits[r * n + e]!;
+      order.sort((a, b) => probs[b]! - probs[a]! || a - b);
+      let top = -Infinity;
+      for (let s = 0; s < k; s++) top = Math.max(top, probs[order[s]!]!);
+      let total = 0;
+      for (let s = 0; s < k; s++) {
+        ids[r * k + s] = order[s]!;
+        weights[r * k + s] = Math.exp(probs[order[s]!]! - top);
+        total += weights[r * k + s]!;
+      }
+      const inv = Math.fround(1 / total);
+      for (let s = 0; s < k; s++) weights[r * k + s] = weights[r * k + s]! * inv;
+      continue;
+    }
     // ggml_soft_max: max-subtracted exponentials in f32, then scaled by 1 / sum
     let max = -Infinity;
     for (let e = 0; e < n; e++) max = Math.max(max, logits[r * n + e]!);

@@ -174,6 +174,7 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     ...(traits.bidirectional === true ? { bidirectional: true } : {}),
     ...(dense.value !== undefined ? { denseFeatures: dense.value } : {}),
     ...granite.value,
+    ...(traits.gptOss === true ? { attentionSinks: true } : {}),
   });
 }
 
@@ -236,6 +237,7 @@ function readMoe(gguf: GgufFile, traits: ArchitectureTraits, hiddenDim: number):
   }
   return ok({
     expertCount: expertCount.value, expertUsedCount: expertUsedCount.value, expertHiddenDim: width.value, gating: traits.moe.gating, normTopK: traits.moe.normTopK,
+    ...(traits.gptOss === true ? { oaiExperts: true } : {}),
     ...(shared.value !== undefined && shared.value > 0 ? { sharedHiddenDim: shared.value } : {}),
   });
 }
@@ -276,7 +278,7 @@ function readSlidingWindow(gguf: GgufFile, traits: ArchitectureTraits, numLayers
   if (!window.ok) return window;
   if (window.value === undefined || window.value === 0) {
     // llama.cpp gemma-embedding.cpp reads the window as a required key
-    return traits.bidirectional === true ? err(`${gguf.source}: missing metadata ${archKey(p, "slidingWindow")} (a positive integer for ${traits.architecture})`) : ok({});
+    return traits.bidirectional === true || traits.gptOss === true ? err(`${gguf.source}: missing metadata ${archKey(p, "slidingWindow")} (a positive integer for ${traits.architecture})`) : ok({});
   }
   if (!Number.isInteger(window.value) || window.value < 0) return err(`${gguf.source}: metadata ${archKey(p, "slidingWindow")} must be a positive integer (got ${window.value})`);
   const patternKey = archKey(p, "slidingWindowPattern");
@@ -288,7 +290,10 @@ function readSlidingWindow(gguf: GgufFile, traits: ArchitectureTraits, numLayers
   const n = period.value ?? traits.slidingWindowPeriod;
   if (!Number.isInteger(n) || n < 0) return err(`${gguf.source}: metadata ${patternKey} must be a non-negative integer (got ${n})`);
   const slidingLayers = Array.from({ length: numLayers }, (_, l) => n === 0 || l % n < n - 1);
-  const ropeFreqBaseSwa = positiveFloat(gguf, archKey(p, "ropeFreqBaseSwa"), traits.defaultRopeFreqBaseSwa ?? 10000);
+  // gpt-oss: the sliding layers' base defaults to the global one (openai-moe.cpp); gemma3: 10000
+  const baseDefault = traits.gptOss === true ? numberKey(gguf, archKey(p, "ropeFreqBase")) : ok(undefined);
+  if (!baseDefault.ok) return baseDefault;
+  const ropeFreqBaseSwa = positiveFloat(gguf, archKey(p, "ropeFreqBaseSwa"), baseDefault.value ?? traits.defaultRopeFreqBaseSwa ?? 10000);
   if (!ropeFreqBaseSwa.ok) return ropeFreqBaseSwa;
   return ok({ slidingWindow: window.value, slidingLayers, ropeFreqBaseSwa: ropeFreqBaseSwa.value });
 }

@@ -45,6 +45,9 @@ interface LayerF32 {
   wUp: Matrix | null; // [hiddenDim, dim]
   wDown: Matrix | null; // [dim, hiddenDim]
   experts: ExpertsF32 | null;
+  /** gpt-oss: the sink logit of each head [numHeads] and attn_output's bias [dim] */
+  sinks: Float32Array | null;
+  bo: Float32Array | null;
   attnPostNorm: Float32Array | null; // [dim]
   ffnPostNorm: Float32Array | null; // [dim]
 }
@@ -57,6 +60,8 @@ interface ExpertsF32 {
   down: Matrix[]; // [expertCount][dim, expertHiddenDim]
   /** granitemoe (shared): the always-on expert, gate / up [sharedHiddenDim, dim], down [dim, sharedHiddenDim] */
   shared: { gate: Matrix; up: Matrix; down: Matrix } | null;
+  /** gpt-oss: the router's bias [expertCount] and each expert's biases, gate / up [expertHiddenDim], down [dim] */
+  biases: { router: Float32Array; gate: Float32Array[]; up: Float32Array[]; down: Float32Array[] } | null;
 }
 
 export interface ReferenceForwardOptions {
@@ -137,6 +142,28 @@ function softmax(x: Float32Array, n: number): void {
 
 const silu = (x: number): number => x / (1 + Math.exp(-x));
 
+/** softmax whose denominator also holds e^sink (an attention sink: a logit with no value row) */
+function softmaxWithSink(x: Float32Array, n: number, sink: number): void {
+  let max = sink;
+  for (let i = 0; i < n; i++) if (x[i]! > max) max = x[i]!;
+  let sum = Math.exp(sink - max);
+  for (let i = 0; i < n; i++) {
+    x[i] = Math.exp(x[i]! - max);
+    sum += x[i]!;
+  }
+  for (let i = 0; i < n; i++) x[i] = x[i]! / sum;
+}
+
+/**
+ * gpt-oss's clamped SwiGLU (ggml swiglu_oai, alpha 1.702, limit 7): x = min(gate, 7), y = clamp(up, -7, 7),
+ * x * sigmoid(1.702 x) * (y + 1)
+ */
+export const swigluOai = (gate: number, up: number): number => {
+  const x = Math.min(gate, 7);
+  const y = Math.min(Math.max(up, -7), 7);
+  return (x / (1 + Math.exp(-1.702 * x))) * (y + 1);
+};
+
 /** GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (ggml_gelu_f32, gelu_pytorch_tanh) */
 export const gelu = (x: number): number => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * x * (1 + 0.044715 * x * x)));
 
@@ -177,6 +204,11 @@ export class ReferenceForward {
     const matrix = (w: WeightSource): Matrix => ({ data: f32(w), type: w.type });
     const maybeMatrix = (w: WeightSource | null): Matrix | null => (w === null ? null : matrix(w));
     const expertCount = config.moe?.expertCount ?? 0;
+    // a [expertCount, n] bias tensor: expert e's bias is row e
+    const perExpertRow = (w: WeightSource): Float32Array[] => {
+      const all = f32(w);
+      return Array.from({ length: expertCount }, (_, e) => all.subarray(e * w.cols, (e + 1) * w.cols));
+    };
     const perExpert = (w: WeightSource | null | undefined): Matrix[] => Array.from({ length: expertCount }, (_, e) => matrix(expertRows(w!, e, expertCount)));
     this.tokenEmbd = f32(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? { data: this.tokenEmbd, type: weights.tokenEmbd.type } : matrix(weights.output);
@@ -188,7 +220,11 @@ export class ReferenceForward {
       experts: l.ffnGateInp == null ? null : {
         router: matrix(l.ffnGateInp), gate: perExpert(l.ffnGateExps), up: perExpert(l.ffnUpExps), down: perExpert(l.ffnDownExps),
         shared: l.ffnGateShexp == null ? null : { gate: matrix(l.ffnGateShexp), up: matrix(l.ffnUpShexp!), down: matrix(l.ffnDownShexp!) },
+        biases: l.ffnGateInpBias == null ? null : {
+          router: f32(l.ffnGateInpBias), gate: perExpertRow(l.ffnGateExpsBias!), up: perExpertRow(l.ffnUpExpsBias!), down: perExpertRow(l.ffnDownExpsBias!),
+        },
       },
+      sinks: maybe(l.attnSinks ?? null), bo: maybe(l.bo ?? null),
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
     this.roundInput = options.roundMatmulInput;
@@ -265,7 +301,7 @@ export class ReferenceForward {
       this.valueCache.set(v, layerOffset + pos * kvDim);
       // positions first..pos (first = 0, or pos - window + 1 on a sliding layer)
       const window = layerSlidingWindow(c, l);
-      this.attend(xb, q, this.keyCache, this.valueCache, layerOffset, window > 0 ? Math.max(0, pos - window + 1) : 0, pos);
+      this.attend(xb, q, this.keyCache, this.valueCache, layerOffset, window > 0 ? Math.max(0, pos - window + 1) : 0, pos, this.layers[l]!.sinks);
       this.finishLayer(l, x, xb);
     }
   }
@@ -373,7 +409,7 @@ export class ReferenceForward {
    * out [qDim] = multi-head attention of q over key / value rows first..last (row t at base + t * kvDim); query head h
    * reads kv head h / groupSize (GQA)
    */
-  private attend(out: Float32Array, q: Float32Array, keys: Float32Array, values: Float32Array, base: number, first: number, last: number): void {
+  private attend(out: Float32Array, q: Float32Array, keys: Float32Array, values: Float32Array, base: number, first: number, last: number, sinks: Float32Array | null = null): void {
     const c = this.config;
     const { headDim, numHeads, numKvHeads } = c;
     const kvDim = numKvHeads * headDim;
@@ -389,7 +425,9 @@ export class ReferenceForward {
         for (let i = 0; i < headDim; i++) score += q[qOffset + i]! * keys[kOffset + i]!;
         att[t - first] = score * scale;
       }
-      softmax(att, last - first + 1);
+      // gpt-oss: the head's sink logit joins the denominator only (ggml_soft_max_ext with sinks)
+      if (sinks === null) softmax(att, last - first + 1);
+      else softmaxWithSink(att, last - first + 1, sinks[h]!);
       for (let i = 0; i < headDim; i++) out[qOffset + i] = 0;
       for (let t = first; t <= last; t++) {
         const vOffset = base + t * kvDim + kvHeadOffset;
@@ -406,6 +444,7 @@ export class ReferenceForward {
     const w = this.layers[l]!;
     const { xb, xb2, hb, hb2 } = this;
     this.matmul(xb2, attnOut, w.wo, numHeads * headDim, dim);
+    if (w.bo) addInPlace(xb2, w.bo);
     if (w.attnPostNorm) rmsnorm(xb2, xb2, w.attnPostNorm, dim, rmsEps);
     this.residualScale(xb2);
     addInPlace(x, xb2);
@@ -435,6 +474,7 @@ export class ReferenceForward {
     const width = moe.expertHiddenDim;
     const logits = new Float32Array(moe.expertCount);
     this.matmul(logits, xb, w.router, dim, moe.expertCount);
+    if (w.biases) addInPlace(logits, w.biases.router);
     const { ids, weights } = routeExperts(logits, 1, moe);
     const { hb, hb2 } = this;
     const y = new Float32Array(dim);
@@ -443,8 +483,15 @@ export class ReferenceForward {
       const e = ids[s]!;
       this.matmul(hb, xb, w.gate[e]!, dim, width);
       this.matmul(hb2, xb, w.up[e]!, dim, width);
-      for (let i = 0; i < width; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      if (w.biases) {
+        for (let i = 0; i < width; i++) hb[i] = hb[i]! + w.biases.gate[e]![i]!;
+        for (let i = 0; i < width; i++) hb2[i] = hb2[i]! + w.biases.up[e]![i]!;
+        for (let i = 0; i < width; i++) hb[i] = swigluOai(hb[i]!, hb2[i]!);
+      } else {
+        for (let i = 0; i < width; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      }
       this.matmul(y, hb, w.down[e]!, width, dim);
+      if (w.biases) addInPlace(y, w.biases.down[e]!);
       for (let i = 0; i < dim; i++) out[i] = out[i]! + Math.fround(y[i]! * weights[s]!);
     }
     // granitemoe (shared): a plain SwiGLU FFN of the same input, added to the routed experts' sum

@@ -21,6 +21,8 @@ const LAYER_TENSORS = {
   attnPostNorm: "attnPostNorm", ffnPostNorm: "ffnPostNorm",
   ffnGateInp: "ffnGateInp", ffnGateExps: "ffnGateExps", ffnUpExps: "ffnUpExps", ffnDownExps: "ffnDownExps",
   ffnGateShexp: "ffnGateShexp", ffnUpShexp: "ffnUpShexp", ffnDownShexp: "ffnDownShexp",
+  attnSinks: "attnSinks", bo: "attnOutputBias", ffnGateInpBias: "ffnGateInpBias",
+  ffnGateExpsBias: "ffnGateExpsBias", ffnUpExpsBias: "ffnUpExpsBias", ffnDownExpsBias: "ffnDownExpsBias",
 } as const satisfies Record<keyof LayerWeights, TensorKey>;
 type LayerTensorKey = keyof typeof LAYER_TENSORS;
 
@@ -63,6 +65,14 @@ export interface LayerWeights {
   readonly ffnGateShexp?: WeightSource | null;
   readonly ffnUpShexp?: WeightSource | null;
   readonly ffnDownShexp?: WeightSource | null;
+  /** gpt-oss: the sink logits [numHeads], attn_output's bias [dim], the router's bias [expertCount] */
+  readonly attnSinks?: WeightSource | null;
+  readonly bo?: WeightSource | null;
+  readonly ffnGateInpBias?: WeightSource | null;
+  /** gpt-oss: the experts' biases, one row per expert: gate / up [expertCount, expertHiddenDim], down [expertCount, dim] */
+  readonly ffnGateExpsBias?: WeightSource | null;
+  readonly ffnUpExpsBias?: WeightSource | null;
+  readonly ffnDownExpsBias?: WeightSource | null;
   /** gemma3: [dim] each, RMSNorm of the attention / FFN output before its residual add */
   readonly attnPostNorm: WeightSource | null;
   readonly ffnPostNorm: WeightSource | null;
@@ -176,7 +186,8 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
   const tokenEmbd = tensor(gguf, tensorName("tokenEmbd"), [dim, vocabSize]);
   // biases llama.cpp's graphs add whenever the file has them (llama.cpp llama-model.cpp: bo, ffn_*_b, output_b, wqkv_b are
   // TENSOR_NOT_REQUIRED) but fennec's forward has no place for: refused, never ignored; only qwen2's q/k/v biases are run
-  const runBiases = config.hasQkvBias ? /^blk\.\d+\.attn_[qkv]\.bias$/ : null;
+  const runBiases = config.attentionSinks === true ? /^blk\.\d+\.(attn_[qkv]|attn_output|ffn_gate_inp|ffn_(gate|up|down)_exps)\.bias$/
+    : config.hasQkvBias ? /^blk\.\d+\.attn_[qkv]\.bias$/ : null;
   const unrun = gguf.tensors.find((t) => t.name.endsWith(".bias") && !(runBiases?.test(t.name) ?? false));
   if (unrun !== undefined) throw new WeightError(`${gguf.source}: tensor ${unrun.name} is not supported (fennec runs this architecture without it)`);
   const layers: LayerWeights[] = [];
@@ -197,6 +208,8 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
     const eh = moe?.expertHiddenDim ?? 0;
     const sh = moe?.sharedHiddenDim ?? 0;
     const shared = (key: LayerTensorKey, shape: Shape): WeightSource | null => (sh > 0 ? t(key, shape) : null);
+    // gpt-oss: sinks and biases; its FFN norm is post_attention_norm (openai-moe.cpp attn_post_norm before the MoE)
+    const oss = config.attentionSinks === true;
     // olmoe: the QK-norm weights span all heads
     const normWidth = (n: number): number => (config.qkNormFullWidth === true ? n : headDim);
     layers.push({
@@ -210,7 +223,7 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
       bv: bias("bv", kvDim),
       qNorm: norm("qNorm", normWidth(qDim)),
       kNorm: norm("kNorm", normWidth(kvDim)),
-      ffnNorm: t("ffnNorm", [dim]),
+      ffnNorm: oss ? t("attnPostNorm", [dim]) : t("ffnNorm", [dim]),
       wGate: gateUp ? rowSlice(gateUp, "gate", 0, hiddenDim) : dense("wGate", [dim, hiddenDim]),
       wUp: gateUp ? rowSlice(gateUp, "up", hiddenDim, hiddenDim) : dense("wUp", [dim, hiddenDim]),
       wDown: dense("wDown", [hiddenDim, dim]),
@@ -221,7 +234,12 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
       ffnGateShexp: shared("ffnGateShexp", [dim, sh]),
       ffnUpShexp: shared("ffnUpShexp", [dim, sh]),
       ffnDownShexp: shared("ffnDownShexp", [sh, dim]),
-      attnPostNorm: postNorm("attnPostNorm"),
+      ...(oss ? {
+        attnSinks: t("attnSinks", [config.numHeads]), bo: t("bo", [dim]), ffnGateInpBias: t("ffnGateInpBias", [moe!.expertCount]),
+        ffnGateExpsBias: t("ffnGateExpsBias", [eh, moe!.expertCount]), ffnUpExpsBias: t("ffnUpExpsBias", [eh, moe!.expertCount]),
+        ffnDownExpsBias: t("ffnDownExpsBias", [dim, moe!.expertCount]),
+      } : {}),
+      attnPostNorm: oss ? null : postNorm("attnPostNorm"),
       ffnPostNorm: postNorm("ffnPostNorm"),
     });
   }

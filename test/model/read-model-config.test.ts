@@ -7,12 +7,12 @@ import { readModelConfig } from "../../src/model/read-model-config.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { loadModelWeights } from "../../src/model/weights.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
-import { makeTinyModel, TINY_BIDIRECTIONAL, TINY_MOE_SHAPES, TINY_SHAPES, type TinyModelOptions } from "./tiny-model.ts";
+import { makeTinyModel, TINY_BIDIRECTIONAL, TINY_GPT_OSS, TINY_MOE_SHAPES, TINY_SHAPES, type TinyModelOptions } from "./tiny-model.ts";
 
 describe("readModelConfig", () => {
   test.each(ARCHITECTURES.map((a) => a.architecture))("%s: reads the shape and the architecture's flags", (arch) => {
     // gemma-embedding only embeds, so its tiny shape is not among the generative TINY_SHAPES
-    const shape = arch === "gemma-embedding" ? TINY_BIDIRECTIONAL : (TINY_SHAPES[arch] ?? TINY_MOE_SHAPES[arch]!);
+    const shape = arch === "gemma-embedding" ? TINY_BIDIRECTIONAL : (TINY_SHAPES[arch] ?? TINY_MOE_SHAPES[arch] ?? TINY_GPT_OSS);
     const config = readModelConfig(makeTinyModel(shape));
     if (!config.ok) throw new Error(config.error);
     const traits = ARCHITECTURES.find((a) => a.architecture === arch)!;

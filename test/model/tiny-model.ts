@@ -141,7 +141,7 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
   if (s.experts !== undefined) {
     metadata.set(archKey(p, "expertCount"), u32(s.experts.count));
     metadata.set(archKey(p, "expertUsedCount"), u32(s.experts.used));
-    if (p === "qwen3moe") metadata.set(archKey(p, "expertFeedForwardLength"), u32(s.experts.hiddenDim));
+    if (p === "qwen3moe" || p === "gpt-oss") metadata.set(archKey(p, "expertFeedForwardLength"), u32(s.experts.hiddenDim));
     if (s.experts.shared !== undefined) metadata.set(archKey(p, "expertSharedFeedForwardLength"), u32(s.experts.shared));
   }
   if (s.slidingWindow !== undefined) metadata.set(archKey(p, "slidingWindow"), u32(s.slidingWindow));
@@ -215,6 +215,14 @@ export const TINY_MOE_SHAPES: Readonly<Record<string, TinyShape>> = {
     ...TINY_SHAPES.llama!, architecture: "granitemoe", hiddenDim: 64, experts: { count: 8, used: 2, hiddenDim: 64, shared: 32 },
     archMetadata: { logit_scale: f32(6), "attention.scale": f32(0.1) },
   },
+};
+
+/**
+ * gpt-oss's metadata (sliding window required; even layers slide) for the config reader; its tensors (sinks, biases)
+ * are written by test/model/moe-llamacpp.test.ts
+ */
+export const TINY_GPT_OSS: TinyShape = {
+  ...TINY_SHAPES.llama!, architecture: "gpt-oss", tied: false, slidingWindow: 4, experts: { count: 8, used: 2, hiddenDim: 64 },
 };
 
 /**
