@@ -44,6 +44,8 @@ export interface ModelShape {
    * num_experts_per_tok, moe_intermediate_size; olmoe's experts are intermediate_size wide = hiddenDim)
    */
   readonly moe?: { readonly experts: number; readonly used: number; readonly expertHiddenDim: number };
+  /** granite: embedding_scale, residual_scale, attention.scale, logit_scale (config.json's *_multiplier, logits_scaling) */
+  readonly graniteScales?: { readonly embedding: number; readonly residual: number; readonly attention: number; readonly logit: number };
 }
 
 /** The vocab GGUF a shape copies its tokenizer from. */
@@ -151,6 +153,26 @@ const OLMOE_1B_7B: ModelShape = {
 };
 
 /**
+ * openai/gpt-oss-20b config.json: 24 layers of 64 query heads (64 wide) over 8 KV heads, dim 2880, 32 experts of 2880,
+ * 4 per token, sliding window 128 on the even layers, attention sinks, q/k/v/o and expert biases, untied; its o200k
+ * harmony vocabulary is not among the vocab files here: Phi-4-mini's o200k stands in (same pre-tokenizer)
+ */
+const GPT_OSS_20B: ModelShape = {
+  architecture: "gpt-oss", vocab: "phi-4-mini", dim: 2880, numLayers: 24, numHeads: 64, numKvHeads: 8, headDim: 64, hiddenDim: 2880,
+  ropeFreqBase: 150000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: false, qkvBias: true, qkNorm: false, slidingWindow: 128,
+  moe: { experts: 32, used: 4, expertHiddenDim: 2880 },
+};
+/**
+ * ibm-granite/granite-3.1-3b-a800m config.json: 32 layers of 24 heads (64 wide) over 8 KV heads, 40 experts of 512,
+ * 8 per token, tied, Granite's multipliers; its 49k vocabulary is not among the vocab files here: gpt-2's stands in
+ */
+const GRANITE_31_3B_A800M: ModelShape = {
+  architecture: "granitemoe", vocab: "gpt-2", dim: 1536, numLayers: 32, numHeads: 24, numKvHeads: 8, headDim: 64, hiddenDim: 512,
+  ropeFreqBase: 10000, rmsEps: 1e-6, contextLength: 131072, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
+  moe: { experts: 40, used: 8, expertHiddenDim: 512 }, graniteScales: { embedding: 12, residual: 0.22, attention: 0.015625, logit: 6 },
+};
+
+/**
  * Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept, rope
  * scaling kept (LongRoPE's long factors need a context past the original 4k: 8192).
  */
@@ -193,4 +215,6 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   // mixture of experts at real width; --layers 1..2 keeps them small (qwen3-30b-a3b: 0.6 GB a layer at q8_0)
   "qwen3-30b-a3b": QWEN3_30B_A3B,
   "olmoe-1b-7b": OLMOE_1B_7B,
+  "gpt-oss-20b": GPT_OSS_20B,
+  "granite-3.1-3b-a800m": GRANITE_31_3B_A800M,
 };
