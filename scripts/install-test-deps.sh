@@ -4,7 +4,8 @@
 # test, on non-arm64 machines), openssl (the TLS test's self-signed certificate), tmux (the pseudo-terminal that
 # drives `fennec chat` in its test), kubectl (Debian's kubernetes-client: `kubectl kustomize` renders deploy/kubernetes
 # offline in its test), Debian's python3-zmq + python3-msgpack (the independent KV-event subscriber on libzmq), and a
-# Vulkan CPU driver for the WebGPU backend tests. Idempotent; needs root (or sudo).
+# Vulkan CPU driver for the WebGPU backend tests, and Debian's python3-opentelemetry-proto (the OTLP trace receiver
+# of the tracing tests decodes with the official protobuf definitions). Idempotent; needs root (or sudo).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=()
@@ -15,6 +16,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 /usr/bin/python3 -c "import zmq" >/dev/null 2>&1 || need+=(python3-zmq)
 /usr/bin/python3 -c "import msgpack" >/dev/null 2>&1 || need+=(python3-msgpack)
+/usr/bin/python3 -c "import opentelemetry.proto.collector.trace.v1.trace_service_pb2" >/dev/null 2>&1 || need+=(python3-opentelemetry-proto)
 if [ "$(uname -m)" != aarch64 ]; then
   command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
   [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || need+=(libc6-arm64-cross)

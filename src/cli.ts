@@ -37,10 +37,18 @@ function commandWords(argv: readonly string[]): [string | undefined, string[]] {
   return [first, rest];
 }
 
+const VERSION_WHAT = "Print the version, the build target and the kernel build this machine runs.";
+const VERSION_HELP = [
+  "Usage: fennec version   (also: fennec --version, fennec -V)", "", VERSION_WHAT,
+  "One line: `fennec <release> (<os>-<arch>, kernels <build>)`, e.g. `fennec 0.2.0 (linux-x64, kernels relaxed-simd)`.",
+  "The kernel build is the WASM SIMD level this CPU runs (relaxed-simd, simd or scalar), chosen at start-up.",
+  "", "Options:", `  ${"-h, --help".padEnd(17)} Show this help`,
+].join("\n");
+
 function topHelp(): string {
   const lines = [`fennec ${pkg.version}: a vLLM-compatible LLM server for CPUs and the edge`, "", "Usage: fennec <command> [options]", "", "Commands:"];
   for (const [name, what] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(17)} ${what}`);
-  lines.push(`  ${"version".padEnd(17)} Print the version, the build target and the kernel build this machine runs.`);
+  lines.push(`  ${"version".padEnd(17)} ${VERSION_WHAT}`);
   lines.push("", "Options:", `  ${"-h, --help".padEnd(17)} Show help (also: fennec <command> --help)`, `  ${"-V, --version".padEnd(17)} Print the version (as \`fennec version\`)`);
   return lines.join("\n");
 }
@@ -64,11 +72,13 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return 0;
   }
   if (first === "--version" || first === "-V" || first === "-v" || first === "version") {
+    if (rest.includes("-h") || rest.includes("--help")) { process.stdout.write(`${VERSION_HELP}\n`); return 0; }
+    if (first === "version" && rest.length > 0) return fail(`version takes no arguments (got "${rest[0]}"; see fennec version --help)`);
     process.stdout.write(`${versionLine()}\n`);
     return 0;
   }
   if (first === "bench" && !(first in COMMANDS)) return fail("bench needs what to measure: fennec bench serve|throughput|latency (see fennec bench serve --help)");
-  if (!(first in COMMANDS)) return fail(`unknown command "${first}" (commands: ${Object.keys(COMMANDS).join(", ")}; see fennec --help)`);
+  if (!(first in COMMANDS)) return fail(`unknown command "${first}" (commands: ${[...Object.keys(COMMANDS), "version"].join(", ")}; see fennec --help)`);
   const command = first as Command;
   if (rest.includes("-h") || rest.includes("--help")) {
     process.stdout.write(commandHelp(command) + "\n");

@@ -29,7 +29,8 @@ const CONFIG = /^config\//;
 
 const RULES: readonly Rule[] = [
   { files: /^util\//, may: [/^util\//] },
-  { files: /^config\//, may: [CONFIG, /^util\//] },
+  // engine-args.ts carries --kv-events-config and --prefix-caching-hash-algo as their parsers' records (types only)
+  { files: /^config\//, may: [CONFIG, /^util\//], mayTypes: [/^kv-events\/(kv-events-config|block-hash)\.ts$/] },
   { files: /^tensor\//, may: [/^tensor\//, CONFIG, /^util\//] },
   // default-model.ts embeds the built GGUF file into the binary
   { files: /^gguf\//, may: [/^gguf\//, /^tensor\//, CONFIG, /^util\//, /^\.\.\/build\/default-model\.gguf$/] },
@@ -45,18 +46,22 @@ const RULES: readonly Rule[] = [
   // KV cache events (vLLM kv_events.py): block hashing and event records (both threads: the worker builds them), the
   // ZMTP publisher (main thread, fed by step messages); nothing of the engine's own
   { files: /^kv-events\//, may: [/^kv-events\//, /^util\//], packages: [/^@msgpack\/msgpack$/, /^cborg$/] },
+  // request tracing (vllm/tracing/): the tracer provider and the per-request span, fed by the orchestrator's records
+  { files: /^tracing\//, may: [/^tracing\//, CONFIG, /^util\//], mayTypes: [/^frontend\/orchestrator\.ts$/, /^engine\/stats\.ts$/], packages: [/^@opentelemetry\//] },
   // engine files run in the Worker (and hold the contracts both threads share): never text, HTTP, pipelines or metrics;
   // load-runner.ts builds the concrete backend in the worker and hands it to the model; the grammar thread's client
   // gives the sampler its bitmasks
   {
     files: /^engine\//,
-    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/],
+    // kv-events: vLLM's block hashes for the prefix cache, and the KV event records the block pool appends to
+    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/, /^kv-events\/(block-hash|kv-events|kv-event-queue)\.ts$/],
   },
   // one engine's main-thread side: sees text and the protocol, never weights or kernels; the engine reports its
   // ModelConfig (a type); model-source.ts opens the model file for the tokenizer (metadata, no weights)
   {
     files: /^frontend\//,
-    may: [/^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^gguf\/model-source\.ts$/, CONFIG, /^util\//],
+    // the engine client publishes its engine's KV events (kv-event-publisher.ts, fed by the step messages)
+    may: [/^frontend\//, ENGINE_CONTRACTS, /^tokenizer\//, /^gguf\/model-source\.ts$/, CONFIG, /^util\//, /^kv-events\/kv-event-publisher\.ts$/],
     mayTypes: [MODEL_CONFIG],
   },
   {
@@ -77,12 +82,14 @@ const RULES: readonly Rule[] = [
     files: /^server\//,
     // web-ui.ts embeds the built page (build/web-ui.html); grammar-checker.ts: an invalid schema / regex / grammar is a
     // 400 before any engine work
-    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
-    packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//],
+    // docs.ts embeds Swagger UI's files and ReDoc's standalone bundle (served at /docs and /redoc)
+    may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tracing\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
+    packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//, /^redoc\/bundles\/redoc\.standalone\.js$/],
   },
   // the command line: the flag table, the parser, help and one typed config per command, built from config/'s records
   // and parsers; only cli.ts and commands/ import it (COMMAND_LINE below), so no flag name reaches a layer
-  { files: /^command-line\//, may: [/^command-line\//, CONFIG, /^util\//] },
+  // --kv-events-config and --prefix-caching-hash-algo are checked by their parsers in kv-events/
+  { files: /^command-line\//, may: [/^command-line\//, CONFIG, /^util\//, /^kv-events\/(kv-events-config|block-hash)\.ts$/] },
   // wiring: the entry point and the command modules may import any src file, but no npm package of a layer below
   { files: /^(cli\.ts|commands\/)/, may: [/^(?!\.\.\/)/, /^\.\.\/package\.json$/] },
 ];

@@ -94,6 +94,9 @@ const BAD_RAW: readonly { name: string; args: readonly string[]; says: string; c
   { name: "run-batch without -o", args: ["run-batch", "-i", BATCH_IN], says: "run-batch needs -o/--output-file" },
   { name: "run-batch with a missing input file", args: ["run-batch", "-i", join(dir, "missing.jsonl"), "-o", BATCH_OUT], says: "missing.jsonl" },
   { name: "an unknown command", args: ["frobnicate"], says: 'unknown command "frobnicate"' },
+  { name: "an unknown command lists version too", args: ["frobnicate"], says: ", pull, version; see fennec --help" },
+  { name: "version with an argument", args: ["version", "extra"], says: 'version takes no arguments (got "extra"' },
+  { name: "a hidden-state speculative method names every method that runs", args: ["serve", "--speculative-config", '{"method": "eagle", "model": "d.gguf", "num_speculative_tokens": 2}', "--port", "0"], says: "use 'ngram', 'suffix' or 'draft_model'" },
   { name: "bench without what to measure", args: ["bench"], says: "fennec bench serve|throughput|latency" },
   { name: "bench serve with --request-rate 0", args: ["bench", "serve", "--request-rate", "0"], says: "--request-rate must be a positive number or inf" },
   { name: "bench serve with an unknown percentile metric", args: ["bench", "serve", "--percentile-metrics", "ttft,speed"], says: 'unknown metric "speed"' },
@@ -117,6 +120,14 @@ function expectOneLineError(r: ReturnType<typeof fennec>, says: string, code: 1 
   expect(r.stdout).toBe("");
 }
 
+describe("the flags table", () => {
+  // a flag named twice for one command would let one row's fate hide the other's (an implemented flag shown as refused)
+  test.each(Object.keys(COMMANDS) as Command[])("%s: every flag is one row", (command) => {
+    const names = flagsOf(command).map((f) => f.name);
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
+  });
+});
+
 describe("fennec <command> --help", () => {
   for (const command of ALL) {
     test(`${command} --help names every flag of ${command}, each with a help text`, () => {
@@ -132,6 +143,16 @@ describe("fennec <command> --help", () => {
       }
     });
   }
+
+  test("fennec version --help explains the version line", () => {
+    for (const args of [["version", "--help"], ["version", "-h"], ["--version", "--help"]]) {
+      const r = fennec(args);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toStartWith("Usage: fennec version");
+      expect(r.stdout).toContain("the build target and the kernel build");
+      expect(r.stdout).toContain("-h, --help");
+    }
+  });
 
   test("fennec --help lists every command", () => {
     const r = fennec(["--help"]);

@@ -2,14 +2,17 @@
  * The engine flags (vLLM names) of serve, run-batch, chat and bench -> EngineArgs, with vLLM's start-up warnings.
  * Ranges were checked when the flags were parsed (FLAGS' min/max); the JSON flags are checked by config/'s parsers.
  */
-import type { EngineArgs } from "../config/engine-args.ts";
+import type { EngineArgs, PrefixCachingHashAlgo } from "../config/engine-args.ts";
 import { kvCacheDtypeOf } from "../config/cache-dtype.ts";
 import { parseKvTransfer } from "../config/kv-transfer-config.ts";
 import { parseHfOverrides, parsePoolerConfig, type Matryoshka, type PoolerConfig, type RunnerOption } from "../config/pooler-config.ts";
 import { err, ok, type Result } from "../util/result.ts";
+import { parseLogLevel } from "../util/logger.ts";
 import type { Options } from "./flags.ts";
 import { deviceOf, intOrNull, stringOrNull } from "./flag-values.ts";
 import { speculativeConfigFromFlags } from "./speculative-flags.ts";
+import { parseKvEventsConfig } from "../kv-events/kv-events-config.ts";
+import { parsePrefixCachingHashAlgo, unseededWarning } from "../kv-events/block-hash.ts";
 
 /** --max-num-batched-tokens when not given (a bidirectional model raises it to max-model-len: engine.ts stepTokenBudget) */
 const DEFAULT_MAX_NUM_BATCHED_TOKENS = 512;
@@ -36,7 +39,19 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   if (!speculative.ok) return speculative;
   const pooling = poolingFlags(options);
   if (!pooling.ok) return pooling;
-  return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings], engine: {
+  const hashAlgo = parsePrefixCachingHashAlgo(String(options["prefix-caching-hash-algo"] ?? "sha256"));
+  if (!hashAlgo.ok) return hashAlgo;
+  // vLLM init_none_hash: the block hashes' seed is PYTHONHASHSEED, read once here
+  const pythonHashSeed = env["PYTHONHASHSEED"] ?? null;
+  const rawKvEvents = stringOrNull(options["kv-events-config"]);
+  const kvEvents = rawKvEvents === null ? ok(null) : parseKvEventsConfig(rawKvEvents, enablePrefixCaching);
+  if (!kvEvents.ok) return kvEvents;
+  // vllm/envs.py: bool(int(os.getenv("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES", "1")))
+  const intHashesRaw = (env["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] ?? "1").trim();
+  if (!/^[+-]?\d+$/.test(intHashesRaw)) return err(`VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES must be an integer (0 or 1), got "${intHashesRaw}"`);
+  const hashWarning = unseededWarning(hashAlgo.value, pythonHashSeed);
+  const kvEventsWarnings = [...(kvEvents.value?.warnings ?? []), ...(hashWarning !== null ? [hashWarning] : [])];
+  return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings, ...kvEventsWarnings], engine: {
     kvCacheDtype: kvCacheDtype.value,
     kvOffload: transfer.value.config,
     kvPeer: transfer.value.peer ?? null,
@@ -49,6 +64,8 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     blockSize: Number(options["block-size"]),
     kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
     enablePrefixCaching: options["no-enable-prefix-caching"] !== true,
+    numKvBlocksOverride: intOrNull(options["num-gpu-blocks-override"]),
+    debugLog: parseLogLevel(env["VLLM_LOGGING_LEVEL"] ?? "") === "DEBUG",
     disableHybridKvCacheManager: options["disable-hybrid-kv-cache-manager"] === true,
     threads: intOrNull(options.threads) ?? navigator.hardwareConcurrency,
     device: deviceOf(options.device),
@@ -57,6 +74,10 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     runner: pooling.value.runner,
     poolerConfig: pooling.value.poolerConfig,
     matryoshka: pooling.value.matryoshka,
+    prefixCachingHashAlgo: hashAlgo.value,
+    pythonHashSeed,
+    kvEventsConfig: kvEvents.value?.config ?? null,
+    kvEventsUseIntBlockHashes: Number(intHashesRaw) !== 0,
   } });
 }
 

@@ -11,7 +11,9 @@ export function vllmFates(command: Command, options: Options): Result<string[]> 
   for (const spec of flagsOf(command)) {
     const value = options[spec.name];
     if (spec.fate === undefined || value === null || value === undefined) continue;
-    const shown = `--${spec.name}${spec.kind === "bool" ? "" : ` ${Array.isArray(value) ? value.join(" ") : String(value)}`}`;
+    const shown = spec.kind === "bool" ? `--${value === false ? "no-" : ""}${spec.name}` : `--${spec.name} ${Array.isArray(value) ? value.join(" ") : String(value)}`;
+    // a feature fennec lacks, turned off (argparse's --no-X): what fennec does anyway
+    if (value === false) { notes.push(`${shown} has no effect on fennec: ${spec.fate.noop ?? "fennec does not have this feature, so it is off"}`); continue; }
     // --tokenizer naming the model file itself changes nothing
     const accepted = spec.name === "tokenizer" ? value === options.model : spec.fate.noop !== undefined && (spec.fate.accepts?.(value) ?? true);
     if (accepted) notes.push(`${shown} has no effect on fennec: ${spec.fate.noop ?? "the GGUF file's own tokenizer is used"}`);

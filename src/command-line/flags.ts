@@ -6,7 +6,9 @@
  * To add a flag: add one row to FLAGS (keep rows grouped by the command family that owns them; give numbers their
  * min/max there, so every command rejects a bad value with the same one line) and one field to its command's config.
  */
-export type Command = "serve" | "generate" | "tokenize" | "run-batch" | "chat" | "bench serve" | "bench throughput" | "bench latency" | "inspect" | "proxy" | "pull";
+import type { Command, FlagSpec, FlagValue } from "./flag-spec.ts";
+
+export type { Command, FlagKind, FlagSpec, FlagValue, VllmFate } from "./flag-spec.ts";
 export const COMMANDS: Readonly<Record<Command, string>> = {
   serve: "Serve the OpenAI-compatible API (vLLM-style) on HTTP.",
   generate: "Generate text from a prompt and print it.",
@@ -21,47 +23,6 @@ export const COMMANDS: Readonly<Record<Command, string>> = {
   pull: "Download a GGUF model from the Hugging Face Hub into its cache without serving it (fennec pull org/repo[:QUANT]), then print its path.",
 };
 
-/** list: one or more values after the flag (argparse nargs="+"), as vLLM's --api-key and --served-model-name */
-export type FlagKind = "string" | "int" | "float" | "bool" | "list";
-export type FlagValue = string | number | boolean | readonly string[] | null;
-
-/**
- * What fennec does with a vLLM flag it has no use for (docs/vllm-flags.md lists every one). Given with a value that
- * `accepts` (or any value when `accepts` is absent): accepted, and serve logs one line `<flag> has no effect on
- * fennec: <noop>`. Any other value, or any value when there is no `noop`: refused (exit 2) with `refuse`, which says
- * what to use instead.
- */
-export interface VllmFate {
-  readonly noop?: string;
-  readonly accepts?: (value: FlagValue) => boolean;
-  readonly refuse?: string;
-}
-
-export interface FlagSpec {
-  readonly name: string;
-  readonly kind: FlagKind;
-  readonly default: FlagValue;
-  readonly commands: readonly Command[];
-  readonly help: string;
-  /** for string flags with a fixed set of values */
-  readonly choices?: readonly string[];
-  /** short alias such as "-i" */
-  readonly alias?: string;
-  /** what the value is, for --help (default: the choices, else the kind) */
-  readonly metavar?: string;
-  /** for int and float flags: the smallest and largest accepted value, checked at parse time for every command */
-  readonly min?: number;
-  readonly max?: number;
-  /** int flags that take vLLM's human-readable suffixes (1k = 1000, 1K = 1024, 25.6k, 2M, 1G) */
-  readonly humanReadable?: boolean;
-  /** vLLM's name for the same flag, accepted too */
-  readonly vllmName?: string;
-  /** vLLM flags fennec does not implement: accepted with one log line, or refused (see VllmFate) */
-  readonly fate?: VllmFate;
-  /** other spellings vLLM takes (short options such as -tp) */
-  readonly aliases?: readonly string[];
-}
-
 const ALL: readonly Command[] = ["serve", "generate", "tokenize", "run-batch", "chat", "bench throughput", "bench latency", "inspect", "pull"];
 /** commands that run the model (generate runs it in-process, without the engine's scheduler or pipelines) */
 const MODEL: readonly Command[] = ["serve", "generate", "run-batch", "chat", "bench throughput", "bench latency"];
@@ -69,41 +30,10 @@ const ENGINE: readonly Command[] = ["serve", "run-batch", "chat", "bench through
 const BENCH_SERVE: readonly Command[] = ["bench serve"];
 const BENCH_OFFLINE: readonly Command[] = ["bench throughput", "bench latency"];
 
-const one = (v: FlagValue): boolean => v === 1 || v === "1";
-const oneOf = (...values: string[]) => (v: FlagValue): boolean => typeof v === "string" && values.includes(v);
-const ANY = ["serve", "run-batch"] as const satisfies readonly Command[];
+import { VLLM_FATES } from "./vllm-fates.ts";
 
-/**
- * vLLM's serve flags that a deployment is likely to carry and fennec does not implement, with their fate
- * (docs/vllm-flags.md is this table in words). `default: null` so serve knows which ones were given.
- */
-const VLLM_FATES: readonly FlagSpec[] = [
-  { name: "tensor-parallel-size", aliases: ["-tp"], kind: "int", default: null, commands: ANY, help: "vLLM's GPU tensor parallelism: 1 is accepted (fennec's threads split every matmul already).", fate: { noop: "one process uses every core (--threads)", accepts: one, refuse: "fennec runs on one machine: use --threads for more cores, or several fennec processes behind a load balancer" } },
-  { name: "pipeline-parallel-size", aliases: ["-pp"], kind: "int", default: null, commands: ANY, help: "vLLM's pipeline parallelism: 1 is accepted.", fate: { noop: "one process holds every layer", accepts: one, refuse: "fennec runs every layer in one process: use --pipeline pd / --stage-config for stages, or several processes behind a load balancer" } },
-  { name: "data-parallel-size", aliases: ["-dp"], kind: "int", default: null, commands: ANY, help: "vLLM's data parallelism: 1 is accepted.", fate: { noop: "one engine per process", accepts: one, refuse: "run several fennec processes (one per port or socket) behind a load balancer" } },
-  { name: "trust-remote-code", kind: "bool", default: null, commands: ANY, help: "Accepted: GGUF files carry no code to trust.", fate: { noop: "a GGUF file carries no Python code" } },
-  { name: "enforce-eager", kind: "bool", default: null, commands: ANY, help: "Accepted: fennec has no CUDA graphs, it always runs eagerly.", fate: { noop: "there are no CUDA graphs, every step runs eagerly" } },
-  { name: "enable-chunked-prefill", kind: "bool", default: null, commands: ANY, help: "Accepted: fennec always chunks long prefills (see --max-num-batched-tokens).", fate: { noop: "long prefills are always chunked to --max-num-batched-tokens" } },
-  { name: "dtype", kind: "string", default: null, commands: ANY, help: "Accepted for auto/half/float16/bfloat16/float/float32: fennec keeps the GGUF weight types and computes in float32.", fate: { noop: "weights keep their GGUF types and activations are float32", accepts: oneOf("auto", "half", "float16", "bfloat16", "float", "float32"), refuse: "give auto, or convert the model to the GGUF type you want" } },
-  { name: "swap-space", kind: "float", default: null, commands: ANY, help: "Accepted: the KV cache already lives in host memory (see --kv-offloading-size for a second tier).", fate: { noop: "the KV cache already lives in host memory; --kv-offloading-size adds an offload tier" } },
-  { name: "cpu-offload-gb", kind: "float", default: null, commands: ANY, help: "Accepted for 0: the weights already live in host memory.", fate: { noop: "the weights already live in host memory", accepts: (v) => v === 0, refuse: "the weights already live in host memory: drop the flag" } },
-  { name: "disable-custom-all-reduce", kind: "bool", default: null, commands: ANY, help: "Accepted: no GPUs to all-reduce across.", fate: { noop: "there is no cross-GPU all-reduce" } },
-  { name: "max-seq-len-to-capture", kind: "int", default: null, commands: ANY, help: "Accepted: no CUDA graphs to capture.", fate: { noop: "there are no CUDA graphs" } },
-  { name: "compilation-config", aliases: ["-O"], kind: "string", default: null, commands: ANY, help: "Accepted: no torch.compile.", fate: { noop: "the kernels are compiled WASM, there is no torch.compile" } },
-  { name: "distributed-executor-backend", kind: "string", default: null, commands: ANY, help: "Accepted for mp/uni: one process, worker threads.", fate: { noop: "one process with worker threads", accepts: oneOf("mp", "uni"), refuse: "fennec has no Ray backend: run one fennec per machine" } },
-  { name: "load-format", kind: "string", default: null, commands: ANY, help: "Accepted for auto/gguf: fennec loads GGUF files.", fate: { noop: "fennec loads GGUF files", accepts: oneOf("auto", "gguf"), refuse: "convert the model to GGUF (llama.cpp's convert_hf_to_gguf.py) and pass the .gguf file" } },
-  { name: "quantization", aliases: ["-q"], kind: "string", default: null, commands: ANY, help: "Accepted for gguf: the GGUF file's own weight types are used.", fate: { noop: "the GGUF file's weight types are used as they are", accepts: oneOf("gguf"), refuse: "quantize to a GGUF type (q8_0, q4_k_m, ...) with llama.cpp and pass that file" } },
-  { name: "tokenizer", kind: "string", default: null, commands: ANY, help: "Refused unless it names the model itself: fennec uses the tokenizer inside the GGUF file.", fate: { refuse: "fennec uses the tokenizer stored in the GGUF file: drop --tokenizer" } },
-  { name: "tokenizer-mode", kind: "string", default: null, commands: ANY, help: "Accepted for auto: the GGUF file's tokenizer is used.", fate: { noop: "the GGUF file's tokenizer is used", accepts: oneOf("auto"), refuse: "fennec uses the tokenizer stored in the GGUF file: give auto" } },
-  { name: "max-parallel-loading-workers", kind: "int", default: null, commands: ANY, help: "Accepted: one GGUF file is mapped at once.", fate: { noop: "one GGUF file is read in one pass" } },
-  { name: "disable-frontend-multiprocessing", kind: "bool", default: null, commands: ["serve"], help: "Accepted: the engine always runs in a worker thread.", fate: { noop: "the engine always runs in its own worker thread" } },
-  { name: "enable-lora", kind: "bool", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
-  { name: "lora-modules", kind: "list", default: null, commands: ["serve"], help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
-  { name: "max-lora-rank", kind: "int", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: drop the flag" } },
-  { name: "enable-sleep-mode", kind: "bool", default: null, commands: ["serve"], help: "Refused: no sleep mode.", fate: { refuse: "fennec has no sleep mode: stop and start the process instead" } },
-  { name: "limit-mm-per-prompt", kind: "string", default: null, commands: ANY, help: "Refused: text-only models.", fate: { refuse: "fennec serves text-only models: drop the flag" } },
-  { name: "hf-overrides", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Only the matryoshka keys of vLLM\'s config overrides: {"is_matryoshka": true} lets embedding requests ask for fewer `dimensions`, {"matryoshka_dimensions": [64, 128, 256]} only those (the GGUF metadata is the rest of the config: edit it with gguf-py\'s gguf_set_metadata.py).' },
-];
+/** serve and run-batch: the commands that take vLLM's engine flags as `vllm serve` / `vllm run-batch` do */
+const ANY = ["serve", "run-batch"] as const satisfies readonly Command[];
 
 export const FLAGS: readonly FlagSpec[] = [
   // model
@@ -128,6 +58,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "max-model-len", kind: "int", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Maximum prompt plus output length. Default: the model's context length." },
   { name: "block-size", kind: "int", default: 16, min: 1, commands: ENGINE, help: "Tokens per KV cache block." },
   { name: "kv-cache-memory", vllmName: "kv-cache-memory-bytes", kind: "int", metavar: "bytes", default: null, min: 1, humanReadable: true, commands: ENGINE, help: "Bytes for the KV cache (vLLM: --kv-cache-memory-bytes, also accepted), spread with the layers over the wasm32 memories the model needs (the start-up memory line says how). Default: a share of free memory, at most 1 GiB, capped by what max-num-seqs x max-model-len needs." },
+  { name: "num-gpu-blocks-override", kind: "int", default: null, min: 1, commands: ENGINE, help: "Use exactly this many KV cache blocks, whatever --gpu-memory-utilization / --kv-cache-memory-bytes size (vLLM's testing flag)." },
   { name: "no-enable-prefix-caching", kind: "bool", default: false, commands: ENGINE, help: "Turn prefix caching off (on by default)." },
   { name: "disable-hybrid-kv-cache-manager", kind: "bool", default: false, commands: ENGINE, help: "Give every layer one KV block table (vLLM's flag). By default a model with sliding-window layers (gemma3) gets vLLM's hybrid KV cache manager: its sliding and full-attention layers keep separate block tables over one pool, and the blocks behind a sliding layer's window go back to the pool, so the same memory holds more tokens. Turned off by itself (one log line) with a KV connector (--kv-offloading-size, --kv-transfer-config), a draft model, or a model spread over several wasm32 memories." },
   { name: "kv-cache-dtype", kind: "string", default: "auto", commands: ENGINE, help: "Data type of the KV cache: auto / float16 (f16), or fp8 / fp8_e4m3 (vLLM's names for an 8-bit cache; fennec stores int8 with one scale per token row, llama.cpp's q8_0 rule: half the KV memory and the bytes attention reads; WASM kernels only, not --device webgpu). vLLM's other values are refused." },
@@ -135,6 +66,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "kv-offloading-size", kind: "float", metavar: "GiB", default: null, min: 0, commands: ENGINE, help: "Size of the KV cache offloading buffer in GiB: full prefix blocks are kept in host memory outside the kernels' memory and loaded back instead of recomputed (vLLM's native offload, OffloadingConnector; SimpleCPUOffloadConnector with VLLM_USE_SIMPLE_KV_OFFLOAD=1). Off when not given." },
   { name: "kv-offloading-backend", kind: "string", default: "native", commands: ENGINE, choices: ["native", "lmcache"], help: "Backend of --kv-offloading-size: native (fennec's host-memory tier); lmcache is refused (no LMCache server)." },
   { name: "kv-transfer-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'KV connector as a JSON object, vLLM\'s keys: {"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":N,"lazy_offload":false,"kv_offload_backend":"cpu"|"disk","disk_path":"/path","disk_capacity_bytes":N,"use_page_cache":false}} or OffloadingConnector with cpu_bytes_to_use; or prefill/decode across instances: {"kv_connector":"NixlConnector","kv_role":"kv_producer"|"kv_consumer"|"kv_both","engine_id":"...","kv_ip":"host","kv_port":N,"kv_load_failure_policy":"fail"|"recompute","kv_connector_extra_config":{"kv_lease_duration":30}} (fennec\'s own TCP transport under vLLM\'s name, not the NIXL library; kv_ip/kv_port default to VLLM_NIXL_SIDE_CHANNEL_HOST/PORT, localhost:5600).' },
+  // KV cache events for KV-aware routers (vLLM KVEventsConfig; llm-d's precise prefix-cache scorer)
+  { name: "kv-events-config", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'Publish KV cache events (BlockStored / BlockRemoved / AllBlocksCleared) over ZeroMQ as vLLM does, a JSON object of vLLM\'s keys: {"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558","buffer_steps":10000,"hwm":100000,"max_queue_size":100000,"topic":"kv@<pod>@<model>"}. Block hashes are vLLM\'s (--prefix-caching-hash-algo, seeded by PYTHONHASHSEED); VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0 sends the 32-byte digests.' },
+  { name: "prefix-caching-hash-algo", kind: "string", default: "sha256", commands: ENGINE, choices: ["sha256", "sha256_cbor", "xxhash", "xxhash_cbor"], help: "Hash of the prefix-cache blocks, as vLLM: sha256 (of Python pickle bytes) or sha256_cbor (of canonical CBOR, reproducible across languages); xxhash / xxhash_cbor are refused. Set PYTHONHASHSEED for hashes that agree across restarts." },
   { name: "return-tokens-as-token-ids", kind: "bool", default: false, commands: ["serve"], help: "Write logprob tokens as token_id:{id} (a request's return_tokens_as_token_ids overrides it), as vLLM." },
   { name: "scheduling-policy", kind: "string", choices: ["fcfs", "priority"], default: "fcfs", commands: ENGINE, help: "How waiting requests are ordered: fcfs (first come, first served) or priority (by the request's priority field, lower first, then arrival; the highest (priority, arrival) running request is preempted first), as vLLM." },
   { name: "runner", kind: "string", default: null, commands: ENGINE, choices: ["auto", "generate", "pooling"], help: "What the model is served as (vLLM's RunnerOption): auto (default) serves embeddings when the GGUF has a pooling type (<arch>.pooling_type mean, cls or last) and generation otherwise; pooling serves any model as an embedding model (/v1/embeddings, /pooling; LAST pooling unless the GGUF or --pooler-config says otherwise); generate serves generation only." },
@@ -170,6 +104,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "ssl-ca-certs", kind: "string", metavar: "path", default: null, commands: ["serve"], help: "TLS: CA certificates (PEM) that client certificates are checked against." },
   { name: "ssl-cert-reqs", kind: "int", default: 0, min: 0, max: 2, commands: ["serve"], help: "TLS client certificates, Python's ssl codes: 0 not asked, 1 asked for but not required (CERT_OPTIONAL), 2 required and checked against --ssl-ca-certs (CERT_REQUIRED)." },
   { name: "disable-fastapi-docs", kind: "bool", default: false, commands: ["serve"], help: "Do not serve /docs (Swagger UI) and /openapi.json." },
+  { name: "enable-tokenizer-info-endpoint", kind: "bool", default: false, commands: ["serve"], help: "Serve GET /tokenizer_info: the tokenizer's config (tokenizer_class, the special tokens, model_max_length, the chat template), as vLLM." },
   { name: "disable-web-ui", kind: "bool", default: false, commands: ["serve"], help: "Do not serve the chat and live-metrics web page at / (it uses only the public API, with the API key when one is set)." },
   { name: "enable-per-request-metrics", kind: "bool", default: false, commands: ["serve"], help: "Add a `metrics` object with timings to each response." },
   { name: "enable-force-include-usage", kind: "bool", default: false, commands: ["serve"], help: "Send a final usage chunk on every stream, as if include_usage were set." },
@@ -186,6 +121,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "uvicorn-log-level", kind: "string", default: "info", commands: ["serve", "proxy"], choices: ["critical", "error", "warning", "info", "debug", "trace"], help: "Level of the HTTP server's lines (the access log is written at info)." },
   { name: "disable-uvicorn-access-log", kind: "bool", default: false, commands: ["serve", "proxy"], help: "Turn off the access line written for every request." },
   { name: "enable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Log each request's prompt, token ids and sampling parameters as it reaches the engine." },
+  { name: "enable-log-outputs", kind: "bool", default: false, commands: ["serve"], help: "With --enable-log-requests: also log each finished answer's text, token ids and finish reason (cut to --max-log-len)." },
   { name: "disable-log-requests", kind: "bool", default: false, commands: ["serve"], help: "Deprecated in vLLM (request logging is off by default): accepted, logs one line; use --enable-log-requests to turn it on." },
   { name: "max-log-len", kind: "int", default: null, min: 0, commands: ["serve"], help: "With --enable-log-requests: print at most this many prompt characters and token ids. Default: all." },
   // chat templates, tool calling, reasoning (vLLM's frontend flags; serve and run-batch answer chat the same way)
@@ -268,9 +204,12 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "num-iters", kind: "int", default: 30, min: 1, commands: ["bench latency"], help: "Batches measured." },
   // inspect
   { name: "json", kind: "bool", default: false, commands: ["inspect"], help: "Print one JSON object instead of text." },
+  // request tracing (vLLM: vllm/config/observability.py, vllm/engine/arg_utils.py)
+  { name: "otlp-traces-endpoint", kind: "string", metavar: "url", default: null, commands: ["serve", "proxy"], help: "Send one OpenTelemetry span per request (vLLM's llm_request span and gen_ai.* attributes; the proxy's own span around both legs) to this OTLP/HTTP receiver (http://host:4318 or its full /v1/traces URL). The request's traceparent header is continued." },
+  { name: "collect-detailed-traces", kind: "string", metavar: "model,worker,all", default: null, commands: ["serve"], help: "vLLM's detailed-trace modules (model, worker, all, or a comma list); needs --otlp-traces-endpoint. Checked as vLLM checks it; like vLLM V1 it adds no span attributes (fennec's request span already carries its prefill, decode and inference times)." },
   // proxy (vLLM: examples/online_serving/disaggregated_serving/disagg_proxy_demo.py --prefill / --decode)
-  { name: "prefill", kind: "list", metavar: "url", default: null, commands: ["proxy"], help: "Prefill servers, one or more (http://host:port or host:port), used in turn: each gets the request with max_tokens 1 and kv_transfer_params {do_remote_decode: true} (required)." },
-  { name: "decode", kind: "list", metavar: "url", default: null, commands: ["proxy"], help: "Decode servers, one or more, used in turn: each gets the original request with the kv_transfer_params its prefill server answered, and its answer (streamed or not) goes back to the client (required)." },
+  { name: "prefill", kind: "list", extend: true, metavar: "url", default: null, commands: ["proxy"], help: "Prefill servers, one or more (http://host:port or host:port; the flag may be repeated), used in turn: each gets the request with max_tokens 1 and kv_transfer_params {do_remote_decode: true} (required)." },
+  { name: "decode", kind: "list", extend: true, metavar: "url", default: null, commands: ["proxy"], help: "Decode servers, one or more (the flag may be repeated), used in turn: each gets the original request with the kv_transfer_params its prefill server answered, and its answer (streamed or not) goes back to the client (required)." },
   { name: "upstream-timeout", kind: "int", metavar: "seconds", default: 600, min: 1, commands: ["proxy"], help: "Longest wait for a prefill answer, or for a decode server's first response bytes; past it the client gets a 504 error." },
 ];
 

@@ -9,9 +9,15 @@ import { stringOrNull } from "./flag-values.ts";
 
 const GENERATION_KEYS = ["temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_new_tokens"] as const;
 
-/** The numbers of vLLM's default_sampling_params keys in an object; other keys are dropped, as vLLM drops them. */
-function generationNumbers(source: string, value: unknown): Result<Record<string, number>> {
+/**
+ * The numbers of vLLM's default_sampling_params keys in an object. A model folder's generation_config.json holds
+ * other keys (bos_token_id, do_sample, ...) that vLLM drops, so they are dropped; in --override-generation-config an
+ * unknown key would be a setting that does nothing, so it is refused naming the key (`strict`).
+ */
+function generationNumbers(source: string, value: unknown, strict = false): Result<Record<string, number>> {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return err(`${source}: expected a JSON object`);
+  const unknown = Object.keys(value).filter((k) => !(GENERATION_KEYS as readonly string[]).includes(k));
+  if (strict && unknown.length > 0) return err(`${source}: unknown key${unknown.length > 1 ? "s" : ""} ${unknown.join(", ")} (the keys vLLM applies: ${GENERATION_KEYS.join(", ")})`);
   const out: Record<string, number> = {};
   for (const key of GENERATION_KEYS) {
     const v = (value as Record<string, unknown>)[key];
@@ -39,6 +45,6 @@ export function generationDefaults(options: Options): Result<Record<string, numb
   if (override === null) return ok(base);
   let parsed: unknown;
   try { parsed = JSON.parse(override); } catch { return err(`--override-generation-config must be a JSON object, e.g. '{"temperature": 0.5}' (got ${override})`); }
-  const numbers = generationNumbers("--override-generation-config", parsed);
+  const numbers = generationNumbers("--override-generation-config", parsed, true);
   return numbers.ok ? ok({ ...base, ...numbers.value }) : numbers;
 }

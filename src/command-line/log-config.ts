@@ -16,6 +16,8 @@ export interface LogConfig {
   readonly accessLevel: LogLevel;
   readonly accessLog: boolean;
   readonly enableLogRequests: boolean;
+  /** --enable-log-outputs: with --enable-log-requests, each finished choice's text and ids too */
+  readonly enableLogOutputs: boolean;
   /** --disable-log-requests was given (deprecated in vLLM: one warning) */
   readonly disableLogRequestsGiven: boolean;
   readonly maxLogLen: number | null;
@@ -31,11 +33,14 @@ export function logConfig(options: Options, env: Readonly<Record<string, string 
   // vLLM's envs.VLLM_LOG_STATS_INTERVAL default: 10 s
   const statsIntervalS = rawInterval === undefined || rawInterval === "" ? 10 : Number(rawInterval);
   if (!Number.isFinite(statsIntervalS) || statsIntervalS <= 0) return err(`VLLM_LOG_STATS_INTERVAL must be a positive number of seconds (got "${rawInterval}")`);
+  // vLLM logs outputs through the request logger, which only --enable-log-requests creates
+  if (options["enable-log-outputs"] === true && options["enable-log-requests"] !== true) return err("--enable-log-outputs needs --enable-log-requests (the outputs are logged by the request logger, as in vLLM)");
   return ok({
     level, format: options["log-format"] === "json" ? "json" : "text",
     accessLevel: parseLogLevel(stringOrNull(options["uvicorn-log-level"]) ?? "info") ?? "INFO",
     accessLog: options["disable-uvicorn-access-log"] !== true,
     enableLogRequests: options["enable-log-requests"] === true,
+    enableLogOutputs: options["enable-log-outputs"] === true,
     disableLogRequestsGiven: options["disable-log-requests"] === true,
     maxLogLen: intOrNull(options["max-log-len"]),
     statsIntervalS,

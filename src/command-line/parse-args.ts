@@ -110,7 +110,12 @@ export function parseCommandArgs(command: Command, rawArgv: readonly string[]): 
     } else {
       return err(`unexpected argument "${arg}" for '${command}' (see fennec ${command} --help)`);
     }
-    const spec = specs.find((s) => s.name === name || s.vllmName === name);
+    let spec = specs.find((s) => s.name === name || s.vllmName === name);
+    // argparse's BooleanOptionalAction, as vLLM's bool flags take it: --no-X is X=false
+    if (!spec && name.startsWith("no-") && inlineValue === undefined) {
+      const negated = specs.find((s) => s.kind === "bool" && (s.name === name.slice(3) || s.vllmName === name.slice(3)));
+      if (negated) { options[negated.name] = false; continue; }
+    }
     if (!spec) return err(`unknown option --${name} for '${command}' (see fennec ${command} --help)`);
     let raw = inlineValue;
     if (spec.kind === "list") {
@@ -118,7 +123,8 @@ export function parseCommandArgs(command: Command, rawArgv: readonly string[]): 
       const values = raw !== undefined ? [raw] : [];
       while (raw === undefined && i + 1 < argv.length && !argv[i + 1]!.startsWith("-")) values.push(argv[++i]!);
       if (values.length === 0) return err(`--${spec.name} needs a value`);
-      options[spec.name] = values;
+      const earlier = options[spec.name];
+      options[spec.name] = spec.extend === true && Array.isArray(earlier) ? [...earlier, ...values] : values;
       continue;
     }
     if (raw === undefined) {

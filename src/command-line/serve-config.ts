@@ -96,6 +96,7 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
     cors: { allowedOrigins: origins.value, allowedMethods: methods.value, allowedHeaders: headers.value, allowCredentials: options["allow-credentials"] === true },
     tls: tls.value,
     disableDocs: options["disable-fastapi-docs"] === true,
+    enableTokenizerInfoEndpoint: options["enable-tokenizer-info-endpoint"] === true,
     generationDefaults: generation.value,
     maxLogprobs: Number(options["max-logprobs"] ?? 20),
     enablePerRequestMetrics: options["enable-per-request-metrics"] === true,

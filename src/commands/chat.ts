@@ -17,10 +17,16 @@ import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { nowMs } from "../util/clock.ts";
 import { errorMessage } from "../util/error-message.ts";
 
-/** Where answers come from: text pieces as they stream; aborting the signal ends the stream. */
+/** One streamed piece of an answer: its text, or reasoning (a server's reasoning parser puts thinking there). */
+interface AnswerPiece {
+  readonly kind: "content" | "reasoning";
+  readonly text: string;
+}
+
+/** Where answers come from: pieces as they stream; aborting the signal ends the stream. */
 interface ChatBackend {
   readonly label: string;
-  stream(messages: readonly ChatMessage[], signal: AbortSignal): AsyncIterable<string>;
+  stream(messages: readonly ChatMessage[], signal: AbortSignal): AsyncIterable<AnswerPiece>;
   close(): Promise<void>;
 }
 
@@ -70,10 +76,13 @@ async function remoteBackend(url: string, config: ChatConfig, sampling: ChatSamp
         for (const event of events) {
           const data = event.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("");
           if (data === "" || data === "[DONE]") continue;
-          const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string | null } }[]; error?: { message?: string } };
+          const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string | null; reasoning?: string | null; reasoning_content?: string | null } }[]; error?: { message?: string } };
           if (chunk.error) throw new Error(chunk.error.message ?? "stream error");
-          const piece = chunk.choices?.[0]?.delta?.content;
-          if (piece) yield piece;
+          const delta = chunk.choices?.[0]?.delta;
+          // vLLM's delta field is `reasoning` (older servers: `reasoning_content`)
+          const thought = delta?.reasoning ?? delta?.reasoning_content;
+          if (thought) yield { kind: "reasoning", text: thought };
+          if (delta?.content) yield { kind: "content", text: delta.content };
         }
       }
     },
@@ -104,7 +113,7 @@ async function localBackend(run: InProcessEngineConfig, sampling: ChatSampling):
         maxTokens: Math.min(sampling.maxTokens ?? Infinity, orch.maxModelLen - ids.length),
       };
       for await (const out of orch.generate({ requestId: `chat-${++n}`, promptTokenIds: ids, sampling: params, arrivalMs: nowMs() }, signal)) {
-        for (const o of out.outputs) if (o.textDelta !== "") yield o.textDelta;
+        for (const o of out.outputs) if (o.textDelta !== "") yield { kind: "content", text: o.textDelta };
       }
     },
     close: () => orch.shutdown(),
@@ -145,9 +154,12 @@ export async function main(options: Options): Promise<number> {
   rl.on("close", () => { closed = true; });
 
   const lines: AsyncIterator<string> = rl[Symbol.asyncIterator]();
+  // piped input closes the interface once stdin ends, with its lines still queued in the iterator: read them all
   const nextLine = async (prompt: string): Promise<string | null> => {
-    rl.setPrompt(prompt);
-    rl.prompt();
+    if (!closed) {
+      rl.setPrompt(prompt);
+      rl.prompt();
+    }
     const r = await lines.next();
     return r.done === true ? null : r.value;
   };
@@ -193,22 +205,32 @@ export async function main(options: Options): Promise<number> {
     const controller = new AbortController();
     generating = controller;
     let answer = "";
+    let thought = "";
     // typed-ahead lines leave a continuation prompt on the current line: the answer starts on a clean one
     if (process.stdout.isTTY) out("\r\x1b[K");
     try {
       for await (const piece of backend.stream(messages, controller.signal)) {
-        answer += piece;
-        out(piece);
+        // the reasoning first, between markers (as ollama run shows thinking), then the answer
+        if (piece.kind === "reasoning") {
+          if (thought === "") out("Thinking...\n");
+          thought += piece.text;
+          out(piece.text);
+          continue;
+        }
+        if (thought !== "" && answer === "") out("\n...done thinking.\n\n");
+        answer += piece.text;
+        out(piece.text);
       }
+      if (thought !== "" && answer === "") out("\n...done thinking.\n(the answer was all reasoning: no text after it)");
       out("\n");
     } catch (e) {
       if (controller.signal.aborted) out("\n[stopped]\n");
       else out(`\n[error: ${errorMessage(e)}]\n`);
     }
     generating = null;
-    if (controller.signal.aborted && answer === "") history.pop();
-    else if (answer !== "") history.push({ role: "assistant", content: answer });
-    if (closed) break;
+    if (controller.signal.aborted && answer === "" && thought === "") history.pop();
+    // an all-reasoning answer still takes its turn, so the next question follows an assistant message
+    else if (answer !== "" || thought !== "") history.push({ role: "assistant", content: answer });
   }
   rl.close();
   out("\n");

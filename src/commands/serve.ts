@@ -22,6 +22,9 @@ import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
 import { readChatFlags } from "./chat-flags.ts";
+import { withDetectedParsers } from "../server/chat-format-detection.ts";
+import { ollamaServing } from "./ollama-serving.ts";
+import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
 import { listenHttp, type HttpListener, type PeerAddress } from "../server/http-listener.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
@@ -30,6 +33,10 @@ import { createLogger, type Logger, type LogLevel } from "../util/logger.ts";
 import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
 import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
+import { DebugStepLog } from "./debug-step-log.ts";
+import { tracingFlags } from "../command-line/tracing-flags.ts";
+import { startTracing } from "../tracing/tracer.ts";
+import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -104,14 +111,23 @@ function readTls(tls: TlsSettings): NonNullable<Parameters<typeof listenHttp>[1]
   };
 }
 
+/** " (chat and metrics at /api/, API docs at /api/docs)": the pages this server serves, under --root-path; "" if none. */
+export function servedPagesNote(flags: { readonly disableWebUi: boolean; readonly disableDocs: boolean; readonly rootPath: string | null }): string {
+  const root = flags.rootPath ?? "";
+  const pages = [...(flags.disableWebUi ? [] : [`chat and metrics at ${root}/`]), ...(flags.disableDocs ? [] : [`API docs at ${root}/docs`])];
+  return pages.length > 0 ? ` (${pages.join(", ")})` : "";
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function main(options: Options): Promise<number> {
   const { config, chain } = readServeConfig(options);
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
-  const chat = readChatFlags(config.chat);
+  const chatFlags = readChatFlags(config.chat);
   if (!gate.ok) throw new CliError(gate.error);
+  const tracingConfig = tracingFlags(options);
+  if (!tracingConfig.ok) throw new CliError(tracingConfig.error);
   const loggers = serveLoggers(config.log);
   const mainLog = loggers.main;
   for (const w of config.warnings) mainLog.warning(w);
@@ -130,9 +146,18 @@ export async function main(options: Options): Promise<number> {
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
-  const orchestrator = config.log.enableLogRequests
-    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
+  // vLLM's AsyncLLM: init_tracer("vllm.llm_engine", endpoint); one llm_request span per finished request
+  const tracing = tracingConfig.value === null ? null : startTracing(tracingConfig.value, "vllm.llm_engine");
+  if (tracing !== null) {
+    log(`sending request traces to ${tracing.config.tracesUrl} (OTLP/HTTP)`);
+    if (tracing.config.detailedTraces.length > 0) log(`--collect-detailed-traces ${tracing.config.detailedTraces.join(",")}: adds no span attributes (as in vLLM V1)`);
+  }
+  const logged = config.log.enableLogRequests
+    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
     : pipeline.orchestrator;
+  const orchestrator = tracing === null ? logged : withRequestTracing(logged, tracing);
+  // tools and reasoning with no flags: parsers chosen from the template's markers (llama.cpp common/chat.cpp)
+  const { chat, line: detectedParsers } = withDetectedParsers(chatFlags, chatFlags.chatTemplate ?? orchestrator.tokenizer.chatTemplateSource ?? null);
   // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
@@ -147,6 +172,7 @@ export async function main(options: Options): Promise<number> {
     kvPeerConnector: config.engine.kvPeer ? "NixlConnector" : null,
   });
   listener.targets.push(recorder);
+  if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
   // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
   if (config.engine.kvPeer) {
     const nixlLog = mainLog.child("nixl_connector.py");
@@ -169,10 +195,14 @@ export async function main(options: Options): Promise<number> {
     ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
+    ollama: await ollamaServing(config.model, modelArgumentFlags(options), (line) => mainLog.child("hub").info(line)),
   });
   let http: HttpListener;
   try {
+    // vLLM's log_tracing_disabled_warning: once, when a request carries trace context that nothing continues
+    let warnedTraceContext = tracing !== null;
     const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => {
+      if (!warnedTraceContext && request.headers.has("traceparent")) { warnedTraceContext = true; log("Received a request with trace context but tracing is disabled", "WARNING"); }
       const routed = withoutRootPath(request, flags.rootPath);
       peers.set(routed, peer);
       if (routed !== request) { const url = new URL(request.url); targets.set(routed, `${url.pathname}${url.search}`); }
@@ -188,11 +218,12 @@ export async function main(options: Options): Promise<number> {
     throw new RuntimeFailure(`cannot listen on ${flags.uds ?? `${flags.host}:${flags.port}`}: ${errorMessage(e)}`);
   }
   statLogger?.start();
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
+  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} ${servedPagesNote(flags)}`);
   if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
     log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
   }
-  if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
+  if (detectedParsers !== null) log(detectedParsers);
+  else if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
 
   let stopping = false;
   const stop = async (reason: string, exitCode: number): Promise<void> => {
@@ -208,6 +239,8 @@ export async function main(options: Options): Promise<number> {
     await Promise.race([http.drained(), sleep(ABORT_FLUSH_MS)]);
     http.closeAll();
     await Promise.race([orchestrator.shutdown(), sleep(ENGINE_STOP_GRACE_MS)]);
+    // the spans still queued go out before the process ends (vLLM shuts its provider down at exit)
+    if (tracing !== null) await Promise.race([tracing.shutdown(), sleep(ENGINE_STOP_GRACE_MS)]);
     log(`stopped (${reason})`);
     process.exit(exitCode);
   };

@@ -6,6 +6,9 @@ import type { KvCacheDtypeName } from "./cache-dtype.ts";
 import type { KvOffloadConfig, KvPeerConfig } from "./kv-transfer-config.ts";
 import type { Matryoshka, PoolerConfig, RunnerOption } from "./pooler-config.ts";
 import type { SpeculativeConfig } from "./speculative-config.ts";
+import type { KvEventsConfig } from "../kv-events/kv-events-config.ts";
+import type { PrefixCachingHashAlgo } from "../kv-events/block-hash.ts";
+export type { PrefixCachingHashAlgo } from "../kv-events/block-hash.ts";
 
 export type { KvCacheDtypeName } from "./cache-dtype.ts";
 
@@ -20,6 +23,8 @@ export interface EngineArgs {
   /** bytes for the KV cache pool; null = sensible default from free memory */
   readonly kvCacheMemoryBytes: number | null;
   readonly enablePrefixCaching: boolean;
+  /** VLLM_LOGGING_LEVEL=DEBUG, carried to the engine thread: it reports its DEBUG lines (grammar compile times) */
+  readonly debugLog?: boolean;
   /** --disable-hybrid-kv-cache-manager: one KV block table for every layer, even with sliding-window layers; absent: false */
   readonly disableHybridKvCacheManager?: boolean;
   /** use exactly this many KV blocks, whatever the memory sizing says (vLLM num_gpu_blocks_override; tests) */
@@ -48,4 +53,12 @@ export interface EngineArgs {
   readonly poolerConfig?: PoolerConfig | null;
   /** --hf-overrides' matryoshka keys; null/absent: not a matryoshka model (`dimensions` is refused) */
   readonly matryoshka?: Matryoshka | null;
+  /** --prefix-caching-hash-algo (vLLM CacheConfig.prefix_caching_hash_algo); absent: sha256 */
+  readonly prefixCachingHashAlgo?: PrefixCachingHashAlgo;
+  /** PYTHONHASHSEED, the seed of the block hashes' NONE_HASH (vLLM init_none_hash); null/absent: random per start */
+  readonly pythonHashSeed?: string | null;
+  /** --kv-events-config, parsed; null/absent: no KV cache events */
+  readonly kvEventsConfig?: KvEventsConfig | null;
+  /** VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES: events carry uint64 hashes (true, vLLM's default) or the 32-byte digests */
+  readonly kvEventsUseIntBlockHashes?: boolean;
 }

@@ -24,6 +24,8 @@ export interface ServerSettings {
   /** --ssl-*: null = plain HTTP */
   readonly tls: TlsSettings | null;
   readonly disableDocs: boolean;
+  /** --enable-tokenizer-info-endpoint: serve GET /tokenizer_info (off by default, as in vLLM); absent: off */
+  readonly enableTokenizerInfoEndpoint?: boolean;
   /** --generation-config / --override-generation-config: defaults of omitted sampling fields (vLLM's keys) */
   readonly generationDefaults: Readonly<Record<string, number>>;
   /** --max-logprobs */

@@ -47,8 +47,8 @@ const DEFAULT_PROMPT_LOOKUP = 5;
 /** Methods vLLM knows that fennec does not run: why, in one line each. */
 const UNSUPPORTED_METHODS: Readonly<Record<string, string>> = {
   ngram_gpu: "method 'ngram_gpu' needs a GPU; fennec runs on CPUs: use 'ngram' (the same algorithm)",
-  custom_class: "method 'custom_class' (a Python proposer class) is not supported by fennec; use 'ngram' or 'draft_model'",
-  extract_hidden_states: "method 'extract_hidden_states' is not supported by fennec; use 'ngram' or 'draft_model'",
+  custom_class: "method 'custom_class' (a Python proposer class) is not supported by fennec; use 'ngram', 'suffix' or 'draft_model'",
+  extract_hidden_states: "method 'extract_hidden_states' is not supported by fennec; use 'ngram', 'suffix' or 'draft_model'",
 };
 /** heads on the target's hidden states: fennec's runner exposes logits only */
 const HIDDEN_STATE_METHODS = ["medusa", "mlp_speculator", "eagle", "eagle3", "mtp", "dflash", "dspark"];
@@ -188,7 +188,7 @@ export function parseSpeculativeConfig(input: string | unknown): Result<Speculat
   }
   const unsupported = UNSUPPORTED_METHODS[method];
   if (unsupported !== undefined) return err(unsupported);
-  if (HIDDEN_STATE_METHODS.includes(method)) return err(`method '${method}' needs the target model's hidden states, which fennec's runner does not expose; use 'ngram' or 'draft_model'`);
+  if (HIDDEN_STATE_METHODS.includes(method)) return err(`method '${method}' needs the target model's hidden states, which fennec's runner does not expose; use 'ngram', 'suffix' or 'draft_model'`);
   if (method !== "ngram" && method !== "draft_model" && method !== "suffix") return err(`Unsupported speculative method: '${method}'`);
   // the suffix keys are read by method suffix only: anywhere else they would be accepted and ignored
   if (method !== "suffix") {

@@ -6,23 +6,39 @@
  * so the least recently freed block is reused first, which keeps the most useful prefixes alive longest.
  */
 
+import type { BlockHashBytes } from "../kv-events/block-hash.ts";
+
+/** A prefix-cache key: the hex of the block's digest, with "@group" for KV cache groups after the first. */
 export type BlockHash = string;
+
+/** What leaves the cache, for KV events (vLLM BlockPool._maybe_evict_cached_block, reset_prefix_cache). */
+export interface BlockPoolEvents {
+  /** a cached block was handed out again: its digest left this pool */
+  evicted(digest: BlockHashBytes, group: number): void;
+  cleared(): void;
+}
+
+interface CachedBlock {
+  readonly key: BlockHash;
+  readonly digest: BlockHashBytes | null;
+  readonly group: number;
+}
 
 export class BlockPool {
   readonly numBlocks: number;
   /** [numBlocks] how many requests use each block */
   private readonly refCounts: Int32Array;
   /** [numBlocks] the hash of the full block's tokens, when it is in the prefix cache */
-  private readonly hashes: (BlockHash | null)[];
+  private readonly hashes: (CachedBlock | null)[];
   /** free block ids, oldest first (a Map keeps insertion order and deletes in O(1)) */
   private readonly freeQueue = new Map<number, true>();
   private readonly cached = new Map<BlockHash, number>();
 
-  constructor(numBlocks: number) {
+  constructor(numBlocks: number, private readonly events: BlockPoolEvents | null = null) {
     if (!Number.isInteger(numBlocks) || numBlocks < 1) throw new Error(`block pool: need at least one block (got ${numBlocks})`);
     this.numBlocks = numBlocks;
     this.refCounts = new Int32Array(numBlocks);
-    this.hashes = new Array<BlockHash | null>(numBlocks).fill(null);
+    this.hashes = new Array<CachedBlock | null>(numBlocks).fill(null);
     for (let id = 0; id < numBlocks; id++) this.freeQueue.set(id, true);
   }
 
@@ -70,17 +86,22 @@ export class BlockPool {
     }
   }
 
-  /** Records that a full block now holds the tokens of `hash`; the first block to hold a hash keeps it. */
-  cache(blockId: number, hash: BlockHash): void {
-    if (this.hashes[blockId] !== null || this.cached.has(hash)) return;
-    this.hashes[blockId] = hash;
+  /**
+   * Records that a full block now holds the tokens of `hash`; the first block to hold a hash keeps it. `digest` and
+   * `group` are what an eviction reports (KV events). Returns whether the block entered the cache.
+   */
+  cache(blockId: number, hash: BlockHash, digest: BlockHashBytes | null = null, group = 0): boolean {
+    if (this.hashes[blockId] !== null || this.cached.has(hash)) return false;
+    this.hashes[blockId] = { key: hash, digest, group };
     this.cached.set(hash, blockId);
+    return true;
   }
 
   /** Forget every cached prefix (blocks in use keep their contents). */
   resetPrefixCache(): void {
     this.cached.clear();
     this.hashes.fill(null);
+    this.events?.cleared();
   }
 
   /** Free blocks that still hold a cached prefix, next to be evicted first (vLLM free_block_queue order); `limit`
@@ -89,8 +110,8 @@ export class BlockPool {
     let visited = 0;
     for (const id of this.freeQueue.keys()) {
       if (visited++ >= limit) return;
-      const hash = this.hashes[id];
-      if (hash !== null && hash !== undefined) yield [id, hash];
+      const cached = this.hashes[id];
+      if (cached !== null && cached !== undefined) yield [id, cached.key];
     }
   }
 
@@ -98,10 +119,16 @@ export class BlockPool {
     return this.refCounts[blockId]!;
   }
 
+  /** The digest a cached block holds (null: not cached, or cached without one). */
+  digestOf(blockId: number): BlockHashBytes | null {
+    return this.hashes[blockId]?.digest ?? null;
+  }
+
   private evict(blockId: number): void {
-    const hash = this.hashes[blockId];
-    if (hash === null || hash === undefined) return;
+    const cached = this.hashes[blockId];
+    if (cached === null || cached === undefined) return;
     this.hashes[blockId] = null;
-    if (this.cached.get(hash) === blockId) this.cached.delete(hash);
+    if (this.cached.get(cached.key) === blockId) this.cached.delete(cached.key);
+    if (cached.digest !== null) this.events?.evicted(cached.digest, cached.group);
   }
 }

@@ -24,6 +24,9 @@ import { SequencePooler } from "./pooler.ts";
 import { SuffixDecodingProposer } from "./spec-decode/suffix-proposer.ts";
 import { maxStepShape, type EngineConfig } from "./engine-sizing.ts";
 import { GrammarBookkeeping } from "./grammar-bookkeeping.ts";
+import { BlockHasher, noneHash, type PrefixCachingHashAlgo } from "../kv-events/block-hash.ts";
+import { KvEventQueue } from "../kv-events/kv-event-queue.ts";
+import type { KvCacheEvent } from "../kv-events/kv-events.ts";
 import { newStepTally, updateRequest, type RequestUpdateContext, type StepModelOutput, type StepTally } from "./request-update.ts";
 
 export interface RequestErrorInfo {
@@ -33,6 +36,8 @@ export interface RequestErrorInfo {
 
 /** Optional parts of an engine: structured outputs need the model's vocabulary (sent by the main thread). */
 export interface EngineOptions {
+  /** VLLM_LOGGING_LEVEL=DEBUG: collect DEBUG lines (grammar compile times) into the step stats */
+  readonly debugLog?: boolean;
   readonly grammarVocab?: GrammarVocab | null;
   /** compiled grammars kept for reuse */
   readonly grammarCacheSize?: number;
@@ -44,6 +49,10 @@ export interface EngineOptions {
   readonly proposer?: DraftProposer | null;
   /** method draft_model: the loaded draft (its KV cache gets the engine's block ids) */
   readonly draftRunner?: ModelRunner | null;
+  /** the prefix-cache block hashes (--prefix-caching-hash-algo, PYTHONHASHSEED); default: sha256, unseeded */
+  readonly blockHashing?: { readonly algo: PrefixCachingHashAlgo; readonly seed: string | null };
+  /** KV cache events on (--kv-events-config): `intHashes` is VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES; absent/null: off */
+  readonly kvEvents?: { readonly intHashes: boolean } | null;
 }
 
 /** A request that failed after it was accepted (its grammar would not compile, or its grammar reached a dead end). */
@@ -80,6 +89,10 @@ export class EngineCore {
   private readonly proposer: DraftProposer | null;
   /** what the per-request update works on */
   private readonly updateContext: RequestUpdateContext;
+  /** vLLM's block hashing, one NONE_HASH per engine (init_none_hash) */
+  private readonly hasher: BlockHasher;
+  /** the KV events of the current step (null: events off) */
+  private readonly kvEvents: KvEventQueue | null;
 
   constructor(
     private readonly runner: ModelRunner,
@@ -90,7 +103,14 @@ export class EngineCore {
     private readonly options: EngineOptions = {},
   ) {
     this.config = config;
-    this.kv = new KvCacheManager(config);
+    const hashing = options.blockHashing ?? { algo: "sha256", seed: null };
+    this.hasher = new BlockHasher(hashing.algo, noneHash(hashing.algo, hashing.seed));
+    // KVCacheManager.take_events: a group's spec kind from its sliding window
+    this.kvEvents = options.kvEvents
+      ? new KvEventQueue(options.kvEvents.intHashes, (config.kvCacheGroups?.groups ?? [{ slidingWindow: 0 }]).map((g) => (
+        g.slidingWindow > 0 ? { kind: "sliding_window", slidingWindow: g.slidingWindow } : { kind: "full_attention", slidingWindow: null })))
+      : null;
+    this.kv = new KvCacheManager(config, this.kvEvents);
     this.nextFallbackSeed = seed;
     this.grammar = new GrammarBookkeeping(options.grammarVocab
       ? {
@@ -99,6 +119,7 @@ export class EngineCore {
         isLive: (state) => this.requests.get(state.requestId) === state,
         failLate: (requestId, code, message) => this.failLate(requestId, code, message),
         onWake: () => this.options.onWake?.(),
+        ...(options.debugLog === true ? { onCompiled: (requestId: string, compileMs: number, cached: boolean) => void this.debugLines.push(`Request ${requestId}: grammar ${cached ? "taken from the compiled-grammar cache" : "compiled"} in ${compileMs.toFixed(1)} ms`) } : {}),
       }
       : null);
     const spec = config.speculative ?? null;
@@ -115,7 +136,7 @@ export class EngineCore {
     // every buffer a step can need, now: a request that needs more than start-up reserved cannot exist
     const shape = maxStepShape(config);
     runner.reserveActivations?.(shape.numTokens, shape.numLogitRows);
-    this.offload = config.kvOffload ? createOffloadConnector(config.kvOffload, this.kv, runner, config, nowMs, engineIndex) : null;
+    this.offload = config.kvOffload ? createOffloadConnector(config.kvOffload, this.kv, runner, config, nowMs, engineIndex, this.kvEvents) : null;
     this.peer = config.kvPeer
       ? new KvPeerConnector({
         config: config.kvPeer, kv: this.kv, transfer: new KvBlockTransfer(runner, config.blockSize), descriptorsPerBlock: runner.config.numLayers * 2,
@@ -154,6 +175,11 @@ export class EngineCore {
   /** requests whose grammar is compiling (they wait in the queue) */
   get numCompilingGrammars(): number { return this.grammar.numCompilingGrammars; }
 
+  /** The KV cache events since the last call, oldest first (vLLM Scheduler: take_events once per step); empty when off. */
+  takeKvEvents(): KvCacheEvent[] {
+    return this.kvEvents?.take() ?? [];
+  }
+
   /** Queues a request, or says why it can never run (vLLM's messages). */
   addRequest(request: EngineRequest): RequestErrorInfo | null {
     const refused = this.admit(request);
@@ -182,7 +208,7 @@ export class EngineCore {
     if (request.pooling && numPrompt > maxModelLen) {
       return { code: "context_length", message: `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${numPrompt} tokens in the input for embedding generation. Please reduce the length of the input.` };
     }
-    const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++);
+    const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++, this.hasher);
     if (pooler !== null) state.pooler = new SequencePooler(pooler.poolingType, pooler.hiddenSize);
     const blocksNeeded = this.kv.maxBlocksFor(numPrompt + state.maxOutputTokens);
     if (blocksNeeded > numBlocks) {
@@ -285,6 +311,9 @@ export class EngineCore {
    * abort leaves the engine idle, this is how running / waiting / KV usage reach 0 on the metrics side.
    * batchSize 0 marks it: no batch ran, no tokens were computed.
    */
+  /** DEBUG lines waiting for the next stats (VLLM_LOGGING_LEVEL=DEBUG only) */
+  private readonly debugLines: string[] = [];
+
   idleStats(): StepStats {
     const t = this.nowMs();
     const counts = this.kv.takeCounts();
@@ -294,6 +323,7 @@ export class EngineCore {
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
       ...(this.peer ? { kvPeer: this.peer.takeStats() } : {}),
+      ...this.takeDebugLines(),
     };
   }
 
@@ -364,7 +394,13 @@ export class EngineCore {
       ...(this.peer ? { kvPeer: this.peer.takeStats() } : {}),
       ...(tally.specStats !== null ? { specDecoding: tally.specStats } : {}),
       ...(tally.numExternalKvTokens > 0 ? { numExternalKvTokens: tally.numExternalKvTokens } : {}),
+      ...this.takeDebugLines(),
     };
+  }
+
+  /** the DEBUG lines gathered since the last stats, for the main thread's log (VLLM_LOGGING_LEVEL=DEBUG) */
+  private takeDebugLines(): { debugLines?: readonly string[] } {
+    return this.debugLines.length > 0 ? { debugLines: this.debugLines.splice(0) } : {};
   }
 
   private toSequenceChunk(c: ScheduledChunk): SequenceChunk {

@@ -28,6 +28,8 @@ export interface GrammarBookkeepingOptions {
   readonly failLate: (requestId: string, code: string, message: string) => void;
   /** a compile settled outside a step: the loop should look again */
   readonly onWake?: () => void;
+  /** VLLM_LOGGING_LEVEL=DEBUG: a grammar compiled (or came from the cache) in this many ms */
+  readonly onCompiled?: (requestId: string, compileMs: number, cached: boolean) => void;
 }
 
 /**
@@ -90,7 +92,7 @@ export class GrammarBookkeeping {
     void this.client.compile(state.requestId, spec, stopIds).then((result) => {
       this.numCompiling--;
       if (o.isLive(state)) {
-        if (result.ok) state.grammarStatus = "ready";
+        if (result.ok) { state.grammarStatus = "ready"; o.onCompiled?.(state.requestId, result.compileMs, result.cached); }
         else o.failLate(state.requestId, "invalid_grammar", result.message);
       }
       const settled = this.settled;

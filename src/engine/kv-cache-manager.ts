@@ -26,6 +26,7 @@ import { BlockPool, type BlockHash } from "./block-pool.ts";
 import type { RequestState } from "./request.ts";
 import { maxGroupBlocks, singleKvCacheGroup, type KvCacheGroup, type KvCacheGroups } from "../model/kv-cache-groups.ts";
 import { NULL_BLOCK } from "../model/model-batch.ts";
+import type { KvEventQueue } from "../kv-events/kv-event-queue.ts";
 
 export interface KvCacheConfig {
   readonly numBlocks: number;
@@ -61,10 +62,14 @@ export class KvCacheManager {
   /** per request: the full prompt block indices it registered as pending */
   private readonly pendingOf = new Map<RequestState, BlockHash[]>();
 
-  constructor(config: KvCacheConfig) {
+  /** `events`: the engine's KV event list (null: --kv-events-config off) */
+  constructor(config: KvCacheConfig, private readonly events: KvEventQueue | null = null) {
     this.blockSize = config.blockSize;
     this.enablePrefixCaching = config.enablePrefixCaching;
-    this.pool = new BlockPool(config.numBlocks);
+    this.pool = new BlockPool(config.numBlocks, events === null ? null : {
+      evicted: (digest, group) => events.blockEvicted(digest, group),
+      cleared: () => events.allCleared(),
+    });
     this.groups = (config.kvCacheGroups ?? singleKvCacheGroup(1)).groups;
     this.maxNumBatchedTokens = config.maxNumBatchedTokens ?? Infinity;
     this.noComputedBlocks = { blockTables: this.groups.map(() => []), numTokens: 0 };
@@ -223,6 +228,10 @@ export class KvCacheManager {
     });
     request.numComputedTokens = numComputedTokens;
     request.numCachedBlocks = Math.max(request.numCachedBlocks, computed.numTokens / this.blockSize);
+    // vLLM emit_cached_block_events: a hit announces the whole cached prefix again, with no parent
+    if (this.events !== null && computed.numTokens > 0) {
+      computed.blockTables.forEach((ids, gi) => this.emitStored(request, gi, ids.map((id, i) => (id === NULL_BLOCK ? -1 : i)), false));
+    }
     const newIds = this.groups.map((g, gi) => {
       const table = tables[gi]!;
       // a window already past blocks never held: they stay null (vLLM pads skipped blocks with the null block)
@@ -240,13 +249,17 @@ export class KvCacheManager {
     if (!this.enablePrefixCaching) return;
     const tables = this.tables(request);
     const numFull = Math.floor(request.numComputedTokens / this.blockSize);
+    // [numGroups] the block indices each group entered now (KV events: vLLM cache_full_blocks' BlockStored)
+    const entered: number[][] = tables.map(() => []);
     for (let i = request.numCachedBlocks; i < numFull; i++) {
       const hash = request.blockHash(i, this.blockSize)!;
+      const digest = request.blockDigest(i, this.blockSize);
       tables.forEach((table, g) => {
         const id = table[i]!;
-        if (id !== NULL_BLOCK) this.pool.cache(id, groupHash(hash, g));
+        if (id !== NULL_BLOCK && this.pool.cache(id, groupHash(hash, g), digest, g)) entered[g]!.push(i);
       });
     }
+    if (this.events !== null) entered.forEach((indices, g) => this.emitStored(request, g, indices, true));
     request.numCachedBlocks = Math.max(request.numCachedBlocks, numFull);
     if (numFull >= Math.floor(request.numPromptTokens / this.blockSize)) this.clearPending(request);
   }
@@ -266,6 +279,32 @@ export class KvCacheManager {
     this.prefixQueries = 0;
     this.prefixHits = 0;
     return counts;
+  }
+
+  /**
+   * One BlockStored per run of consecutive block indices (-1 entries split runs): the run's hashes, tokens and extra
+   * keys; parent = the block before the run when `chained` (vLLM cache_full_blocks), else none (emit_cached_block_events).
+   */
+  private emitStored(request: RequestState, group: number, indices: readonly number[], chained: boolean): void {
+    const bs = this.blockSize;
+    let start = 0;
+    for (let i = 0; i <= indices.length; i++) {
+      const breaks = i === indices.length || indices[i]! < 0 || (i > start && indices[i]! !== indices[i - 1]! + 1);
+      if (!breaks) continue;
+      const run = indices.slice(start, i).filter((b) => b >= 0);
+      start = indices[i] !== undefined && indices[i]! < 0 ? i + 1 : i;
+      if (run.length === 0) continue;
+      const first = run[0]!;
+      this.events!.blocksStored({
+        hashes: run.map((b) => request.blockDigest(b, bs)!),
+        parent: chained && first > 0 ? request.blockDigest(first - 1, bs) : null,
+        tokenIds: request.allTokenIds.slice(first * bs, (first + run.length) * bs),
+        blockSize: bs,
+        lora: null,
+        extraKeys: run.map((b) => request.blockExtraKeys(b, bs)),
+        groupIdx: group,
+      });
+    }
   }
 
   private markPending(request: RequestState): void {

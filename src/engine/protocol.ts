@@ -8,6 +8,7 @@ import type { ModelConfig } from "../model/model-config.ts";
 import type { GrammarVocab } from "../grammar/grammar-protocol.ts";
 import type { ResolvedPooler } from "./resolve-pooler.ts";
 import type { EngineArgs } from "../config/engine-args.ts";
+import type { KvCacheEvent } from "../kv-events/kv-events.ts";
 // the engine's arguments are a configuration record every layer reads (config/engine-args.ts); re-exported for the engine
 export type { EngineArgs, KvCacheDtypeName } from "../config/engine-args.ts";
 
@@ -99,6 +100,12 @@ export interface EngineWorkerSpec {
   readonly grammarVocab?: GrammarVocab | null;
 }
 
+/** One step's KV cache events (vLLM KVEventBatch before the publisher stamps it): `ts` in seconds, like time.time(). */
+export interface StepKvEvents {
+  readonly ts: number;
+  readonly events: readonly KvCacheEvent[];
+}
+
 export type ToEngine =
   | { readonly type: "init"; readonly spec: EngineWorkerSpec }
   | { readonly type: "add"; readonly request: EngineRequest }
@@ -107,6 +114,6 @@ export type ToEngine =
 
 export type FromEngine =
   | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly kvCache?: KvCacheFacts; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string; readonly pooler?: ResolvedPooler | null }
-  | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats }
+  | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats; readonly kvEvents?: StepKvEvents }
   | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
   | { readonly type: "fatal"; readonly message: string };

@@ -9,6 +9,7 @@ import type { SamplingParams } from "./sampling-params.ts";
 import type { RequestTimes } from "./stats.ts";
 import type { BlockHash } from "./block-pool.ts";
 import { createRng, type Rng } from "./rng.ts";
+import { BlockHasher, blockExtraKeys, noneHash, type BlockHashBytes, type HashKey } from "../kv-events/block-hash.ts";
 
 /** "loading": its prefix blocks are being read back from the KV offload tier; not scheduled until they are in */
 export type RequestStatus = "waiting" | "loading" | "running" | "finished";
@@ -26,6 +27,13 @@ export interface MutableRequestTimes {
 }
 
 const NO_BLOCKS: readonly number[] = Object.freeze([]);
+
+/** Requests built without the engine's hasher (tests): vLLM's default algorithm, an unseeded NONE_HASH. */
+let defaultHasher: BlockHasher | null = null;
+const fallbackHasher = (): BlockHasher => (defaultHasher ??= new BlockHasher("sha256", noneHash("sha256", null)));
+
+/** The prefix-cache key of a digest: its hex (vLLM keys its map by the digest bytes). */
+const hexOf = (digest: BlockHashBytes): BlockHash => Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString("hex");
 
 export class RequestState {
   readonly requestId: string;
@@ -70,10 +78,14 @@ export class RequestState {
   promptLogprobsSent = false;
   /** output token id -> count, for frequency / presence penalties */
   readonly outputCounts = new Map<number, number>();
-  /** [numBlocks] hash chain over full blocks of allTokenIds, extended lazily */
+  /** [numBlocks] vLLM's hash chain over full blocks of allTokenIds (block-hash.ts), extended lazily */
+  private readonly blockDigests: BlockHashBytes[] = [];
+  /** [numBlocks] the digests' hex: the prefix-cache keys */
   private readonly blockHashes: BlockHash[] = [];
+  private readonly hasher: BlockHasher;
 
-  constructor(request: EngineRequest, maxModelLen: number, queuedMs: number, fallbackSeed: number) {
+  constructor(request: EngineRequest, maxModelLen: number, queuedMs: number, fallbackSeed: number, hasher: BlockHasher = fallbackHasher()) {
+    this.hasher = hasher;
     this.requestId = request.requestId;
     this.sampling = request.sampling;
     this.numPromptTokens = request.promptTokenIds.length;
@@ -108,37 +120,32 @@ export class RequestState {
     this.outputCounts.set(tokenId, (this.outputCounts.get(tokenId) ?? 0) + 1);
   }
 
-  /** Hash of full block `index` (its tokens and every block before it), or null if that block is not full yet. */
+  /** Hash of full block `index` (its tokens and every block before it) as a cache key, or null if that block is not full yet. */
   blockHash(index: number, blockSize: number): BlockHash | null {
+    return this.blockDigest(index, blockSize) === null ? null : this.blockHashes[index]!;
+  }
+
+  /**
+   * vLLM's digest of full block `index` (kv_cache_utils.py hash_block_tokens, chained on the block before), or null if
+   * that block is not full yet.
+   */
+  blockDigest(index: number, blockSize: number): BlockHashBytes | null {
     if ((index + 1) * blockSize > this.allTokenIds.length) return null;
-    for (let i = this.blockHashes.length; i <= index; i++) {
-      const parent = i === 0 ? null : this.blockHashes[i - 1]!;
-      // vLLM: the salt goes into the first block's hash, so every later block differs too
-      this.blockHashes.push(hashBlock(parent, this.allTokenIds, i * blockSize, blockSize, i === 0 ? this.sampling.cacheSalt : null));
+    for (let i = this.blockDigests.length; i <= index; i++) {
+      const parent = i === 0 ? null : this.blockDigests[i - 1]!;
+      const digest = this.hasher.hashBlockTokens(parent, this.allTokenIds.slice(i * blockSize, (i + 1) * blockSize), this.blockExtraKeys(i, blockSize));
+      this.blockDigests.push(digest);
+      this.blockHashes.push(hexOf(digest));
     }
-    return this.blockHashes[index]!;
+    return this.blockDigests[index]!;
+  }
+
+  /** What went into block `index`'s hash besides its tokens (vLLM generate_block_hash_extra_keys: the salt on block 0). */
+  blockExtraKeys(index: number, blockSize: number): HashKey[] | null {
+    return blockExtraKeys({ blockStart: index * blockSize, blockSize, cacheSalt: this.sampling.cacheSalt });
   }
 
   snapshotTimes(): RequestTimes {
     return { ...this.times };
   }
-}
-
-/** Two independent 32-bit FNV-1a-style lanes over (parent hash, tokens): 64 bits, collisions negligible here. */
-function hashBlock(parent: BlockHash | null, tokenIds: readonly number[], start: number, count: number, salt: string | null = null): BlockHash {
-  let a = 0x811c9dc5, b = 0x01000193 ^ 0x5bd1e995;
-  const feed = (x: number): void => {
-    a = Math.imul(a ^ (x & 0xffff), 0x01000193) ^ (x >>> 16);
-    a = Math.imul(a, 0x01000193);
-    b = Math.imul(b ^ x, 0x5bd1e995);
-    b ^= b >>> 15;
-  };
-  if (parent !== null) for (let i = 0; i < parent.length; i += 8) feed(parseInt(parent.slice(i, i + 8), 16));
-  if (salt !== null) {
-    feed(0x5a17);
-    for (let i = 0; i < salt.length; i++) feed(salt.charCodeAt(i));
-  }
-  feed(count);
-  for (let i = start; i < start + count; i++) feed(tokenIds[i]!);
-  return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
 }

@@ -48,6 +48,8 @@ export interface StepStats {
    * the step that produced their request's first output; vLLM's prompt_tokens_by_source{source="external_kv_transfer"}.
    * Absent when 0. */
   readonly numExternalKvTokens?: number;
+  /** VLLM_LOGGING_LEVEL=DEBUG: the engine thread's own DEBUG lines since the last step (grammar compile times) */
+  readonly debugLines?: readonly string[];
   /** the KV offload tier's step (present only when a connector is configured) */
   readonly kvOffload?: KvOffloadStepStats;
   /** with a speculative config: this step's drafts and acceptances */

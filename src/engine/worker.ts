@@ -8,7 +8,8 @@ import { EngineCore } from "./engine-core.ts";
 import { resolveEngineConfig } from "./engine-sizing.ts";
 import { loadRunner } from "./load-runner.ts";
 import { checkDraftVocabulary } from "./spec-decode/draft-model-proposer.ts";
-import type { EngineWorkerSpec, FromEngine, ToEngine } from "./protocol.ts";
+import type { EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "./protocol.ts";
+import type { StepStats } from "./stats.ts";
 import type { ModelRunner } from "../model/model-batch.ts";
 import { nowMs } from "../util/clock.ts";
 import { unreachable } from "../util/result.ts";
@@ -20,7 +21,17 @@ function post(message: FromEngine): void {
   self.postMessage(message);
 }
 
+/** A step message, with the KV cache events taken since the last one (only when there are some, as vLLM publishes). */
+function postStep(engine: EngineCore, deltas: readonly RequestDelta[], stats: StepStats): void {
+  const events = engine.takeKvEvents();
+  post({ type: "step", deltas, stats, ...(events.length > 0 ? { kvEvents: { ts: Date.now() / 1000, events } } : {}) });
+}
+
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** vLLM Scheduler: events are collected only when enabled with a publisher that sends them */
+const kvEventsOn = (args: EngineWorkerSpec["engineArgs"]): boolean =>
+  args.kvEventsConfig?.enableKvCacheEvents === true && args.kvEventsConfig.publisher !== "null";
 
 class EngineWorker {
   private engine: EngineCore | null = null;
@@ -46,7 +57,7 @@ class EngineWorker {
         if (!this.engine) { this.pending.push(message); return; }
         this.engine.abort(message.requestIds);
         // an idle engine sends no more steps: report the emptied queues and cache once (gauges back to 0)
-        if (!this.engine.hasWork()) post({ type: "step", deltas: [], stats: this.engine.idleStats() });
+        if (!this.engine.hasWork()) postStep(this.engine, [], this.engine.idleStats());
         return;
       case "shutdown":
         this.stopped = true;
@@ -87,7 +98,9 @@ class EngineWorker {
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem(), totalmem(), draftRunner?.kvBytesPerBlock(spec.engineArgs.blockSize) ?? 0, loaded.value.placed ?? null);
       if (!config.ok) { draftRunner?.dispose(); post({ type: "fatal", message: config.error }); return; }
       this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
-        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner,
+        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner, debugLog: spec.engineArgs.debugLog === true,
+        blockHashing: { algo: spec.engineArgs.prefixCachingHashAlgo ?? "sha256", seed: spec.engineArgs.pythonHashSeed ?? null },
+        kvEvents: kvEventsOn(spec.engineArgs) ? { intHashes: spec.engineArgs.kvEventsUseIntBlockHashes ?? true } : null,
       });
       await this.engine.peer?.listen();
       const startupLines = [...(loaded.value.startupLines ?? []), ...(config.value.kvCacheLines ?? []), ...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
@@ -108,7 +121,7 @@ class EngineWorker {
   private postLateErrors(engine: EngineCore): void {
     const errors = engine.takeLateErrors();
     for (const e of errors) post({ type: "requestError", requestId: e.requestId, code: e.code, message: e.message });
-    if (errors.length > 0 && !engine.hasWork()) post({ type: "step", deltas: [], stats: engine.idleStats() });
+    if (errors.length > 0 && !engine.hasWork()) postStep(engine, [], engine.idleStats());
   }
 
   private async loop(engine: EngineCore): Promise<void> {
@@ -119,7 +132,7 @@ class EngineWorker {
         continue;
       }
       const result = await engine.step();
-      if (result) post({ type: "step", deltas: result.deltas, stats: result.stats });
+      if (result) postStep(engine, result.deltas, result.stats);
       // nothing schedulable (every waiting request deferred): do not spin hot
       if (result) await yieldToEventLoop();
       else await new Promise((resolve) => setTimeout(resolve, 1));

@@ -9,6 +9,7 @@ import type { EngineRequest, EngineWorkerSpec, FromEngine, KvCacheFacts, Request
 import type { StepStats } from "../engine/stats.ts";
 import type { ResolvedPooler } from "../engine/resolve-pooler.ts";
 import { unreachable } from "../util/result.ts";
+import { createEventPublisher, type EventPublisher } from "../kv-events/kv-event-publisher.ts";
 
 export interface EngineClientHandlers {
   onStep(deltas: readonly RequestDelta[], stats: StepStats): void;
@@ -44,22 +45,30 @@ export class EngineClient {
   private dead = false;
   private closed: Promise<void>;
 
-  private constructor(private readonly worker: Worker, readonly ready: EngineReadyInfo) {
+  private constructor(private readonly worker: Worker, readonly ready: EngineReadyInfo, private readonly publisher: EventPublisher) {
     this.closed = new Promise((resolve) => worker.addEventListener("close", () => resolve(), { once: true }));
   }
 
-  /** Starts the Worker and resolves once its model is loaded; rejects with the engine's one-line error otherwise. */
+  /**
+   * Starts the Worker and resolves once its model is loaded; rejects with the engine's one-line error otherwise. With
+   * --kv-events-config the engine's KV events go out on its publisher (vLLM: one ZmqEventPublisher per engine core,
+   * ports offset by its data-parallel rank), opened before the model loads so a taken port fails fast.
+   */
   static start(spec: EngineWorkerSpec, handlers: EngineClientHandlers, workerUrl?: URL | string): Promise<EngineClient> {
+    const opened = createEventPublisher(spec.engineArgs.kvEventsConfig ?? null, spec.engineIndex, (line) => console.warn(line));
+    if (!opened.ok) return Promise.reject(new Error(opened.error));
+    const publisher = opened.value;
     let worker: Worker;
     try {
       worker = new Worker(workerUrl ?? defaultWorkerUrl());
     } catch (e) {
+      void publisher.shutdown();
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
     return new Promise((resolve, reject) => {
       let client: EngineClient | null = null;
       const fatal = (message: string): void => {
-        if (!client) { reject(new Error(message)); worker.terminate(); return; }
+        if (!client) { void publisher.shutdown(); reject(new Error(message)); worker.terminate(); return; }
         if (client.dead) return;
         client.dead = true;
         handlers.onFatal(message);
@@ -68,11 +77,14 @@ export class EngineClient {
         const msg = event.data;
         switch (msg.type) {
           case "ready":
-            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, ...(msg.kvCache ? { kvCache: msg.kvCache } : {}), numCpuBlocks: msg.numCpuBlocks ?? null, startupLines: msg.startupLines ?? [], maxModelLen: msg.maxModelLen, backend: msg.backend, pooler: msg.pooler ?? null });
+            client = new EngineClient(worker, { config: msg.config, numKvBlocks: msg.numKvBlocks, ...(msg.kvCache ? { kvCache: msg.kvCache } : {}), numCpuBlocks: msg.numCpuBlocks ?? null, startupLines: msg.startupLines ?? [], maxModelLen: msg.maxModelLen, backend: msg.backend, pooler: msg.pooler ?? null }, publisher);
             client.closed.then(() => fatal("engine worker exited"));
             resolve(client);
             return;
-          case "step": handlers.onStep(msg.deltas, msg.stats); return;
+          case "step":
+            if (msg.kvEvents) publisher.publish(msg.kvEvents);
+            handlers.onStep(msg.deltas, msg.stats);
+            return;
           case "requestError": handlers.onRequestError(msg.requestId, msg.code, msg.message); return;
           case "fatal": fatal(msg.message); return;
           default: unreachable(msg);
@@ -103,6 +115,8 @@ export class EngineClient {
     const timeout = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref?.());
     await Promise.race([this.closed, timeout]);
     this.worker.terminate();
+    // after the worker's last step message: its events are sent before the sockets close
+    await this.publisher.shutdown();
   }
 
   private send(message: ToEngine): void {

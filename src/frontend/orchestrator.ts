@@ -34,6 +34,8 @@ export interface GenerateRequest {
   readonly sampling: SamplingParams;
   /** nowMs() when the HTTP request arrived */
   readonly arrivalMs: number;
+  /** the W3C trace headers the request came with (vLLM's trace_headers: traceparent, tracestate), for its span */
+  readonly traceHeaders?: Readonly<Record<string, string>> | null;
   /** multi-stage pipelines (pipeline/stage-pipeline.ts): stop after the first token and return the prompt's KV blocks */
   readonly exportKv?: boolean;
   /** multi-stage pipelines: the first `numTokens` prompt positions are already computed (EngineRequest.importKv) */

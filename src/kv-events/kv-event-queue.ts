@@ -77,6 +77,18 @@ export class KvEventQueue {
     });
   }
 
+  /**
+   * An offload tier finished writing these blocks (vLLM OffloadingConnector.take_events: BlockStored with no parent and
+   * no token ids, the tier's medium).
+   */
+  tierBlocksStored(hashes: readonly BlockHashBytes[], blockSize: number, medium: string, groupIdx: number): void {
+    if (hashes.length === 0) return;
+    this.events.push({
+      type: "BlockStored", blockHashes: hashes.map((h) => this.external(h)), parentBlockHash: null, tokenIds: [], blockSize,
+      loraId: null, medium, loraName: null, groupIdx,
+    });
+  }
+
   /** A cached block handed out again: its hash leaves the primary pool. */
   blockEvicted(hash: BlockHashBytes, groupIdx: number): void {
     this.events.push({ type: "BlockRemoved", blockHashes: [this.external(hash)], medium: MEDIUM.primary, groupIdx });

@@ -13,25 +13,33 @@ import { createCors, DEFAULT_CORS } from "./cors.ts";
 import { applyRequestDefaults, type RequestDefaults } from "./request-defaults.ts";
 import { docsRoutes } from "./docs.ts";
 import { ApiError, errorPlugin } from "./errors.ts";
-import { healthRoutes } from "./health.ts";
+import { BODY_IGNORED_PATHS, healthRoutes } from "./health.ts";
 import { bodyBytes, headerBytes } from "./http-metrics.ts";
 import { createServerLoad, loadRoutes } from "./load.ts";
+import { isAnthropicPath, anthropicErrorResponse } from "./anthropic/errors.ts";
+import { messagesRoutes } from "./anthropic/route.ts";
 import { chatCompletionsRoutes } from "./openai/chat-completion/route.ts";
 import { invocationsRoutes } from "./openai/invocations.ts";
 import { completionsRoutes } from "./openai/completion/route.ts";
 import { embeddingsRoutes } from "./openai/embedding/route.ts";
+import { responsesRoutes } from "./openai/responses/route.ts";
 import { scoreRoutes } from "./openai/score.ts";
 import { modelsRoutes } from "./openai/models.ts";
 import { publicRequestId } from "./openai/wire-to-request.ts";
 import { tokenizeRoutes } from "./openai/tokenize.ts";
+import { renderRoutes } from "./openai/render/route.ts";
+import { tokenizerInfoRoutes } from "./openai/tokenizer-info.ts";
 import { parseJsonObject, startJsonParser } from "./request-body.ts";
+import { promptBoundFor } from "./openai/prompt-text.ts";
 import { RequestContexts } from "./request-context.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
+import { ollamaErrorResponse } from "./ollama/ollama-errors.ts";
+import { ollamaRoutes } from "./ollama/routes.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
-const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations"]);
+const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"]);
 
 /** Checks that run before routing, cheapest first; each throws the ApiError to answer with. */
 function createRequestChecks(options: ServerOptions): (request: Request) => void {
@@ -70,7 +78,7 @@ export function createApp(options: ServerOptions) {
   // set once the app exists: /invocations answers through the app's own routes
   let handleSelf: (request: Request) => Promise<Response> = () => Promise.reject(new Error("the app is not built yet"));
   const app = new Elysia({ name: "fennec" })
-    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError }))
+    .use(errorPlugin(options.log, { rawBodyOf, methodsOf, noteError, dialectResponse: (request, error) => (isAnthropicPath(new URL(request.url).pathname) ? anthropicErrorResponse(error, request) : ollamaErrorResponse(request, error)) }))
     .onRequest(({ request, set, server }) => {
       const context = contexts.of(request);
       // read now: once the response is out the socket may be gone
@@ -90,9 +98,13 @@ export function createApp(options: ServerOptions) {
     })
     .onParse(async ({ request, contentType }) => {
       if (!contentType.startsWith("application/json")) return undefined;
-      const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes);
+      const pathname = new URL(request.url).pathname;
+      if (BODY_IGNORED_PATHS.has(pathname)) return null;
+      const { orchestrator } = options;
+      const { body, rawText } = await parseJsonObject(request, options.maxBodyBytes, promptBoundFor(pathname, orchestrator.tokenizer, orchestrator.maxModelLen));
       contexts.of(request).rawBodyText = rawText;
-      applyRequestDefaults(new URL(request.url).pathname, body, requestDefaults);
+      contexts.of(request).bodyKeys = Object.keys(body);
+      applyRequestDefaults(pathname, body, requestDefaults);
       return body;
     })
     // before the routes: Elysia applies a hook only to routes registered after it
@@ -128,9 +140,14 @@ export function createApp(options: ServerOptions) {
     .use(loadRoutes(load))
     .use(chatCompletionsRoutes(options, load.track, contexts))
     .use(completionsRoutes(options, load.track, contexts))
+    .use(messagesRoutes(options, load.track, contexts))
     .use(embeddingsRoutes(options, load.track, contexts))
+    .use(responsesRoutes(options, load.track, contexts))
     .use(scoreRoutes(options, load.track, contexts))
     .use(tokenizeRoutes(options))
+    .use(renderRoutes(options, contexts))
+    .use(options.enableTokenizerInfoEndpoint === true ? tokenizerInfoRoutes(options) : new Elysia())
+    .use(ollamaRoutes(options, load.track, contexts))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
       const headers: Record<string, string> = { "content-type": "application/json" };

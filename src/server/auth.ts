@@ -1,6 +1,6 @@
 /**
- * --api-key (vllm/entrypoints/openai/api_server.py: AuthenticationMiddleware): requests to /v1 paths need `Authorization: Bearer <key>` (scheme case-insensitive);
- * everything else (/health, /metrics, /docs, /tokenize, ...) stays open, and so do CORS preflights (OPTIONS).
+ * --api-key (vllm/entrypoints/openai/api_server.py: AuthenticationMiddleware): requests to /v1 paths need `Authorization: Bearer <key>` (scheme case-insensitive),
+ * or, without an Authorization header, `x-api-key: <key>` as Anthropic's clients send it (llama.cpp server-http.cpp reads both); everything else (/health, /metrics, /docs, /tokenize, ...) stays open, and so do CORS preflights (OPTIONS).
  * Keys are compared as SHA-256 digests in constant time, as vLLM does.
  */
 import { timingSafeEqual } from "node:crypto";
@@ -23,13 +23,15 @@ export function createAuthCheck(apiKeys: readonly string[]): (request: Request) 
   return (request) => {
     if (request.method === "OPTIONS") return;
     if (!isProtected(new URL(request.url).pathname)) return;
-    const header = request.headers.get("authorization") ?? "";
-    const match = /^bearer\s+(.+)$/i.exec(header.trim());
-    const given = match === null ? null : digest(match[1]!);
+    const header = request.headers.get("authorization");
+    const match = header === null ? null : /^bearer\s+(.+)$/i.exec(header.trim());
+    const apiKeyHeader = request.headers.get("x-api-key");
+    const key = header === null ? apiKeyHeader : match?.[1] ?? null;
+    const given = key === null ? null : digest(key);
     // every key is compared (no early exit), each in constant time
     const ok = given !== null && expected.map((key) => timingSafeEqual(given, key)).includes(true);
     if (!ok) {
-      throw new ApiError("unauthorized", "Unauthorized: a valid API key is required (Authorization: Bearer <key>).");
+      throw new ApiError("unauthorized", "Unauthorized: a valid API key is required (Authorization: Bearer <key>, or x-api-key: <key>).");
     }
   };
 }

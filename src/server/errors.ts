@@ -177,6 +177,8 @@ export interface ErrorContext {
   readonly methodsOf: (pathname: string) => readonly string[];
   /** the error response a request got (for the HTTP metrics, which run after the response) */
   readonly noteError?: (request: Request, response: Response) => void;
+  /** another dialect's error body for this request (Anthropic's under /v1/messages, Ollama's under /api); null = the OpenAI body */
+  readonly dialectResponse?: (request: Request, error: ApiError) => Response | null;
 }
 
 export function toApiError(code: string | number, error: unknown, log: (message: string, level?: LogLevel) => void, rawBody?: unknown, allowedMethods: readonly string[] = []): ApiError {
@@ -202,7 +204,8 @@ export function errorPlugin(log: (message: string, level?: LogLevel) => void, co
     .error({ ApiError })
     .onError({ as: "global" }, ({ code, error, request }) => {
       const allowed = code === "NOT_FOUND" ? context.methodsOf(new URL(request.url).pathname) : [];
-      const response = errorResponse(toApiError(code, error, log, context.rawBodyOf(request), allowed));
+      const apiError = toApiError(code, error, log, context.rawBodyOf(request), allowed);
+      const response = context.dialectResponse?.(request, apiError) ?? errorResponse(apiError);
       if (response.status === 405) response.headers.set("allow", allowed.join(", "));
       context.noteError?.(request, response);
       return response;

@@ -6,10 +6,13 @@
  * - request bodies: JSON only (the server refuses other media types with 400, as vLLM does);
  * - every response has a description, and a schema (inferred from its example where the route gave only an example);
  * - the routes without documented answers get theirs from ROUTE_DOCS (health, version, load, metrics, invocations);
+ *   /invocations takes the body of every route it forwards to; GET /v1/models/{model} (a wildcard route) is added;
  * - examples name the served model, its path and context length instead of the defaults written in the sources.
  * @example const doc = openApiDocument(raw, { servedModelName: "qwen", modelPath: "/m/qwen.gguf", maxModelLen: 4096 });
  */
 import { STATUS_CODES } from "node:http";
+import { INVOCATION_ROUTES } from "./openai/invocations.ts";
+import { MODEL_RESPONSES } from "./openai/response-docs.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -126,12 +129,11 @@ export function openApiDocument(raw: unknown, facts: OpenApiFacts): JsonObject {
     const extra = ROUTE_DOCS[`${method} ${path}`];
     if (extra?.summary && op.summary === undefined) op.summary = extra.summary;
     if (extra?.requestBody === "invocations") {
-      // the bodies /invocations routes by (invocations.ts), with their answers
+      // the body of each route /invocations forwards to (invocations.ts's table), among the routes this server has
+      const bodySchema = (o: JsonObject | undefined): Json | undefined => (isObject(o?.requestBody) && isObject(o.requestBody.content) && isObject(o.requestBody.content["application/json"]) ? o.requestBody.content["application/json"].schema : undefined);
+      const bodies = INVOCATION_ROUTES.map((r) => bodySchema(opOf("post", r.path))).filter((b): b is Json => b !== undefined);
+      op.requestBody = { required: true, content: { "application/json": { schema: { oneOf: bodies } } } };
       const chat = opOf("post", "/v1/chat/completions");
-      const completions = opOf("post", "/v1/completions");
-      const embeddings = opOf("post", "/v1/embeddings");
-      const bodySchema = (o: JsonObject | undefined): Json => (isObject(o?.requestBody) && isObject(o.requestBody.content) && isObject(o.requestBody.content["application/json"]) ? o.requestBody.content["application/json"].schema ?? {} : {});
-      op.requestBody = { required: true, content: { "application/json": { schema: { oneOf: [bodySchema(chat), bodySchema(completions), ...(embeddings ? [bodySchema(embeddings)] : [])] } } } };
       op.responses = structuredClone(isObject(chat?.responses) ? chat.responses : {});
     }
     if (isObject(op.requestBody) && isObject(op.requestBody.content)) {
@@ -150,5 +152,29 @@ export function openApiDocument(raw: unknown, facts: OpenApiFacts): JsonObject {
     }
     op.responses = responses;
   }
+  addModelRoute(doc);
   return rewriteExamples(doc, facts) as JsonObject;
+}
+
+/**
+ * GET /v1/models/{model}: the route is a wildcard (a served name may hold slashes), which the swagger plugin leaves
+ * out of its document; it is written here as OpenAI's spec names it.
+ */
+function addModelRoute(doc: JsonObject): void {
+  const paths = isObject(doc.paths) ? doc.paths : null;
+  const list = paths !== null && isObject(paths["/v1/models"]) ? paths["/v1/models"].get : undefined;
+  if (paths === null || !isObject(list)) return;
+  const responses = structuredClone(MODEL_RESPONSES) as unknown as JsonObject;
+  for (const response of Object.values(responses)) {
+    if (!isObject(response) || !isObject(response.content)) continue;
+    for (const media of Object.values(response.content)) if (isObject(media) && media.schema === undefined) media.schema = inferSchema(media.example ?? null);
+  }
+  paths["/v1/models/{model}"] = {
+    get: {
+      operationId: "getV1ModelsByModel", tags: list.tags ?? ["OpenAI"], summary: "Retrieve one served model by any of its names",
+      ...(list.security !== undefined ? { security: list.security } : {}),
+      parameters: [{ name: "model", in: "path", required: true, description: "The served model name or one of its aliases.", schema: { type: "string" } }],
+      responses,
+    },
+  };
 }

@@ -2,7 +2,8 @@
  * `fennec proxy`'s HTTP handler: disaggregated prefill/decode over two OpenAI-compatible servers, as vLLM's proxies do
  * it (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py _handle_completions, send_request_to_service;
  * examples/online_serving/disaggregated_serving/disagg_proxy_demo.py). For each /v1/completions or
- * /v1/chat/completions request: the next prefill server (round robin) gets the body with max_tokens 1, stream false and
+ * /v1/chat/completions request: the prefill server llm-d's picker chose (the routing sidecar's `x-prefiller-host-port`
+ * header), else the next one in turn (round robin), gets the body with max_tokens 1, stream false and
  * `kv_transfer_params: {do_remote_decode: true, ...}`; the `kv_transfer_params` it answers are added to the original
  * body, which the next decode server gets; the decode answer (streamed or not) goes back as it arrives. Both legs carry
  * one X-Request-Id. Only the wire protocol is assumed, so any server speaking vLLM's params works behind it.
@@ -16,6 +17,9 @@ import { errorMessage } from "../util/error-message.ts";
 import type { LogLevel } from "../util/logger.ts";
 import { PREFILL_KV_TRANSFER_PARAMS } from "../util/nixl-params.ts";
 import { ERROR_TYPES } from "./errors.ts";
+import { SPAN_ATTRIBUTES, SPAN_NAMES } from "../tracing/span-attributes.ts";
+import { extractTraceHeaders, injectTraceHeaders, parentContext } from "../tracing/trace-context.ts";
+import type { Tracing } from "../tracing/tracer.ts";
 
 
 export interface PdProxyOptions {
@@ -27,7 +31,12 @@ export interface PdProxyOptions {
   readonly log: (level: LogLevel, line: string) => void;
   /** tests: fixed ids; default crypto.randomUUID */
   readonly newRequestId?: () => string;
+  /** --otlp-traces-endpoint: one span per proxied request, the parent of both legs' spans (their traceparent) */
+  readonly tracing?: Tracing | null;
 }
+
+/** The proxy span's own attributes: which servers served the request (beside vLLM's gen_ai.request.id). */
+const PROXY_SPAN_ATTRIBUTES = { prefillServer: "fennec.proxy.prefill_server", decodeServer: "fennec.proxy.decode_server", status: "http.response.status_code" } as const;
 
 
 /** The generation routes: the path the client called is the path each leg gets. */
@@ -114,7 +123,7 @@ export function prefillBody(body: Record<string, unknown>): Record<string, unkno
  * and [DONE] (as vLLM ends a failed stream), a JSON body that is cut ends the connection. The client going away
  * cancels the decode request, so the decode server aborts it.
  */
-function passThrough(body: ReadableStream<Uint8Array>, isEventStream: boolean, failureMessage: () => string, onEnd: (ok: boolean) => void): ReadableStream<Uint8Array> {
+function passThrough(body: ReadableStream<Uint8Array>, isEventStream: boolean, failureMessage: () => string, onEnd: (ok: boolean) => void, onCancel: () => void = () => {}): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
@@ -130,8 +139,31 @@ function passThrough(body: ReadableStream<Uint8Array>, isEventStream: boolean, f
         controller.close();
       }
     },
-    cancel(reason) { void reader.cancel(reason).catch(() => {}); },
+    cancel(reason) { onCancel(); void reader.cancel(reason).catch(() => {}); },
   });
+}
+
+/**
+ * The routing sidecar's headers that carry the prefill host llm-d's picker chose (llm-d-routing-sidecar
+ * internal/proxy/proxy.go): `x-prefiller-host-port` (host:port), else the legacy `x-prefiller-url`; a comma list or
+ * repeated header means its first value, as the sidecar reads it.
+ */
+const PREFILLER_HEADERS = ["x-prefiller-host-port", "x-prefiller-url"] as const;
+
+/** The picked prefill server as a base URL; null without the headers; an Error naming the header for a bad value. */
+export function pickedPrefiller(headers: Headers): string | null | Error {
+  for (const name of PREFILLER_HEADERS) {
+    const value = headers.get(name)?.split(",")[0]?.trim();
+    if (value === undefined || value === "") continue;
+    const text = /^https?:\/\//i.test(value) ? value : `http://${value}`;
+    let url: URL | null = null;
+    try { url = new URL(text); } catch { /* refused below */ }
+    if (url === null || url.username !== "" || url.search !== "" || url.hash !== "" || url.pathname.replace(/\/+$/, "") !== "" || /\s/.test(value)) {
+      return new Error(`${name} "${value}" is not a prefill server's host:port`);
+    }
+    return url.origin;
+  }
+  return null;
 }
 
 /** Round robin over one list (itertools.cycle in vLLM's proxies). */
@@ -185,8 +217,19 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     if (original.kv_transfer_params !== undefined && original.kv_transfer_params !== null) {
       return errorReply(ERROR_TYPES.badRequest, "kv_transfer_params is set by the proxy for each leg: send the request without it", requestId, "kv_transfer_params");
     }
+    // the host llm-d's picker chose (it arrives through the routing sidecar's header), else the proxy's own turn
+    const picked = pickedPrefiller(request.headers);
+    if (picked instanceof Error) return errorReply(ERROR_TYPES.badRequest, picked.message, requestId);
     const headers = legHeaders(request, requestId);
-    const prefillUrl = nextPrefill();
+    const prefillUrl = picked ?? nextPrefill();
+    // the proxy's span continues the client's trace, and both legs continue the proxy's span
+    const parent = parentContext(extractTraceHeaders(request.headers));
+    const span = options.tracing?.startSpan(SPAN_NAMES.proxyRequest, Date.now(), parent, { [SPAN_ATTRIBUTES.requestId]: requestId, [PROXY_SPAN_ATTRIBUTES.prefillServer]: prefillUrl }) ?? null;
+    if (span !== null) injectTraceHeaders(options.tracing!.contextOf(span, parent), headers);
+    // ended once: when the answer is over (passed through, failed, or the client went away)
+    let spanOpen = span !== null;
+    const endSpan = (): void => { if (spanOpen) { spanOpen = false; span!.end(); } };
+    const reply = (response: Response): Response => { span?.setAttribute(PROXY_SPAN_ATTRIBUTES.status, response.status); if (response.status !== 200) endSpan(); return response; };
     const started = performance.now();
     let params: Record<string, unknown> | null;
     try {
@@ -194,9 +237,9 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     } catch (e) {
       const failure = e instanceof LegFailure ? e : new LegFailure(ERROR_TYPES.internal, `prefill leg failed: ${errorMessage(e)}`);
       // the client went away: nobody reads the answer, and it is no server's failure
-      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away during the prefill leg`); return errorReply(failure.kind, failure.message, requestId); }
+      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away during the prefill leg`); return reply(errorReply(failure.kind, failure.message, requestId)); }
       options.log("ERROR", `${requestId}: ${failure.message}`);
-      return errorReply(failure.kind, failure.message, requestId, failure.param);
+      return reply(errorReply(failure.kind, failure.message, requestId, failure.param));
     }
     const prefillMs = performance.now() - started;
     // vLLM's proxies go on without the params (the decode server then computes the prompt itself)
@@ -210,25 +253,28 @@ export function createPdProxy(options: PdProxyOptions): PdProxy {
     } catch (e) {
       timer.settle();
       const failure = fetchFailure("decode", decodeUrl, e, timer.timedOut(), timeoutMs);
-      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away before the decode answer`); return errorReply(failure.kind, failure.message, requestId); }
+      if (request.signal.aborted) { options.log("INFO", `${requestId}: the client went away before the decode answer`); return reply(errorReply(failure.kind, failure.message, requestId)); }
       options.log("ERROR", `${requestId}: ${failure.message}`);
-      return errorReply(failure.kind, failure.message, requestId);
+      return reply(errorReply(failure.kind, failure.message, requestId));
     }
     timer.settle();
     if (!response.ok) {
       const failure = await httpFailure("decode", decodeUrl, response);
       options.log("ERROR", `${requestId}: ${failure.message}`);
-      return errorReply(failure.kind, failure.message, requestId, failure.param);
+      return reply(errorReply(failure.kind, failure.message, requestId, failure.param));
     }
     options.log("INFO", `${requestId}: prefill ${prefillUrl} in ${prefillMs.toFixed(1)} ms (${params === null ? "no kv_transfer_params" : "kv_transfer_params returned"}), decode ${decodeUrl}`);
     const contentType = response.headers.get("content-type") ?? "application/json";
     const isEventStream = contentType.startsWith("text/event-stream");
     const out = response.body === null ? null : passThrough(response.body, isEventStream, () => `decode server ${decodeUrl} stopped mid-answer`, (ok) => {
       if (!ok) options.log("ERROR", `${requestId}: decode server ${decodeUrl} stopped mid-answer`);
-    });
+      endSpan();
+    }, endSpan);
     const replyHeaders: Record<string, string> = { "content-type": contentType, "x-request-id": requestId };
     if (isEventStream) replyHeaders["cache-control"] = "no-cache";
-    return new Response(out, { status: response.status, headers: replyHeaders });
+    span?.setAttribute(PROXY_SPAN_ATTRIBUTES.decodeServer, decodeUrl);
+    if (out === null) endSpan();
+    return reply(new Response(out, { status: response.status, headers: replyHeaders }));
   }
 
   /** 200 (empty, as vLLM's /health) when every server's /health is 200; else 503 naming the ones that are not. */

@@ -9,7 +9,15 @@ import { workerEntryUrl } from "../util/compiled-entry.ts";
 import { MAX_JSON_DEPTH, nestingError } from "./body-limits.ts";
 import { NestingScanner } from "../util/json-limits.ts";
 import { ApiError } from "./errors.ts";
-import type { FromJsonParser, ToJsonParser } from "./json-parse-worker.ts";
+import type { FromJsonParser, PromptCharBound, ToJsonParser } from "./json-parse-worker.ts";
+
+/**
+ * The route's prompt bound for a large body (server/openai/prompt-text.ts promptBoundFor): the Worker counts the
+ * prompt's characters and the main thread only builds the route's own 400 from the count.
+ */
+export interface PromptBound extends PromptCharBound {
+  readonly refuse: (numChars: number) => ApiError;
+}
 
 /** Bodies larger than this are parsed off the main thread (about a millisecond of parsing stays inline). */
 export const OFF_THREAD_BYTES = 1024 * 1024;
@@ -38,25 +46,20 @@ async function readBodyChunks(request: Request, maxBytes: number, onChunk: (chun
 /** The one parser Worker of the process, unref'd (it never keeps the process alive). */
 let parser: { worker: Worker; pending: Map<number, (reply: FromJsonParser) => void>; nextId: number } | null = null;
 
-/** The body's bytes in one buffer that grows by doubling: one copy per chunk as it arrives, one transfer at the end. */
-class ByteAccumulator {
-  private bytes: Uint8Array;
-  length = 0;
-  constructor(capacity: number) {
-    this.bytes = new Uint8Array(capacity);
-  }
+/**
+ * The chunks of a large body, kept as they arrive (no copy on the main thread: copying 15 MB into one buffer was the
+ * largest part of the main thread's work for such a body) and transferred to the Worker, which joins them.
+ */
+class ChunkList {
+  readonly chunks: Uint8Array[] = [];
   push(chunk: Uint8Array): void {
-    if (this.length + chunk.byteLength > this.bytes.byteLength) {
-      const grown = new Uint8Array(Math.max(this.bytes.byteLength * 2, this.length + chunk.byteLength));
-      grown.set(this.bytes.subarray(0, this.length));
-      this.bytes = grown;
-    }
-    this.bytes.set(chunk, this.length);
-    this.length += chunk.byteLength;
+    // a chunk that is the whole of its buffer is transferred as it is; a view into a larger (shared or pooled) one is copied
+    const owned = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && chunk.buffer instanceof ArrayBuffer;
+    this.chunks.push(owned ? chunk : chunk.slice());
   }
-  /** the buffer (its first `length` bytes are the body), to transfer: the accumulator is spent */
-  take(): ArrayBuffer {
-    return this.bytes.buffer as ArrayBuffer;
+  /** the buffers to transfer: the list is spent */
+  transferables(): ArrayBuffer[] {
+    return this.chunks.map((c) => c.buffer as ArrayBuffer);
   }
 }
 
@@ -80,24 +83,24 @@ export function startJsonParser(): void {
   parser = state;
 }
 
-function parseOffThread(body: ArrayBuffer, length: number): Promise<FromJsonParser> {
+function parseOffThread(body: ChunkList, prompt: PromptCharBound | undefined): Promise<FromJsonParser> {
   startJsonParser();
   const state = parser!;
   const id = state.nextId++;
   return new Promise((resolve) => {
     state.pending.set(id, resolve);
-    state.worker.postMessage({ id, body, length, maxDepth: MAX_JSON_DEPTH } satisfies ToJsonParser, [body]);
+    state.worker.postMessage({ id, chunks: body.chunks, maxDepth: MAX_JSON_DEPTH, ...(prompt !== undefined ? { prompt } : {}) } satisfies ToJsonParser, body.transferables());
   });
 }
 
 /**
  * The body as a JSON object. Small bodies are decoded and checked chunk by chunk as they arrive and parsed here, their
  * text returned as `rawText` for error messages (Elysia converts values before validating them); large ones are parsed
- * by the Worker (no raw text kept: re-parsing it for a message would cost what the Worker saved).
+ * by the Worker (no raw text kept: re-parsing it for a message would cost what the Worker saved), which also refuses a
+ * prompt over `promptBound` there (the route checks small bodies itself, with the same words).
  */
-export async function parseJsonObject(request: Request, maxBytes: number): Promise<{ body: Record<string, unknown>; rawText: string | null }> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  let large: ByteAccumulator | null = null;
+export async function parseJsonObject(request: Request, maxBytes: number, promptBound: PromptBound | null = null): Promise<{ body: Record<string, unknown>; rawText: string | null }> {
+  let large: ChunkList | null = null;
   const inlineChunks: Uint8Array[] = [];
   const pieces: string[] = [];
   const decoder = new TextDecoder("utf-8");
@@ -114,7 +117,7 @@ export async function parseJsonObject(request: Request, maxBytes: number): Promi
     if (inline && bytes > OFF_THREAD_BYTES) {
       inline = false;
       pieces.length = 0;
-      large = new ByteAccumulator(Number.isFinite(declared) && declared > 0 && declared <= maxBytes ? declared : 4 * OFF_THREAD_BYTES);
+      large = new ChunkList();
       for (const c of inlineChunks.splice(0)) large.push(c);
     }
     if (large !== null) { large.push(chunk); return; }
@@ -134,9 +137,12 @@ export async function parseJsonObject(request: Request, maxBytes: number): Promi
     }
     rawText = text;
   } else {
-    const accumulated = (large as ByteAccumulator | null)!;
-    const reply = await parseOffThread(accumulated.take(), accumulated.length);
-    if (!reply.ok) throw reply.problem.startsWith("nesting: ") ? nestingError(reply.problem.slice("nesting: ".length)) : notJson();
+    const bound = promptBound === null ? undefined : { field: promptBound.field, maxChars: promptBound.maxChars };
+    const reply = await parseOffThread((large as ChunkList | null)!, bound);
+    if (!reply.ok) {
+      if (reply.problem === "prompt" && promptBound !== null) throw promptBound.refuse(reply.numChars ?? 0);
+      throw reply.problem.startsWith("nesting: ") ? nestingError(reply.problem.slice("nesting: ".length)) : notJson();
+    }
     value = reply.value;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new ApiError("invalidBody", "Request body must be a JSON object");

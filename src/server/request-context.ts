@@ -14,6 +14,8 @@ export class RequestContext {
   client: string | null = null;
   /** the body's text as the client sent it (bodies parsed inline only): error messages quote it as it was */
   rawBodyText: string | null = null;
+  /** the top-level keys of the JSON body as the client sent it (before server defaults): vLLM logs the unknown ones */
+  bodyKeys: readonly string[] | null = null;
   /** the error response it got (the after-response hook cannot see it) */
   errorResponse: Response | null = null;
   /** re-entered from /invocations: counted and logged once, under /invocations */
@@ -26,6 +28,13 @@ export class RequestContext {
   /** the client's `X-Request-Id` header (the response id's source, vLLM), or null */
   get requestIdHeader(): string | null {
     return this.request.headers.get("x-request-id");
+  }
+
+  /** the W3C trace context the client sent (vLLM copies only these two headers to the request's span) */
+  get traceHeaders(): Readonly<Record<string, string>> | null {
+    const out: Record<string, string> = {};
+    for (const name of ["traceparent", "tracestate"]) { const v = this.request.headers.get(name); if (v !== null) out[name] = v; }
+    return Object.keys(out).length === 0 ? null : out;
   }
 
   /** fires when the client goes away */

@@ -24,7 +24,7 @@ export interface RequestDefaults {
   readonly sampling: GenerationDefaults;
 }
 
-const GENERATION_PATHS = new Set(["/v1/chat/completions", "/v1/completions"]);
+const GENERATION_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/messages"]);
 
 export function applyRequestDefaults(pathname: string, body: Record<string, unknown>, defaults: RequestDefaults): void {
   const [primary, ...aliases] = defaults.names;

@@ -3,6 +3,8 @@
  * (vllm/entrypoints/logger.py) writes it: `Received request <id>: prompt: '<text>', params: SamplingParams(...),
  * prompt_token_ids: [...], lora_request: None.` The prompt and its ids are cut to --max-log-len, as in vLLM.
  * Wraps the orchestrator, so every route (chat, completions, /invocations, each prompt of a list) is logged once.
+ * With --enable-log-outputs also each finished choice, as RequestLogger.log_outputs: `Generated response <id>:
+ * output: '<text>', output_token_ids: [...], finish_reason: stop` (cut to --max-log-len too).
  * @example orchestrator = withRequestLogging(orchestrator, (line) => log.info(line), null);
  */
 import type { SamplingParams } from "../engine/sampling-params.ts";
@@ -24,14 +26,28 @@ export function samplingParamsRepr(params: SamplingParams): string {
   return `SamplingParams(${Object.entries(params).map(([k, v]) => `${snake(k)}=${pyRepr(v)}`).join(", ")})`;
 }
 
-export function withRequestLogging(inner: Orchestrator, log: (line: string) => void, maxLogLen: number | null): Orchestrator {
+export function withRequestLogging(inner: Orchestrator, log: (line: string) => void, maxLogLen: number | null, logOutputs = false): Orchestrator {
   const cut = <T extends string | readonly number[]>(v: T): T => (maxLogLen === null ? v : (v.slice(0, maxLogLen) as T));
   const generate: Orchestrator["generate"] = (request, signal) => {
     const prompt = inner.tokenizer.decode(request.promptTokenIds);
     log(`Received request ${request.externalRequestId ?? request.requestId}: prompt: ${pyRepr(cut(prompt))}, params: ${samplingParamsRepr(request.sampling)}, ` +
       `prompt_token_ids: ${pyRepr(cut(request.promptTokenIds))}, lora_request: None.`);
-    return inner.generate(request, signal);
+    return logOutputs ? loggedOutputs(inner.generate(request, signal), request.externalRequestId ?? request.requestId) : inner.generate(request, signal);
   };
+  /** the stream as it is, plus one line per choice when it finishes */
+  async function* loggedOutputs(outputs: ReturnType<Orchestrator["generate"]>, id: string): ReturnType<Orchestrator["generate"]> {
+    const texts = new Map<number, { text: string; ids: number[] }>();
+    for await (const out of outputs) {
+      for (const o of out.outputs) {
+        const seen = texts.get(o.index) ?? { text: "", ids: [] };
+        seen.text += o.textDelta;
+        seen.ids.push(...o.tokenIdsDelta);
+        texts.set(o.index, seen);
+        if (o.finishReason !== null) log(`Generated response ${id}${o.index > 0 ? `-${o.index}` : ""}: output: ${pyRepr(cut(seen.text))}, output_token_ids: ${pyRepr(cut(seen.ids))}, finish_reason: ${o.finishReason}`);
+      }
+      yield out;
+    }
+  }
   // vLLM logs a pooling request the same way, with its PoolingParams (vllm/pooling_params.py __repr__)
   const encode: NonNullable<Orchestrator["encode"]> = (request, signal) => {
     const prompt = inner.tokenizer.decode(request.promptTokenIds);

@@ -42,6 +42,8 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly grammarChecker?: GrammarChecker;
   /** called per tool-parser run (vllm:tool_call_parser_invocations_total) */
   readonly onToolParserInvocation?: (event: import("../metrics/recorder.ts").ToolParserInvocation) => void;
+  /** Ollama's model routes: the served GGUF's metadata and a Hub download (serve hands them in); absent = none */
+  readonly ollama?: import("./ollama/ollama-serving.ts").OllamaServing;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

@@ -35,6 +35,7 @@ class GgufTokenizer implements Tokenizer {
   private readonly pieces: PieceTable;
   private readonly encodeText: (text: string, out: number[]) => void;
   private readonly chatTemplate: ChatTemplate;
+  readonly chatTemplateSource: string | null;
   private readonly utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
   /** where long texts may be cut (encode-slices.ts), computed on first use; null: nowhere */
   private cut: ((text: string, i: number) => boolean) | null | undefined = undefined;
@@ -54,6 +55,7 @@ class GgufTokenizer implements Tokenizer {
       this.encodeText = (text, out) => bpe.encode(text, out);
     }
     const textOf = (id: number | null) => (id === null ? "" : vocab.tokens[id]!);
+    this.chatTemplateSource = vocab.chatTemplate;
     this.chatTemplate = new ChatTemplate(vocab.chatTemplate, { bosToken: textOf(vocab.bosId), eosToken: textOf(vocab.eosId) }, vocab.source);
   }
 

@@ -98,6 +98,8 @@ export interface Tokenizer {
   tokenText(tokenId: number): string;
   isSpecial(tokenId: number): boolean;
   createDetokenizer(options?: DecodeOptions): IncrementalDetokenizer;
+  /** the model's tokenizer.chat_template text (null: none, the plain fallback renders); absent: not a GGUF tokenizer */
+  readonly chatTemplateSource?: string | null;
   /** tokenizer.chat_template rendered with @huggingface/jinja, or the documented plain fallback */
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions): string;
   /** what "auto" content format resolves to for the model's template (or the given one) */

@@ -134,6 +134,13 @@ describe("deploy/kubernetes without a cluster", () => {
     expect(route.rules[0]!.backendRefs[0]).toMatchObject({ kind: "InferencePool", name: byKind("InferencePool")[0]!.metadata.name });
   });
 
+  test("the pod labels llm-d's picker reads: llm-d.ai/role (its prefill/decode filters) and the engine type of its metrics extractor", () => {
+    // llm-d-inference-scheduler's by-label filters; the Inference Extension's core-metrics-extractor (engineLabelKey
+    // default inference.networking.k8s.io/engine-type; the built-in "vllm" engineConfig reads vLLM's series names)
+    expect(templateOf(named("Deployment", "fennec-prefill")).metadata.labels).toMatchObject({ "llm-d.ai/role": "prefill", "inference.networking.k8s.io/engine-type": "vllm" });
+    expect(templateOf(named("Deployment", "fennec-decode")).metadata.labels).toMatchObject({ "llm-d.ai/role": "decode", "inference.networking.k8s.io/engine-type": "vllm" });
+  });
+
   test("every fennec pod: probes on /health, Prometheus annotations naming the engine's /metrics port", () => {
     for (const name of ["fennec-prefill", "fennec-decode"]) {
       const t = templateOf(named("Deployment", name));
@@ -147,5 +154,21 @@ describe("deploy/kubernetes without a cluster", () => {
     }
     const proxy = templateOf(named("Deployment", "fennec-decode")).spec.containers.find((c) => c.args?.[0] === "proxy")!;
     expect(proxy.readinessProbe?.httpGet?.path).toBe("/health");
+  });
+});
+
+describe("KV cache events", () => {
+  test("every fennec engine publishes on port 5556 with llm-d's topic kv@<pod IP>@<model> and a fixed hash seed", () => {
+    const engines = fennecContainers.filter(({ container }) => container.args?.[0] === "serve");
+    expect(engines.length).toBeGreaterThan(0);
+    for (const { container } of engines) {
+      const arg = container.args!.find((a) => a.startsWith("--kv-events-config="))!;
+      const config = JSON.parse(arg.slice("--kv-events-config=".length)) as Record<string, unknown>;
+      expect(config).toMatchObject({ enable_kv_cache_events: true, publisher: "zmq", endpoint: "tcp://*:5556" });
+      expect(config["topic"]).toMatch(/^kv@\$\(POD_IP\)@[^@]+$/);
+      expect(container.env?.find((e) => e.name === "POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
+      expect(envOf(container)["PYTHONHASHSEED"]).toMatch(/^\d+$/);
+      expect(container.ports?.some((p) => p.containerPort === 5556)).toBe(true);
+    }
   });
 });

@@ -199,6 +199,45 @@ describe("a 15 MB prompt (issue 12 item 3)", () => {
     expect(await residentBytes() - rssBefore).toBeLessThan(300 * 2 ** 20);
   });
 
+  test("one after another for 3 s: each refused in the parser Worker, /health p99 under 50 ms over 100+ samples", async () => {
+    const bodies = [JSON.stringify({ prompt: huge, max_tokens: 1 }), JSON.stringify({ messages: [{ role: "user", content: huge }], max_tokens: 1 })];
+    const paths = ["/v1/completions", "/v1/chat/completions"];
+    const send = async (i: number) => {
+      const res = await fetch(`${server.url}${paths[i % 2]}`, { method: "POST", headers: { "content-type": "application/json" }, body: bodies[i % 2] });
+      return { status: res.status, body: (await res.json()) as { error: { message: string; param: string } } };
+    };
+    await Promise.all([send(0), send(1)]); // warm: JIT and the parser Worker
+    /** one window: the idle p99 just before, then 3 s of bodies from one sender (a short pause between them) */
+    const window = async () => {
+      const baseline = await healthLatenciesDuring(Bun.sleep(500));
+      const results: Awaited<ReturnType<typeof send>>[] = [];
+      const until = performance.now() + 3000;
+      const answers = (async () => {
+        for (let i = 0; performance.now() < until; i++) {
+          results.push(await send(i));
+          await Bun.sleep(20);
+        }
+      })();
+      const latencies = await healthLatenciesDuring(answers);
+      for (const answer of results) {
+        expect(answer.status).toBe(400);
+        expect(answer.body.error.message).toMatch(/^The prompt has 14999000 characters; it cannot fit the maximum model length of 512 tokens/);
+        expect(answer.body.error.param).toBeOneOf(["prompt", "messages"]);
+      }
+      expect(results.length).toBeGreaterThanOrEqual(8);
+      expect(latencies.length).toBeGreaterThan(100);
+      const sorted = [...latencies].sort((a, b) => a - b);
+      console.log(`${results.length} x 15 MB prompts in 3 s: /health p50 ${sorted[sorted.length >> 1]!.toFixed(1)} ms, p99 ${p99(latencies).toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms (${latencies.length} samples), idle p99 ${p99(baseline).toFixed(1)} ms`);
+      return { p99: p99(latencies), bound: 50 + 2 * p99(baseline) };
+    };
+    // the issue's goal, with the allowance the other floods here get for a noisy shared machine (its idle p99, twice);
+    // other work on a shared 2-core box can swamp one window, so up to three are tried: a regression fails all three
+    const windows: { p99: number; bound: number }[] = [];
+    for (let i = 0; i < 3 && !windows.some((w) => w.p99 < w.bound); i++) windows.push(await window());
+    expect(windows.some((w) => w.p99 < w.bound)).toBe(true);
+    expect(server.log()).not.toMatch(STACK_LINE);
+  }, 60_000);
+
   test("/tokenize (no length bound, as vLLM's): 2 MB tokenized in slices while /health stays under 50 ms at p99", async () => {
     const text = huge.slice(0, 2_000_000);
     const baseline = await healthLatenciesDuring(Bun.sleep(300));

@@ -72,6 +72,45 @@ describe("server log", () => {
     expect(records.some((r) => r.level === "DEBUG" && r.message.startsWith("Engine 000: Avg prompt throughput: 0.0 tokens/s"))).toBe(true);
   }, 120_000);
 
+  test("--enable-log-outputs: one line per finished answer with its text, token ids and finish reason, cut to --max-log-len", async () => {
+    const server = await startServer(["--threads", "1", "--enable-log-requests", "--enable-log-outputs", "--max-log-len", "3"]);
+    servers.push(server);
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
+    const answer = await client.completions.create({ model: "stories260K", prompt: "Once upon a time", max_tokens: 6, temperature: 0 });
+    await Bun.sleep(100);
+    const line = server.log().split("\n").find((l) => l.includes("[logger.ts] Generated response "));
+    expect(line).toMatch(/^INFO .* \[logger\.ts\] Generated response \S+: output: '.*', output_token_ids: \[\d+, \d+, \d+\], finish_reason: length$/);
+    expect(line).toContain(`output: '${answer.choices[0]!.text.slice(0, 3).replace(/'/g, "\\'").replace(/\n/g, "\\n")}'`);
+    await server.stop();
+  }, 60_000);
+
+  test("VLLM_LOGGING_LEVEL=DEBUG: per-step scheduling lines, per-request prefix-cache hits, grammar compile times; INFO has none", async () => {
+    const debug = await startServer(["--threads", "1"], { env: { VLLM_LOGGING_LEVEL: "DEBUG" } });
+    servers.push(debug);
+    const client = new OpenAI({ baseURL: `${debug.url}/v1`, apiKey: "none", maxRetries: 0 });
+    const prompt = "Once upon a time there was a little girl who lived in a village near the forest";
+    // the same prompt twice: the second finds the first one's full blocks in the prefix cache
+    for (let i = 0; i < 2; i++) await client.completions.create({ model: "stories260K", prompt, max_tokens: 8, temperature: 0 });
+    await client.chat.completions.create({ model: "stories260K", messages: [{ role: "user", content: "Pick" }], max_tokens: 8, response_format: { type: "json_object" } });
+    await Bun.sleep(200);
+    const lines = debug.log().trimEnd().split("\n");
+    const steps = lines.filter((l) => /^DEBUG .* \[scheduler\.ts\] Engine 000 step \d+: scheduled \d+ seqs, \d+ prompt \+ \d+ generation tokens; running \d+, waiting \d+, preempted \d+; prefix cache hits \d+ of \d+ tokens; KV cache \d+\.\d% used; \d+\.\d ms$/.test(l));
+    expect(steps.length).toBeGreaterThanOrEqual(3);
+    const finished = lines.map((l) => /\[scheduler\.ts\] Request \S+ finished \(\w+\): (\d+) prompt tokens, (\d+) of them prefix-cache hits/.exec(l)).filter((m) => m !== null);
+    expect(finished.length).toBe(3);
+    expect(Number(finished[0]![2])).toBe(0);
+    expect(Number(finished[1]![2])).toBeGreaterThan(0);
+    expect(lines.some((l) => /^DEBUG .* \[scheduler\.ts\] Request \S+: grammar compiled in \d+\.\d ms$/.test(l))).toBe(true);
+    await debug.stop();
+    const info = await startServer(["--threads", "1"]);
+    servers.push(info);
+    await new OpenAI({ baseURL: `${info.url}/v1`, apiKey: "none", maxRetries: 0 }).completions.create({ model: "stories260K", prompt, max_tokens: 8 });
+    await Bun.sleep(100);
+    expect(info.log()).not.toContain("DEBUG ");
+    expect(info.log()).not.toContain("[scheduler.ts]");
+    await info.stop();
+  }, 120_000);
+
   test("--disable-uvicorn-access-log and --uvicorn-log-level warning: no access lines", async () => {
     for (const flags of [["--disable-uvicorn-access-log"], ["--uvicorn-log-level", "warning"]]) {
       const server = await startServer(["--threads", "1", ...flags]);

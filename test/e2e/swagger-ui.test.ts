@@ -1,4 +1,4 @@
-// Browser test: headless Chromium (Debian's `chromium`, driven by playwright-core) opens the real server's /docs,
+// Browser test: headless Chromium (Debian's `chromium`, driven by playwright-core) opens the real server's /docs and /redoc,
 // authorizes with the API key, runs "Try it out" on POST /v1/chat/completions with the documented example, and sees
 // a 200 with generated text. Needs no network: Swagger UI's files are embedded in fennec.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -54,5 +54,20 @@ test("Swagger UI: authorize, Try it out on chat completions, 200 with generated 
   expect(body.usage.completion_tokens).toBeGreaterThan(0);
   expect(body.choices[0]!.message.content.trim().length).toBeGreaterThan(0);
   expect(offsite).toEqual([]);
+  await page.close();
+}, 90_000);
+
+test("ReDoc at /redoc (as vLLM's FastAPI serves it): renders the API document from the embedded bundle", async () => {
+  const page = await browser.newPage();
+  const offsite: string[] = [];
+  page.on("request", (r) => { if (!r.url().startsWith(server.url)) offsite.push(r.url()); });
+  await page.goto(`${server.url}/redoc`);
+  // ReDoc renders each operation's summary into its menu once it has read /openapi.json
+  await page.getByText("/v1/chat/completions").first().waitFor({ timeout: 30_000 });
+  expect(await page.title()).toContain("ReDoc");
+  expect(await page.locator("h1").first().innerText()).toContain("fennec API");
+  // the bundle and the document are fennec's; ReDoc itself adds its search worker (a blob: URL) and its branding
+  // image in the sidebar, which may fail offline without changing the page
+  expect(offsite.filter((url) => !url.startsWith("blob:") && url !== "https://cdn.redoc.ly/redoc/logo-mini.svg")).toEqual([]);
   await page.close();
 }, 90_000);

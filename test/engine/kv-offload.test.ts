@@ -137,6 +137,25 @@ describe("save outcomes", () => {
     expect(outcome(run.steps, "stored")).toBe(6);
   });
 
+  test("stored: a request that finishes after one token (the prefill leg of disaggregated serving) stores its prompt's full blocks", async () => {
+    for (const connector of ["SimpleCPUOffloadConnector", "OffloadingConnector"]) {
+      // the whole prompt in one step: the request finishes in the step that computed it
+      const { engine } = makeEngine({ maxNumBatchedTokens: 256, kvOffload: offloadConfig({ cpu_bytes_to_use: 64 * BLOCK_BYTES }, connector) });
+      engine.addRequest(request("a", [...SHARED, 1], { maxTokens: 1 }));
+      const run = await drive(engine);
+      expect(run.steps.length).toBe(1);
+      expect(run.outputs.get("a")!.tokens.length).toBe(1);
+      // 101 prompt tokens: 6 full blocks of 16, handed off when the request finishes (vLLM request_finished)
+      expect(outcome(run.steps, "stored")).toBe(6);
+      await engine.offload!.settle();
+      // they are in the tier: the same prompt again finds every block there
+      engine.addRequest(request("b", [...SHARED, 2], { maxTokens: 1 }));
+      await drive(engine, run);
+      expect(outcome(run.steps, "skipped_already_cached")).toBe(6);
+      engine.dispose();
+    }
+  });
+
   test("skipped_in_flight: a block whose disk write has not returned is not stored twice", async () => {
     const path = join(dir, "inflight", "kv");
     const { engine } = makeEngine({ kvOffload: offloadConfig({ kv_offload_backend: "disk", disk_path: path, disk_capacity_bytes: 64 * 4096, use_page_cache: true }) });

@@ -5,6 +5,7 @@ vLLM's examples/features/kv_events/kv_events_subscriber.py and llm-d-kv-cache's 
   subscriber.py sub ENDPOINT TOPIC COUNT      SUB: subscribe to TOPIC, print COUNT messages as JSON lines
   subscriber.py sub-bind ENDPOINT TOPIC COUNT the same, but the SUB binds and the publisher connects to it
   subscriber.py replay ENDPOINT START KIND    DEALER or REQ: ask the replay socket from START, print until the end marker
+  subscriber.py collect ENDPOINT TOPIC IDLE   SUB: print every message until none came for IDLE seconds, then exit 0
 
 Every message is decoded field by field against vLLM's event structs (kv_events.py): a missing or unexpected field,
 a wrong type or a wrong frame count is printed as {"error": ...} and the script exits 1. Ints beyond 2^53 are printed
@@ -104,6 +105,16 @@ def main():
                 sock.bind(endpoint)
             emit({"ready": True, "endpoint": sock.getsockopt_string(zmq.LAST_ENDPOINT)})
             for _ in range(count):
+                frames = sock.recv_multipart()
+                assert len(frames) == 3, f"{len(frames)} frames, expected [topic, seq, payload]"
+                emit(decode(*frames))
+        elif mode == "collect":
+            topic, idle = sys.argv[3], float(sys.argv[4])
+            sock = ctx.socket(zmq.SUB)
+            sock.setsockopt_string(zmq.SUBSCRIBE, topic)
+            sock.connect(endpoint)
+            emit({"ready": True, "endpoint": endpoint})
+            while sock.poll(int(idle * 1000)):
                 frames = sock.recv_multipart()
                 assert len(frames) == 3, f"{len(frames)} frames, expected [topic, seq, payload]"
                 emit(decode(*frames))

@@ -294,3 +294,99 @@ describe("docs", () => {
     expect(Object.keys(responses["200"].content)).toEqual(["application/json", "text/event-stream"]);
   });
 });
+
+describe("messages that say what is wrong", () => {
+  test("POST /tokenize {}: neither `prompt` nor `messages` (pydantic's missing fields of both request forms)", async () => {
+    const s = testServer();
+    const err = await expectError(await s.call("POST", "/tokenize", {}), 400, "prompt", /^2 validation errors: 'prompt' is required \(completion form\), 'messages' is required \(chat form\)$/);
+    expect(err.error.message).not.toContain("not both");
+    // both given is still the other message
+    await expectError(await s.call("POST", "/tokenize", { prompt: "a", messages: [{ role: "user", content: "a" }] }), 400, "messages", /not both/);
+  });
+
+  test('a content part {"type":"text"} with no `text` names the missing field', async () => {
+    const s = testServer();
+    for (const path of ["/v1/chat/completions", "/tokenize"]) {
+      const err = await expectError(await s.call("POST", path, { messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "text" }] }] }), 400,
+        "messages[0].content[1].text", /^1 validation error: 'messages\[0\]\.content\[1\]\.text' is required$/);
+      expect(err.error.message).not.toContain("only text parts");
+    }
+    // another part type is still "only text parts"
+    await expectError(await s.call("POST", "/v1/chat/completions", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }), 400,
+      "messages[0].content[0].type", /only text parts are supported \(got type "image_url"\)/);
+  });
+
+  test("POST /ping ignores its body, as vLLM does: empty JSON, {} and garbage are all 200", async () => {
+    const s = testServer();
+    for (const body of ["", "{}", "not json"]) {
+      const res = await s.app.handle(new Request("http://localhost/ping", { method: "POST", headers: { "content-type": "application/json" }, body }));
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("");
+    }
+  });
+});
+
+describe("a prompt too long for the model in a large body (refused by the parser Worker)", () => {
+  /** the fake tokenizer has one character per token: its longest token is 1 character */
+  const bounded = () => {
+    const s = testServer({}, { maxModelLen: 256 });
+    (s.fake.tokenizer as { maxTokenChars?: number }).maxTokenChars = 1;
+    return s;
+  };
+  const big = "x".repeat(2_000_000); // over the 1 MiB a body is parsed inline up to
+  const small = "x".repeat(300_000);
+
+  test("completions (a string and a list) and chat: the route's own 400, param and words, whatever the body's size", async () => {
+    const s = bounded();
+    const cases = [
+      ["/v1/completions", (p: string) => ({ prompt: p }), "prompt"],
+      ["/v1/completions", (p: string) => ({ prompt: ["short", p] }), "prompt"],
+      ["/v1/chat/completions", (p: string) => ({ messages: [{ role: "user", content: [{ type: "text", text: p }] }] }), "messages"],
+    ] as const;
+    for (const [path, body, param] of cases) {
+      for (const text of [small, big]) {
+        await expectError(await s.call("POST", path, body(text)), 400, param,
+          new RegExp(`^The prompt has ${text.length} characters; it cannot fit the maximum model length of 256 tokens \\(at most 256 characters: 256 tokens x 1, the vocabulary's longest token\\)\\. Shorten the prompt\\.$`));
+      }
+    }
+    expect(s.fake.requests).toHaveLength(0);
+  });
+
+  test("truncate_prompt_tokens: not bounded by characters (vLLM tokenizes it whole, then keeps the tail)", async () => {
+    const s = bounded();
+    const res = await s.call("POST", "/v1/completions", { prompt: big, truncate_prompt_tokens: 8, max_tokens: 2 });
+    expect(res.status).toBe(200);
+    expect(s.fake.requests[0]!.promptTokenIds).toHaveLength(8);
+  });
+});
+
+describe("large bodies (parsed in the Worker from the chunks as they arrived)", () => {
+  /** a POST whose body arrives in `size`-byte chunks (cut anywhere, inside UTF-8 sequences too) */
+  const chunked = (s: ReturnType<typeof testServer>, path: string, text: string, size: number) => {
+    const bytes = new TextEncoder().encode(text);
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < bytes.length; i += size) controller.enqueue(bytes.slice(i, i + size));
+        controller.close();
+      },
+    });
+    return s.app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body, duplex: "half" } as RequestInit));
+  };
+
+  test("multi-byte characters cut between chunks are joined: the same tokens as the whole text", async () => {
+    const s = testServer();
+    const prompt = "é€😀a".repeat(150_000); // 1.65 MB of UTF-8
+    const res = await chunked(s, "/tokenize", JSON.stringify({ prompt, add_special_tokens: false }), 65_537);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { count: number };
+    const direct = (await (await s.call("POST", "/tokenize", { prompt: prompt.slice(0, 50), add_special_tokens: false })).json()) as { count: number };
+    expect(body.count).toBe(direct.count * 15_000);
+  });
+
+  test("not JSON, or nesting past the limit, over the inline size: the same 400s as a small body", async () => {
+    const s = testServer();
+    await expectError(await chunked(s, "/v1/completions", `{"prompt": "${"x".repeat(2_000_000)}"`, 100_000), 400, null, /^Request body is not valid JSON$/);
+    await expectError(await chunked(s, "/v1/completions", `{"prompt": "${"x".repeat(2_000_000)}", "a": ${"[".repeat(200)}1${"]".repeat(200)}}`, 100_000), 400, null,
+      /^Request body is refused: its JSON nesting is deeper than the limit of 128 levels/);
+  });
+});

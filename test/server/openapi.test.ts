@@ -57,7 +57,30 @@ describe("/openapi.json", () => {
     }
     expect(problems).toEqual([]);
     // /invocations takes either body it routes by
-    expect(doc.paths["/invocations"].post.requestBody.content["application/json"].schema.oneOf).toHaveLength(3);
+    expect(doc.paths["/invocations"].post.requestBody.content["application/json"].schema.oneOf).toHaveLength(5);
+  });
+
+  test("POST /invocations: one body schema per route it forwards to (messages, prompt, input, text_1, documents)", async () => {
+    const doc = await documentOf(testServer());
+    const bodies = doc.paths["/invocations"].post.requestBody.content["application/json"].schema.oneOf as Json[];
+    // each member is the target route's own schema, so it names the field /invocations routes by
+    const fields = ["messages", "prompt", "input", "text_1", "documents"];
+    expect(bodies).toHaveLength(fields.length);
+    fields.forEach((field, i) => expect(bodies[i]!.properties[field]).toBeDefined());
+  });
+
+  test("GET /v1/models/{model}: documented (the route takes any name, slashes included)", async () => {
+    const s = testServer({ servedModelName: "qwen-edge" });
+    const doc = await documentOf(s);
+    const op = doc.paths["/v1/models/{model}"]?.get;
+    expect(op).toBeDefined();
+    expect(op.parameters).toEqual([expect.objectContaining({ name: "model", in: "path", required: true, schema: { type: "string" } })]);
+    expect(op.security).toEqual([{ bearerAuth: [] }]);
+    expect(op.responses["200"].content["application/json"].example.id).toBe("qwen-edge");
+    expect(op.responses["200"].content["application/json"].schema.properties.id).toEqual({ type: "string" });
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["200", "401", "404"]));
+    // and the route answers as documented
+    expect(((await (await s.call("GET", "/v1/models/qwen-edge")).json()) as Json).id).toBe("qwen-edge");
   });
 
   test("examples name the served model, its path and its context length", async () => {

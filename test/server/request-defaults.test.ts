@@ -47,9 +47,11 @@ describe("request defaults", () => {
     }
   });
 
-  test("the flags: --override-generation-config over --generation-config, bad JSON is one line", () => {
+  test("the flags: --override-generation-config over --generation-config, bad JSON or an unknown key is one line", () => {
     const config = (argv: string[]) => { const o = parseCommandArgs("serve", argv); if (!o.ok) throw new Error(o.error); return serveConfig(o.value); };
-    expect(config(["--override-generation-config", '{"temperature": 0.5, "unknown": 1}'])).toMatchObject({ ok: true, value: { server: { generationDefaults: { temperature: 0.5 } } } });
+    expect(config(["--override-generation-config", '{"temperature": 0.5}'])).toMatchObject({ ok: true, value: { server: { generationDefaults: { temperature: 0.5 } } } });
+    // a key vLLM does not apply would be accepted and ignored: refused, naming it
+    expect(config(["--override-generation-config", '{"temperature": 0.5, "unknown": 1}'])).toMatchObject({ ok: false, error: expect.stringContaining("--override-generation-config: unknown key unknown") });
     expect(config(["--override-generation-config", "{temperature"])).toMatchObject({ ok: false, error: expect.stringContaining("--override-generation-config must be a JSON object") });
     expect(config(["--generation-config", "/nonexistent"])).toMatchObject({ ok: false, error: expect.stringContaining("cannot read /nonexistent/generation_config.json") });
     expect(config(["--api-key", "a", "b", "--served-model-name", "x", "y"])).toMatchObject({ ok: true, value: { server: { apiKey: "a", apiKeys: ["a", "b"], servedModelName: "x", servedModelAliases: ["y"] } } });

@@ -27,6 +27,9 @@ import type { RequestState } from "../request.ts";
 import type { KvOffloadStepStats, KvTransferOp, SaveOutcome } from "../stats.ts";
 import { errorMessage } from "../../util/error-message.ts";
 import type { ModelRunner } from "../../model/model-batch.ts";
+import type { BlockHashBytes } from "../../kv-events/block-hash.ts";
+import type { KvEventQueue } from "../../kv-events/kv-event-queue.ts";
+import { MEDIUM } from "../../kv-events/kv-events.ts";
 
 export interface KvOffloadConnectorOptions {
   readonly config: KvOffloadConfig;
@@ -37,12 +40,16 @@ export interface KvOffloadConnectorOptions {
   readonly nowMs: () => number;
   /** a load still running after this long is abandoned and its blocks recomputed */
   readonly loadTimeoutMs?: number;
+  /** the engine's KV event list (null/absent: events off) */
+  readonly events?: KvEventQueue | null;
 }
 
 const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
 
 interface StoreJob {
   readonly hash: BlockHash;
+  /** the block's digest, for KV events (null: unknown) */
+  readonly digest: BlockHashBytes | null;
   readonly slot: number;
   settled: boolean;
   ok: boolean;
@@ -117,6 +124,9 @@ export class KvOffloadConnector implements KvConnector {
   private externalQueries = 0;
   private externalHits = 0;
   private closed = false;
+  private readonly events: KvEventQueue | null;
+  /** KV events' medium for this tier (offloading/events.py: CPU, or STORAGE for the disk backend) */
+  private readonly medium: string;
 
   constructor(options: KvOffloadConnectorOptions) {
     this.config = options.config;
@@ -127,7 +137,13 @@ export class KvOffloadConnector implements KvConnector {
     this.loadTimeoutMs = options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
     this.blockSize = options.kv.blockSize;
     this.capacityBlocks = options.tier.numSlots;
-    this.pool = new BlockPool(this.capacityBlocks);
+    this.events = options.events ?? null;
+    this.medium = options.config.backend === "disk" ? MEDIUM.storage : MEDIUM.cpu;
+    const events = this.events;
+    this.pool = new BlockPool(this.capacityBlocks, events === null ? null : {
+      evicted: (digest) => events.tierBlocksRemoved([digest], this.medium, 0),
+      cleared: () => {},
+    });
     this.targetFree = Math.ceil(options.maxNumBatchedTokens / this.blockSize) * 2;
   }
 
@@ -214,9 +230,13 @@ export class KvOffloadConnector implements KvConnector {
 
   beforeFree(request: RequestState, gone: boolean): void {
     this.loading.delete(request);
-    const state = this.requests.get(request);
+    // a request that finishes in the step that computed its prompt (max_tokens 1: the prefill leg of disaggregated
+    // serving) has no state yet, since afterStep skips finished requests: its blocks are still stored here, as
+    // vLLM's request_finished does
+    const storing = !gone && !this.config.lazy && request.status !== "loading";
+    const state = storing ? this.stateOf(request) : this.requests.get(request);
     if (state === undefined) return;
-    if (!gone && !this.config.lazy && request.status !== "loading") {
+    if (storing) {
       this.queueNewBlocks(request, state);
       this.handOff(request, state);
     }
@@ -278,7 +298,7 @@ export class KvOffloadConnector implements KvConnector {
 
   /** Eager hand-off of a request's queued blocks: classify each, copy the stored ones out in one transfer. */
   private handOff(request: RequestState, state: RequestOffloadState): void {
-    const toStore: { index: number; hash: BlockHash }[] = [];
+    const toStore: { index: number; hash: BlockHash; digest: BlockHashBytes | null }[] = [];
     const queued = state.queued;
     state.queued = [];
     for (let q = 0; q < queued.length; q++) {
@@ -290,24 +310,24 @@ export class KvOffloadConnector implements KvConnector {
       if (hash === null) { this.outcomes.dropped_not_hashed++; continue; }
       if (this.inFlightStores.has(hash) || toStore.some((s) => s.hash === hash)) { this.outcomes.skipped_in_flight++; continue; }
       if (this.pool.lookup(hash) !== null) { this.outcomes.skipped_already_cached++; continue; }
-      toStore.push({ index, hash });
+      toStore.push({ index, hash, digest: request.blockDigest(index, this.blockSize) });
     }
-    this.store(toStore.map((s) => ({ blockId: request.blockIds[s.index]!, hash: s.hash })), true);
+    this.store(toStore.map((s) => ({ blockId: request.blockIds[s.index]!, hash: s.hash, digest: s.digest })), true);
   }
 
   /** Lazy mode: cover the primary pool's next evictions (vLLM _prepare_lazy_store_specs). */
   private lazyStore(): void {
-    const blocks: { blockId: number; hash: BlockHash }[] = [];
+    const blocks: { blockId: number; hash: BlockHash; digest: BlockHashBytes | null }[] = [];
     for (const [blockId, hash] of this.kv.pool.evictableCached(this.targetFree)) {
       if (this.inFlightStores.has(hash) || this.pool.lookup(hash) !== null) continue;
       if (blocks.length >= this.pool.numFreeBlocks) break;
-      blocks.push({ blockId, hash });
+      blocks.push({ blockId, hash, digest: this.kv.pool.digestOf(blockId) });
     }
     this.store(blocks, false);
   }
 
   /** Allocates tier slots, copies the blocks out of the primary pool (one transfer) and starts the writes. */
-  private store(blocks: readonly { blockId: number; hash: BlockHash }[], classify: boolean): void {
+  private store(blocks: readonly { blockId: number; hash: BlockHash; digest: BlockHashBytes | null }[], classify: boolean): void {
     if (blocks.length === 0 || this.closed) return;
     this.allocationSizes.push(blocks.length);
     const slots: number[] = [];
@@ -327,7 +347,7 @@ export class KvOffloadConnector implements KvConnector {
     const data = this.transfer.read(stored.map((b) => b.blockId));
     const op: StoreOp = { jobs: [], bytes: data.length, startMs: this.nowMs(), endMs: 0 };
     stored.forEach((b, i) => {
-      const job: StoreJob = { hash: b.hash, slot: slots[i]!, settled: false, ok: false };
+      const job: StoreJob = { hash: b.hash, digest: b.digest, slot: slots[i]!, settled: false, ok: false };
       op.jobs.push(job);
       this.inFlightStores.set(b.hash, job);
       this.tier.write(job.slot, this.transfer.slice(data, i)).then(
@@ -345,12 +365,14 @@ export class KvOffloadConnector implements KvConnector {
     for (let i = 0; i < this.storeOps.length; ) {
       const op = this.storeOps[i]!;
       if (!op.jobs.every((j) => j.settled)) { i++; continue; }
+      const stored: BlockHashBytes[] = [];
       for (const job of op.jobs) {
         this.inFlightStores.delete(job.hash);
         // a stored block becomes findable (and evictable) only once its write returned
-        if (job.ok && !this.closed) this.pool.cache(job.slot, job.hash);
+        if (job.ok && !this.closed && this.pool.cache(job.slot, job.hash, job.digest) && job.digest !== null) stored.push(job.digest);
         this.pool.release([job.slot]);
       }
+      this.events?.tierBlocksStored(stored, this.blockSize, this.medium, 0);
       this.finishedStoreOps.push({ bytes: op.bytes, seconds: (op.endMs - op.startMs) / 1000 });
       this.storeOps.splice(i, 1);
     }
@@ -459,7 +481,7 @@ export class KvOffloadConnector implements KvConnector {
  * The offload tier's storage and connector for one engine (the disk file is created, empty, here).
  * @example createOffloadConnector(offload, kv, runner, { blockSize: 16, maxNumBatchedTokens: 2048 }, nowMs, 0)
  */
-export function createOffloadConnector(offload: KvOffloadConfig, kv: KvCacheManager, runner: ModelRunner, sizes: { blockSize: number; maxNumBatchedTokens: number }, nowMs: () => number, rank: number): KvOffloadConnector {
+export function createOffloadConnector(offload: KvOffloadConfig, kv: KvCacheManager, runner: ModelRunner, sizes: { blockSize: number; maxNumBatchedTokens: number }, nowMs: () => number, rank: number, events: KvEventQueue | null = null): KvOffloadConnector {
   const transfer = new KvBlockTransfer(runner, sizes.blockSize);
   let tier: OffloadTier;
   if (offload.backend === "disk") {
@@ -468,5 +490,5 @@ export function createOffloadConnector(offload: KvOffloadConfig, kv: KvCacheMana
   } else {
     tier = new CpuTier(Math.max(1, Math.floor(offload.cpuBytes / transfer.blockBytes)), transfer.blockBytes);
   }
-  return new KvOffloadConnector({ config: offload, kv, transfer, tier, maxNumBatchedTokens: sizes.maxNumBatchedTokens, nowMs });
+  return new KvOffloadConnector({ config: offload, kv, transfer, tier, maxNumBatchedTokens: sizes.maxNumBatchedTokens, nowMs, events });
 }

@@ -21,7 +21,8 @@ import { checkPromptChars, encodePrompt, messageContentChars } from "../openai/p
 import { extrasContext, samplingExtras, type SamplingExtrasBody } from "../openai/sampling-extras.ts";
 import { checkRequestGrammar } from "../openai/structured-outputs.ts";
 import type { PromptInput } from "../openai/wire-to-request.ts";
-import { fitPrompt, toSamplingParams, type PromptLimits, type RequestedMaxTokens, type SamplingBody } from "./sampling-request.ts";
+import { fitPrompt, toSamplingParams, type PromptLimits, type RequestedMaxTokens, type SamplingBody, type SamplingInput } from "./sampling-request.ts";
+import { llamaSampling, type LlamaSamplingBody } from "./llama-sampling-request.ts";
 
 /** The prompt-side fields both forms read. */
 interface PromptFields {
@@ -30,10 +31,10 @@ interface PromptFields {
 }
 
 /** A chat request in vLLM's names: the conversation and template fields, sampling, structured outputs. */
-export interface ChatGenerationBody extends ChatRequestFields, SamplingBody, SamplingExtrasBody, PromptFields {}
+export interface ChatGenerationBody extends ChatRequestFields, SamplingBody, SamplingExtrasBody, LlamaSamplingBody, PromptFields {}
 
 /** A prompt request in vLLM's names: sampling and structured outputs (the prompts come separately). */
-export interface TextGenerationBody extends SamplingBody, SamplingExtrasBody, PromptFields {}
+export interface TextGenerationBody extends SamplingBody, SamplingExtrasBody, LlamaSamplingBody, PromptFields {}
 
 /** What the dialect decided before the shared part runs. */
 export interface GenerationChoices {
@@ -68,6 +69,12 @@ function promptLimits(options: ServerOptions, body: PromptFields, maxTokensParam
   };
 }
 
+/** vLLM's fields, then llama.cpp's over them (llama-sampling-request.ts). */
+function requestSampling(options: ServerOptions, input: SamplingInput & { readonly body: SamplingBody & LlamaSamplingBody }): SamplingParams {
+  const base = toSamplingParams(input);
+  return { ...base, ...llamaSampling(input.body, options.orchestrator.tokenizer, base) };
+}
+
 const truncates = (body: PromptFields): boolean => body.truncate_prompt_tokens !== undefined && body.truncate_prompt_tokens !== null;
 
 /**
@@ -76,7 +83,7 @@ const truncates = (body: PromptFields): boolean => body.truncate_prompt_tokens !
  */
 export async function prepareChatGeneration(options: ServerOptions, body: ChatGenerationBody, choices: GenerationChoices, refuseFields: () => void = () => {}): Promise<ChatGeneration> {
   const { tokenizer, maxModelLen } = options.orchestrator;
-  const requested = toSamplingParams({ body, maxTokens: choices.maxTokens, logprobs: choices.logprobs });
+  const requested = requestSampling(options, { body, maxTokens: choices.maxTokens, logprobs: choices.logprobs });
   const serving = options.chat ?? DEFAULT_CHAT_SERVING;
   const extrasCtx = extrasContext(options);
   // the contents are in the rendered prompt: bound them before the template renders them
@@ -108,7 +115,7 @@ export async function prepareChatGeneration(options: ServerOptions, body: ChatGe
 
 /** Sampling parameters and structured outputs of a prompt request, once for all its prompts (not yet checked). */
 export async function textSampling(options: ServerOptions, body: TextGenerationBody, choices: GenerationChoices): Promise<SamplingParams> {
-  return { ...toSamplingParams({ body, maxTokens: choices.maxTokens, logprobs: choices.logprobs }), ...await samplingExtras(body, extrasContext(options)) };
+  return { ...requestSampling(options, { body, maxTokens: choices.maxTokens, logprobs: choices.logprobs }), ...await samplingExtras(body, extrasContext(options)) };
 }
 
 /**

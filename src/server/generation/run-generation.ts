@@ -111,13 +111,16 @@ export function applyOutput(choices: ChoiceResult[], output: RequestOutput): voi
   }
 }
 
-/** Runs a request to the end (non-streaming). A client that went away gets nothing, so the result is dropped. */
-export async function collectGeneration(orchestrator: Orchestrator, request: GenerateRequest, abort: RequestAbort): Promise<GenerationResult> {
+/**
+ * Runs a request to the end (non-streaming). A client that went away gets nothing, so the result is dropped.
+ * `outputs`: a dialect's own run of the request (Anthropic's thinking budget), instead of generateOutputs.
+ */
+export async function collectGeneration(orchestrator: Orchestrator, request: GenerateRequest, abort: RequestAbort, outputs: AsyncIterable<RequestOutput> | null = null): Promise<GenerationResult> {
   const choices: ChoiceResult[] = [];
   for (let i = 0; i < request.sampling.n; i++) choices.push(newChoice(i));
   let last: RequestOutput | null = null;
   let promptLogprobs: readonly (PositionLogprobs | null)[] | null = null;
-  for await (const output of generateOutputs(orchestrator, request, abort)) {
+  for await (const output of outputs ?? generateOutputs(orchestrator, request, abort)) {
     applyOutput(choices, output);
     promptLogprobs ??= output.promptLogprobs ?? null;
     last = output;

@@ -83,7 +83,11 @@ export function toChatMessages(messages: readonly ChatMessageBody[]): ChatMessag
   return messages.map((m, i) => {
     if (Array.isArray(m.content)) {
       m.content.forEach((part, j) => {
-        if (part.type !== "text" || part.text === undefined) {
+        // pydantic's own words for a text part without its text (ChatCompletionContentPartTextParam requires `text`)
+        if (part.type === "text" && part.text === undefined) {
+          throw new ApiError("invalidBody", `1 validation error: 'messages[${i}].content[${j}].text' is required`, `messages[${i}].content[${j}].text`);
+        }
+        if (part.type !== "text") {
           throw new ApiError("badRequest", `messages[${i}].content[${j}]: only text parts are supported (got type "${part.type}")`, `messages[${i}].content[${j}].type`);
         }
       });

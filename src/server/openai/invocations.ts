@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { ApiError } from "../errors.ts";
 
 /** Body shape -> the route that serves it: the table vLLM's invocation router walks. */
-const INVOCATION_ROUTES: readonly { readonly field: string; readonly path: string }[] = [
+export const INVOCATION_ROUTES: readonly { readonly field: string; readonly path: string }[] = [
   { field: "messages", path: "/v1/chat/completions" },
   { field: "prompt", path: "/v1/completions" },
   { field: "input", path: "/v1/embeddings" },

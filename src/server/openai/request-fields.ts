@@ -1,24 +1,33 @@
 /**
  * The fate of every request field of vLLM's ChatCompletionRequest, CompletionRequest and EmbeddingCompletionRequest
- * (vllm/entrypoints/openai/chat_completion/protocol.py, completion/protocol.py, pooling/embed/protocol.py), plus the OpenAI and llama.cpp fields clients send: implemented,
- * accepted with no effect (and why that is right), or refused with a 400 naming the field. Nothing that changes the
- * output is ignored. docs/request-fields.md is this table (test/server/request-fields.test.ts keeps them equal and
- * sends every row). Refused fields are declared in the request schemas too, so they reach refuseFields.
+ * (vllm/entrypoints/openai/chat_completion/protocol.py, completion/protocol.py, pooling/embed/protocol.py), of the
+ * OpenAI fields clients send, of the fields llama.cpp's server reads on its OpenAI routes (tools/server/server-schema.cpp,
+ * server-context.cpp for id_slot) and of Ollama's OpenAI-compatibility extras: implemented, an alias of another field,
+ * accepted with no effect (and why that is right), or refused with a 400 naming the field and what to use instead.
+ * Nothing that changes the output is ignored. docs/request-fields.md is this table (test/server/request-fields.test.ts
+ * and request-fields-fates.test.ts keep them equal and send every row). Refused fields are declared in the request
+ * schemas too, so they reach refuseFields; fields in no row are logged as vLLM logs them (ignoredFieldsLine).
  */
 import { t } from "elysia";
 import { ApiError } from "../errors.ts";
+import type { LogLevel } from "../../util/logger.ts";
 
-export type FieldFate = "implemented" | "no-op" | "refused";
+export type FieldFate = "implemented" | "alias" | "no-op" | "refused";
+/** who defines the field: OpenAI's API, vLLM's extras, llama.cpp's server, Ollama's OpenAI routes */
+export type FieldSource = "openai" | "vllm" | "llama.cpp" | "ollama";
 export type Endpoint = "chat" | "completions" | "embeddings";
 
 export interface RequestField {
   readonly name: string;
+  readonly source: FieldSource;
   readonly endpoints: readonly Endpoint[];
   readonly fate: FieldFate;
   /** what it does, why it has no effect, or why it is refused (and what to do instead) */
   readonly note: string;
   /** refused rows: values that change nothing and so pass (vLLM's defaults) */
   readonly inert?: (value: unknown) => boolean;
+  /** alias rows: the field (or field.key) it is read as */
+  readonly aliasOf?: string;
 }
 
 const BOTH: readonly Endpoint[] = ["chat", "completions"];
@@ -31,10 +40,24 @@ const ALL: readonly Endpoint[] = ["chat", "completions", "embeddings"];
 const CHAT_FORMS: readonly Endpoint[] = ["chat", "embeddings"];
 const empty = (v: unknown): boolean => v === null || v === false || v === 0 || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && v !== null && Object.keys(v).length === 0);
 
-const row = (name: string, endpoints: readonly Endpoint[], fate: FieldFate, note: string, inert?: (v: unknown) => boolean): RequestField =>
+type Row = Omit<RequestField, "source">;
+const row = (name: string, endpoints: readonly Endpoint[], fate: FieldFate, note: string, inert?: (v: unknown) => boolean): Row =>
   ({ name, endpoints, fate, note, ...(inert ? { inert } : {}) });
+const alias = (name: string, endpoints: readonly Endpoint[], aliasOf: string, note: string): Row => ({ name, endpoints, fate: "alias", note, aliasOf });
+const isNullOr = (...values: unknown[]) => (v: unknown): boolean => v === null || values.includes(v);
 
-export const REQUEST_FIELDS: readonly RequestField[] = [
+/** The fields of OpenAI's own API among the vLLM rows (the rest of those rows are vLLM's extras). */
+const OPENAI_NAMES = new Set([
+  "messages", "prompt", "input", "encoding_format", "dimensions", "model", "frequency_penalty", "presence_penalty", "logit_bias",
+  "logprobs", "top_logprobs", "max_tokens", "max_completion_tokens", "n", "response_format", "seed", "stop", "stream",
+  "stream_options", "temperature", "top_p", "tools", "tool_choice", "parallel_tool_calls", "reasoning_effort", "user", "echo",
+  "suffix", "best_of", "store", "metadata", "service_tier", "functions", "function_call", "prediction", "modalities", "audio",
+  "web_search_options",
+]);
+/** llama.cpp's fields among the vLLM rows (fennec had them before the llama.cpp table) */
+const LLAMA_NAMES_IN_VLLM_ROWS = new Set(["json_schema", "grammar"]);
+
+const VLLM_ROWS: readonly Row[] = [
   row("messages", CHAT_FORMS, "implemented", "The conversation, rendered with the chat template (embeddings: vLLM's chat form, one embedding of the rendered conversation, instead of input)."),
   row("prompt", COMPLETIONS, "implemented", "Text, texts, token ids or lists of token ids."),
   row("input", EMBEDDINGS, "implemented", "Text, texts, token ids or lists of token ids: one embedding each, pooled by the engine's scheduler in one batch."),
@@ -133,6 +156,86 @@ export const REQUEST_FIELDS: readonly RequestField[] = [
   row("logits_processors", BOTH, "refused", "Per-request logits processors (removed from vLLM): fennec cannot load code.", empty),
 ];
 
+const LLAMA = "runs llama.cpp's sampler chain (common/sampling.cpp) for the request";
+/** llama.cpp's server fields on its OpenAI routes (tools/server/server-schema.cpp), llama.cpp's names and ranges. */
+const LLAMA_ROWS: readonly Row[] = [
+  row("repeat_penalty", BOTH, "implemented", `llama.cpp's repetition penalty (repetition_penalty's divide / multiply rule) over the last repeat_last_n tokens; ${LLAMA}. Differing from repetition_penalty is a 400.`),
+  row("repeat_last_n", BOTH, "implemented", `Tokens the penalties look back over (0 off, -1 the whole context; default 64); ${LLAMA}.`),
+  row("typical_p", BOTH, "implemented", `Locally typical sampling, in [0, 1] (1 off); ${LLAMA}.`),
+  row("mirostat", BOTH, "implemented", `0 off, 1 Mirostat, 2 Mirostat 2.0 (then only logit bias, temperature and mirostat run); ${LLAMA}.`),
+  row("mirostat_tau", BOTH, "implemented", `Mirostat's target surprise (default 5); ${LLAMA}.`),
+  row("mirostat_eta", BOTH, "implemented", `Mirostat's learning rate (default 0.1); ${LLAMA}.`),
+  row("dry_multiplier", BOTH, "implemented", `DRY repetition penalty strength (0 off); ${LLAMA}.`),
+  row("dry_base", BOTH, "implemented", `DRY's exponent base (below 1 becomes 1.75, as llama.cpp); ${LLAMA}.`),
+  row("dry_allowed_length", BOTH, "implemented", `Repeats up to this length are not penalised by DRY (default 2); ${LLAMA}.`),
+  row("dry_penalty_last_n", BOTH, "implemented", `Tokens DRY scans (0 off, -1 the whole context; default 64); ${LLAMA}.`),
+  row("dry_sequence_breakers", BOTH, "implemented", `Strings that end a DRY match (default ["\\n", ":", "\\"", "*"]), tokenized as llama.cpp does; ${LLAMA}.`),
+  row("xtc_probability", BOTH, "implemented", `Chance in [0, 1] that XTC removes the top choices (0 off); ${LLAMA}.`),
+  row("xtc_threshold", BOTH, "implemented", `XTC's probability threshold in [0, 1] (above 0.5 off); ${LLAMA}.`),
+  row("top_n_sigma", BOTH, "implemented", `Keep tokens within n standard deviations of the top logit (<= 0 off); ${LLAMA}.`),
+  row("dynatemp_range", BOTH, "implemented", `Dynamic temperature in [temperature - range, temperature + range] from the entropy (0 off); ${LLAMA}.`),
+  row("dynatemp_exponent", BOTH, "implemented", `How entropy maps to the dynamic temperature (default 1); ${LLAMA}.`),
+  row("min_keep", BOTH, "implemented", `Samplers keep at least this many tokens (0 no floor); ${LLAMA}.`),
+  row("samplers", BOTH, "implemented", `The chain's order: names (llama.cpp's spellings) or one-letter codes ("kt"); an unknown one is a 400 (llama.cpp skips it); ${LLAMA}.`),
+  alias("n_predict", BOTH, "max_tokens", "llama.cpp's output budget: -1 is no limit (up to the context); 0 (prompt only) is a 400; differing from max_tokens is a 400."),
+  alias("n_probs", BOTH, "top_logprobs", "llama.cpp reads it as its logprobs (server-schema.cpp alias): chat logprobs true + top_logprobs n, completions logprobs n, in OpenAI's shape as llama.cpp's OpenAI routes answer; differing from those is a 400."),
+  alias("n_cmpl", BOTH, "n", "llama.cpp's completions per prompt; differing from n is a 400."),
+  row("cache_prompt", BOTH, "implemented", "true (default): prefix caching as for every request; false: the request gets a cache namespace of its own (as a fresh cache_salt), so no cached block is reused for it."),
+  row("id_slot", BOTH, "refused", "fennec has no slots (its scheduler batches every request); only -1 (any slot) is accepted.", isNullOr(-1)),
+  row("post_sampling_probs", BOTH, "refused", "Probabilities after the sampler chain are not returned; use logprobs / top_logprobs (before sampling, as vLLM).", isNullOr(false)),
+  row("timings_per_token", BOTH, "implemented", "true adds llama.cpp's `timings` object (cache_n, prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_token_ms, predicted_per_second) from the engine's own timestamps to the answer and to every streamed chunk."),
+  row("response_fields", BOTH, "refused", "llama.cpp filters only its native /completion answer with it (server-task.cpp to_json_non_oaicompat); OpenAI answers are never filtered, here or there.", empty),
+  row("return_tokens", BOTH, "refused", "llama.cpp's `tokens` field: use return_token_ids (vLLM's token_ids).", isNullOr(false)),
+  row("return_progress", BOTH, "refused", "Prompt-progress events are not streamed.", isNullOr(false)),
+  row("verbose", BOTH, "refused", "llama.cpp's __verbose debug field is not returned.", isNullOr(false)),
+  row("n_indent", BOTH, "refused", "Code-completion indentation stops are not implemented.", isNullOr(0)),
+  row("n_keep", BOTH, "refused", "No context shifting: a prompt that does not fit is a 400 (use truncate_prompt_tokens).", isNullOr(0)),
+  row("n_discard", BOTH, "refused", "No context shifting (see n_keep).", isNullOr(0)),
+  row("n_cache_reuse", BOTH, "refused", "KV shifting for cache reuse is not implemented; the prefix cache reuses whole blocks.", isNullOr(0)),
+  row("t_max_predict_ms", BOTH, "refused", "No time limit on generation; use max_tokens.", isNullOr(0)),
+  row("sse_ping_interval", BOTH, "refused", "No SSE comment pings are sent.", isNullOr(-1)),
+  row("adaptive_target", BOTH, "refused", "llama.cpp's adaptive sampler is not implemented.", (v) => v === null || (typeof v === "number" && v < 0)),
+  row("adaptive_decay", BOTH, "refused", "llama.cpp's adaptive sampler is not implemented.", (v) => v === null),
+  row("backend_sampling", BOTH, "refused", "Sampling always runs in fennec's own sampler.", isNullOr(false)),
+  row("lora", BOTH, "refused", "No LoRA adapters are loaded.", empty),
+  row("grammar_lazy", BOTH, "refused", "Lazy grammars (grammar_triggers) are not implemented; use tool_choice or structured_outputs.", isNullOr(false)),
+  row("grammar_triggers", BOTH, "refused", "Lazy grammars are not implemented; use tool_choice or structured_outputs.", empty),
+  row("preserved_tokens", BOTH, "refused", "llama.cpp's tool-call grammar helper: fennec builds tool grammars itself.", empty),
+  row("grammar_type", BOTH, "refused", "Use structured_outputs (json, regex, choice, grammar).", (v) => v === null),
+  row("chat_format", BOTH, "refused", "Internal llama.cpp chat-parser field: fennec parses with --tool-call-parser / --reasoning-parser.", (v) => v === null),
+  row("chat_parser", BOTH, "refused", "Internal llama.cpp chat-parser field: fennec parses with --tool-call-parser / --reasoning-parser.", (v) => v === null),
+  row("reasoning_format", BOTH, "refused", "fennec returns reasoning as vLLM does (with --reasoning-parser); use include_reasoning.", (v) => v === null),
+  row("generation_prompt", BOTH, "refused", "Use add_generation_prompt / continue_final_message.", (v) => v === null),
+  row("parse_tool_calls", BOTH, "refused", "Tool calls are parsed by --tool-call-parser; use tool_choice none to turn them off.", (v) => v === null),
+  row("reasoning_control", BOTH, "refused", "The reasoning budget is not implemented.", isNullOr(false)),
+  row("reasoning_budget_tokens", BOTH, "refused", "The reasoning budget is not implemented (see thinking_token_budget).", isNullOr(-1)),
+  row("reasoning_budget_start_tag", BOTH, "refused", "The reasoning budget is not implemented.", (v) => v === null),
+  row("reasoning_budget_end_tags", BOTH, "refused", "The reasoning budget is not implemented.", empty),
+  row("reasoning_budget_end_tag", BOTH, "refused", "The reasoning budget is not implemented.", (v) => v === null),
+  row("reasoning_budget_message", BOTH, "refused", "The reasoning budget is not implemented.", (v) => v === null),
+  // llama.cpp reads these dotted keys as they are (server-schema.cpp); speculation here is the server's --speculative-config
+  ...["n_max", "n_min", "p_min", "type", "ngram_size_n", "ngram_size_m", "ngram_min_hits"].map((k) =>
+    row(`speculative.${k}`, BOTH, "refused", "Speculative decoding is configured for the server (--speculative-config), not per request.", (v) => v === null)),
+];
+
+/** Ollama's extras on its OpenAI-compatible routes (ollama openai/openai.go); its own dialect is /api/chat. */
+const OLLAMA_ROWS: readonly Row[] = [
+  alias("think", CHAT, "chat_template_kwargs.enable_thinking", "true / false turn the model's thinking on / off (differing from chat_template_kwargs.enable_thinking is a 400); Ollama's \"high\" / \"medium\" / \"low\" are reasoning_effort."),
+  alias("reasoning", CHAT, "reasoning_effort", "{\"effort\": ...} is reasoning_effort (\"none\" turns thinking off, exactly as reasoning_effort \"none\"); differing from reasoning_effort is a 400."),
+  row("options", BOTH, "refused", "Ollama's model options belong to its native API: use /api/chat or /api/generate, or the OpenAI fields (temperature, top_p, ...).", empty),
+  row("format", BOTH, "refused", "Ollama's output format belongs to /api/chat; on the OpenAI routes use response_format.", (v) => v === null || v === ""),
+  row("raw", BOTH, "refused", "Ollama's raw prompts belong to /api/generate; on the OpenAI routes use /v1/completions (no template).", isNullOr(false)),
+  row("num_ctx", BOTH, "refused", "The context length is the server's (--max-model-len), not a request's; Ollama's native API is /api/chat.", (v) => v === null),
+];
+
+const sourceOf = (name: string): FieldSource => (OPENAI_NAMES.has(name) ? "openai" : LLAMA_NAMES_IN_VLLM_ROWS.has(name) ? "llama.cpp" : "vllm");
+
+export const REQUEST_FIELDS: readonly RequestField[] = [
+  ...VLLM_ROWS.map((r) => ({ ...r, source: sourceOf(r.name) })),
+  ...LLAMA_ROWS.map((r) => ({ ...r, source: "llama.cpp" as const })),
+  ...OLLAMA_ROWS.map((r) => ({ ...r, source: "ollama" as const })),
+];
+
 /** Schema entries for the refused fields (any JSON value), so they reach refuseFields instead of being stripped. */
 export function refusedFieldSchemas(endpoint: Endpoint, declared: readonly string[]): Record<string, ReturnType<typeof t.Optional>> {
   const out: Record<string, ReturnType<typeof t.Optional>> = {};
@@ -151,3 +254,28 @@ export function refuseFields(body: Readonly<Record<string, unknown>>, endpoint: 
     throw new ApiError("badRequest", `${f.name} is not supported by fennec: ${f.note}`, f.name);
   }
 }
+
+/**
+ * vLLM's line for the fields of a request that no row names (vllm/entrypoints/openai/protocol.py OpenAIBaseModel
+ * __log_extra_fields__, the set in Python's repr), or null when there are none. The request is answered.
+ * @example ignoredFieldsLine(["messages", "foo"], "chat") // "The following fields were present in the request but ignored: {'foo'}"
+ */
+export function ignoredFieldsLine(keys: readonly string[], endpoint: Endpoint): string | null {
+  const unknown = keys.filter((k) => !KNOWN[endpoint].has(k));
+  return unknown.length === 0 ? null : `The following fields were present in the request but ignored: {${unknown.map((k) => `'${k}'`).join(", ")}}`;
+}
+
+/** vLLM's level for the line: its current OpenAIBaseModel logs it at DEBUG (older releases warned) */
+const IGNORED_FIELDS_LEVEL: LogLevel = "DEBUG";
+
+/** Logs ignoredFieldsLine once for the request; nothing when the keys are unknown or all known. */
+export function logIgnoredFields(log: (line: string, level?: LogLevel) => void, keys: readonly string[] | null, endpoint: Endpoint): void {
+  const line = keys === null ? null : ignoredFieldsLine(keys, endpoint);
+  if (line !== null) log(line, IGNORED_FIELDS_LEVEL);
+}
+
+const KNOWN: Readonly<Record<Endpoint, ReadonlySet<string>>> = {
+  chat: new Set(REQUEST_FIELDS.filter((f) => f.endpoints.includes("chat")).map((f) => f.name)),
+  completions: new Set(REQUEST_FIELDS.filter((f) => f.endpoints.includes("completions")).map((f) => f.name)),
+  embeddings: new Set(REQUEST_FIELDS.filter((f) => f.endpoints.includes("embeddings")).map((f) => f.name)),
+};

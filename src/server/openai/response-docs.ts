@@ -7,7 +7,7 @@ const errorExample = (status: number, type: string, message: string, param: stri
 
 const ERRORS = {
   400: errorExample(400, "BadRequestError", "temperature must be in [0, 2], got 3.0. (parameter=temperature, value=3)", "temperature"),
-  401: errorExample(401, "AuthenticationError", "Unauthorized: a valid API key is required (Authorization: Bearer <key>).", null),
+  401: errorExample(401, "AuthenticationError", "Unauthorized: a valid API key is required (Authorization: Bearer <key>, or x-api-key: <key>).", null),
   404: errorExample(404, "NotFoundError", "The model `gpt-4` does not exist.", "model"),
   413: errorExample(413, "PayloadTooLargeError", "Request body of 20000000 bytes is larger than the limit of 16777216 bytes.", null),
   500: errorExample(500, "InternalServerError", "Internal server error", null),

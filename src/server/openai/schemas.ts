@@ -2,7 +2,8 @@
  * Request bodies of the OpenAI-compatible API as Elysia `t` (TypeBox) schemas: they validate every request and document
  * it in /openapi.json. Wire names are snake_case (OpenAI / vLLM); handlers map them to camelCase in wire-to-request.ts.
  * Ranges that vLLM reports with its own messages (temperature in [0, 2], ...) are checked in wire-to-request.ts and only
- * described here, so the client gets vLLM's text. Unknown fields are accepted and ignored, as vLLM does.
+ * described here, so the client gets vLLM's text. Unknown fields are accepted and ignored, as vLLM does, and logged
+ * once per request with vLLM's line (request-fields.ts ignoredFieldsLine).
  */
 import { t } from "elysia";
 import { refusedFieldSchemas } from "./request-fields.ts";
@@ -94,6 +95,33 @@ const samplingFields = {
   bad_words: t.Optional(t.Nullable(t.Array(t.String(), { description: "vLLM extra: words (tokenized with and without a leading space) that are never completed.", example: ["darn"] }))),
 };
 
+/** llama.cpp server's fields on its OpenAI routes (tools/server/server-schema.cpp): its sampler chain and aliases. */
+const llamaCppFields = {
+  repeat_penalty: nullableNumber("llama.cpp: repetition penalty (> 0, 1 off) over the last repeat_last_n tokens; selects llama.cpp's sampler chain.", 1.1),
+  repeat_last_n: nullableInteger("llama.cpp: tokens the penalties look back over (0 off, -1 the whole context; default 64).", 64),
+  typical_p: nullableNumber("llama.cpp: locally typical sampling in [0, 1] (1 off).", 1),
+  mirostat: nullableInteger("llama.cpp: 0 off, 1 Mirostat, 2 Mirostat 2.0.", 0),
+  mirostat_tau: nullableNumber("llama.cpp: Mirostat target surprise (default 5).", 5),
+  mirostat_eta: nullableNumber("llama.cpp: Mirostat learning rate (default 0.1).", 0.1),
+  dry_multiplier: nullableNumber("llama.cpp: DRY penalty multiplier (0 off).", 0),
+  dry_base: nullableNumber("llama.cpp: DRY base (below 1: 1.75).", 1.75),
+  dry_allowed_length: nullableInteger("llama.cpp: repeats up to this length are not penalised by DRY (default 2).", 2),
+  dry_penalty_last_n: nullableInteger("llama.cpp: tokens DRY scans (0 off, -1 the whole context; default 64).", 64),
+  dry_sequence_breakers: t.Optional(t.Nullable(t.Array(t.String(), { description: "llama.cpp: strings that end a DRY match (non-empty).", example: ["\n", ":"] }))),
+  xtc_probability: nullableNumber("llama.cpp: chance in [0, 1] that XTC removes the top choices (0 off).", 0),
+  xtc_threshold: nullableNumber("llama.cpp: XTC threshold in [0, 1] (above 0.5 off; default 0.1).", 0.1),
+  top_n_sigma: nullableNumber("llama.cpp: keep tokens within n standard deviations of the top logit (<= 0 off).", -1),
+  dynatemp_range: nullableNumber("llama.cpp: dynamic temperature range (0 off).", 0),
+  dynatemp_exponent: nullableNumber("llama.cpp: dynamic temperature exponent (default 1).", 1),
+  min_keep: nullableInteger("llama.cpp: samplers keep at least this many tokens.", 0),
+  samplers: t.Optional(t.Nullable(t.Union([t.String(), t.Array(t.String())], { description: "llama.cpp: the sampler chain's order, names or one-letter codes.", example: ["top_k", "temperature"] }))),
+  n_predict: nullableInteger("llama.cpp: alias of max_tokens (-1: up to the context).", 32),
+  n_probs: nullableInteger("llama.cpp: alias of logprobs / top_logprobs (top-N alternatives per token).", 2),
+  n_cmpl: nullableInteger("llama.cpp: alias of n.", 1),
+  timings_per_token: nullableBoolean("llama.cpp: add llama.cpp's `timings` object (prompt and generation speed) to the answer and to every streamed chunk."),
+  cache_prompt: nullableBoolean("llama.cpp: false keeps this request out of the prefix cache (default true)."),
+};
+
 export const ChatContentPart = t.Object({
   type: t.String({ description: "Only `text` parts are supported.", example: "text" }),
   text: t.Optional(t.String()),
@@ -143,6 +171,9 @@ export const ChatCompletionRequest = t.Object({
   ...refusedFieldSchemas("chat", []),
   messages: t.Array(ChatMessage, { description: "The conversation so far.", example: [{ role: "user", content: "Once upon a time" }] }),
   ...samplingFields,
+  ...llamaCppFields,
+  think: t.Optional(t.Nullable(t.Union([t.Boolean(), t.String()], { description: "Ollama: true / false turn thinking on / off (chat_template_kwargs.enable_thinking); \"high\" / \"medium\" / \"low\" are reasoning_effort." }))),
+  reasoning: t.Optional(t.Nullable(t.Unknown({ description: "Ollama / OpenAI Responses: {\"effort\": ...}, read as reasoning_effort (\"none\" turns thinking off)." }))),
   max_tokens: nullableInteger("Deprecated alias of max_completion_tokens.", 32),
   max_completion_tokens: nullableInteger("Most tokens to generate; default: up to the context length.", 32),
   logprobs: nullableBoolean("Return the log probability of each generated token."),
@@ -169,6 +200,7 @@ export const CompletionRequest = t.Object({
     t.Array(t.Array(t.Integer())),
   ], { description: "A string, a list of strings, a list of token ids, or a list of token-id lists.", example: "Once upon a time" }),
   ...samplingFields,
+  ...llamaCppFields,
   max_tokens: nullableInteger("Most tokens to generate (default 16).", 16),
   logprobs: nullableInteger("Return the log probabilities of the top 0..20 tokens at each position.", 2),
   echo: nullableBoolean("Prefix each choice's text with its prompt."),

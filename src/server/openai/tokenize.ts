@@ -13,8 +13,12 @@ import { jsonPreview } from "../../util/json-limits.ts";
 export async function tokenize(options: ServerOptions, body: TokenizeBody) {
   const { tokenizer } = options.orchestrator;
   checkModel(body.model, options.servedModelName);
-  if ((body.prompt === undefined) === (body.messages === undefined)) {
-    throw new ApiError("badRequest", "Either `prompt` or `messages` must be given, not both.", body.prompt === undefined ? "prompt" : "messages");
+  if (body.prompt === undefined && body.messages === undefined) {
+    // vLLM's body is a union of TokenizeCompletionRequest and TokenizeChatRequest: pydantic says each one's field is missing
+    throw new ApiError("invalidBody", "2 validation errors: 'prompt' is required (completion form), 'messages' is required (chat form)", "prompt");
+  }
+  if (body.prompt !== undefined && body.messages !== undefined) {
+    throw new ApiError("badRequest", "Either `prompt` or `messages` must be given, not both.", "messages");
   }
   let tokens: number[];
   if (body.messages !== undefined) {

@@ -19,7 +19,8 @@ import type { ChatAnswer } from "./response.ts";
 import { responseRole, toChatMessages } from "../chat-request.ts";
 import { checkModel, checkRequestOptions, checkStreamOptions, publicRequestId, unixSeconds, usageMode } from "../wire-to-request.ts";
 import { systemFingerprint } from "../fingerprint.ts";
-import { refuseFields } from "../request-fields.ts";
+import { logIgnoredFields, refuseFields } from "../request-fields.ts";
+import { resolveAliases } from "../field-aliases.ts";
 import { logprobTokenizer } from "../logprobs.ts";
 
 /** vLLM's chat `echo`: the last message's text, when that message has the answer's role; else "". */
@@ -40,7 +41,9 @@ export interface PreparedChat {
  * request-level rules, sampling from the body, the rendered and tokenized prompt, the context-length budget, ids.
  * Throws ApiError (400/404) naming the parameter.
  */
-export async function prepareChatCompletion(options: ServerOptions, body: ChatCompletionBody, context: RequestContext): Promise<PreparedChat> {
+export async function prepareChatCompletion(options: ServerOptions, clientBody: ChatCompletionBody, context: RequestContext): Promise<PreparedChat> {
+  logIgnoredFields(options.log, context.bodyKeys, "chat");
+  const body = resolveAliases(clientBody, "chat");
   // read first: the arrival is when preparation starts, not after the template and the tokenizer ran
   const arrivalMs = context.arrivalMs;
   const { orchestrator } = options;
@@ -60,12 +63,13 @@ export async function prepareChatCompletion(options: ServerOptions, body: ChatCo
   const { promptTokenIds, sampling, chat: prepared } = generation;
 
   const id = `chatcmpl-${publicRequestId(context.requestIdHeader, body.request_id)}`;
-  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs };
+  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders };
   const role = responseRole(body, options.chat ?? DEFAULT_CHAT_SERVING);
   const outputConfig = generation.output;
   return {
     request,
     answer: {
+      timings: body.timings_per_token === true,
       id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(orchestrator.tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n, promptTokenIds,
       role, echoed: echoText(body, role), returnTokenIds: body.return_token_ids === true,
       logprobs: body.logprobs === true, topLogprobs: body.top_logprobs ?? 0,

@@ -12,10 +12,13 @@ import { chatFinishReason, chatMessageOf, ChatStreamProcessor, type ChatOutputCo
 import { applyOutput, newChoice, type ChoiceResult, type GenerationResult } from "../../generation/run-generation.ts";
 import { chatLogprobs, promptLogprobsWire } from "../logprobs.ts";
 import type { UsageMode } from "../wire-to-request.ts";
+import { llamaTimings } from "../llama-timings.ts";
 import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "../usage.ts";
 
 /** What a chat answer depends on, fixed before generation starts. */
 export interface ChatAnswer {
+  /** llama.cpp's timings_per_token: a `timings` object on the answer and on each streamed chunk (llama-timings.ts) */
+  readonly timings?: boolean;
   readonly id: string;
   readonly created: number;
   readonly model: string;
@@ -75,6 +78,7 @@ export function chatCompletionBody(answer: ChatAnswer, result: GenerationResult)
     kv_transfer_params: result.kvTransferParams,
     ec_transfer_params: null,
     metrics: metricsWire({ enabled: answer.enablePerRequestMetrics, n, numPrompts: 1, times: result.times, numGenerationTokens: completionTokens }, false),
+    ...(answer.timings === true ? { timings: llamaTimings({ times: result.times, numPromptTokens: result.numPromptTokens, numCachedTokens: result.numCachedTokens, numGeneratedTokens: result.choices[0]?.numGeneratedTokens ?? 0 }) } : {}),
   };
 }
 
@@ -101,6 +105,7 @@ export async function* chatCompletionChunks(answer: ChatAnswer, outputs: AsyncIt
     applyOutput(choices, output);
     times = output.times;
     cachedTokens = output.numCachedTokens;
+    const timings = answer.timings === true ? { timings: llamaTimings({ times: output.times, numPromptTokens, numCachedTokens: output.numCachedTokens, numGeneratedTokens: choices[0]!.numGeneratedTokens }) } : {};
     for (const o of output.outputs) {
       const hasLogprobs = answer.logprobs && !hideTokens && (o.logprobsDelta?.length ?? 0) > 0;
       const final = o.finishReason !== null;
@@ -115,7 +120,7 @@ export async function* chatCompletionChunks(answer: ChatAnswer, outputs: AsyncIt
         const last = k === pieces.length - 1;
         const extras = k === 0 ? { logprobs, ...ids } : { logprobs: null };
         if (!(final && last)) {
-          yield chunk([{ index: o.index, delta: pieces[k], ...extras, finish_reason: null }], usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {});
+          yield chunk([{ index: o.index, delta: pieces[k], ...extras, finish_reason: null }], { ...(usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {}), ...timings });
           continue;
         }
         const finishReason = chatFinishReason(o.finishReason!, processors[o.index]!.calledTools, outputConfig, true);
@@ -124,6 +129,7 @@ export async function* chatCompletionChunks(answer: ChatAnswer, outputs: AsyncIt
         const extra = {
           ...(usage.continuousUsage ? { usage: usageWire(numPromptTokens, o.numGeneratedTokens) } : {}),
           ...(!usage.includeUsage ? { system_fingerprint: fingerprint } : {}),
+          ...timings,
         };
         yield chunk([choice], extra);
       }

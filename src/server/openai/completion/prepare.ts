@@ -17,7 +17,8 @@ import type { CompletionAnswer } from "./response.ts";
 import type { CompletionBody } from "../schemas.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkStreamOptions, promptsOf, publicRequestId, unixSeconds, usageMode } from "../wire-to-request.ts";
 import { systemFingerprint } from "../fingerprint.ts";
-import { refuseFields } from "../request-fields.ts";
+import { logIgnoredFields, refuseFields } from "../request-fields.ts";
+import { noOutputLimit, resolveAliases } from "../field-aliases.ts";
 import { logprobTokenizer } from "../logprobs.ts";
 
 interface PreparedPrompt {
@@ -37,7 +38,9 @@ export interface PreparedCompletion {
  * and request-level rules, sampling from the body, each prompt tokenized, truncated and given its context budget, ids.
  * Throws ApiError (400/404) naming the parameter.
  */
-export async function prepareCompletion(options: ServerOptions, body: CompletionBody, context: RequestContext): Promise<PreparedCompletion> {
+export async function prepareCompletion(options: ServerOptions, clientBody: CompletionBody, context: RequestContext): Promise<PreparedCompletion> {
+  logIgnoredFields(options.log, context.bodyKeys, "completions");
+  const body = resolveAliases(clientBody, "completions");
   // read first: the arrival is when preparation starts, not after the tokenizer ran
   const arrivalMs = context.arrivalMs;
   const { orchestrator } = options;
@@ -50,7 +53,7 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
-  const requested = await textSampling(options, body, { maxTokens: requestedMaxTokens(body, 16), logprobs: body.logprobs ?? null });
+  const requested = await textSampling(options, body, { maxTokens: requestedMaxTokens(body, noOutputLimit(clientBody) ? null : 16), logprobs: body.logprobs ?? null });
   // vLLM: echo with logprobs also scores the prompt (prompt_logprobs = logprobs unless set)
   const echoLogprobs = body.echo === true && body.logprobs !== undefined && body.logprobs !== null;
   const sampling = echoLogprobs && requested.promptLogprobs === null ? { ...requested, promptLogprobs: body.logprobs ?? null } : requested;
@@ -76,8 +79,9 @@ export async function prepareCompletion(options: ServerOptions, body: Completion
   // the stats tables name each prompt as the client knows it: the response id, `-<i>` per prompt when there are several (vLLM)
   const externalId = (i: number) => (prompts.length === 1 ? id : `${id}-${i}`);
   return {
-    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs })),
+    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs, traceHeaders: context.traceHeaders })),
     answer: {
+      timings: body.timings_per_token === true,
       id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n,
       prompts: prompts.map((p) => ({ text: p.text, tokenIds: p.tokenIds })), echo: body.echo === true,
       returnTokenIds: body.return_token_ids === true, numTop: body.logprobs ?? null,

@@ -11,6 +11,7 @@ import type { Tokenizer } from "../../../tokenizer/tokenizer.ts";
 import { applyOutput, newChoice, type ChoiceResult, type GenerationResult } from "../../generation/run-generation.ts";
 import { appendCompletionLogprobs, appendPromptCompletionLogprobs, emptyCompletionLogprobs, promptLogprobsWire, type CompletionLogprobs } from "../logprobs.ts";
 import type { UsageMode } from "../wire-to-request.ts";
+import { llamaTimings } from "../llama-timings.ts";
 import { finalStreamUsageWire, metricsWire, promptTokensDetails, usageWire } from "../usage.ts";
 
 type RequestTimes = RequestOutput["times"];
@@ -23,6 +24,8 @@ export interface AnsweredPrompt {
 
 /** What a completion answer depends on, fixed before generation starts. */
 export interface CompletionAnswer {
+  /** llama.cpp's timings_per_token: a `timings` object on the answer and on each streamed chunk (llama-timings.ts) */
+  readonly timings?: boolean;
   readonly id: string;
   readonly created: number;
   readonly model: string;
@@ -86,6 +89,7 @@ export function completionBody(answer: CompletionAnswer, results: readonly Gener
     kv_transfer_params: results[0]?.kvTransferParams ?? null,
     ec_transfer_params: null,
     metrics: metricsWire(metricsInput(answer, results[0]!.times, completionTokens), false),
+    ...(answer.timings === true ? { timings: llamaTimings({ times: results[0]!.times, numPromptTokens: results[0]!.numPromptTokens, numCachedTokens: results[0]!.numCachedTokens, numGeneratedTokens: results[0]!.choices[0]?.numGeneratedTokens ?? 0 }) } : {}),
   };
 }
 
@@ -115,6 +119,7 @@ export async function* completionChunks(answer: CompletionAnswer, outputs: Async
     }
     applyOutput(states[promptIndex]!, output);
     times = output.times;
+    const timings = answer.timings === true ? { timings: llamaTimings({ times: output.times, numPromptTokens: output.numPromptTokens, numCachedTokens: output.numCachedTokens, numGeneratedTokens: states[promptIndex]![0]!.numGeneratedTokens }) } : {};
     for (const o of output.outputs) {
       if (o.finishReason === null && o.textDelta === "" && (o.logprobsDelta?.length ?? 0) === 0) continue;
       let logprobs: CompletionLogprobs | null = null;
@@ -127,7 +132,7 @@ export async function* completionChunks(answer: CompletionAnswer, outputs: Async
       const choice = o.finishReason === null
         ? { index, text: o.textDelta, logprobs, finish_reason: null, ...ids }
         : { index, text: o.textDelta, logprobs, finish_reason: o.finishReason, stop_reason: o.stopReason, ...ids };
-      yield chunk([choice], usage.continuousUsage ? { usage: usageWire(prompts[promptIndex]!.tokenIds.length, o.numGeneratedTokens) } : {});
+      yield chunk([choice], { ...(usage.continuousUsage ? { usage: usageWire(prompts[promptIndex]!.tokenIds.length, o.numGeneratedTokens) } : {}), ...timings });
     }
   }
   if (aborted()) return;
