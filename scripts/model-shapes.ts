@@ -11,7 +11,7 @@ import { phi4MiniVocabPath } from "./phi4-mini-vocab.ts";
 export interface ModelShape {
   readonly architecture: Architecture;
   /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini";
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -39,6 +39,13 @@ export interface ModelShape {
   readonly slidingWindow?: number;
   /** EmbeddingGemma: the sentence-transformers projections' width (dense_2 dim -> F, dense_3 F -> dim); absent: none */
   readonly denseFeatures?: number;
+  /**
+   * mixture of experts: expert_count, expert_used_count and each expert's width (config.json num_experts,
+   * num_experts_per_tok, moe_intermediate_size; olmoe's experts are intermediate_size wide = hiddenDim)
+   */
+  readonly moe?: { readonly experts: number; readonly used: number; readonly expertHiddenDim: number };
+  /** granite: embedding_scale, residual_scale, attention.scale, logit_scale (config.json's *_multiplier, logits_scaling) */
+  readonly graniteScales?: { readonly embedding: number; readonly residual: number; readonly attention: number; readonly logit: number };
 }
 
 /** The vocab GGUF a shape copies its tokenizer from. */
@@ -127,6 +134,45 @@ const EMBEDDINGGEMMA_300M: ModelShape = {
 };
 
 /**
+ * Qwen/Qwen3-30B-A3B config.json: 48 layers of 32 query heads (128 wide) over 4 KV heads, 128 experts of 768, 8 per
+ * token, renormalised (norm_topk_prob), untied, rope theta 1e6
+ */
+const QWEN3_30B_A3B: ModelShape = {
+  architecture: "qwen3moe", vocab: "qwen2", dim: 2048, numLayers: 48, numHeads: 32, numKvHeads: 4, headDim: 128, hiddenDim: 6144,
+  ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 40960, tiedEmbeddings: false, qkvBias: false, qkNorm: true,
+  moe: { experts: 128, used: 8, expertHiddenDim: 768 },
+};
+/**
+ * allenai/OLMoE-1B-7B-0924 config.json: 16 layers of 16 heads (128 wide, MHA), 64 experts of 1024, 8 per token, not
+ * renormalised, QK-norm over the whole q / k, untied, the GPT-NeoX-20B tokenizer (50,304 rows: vocab_size)
+ */
+const OLMOE_1B_7B: ModelShape = {
+  architecture: "olmoe", vocab: "gpt-neox", dim: 2048, numLayers: 16, numHeads: 16, numKvHeads: 16, headDim: 128, hiddenDim: 1024,
+  ropeFreqBase: 10000, rmsEps: 1e-5, contextLength: 4096, tiedEmbeddings: false, qkvBias: false, qkNorm: true,
+  moe: { experts: 64, used: 8, expertHiddenDim: 1024 },
+};
+
+/**
+ * openai/gpt-oss-20b config.json: 24 layers of 64 query heads (64 wide) over 8 KV heads, dim 2880, 32 experts of 2880,
+ * 4 per token, sliding window 128 on the even layers, attention sinks, q/k/v/o and expert biases, untied; its o200k
+ * harmony vocabulary is not among the vocab files here: Phi-4-mini's o200k stands in (same pre-tokenizer)
+ */
+const GPT_OSS_20B: ModelShape = {
+  architecture: "gpt-oss", vocab: "phi-4-mini", dim: 2880, numLayers: 24, numHeads: 64, numKvHeads: 8, headDim: 64, hiddenDim: 2880,
+  ropeFreqBase: 150000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: false, qkvBias: true, qkNorm: false, slidingWindow: 128,
+  moe: { experts: 32, used: 4, expertHiddenDim: 2880 },
+};
+/**
+ * ibm-granite/granite-3.1-3b-a800m config.json: 32 layers of 24 heads (64 wide) over 8 KV heads, 40 experts of 512,
+ * 8 per token, tied, Granite's multipliers; its 49k vocabulary is not among the vocab files here: gpt-2's stands in
+ */
+const GRANITE_31_3B_A800M: ModelShape = {
+  architecture: "granitemoe", vocab: "gpt-2", dim: 1536, numLayers: 32, numHeads: 24, numKvHeads: 8, headDim: 64, hiddenDim: 512,
+  ropeFreqBase: 10000, rmsEps: 1e-6, contextLength: 131072, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
+  moe: { experts: 40, used: 8, expertHiddenDim: 512 }, graniteScales: { embedding: 12, residual: 0.22, attention: 0.015625, logit: 6 },
+};
+
+/**
  * Few layers, 256-wide: 4 heads of 64 (qwen3 keeps its head size of 128, wider than dim / heads), GQA kept, rope
  * scaling kept (LongRoPE's long factors need a context past the original 4k: 8192).
  */
@@ -166,4 +212,9 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "tiny-phi-4-mini": { ...tiny(PHI4_MINI, 2), ropeDim: 48 },
   // 4 layers so that one (the 4th) has no rope
   "tiny-smollm3-3b": tiny(SMOLLM3_3B, 1, 4),
+  // mixture of experts at real width; --layers 1..2 keeps them small (qwen3-30b-a3b: 0.6 GB a layer at q8_0)
+  "qwen3-30b-a3b": QWEN3_30B_A3B,
+  "olmoe-1b-7b": OLMOE_1B_7B,
+  "gpt-oss-20b": GPT_OSS_20B,
+  "granite-3.1-3b-a800m": GRANITE_31_3B_A800M,
 };

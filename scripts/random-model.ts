@@ -162,11 +162,21 @@ function tensorSpecs(s: ModelShape, vocabSize: number): TensorSpec[] {
     if (fused) specs.push(l("attnQkv", [s.dim, qDim + 2 * kvDim], "attnQkv"));
     else specs.push(l("attnQ", [s.dim, qDim]), l("attnK", [s.dim, kvDim]), l("attnV", [s.dim, kvDim], "attnV"));
     if (s.qkvBias) specs.push(l("attnQBias", [qDim]), l("attnKBias", [kvDim]), l("attnVBias", [kvDim]));
-    if (s.qkNorm) specs.push(l("attnQNorm", [s.headDim], "other", "ones"), l("attnKNorm", [s.headDim], "other", "ones"));
-    specs.push(l("attnOutput", [qDim, s.dim]), l("ffnNorm", [s.dim], "other", "ones"));
-    if (fused) specs.push(l("ffnUp", [s.dim, 2 * s.hiddenDim]));
+    // olmoe normalises the whole q / k (weights as wide as all heads), the others each head
+    const qkWidth = (heads: number): number => (s.architecture === "olmoe" ? heads * s.headDim : s.headDim);
+    if (s.qkNorm) specs.push(l("attnQNorm", [qkWidth(s.numHeads)], "other", "ones"), l("attnKNorm", [qkWidth(s.numKvHeads)], "other", "ones"));
+    // gpt-oss (openai-moe.cpp): attn_output.bias, attn_sinks, and post_attention_norm stands where ffn_norm would
+    const oss = s.architecture === "gpt-oss";
+    specs.push(l("attnOutput", [qDim, s.dim]), l(oss ? "attnPostNorm" : "ffnNorm", [s.dim], "other", "ones"));
+    if (oss) specs.push(l("attnOutputBias", [s.dim]), l("attnSinks", [s.numHeads]));
+    if (s.moe !== undefined) {
+      // the router and the experts as 3-D tensors [cols, rows, experts] (llama.cpp qwen3moe.cpp / olmoe.cpp)
+      const { experts, expertHiddenDim: eh } = s.moe;
+      specs.push(l("ffnGateInp", [s.dim, experts]), l("ffnGateExps", [s.dim, eh, experts]), l("ffnUpExps", [s.dim, eh, experts]), l("ffnDownExps", [eh, s.dim, experts], "ffnDown"));
+      if (oss) specs.push(l("ffnGateInpBias", [experts]), l("ffnGateExpsBias", [eh, experts]), l("ffnUpExpsBias", [eh, experts]), l("ffnDownExpsBias", [s.dim, experts]));
+    } else if (fused) specs.push(l("ffnUp", [s.dim, 2 * s.hiddenDim]));
     else specs.push(l("ffnGate", [s.dim, s.hiddenDim]), l("ffnUp", [s.dim, s.hiddenDim]));
-    specs.push(l("ffnDown", [s.hiddenDim, s.dim], "ffnDown"));
+    if (s.moe === undefined) specs.push(l("ffnDown", [s.hiddenDim, s.dim], "ffnDown"));
     // gemma3's norms are stored as 1 + w (llama.cpp's converter adds the 1 of Gemma3RMSNorm), so ones here too
     if (s.postNorms === true) specs.push(l("attnPostNorm", [s.dim], "other", "ones"), l("ffnPostNorm", [s.dim], "other", "ones"));
   }
@@ -246,6 +256,17 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     ...(s.poolingType ? [[archKey(arch, "poolingType"), mdU32(POOLING_TYPE_IDS[s.poolingType])] as [string, GgufMetadataEntry]] : []),
     ...(s.slidingWindow !== undefined ? [[archKey(arch, "slidingWindow"), mdU32(s.slidingWindow)] as [string, GgufMetadataEntry]] : []),
     ...ropeScalingMetadata(s),
+    ...(s.graniteScales !== undefined
+      ? ([["embeddingScale", s.graniteScales.embedding], ["residualScale", s.graniteScales.residual], ["attentionScale", s.graniteScales.attention], ["logitScale", s.graniteScales.logit]] as const)
+        .map(([key, value]) => [archKey(arch, key), mdF32(value)] as [string, GgufMetadataEntry])
+      : []),
+    ...(s.moe !== undefined
+      ? [
+        [archKey(arch, "expertCount"), mdU32(s.moe.experts)],
+        [archKey(arch, "expertUsedCount"), mdU32(s.moe.used)],
+        ...(arch === "olmoe" || arch === "granitemoe" ? [] : [[archKey(arch, "expertFeedForwardLength"), mdU32(s.moe.expertHiddenDim)]]),
+      ] as [string, GgufMetadataEntry][]
+      : []),
     ...(s.denseFeatures !== undefined
       ? ([["dense2FeatIn", s.dim], ["dense2FeatOut", s.denseFeatures], ["dense3FeatIn", s.denseFeatures], ["dense3FeatOut", s.dim]] as const)
         .map(([key, value]) => [archKey(arch, key), mdU32(value)] as [string, GgufMetadataEntry])
@@ -256,7 +277,8 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
   ]);
   const tensors: GgufTensorToWrite[] = tensorSpecs(s, vocabSize).map((spec) => {
     const name = tensorName(spec.key, spec.layer);
-    const type = spec.shape.length === 1
+    // llama.cpp's quantizer never quantizes the router (llama-quant.cpp: ffn_gate_inp.weight stays as converted)
+    const type = spec.shape.length === 1 || spec.key === "ffnGateInp" || spec.key.endsWith("Bias")
       ? GgmlType.F32
       : tensorTypeFor(o.type, spec.role, spec.layer ?? 0, s.numLayers, spec.shape[0]!, s.tiedEmbeddings);
     return { name, shape: spec.shape, type, data: () => generate(spec, name, type, o.seed) };

@@ -140,6 +140,17 @@ export interface Backend {
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void;
   /** copy numRows rows of length cols: dst row i = src row rowIds[i] (gathers the positions that need logits) */
   gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void;
+  /**
+   * Optional (mixture of experts; a backend without it refuses MoE models): dst row rowIds[i] = src row i, rows of
+   * length cols (each expert's output rows go back to their (token, slot) places; rowIds are distinct)
+   */
+  scatterRows?(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void;
+  /**
+   * Optional (mixture of experts): out[r] = sum over s < k of weights[r * k + s] * src[r * k + s], for numRows rows
+   * of length cols; each product rounded to f32 and added in slot order s = 0, 1 ... (llama.cpp build_moe_ffn: the
+   * experts' outputs times their weights, then ggml_add of each slot's view in turn)
+   */
+  weightedRowSum?(out: DeviceBuffer, src: DeviceBuffer, weights: Float32Array, numRows: number, k: number, cols: number): void;
 
   dispose(): void;
 

@@ -279,6 +279,24 @@ export class ReferenceBackend implements Backend {
     for (let i = 0; i < n; i++) o[i] = as[i]! + bs[i]!;
   }
 
+  scatterRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
+    const d = asBuffer(dst);
+    const s = asBuffer(src);
+    rowIds.forEach((id, i) => d.set(s.subarray(i * cols, (i + 1) * cols), id * cols));
+  }
+
+  weightedRowSum(out: DeviceBuffer, src: DeviceBuffer, weights: Float32Array, numRows: number, k: number, cols: number): void {
+    const o = asBuffer(out);
+    const s = asBuffer(src);
+    for (let r = 0; r < numRows; r++) {
+      for (let c = 0; c < cols; c++) {
+        let sum = 0;
+        for (let j = 0; j < k; j++) sum = Math.fround(sum + Math.fround(weights[r * k + j]! * s[(r * k + j) * cols + c]!));
+        o[r * cols + c] = sum;
+      }
+    }
+  }
+
   gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
     const d = asBuffer(dst);
     const s = asBuffer(src);

@@ -60,6 +60,19 @@ const ARCH_KEY = {
   dense3FeatOut: "dense_3_feat_out",
   /** false: bidirectional attention (BERT-like embedding models) */
   attentionCausal: "attention.causal",
+  /** mixture of experts (llama.cpp LLM_KV_EXPERT_*): experts per layer, experts each token is routed to, their FFN width */
+  expertCount: "expert_count",
+  expertUsedCount: "expert_used_count",
+  expertFeedForwardLength: "expert_feed_forward_length",
+  expertSharedFeedForwardLength: "expert_shared_feed_forward_length",
+  expertGroupCount: "expert_group_count",
+  /** granite: logits are divided by logit_scale; each branch's output times residual_scale; embeddings times embedding_scale */
+  logitScale: "logit_scale",
+  residualScale: "residual_scale",
+  embeddingScale: "embedding_scale",
+  attentionScale: "attention.scale",
+  /** granite: false switches rope off in every layer (llama.cpp granite.cpp rope_finetuned) */
+  ropeScalingFinetuned: "rope.scaling.finetuned",
 } as const;
 
 /** @example archKey("qwen2", "headCountKv") // "qwen2.attention.head_count_kv" */
@@ -95,6 +108,22 @@ const TENSOR = {
   ffnDown: "blk.{n}.ffn_down.weight",
   attnPostNorm: "blk.{n}.post_attention_norm.weight",
   ffnPostNorm: "blk.{n}.post_ffw_norm.weight",
+  /** mixture of experts: the router [dim -> experts] and the experts as 3-D tensors [cols, rows, experts] */
+  ffnGateInp: "blk.{n}.ffn_gate_inp.weight",
+  ffnGateExps: "blk.{n}.ffn_gate_exps.weight",
+  ffnUpExps: "blk.{n}.ffn_up_exps.weight",
+  ffnDownExps: "blk.{n}.ffn_down_exps.weight",
+  /** gpt-oss: per-head attention sink logits [numHeads], the output projection's bias, the router's and experts' biases */
+  attnSinks: "blk.{n}.attn_sinks.weight",
+  attnOutputBias: "blk.{n}.attn_output.bias",
+  ffnGateInpBias: "blk.{n}.ffn_gate_inp.bias",
+  ffnGateExpsBias: "blk.{n}.ffn_gate_exps.bias",
+  ffnUpExpsBias: "blk.{n}.ffn_up_exps.bias",
+  ffnDownExpsBias: "blk.{n}.ffn_down_exps.bias",
+  /** granitemoe (shared): one always-on SwiGLU expert beside the routed ones */
+  ffnGateShexp: "blk.{n}.ffn_gate_shexp.weight",
+  ffnUpShexp: "blk.{n}.ffn_up_shexp.weight",
+  ffnDownShexp: "blk.{n}.ffn_down_shexp.weight",
   /** EmbeddingGemma (--sentence-transformers-dense-modules): 2_Dense [dim -> features] and 3_Dense [features -> dim] */
   dense2: "dense_2.weight",
   dense3: "dense_3.weight",
@@ -118,5 +147,5 @@ export enum TokenType {
 /** general.file_type values (llama_ftype) for the types make-model writes. */
 export const FILE_TYPE: Readonly<Record<string, number>> = {
   f32: 0, f16: 1, q4_0: 2, q4_1: 3, q8_0: 7, q5_0: 8, q5_1: 9, q4_k_m: 15, q5_k_m: 17, q6_k: 18, bf16: 32,
-  q4_k: 14 /* Q4_K_S */, q5_k: 16 /* Q5_K_S */,
+  q4_k: 14 /* Q4_K_S */, q5_k: 16 /* Q5_K_S */, mxfp4: 38 /* MOSTLY_MXFP4_MOE */,
 };

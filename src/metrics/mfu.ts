@@ -32,7 +32,10 @@ export function shapeCost(config: ModelConfig, bytesPerWeight: number, bytesPerK
   const kvDim = config.numKvHeads * config.headDim;
   const qDim = config.numHeads * config.headDim;
   const attentionParams = config.dim * qDim + 2 * config.dim * kvDim + qDim * config.dim;
-  const ffnParams = 3 * config.dim * config.hiddenDim;
+  // mixture of experts: a token goes through the router, its k experts and the shared one only (active parameters)
+  const moe = config.moe;
+  const ffnParams = moe === undefined ? 3 * config.dim * config.hiddenDim
+    : config.dim * moe.expertCount + 3 * config.dim * moe.expertHiddenDim * moe.expertUsedCount + 3 * config.dim * (moe.sharedHiddenDim ?? 0);
   const matmulParams = config.numLayers * (attentionParams + ffnParams) + config.dim * config.vocabSize;
   return {
     matmulParams,

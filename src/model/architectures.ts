@@ -5,7 +5,7 @@
  * A new llama-like architecture is one row here (plus its tensors in `gguf/names.ts` if it adds any).
  * The gemma3 flags are optional: a row without them is llama-like (SwiGLU, no extra norms, every layer global).
  */
-import type { Architecture, FfnActivation, RopeFactorTensors } from "./model-config.ts";
+import type { Architecture, FfnActivation, MoeGating, RopeFactorTensors } from "./model-config.ts";
 
 export interface ArchitectureTraits {
   readonly architecture: Architecture;
@@ -55,6 +55,21 @@ export interface ArchitectureTraits {
   readonly fusedGateUp: boolean;
   /** attn_qkv (q, k, v stacked as rows) may stand for attn_q/k/v (phi3; llama.cpp create_tensor_qkv) */
   readonly fusedQkv: boolean;
+  /** olmoe: attn_{q,k}_norm normalise the whole projected q / k (weights [numHeads * headDim]) rather than each head */
+  readonly qkNormFullWidth?: boolean;
+  /**
+   * mixture of experts: the gating llama.cpp's graph hard-codes for the architecture (build_moe_ffn's gating_op and
+   * norm_w arguments; the GGUF's expert_gating_func is not read for these), and where the experts' width comes from:
+   * expert_feed_forward_length (qwen3moe; else feed_forward_length / k) or feed_forward_length itself (olmoe)
+   */
+  readonly moe?: { readonly gating: MoeGating; readonly normTopK: boolean; readonly expertWidthKey: "expert" | "ffn" };
+  /**
+   * granite: logit_scale (required), residual_scale, embedding_scale and attention.scale (optional) are read, and
+   * rope.scaling.finetuned = false switches rope off (llama.cpp granite.cpp load_arch_hparams)
+   */
+  readonly graniteScales?: boolean;
+  /** gpt-oss (openai-moe.cpp): attention sinks, attn_output.bias, biased router and experts, swiglu_oai experts */
+  readonly gptOss?: boolean;
 }
 
 const LLAMA_LIKE = { ropeFactors: "none", noRopeLayerStep: 0, fusedGateUp: false, fusedQkv: false } as const;
@@ -81,6 +96,29 @@ export const ARCHITECTURES: readonly ArchitectureTraits[] = [
   { architecture: "phi3", keyPrefix: "phi3", ropeNeox: true, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "longShort", fusedGateUp: true, fusedQkv: true },
   // smollm3.cpp: llama's graph with no rope in layers 4, 8, 12, ... (hard-coded step 4, no metadata key)
   { architecture: "smollm3", keyPrefix: "smollm3", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, noRopeLayerStep: 4 },
+  // qwen3moe.cpp: qwen3's attention (per-head QK-norm, NEOX rope), every FFN routed: softmax, top-k, renormalised
+  {
+    architecture: "qwen3moe", keyPrefix: "qwen3moe", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
+    moe: { gating: "softmax", normTopK: true, expertWidthKey: "expert" },
+  },
+  // olmoe.cpp: QK-norm over the whole q / k before the heads are split, NEOX rope, softmax top-k without renormalising
+  {
+    architecture: "olmoe", keyPrefix: "olmoe", ropeNeox: true, hasQkvBias: false, hasQkNorm: true, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
+    qkNormFullWidth: true, moe: { gating: "softmax", normTopK: false, expertWidthKey: "ffn" },
+  },
+  // granite.cpp: llama's layers with Granite's multipliers (embedding, residual, attention, 1 / logit scale)
+  { architecture: "granite", keyPrefix: "granite", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "freqs", graniteScales: true },
+  // granite-moe.cpp: granite with routed experts of feed_forward_length (softmax, top-k, renormalised) and an optional shared expert
+  {
+    architecture: "granitemoe", keyPrefix: "granitemoe", ropeNeox: false, hasQkvBias: false, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, ropeFactors: "freqs",
+    graniteScales: true, moe: { gating: "softmax", normTopK: true, expertWidthKey: "ffn" },
+  },
+  // openai-moe.cpp: q/k/v/o biases, attention sinks, even layers sliding-window (period 2, rope base of the sliding
+  // layers = rope.freq_base unless rope.freq_base_swa), top-k logits then softmax, swiglu_oai experts with biases
+  {
+    architecture: "gpt-oss", keyPrefix: "gpt-oss", ropeNeox: true, hasQkvBias: true, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
+    slidingWindowPeriod: 2, gptOss: true, moe: { gating: "softmaxWeight", normTopK: false, expertWidthKey: "expert" },
+  },
 ];
 
 /**

@@ -8,7 +8,8 @@
  *   kvStore(k,v -> slots of the layer's KV cache group) ;
  *   xb = attention(q, cache; a sliding layer's window; every position of the sequence: gemma-embedding) ;
  *   x += xb.Wo (post-norm'd: gemma3) ;
- *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU
+ *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU, or with
+ *   experts (qwen3moe, olmoe) x += the routed experts' FFNs of xb (moe-ffn.ts)
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
  * A step longer than the backend's maxRowsPerPass goes through all of this in passes of that many rows
  * (forwardPasses: llama.cpp's n_ubatch), with the same bits.
@@ -17,6 +18,7 @@ import type { AttentionSequence, Backend, DeviceBuffer, RopeAngles, Weight, Weig
 import { dequantizeTensor } from "../tensor/dtypes.ts";
 import type { KvCacheGroups } from "./kv-cache-groups.ts";
 import { layerSlidingWindow, type ModelConfig } from "./model-config.ts";
+import { allocMoeScratch, freeMoeScratch, loadExperts, moeFfn, moeUnsupported, type ExpertHandles, type MoeScratch } from "./moe-ffn.ts";
 import { layerRopeAngles } from "./rope-scaling.ts";
 import type { ModelWeights } from "./weights.ts";
 
@@ -102,7 +104,7 @@ export function forwardPasses(inputs: ForwardInputs, maxRows: number): ForwardPa
 /** Called as weights are uploaded: bytes done and bytes in all. */
 export type LoadProgress = (loadedBytes: number, totalBytes: number) => void;
 
-/** Bytes of every distinct weight tensor (a tied output counts once). */
+/** Bytes of every distinct weight tensor (a tied output counts once; stacked experts count whole). */
 function modelBytes(weights: ModelWeights): number {
   const all = new Set<WeightSource>([weights.tokenEmbd, weights.output, weights.outputNorm]);
   for (const layer of weights.layers) for (const w of Object.values(layer)) if (w !== null) all.add(w);
@@ -115,7 +117,9 @@ interface LayerHandles {
   attnNorm: Weight; wq: Weight; wk: Weight; wv: Weight; wo: Weight;
   bq: Weight | null; bk: Weight | null; bv: Weight | null;
   qNorm: Weight | null; kNorm: Weight | null;
-  ffnNorm: Weight; wGate: Weight; wUp: Weight; wDown: Weight;
+  ffnNorm: Weight; wGate: Weight | null; wUp: Weight | null; wDown: Weight | null;
+  /** mixture of experts: the router and each expert (moe-ffn.ts); null: the dense FFN above */
+  experts: ExpertHandles | null;
   attnPostNorm: Weight | null; ffnPostNorm: Weight | null;
 }
 
@@ -137,6 +141,7 @@ interface Scratch {
   readonly gathered: DeviceBuffer; // [numLogitRows, dim]
   readonly gatheredNormed: DeviceBuffer; // [numLogitRows, dim]
   readonly logits: DeviceBuffer; // [numLogitRows, vocabSize]
+  readonly moe: MoeScratch | null; // the routed FFN's buffers (moe-ffn.ts)
 }
 
 /**
@@ -163,6 +168,12 @@ export class BatchedForward {
       return handle;
     };
     const maybe = (w: WeightSource | null): Weight | null => (w === null ? null : load(w));
+    const moe = config.moe;
+    if (moe !== undefined) {
+      const why = moeUnsupported(backend);
+      if (why !== null) throw new Error(why);
+    }
+    if (config.attentionSinks === true) throw new Error(`${config.architecture}: attention sinks and swiglu_oai experts are not in the batched forward yet (only the reference oracle runs this architecture)`);
     this.tokenEmbd = load(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : load(weights.output);
     this.outputNorm = load(weights.outputNorm);
@@ -170,7 +181,8 @@ export class BatchedForward {
     this.layers = weights.layers.map((l) => ({
       attnNorm: load(l.attnNorm), wq: load(l.wq), wk: load(l.wk), wv: load(l.wv), wo: load(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
-      ffnNorm: load(l.ffnNorm), wGate: load(l.wGate), wUp: load(l.wUp), wDown: load(l.wDown),
+      ffnNorm: load(l.ffnNorm), wGate: maybe(l.wGate), wUp: maybe(l.wUp), wDown: maybe(l.wDown),
+      experts: moe === undefined || l.ffnGateInp == null ? null : loadExperts(moe, l, load),
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
   }
@@ -214,12 +226,14 @@ export class BatchedForward {
       v: b.alloc(n * kvDim),
       qNormed: b.alloc(this.config.hasQkNorm ? n * qDim : 1),
       kNormed: b.alloc(this.config.hasQkNorm ? n * kvDim : 1),
-      gate: b.alloc(n * hiddenDim),
-      up: b.alloc(n * hiddenDim),
-      act: b.alloc(n * hiddenDim),
+      // a mixture-of-experts model has no dense FFN
+      gate: b.alloc(this.config.moe === undefined ? n * hiddenDim : 1),
+      up: b.alloc(this.config.moe === undefined ? n * hiddenDim : 1),
+      act: b.alloc(this.config.moe === undefined ? n * hiddenDim : 1),
       gathered: b.alloc(m * dim),
       gatheredNormed: b.alloc(m * dim),
       logits: b.alloc(m * vocabSize),
+      moe: this.config.moe === undefined ? null : allocMoeScratch(b, this.config.moe, dim, n),
     };
     this.scratch = next;
     return next;
@@ -229,6 +243,7 @@ export class BatchedForward {
     for (const buffer of [s.x, s.xb, s.xb2, s.q, s.k, s.v, s.qNormed, s.kNormed, s.gate, s.up, s.act, s.gathered, s.gatheredNormed, s.logits]) {
       this.backend.free(buffer);
     }
+    if (s.moe !== null) freeMoeScratch(this.backend, s.moe);
   }
 
   /**
@@ -269,6 +284,8 @@ export class BatchedForward {
     if (c.embeddingScale !== undefined && c.embeddingScale !== 1) b.scale(s.x, c.embeddingScale, n * dim);
     // the kernels scale scores by 1 / sqrt(headDim); another attention scale pre-scales q (as llama.cpp gemma3.cpp does)
     const qScale = c.attentionScale === undefined ? 1 : c.attentionScale * Math.sqrt(headDim);
+    // granite: each branch's output times residual_scale before its residual add
+    const residualScale = c.residualScale ?? 1;
 
     for (let l = 0; l < this.layers.length; l++) {
       const w = this.layers[l]!;
@@ -283,9 +300,14 @@ export class BatchedForward {
       let q = s.q;
       let k = s.k;
       if (w.qNorm && w.kNorm) {
-        // every head is a row of length headDim
-        b.rmsNorm(s.qNormed, s.q, w.qNorm, n * numHeads, headDim, rmsEps);
-        b.rmsNorm(s.kNormed, s.k, w.kNorm, n * numKvHeads, headDim, rmsEps);
+        // every head is a row of length headDim; olmoe: every token's whole q (k) is one row
+        if (c.qkNormFullWidth === true) {
+          b.rmsNorm(s.qNormed, s.q, w.qNorm, n, numHeads * headDim, rmsEps);
+          b.rmsNorm(s.kNormed, s.k, w.kNorm, n, numKvHeads * headDim, rmsEps);
+        } else {
+          b.rmsNorm(s.qNormed, s.q, w.qNorm, n * numHeads, headDim, rmsEps);
+          b.rmsNorm(s.kNormed, s.k, w.kNorm, n * numKvHeads, headDim, rmsEps);
+        }
         q = s.qNormed;
         k = s.kNormed;
       }
@@ -303,14 +325,19 @@ export class BatchedForward {
       b.matmul(s.xb2, w.wo, s.xb, n);
       // post-norms write to another buffer: WebGPU cannot bind one buffer as both input and output
       if (w.attnPostNorm) b.rmsNorm(s.xb, s.xb2, w.attnPostNorm, n, dim, rmsEps);
+      if (residualScale !== 1) b.scale(w.attnPostNorm ? s.xb : s.xb2, residualScale, n * dim);
       b.add(s.x, s.x, w.attnPostNorm ? s.xb : s.xb2, n * dim);
 
       b.rmsNorm(s.xb, s.x, w.ffnNorm, n, dim, rmsEps);
-      matmuls([s.gate, s.up], [w.wGate, w.wUp], s.xb);
-      if (c.ffnActivation === "gelu_tanh") b.geluMul(s.act, s.gate, s.up, n * hiddenDim);
-      else b.siluMul(s.act, s.gate, s.up, n * hiddenDim);
-      b.matmul(s.xb2, w.wDown, s.act, n);
+      if (w.experts !== null) await moeFfn(b, c.moe!, dim, w.experts, s.moe!, s.xb2, s.xb, n);
+      else {
+        matmuls([s.gate, s.up], [w.wGate!, w.wUp!], s.xb);
+        if (c.ffnActivation === "gelu_tanh") b.geluMul(s.act, s.gate, s.up, n * hiddenDim);
+        else b.siluMul(s.act, s.gate, s.up, n * hiddenDim);
+        b.matmul(s.xb2, w.wDown!, s.act, n);
+      }
       if (w.ffnPostNorm) b.rmsNorm(s.xb, s.xb2, w.ffnPostNorm, n, dim, rmsEps);
+      if (residualScale !== 1) b.scale(w.ffnPostNorm ? s.xb : s.xb2, residualScale, n * dim);
       b.add(s.x, s.x, w.ffnPostNorm ? s.xb : s.xb2, n * dim);
     }
 
@@ -322,6 +349,8 @@ export class BatchedForward {
     b.gatherRows(s.gathered, s.x, inputs.logitRows, dim);
     b.rmsNorm(s.gatheredNormed, s.gathered, this.outputNorm, numLogitRows, dim, rmsEps);
     b.matmul(s.logits, this.output, s.gatheredNormed, numLogitRows);
+    // granite: logits / logit_scale (ggml_scale by its inverse)
+    if (c.logitScale !== undefined) b.scale(s.logits, Math.fround(1 / c.logitScale), numLogitRows * c.vocabSize);
     return b.read(s.logits, numLogitRows * c.vocabSize);
   }
 

@@ -2,7 +2,32 @@
  * The shape of a model, read from GGUF metadata by `model/read-model-config.ts`.
  * Everything below the engine reads the model only through this.
  */
-export type Architecture = "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3";
+export type Architecture =
+  | "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3" | "qwen3moe" | "olmoe" | "granite" | "granitemoe" | "gpt-oss";
+
+/**
+ * How a mixture-of-experts layer turns router logits into the k experts and their weights (llama.cpp
+ * llama-graph.cpp build_moe_ffn): "softmax": softmax over every expert, take the k largest probabilities, and
+ * (normTopK) divide them by their sum (clamped at 6.1e-5); "softmaxWeight" (gpt-oss): the k largest logits, then a
+ * softmax over those k.
+ */
+export type MoeGating = "softmax" | "softmaxWeight";
+
+export interface MoeConfig {
+  /** expert_count */
+  readonly expertCount: number;
+  /** expert_used_count: k */
+  readonly expertUsedCount: number;
+  /** rows of each expert's gate / up (expert_feed_forward_length; olmoe: feed_forward_length) */
+  readonly expertHiddenDim: number;
+  readonly gating: MoeGating;
+  /** renormalise the k weights to sum 1 (qwen3moe); olmoe keeps the softmax's probabilities */
+  readonly normTopK: boolean;
+  /** granitemoe (shared): the always-on shared expert's width (expert_shared_feed_forward_length); absent / 0: none */
+  readonly sharedHiddenDim?: number;
+  /** gpt-oss: the experts' activation is swiglu_oai (clamped at 7, x * sigmoid(1.702 x) * (up + 1)) and they have biases */
+  readonly oaiExperts?: boolean;
+}
 
 /** silu: SwiGLU, silu(gate) * up; gelu_tanh: GeGLU, gelu(gate) * up with GELU's tanh approximation (gemma3) */
 export type FfnActivation = "silu" | "gelu_tanh";
@@ -63,6 +88,19 @@ export interface ModelConfig {
   readonly hasQkvBias: boolean;
   /** qwen3: attn_{q,k}_norm */
   readonly hasQkNorm: boolean;
+  /** olmoe: the QK-norm is one RMSNorm over all of q (k), weights [numHeads * headDim], not one per head */
+  readonly qkNormFullWidth?: boolean;
+  /** mixture of experts: every layer's FFN is routed experts (absent: a dense FFN) */
+  readonly moe?: MoeConfig;
+  /** granite: each branch's output (attention, FFN) is multiplied by this before its residual add; absent: 1 */
+  readonly residualScale?: number;
+  /** granite: the logits are divided by this; absent: 1 */
+  readonly logitScale?: number;
+  /**
+   * gpt-oss: each head's learned sink logit joins its softmax's denominator (attn_sinks), the output projection has a
+   * bias, and the FFN's norm is post_attention_norm; only the oracle runs it so far
+   */
+  readonly attentionSinks?: boolean;
   // gemma3 (absent: llama-like). Fields below follow llama.cpp src/models/gemma3.cpp.
   /** default silu */
   readonly ffnActivation?: FfnActivation;

@@ -6,7 +6,7 @@ import type { GgufFile, GgufScalar } from "../gguf/gguf-file.ts";
 import { archKey, KEY, tensorName } from "../gguf/names.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { ARCHITECTURES, architectureTraits, type ArchitectureTraits } from "./architectures.ts";
-import type { GgufPoolingType, ModelConfig } from "./model-config.ts";
+import type { GgufPoolingType, ModelConfig, MoeConfig } from "./model-config.ts";
 import { readRopeScaling } from "./rope-scaling.ts";
 
 /** llama.h enum llama_pooling_type, by value (llama-model.cpp reads LLM_KV_POOLING_TYPE as this number) */
@@ -134,6 +134,10 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
 
   const dense = readDenseFeatures(gguf, traits, dim.value);
   if (!dense.ok) return dense;
+  const moe = readMoe(gguf, traits, hiddenDim.value);
+  if (!moe.ok) return moe;
+  const granite = readGraniteScales(gguf, traits);
+  if (!granite.ok) return granite;
 
   return ok({
     architecture: traits.architecture,
@@ -159,6 +163,8 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     tiedEmbeddings: !gguf.tensors.some((t) => t.name === OUTPUT),
     hasQkvBias: traits.hasQkvBias,
     hasQkNorm: traits.hasQkNorm,
+    ...(traits.qkNormFullWidth === true ? { qkNormFullWidth: true } : {}),
+    ...(moe.value !== undefined ? { moe: moe.value } : {}),
     ...(traits.ffnActivation !== undefined ? { ffnActivation: traits.ffnActivation } : {}),
     ...(traits.scaleEmbeddings === true ? { embeddingScale: Math.sqrt(dim.value) } : {}),
     ...(traits.hasPostNorms === true ? { hasPostNorms: true } : {}),
@@ -167,6 +173,8 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     ...(poolingType !== undefined ? { poolingType } : {}),
     ...(traits.bidirectional === true ? { bidirectional: true } : {}),
     ...(dense.value !== undefined ? { denseFeatures: dense.value } : {}),
+    ...granite.value,
+    ...(traits.gptOss === true ? { attentionSinks: true } : {}),
   });
 }
 
@@ -195,6 +203,67 @@ function readDenseFeatures(gguf: GgufFile, traits: ArchitectureTraits, dim: numb
   return ok(features);
 }
 
+/**
+ * The experts of a mixture-of-experts architecture (llama.cpp llama_model_base::load_hparams and the arch's
+ * load_arch_hparams): expert_count and expert_used_count are required, 0 < k <= experts; the experts' width is
+ * expert_feed_forward_length (qwen3moe; default feed_forward_length / k) or feed_forward_length (olmoe). Grouped
+ * routing (expert_group_count > 1) and an expert weight scale other than 0 or 1 are refused: fennec does not run them.
+ */
+function readMoe(gguf: GgufFile, traits: ArchitectureTraits, hiddenDim: number): Result<MoeConfig | undefined> {
+  const p = traits.keyPrefix;
+  if (traits.moe === undefined) {
+    const experts = numberKey(gguf, archKey(p, "expertCount"));
+    if (!experts.ok) return experts;
+    if (experts.value !== undefined && experts.value > 0) return err(`${gguf.source}: metadata ${archKey(p, "expertCount")} = ${experts.value}: architecture ${traits.architecture} has no experts in fennec`);
+    return ok(undefined);
+  }
+  const expertCount = positiveInt(gguf, archKey(p, "expertCount"));
+  if (!expertCount.ok) return expertCount;
+  const expertUsedCount = positiveInt(gguf, archKey(p, "expertUsedCount"));
+  if (!expertUsedCount.ok) return expertUsedCount;
+  if (expertUsedCount.value > expertCount.value) {
+    return err(`${gguf.source}: metadata ${archKey(p, "expertUsedCount")} = ${expertUsedCount.value} is more than ${archKey(p, "expertCount")} = ${expertCount.value}`);
+  }
+  const width = traits.moe.expertWidthKey === "ffn" ? ok(hiddenDim)
+    : positiveInt(gguf, archKey(p, "expertFeedForwardLength"), Math.floor(hiddenDim / expertUsedCount.value));
+  if (!width.ok) return width;
+  const groups = numberKey(gguf, archKey(p, "expertGroupCount"));
+  if (!groups.ok) return groups;
+  if (groups.value !== undefined && groups.value > 1) return err(`${gguf.source}: metadata ${archKey(p, "expertGroupCount")} = ${groups.value} (grouped expert routing) is not supported`);
+  const shared = numberKey(gguf, archKey(p, "expertSharedFeedForwardLength"));
+  if (!shared.ok) return shared;
+  if (shared.value !== undefined && shared.value > 0 && traits.architecture !== "granitemoe") {
+    return err(`${gguf.source}: metadata ${archKey(p, "expertSharedFeedForwardLength")} (a shared expert) is not supported for ${traits.architecture}`);
+  }
+  return ok({
+    expertCount: expertCount.value, expertUsedCount: expertUsedCount.value, expertHiddenDim: width.value, gating: traits.moe.gating, normTopK: traits.moe.normTopK,
+    ...(traits.gptOss === true ? { oaiExperts: true } : {}),
+    ...(shared.value !== undefined && shared.value > 0 ? { sharedHiddenDim: shared.value } : {}),
+  });
+}
+
+type GraniteFields = Pick<ModelConfig, "residualScale" | "logitScale" | "embeddingScale" | "attentionScale" | "noRopeLayerStep">;
+
+/**
+ * Granite's multipliers (llama.cpp granite.cpp load_arch_hparams): logit_scale is required (the logits are divided by
+ * it), residual_scale, embedding_scale and attention.scale optional (0 / absent: none, and 1 / sqrt(headDim)); and
+ * rope.scaling.finetuned (default true) = false turns rope off in every layer.
+ */
+function readGraniteScales(gguf: GgufFile, traits: ArchitectureTraits): Result<GraniteFields> {
+  if (traits.graniteScales !== true) return ok({});
+  const p = traits.keyPrefix;
+  const logit = positiveFloat(gguf, archKey(p, "logitScale"));
+  if (!logit.ok) return logit;
+  const fields: { -readonly [K in keyof GraniteFields]: GraniteFields[K] } = { logitScale: logit.value };
+  for (const [key, field] of [["residualScale", "residualScale"], ["embeddingScale", "embeddingScale"], ["attentionScale", "attentionScale"]] as const) {
+    const value = numberKey(gguf, archKey(p, key));
+    if (!value.ok) return value;
+    if (value.value !== undefined && value.value !== 0) fields[field] = value.value;
+  }
+  if (scalar(gguf, archKey(p, "ropeScalingFinetuned")) === false) fields.noRopeLayerStep = 1;
+  return ok(fields);
+}
+
 type SlidingWindowFields = Pick<ModelConfig, "slidingWindow" | "slidingLayers" | "ropeFreqBaseSwa">;
 
 /**
@@ -209,7 +278,7 @@ function readSlidingWindow(gguf: GgufFile, traits: ArchitectureTraits, numLayers
   if (!window.ok) return window;
   if (window.value === undefined || window.value === 0) {
     // llama.cpp gemma-embedding.cpp reads the window as a required key
-    return traits.bidirectional === true ? err(`${gguf.source}: missing metadata ${archKey(p, "slidingWindow")} (a positive integer for ${traits.architecture})`) : ok({});
+    return traits.bidirectional === true || traits.gptOss === true ? err(`${gguf.source}: missing metadata ${archKey(p, "slidingWindow")} (a positive integer for ${traits.architecture})`) : ok({});
   }
   if (!Number.isInteger(window.value) || window.value < 0) return err(`${gguf.source}: metadata ${archKey(p, "slidingWindow")} must be a positive integer (got ${window.value})`);
   const patternKey = archKey(p, "slidingWindowPattern");
@@ -221,7 +290,10 @@ function readSlidingWindow(gguf: GgufFile, traits: ArchitectureTraits, numLayers
   const n = period.value ?? traits.slidingWindowPeriod;
   if (!Number.isInteger(n) || n < 0) return err(`${gguf.source}: metadata ${patternKey} must be a non-negative integer (got ${n})`);
   const slidingLayers = Array.from({ length: numLayers }, (_, l) => n === 0 || l % n < n - 1);
-  const ropeFreqBaseSwa = positiveFloat(gguf, archKey(p, "ropeFreqBaseSwa"), traits.defaultRopeFreqBaseSwa ?? 10000);
+  // gpt-oss: the sliding layers' base defaults to the global one (openai-moe.cpp); gemma3: 10000
+  const baseDefault = traits.gptOss === true ? numberKey(gguf, archKey(p, "ropeFreqBase")) : ok(undefined);
+  if (!baseDefault.ok) return baseDefault;
+  const ropeFreqBaseSwa = positiveFloat(gguf, archKey(p, "ropeFreqBaseSwa"), baseDefault.value ?? traits.defaultRopeFreqBaseSwa ?? 10000);
   if (!ropeFreqBaseSwa.ok) return ropeFreqBaseSwa;
   return ok({ slidingWindow: window.value, slidingLayers, ropeFreqBaseSwa: ropeFreqBaseSwa.value });
 }

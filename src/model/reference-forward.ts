@@ -8,8 +8,10 @@
  *   (the layer's angles: rope-scaling.ts; none in smollm3's no-rope layers) ;
  *   cache k,v at pos ; xb = attention(q, cache[0..pos], or the last `window` positions on a sliding layer) ;
  *   x += xb.Wo (rmsnorm'd first: gemma3 post-attention norm) ;
- *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (rmsnorm'd first: gemma3 post-FFN norm), act = silu or tanh-GELU
- * then logits = rmsnorm(x).Wout.
+ *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (rmsnorm'd first: gemma3 post-FFN norm), act = silu or tanh-GELU,
+ *   or with experts (qwen3moe, olmoe, granitemoe) x += the k routed experts' SwiGLU FFNs of xb, weighted (moe-routing.ts)
+ *   (+ granitemoe's shared expert) ; granite scales each branch by residual_scale before its add
+ * then logits = rmsnorm(x).Wout (granite: / logit_scale).
  * gemma3's layers alternate: sliding-window layers with their own rope base, and global ones (llama.cpp gemma3.cpp).
  * A bidirectional model (gemma-embedding) runs one whole sequence at a time instead: `encode(tokens)`.
  */
@@ -17,7 +19,9 @@ import type { RopeAngles, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import { layerRopeFreqBase, layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import { layerRopeAngles } from "./rope-scaling.ts";
-import type { ModelWeights } from "./weights.ts";
+import { routeExperts } from "./moe-routing.ts";
+import { addInPlace, gelu, matmul, rmsnorm, rope, silu, softmax, softmaxWithSink, swigluOai } from "./reference-ops.ts";
+import { expertRows, type ModelWeights } from "./weights.ts";
 
 /** A matrix dequantized to f32 [rows, cols] row-major (rows = output features), and the type it came from. */
 interface Matrix {
@@ -38,11 +42,27 @@ interface LayerF32 {
   qNorm: Float32Array | null; // [headDim]
   kNorm: Float32Array | null; // [headDim]
   ffnNorm: Float32Array; // [dim]
-  wGate: Matrix; // [hiddenDim, dim]
-  wUp: Matrix; // [hiddenDim, dim]
-  wDown: Matrix; // [dim, hiddenDim]
+  wGate: Matrix | null; // [hiddenDim, dim] (null: experts)
+  wUp: Matrix | null; // [hiddenDim, dim]
+  wDown: Matrix | null; // [dim, hiddenDim]
+  experts: ExpertsF32 | null;
+  /** gpt-oss: the sink logit of each head [numHeads] and attn_output's bias [dim] */
+  sinks: Float32Array | null;
+  bo: Float32Array | null;
   attnPostNorm: Float32Array | null; // [dim]
   ffnPostNorm: Float32Array | null; // [dim]
+}
+
+/** A mixture-of-experts layer's router and experts, one matrix per expert. */
+interface ExpertsF32 {
+  router: Matrix; // [expertCount, dim]
+  gate: Matrix[]; // [expertCount][expertHiddenDim, dim]
+  up: Matrix[]; // [expertCount][expertHiddenDim, dim]
+  down: Matrix[]; // [expertCount][dim, expertHiddenDim]
+  /** granitemoe (shared): the always-on expert, gate / up [sharedHiddenDim, dim], down [dim, sharedHiddenDim] */
+  shared: { gate: Matrix; up: Matrix; down: Matrix } | null;
+  /** gpt-oss: the router's bias [expertCount] and each expert's biases, gate / up [expertHiddenDim], down [dim] */
+  biases: { router: Float32Array; gate: Float32Array[]; up: Float32Array[]; down: Float32Array[] } | null;
 }
 
 export interface ReferenceForwardOptions {
@@ -62,69 +82,6 @@ export interface ReferenceForwardOptions {
 }
 
 
-// ---- leaf ops (llama2.c names) ----
-
-/** out = x / rms(x) * weight, over n elements starting at offset (used per head for QK-norm too) */
-function rmsnorm(out: Float32Array, x: Float32Array, weight: Float32Array, n: number, eps: number, offset = 0): void {
-  let sumSq = 0;
-  for (let i = 0; i < n; i++) sumSq += x[offset + i]! * x[offset + i]!;
-  const scale = 1 / Math.sqrt(sumSq / n + eps);
-  for (let i = 0; i < n; i++) out[offset + i] = x[offset + i]! * scale * weight[i]!;
-}
-
-/** out[rows] = W[rows, cols] . x[cols] */
-function matmul(out: Float32Array, x: Float32Array, w: Float32Array, cols: number, rows: number): void {
-  for (let r = 0; r < rows; r++) {
-    let acc = 0;
-    const base = r * cols;
-    for (let c = 0; c < cols; c++) acc += w[base + c]! * x[c]!;
-    out[r] = acc;
-  }
-}
-
-function addInPlace(x: Float32Array, b: Float32Array): void {
-  for (let i = 0; i < b.length; i++) x[i]! += b[i]!;
-}
-
-/**
- * Rotates the first ropeDim dims of each head of vec [numHeads * headDim] by the angles of its position, theta_i =
- * pos * thetas[i] (base^(-2i/ropeDim) unscaled: rope-scaling.ts), and scales the turned pairs by mscale (1 unless
- * YaRN / LongRoPE). Normal rope (llama) pairs dims (2i, 2i+1); NEOX rope (qwen2/3, gemma3, phi3) pairs (i, i + ropeDim/2).
- */
-function rope(vec: Float32Array, numHeads: number, headDim: number, ropeDim: number, angles: ArrayLike<number>, mscale: number, neox: boolean): void {
-  const half = ropeDim / 2;
-  for (let h = 0; h < numHeads; h++) {
-    const base = h * headDim;
-    for (let i = 0; i < half; i++) {
-      const theta = angles[i]!;
-      const cos = Math.cos(theta) * mscale;
-      const sin = Math.sin(theta) * mscale;
-      const a = neox ? base + i : base + 2 * i;
-      const b = neox ? base + i + half : base + 2 * i + 1;
-      const x0 = vec[a]!;
-      const x1 = vec[b]!;
-      vec[a] = x0 * cos - x1 * sin;
-      vec[b] = x0 * sin + x1 * cos;
-    }
-  }
-}
-
-/** In place softmax over x[0..n) */
-function softmax(x: Float32Array, n: number): void {
-  let max = -Infinity;
-  for (let i = 0; i < n; i++) if (x[i]! > max) max = x[i]!;
-  let sum = 0;
-  for (let i = 0; i < n; i++) {
-    x[i] = Math.exp(x[i]! - max);
-    sum += x[i]!;
-  }
-  for (let i = 0; i < n; i++) x[i] = x[i]! / sum;
-}
-
-const silu = (x: number): number => x / (1 + Math.exp(-x));
-
-/** GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (ggml_gelu_f32, gelu_pytorch_tanh) */
-export const gelu = (x: number): number => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * x * (1 + 0.044715 * x * x)));
 
 /**
  * The reference model: call `forward(token, pos)` for pos = 0, 1, 2 ... of one sequence; `reset()` starts a new one.
@@ -161,13 +118,29 @@ export class ReferenceForward {
     const f32 = (w: WeightSource): Float32Array => dequantizeTensor(w);
     const maybe = (w: WeightSource | null): Float32Array | null => (w === null ? null : f32(w));
     const matrix = (w: WeightSource): Matrix => ({ data: f32(w), type: w.type });
+    const maybeMatrix = (w: WeightSource | null): Matrix | null => (w === null ? null : matrix(w));
+    const expertCount = config.moe?.expertCount ?? 0;
+    // a [expertCount, n] bias tensor: expert e's bias is row e
+    const perExpertRow = (w: WeightSource): Float32Array[] => {
+      const all = f32(w);
+      return Array.from({ length: expertCount }, (_, e) => all.subarray(e * w.cols, (e + 1) * w.cols));
+    };
+    const perExpert = (w: WeightSource | null | undefined): Matrix[] => Array.from({ length: expertCount }, (_, e) => matrix(expertRows(w!, e, expertCount)));
     this.tokenEmbd = f32(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? { data: this.tokenEmbd, type: weights.tokenEmbd.type } : matrix(weights.output);
     this.outputNorm = f32(weights.outputNorm);
     this.layers = weights.layers.map((l) => ({
       attnNorm: f32(l.attnNorm), wq: matrix(l.wq), wk: matrix(l.wk), wv: matrix(l.wv), wo: matrix(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
-      ffnNorm: f32(l.ffnNorm), wGate: matrix(l.wGate), wUp: matrix(l.wUp), wDown: matrix(l.wDown),
+      ffnNorm: f32(l.ffnNorm), wGate: maybeMatrix(l.wGate), wUp: maybeMatrix(l.wUp), wDown: maybeMatrix(l.wDown),
+      experts: l.ffnGateInp == null ? null : {
+        router: matrix(l.ffnGateInp), gate: perExpert(l.ffnGateExps), up: perExpert(l.ffnUpExps), down: perExpert(l.ffnDownExps),
+        shared: l.ffnGateShexp == null ? null : { gate: matrix(l.ffnGateShexp), up: matrix(l.ffnUpShexp!), down: matrix(l.ffnDownShexp!) },
+        biases: l.ffnGateInpBias == null ? null : {
+          router: f32(l.ffnGateInpBias), gate: perExpertRow(l.ffnGateExpsBias!), up: perExpertRow(l.ffnUpExpsBias!), down: perExpertRow(l.ffnDownExpsBias!),
+        },
+      },
+      sinks: maybe(l.attnSinks ?? null), bo: maybe(l.bo ?? null),
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
     this.roundInput = options.roundMatmulInput;
@@ -182,8 +155,9 @@ export class ReferenceForward {
     this.x = new Float32Array(dim);
     this.xb = new Float32Array(Math.max(dim, qDim));
     this.xb2 = new Float32Array(dim);
-    this.hb = new Float32Array(hiddenDim);
-    this.hb2 = new Float32Array(hiddenDim);
+    const ffnWidth = Math.max(hiddenDim, config.moe?.expertHiddenDim ?? 0, config.moe?.sharedHiddenDim ?? 0);
+    this.hb = new Float32Array(ffnWidth);
+    this.hb2 = new Float32Array(ffnWidth);
     this.q = new Float32Array(qDim);
     this.k = new Float32Array(kvDim);
     this.v = new Float32Array(kvDim);
@@ -219,6 +193,11 @@ export class ReferenceForward {
     const { dim, rmsEps, vocabSize } = this.config;
     rmsnorm(this.x, this.x, this.outputNorm, dim, rmsEps);
     this.matmul(this.logits, this.x, this.output, dim, vocabSize);
+    // granite: logits / logit_scale
+    if (this.config.logitScale !== undefined) {
+      const inv = Math.fround(1 / this.config.logitScale);
+      for (let i = 0; i < vocabSize; i++) this.logits[i] = this.logits[i]! * inv;
+    }
     return this.logits;
   }
 
@@ -238,7 +217,7 @@ export class ReferenceForward {
       this.valueCache.set(v, layerOffset + pos * kvDim);
       // positions first..pos (first = 0, or pos - window + 1 on a sliding layer)
       const window = layerSlidingWindow(c, l);
-      this.attend(xb, q, this.keyCache, this.valueCache, layerOffset, window > 0 ? Math.max(0, pos - window + 1) : 0, pos);
+      this.attend(xb, q, this.keyCache, this.valueCache, layerOffset, window > 0 ? Math.max(0, pos - window + 1) : 0, pos, this.layers[l]!.sinks);
       this.finishLayer(l, x, xb);
     }
   }
@@ -328,8 +307,11 @@ export class ReferenceForward {
       addInPlace(v, w.bv);
     }
     if (w.qNorm && w.kNorm) {
-      for (let h = 0; h < numHeads; h++) rmsnorm(q, q, w.qNorm, headDim, rmsEps, h * headDim);
-      for (let h = 0; h < numKvHeads; h++) rmsnorm(k, k, w.kNorm, headDim, rmsEps, h * headDim);
+      // per head (qwen3, gemma3), or over the whole of q and of k (olmoe)
+      const width = c.qkNormFullWidth === true ? numHeads * headDim : headDim;
+      for (let h = 0; h < (numHeads * headDim) / width; h++) rmsnorm(q, q, w.qNorm, width, rmsEps, h * width);
+      const kWidth = c.qkNormFullWidth === true ? numKvHeads * headDim : headDim;
+      for (let h = 0; h < (numKvHeads * headDim) / kWidth; h++) rmsnorm(k, k, w.kNorm, kWidth, rmsEps, h * kWidth);
     }
     const angles = this.layerAngles[l]!;
     if (angles !== null) {
@@ -343,7 +325,7 @@ export class ReferenceForward {
    * out [qDim] = multi-head attention of q over key / value rows first..last (row t at base + t * kvDim); query head h
    * reads kv head h / groupSize (GQA)
    */
-  private attend(out: Float32Array, q: Float32Array, keys: Float32Array, values: Float32Array, base: number, first: number, last: number): void {
+  private attend(out: Float32Array, q: Float32Array, keys: Float32Array, values: Float32Array, base: number, first: number, last: number, sinks: Float32Array | null = null): void {
     const c = this.config;
     const { headDim, numHeads, numKvHeads } = c;
     const kvDim = numKvHeads * headDim;
@@ -359,7 +341,9 @@ export class ReferenceForward {
         for (let i = 0; i < headDim; i++) score += q[qOffset + i]! * keys[kOffset + i]!;
         att[t - first] = score * scale;
       }
-      softmax(att, last - first + 1);
+      // gpt-oss: the head's sink logit joins the denominator only (ggml_soft_max_ext with sinks)
+      if (sinks === null) softmax(att, last - first + 1);
+      else softmaxWithSink(att, last - first + 1, sinks[h]!);
       for (let i = 0; i < headDim; i++) out[qOffset + i] = 0;
       for (let t = first; t <= last; t++) {
         const vOffset = base + t * kvDim + kvHeadOffset;
@@ -376,16 +360,71 @@ export class ReferenceForward {
     const w = this.layers[l]!;
     const { xb, xb2, hb, hb2 } = this;
     this.matmul(xb2, attnOut, w.wo, numHeads * headDim, dim);
+    if (w.bo) addInPlace(xb2, w.bo);
     if (w.attnPostNorm) rmsnorm(xb2, xb2, w.attnPostNorm, dim, rmsEps);
+    this.residualScale(xb2);
     addInPlace(x, xb2);
 
     rmsnorm(xb, x, w.ffnNorm, dim, rmsEps);
-    this.matmul(hb, xb, w.wGate, dim, hiddenDim);
-    this.matmul(hb2, xb, w.wUp, dim, hiddenDim);
-    const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
-    for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
-    this.matmul(xb2, hb, w.wDown, hiddenDim, dim);
+    if (w.experts !== null) {
+      this.experts(xb2, xb, w.experts);
+    } else {
+      this.matmul(hb, xb, w.wGate!, dim, hiddenDim);
+      this.matmul(hb2, xb, w.wUp!, dim, hiddenDim);
+      const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
+      for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
+      this.matmul(xb2, hb, w.wDown!, hiddenDim, dim);
+    }
     if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
+    this.residualScale(xb2);
     addInPlace(x, xb2);
+  }
+
+  /**
+   * out [dim] = the routed experts' SwiGLU FFNs of xb, weighted, added in slot order (llama.cpp build_moe_ffn):
+   * router logits = xb.Wrouter -> softmax -> the k best (moe-routing.ts) -> sum_s w_s * down_e(silu(gate_e.xb) * up_e.xb)
+   */
+  private experts(out: Float32Array, xb: Float32Array, w: ExpertsF32): void {
+    const moe = this.config.moe!;
+    const { dim } = this.config;
+    const width = moe.expertHiddenDim;
+    const logits = new Float32Array(moe.expertCount);
+    this.matmul(logits, xb, w.router, dim, moe.expertCount);
+    if (w.biases) addInPlace(logits, w.biases.router);
+    const { ids, weights } = routeExperts(logits, 1, moe);
+    const { hb, hb2 } = this;
+    const y = new Float32Array(dim);
+    out.fill(0);
+    for (let s = 0; s < moe.expertUsedCount; s++) {
+      const e = ids[s]!;
+      this.matmul(hb, xb, w.gate[e]!, dim, width);
+      this.matmul(hb2, xb, w.up[e]!, dim, width);
+      if (w.biases) {
+        for (let i = 0; i < width; i++) hb[i] = hb[i]! + w.biases.gate[e]![i]!;
+        for (let i = 0; i < width; i++) hb2[i] = hb2[i]! + w.biases.up[e]![i]!;
+        for (let i = 0; i < width; i++) hb[i] = swigluOai(hb[i]!, hb2[i]!);
+      } else {
+        for (let i = 0; i < width; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      }
+      this.matmul(y, hb, w.down[e]!, width, dim);
+      if (w.biases) addInPlace(y, w.biases.down[e]!);
+      for (let i = 0; i < dim; i++) out[i] = out[i]! + Math.fround(y[i]! * weights[s]!);
+    }
+    // granitemoe (shared): a plain SwiGLU FFN of the same input, added to the routed experts' sum
+    if (w.shared !== null) {
+      const sh = moe.sharedHiddenDim!;
+      this.matmul(hb, xb, w.shared.gate, dim, sh);
+      this.matmul(hb2, xb, w.shared.up, dim, sh);
+      for (let i = 0; i < sh; i++) hb[i] = silu(hb[i]!) * hb2[i]!;
+      this.matmul(y, hb, w.shared.down, sh, dim);
+      addInPlace(out, y);
+    }
+  }
+
+  /** granite: a branch's output times residual_scale before its residual add */
+  private residualScale(branch: Float32Array): void {
+    const r = this.config.residualScale;
+    if (r === undefined || r === 1) return;
+    for (let i = 0; i < branch.length; i++) branch[i] = branch[i]! * r;
   }
 }

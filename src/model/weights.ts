@@ -19,6 +19,10 @@ const LAYER_TENSORS = {
   bq: "attnQBias", bk: "attnKBias", bv: "attnVBias", qNorm: "attnQNorm", kNorm: "attnKNorm",
   ffnNorm: "ffnNorm", wGate: "ffnGate", wUp: "ffnUp", wDown: "ffnDown",
   attnPostNorm: "attnPostNorm", ffnPostNorm: "ffnPostNorm",
+  ffnGateInp: "ffnGateInp", ffnGateExps: "ffnGateExps", ffnUpExps: "ffnUpExps", ffnDownExps: "ffnDownExps",
+  ffnGateShexp: "ffnGateShexp", ffnUpShexp: "ffnUpShexp", ffnDownShexp: "ffnDownShexp",
+  attnSinks: "attnSinks", bo: "attnOutputBias", ffnGateInpBias: "ffnGateInpBias",
+  ffnGateExpsBias: "ffnGateExpsBias", ffnUpExpsBias: "ffnUpExpsBias", ffnDownExpsBias: "ffnDownExpsBias",
 } as const satisfies Record<keyof LayerWeights, TensorKey>;
 type LayerTensorKey = keyof typeof LAYER_TENSORS;
 
@@ -37,17 +41,38 @@ export interface LayerWeights {
   readonly bq: WeightSource | null;
   readonly bk: WeightSource | null;
   readonly bv: WeightSource | null;
-  /** qwen3: [headDim] each, shared by all heads */
+  /** qwen3: [headDim] each, shared by all heads; olmoe (qkNormFullWidth): [numHeads * headDim], [numKvHeads * headDim] */
   readonly qNorm: WeightSource | null;
   readonly kNorm: WeightSource | null;
   /** [dim] */
   readonly ffnNorm: WeightSource;
-  /** [hiddenDim, dim] */
-  readonly wGate: WeightSource;
-  /** [hiddenDim, dim] */
-  readonly wUp: WeightSource;
-  /** [dim, hiddenDim] */
-  readonly wDown: WeightSource;
+  /** [hiddenDim, dim]; null in a mixture-of-experts layer */
+  readonly wGate: WeightSource | null;
+  /** [hiddenDim, dim]; null in a mixture-of-experts layer */
+  readonly wUp: WeightSource | null;
+  /** [dim, hiddenDim]; null in a mixture-of-experts layer */
+  readonly wDown: WeightSource | null;
+  /** mixture of experts (ModelConfig.moe): the router [expertCount, dim]; null: a dense FFN */
+  readonly ffnGateInp?: WeightSource | null;
+  /**
+   * the experts' gate and up [expertCount * expertHiddenDim, dim] and down [expertCount * dim, expertHiddenDim]: the
+   * 3-D GGUF tensors [cols, rows, experts] seen as 2-D, expert e's rows contiguous (expertRows() cuts one out)
+   */
+  readonly ffnGateExps?: WeightSource | null;
+  readonly ffnUpExps?: WeightSource | null;
+  readonly ffnDownExps?: WeightSource | null;
+  /** granitemoe (shared): the shared expert's gate, up [sharedHiddenDim, dim] and down [dim, sharedHiddenDim]; null: none */
+  readonly ffnGateShexp?: WeightSource | null;
+  readonly ffnUpShexp?: WeightSource | null;
+  readonly ffnDownShexp?: WeightSource | null;
+  /** gpt-oss: the sink logits [numHeads], attn_output's bias [dim], the router's bias [expertCount] */
+  readonly attnSinks?: WeightSource | null;
+  readonly bo?: WeightSource | null;
+  readonly ffnGateInpBias?: WeightSource | null;
+  /** gpt-oss: the experts' biases, one row per expert: gate / up [expertCount, expertHiddenDim], down [expertCount, dim] */
+  readonly ffnGateExpsBias?: WeightSource | null;
+  readonly ffnUpExpsBias?: WeightSource | null;
+  readonly ffnDownExpsBias?: WeightSource | null;
   /** gemma3: [dim] each, RMSNorm of the attention / FFN output before its residual add */
   readonly attnPostNorm: WeightSource | null;
   readonly ffnPostNorm: WeightSource | null;
@@ -79,7 +104,16 @@ export interface LoadWeightsOptions {
   readonly maxModelLen?: number;
 }
 
-/** Expected ggml shape, ne0 first: [cols] for 1-D, [cols, rows] for 2-D. */
+/**
+ * Expert e of a stacked expert tensor (LayerWeights.ffnGateExps ...): its rows as a WeightSource of their own, a view.
+ * @example const gate3 = expertRows(layer.ffnGateExps!, 3, config.moe!.expertCount);
+ */
+export function expertRows(w: WeightSource, expert: number, expertCount: number): WeightSource {
+  const rows = w.rows / expertCount;
+  return rowSlice(w, `expert ${expert}`, expert * rows, rows);
+}
+
+/** Expected ggml shape, ne0 first: [cols] for 1-D, [cols, rows] for 2-D, [cols, rows, n] for 3-D (seen as [cols, rows * n]). */
 type Shape = readonly number[];
 
 /** Thrown inside this file only, turned into a Result at the boundary (`loadModelWeights`). */
@@ -97,7 +131,7 @@ function tensor(gguf: GgufFile, name: string, shape: Shape): WeightSource {
   const same = info.shape.length === shape.length && info.shape.every((n, i) => n === shape[i]);
   if (!same) throw new WeightError(`${where} has shape [${info.shape.join(", ")}], expected [${shape.join(", ")}]`);
   const cols = shape[0]!;
-  const rows = shape[1] ?? 1;
+  const rows = (shape[1] ?? 1) * (shape[2] ?? 1);
   if (cols % wt.blockSize !== 0) {
     throw new WeightError(`${where}: row length ${cols} is not a multiple of the ${wt.name} block size ${wt.blockSize}`);
   }
@@ -152,20 +186,32 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
   const tokenEmbd = tensor(gguf, tensorName("tokenEmbd"), [dim, vocabSize]);
   // biases llama.cpp's graphs add whenever the file has them (llama.cpp llama-model.cpp: bo, ffn_*_b, output_b, wqkv_b are
   // TENSOR_NOT_REQUIRED) but fennec's forward has no place for: refused, never ignored; only qwen2's q/k/v biases are run
-  const runBiases = config.hasQkvBias ? /^blk\.\d+\.attn_[qkv]\.bias$/ : null;
+  const runBiases = config.attentionSinks === true ? /^blk\.\d+\.(attn_[qkv]|attn_output|ffn_gate_inp|ffn_(gate|up|down)_exps)\.bias$/
+    : config.hasQkvBias ? /^blk\.\d+\.attn_[qkv]\.bias$/ : null;
   const unrun = gguf.tensors.find((t) => t.name.endsWith(".bias") && !(runBiases?.test(t.name) ?? false));
   if (unrun !== undefined) throw new WeightError(`${gguf.source}: tensor ${unrun.name} is not supported (fennec runs this architecture without it)`);
   const layers: LayerWeights[] = [];
   for (let l = 0; l < config.numLayers; l++) {
     const t = (key: LayerTensorKey, shape: Shape): WeightSource => tensor(gguf, tensorName(LAYER_TENSORS[key], l), shape);
     const bias = (key: LayerTensorKey, n: number): WeightSource | null => (config.hasQkvBias ? t(key, [n]) : null);
-    const norm = (key: LayerTensorKey): WeightSource | null => (config.hasQkNorm ? t(key, [headDim]) : null);
+    const norm = (key: LayerTensorKey, width: number): WeightSource | null => (config.hasQkNorm ? t(key, [width]) : null);
     const postNorm = (key: LayerTensorKey): WeightSource | null => (config.hasPostNorms === true ? t(key, [dim]) : null);
     // llama.cpp create_tensor_qkv: attn_qkv when the file has it, else attn_q/k/v
     const qkvName = tensorName("attnQkv", l);
     const qkv = config.fusedQkv === true && gguf.tensors.some((x) => x.name === qkvName) ? tensor(gguf, qkvName, [dim, qDim + 2 * kvDim]) : null;
     // phi3: ffn_up is [gate; up]; ggml_swiglu takes silu of the first half (llama-graph build_ffn, LLM_FFN_SWIGLU)
     const gateUp = config.fusedGateUp === true ? tensor(gguf, tensorName("ffnUp", l), [dim, 2 * hiddenDim]) : null;
+    // mixture of experts (llama.cpp qwen3moe.cpp, olmoe.cpp load_arch_tensors): router and stacked experts, no dense FFN
+    const moe = config.moe;
+    const dense = (key: LayerTensorKey, shape: Shape): WeightSource | null => (moe === undefined ? t(key, shape) : null);
+    const experts = (key: LayerTensorKey, cols: number, rows: number): WeightSource | null => (moe === undefined ? null : t(key, [cols, rows, moe.expertCount]));
+    const eh = moe?.expertHiddenDim ?? 0;
+    const sh = moe?.sharedHiddenDim ?? 0;
+    const shared = (key: LayerTensorKey, shape: Shape): WeightSource | null => (sh > 0 ? t(key, shape) : null);
+    // gpt-oss: sinks and biases; its FFN norm is post_attention_norm (openai-moe.cpp attn_post_norm before the MoE)
+    const oss = config.attentionSinks === true;
+    // olmoe: the QK-norm weights span all heads
+    const normWidth = (n: number): number => (config.qkNormFullWidth === true ? n : headDim);
     layers.push({
       attnNorm: t("attnNorm", [dim]),
       wq: qkv ? rowSlice(qkv, "q", 0, qDim) : t("wq", [dim, qDim]),
@@ -175,13 +221,25 @@ function findWeights(gguf: GgufFile, config: ModelConfig, maxModelLen: number): 
       bq: bias("bq", qDim),
       bk: bias("bk", kvDim),
       bv: bias("bv", kvDim),
-      qNorm: norm("qNorm"),
-      kNorm: norm("kNorm"),
-      ffnNorm: t("ffnNorm", [dim]),
-      wGate: gateUp ? rowSlice(gateUp, "gate", 0, hiddenDim) : t("wGate", [dim, hiddenDim]),
-      wUp: gateUp ? rowSlice(gateUp, "up", hiddenDim, hiddenDim) : t("wUp", [dim, hiddenDim]),
-      wDown: t("wDown", [hiddenDim, dim]),
-      attnPostNorm: postNorm("attnPostNorm"),
+      qNorm: norm("qNorm", normWidth(qDim)),
+      kNorm: norm("kNorm", normWidth(kvDim)),
+      ffnNorm: oss ? t("attnPostNorm", [dim]) : t("ffnNorm", [dim]),
+      wGate: gateUp ? rowSlice(gateUp, "gate", 0, hiddenDim) : dense("wGate", [dim, hiddenDim]),
+      wUp: gateUp ? rowSlice(gateUp, "up", hiddenDim, hiddenDim) : dense("wUp", [dim, hiddenDim]),
+      wDown: dense("wDown", [hiddenDim, dim]),
+      ffnGateInp: moe === undefined ? null : t("ffnGateInp", [dim, moe.expertCount]),
+      ffnGateExps: experts("ffnGateExps", dim, eh),
+      ffnUpExps: experts("ffnUpExps", dim, eh),
+      ffnDownExps: experts("ffnDownExps", eh, dim),
+      ffnGateShexp: shared("ffnGateShexp", [dim, sh]),
+      ffnUpShexp: shared("ffnUpShexp", [dim, sh]),
+      ffnDownShexp: shared("ffnDownShexp", [sh, dim]),
+      ...(oss ? {
+        attnSinks: t("attnSinks", [config.numHeads]), bo: t("bo", [dim]), ffnGateInpBias: t("ffnGateInpBias", [moe!.expertCount]),
+        ffnGateExpsBias: t("ffnGateExpsBias", [eh, moe!.expertCount]), ffnUpExpsBias: t("ffnUpExpsBias", [eh, moe!.expertCount]),
+        ffnDownExpsBias: t("ffnDownExpsBias", [dim, moe!.expertCount]),
+      } : {}),
+      attnPostNorm: oss ? null : postNorm("attnPostNorm"),
       ffnPostNorm: postNorm("ffnPostNorm"),
     });
   }

@@ -9,6 +9,7 @@ import {
   dequantizeQ4_0, dequantizeQ4_1, dequantizeQ5_0, dequantizeQ5_1, dequantizeQ8_0,
   quantizeQ4_0, quantizeQ4_1, quantizeQ5_0, quantizeQ5_1, quantizeQ8_0,
 } from "./quant-legacy.ts";
+import { dequantizeMxfp4, quantizeMxfp4 } from "./quant-mxfp4.ts";
 export enum GgmlType {
   F32 = 0,
   F16 = 1,
@@ -21,6 +22,7 @@ export enum GgmlType {
   Q5_K = 13,
   Q6_K = 14,
   BF16 = 30,
+  MXFP4 = 39,
 }
 
 export interface WeightType {
@@ -44,7 +46,7 @@ const row = (
   type: GgmlType, name: string, blockSize: number, bytesPerBlock: number, dequantize: Dequantize, quantize: Quantize,
 ): WeightType => ({ type, name, blockSize, bytesPerBlock, dequantize, quantize });
 
-// Layouts and formulas: see the header comments of quant-float.ts, quant-legacy.ts and quant-k.ts.
+// Layouts and formulas: see the header comments of quant-float.ts, quant-legacy.ts, quant-k.ts and quant-mxfp4.ts.
 export const WEIGHT_TYPES: readonly WeightType[] = [
   row(GgmlType.F32, "f32", 1, 4, dequantizeF32, quantizeF32),
   row(GgmlType.F16, "f16", 1, 2, dequantizeF16, quantizeF16),
@@ -57,6 +59,7 @@ export const WEIGHT_TYPES: readonly WeightType[] = [
   row(GgmlType.Q4_K, "q4_k", 256, 144, dequantizeQ4_K, quantizeQ4_K),
   row(GgmlType.Q5_K, "q5_k", 256, 176, dequantizeQ5_K, quantizeQ5_K),
   row(GgmlType.Q6_K, "q6_k", 256, 210, dequantizeQ6_K, quantizeQ6_K),
+  row(GgmlType.MXFP4, "mxfp4", 32, 17, dequantizeMxfp4, quantizeMxfp4),
 ];
 
 /** The row for a type id, or undefined for a type fennec does not support. */

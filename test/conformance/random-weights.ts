@@ -36,6 +36,11 @@ export function randomWeight(wt: WeightType, rows: number, cols: number, random:
     wt.quantize(randomFloats(n, random), data, n);
   } else {
     for (let i = 0; i < numBytes; i++) data[i] = Math.floor(random() * 256);
+    // MXFP4: an E8M0 exponent byte first (scale 2^(e - 128): 2^-10 .. 2^-5), no f16 field
+    if (wt.type === GgmlType.MXFP4) {
+      for (let b = 0; b < numBytes; b += wt.bytesPerBlock) data[b] = 118 + Math.floor(random() * 6);
+      return { name, type: wt.type, rows, cols, data };
+    }
     const view = new DataView(data.buffer);
     const fields = F16_FIELDS.get(wt.type)!;
     for (let b = 0; b < numBytes; b += wt.bytesPerBlock) {

@@ -20,6 +20,8 @@ const VEC_DOT_ROUNDING: Readonly<Record<number, "none" | "f16" | "bf16" | "q8_0"
   [GgmlType.Q4_K]: "q8_K",
   [GgmlType.Q5_K]: "q8_K",
   [GgmlType.Q6_K]: "q8_K",
+  // ggml_vec_dot_mxfp4_q8_0
+  [GgmlType.MXFP4]: "q8_0",
 };
 
 /** through a type of the table and back: quantize + dequantize */

@@ -7,12 +7,12 @@ import { readModelConfig } from "../../src/model/read-model-config.ts";
 import { loadModel } from "../../src/model/load-model.ts";
 import { loadModelWeights } from "../../src/model/weights.ts";
 import { GgmlType } from "../../src/tensor/dtypes.ts";
-import { makeTinyModel, TINY_BIDIRECTIONAL, TINY_SHAPES, type TinyModelOptions } from "./tiny-model.ts";
+import { makeTinyModel, TINY_BIDIRECTIONAL, TINY_GPT_OSS, TINY_MOE_SHAPES, TINY_SHAPES, type TinyModelOptions } from "./tiny-model.ts";
 
 describe("readModelConfig", () => {
   test.each(ARCHITECTURES.map((a) => a.architecture))("%s: reads the shape and the architecture's flags", (arch) => {
     // gemma-embedding only embeds, so its tiny shape is not among the generative TINY_SHAPES
-    const shape = arch === "gemma-embedding" ? TINY_BIDIRECTIONAL : TINY_SHAPES[arch]!;
+    const shape = arch === "gemma-embedding" ? TINY_BIDIRECTIONAL : (TINY_SHAPES[arch] ?? TINY_MOE_SHAPES[arch] ?? TINY_GPT_OSS);
     const config = readModelConfig(makeTinyModel(shape));
     if (!config.ok) throw new Error(config.error);
     const traits = ARCHITECTURES.find((a) => a.architecture === arch)!;
@@ -131,8 +131,8 @@ describe("loadModelWeights", () => {
     expect(w.layers[1]!.bq !== null).toBe(a === "qwen2");
     expect(w.layers[1]!.qNorm !== null).toBe(a === "qwen3" || a === "gemma3");
     expect(w.layers[1]!.attnPostNorm !== null && w.layers[1]!.ffnPostNorm !== null).toBe(a === "gemma3");
-    expect(w.layers[1]!.wGate.rows).toBe(shape.hiddenDim);
-    expect(w.layers[1]!.wUp.rows).toBe(shape.hiddenDim);
+    expect(w.layers[1]!.wGate!.rows).toBe(shape.hiddenDim);
+    expect(w.layers[1]!.wUp!.rows).toBe(shape.hiddenDim);
     expect(w.ropeFactors != null).toBe(shape.ropeFactors === true);
     expect(w.tokenEmbd.data.length).toBe(shape.vocabSize * shape.dim * 4);
   });
@@ -168,7 +168,7 @@ describe("loadModelWeights", () => {
     expect([l0.wq.rows, l0.wk.rows, l0.wv.rows]).toEqual([32, 16, 16]);
     expect(l0.wk.data.byteOffset - l0.wq.data.byteOffset).toBe(32 * rowBytes);
     expect(l0.wv.data.byteOffset - l0.wk.data.byteOffset).toBe(16 * rowBytes);
-    expect(l0.wUp.data.byteOffset - l0.wGate.data.byteOffset).toBe(48 * rowBytes);
+    expect(l0.wUp!.data.byteOffset - l0.wGate!.data.byteOffset).toBe(48 * rowBytes);
   });
 
   test("a missing tensor is named", () => {

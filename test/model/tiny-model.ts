@@ -21,6 +21,12 @@ export interface TinyShape extends Pick<ModelConfig, "architecture" | "vocabSize
   readonly ropeFactors?: boolean | Readonly<Partial<Record<RopeFactorKey, Float32Array>>>;
   /** gemma-embedding: the width of the dense_2 / dense_3 projections (absent: none) */
   readonly denseFeatures?: number;
+  /**
+   * mixture of experts (qwen3moe, olmoe, granitemoe): expert_count, expert_used_count, each expert's width (written as
+   * expert_feed_forward_length for qwen3moe; olmoe and granitemoe read feed_forward_length = hiddenDim) and a shared
+   * expert's width (granitemoe)
+   */
+  readonly experts?: { readonly count: number; readonly used: number; readonly hiddenDim: number; readonly shared?: number };
   /** extra metadata (rope.scaling.*), without the architecture prefix: { "rope.scaling.type": str("yarn") } */
   readonly archMetadata?: Readonly<Record<string, GgufMetadataEntry>>;
 }
@@ -67,11 +73,19 @@ function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
     else out.push(m(n("attnQ"), s.dim, qDim), m(n("attnK"), s.dim, kvDim), m(n("attnV"), s.dim, kvDim));
     if (s.architecture === "qwen2") out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"));
     const gemma = s.architecture === "gemma3" || s.architecture === "gemma-embedding";
-    if (s.architecture === "qwen3" || gemma) out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
+    if (s.architecture === "qwen3" || s.architecture === "qwen3moe" || gemma) out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
+    // olmoe: one QK-norm over all heads
+    if (s.architecture === "olmoe") out.push(v(n("attnQNorm"), qDim, "norm"), v(n("attnKNorm"), kvDim, "norm"));
     out.push(m(n("attnOutput"), qDim, s.dim), v(n("ffnNorm"), s.dim, "norm"));
-    if (fused) out.push(m(n("ffnUp"), s.dim, 2 * s.hiddenDim));
+    const e = s.experts;
+    if (e !== undefined) {
+      const stacked = (name: string, cols: number, rows: number): PlannedTensor => ({ name, shape: [cols, rows, e.count], type: matrixType, kind: "matrix" });
+      out.push({ ...m(n("ffnGateInp"), s.dim, e.count), type: GgmlType.F32 });
+      out.push(stacked(n("ffnGateExps"), s.dim, e.hiddenDim), stacked(n("ffnUpExps"), s.dim, e.hiddenDim), stacked(n("ffnDownExps"), e.hiddenDim, s.dim));
+      if (e.shared !== undefined) out.push(m(n("ffnGateShexp"), s.dim, e.shared), m(n("ffnUpShexp"), s.dim, e.shared), m(n("ffnDownShexp"), e.shared, s.dim));
+    } else if (fused) out.push(m(n("ffnUp"), s.dim, 2 * s.hiddenDim));
     else out.push(m(n("ffnGate"), s.dim, s.hiddenDim), m(n("ffnUp"), s.dim, s.hiddenDim));
-    out.push(m(n("ffnDown"), s.hiddenDim, s.dim));
+    if (e === undefined) out.push(m(n("ffnDown"), s.hiddenDim, s.dim));
     if (gemma) out.push(v(n("attnPostNorm"), s.dim, "norm"), v(n("ffnPostNorm"), s.dim, "norm"));
   }
   out.push(v(tensorName("outputNorm"), s.dim, "norm"));
@@ -124,6 +138,12 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
     [archKey(p, "ropeFreqBase"), f32(p === "llama" ? 10000 : 1000000)],
     ...Object.entries(s.archMetadata ?? {}).map(([key, value]): [string, GgufMetadataEntry] => [`${p}.${key}`, value]),
   ]);
+  if (s.experts !== undefined) {
+    metadata.set(archKey(p, "expertCount"), u32(s.experts.count));
+    metadata.set(archKey(p, "expertUsedCount"), u32(s.experts.used));
+    if (p === "qwen3moe" || p === "gpt-oss") metadata.set(archKey(p, "expertFeedForwardLength"), u32(s.experts.hiddenDim));
+    if (s.experts.shared !== undefined) metadata.set(archKey(p, "expertSharedFeedForwardLength"), u32(s.experts.shared));
+  }
   if (s.slidingWindow !== undefined) metadata.set(archKey(p, "slidingWindow"), u32(s.slidingWindow));
   if (s.slidingWindowPattern !== undefined) metadata.set(archKey(p, "slidingWindowPattern"), u32(s.slidingWindowPattern));
   for (const [key, value] of Object.entries(options.metadata ?? {})) {
@@ -181,6 +201,28 @@ export const TINY_SHAPES: Readonly<Record<string, TinyShape>> = {
     architecture: "qwen2", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 1, headDim: 8, tied: false, contextLength: 64,
     archMetadata: { "rope.scaling.type": str("yarn"), "rope.scaling.factor": f32(4), "rope.scaling.original_context_length": u32(16) },
   },
+};
+
+/**
+ * Mixture of experts and Granite (test/model/moe-llamacpp.test.ts checks them against llama.cpp): 8 experts of 64, 2
+ * routed; granite's logit_scale is required.
+ */
+export const TINY_MOE_SHAPES: Readonly<Record<string, TinyShape>> = {
+  qwen3moe: { ...TINY_SHAPES.qwen3!, architecture: "qwen3moe", hiddenDim: 96, tied: false, experts: { count: 8, used: 2, hiddenDim: 64 } },
+  olmoe: { ...TINY_SHAPES.llama!, architecture: "olmoe", hiddenDim: 64, tied: false, experts: { count: 8, used: 2, hiddenDim: 64 } },
+  granite: { ...TINY_SHAPES.llama!, architecture: "granite", archMetadata: { logit_scale: f32(6), residual_scale: f32(0.22), embedding_scale: f32(12) } },
+  granitemoe: {
+    ...TINY_SHAPES.llama!, architecture: "granitemoe", hiddenDim: 64, experts: { count: 8, used: 2, hiddenDim: 64, shared: 32 },
+    archMetadata: { logit_scale: f32(6), "attention.scale": f32(0.1) },
+  },
+};
+
+/**
+ * gpt-oss's metadata (sliding window required; even layers slide) for the config reader; its tensors (sinks, biases)
+ * are written by test/model/moe-llamacpp.test.ts
+ */
+export const TINY_GPT_OSS: TinyShape = {
+  ...TINY_SHAPES.llama!, architecture: "gpt-oss", tied: false, slidingWindow: 4, experts: { count: 8, used: 2, hiddenDim: 64 },
 };
 
 /**

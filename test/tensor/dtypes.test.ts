@@ -26,6 +26,8 @@ const MAX_ERROR_OF_RANGE: Readonly<Record<string, number>> = {
   f32: 0, f16: 0, bf16: 0, // checked relative to the value instead
   q8_0: 0.5 / 254 + 1e-3, q4_0: 1 / 16 + 1e-3, q4_1: 0.5 / 15 + 1e-3, q5_0: 1 / 32 + 1e-3, q5_1: 0.5 / 31 + 1e-3,
   q4_k: 0.06, q5_k: 0.03, q6_k: 0.02,
+  // E2M1: the top octave's codes are 8 and 12 (x the scale), and values up to 16 clip to 12: a quarter of amax
+  mxfp4: 0.25 + 1e-3,
 };
 const RELATIVE_ERROR: Readonly<Record<string, number>> = { f32: 0, f16: 2 ** -11, bf16: 2 ** -8 };
 
@@ -54,7 +56,7 @@ describe("weight type table", () => {
     // field sizes from ggml-common.h, summed here rather than copied
     const layout: Record<string, number[]> = {
       f32: [4], f16: [2], bf16: [2], q8_0: [2, 32], q4_0: [2, 16], q4_1: [2, 2, 16], q5_0: [2, 4, 16], q5_1: [2, 2, 4, 16],
-      q4_k: [2, 2, 12, 128], q5_k: [2, 2, 12, 32, 128], q6_k: [128, 64, 16, 2],
+      q4_k: [2, 2, 12, 128], q5_k: [2, 2, 12, 32, 128], q6_k: [128, 64, 16, 2], mxfp4: [1, 16],
     };
     for (const w of WEIGHT_TYPES) expect(w.bytesPerBlock).toBe(layout[w.name]!.reduce((a, b) => a + b, 0));
   });

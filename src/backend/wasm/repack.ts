@@ -16,6 +16,7 @@
  * @example const spec = repackSpec(GgmlType.Q4_0); // { kind: KernelKind.U4, ... }
  */
 import { GgmlType, weightType } from "../../tensor/dtypes.ts";
+import { e8m0ToFp32Half, KVALUES_MXFP4 } from "../../tensor/quant-mxfp4.ts";
 import { BLOCK_LAYOUTS, KernelKind, pairByte, quantByte, type SuperblockFactorLayout } from "./block-layouts.ts";
 
 /**
@@ -64,6 +65,17 @@ function minK4(j: number, v: DataView, at: number): number {
 const decodeQ8_0: BlockDecoder = (v, at, q, e0, s, _m, g0) => {
   s[g0] = f16(v, at);
   for (let i = 0; i < 32; i++) q[e0 + i] = v.getUint8(at + 2 + i); // int8 bits kept as they are
+};
+
+// MXFP4 (tensor/quant-mxfp4.ts) runs on the int8 kernels exactly: q = kvalues_mxfp4[code] (E2M1 x 2, |q| <= 12) and the
+// group scale 2^(e - 128); ggml's CPU dot for MXFP4 also reads q8_0 activations (ggml_vec_dot_mxfp4_q8_0)
+const decodeMxfp4: BlockDecoder = (v, at, q, e0, s, _m, g0) => {
+  s[g0] = e8m0ToFp32Half(v.getUint8(at));
+  for (let j = 0; j < 16; j++) {
+    const b = v.getUint8(at + 1 + j);
+    q[e0 + j] = KVALUES_MXFP4[b & 15]! & 0xff;
+    q[e0 + j + 16] = KVALUES_MXFP4[b >> 4]! & 0xff;
+  }
 };
 
 function decodeNibbles(v: DataView, at: number, q: Uint8Array, e0: number): void {
@@ -192,6 +204,7 @@ const REPACK: ReadonlyMap<GgmlType, RepackSpec> = new Map([
   [GgmlType.Q4_K, spec(GgmlType.Q4_K, KernelKind.U4K, decodeQ4_K)],
   [GgmlType.Q5_K, spec(GgmlType.Q5_K, KernelKind.U5K, decodeQ5_K)],
   [GgmlType.Q6_K, spec(GgmlType.Q6_K, KernelKind.U6G16, decodeQ6_K, 32)],
+  [GgmlType.MXFP4, spec(GgmlType.MXFP4, KernelKind.I8, decodeMxfp4)],
 ]);
 
 /** The repack rule of a quantized type, or undefined for float types (F32/F16/BF16). */

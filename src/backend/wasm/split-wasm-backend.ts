@@ -285,6 +285,20 @@ export class SplitWasmBackend implements Backend {
     this.on(m).gatherRows(this.writeIn(dst, m, rowIds.length * cols), s, rowIds, cols);
   }
 
+  scatterRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
+    const m = this.current;
+    const s = this.readIn(src, m, rowIds.length * cols);
+    // a scatter writes some rows only: the others keep what the buffer held
+    this.readIn(dst, m, Infinity);
+    this.on(m).scatterRows(this.writeIn(dst, m, Infinity), s, rowIds, cols);
+  }
+
+  weightedRowSum(out: DeviceBuffer, src: DeviceBuffer, weights: Float32Array, numRows: number, k: number, cols: number): void {
+    const m = this.current;
+    const s = this.readIn(src, m, numRows * k * cols);
+    this.on(m).weightedRowSum(this.writeIn(out, m, numRows * cols), s, weights, numRows, k, cols);
+  }
+
   dispose(): void {
     for (const p of this.parts) p.dispose();
     this.kvShape = null;

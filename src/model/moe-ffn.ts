@@ -1,0 +1,102 @@
+/**
+ * The mixture-of-experts FFN of the batched forward, over the Backend seam (llama.cpp build_moe_ffn with
+ * ggml_mul_mat_id underneath): for the rows x [numRows, dim] of one pass,
+ *   router logits = x.Wrouter [numRows, expertCount] -> read back -> routeExperts (moe-routing.ts): k experts and
+ *   weights per row ;
+ *   per chosen expert e, its rows gathered (token order, as mul_mat_id's matrix_rows): y_e = down_e(silu(gate_e.x) *
+ *   up_e.x), so each expert's weights are read once per pass and the experts nobody chose are never read ;
+ *   y rows scattered to their (row, slot) places [numRows * k, dim] ; out = sum over slots of weight * y (slot order).
+ * A row's result depends only on its own routing and the per-row matmuls: batch invariant.
+ */
+import type { Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
+import type { MoeConfig } from "./model-config.ts";
+import { groupByExpert, routeExperts } from "./moe-routing.ts";
+import { expertRows, type LayerWeights } from "./weights.ts";
+
+/** One layer's router and experts, loaded: gate / up / down of expert e at [e]. */
+export interface ExpertHandles {
+  readonly router: Weight;
+  readonly gate: readonly Weight[];
+  readonly up: readonly Weight[];
+  readonly down: readonly Weight[];
+  /** granitemoe (shared): the always-on expert */
+  readonly shared: { readonly gate: Weight; readonly up: Weight; readonly down: Weight } | null;
+}
+
+/**
+ * Loads a layer's router and each expert's rows as weights of their own (views of the stacked tensors; each expert's
+ * rows are contiguous, so the backend repacks them as it does any matrix).
+ */
+export function loadExperts(moe: MoeConfig, layer: LayerWeights, load: (w: WeightSource) => Weight): ExpertHandles {
+  const each = (w: WeightSource | null | undefined): Weight[] => Array.from({ length: moe.expertCount }, (_, e) => load(expertRows(w!, e, moe.expertCount)));
+  const shared = layer.ffnGateShexp == null ? null : { gate: load(layer.ffnGateShexp), up: load(layer.ffnUpShexp!), down: load(layer.ffnDownShexp!) };
+  return { router: load(layer.ffnGateInp!), gate: each(layer.ffnGateExps), up: each(layer.ffnUpExps), down: each(layer.ffnDownExps), shared };
+}
+
+/** Activation buffers of the routed FFN for up to numTokens rows. */
+export interface MoeScratch {
+  readonly logits: DeviceBuffer; // [numTokens, expertCount]
+  readonly xe: DeviceBuffer; // [numTokens, dim] one expert's gathered rows
+  readonly gate: DeviceBuffer; // [numTokens, expertHiddenDim]
+  readonly up: DeviceBuffer; // [numTokens, expertHiddenDim]
+  readonly act: DeviceBuffer; // [numTokens, expertHiddenDim]
+  readonly ye: DeviceBuffer; // [numTokens, dim] one expert's output rows
+  readonly slots: DeviceBuffer; // [numTokens * k, dim] every (row, slot)'s expert output
+  readonly sharedGate: DeviceBuffer; // [numTokens, sharedHiddenDim] (granitemoe shared expert; else 1 float)
+  readonly sharedUp: DeviceBuffer; // [numTokens, sharedHiddenDim]
+}
+
+export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numTokens: number): MoeScratch {
+  const h = moe.expertHiddenDim;
+  return {
+    logits: b.alloc(numTokens * moe.expertCount), xe: b.alloc(numTokens * dim), gate: b.alloc(numTokens * h), up: b.alloc(numTokens * h),
+    act: b.alloc(numTokens * h), ye: b.alloc(numTokens * dim), slots: b.alloc(numTokens * moe.expertUsedCount * dim),
+    sharedGate: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))), sharedUp: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))),
+  };
+}
+
+export function freeMoeScratch(b: Backend, s: MoeScratch): void {
+  for (const buffer of Object.values(s)) b.free(buffer);
+}
+
+/** Why a backend cannot run mixture-of-experts models, or null when it can. */
+export function moeUnsupported(b: Backend): string | null {
+  return b.scatterRows === undefined || b.weightedRowSum === undefined
+    ? `the ${b.name} backend does not run mixture-of-experts models (no routed-expert ops); use the CPU (WASM) backend`
+    : null;
+}
+
+/**
+ * out [numRows, dim] = the routed experts' FFN of x [numRows, dim].
+ * @example await moeFfn(backend, moe, dim, layer.experts, scratch, s.xb2, s.xb, n);
+ */
+export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles, s: MoeScratch, out: DeviceBuffer, x: DeviceBuffer, numRows: number): Promise<void> {
+  const k = moe.expertUsedCount;
+  const h = moe.expertHiddenDim;
+  b.matmul(s.logits, w.router, x, numRows);
+  const { ids, weights } = routeExperts(await b.read(s.logits, numRows * moe.expertCount), numRows, moe);
+  for (const group of groupByExpert(ids, k, moe.expertCount)) {
+    const count = group.rows.length;
+    b.gatherRows(s.xe, x, group.rows, dim);
+    const gate = w.gate[group.expert]!;
+    const up = w.up[group.expert]!;
+    if (b.matmulShared) b.matmulShared([s.gate, s.up], [gate, up], s.xe, count);
+    else {
+      b.matmul(s.gate, gate, s.xe, count);
+      b.matmul(s.up, up, s.xe, count);
+    }
+    b.siluMul(s.act, s.gate, s.up, count * h);
+    b.matmul(s.ye, w.down[group.expert]!, s.act, count);
+    b.scatterRows!(s.slots, s.ye, group.slots, dim);
+  }
+  b.weightedRowSum!(out, s.slots, weights, numRows, k, dim);
+  // granitemoe (shared): out += the shared expert's SwiGLU FFN of x (llama.cpp granite.cpp: moe_out + ffn_shexp)
+  if (w.shared !== null) {
+    const sh = moe.sharedHiddenDim!;
+    b.matmul(s.sharedGate, w.shared.gate, x, numRows);
+    b.matmul(s.sharedUp, w.shared.up, x, numRows);
+    b.siluMul(s.sharedGate, s.sharedGate, s.sharedUp, numRows * sh);
+    b.matmul(s.ye, w.shared.down, s.sharedGate, numRows);
+    b.add(out, out, s.ye, numRows * dim);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * MXFP4 (ggml GGML_TYPE_MXFP4 = 39, ggml-common.h block_mxfp4): 32 four-bit E2M1 values sharing one E8M0 exponent,
+ * 17 bytes per block: [e u8][qs 16]. Element j (0..15) is the low nibble of qs[j], element j + 16 its high nibble.
+ * w = kvalues_mxfp4[code] * 2^(e - 128): the table holds E2M1 values doubled, so the scale is half of E8M0's
+ * 2^(e - 127) (ggml-impl.h ggml_e8m0_to_fp32_half, whose e = 0 and e = 1 are the denormals 2^-128 and 2^-127).
+ * Dequantizer: ggml-quants.c dequantize_row_mxfp4; quantizer: quantize_row_mxfp4_ref.
+ */
+
+const QK = 32;
+const BLOCK_BYTES = 17;
+
+/** ggml-common.h kvalues_mxfp4 (= kvalues_fp4): E2M1 x 2, index = the 4-bit code, bit 3 the sign */
+export const KVALUES_MXFP4: Int8Array = Int8Array.from([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
+
+/** ggml_e8m0_to_fp32_half: 2^(e - 128) as an f32 (exact for every byte: 2^-128 is an f32 denormal) */
+export function e8m0ToFp32Half(e: number): number {
+  return Math.pow(2, e - 128);
+}
+
+export function dequantizeMxfp4(src: Uint8Array, dst: Float32Array, n: number): void {
+  for (let b = 0; b < n / QK; b++) {
+    const at = b * BLOCK_BYTES;
+    const d = e8m0ToFp32Half(src[at]!);
+    for (let j = 0; j < QK / 2; j++) {
+      const q = src[at + 1 + j]!;
+      dst[b * QK + j] = KVALUES_MXFP4[q & 15]! * d;
+      dst[b * QK + j + QK / 2] = KVALUES_MXFP4[q >> 4]! * d;
+    }
+  }
+}
+
+/** best_index_mxfp4: the code whose value is nearest x (the first on ties), errors compared in f32 */
+function bestIndex(x: number, d: number): number {
+  let best = 0;
+  let bestErr = Math.fround(Math.abs(Math.fround(KVALUES_MXFP4[0]! * d) - x));
+  for (let i = 1; i < 16; i++) {
+    const e = Math.fround(Math.abs(Math.fround(KVALUES_MXFP4[i]! * d) - x));
+    if (e < bestErr) {
+      best = i;
+      bestErr = e;
+    }
+  }
+  return best;
+}
+
+export function quantizeMxfp4(src: Float32Array, dst: Uint8Array, n: number): void {
+  for (let b = 0; b < n / QK; b++) {
+    let amax = 0;
+    for (let j = 0; j < QK; j++) amax = Math.max(amax, Math.abs(src[b * QK + j]!));
+    // e = floor(log2(amax)) - 2 + 127: the largest value lands in the table's top octave (8 or 12)
+    const e = amax > 0 ? Math.max(0, Math.min(255, Math.floor(Math.log2(amax)) - 2 + 127)) : 0;
+    const d = e8m0ToFp32Half(e);
+    const at = b * BLOCK_BYTES;
+    dst[at] = e;
+    for (let j = 0; j < QK / 2; j++) {
+      dst[at + 1 + j] = bestIndex(src[b * QK + j]!, d) | (bestIndex(src[b * QK + j + QK / 2]!, d) << 4);
+    }
+  }
+}
