@@ -30,6 +30,7 @@ import { createLogger, type Logger, type LogLevel } from "../util/logger.ts";
 import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
 import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
+import { readModelList, startSeveralModels } from "./serve-models.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -106,19 +107,31 @@ function readTls(tls: TlsSettings): NonNullable<Parameters<typeof listenHttp>[1]
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function main(options: Options): Promise<number> {
-  const { config, chain } = readServeConfig(options);
-  const { server: flags, metrics } = config;
-  const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
-  const chat = readChatFlags(config.chat);
-  if (!gate.ok) throw new CliError(gate.error);
-  const loggers = serveLoggers(config.log);
-  const mainLog = loggers.main;
-  for (const w of config.warnings) mainLog.warning(w);
-  if (config.log.disableLogRequestsGiven) mainLog.warning("--disable-log-requests is deprecated and has no effect: requests are not logged unless --enable-log-requests is given");
-  // the app's lines (aborts, internal errors) at the level each names
-  const log = (line: string, level: LogLevel = "INFO"): void => mainLog.log(level, line);
+/** What every model's server shares: the loggers, the chat flags, the deprecation gate and the listener's maps. */
+interface ModelWiring {
+  readonly loggers: ServeLoggers;
+  readonly log: (line: string, level?: LogLevel) => void;
+  readonly chat: ReturnType<typeof readChatFlags>;
+  readonly gate: NonNullable<Extract<ReturnType<typeof makeDeprecationGate>, { ok: true }>["value"]>;
+  readonly shutdown: AbortSignal;
+  readonly peers: WeakMap<Request, PeerAddress | null>;
+  readonly targets: WeakMap<Request, string>;
+}
 
+/** One model's server: its pipeline (engine Worker), metrics recorder, stats logger and app. */
+interface ModelServer {
+  readonly app: ReturnType<typeof createApp>;
+  readonly orchestrator: ServingPipeline["orchestrator"];
+  readonly recorder: MetricsRecorder;
+  readonly statLogger: LoggingStatLogger | null;
+  readonly servedModelName: string;
+}
+
+/** Starts one model (its engine, recorder and app); its start-up lines are logged as they come. */
+async function startModelServer(config: ServeConfig, chain: StageChain | null, wiring: ModelWiring): Promise<ModelServer> {
+  const { server: flags, metrics } = config;
+  const { log, chat, gate } = wiring;
+  const mainLog = wiring.loggers.main;
   const listener = new ForwardingListener();
   // vLLM prints the speculative config's repr in its start-up config line
   if (config.engine.speculativeConfig) {
@@ -137,7 +150,7 @@ export async function main(options: Options): Promise<number> {
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats, toolCallParser: chat.toolCallParser !== null,
-    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate.value,
+    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate,
     numSpeculativeTokens: config.engine.speculativeConfig?.numSpeculativeTokens ?? null,
     // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
     engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
@@ -156,27 +169,50 @@ export async function main(options: Options): Promise<number> {
   const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i), config.engine.speculativeConfig?.numSpeculativeTokens ?? null);
   if (statLogger !== null) listener.targets.push(statLogger);
 
-  const shutdown = new AbortController();
-  const peers = new WeakMap<Request, PeerAddress | null>();
-  const targets = new WeakMap<Request, string>();
   // the settings record goes to the app as it is; serve adds the resolved name and the wiring
   const app = createApp({
     ...flags, servedModelName, chat,
-    peerOf: (request) => peers.get(request) ?? null,
-    targetOf: (request) => targets.get(request),
+    peerOf: (request) => wiring.peers.get(request) ?? null,
+    targetOf: (request) => wiring.targets.get(request),
     orchestrator, modelPath: config.model ?? "embedded:stories260K",
-    maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
-    ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: wiring.shutdown, log, metricsRoute: metricsRoute(recorder),
+    ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
   });
+  return { app, orchestrator, recorder, statLogger, servedModelName };
+}
+
+export async function main(options: Options): Promise<number> {
+  const { config, chain } = readServeConfig(options);
+  const { server: flags, metrics } = config;
+  const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
+  const chat = readChatFlags(config.chat);
+  if (!gate.ok) throw new CliError(gate.error);
+  const loggers = serveLoggers(config.log);
+  const mainLog = loggers.main;
+  for (const w of config.warnings) mainLog.warning(w);
+  if (config.log.disableLogRequestsGiven) mainLog.warning("--disable-log-requests is deprecated and has no effect: requests are not logged unless --enable-log-requests is given");
+  // the app's lines (aborts, internal errors) at the level each names
+  const log = (line: string, level: LogLevel = "INFO"): void => mainLog.log(level, line);
+
+  const shutdown = new AbortController();
+  const peers = new WeakMap<Request, PeerAddress | null>();
+  const targets = new WeakMap<Request, string>();
+  const wiring: ModelWiring = { loggers, log, chat, gate: gate.value, shutdown: shutdown.signal, peers, targets };
+  const models = readModelList(options);
+  const several = models.length > 0 ? startSeveralModels(config, models, options, (c) => startModelServer(c, chain, wiring), (line) => log(line)) : null;
+  const one = several === null ? await startModelServer(config, chain, wiring) : null;
+  const handleApp = several?.handle ?? ((request: Request) => one!.app.handle(request));
+  const statLogger = one?.statLogger ?? null;
+  const orchestrator: Pick<ModelServer["orchestrator"], "shutdown" | "isHealthy" | "deathReason"> = one?.orchestrator ?? several!;
   let http: HttpListener;
   try {
     const handle = (request: Request, peer: PeerAddress | null): Promise<Response> => {
       const routed = withoutRootPath(request, flags.rootPath);
       peers.set(routed, peer);
       if (routed !== request) { const url = new URL(request.url); targets.set(routed, `${url.pathname}${url.search}`); }
-      return app.handle(routed);
+      return handleApp(routed);
     };
     http = await listenHttp(handle, {
       hostname: flags.host, port: flags.port, idleTimeoutS: IDLE_TIMEOUT_S, log: (line) => log(line, "ERROR"),
@@ -188,9 +224,14 @@ export async function main(options: Options): Promise<number> {
     throw new RuntimeFailure(`cannot listen on ${flags.uds ?? `${flags.host}:${flags.port}`}: ${errorMessage(e)}`);
   }
   statLogger?.start();
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`);
-  if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
-    log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
+  const where = `${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} (${flags.disableWebUi ? "" : "chat and metrics at /, "}API docs at /docs)`;
+  if (one !== null) {
+    log(`fennec ${pkg.version}: serving ${one.servedModelName} (max_model_len ${one.orchestrator.maxModelLen}) on ${where}`);
+    if (chat.contentFormat === "auto" && one.orchestrator.tokenizer.chatContentFormat !== undefined) {
+      log(`Detected the chat template content format to be '${one.orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
+    }
+  } else {
+    log(`fennec ${pkg.version}: serving ${several!.names.join(", ")} (loaded on demand) on ${where}`);
   }
   if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
 

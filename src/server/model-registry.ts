@@ -305,7 +305,9 @@ export class ModelRegistry<T extends LoadableModel> {
     slot.model = null;
     slot.unloads++;
     this.options.log?.(`unloading model ${slot.spec.name} (${reason})`);
-    const stopping = (async () => {
+    // the closure clears slot.stopping only if it is still its own promise
+    let stopping: Promise<void> | null = null;
+    stopping = (async () => {
       try {
         await model.shutdown();
       } catch (e) {
