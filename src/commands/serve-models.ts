@@ -11,7 +11,9 @@ import type { Options } from "../command-line/flags.ts";
 import type { ServeConfig } from "../command-line/serve-config.ts";
 import { ModelRegistry, type ModelSpec } from "../server/model-registry.ts";
 import { createModelRouter, keepAliveMs, type ModelApp } from "../server/model-router.ts";
-import { CliError } from "../util/cli-error.ts";
+import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
+import { CliError, RuntimeFailure } from "../util/cli-error.ts";
+import { fetchModelArgument, isHubArgument } from "./model-argument.ts";
 import { errorMessage } from "../util/error-message.ts";
 
 /** Requests that may wait for one model's load before the 503 (Ollama's OLLAMA_MAX_QUEUE). */
@@ -41,12 +43,17 @@ export function readModelList(options: Options): string[] {
   return Array.isArray(models) ? [...models] : typeof models === "string" ? [models] : [];
 }
 
+/** A local file's name without .gguf; a Hugging Face name as given (vLLM's rule). */
 function servedName(path: string): string {
-  return basename(path).replace(/\.gguf$/i, "");
+  return isHubArgument(path) ? path : basename(path).replace(/\.gguf$/i, "");
 }
 
+/** A local model's size (the memory budget's estimate); a missing or odd file fails the start, as for one model. */
 function fileBytes(path: string): number {
-  try { return statSync(path).size; } catch { return 0; }
+  let stat;
+  try { stat = statSync(path); } catch { throw new RuntimeFailure(`${path}: file not found`); }
+  if (!stat.isFile()) throw new RuntimeFailure(`${path}: not a regular file`);
+  return stat.size;
 }
 
 export function startSeveralModels(
@@ -59,11 +66,14 @@ export function startSeveralModels(
   const specs: ModelSpec<ModelApp>[] = [first, ...models].map((path, index) => {
     const name = index === 0 && config.server.servedModelName !== null ? config.server.servedModelName : path === null ? "stories260K" : servedName(path);
     const aliases = [...(index === 0 ? config.server.servedModelAliases : []), ...(path !== null && path !== name ? [path] : [])].filter((a) => a !== name);
+    // the first model was fetched by the CLI already; a later Hugging Face name is fetched on its first load
+    const fromHub = index > 0 && path !== null && isHubArgument(path);
     const modelConfig: ServeConfig = { ...config, model: path, server: { ...config.server, servedModelName: name, servedModelAliases: aliases } };
     return {
-      name, aliases, source: path ?? "embedded:stories260K", estimatedBytes: path === null ? 0 : fileBytes(path),
+      name, aliases, source: path ?? "embedded:stories260K", estimatedBytes: path === null || fromHub ? 0 : fileBytes(path),
       load: async (): Promise<ModelApp> => {
-        const started = await start(modelConfig);
+        const local = fromHub ? (await fetchModelArgument(path, modelArgumentFlags(options))).path : path;
+        const started = await start({ ...modelConfig, model: local });
         started.statLogger?.start();
         return {
           handle: (request) => started.app.handle(request),
