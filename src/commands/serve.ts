@@ -31,6 +31,7 @@ import { LoggingStatLogger } from "../metrics/logging-stat-logger.ts";
 import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
 import { readModelList, startSeveralModels } from "./serve-models.ts";
+import { SleepableOrchestrator } from "../frontend/sleepable-orchestrator.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -116,6 +117,10 @@ interface ModelWiring {
   readonly shutdown: AbortSignal;
   readonly peers: WeakMap<Request, PeerAddress | null>;
   readonly targets: WeakMap<Request, string>;
+  /** --enable-sleep-mode */
+  readonly sleepMode: boolean;
+  /** VLLM_SERVER_DEV_MODE=1: vLLM's dev routes are mounted */
+  readonly devMode: boolean;
 }
 
 /** One model's server: its pipeline (engine Worker), metrics recorder, stats logger and app. */
@@ -143,9 +148,17 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
+  // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener
+  let recorderRef: MetricsRecorder | null = null;
+  const sleepable = wiring.sleepMode ? new SleepableOrchestrator(pipeline.orchestrator, async () => {
+    const again = await startPipeline(config, chain, listener);
+    for (const line of again.startupLines) log(line);
+    return again.orchestrator;
+  }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }) : null;
+  const engine = sleepable ?? pipeline.orchestrator;
   const orchestrator = config.log.enableLogRequests
-    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
-    : pipeline.orchestrator;
+    ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen)
+    : engine;
   // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
@@ -160,6 +173,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     kvPeerConnector: config.engine.kvPeer ? "NixlConnector" : null,
   });
   listener.targets.push(recorder);
+  recorderRef = recorder;
   // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
   if (config.engine.kvPeer) {
     const nixlLog = mainLog.child("nixl_connector.py");
@@ -179,6 +193,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: (event) => recorder.onHttpResponse(event),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
+    devMode: wiring.devMode, sleepControl: sleepable,
   });
   return { app, orchestrator, recorder, statLogger, servedModelName };
 }
@@ -199,7 +214,10 @@ export async function main(options: Options): Promise<number> {
   const shutdown = new AbortController();
   const peers = new WeakMap<Request, PeerAddress | null>();
   const targets = new WeakMap<Request, string>();
-  const wiring: ModelWiring = { loggers, log, chat, gate: gate.value, shutdown: shutdown.signal, peers, targets };
+  const wiring: ModelWiring = {
+    loggers, log, chat, gate: gate.value, shutdown: shutdown.signal, peers, targets,
+    sleepMode: options["enable-sleep-mode"] === true, devMode: process.env["VLLM_SERVER_DEV_MODE"] === "1",
+  };
   const models = readModelList(options);
   const several = models.length > 0 ? startSeveralModels(config, models, options, (c) => startModelServer(c, chain, wiring), (line) => log(line)) : null;
   const one = several === null ? await startModelServer(config, chain, wiring) : null;

@@ -31,6 +31,7 @@ import { RequestContexts } from "./request-context.ts";
 import type { ServerOptions } from "./server-options.ts";
 import { GrammarChecker } from "../grammar/grammar-checker.ts";
 import { webUiRoutes } from "./web-ui.ts";
+import { sleepRoutes } from "./sleep-routes.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
 const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations", "/v1/responses"]);
@@ -137,6 +138,7 @@ export function createApp(options: ServerOptions) {
     .use(responsesRoutes(options, load.track, contexts))
     .use(scoreRoutes(options, load.track, contexts))
     .use(tokenizeRoutes(options))
+    .use(options.devMode === true ? sleepRoutes(options.sleepControl ?? null) : new Elysia({ name: "dev-off" }))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
       const headers: Record<string, string> = { "content-type": "application/json" };

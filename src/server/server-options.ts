@@ -42,6 +42,10 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly grammarChecker?: GrammarChecker;
   /** called per tool-parser run (vllm:tool_call_parser_invocations_total) */
   readonly onToolParserInvocation?: (event: import("../metrics/recorder.ts").ToolParserInvocation) => void;
+  /** VLLM_SERVER_DEV_MODE=1: vLLM's dev routes (/sleep, /wake_up, /is_sleeping) are mounted */
+  readonly devMode?: boolean;
+  /** --enable-sleep-mode: what the sleep routes drive; null or absent = sleep mode off */
+  readonly sleepControl?: import("./sleep-routes.ts").SleepControl | null;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }
