@@ -40,6 +40,9 @@ export function keepAliveMs(value: unknown): number | null {
   return match[1] === "-" ? -1 : ms;
 }
 
+/** ms the request waited for its model's load: on the request a model's app sees, and on the answer */
+export const LOAD_MS_HEADER = "x-model-load-ms";
+
 function errorResponse(status: number, type: string, message: string, param: string | null = null): Response {
   return Response.json({ error: { message, type, param, code: status } }, { status });
 }
@@ -52,8 +55,10 @@ function registryError(e: unknown): Response {
 }
 
 /** A response whose body releases the lease when it is fully read or cancelled (a stream holds its model to the end). */
-function releasingBody(response: Response, release: () => void): Response {
-  if (response.body === null) { release(); return response; }
+function releasingBody(response: Response, release: () => void, loadMs: number): Response {
+  const headers = new Headers(response.headers);
+  if (loadMs > 0) headers.set(LOAD_MS_HEADER, String(loadMs));
+  if (response.body === null) { release(); return new Response(null, { status: response.status, statusText: response.statusText, headers }); }
   const reader = response.body.getReader();
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -67,7 +72,7 @@ function releasingBody(response: Response, release: () => void): Response {
     },
     cancel(reason) { release(); return reader.cancel(reason); },
   });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
 }
 
 /** Prometheus texts of several registries as one exposition: each family's HELP and TYPE once, the samples of all;
@@ -124,10 +129,14 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     }
     const release = () => lease.release(keepAlive ?? undefined);
     try {
-      const inner = body === null ? request : new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal });
+      // the load this request waited for, for a dialect with room for it in its answer (Ollama's load_duration); a
+      // client's own header of that name is dropped
+      const headers = new Headers(request.headers);
+      headers.delete(LOAD_MS_HEADER);
+      if (lease.loadMs > 0) headers.set(LOAD_MS_HEADER, String(lease.loadMs));
+      const inner = new Request(request.url, { method: request.method, headers, body: body ?? request.body, signal: request.signal });
       const response = await lease.model.handle(inner);
-      if (lease.loadMs > 0) response.headers.set("x-model-load-ms", String(lease.loadMs));
-      return releasingBody(response, release);
+      return releasingBody(response, release, lease.loadMs);
     } catch (e) {
       release();
       options.log(`model ${lease.name}: ${errorMessage(e)}`);
@@ -144,6 +153,11 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     }
     if (request.method === "GET" && (url.pathname === "/health" || url.pathname === "/ping")) return new Response(null, { status: 200 });
     if (request.method === "GET" && url.pathname === "/v1/models") return Response.json(listModels());
+    if (request.method === "GET" && url.pathname.startsWith("/v1/models/")) {
+      const id = decodeURIComponent(url.pathname.slice("/v1/models/".length));
+      const card = listModels().data.find((m) => m.id === id);
+      return card !== undefined ? Response.json(card) : errorResponse(404, "NotFoundError", `The model \`${id}\` does not exist.`, "model");
+    }
     if (request.method === "GET" && url.pathname === "/metrics") return metrics();
     const queryModel = url.searchParams.get("model");
     if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").includes("application/json")) {
