@@ -42,6 +42,8 @@ export function keepAliveMs(value: unknown): number | null {
 
 /** ms the request waited for its model's load: on the request a model's app sees, and on the answer */
 export const LOAD_MS_HEADER = "x-model-load-ms";
+/** the expiry Ollama reports for a model kept forever (its max duration added to now lands in year 2318) */
+const FOREVER_MS = Date.UTC(2318, 0, 1);
 
 function errorResponse(status: number, type: string, message: string, param: string | null = null): Response {
   return Response.json({ error: { message, type, param, code: status } }, { status });
@@ -113,6 +115,15 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
       }))),
     };
   };
+  // Ollama's GET /api/ps (server/routes.go PsHandler): the loaded models, latest expiry first; a model kept forever
+  // or in use has no deadline, shown as Ollama shows "forever" (a far-future time)
+  const ps = () => ({
+    models: registry.list().filter((m) => m.state === "loaded").map((m) => ({
+      name: m.name, model: m.name, size: m.bytes, digest: "", details: { format: "gguf" },
+      expires_at: new Date(m.expiresAtMs ?? FOREVER_MS).toISOString(), size_vram: 0,
+      context_length: registry.peek(m.name)?.maxModelLen ?? 0,
+    })).sort((x, y) => y.expires_at.localeCompare(x.expires_at)),
+  });
   const metrics = async (): Promise<Response> => {
     const loaded = registry.list().map((m) => registry.peek(m.name)).filter((a): a is ModelApp => a !== null);
     const text = mergeExpositions(await Promise.all(loaded.map((a) => a.metricsText())));
@@ -159,6 +170,7 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
       return card !== undefined ? Response.json(card) : errorResponse(404, "NotFoundError", `The model \`${id}\` does not exist.`, "model");
     }
     if (request.method === "GET" && url.pathname === "/metrics") return metrics();
+    if (request.method === "GET" && url.pathname === "/api/ps") return Response.json(ps());
     const queryModel = url.searchParams.get("model");
     if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").includes("application/json")) {
       return forward(request, queryModel, null, null);

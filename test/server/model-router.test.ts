@@ -80,6 +80,21 @@ describe("model router", () => {
     expect(registry.list()[0]!.state).toBe("unloaded");
   });
 
+  test("Ollama's /api/ps lists the loaded models with their expiry", async () => {
+    const { post, handle, registry } = setup();
+    await (await post("/v1/completions", { model: "a", prompt: "x" })).text();
+    await (await post("/api/generate", { model: "b", prompt: "x", keep_alive: "10m" })).text();
+    const body = await (await handle(new Request("http://x/api/ps"))).json() as { models: { name: string; expires_at: string; context_length: number }[] };
+    expect(body.models.map((m) => m.name)).toEqual(["a", "b"]); // a is kept forever: the later expiry first
+    expect(body.models[0]!.expires_at.startsWith("2318-")).toBe(true);
+    const bExpiry = Date.parse(body.models[1]!.expires_at) - Date.now();
+    expect(bExpiry).toBeGreaterThan(9 * 60_000);
+    expect(bExpiry).toBeLessThanOrEqual(10 * 60_000);
+    expect(body.models[0]!.context_length).toBe(512);
+    await registry.unload("b");
+    expect(((await (await handle(new Request("http://x/api/ps"))).json()) as { models: unknown[] }).models).toHaveLength(1);
+  });
+
   test("keep_alive values as Ollama reads them", () => {
     expect(keepAliveMs(0)).toBe(0);
     expect(keepAliveMs(1.5)).toBe(1500);
