@@ -129,9 +129,11 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     const text = mergeExpositions(await Promise.all(loaded.map((a) => a.metricsText())));
     return new Response(text, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
   };
-  /** The model a request names: the body's `model`, else `?model=`, else the first served one. */
+  /** The model a request names: the body's `model`, else `?model=`, else a loaded one (the page, /docs, /version
+   * need no particular model), else the first served one. */
   const forward = async (request: Request, name: string | null, keepAlive: number | null, body: string | null): Promise<Response> => {
-    const target = name ?? registry.list()[0]!.name;
+    const models = registry.list();
+    const target = name ?? (models.find((m) => m.state === "loaded") ?? models[0]!).name;
     let lease: ModelLease<ModelApp>;
     try {
       lease = await registry.acquire(target);
