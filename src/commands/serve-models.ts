@@ -59,6 +59,7 @@ function fileBytes(path: string): number {
 export function startSeveralModels(
   config: ServeConfig, models: readonly string[], options: Options,
   start: (config: ServeConfig) => Promise<StartedModel>, log: (line: string) => void,
+  serverMetrics: () => Promise<string>,
 ): SeveralModels {
   const keepAlive = keepAliveMs(options["keep-alive"] ?? "5m");
   if (keepAlive === null) throw new CliError(`--keep-alive ${String(options["keep-alive"])}: give seconds or a duration such as 5m, 1h30m or -1`);
@@ -95,7 +96,7 @@ export function startSeveralModels(
   } catch (e) {
     throw new CliError(`${errorMessage(e)}: give each model its own file name`);
   }
-  const handle = createModelRouter(registry, { apiKeys: config.server.apiKeys, log });
+  const handle = createModelRouter(registry, { apiKeys: config.server.apiKeys, log, serverMetrics });
   return {
     names: specs.map((s) => s.name), registry, handle,
     isHealthy: () => true, deathReason: () => null,

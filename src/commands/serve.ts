@@ -15,7 +15,7 @@ import type { Options } from "../command-line/flags.ts";
 import type { TlsSettings } from "../config/server-settings.ts";
 import { speculativeConfigNote, speculativeConfigRepr } from "../config/speculative-config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
-import { MetricsRecorder } from "../metrics/recorder.ts";
+import { MetricsRecorder, type HttpResponseEvent } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
 import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
 import type { StageChain } from "../pipeline/stage-config.ts";
@@ -121,6 +121,8 @@ interface ModelWiring {
   readonly sleepMode: boolean;
   /** VLLM_SERVER_DEV_MODE=1: vLLM's dev routes are mounted */
   readonly devMode: boolean;
+  /** several models: the process and HTTP series are the server's (this hook), each model's recorder has its own */
+  readonly onHttpResponse?: (event: HttpResponseEvent) => void;
 }
 
 /** One model's server: its pipeline (engine Worker), metrics recorder, stats logger and app. */
@@ -171,6 +173,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(pipeline.cacheConfig ? { cacheConfig: pipeline.cacheConfig } : {}),
     kvOffload: pipeline.kvOffload,
     kvPeerConnector: config.engine.kvPeer ? "NixlConnector" : null,
+    ...(wiring.onHttpResponse !== undefined ? { processMetrics: false, httpMetrics: false } : {}),
   });
   listener.targets.push(recorder);
   recorderRef = recorder;
@@ -191,7 +194,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     orchestrator, modelPath: config.model ?? "embedded:stories260K",
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: wiring.shutdown, log, metricsRoute: metricsRoute(recorder),
     ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
-    onHttpResponse: (event) => recorder.onHttpResponse(event),
+    onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
     devMode: wiring.devMode, sleepControl: sleepable,
   });
@@ -219,7 +222,12 @@ export async function main(options: Options): Promise<number> {
     sleepMode: options["enable-sleep-mode"] === true, devMode: process.env["VLLM_SERVER_DEV_MODE"] === "1",
   };
   const models = readModelList(options);
-  const several = models.length > 0 ? startSeveralModels(config, models, options, (c) => startModelServer(c, chain, wiring), (line) => log(line)) : null;
+  // several models: one recorder of the server's own series (process, HTTP), merged before every model's in /metrics
+  const serverRecorder = models.length > 0 ? new MetricsRecorder({ modelName: "", maxModelLen: 0, logStats: false, enableMfuMetrics: false, deprecation: gate.value }) : null;
+  const modelWiring: ModelWiring = serverRecorder !== null ? { ...wiring, onHttpResponse: (event) => serverRecorder.onHttpResponse(event) } : wiring;
+  const several = serverRecorder !== null
+    ? startSeveralModels(config, models, options, (c) => startModelServer(c, chain, modelWiring), (line) => log(line), () => serverRecorder.registry.metrics())
+    : null;
   const one = several === null ? await startModelServer(config, chain, wiring) : null;
   const handleApp = several?.handle ?? ((request: Request) => one!.app.handle(request));
   const statLogger = one?.statLogger ?? null;

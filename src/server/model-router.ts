@@ -24,6 +24,8 @@ export interface ModelApp {
 export interface ModelRouterOptions {
   readonly apiKeys: readonly string[];
   readonly log: (line: string) => void;
+  /** the server's own series (process, HTTP), shown before the models'; absent: none */
+  readonly serverMetrics?: () => Promise<string>;
 }
 
 /** Ollama's keep_alive (api.Duration): a number is seconds, a string a Go duration ("5m", "1h30m"); negative = forever. */
@@ -78,10 +80,11 @@ function releasingBody(response: Response, release: () => void, loadMs: number):
 }
 
 /** Prometheus texts of several registries as one exposition: each family's HELP and TYPE once, the samples of all;
- * series without a model_name label (process metrics, the same in every registry) are kept from the first only. */
+ * a series already given by an earlier text (same name and labels: an identical cache_config_info) is kept once. */
 export function mergeExpositions(texts: readonly string[]): string {
   const families = new Map<string, { head: string[]; samples: string[] }>();
-  texts.forEach((text, index) => {
+  const seen = new Set<string>();
+  texts.forEach((text) => {
     let current: { head: string[]; samples: string[] } | null = null;
     for (const line of text.split("\n")) {
       if (line === "") continue;
@@ -94,7 +97,9 @@ export function mergeExpositions(texts: readonly string[]): string {
         continue;
       }
       if (current === null) continue;
-      if (index > 0 && !line.includes("model_name=")) continue;
+      const key = line.slice(0, line.lastIndexOf(" "));
+      if (seen.has(key)) continue;
+      seen.add(key);
       current.samples.push(line);
     }
   });
@@ -126,7 +131,8 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
   });
   const metrics = async (): Promise<Response> => {
     const loaded = registry.list().map((m) => registry.peek(m.name)).filter((a): a is ModelApp => a !== null);
-    const text = mergeExpositions(await Promise.all(loaded.map((a) => a.metricsText())));
+    const texts = await Promise.all([options.serverMetrics?.() ?? Promise.resolve(""), ...loaded.map((a) => a.metricsText())]);
+    const text = mergeExpositions(texts);
     return new Response(text, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
   };
   /** The model a request names: the body's `model`, else `?model=`, else a loaded one (the page, /docs, /version

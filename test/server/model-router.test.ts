@@ -107,10 +107,10 @@ describe("model router", () => {
     expect(keepAliveMs(true)).toBeNull();
   });
 
-  test("the merged exposition has each family once, every model's series, and the process series once", () => {
+  test("the merged exposition has each family once, every model's series, and a repeated series once", () => {
     const text = mergeExpositions([
       `# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="a"} 1\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`,
-      `# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="b"} 2\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 6\n`,
+      `# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="b"} 2\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`,
     ]);
     expect(text).toBe(`# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="a"} 1\nvllm:x{model_name="b"} 2\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`);
   });
