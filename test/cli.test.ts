@@ -60,7 +60,9 @@ const BAD: readonly BadCase[] = [
   { name: "an unknown flag", commands: ALL, args: ["--bogus"], says: "unknown option --bogus" },
   { name: "a stray argument", commands: ["generate", "tokenize", "run-batch", "chat", "bench serve", "bench throughput", "bench latency", "proxy"], args: ["stray"], says: 'unexpected argument "stray"' },
   // serve takes one positional model, as `vllm serve MODEL`: a second one is stray
-  { name: "a second positional argument", commands: ["serve", "inspect"], args: ["model.gguf", "stray"], says: 'unexpected argument "stray"' },
+  { name: "a second positional argument", commands: ["inspect"], args: ["model.gguf", "stray"], says: 'unexpected argument "stray"' },
+  // serve takes several models (loaded on demand); each local one must exist at start-up
+  { name: "a second positional model that is missing", commands: ["serve"], args: [NOT_GGUF, "stray.gguf"], says: "stray.gguf: file not found", code: 1 },
   { name: "the model given twice", commands: ["serve"], args: ["a.gguf", "--model", "b.gguf"], says: "the model is given twice" },
   { name: "a positional model that is missing", commands: ["serve"], args: ["/nonexistent/positional.gguf"], says: "/nonexistent/positional.gguf: file not found", code: 1 },
   { name: "a flag without its value", commands: ALL.filter((c) => c !== "proxy"), args: ["--model"], says: "--model needs a value" },

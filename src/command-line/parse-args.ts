@@ -107,6 +107,10 @@ export function parseCommandArgs(command: Command, rawArgv: readonly string[]): 
       // vLLM's `vllm serve [model_tag]`
       positionalModel = arg;
       continue;
+    } else if (command === "serve") {
+      // `fennec serve a.gguf b.gguf ...`: the models after the first, as --models
+      options.models = [...(Array.isArray(options.models) ? options.models : []), arg];
+      continue;
     } else {
       return err(`unexpected argument "${arg}" for '${command}' (see fennec ${command} --help)`);
     }

@@ -15,16 +15,13 @@ import type { Options } from "../command-line/flags.ts";
 import type { TlsSettings } from "../config/server-settings.ts";
 import { speculativeConfigNote, speculativeConfigRepr } from "../config/speculative-config.ts";
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
-import { MetricsRecorder } from "../metrics/recorder.ts";
+import { MetricsRecorder, type HttpResponseEvent } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
 import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
 import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
 import { readChatFlags } from "./chat-flags.ts";
-import { withDetectedParsers } from "../server/chat-format-detection.ts";
-import { ollamaServing } from "./ollama-serving.ts";
-import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { metricsRoute } from "../server/metrics-route.ts";
 import { listenHttp, type HttpListener, type PeerAddress } from "../server/http-listener.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "../server/server-options.ts";
@@ -35,8 +32,13 @@ import { accessLine } from "../server/access-log.ts";
 import { withRequestLogging } from "../server/request-logger.ts";
 import { DebugStepLog } from "./debug-step-log.ts";
 import { tracingFlags } from "../command-line/tracing-flags.ts";
-import { startTracing } from "../tracing/tracer.ts";
+import { startTracing, type Tracing } from "../tracing/tracer.ts";
 import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
+import { withDetectedParsers } from "../server/chat-format-detection.ts";
+import { ollamaServing } from "./ollama-serving.ts";
+import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
+import { readModelList, startSeveralModels } from "./serve-models.ts";
+import { SleepableOrchestrator } from "../frontend/sleepable-orchestrator.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -120,21 +122,45 @@ export function servedPagesNote(flags: { readonly disableWebUi: boolean; readonl
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function main(options: Options): Promise<number> {
-  const { config, chain } = readServeConfig(options);
-  const { server: flags, metrics } = config;
-  const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
-  const chatFlags = readChatFlags(config.chat);
-  if (!gate.ok) throw new CliError(gate.error);
-  const tracingConfig = tracingFlags(options);
-  if (!tracingConfig.ok) throw new CliError(tracingConfig.error);
-  const loggers = serveLoggers(config.log);
-  const mainLog = loggers.main;
-  for (const w of config.warnings) mainLog.warning(w);
-  if (config.log.disableLogRequestsGiven) mainLog.warning("--disable-log-requests is deprecated and has no effect: requests are not logged unless --enable-log-requests is given");
-  // the app's lines (aborts, internal errors) at the level each names
-  const log = (line: string, level: LogLevel = "INFO"): void => mainLog.log(level, line);
+/** What every model's server shares: the loggers, the chat flags, the deprecation gate and the listener's maps. */
+interface ModelWiring {
+  readonly loggers: ServeLoggers;
+  readonly log: (line: string, level?: LogLevel) => void;
+  readonly chat: ReturnType<typeof readChatFlags>;
+  readonly gate: NonNullable<Extract<ReturnType<typeof makeDeprecationGate>, { ok: true }>["value"]>;
+  readonly shutdown: AbortSignal;
+  readonly peers: WeakMap<Request, PeerAddress | null>;
+  readonly targets: WeakMap<Request, string>;
+  /** --enable-sleep-mode */
+  readonly sleepMode: boolean;
+  /** VLLM_SERVER_DEV_MODE=1: vLLM's dev routes are mounted */
+  readonly devMode: boolean;
+  /** several models: the process and HTTP series are the server's (this hook), each model's recorder has its own */
+  readonly onHttpResponse?: (event: HttpResponseEvent) => void;
+  /** --otlp-traces-endpoint: one llm_request span per finished request; null = off */
+  readonly tracing: Tracing | null;
+  /** the command line, for the model argument's Hub flags (Ollama's /api/pull) */
+  readonly options: Options;
+}
 
+/** One model's server: its pipeline (engine Worker), metrics recorder, stats logger and app. */
+interface ModelServer {
+  readonly app: ReturnType<typeof createApp>;
+  readonly orchestrator: ServingPipeline["orchestrator"];
+  readonly recorder: MetricsRecorder;
+  readonly statLogger: LoggingStatLogger | null;
+  readonly servedModelName: string;
+  /** the chat settings with the parsers chosen from this model's template where no flag chose one */
+  readonly chat: ReturnType<typeof readChatFlags>;
+  /** the start-up line naming the parsers chosen from the template, or null */
+  readonly detectedParsers: string | null;
+}
+
+/** Starts one model (its engine, recorder and app); its start-up lines are logged as they come. */
+async function startModelServer(config: ServeConfig, chain: StageChain | null, wiring: ModelWiring): Promise<ModelServer> {
+  const { server: flags, metrics } = config;
+  const { log, gate } = wiring;
+  const mainLog = wiring.loggers.main;
   const listener = new ForwardingListener();
   // vLLM prints the speculative config's repr in its start-up config line
   if (config.engine.speculativeConfig) {
@@ -146,23 +172,25 @@ export async function main(options: Options): Promise<number> {
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
-  // vLLM's AsyncLLM: init_tracer("vllm.llm_engine", endpoint); one llm_request span per finished request
-  const tracing = tracingConfig.value === null ? null : startTracing(tracingConfig.value, "vllm.llm_engine");
-  if (tracing !== null) {
-    log(`sending request traces to ${tracing.config.tracesUrl} (OTLP/HTTP)`);
-    if (tracing.config.detailedTraces.length > 0) log(`--collect-detailed-traces ${tracing.config.detailedTraces.join(",")}: adds no span attributes (as in vLLM V1)`);
-  }
+  // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener
+  let recorderRef: MetricsRecorder | null = null;
+  const sleepable = wiring.sleepMode ? new SleepableOrchestrator(pipeline.orchestrator, async () => {
+    const again = await startPipeline(config, chain, listener);
+    for (const line of again.startupLines) log(line);
+    return again.orchestrator;
+  }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }) : null;
+  const engine = sleepable ?? pipeline.orchestrator;
   const logged = config.log.enableLogRequests
-    ? withRequestLogging(pipeline.orchestrator, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
-    : pipeline.orchestrator;
-  const orchestrator = tracing === null ? logged : withRequestTracing(logged, tracing);
+    ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
+    : engine;
+  const orchestrator = wiring.tracing === null ? logged : withRequestTracing(logged, wiring.tracing);
   // tools and reasoning with no flags: parsers chosen from the template's markers (llama.cpp common/chat.cpp)
-  const { chat, line: detectedParsers } = withDetectedParsers(chatFlags, chatFlags.chatTemplate ?? orchestrator.tokenizer.chatTemplateSource ?? null);
+  const { chat, line: detectedParsers } = withDetectedParsers(wiring.chat, wiring.chat.chatTemplate ?? orchestrator.tokenizer.chatTemplateSource ?? null);
   // vLLM: served_model_name defaults to the model argument as given; the embedded model has its own name
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats, toolCallParser: chat.toolCallParser !== null,
-    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate.value,
+    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate,
     numSpeculativeTokens: config.engine.speculativeConfig?.numSpeculativeTokens ?? null,
     // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
     engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
@@ -170,8 +198,10 @@ export async function main(options: Options): Promise<number> {
     ...(pipeline.cacheConfig ? { cacheConfig: pipeline.cacheConfig } : {}),
     kvOffload: pipeline.kvOffload,
     kvPeerConnector: config.engine.kvPeer ? "NixlConnector" : null,
+    ...(wiring.onHttpResponse !== undefined ? { processMetrics: false, httpMetrics: false } : {}),
   });
   listener.targets.push(recorder);
+  recorderRef = recorder;
   if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
   // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
   if (config.engine.kvPeer) {
@@ -182,21 +212,61 @@ export async function main(options: Options): Promise<number> {
   const statLogger = metrics.disableLogStats ? null : new LoggingStatLogger(mainLog.child("loggers.ts"), config.log.statsIntervalS, Array.from({ length: pipeline.numStages }, (_, i) => i), config.engine.speculativeConfig?.numSpeculativeTokens ?? null);
   if (statLogger !== null) listener.targets.push(statLogger);
 
-  const shutdown = new AbortController();
-  const peers = new WeakMap<Request, PeerAddress | null>();
-  const targets = new WeakMap<Request, string>();
   // the settings record goes to the app as it is; serve adds the resolved name and the wiring
   const app = createApp({
     ...flags, servedModelName, chat,
-    peerOf: (request) => peers.get(request) ?? null,
-    targetOf: (request) => targets.get(request),
+    peerOf: (request) => wiring.peers.get(request) ?? null,
+    targetOf: (request) => wiring.targets.get(request),
     orchestrator, modelPath: config.model ?? "embedded:stories260K",
-    maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: shutdown.signal, log, metricsRoute: metricsRoute(recorder),
-    ...(loggers.access !== null ? { accessLog: (entry) => loggers.access!.info(accessLine(entry)) } : {}),
-    onHttpResponse: (event) => recorder.onHttpResponse(event),
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES, shutdownSignal: wiring.shutdown, log, metricsRoute: metricsRoute(recorder),
+    ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
+    onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
-    ollama: await ollamaServing(config.model, modelArgumentFlags(options), (line) => mainLog.child("hub").info(line)),
+    devMode: wiring.devMode, sleepControl: sleepable,
+    ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
+  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers };
+}
+
+export async function main(options: Options): Promise<number> {
+  const { config, chain } = readServeConfig(options);
+  const { server: flags, metrics } = config;
+  const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
+  const chat = readChatFlags(config.chat);
+  if (!gate.ok) throw new CliError(gate.error);
+  const tracingConfig = tracingFlags(options);
+  if (!tracingConfig.ok) throw new CliError(tracingConfig.error);
+  const loggers = serveLoggers(config.log);
+  const mainLog = loggers.main;
+  for (const w of config.warnings) mainLog.warning(w);
+  if (config.log.disableLogRequestsGiven) mainLog.warning("--disable-log-requests is deprecated and has no effect: requests are not logged unless --enable-log-requests is given");
+  // the app's lines (aborts, internal errors) at the level each names
+  const log = (line: string, level: LogLevel = "INFO"): void => mainLog.log(level, line);
+
+  // vLLM's AsyncLLM: init_tracer("vllm.llm_engine", endpoint); one llm_request span per finished request
+  const tracing = tracingConfig.value === null ? null : startTracing(tracingConfig.value, "vllm.llm_engine");
+  if (tracing !== null) {
+    log(`sending request traces to ${tracing.config.tracesUrl} (OTLP/HTTP)`);
+    if (tracing.config.detailedTraces.length > 0) log(`--collect-detailed-traces ${tracing.config.detailedTraces.join(",")}: adds no span attributes (as in vLLM V1)`);
+  }
+  const shutdown = new AbortController();
+  const peers = new WeakMap<Request, PeerAddress | null>();
+  const targets = new WeakMap<Request, string>();
+  const wiring: ModelWiring = {
+    loggers, log, chat, gate: gate.value, shutdown: shutdown.signal, peers, targets, tracing, options,
+    sleepMode: options["enable-sleep-mode"] === true, devMode: process.env["VLLM_SERVER_DEV_MODE"] === "1",
+  };
+  const models = readModelList(options);
+  // several models: one recorder of the server's own series (process, HTTP), merged before every model's in /metrics
+  const serverRecorder = models.length > 0 ? new MetricsRecorder({ modelName: "", maxModelLen: 0, logStats: false, enableMfuMetrics: false, deprecation: gate.value }) : null;
+  const modelWiring: ModelWiring = serverRecorder !== null ? { ...wiring, onHttpResponse: (event) => serverRecorder.onHttpResponse(event) } : wiring;
+  const several = serverRecorder !== null
+    ? startSeveralModels(config, models, options, (c) => startModelServer(c, chain, modelWiring), (line) => log(line), () => serverRecorder.registry.metrics())
+    : null;
+  const one = several === null ? await startModelServer(config, chain, wiring) : null;
+  const handleApp = several?.handle ?? ((request: Request) => one!.app.handle(request));
+  const statLogger = one?.statLogger ?? null;
+  const orchestrator: Pick<ModelServer["orchestrator"], "shutdown" | "isHealthy" | "deathReason"> = one?.orchestrator ?? several!;
   let http: HttpListener;
   try {
     // vLLM's log_tracing_disabled_warning: once, when a request carries trace context that nothing continues
@@ -206,7 +276,7 @@ export async function main(options: Options): Promise<number> {
       const routed = withoutRootPath(request, flags.rootPath);
       peers.set(routed, peer);
       if (routed !== request) { const url = new URL(request.url); targets.set(routed, `${url.pathname}${url.search}`); }
-      return app.handle(routed);
+      return handleApp(routed);
     };
     http = await listenHttp(handle, {
       hostname: flags.host, port: flags.port, idleTimeoutS: IDLE_TIMEOUT_S, log: (line) => log(line, "ERROR"),
@@ -218,11 +288,16 @@ export async function main(options: Options): Promise<number> {
     throw new RuntimeFailure(`cannot listen on ${flags.uds ?? `${flags.host}:${flags.port}`}: ${errorMessage(e)}`);
   }
   statLogger?.start();
-  log(`fennec ${pkg.version}: serving ${servedModelName} (max_model_len ${orchestrator.maxModelLen}) on ${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} ${servedPagesNote(flags)}`);
-  if (chat.contentFormat === "auto" && orchestrator.tokenizer.chatContentFormat !== undefined) {
-    log(`Detected the chat template content format to be '${orchestrator.tokenizer.chatContentFormat(chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
+  const where = `${flags.uds !== null ? `unix:${flags.uds}` : `${flags.tls !== null ? "https" : "http"}://${flags.host}:${http.port}`}${flags.rootPath ?? ""} ${servedPagesNote(flags)}`;
+  if (one !== null) {
+    log(`fennec ${pkg.version}: serving ${one.servedModelName} (max_model_len ${one.orchestrator.maxModelLen}) on ${where}`);
+    if (one.chat.contentFormat === "auto" && one.orchestrator.tokenizer.chatContentFormat !== undefined) {
+      log(`Detected the chat template content format to be '${one.orchestrator.tokenizer.chatContentFormat(one.chat.chatTemplate)}'. You can set \`--chat-template-content-format\` to override this.`);
+    }
+  } else {
+    log(`fennec ${pkg.version}: serving ${several!.names.join(", ")} (loaded on demand) on ${where}`);
   }
-  if (detectedParsers !== null) log(detectedParsers);
+  if (one?.detectedParsers) log(one.detectedParsers);
   else if (chat.enableAutoToolChoice) log(`"auto" tool choice has been enabled (tool call parser ${chat.toolCallParser}).`);
 
   let stopping = false;

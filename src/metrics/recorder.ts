@@ -205,6 +205,15 @@ export class MetricsRecorder implements StatsListener {
     if (metric instanceof Histogram) metric.observe(labels, value);
   }
 
+  /** vllm:engine_sleep_state: 1 on the state the engine is in, 0 on the others (sleep mode's routes change it) */
+  setSleepState(state: "awake" | "weights_offloaded" | "discard_all"): void {
+    const metric = this.metrics.get("engine_sleep_state");
+    if (!(metric instanceof Gauge)) return;
+    for (const engine of this.engineLabels) {
+      for (const s of ["awake", "weights_offloaded", "discard_all"]) metric.set({ model_name: this.options.modelName, engine, sleep_state: s }, s === state ? 1 : 0);
+    }
+  }
+
   onStep(stats: IterationStats): void {
     if (!this.options.logStats) return;
     // a pipeline stage the recorder was not told about: give it the full set of series too

@@ -44,6 +44,10 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly onToolParserInvocation?: (event: import("../metrics/recorder.ts").ToolParserInvocation) => void;
   /** Ollama's model routes: the served GGUF's metadata and a Hub download (serve hands them in); absent = none */
   readonly ollama?: import("./ollama/ollama-serving.ts").OllamaServing;
+  /** VLLM_SERVER_DEV_MODE=1: vLLM's dev routes (/sleep, /wake_up, /is_sleeping) are mounted */
+  readonly devMode?: boolean;
+  /** --enable-sleep-mode: what the sleep routes drive; null or absent = sleep mode off */
+  readonly sleepControl?: import("./sleep-routes.ts").SleepControl | null;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

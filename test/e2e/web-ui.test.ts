@@ -186,3 +186,31 @@ test("web page on a prefill/decode pipeline: the metrics view shows one row per 
     await pd.stop();
   }
 }, 120_000);
+
+test("several models: the page offers a picker, and the chat goes to the model picked", async () => {
+  const { copyFileSync, mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const dir = mkdtempSync(join(tmpdir(), "fennec-web-ui-models-"));
+  for (const name of ["a", "b"]) copyFileSync(join(import.meta.dir, "..", "..", "build", "default-model.gguf"), join(dir, `${name}.gguf`));
+  const server = await startServer([join(dir, "a.gguf"), join(dir, "b.gguf"), "--threads", "1"]);
+  try {
+    const page = await browser.newPage({ viewport: { width: 900, height: 800 } });
+    const models: unknown[] = [];
+    page.on("request", (r) => { if (r.url().endsWith("/v1/chat/completions")) models.push((JSON.parse(r.postData() ?? "{}") as { model?: unknown }).model); });
+    await page.goto(server.url);
+    await page.locator("#model-picker").waitFor();
+    // the page itself came from the first model's app (so a may be loaded); b loads on its first chat
+    expect(await page.locator("#model-picker option").evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual(["a", "b"]);
+    expect(await page.locator("#model-picker option").last().innerText()).toBe("b · loads on first use");
+    await page.locator("#model-picker").selectOption("b");
+    await send(page, "Hello");
+    expect(models).toEqual(["b"]);
+    expect(await lastAnswer(page).innerText()).not.toBe("");
+    const listed = await (await fetch(`${server.url}/v1/models`)).json() as { data: { id: string; loaded: boolean }[] };
+    expect(listed.data.find((m) => m.id === "b")!.loaded).toBe(true);
+    await page.close();
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);

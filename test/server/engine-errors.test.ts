@@ -36,6 +36,7 @@ const EXPECTED: readonly (readonly [code: string, status: number, type: string])
   ["kv_load_failed", 500, "InternalServerError"],
   ["kv_handoff", 500, "InternalServerError"],
   ["kv_cache_full", 503, "ServiceUnavailableError"],
+  ["engine_sleeping", 503, "ServiceUnavailableError"],
 ];
 
 async function expectError(res: Response, status: number, type: string, message: RegExp): Promise<void> {

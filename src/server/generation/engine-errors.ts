@@ -40,6 +40,8 @@ export const ENGINE_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
   kv_handoff: "internal",
   // no free KV blocks for a handoff right now: the same request may pass later
   kv_cache_full: "unavailable",
+  // sleep mode: the engine is stopped until POST /wake_up
+  engine_sleeping: "unavailable",
 };
 
 /** The message a request the engine ended with finish reason `error` gets (vLLM GenerationError). */

@@ -61,9 +61,28 @@ async function loadModel(): Promise<void> {
     $("model").textContent = await errorText(res);
     return;
   }
-  const body = (await res.json()) as { data: { id: string; max_model_len?: number }[] };
-  modelId = body.data[0]?.id ?? null;
-  $("model").textContent = modelId === null ? "no model" : `${modelId}${body.data[0]!.max_model_len ? ` · context ${body.data[0]!.max_model_len}` : ""}`;
+  const body = (await res.json()) as { data: { id: string; root?: string; max_model_len?: number | null; loaded?: boolean }[] };
+  // one entry per model (the first of its names): a server of several models (`loaded` present) gets a picker
+  const models = body.data.filter((m, i) => body.data.findIndex((o) => (o.root ?? o.id) === (m.root ?? m.id)) === i);
+  modelId = models.some((m) => m.id === modelId) ? modelId : models[0]?.id ?? null;
+  const label = (m: (typeof models)[number]): string =>
+    `${m.id}${m.max_model_len ? ` · context ${m.max_model_len}` : ""}${m.loaded === false ? " · loads on first use" : ""}`;
+  const holder = $("model");
+  if (models.length < 2) {
+    holder.textContent = modelId === null ? "no model" : label(models[0]!);
+    return;
+  }
+  const select = document.createElement("select");
+  select.id = "model-picker";
+  for (const m of models) {
+    const option = document.createElement("option");
+    option.value = m.id;
+    option.textContent = label(m);
+    option.selected = m.id === modelId;
+    select.append(option);
+  }
+  select.onchange = () => { modelId = select.value; };
+  holder.replaceChildren(select);
 }
 
 // ---------- chat ----------

@@ -1,0 +1,202 @@
+/**
+ * The front of a several-model server (llama-server's router mode, tools/server/README.md "Using multiple models"):
+ * each model has its own app (its own orchestrator, engine Worker and metrics), and this router sends a JSON POST to
+ * the app its body's `model` names, loading the model on demand through the registry; GET routes with `?model=` go the
+ * same way. The router answers itself what spans the models: /health (the server, not one engine), /v1/models (every
+ * served model with a `loaded` flag, as llama-server's /models status), and /metrics (every loaded model's series, each
+ * labelled with its model_name, as vLLM's one registry holds them).
+ */
+import { errorMessage } from "../util/error-message.ts";
+import { createAuthCheck } from "./auth.ts";
+import { ApiError } from "./errors.ts";
+import { ModelLoadError, ModelNotFoundError, ModelOverloadedError, type ModelLease, type ModelRegistry } from "./model-registry.ts";
+
+/** One model's server: its app's handler, its engine's health and its metrics' text. */
+export interface ModelApp {
+  handle(request: Request): Promise<Response>;
+  isHealthy(): boolean;
+  /** the model's Prometheus text (its recorder's registry) */
+  metricsText(): Promise<string>;
+  readonly maxModelLen: number;
+  shutdown(): Promise<void>;
+}
+
+export interface ModelRouterOptions {
+  readonly apiKeys: readonly string[];
+  readonly log: (line: string) => void;
+  /** the server's own series (process, HTTP), shown before the models'; absent: none */
+  readonly serverMetrics?: () => Promise<string>;
+}
+
+/** Ollama's keep_alive (api.Duration): a number is seconds, a string a Go duration ("5m", "1h30m"); negative = forever. */
+export function keepAliveMs(value: unknown): number | null {
+  if (typeof value === "number" && Number.isFinite(value)) return value < 0 ? -1 : value * 1000;
+  if (typeof value !== "string") return null;
+  const text = value.trim();
+  if (/^-?\d+(\.\d+)?$/.test(text)) return keepAliveMs(Number(text));
+  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const match = /^(-?)((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)$/.exec(text);
+  if (match === null) return null;
+  let ms = 0;
+  for (const part of match[2]!.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(part[1]) * units[part[2]!]!;
+  return match[1] === "-" ? -1 : ms;
+}
+
+/** ms the request waited for its model's load: on the request a model's app sees, and on the answer */
+export const LOAD_MS_HEADER = "x-model-load-ms";
+/** the expiry Ollama reports for a model kept forever (its max duration added to now lands in year 2318) */
+const FOREVER_MS = Date.UTC(2318, 0, 1);
+
+function errorResponse(status: number, type: string, message: string, param: string | null = null): Response {
+  return Response.json({ error: { message, type, param, code: status } }, { status });
+}
+
+/** The registry's errors as the API's: unknown model 404 (vLLM's text), overload and failed load 503. */
+function registryError(e: unknown): Response {
+  if (e instanceof ModelNotFoundError) return errorResponse(404, "NotFoundError", e.message, "model");
+  if (e instanceof ModelOverloadedError || e instanceof ModelLoadError) return errorResponse(503, "ServiceUnavailableError", e.message);
+  throw e;
+}
+
+/** A response whose body releases the lease when it is fully read or cancelled (a stream holds its model to the end). */
+function releasingBody(response: Response, release: () => void, loadMs: number): Response {
+  const headers = new Headers(response.headers);
+  if (loadMs > 0) headers.set(LOAD_MS_HEADER, String(loadMs));
+  if (response.body === null) { release(); return new Response(null, { status: response.status, statusText: response.statusText, headers }); }
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) { controller.close(); release(); } else controller.enqueue(value);
+      } catch (e) {
+        release();
+        controller.error(e);
+      }
+    },
+    cancel(reason) { release(); return reader.cancel(reason); },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** Prometheus texts of several registries as one exposition: each family's HELP and TYPE once, the samples of all;
+ * a series already given by an earlier text (same name and labels: an identical cache_config_info) is kept once. */
+export function mergeExpositions(texts: readonly string[]): string {
+  const families = new Map<string, { head: string[]; samples: string[] }>();
+  const seen = new Set<string>();
+  texts.forEach((text) => {
+    let current: { head: string[]; samples: string[] } | null = null;
+    for (const line of text.split("\n")) {
+      if (line === "") continue;
+      const meta = /^# (HELP|TYPE) (\S+)/.exec(line);
+      if (meta !== null) {
+        let family = families.get(meta[2]!);
+        if (family === undefined) { family = { head: [], samples: [] }; families.set(meta[2]!, family); }
+        if (family.head.length < 2 && !family.head.some((h) => h.startsWith(`# ${meta[1]} `))) family.head.push(line);
+        current = family;
+        continue;
+      }
+      if (current === null) continue;
+      const key = line.slice(0, line.lastIndexOf(" "));
+      if (seen.has(key)) continue;
+      seen.add(key);
+      current.samples.push(line);
+    }
+  });
+  return [...families.values()].map((f) => [...f.head, ...f.samples].join("\n")).join("\n") + "\n";
+}
+
+export function createModelRouter(registry: ModelRegistry<ModelApp>, options: ModelRouterOptions): (request: Request) => Promise<Response> {
+  const checkAuth = createAuthCheck(options.apiKeys);
+  const listModels = () => {
+    const created = Math.floor(Date.now() / 1000);
+    return {
+      object: "list",
+      data: registry.list().flatMap((m) => [m.name, ...m.aliases].map((id) => ({
+        id, object: "model", created, owned_by: "fennec", root: m.source, parent: null,
+        max_model_len: registry.peek(m.name)?.maxModelLen ?? null,
+        // llama-server's /models status, flattened: loaded now, or loadable on the first request
+        loaded: m.state === "loaded",
+      }))),
+    };
+  };
+  // Ollama's GET /api/ps (server/routes.go PsHandler): the loaded models, latest expiry first; a model kept forever
+  // or in use has no deadline, shown as Ollama shows "forever" (a far-future time)
+  const ps = () => ({
+    models: registry.list().filter((m) => m.state === "loaded").map((m) => ({
+      name: m.name, model: m.name, size: m.bytes, digest: "", details: { format: "gguf" },
+      expires_at: new Date(m.expiresAtMs ?? FOREVER_MS).toISOString(), size_vram: 0,
+      context_length: registry.peek(m.name)?.maxModelLen ?? 0,
+    })).sort((x, y) => y.expires_at.localeCompare(x.expires_at)),
+  });
+  const metrics = async (): Promise<Response> => {
+    const loaded = registry.list().map((m) => registry.peek(m.name)).filter((a): a is ModelApp => a !== null);
+    const texts = await Promise.all([options.serverMetrics?.() ?? Promise.resolve(""), ...loaded.map((a) => a.metricsText())]);
+    const text = mergeExpositions(texts);
+    return new Response(text, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
+  };
+  /** The model a request names: the body's `model`, else `?model=`, else a loaded one (the page, /docs, /version
+   * need no particular model), else the first served one. */
+  const forward = async (request: Request, name: string | null, keepAlive: number | null, body: string | null): Promise<Response> => {
+    const models = registry.list();
+    const target = name ?? (models.find((m) => m.state === "loaded") ?? models[0]!).name;
+    let lease: ModelLease<ModelApp>;
+    try {
+      lease = await registry.acquire(target);
+    } catch (e) {
+      return registryError(e);
+    }
+    const release = () => lease.release(keepAlive ?? undefined);
+    try {
+      // the load this request waited for, for a dialect with room for it in its answer (Ollama's load_duration); a
+      // client's own header of that name is dropped
+      const headers = new Headers(request.headers);
+      headers.delete(LOAD_MS_HEADER);
+      if (lease.loadMs > 0) headers.set(LOAD_MS_HEADER, String(lease.loadMs));
+      const inner = new Request(request.url, { method: request.method, headers, body: body ?? request.body, signal: request.signal });
+      const response = await lease.model.handle(inner);
+      return releasingBody(response, release, lease.loadMs);
+    } catch (e) {
+      release();
+      options.log(`model ${lease.name}: ${errorMessage(e)}`);
+      return errorResponse(500, "InternalServerError", errorMessage(e));
+    }
+  };
+  return async (request) => {
+    const url = new URL(request.url);
+    try {
+      checkAuth(request);
+    } catch (e) {
+      if (e instanceof ApiError) return errorResponse(401, "Unauthorized", e.message);
+      throw e;
+    }
+    if (request.method === "GET" && (url.pathname === "/health" || url.pathname === "/ping")) return new Response(null, { status: 200 });
+    if (request.method === "GET" && url.pathname === "/v1/models") return Response.json(listModels());
+    if (request.method === "GET" && url.pathname.startsWith("/v1/models/")) {
+      const id = decodeURIComponent(url.pathname.slice("/v1/models/".length));
+      const card = listModels().data.find((m) => m.id === id);
+      return card !== undefined ? Response.json(card) : errorResponse(404, "NotFoundError", `The model \`${id}\` does not exist.`, "model");
+    }
+    if (request.method === "GET" && url.pathname === "/metrics") return metrics();
+    if (request.method === "GET" && url.pathname === "/api/ps") return Response.json(ps());
+    const queryModel = url.searchParams.get("model");
+    if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").includes("application/json")) {
+      return forward(request, queryModel, null, null);
+    }
+    const text = await request.text();
+    let model: string | null = queryModel;
+    let keepAlive: number | null = null;
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+        const fields = parsed as Record<string, unknown>;
+        if (typeof fields["model"] === "string") model = fields["model"];
+        // Ollama's routes read keep_alive; the registry applies it when the request ends
+        if (url.pathname.startsWith("/api/") && "keep_alive" in fields) keepAlive = keepAliveMs(fields["keep_alive"]);
+      }
+    } catch {
+      // not JSON: the model's app answers with its own 400
+    }
+    return forward(request, model, keepAlive, text);
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * The several-models router with fake model apps: a body's `model` picks the app (loaded on demand), unknown is 404,
+ * a failed load 503, /v1/models lists every model with its `loaded` flag, a streamed answer holds its model until its
+ * body is read, Ollama's keep_alive on /api/ routes, and the merged /metrics text.
+ */
+import { describe, expect, test } from "bun:test";
+import { ModelRegistry } from "../../src/server/model-registry.ts";
+import { createModelRouter, keepAliveMs, LOAD_MS_HEADER, mergeExpositions, type ModelApp } from "../../src/server/model-router.ts";
+
+function fakeApp(name: string, seen: string[]): ModelApp {
+  return {
+    maxModelLen: 512,
+    handle: async (request) => {
+      seen.push(`${name} ${new URL(request.url).pathname} load=${request.headers.get(LOAD_MS_HEADER) ?? "-"}`);
+      // a two-chunk stream: the model stays held until the client read it all
+      const body = new ReadableStream<Uint8Array>({
+        start(c) { c.enqueue(new TextEncoder().encode(`${name}:`)); c.enqueue(new TextEncoder().encode("done")); c.close(); },
+      });
+      return new Response(body, { headers: { "content-type": "text/plain" } });
+    },
+    isHealthy: () => true,
+    metricsText: async () => `# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="${name}"} 1\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`,
+    shutdown: async () => {},
+  };
+}
+
+function setup(failing: string[] = []) {
+  const seen: string[] = [];
+  const registry = new ModelRegistry<ModelApp>(["a", "b"].map((name) => ({
+    name, source: `/m/${name}.gguf`, aliases: [`/m/${name}.gguf`],
+    load: async () => {
+      if (failing.includes(name)) throw new Error("bad file");
+      await Bun.sleep(2);
+      return fakeApp(name, seen);
+    },
+  })), { maxLoadedModels: null, maxMemoryBytes: null, defaultKeepAliveMs: -1, maxWaitingPerModel: 4 });
+  const handle = createModelRouter(registry, { apiKeys: [], log: () => {} });
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    handle(new Request(`http://x${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }));
+  return { registry, handle, post, seen };
+}
+
+describe("model router", () => {
+  test("the body's model picks the app, loaded on its first request; the load time is on the request and the answer", async () => {
+    const { post, seen, handle } = setup();
+    const first = await post("/v1/completions", { model: "b", prompt: "x" }, { [LOAD_MS_HEADER]: "999" });
+    expect(await first.text()).toBe("b:done");
+    expect(Number(first.headers.get(LOAD_MS_HEADER))).toBeGreaterThan(0);
+    const second = await post("/v1/completions", { model: "/m/b.gguf", prompt: "x" });
+    expect(await second.text()).toBe("b:done");
+    expect(second.headers.get(LOAD_MS_HEADER)).toBeNull();
+    expect(seen[0]).toMatch(/^b \/v1\/completions load=\d+$/);
+    expect(seen[0]).not.toContain("999");
+    expect(seen[1]).toBe("b /v1/completions load=-");
+    const models = await (await handle(new Request("http://x/v1/models"))).json() as { data: { id: string; loaded: boolean }[] };
+    expect(models.data.map((m) => [m.id, m.loaded])).toEqual([["a", false], ["/m/a.gguf", false], ["b", true], ["/m/b.gguf", true]]);
+    expect((await handle(new Request("http://x/v1/models/b"))).status).toBe(200);
+    expect((await handle(new Request("http://x/v1/models/zz"))).status).toBe(404);
+  });
+
+  test("unknown model 404 with vLLM's message, failed load 503, /health 200", async () => {
+    const { post, handle } = setup(["a"]);
+    const unknown = await post("/v1/chat/completions", { model: "nope", messages: [] });
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { message: string } }).error.message).toBe("The model `nope` does not exist.");
+    const failed = await post("/v1/chat/completions", { model: "a", messages: [] });
+    expect(failed.status).toBe(503);
+    expect(((await failed.json()) as { error: { message: string } }).error.message).toContain("bad file");
+    expect((await handle(new Request("http://x/health"))).status).toBe(200);
+    expect((await post("/v1/chat/completions", { model: "b", messages: [] })).status).toBe(200);
+  });
+
+  test("a streamed answer holds its model until the body is read; Ollama's keep_alive 0 then unloads it", async () => {
+    const { post, registry } = setup();
+    const response = await post("/api/generate", { model: "a", prompt: "x", keep_alive: 0 });
+    expect(registry.list()[0]!.inUse).toBe(1);
+    expect(await response.text()).toBe("a:done");
+    await Bun.sleep(1);
+    expect(registry.list()[0]!.inUse).toBe(0);
+    expect(registry.list()[0]!.state).toBe("unloaded");
+  });
+
+  test("Ollama's /api/ps lists the loaded models with their expiry", async () => {
+    const { post, handle, registry } = setup();
+    await (await post("/v1/completions", { model: "a", prompt: "x" })).text();
+    await (await post("/api/generate", { model: "b", prompt: "x", keep_alive: "10m" })).text();
+    const body = await (await handle(new Request("http://x/api/ps"))).json() as { models: { name: string; expires_at: string; context_length: number }[] };
+    expect(body.models.map((m) => m.name)).toEqual(["a", "b"]); // a is kept forever: the later expiry first
+    expect(body.models[0]!.expires_at.startsWith("2318-")).toBe(true);
+    const bExpiry = Date.parse(body.models[1]!.expires_at) - Date.now();
+    expect(bExpiry).toBeGreaterThan(9 * 60_000);
+    expect(bExpiry).toBeLessThanOrEqual(10 * 60_000);
+    expect(body.models[0]!.context_length).toBe(512);
+    await registry.unload("b");
+    expect(((await (await handle(new Request("http://x/api/ps"))).json()) as { models: unknown[] }).models).toHaveLength(1);
+  });
+
+  test("keep_alive values as Ollama reads them", () => {
+    expect(keepAliveMs(0)).toBe(0);
+    expect(keepAliveMs(1.5)).toBe(1500);
+    expect(keepAliveMs(-1)).toBe(-1);
+    expect(keepAliveMs("5m")).toBe(300_000);
+    expect(keepAliveMs("1h30m")).toBe(5_400_000);
+    expect(keepAliveMs("-1m")).toBe(-1);
+    expect(keepAliveMs("30")).toBe(30_000);
+    expect(keepAliveMs("soon")).toBeNull();
+    expect(keepAliveMs(true)).toBeNull();
+  });
+
+  test("the merged exposition has each family once, every model's series, and a repeated series once", () => {
+    const text = mergeExpositions([
+      `# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="a"} 1\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`,
+      `# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="b"} 2\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`,
+    ]);
+    expect(text).toBe(`# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="a"} 1\nvllm:x{model_name="b"} 2\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`);
+  });
+});
