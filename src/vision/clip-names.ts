@@ -21,6 +21,10 @@ export const CLIP_KEY = {
   feedForwardLength: "clip.vision.feed_forward_length",
   blockCount: "clip.vision.block_count",
   headCount: "clip.vision.attention.head_count",
+  /** optional (clip.cpp: default head_count) */
+  headCountKv: "clip.vision.attention.head_count_kv",
+  /** optional (clip.cpp: default embedding_length / head_count) */
+  headDim: "clip.vision.attention.head_dim",
   layerNormEps: "clip.vision.attention.layer_norm_epsilon",
   imageMean: "clip.vision.image_mean",
   imageStd: "clip.vision.image_std",

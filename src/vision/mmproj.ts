@@ -75,6 +75,8 @@ export function readVisionConfig(file: GgufFile): Result<VisionConfig> {
     imageMean: triple(file, CLIP_KEY.imageMean), imageStd: triple(file, CLIP_KEY.imageStd),
     scaleFactor: optional(file, CLIP_KEY.projectorScaleFactor, getU32),
     useGelu: optional(file, CLIP_KEY.useGelu, getBool),
+    numKvHeads: optional(file, CLIP_KEY.headCountKv, getU32),
+    headDim: optional(file, CLIP_KEY.headDim, getU32),
   };
   for (const value of Object.values(fields)) if (!value.ok) return value;
   const v = Object.fromEntries(Object.entries(fields).map(([k, r]) => [k, (r as { value: unknown }).value])) as {
@@ -89,6 +91,9 @@ export function readVisionConfig(file: GgufFile): Result<VisionConfig> {
   if (nMerge === 0 || patchesPerSide % nMerge !== 0) problems.push(`${patchesPerSide} patches per side do not pool by ${nMerge}`);
   if (v.numHeads === 0 || v.dim % v.numHeads !== 0) problems.push(`width ${v.dim} does not split into ${v.numHeads} heads`);
   if (v.imageStd.some((s) => s === 0)) problems.push(`${CLIP_KEY.imageStd} has a zero`);
+  // SigLIP is plain multi-head attention; grouped or resized heads belong to other encoders
+  if (v.numKvHeads !== undefined && v.numKvHeads !== v.numHeads) problems.push(`${v.numKvHeads} KV heads for ${v.numHeads} heads (grouped-query vision attention is not supported)`);
+  if (v.headDim !== undefined && v.headDim * v.numHeads !== v.dim) problems.push(`head size ${v.headDim} x ${v.numHeads} heads is not the width ${v.dim}`);
   if (problems.length > 0) return err(`${file.source}: inconsistent vision config: ${problems.join("; ")}`);
   const pooledSide = patchesPerSide / nMerge;
   return ok({

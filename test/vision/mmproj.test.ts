@@ -45,6 +45,8 @@ describe("mmproj config (clip.* keys)", () => {
     ["a missing width", (m) => m.delete(CLIP_KEY.embeddingLength), /missing metadata key "clip.vision.embedding_length"/],
     ["a patch that does not tile the image", (m) => m.set(CLIP_KEY.patchSize, mdU32(15) as never), /not a multiple of patch size 15/],
     ["a pool that does not divide the grid", (m) => m.set(CLIP_KEY.projectorScaleFactor, mdU32(3) as never), /do not pool by 3/],
+    ["grouped-query vision attention", (m) => m.set(CLIP_KEY.headCountKv, mdU32(2) as never), /2 KV heads for 4 heads/],
+    ["a head size that is not width / heads", (m) => m.set(CLIP_KEY.headDim, mdU32(32) as never), /head size 32 x 4 heads is not the width 64/],
     ["a zero std", (m) => m.set(CLIP_KEY.imageStd, { type: GgufValueType.ARRAY, value: { elementType: GgufValueType.FLOAT32, values: [0.5, 0, 0.5] } } as never), /image_std has a zero/],
     ["a std of two values", (m) => m.set(CLIP_KEY.imageStd, { type: GgufValueType.ARRAY, value: { elementType: GgufValueType.FLOAT32, values: [0.5, 0.5] } } as never), /should hold 3 floats/],
   ];
