@@ -1,14 +1,17 @@
 /**
  * `npx bun run make-model -- --shape S --type T --out F [--seed N] [--layers N] [--dim N] [--ffn N] [--heads N]
- * [--kv-heads N] [--head-dim N] [--context N]`: writes a GGUF of seeded random weights in a real model's shape (see
- * scripts/model-shapes.ts) with its real tokenizer metadata; see scripts/random-model.ts for the weights and types.
+ * [--kv-heads N] [--head-dim N] [--context N] [--mmproj FILE] [--vision-layers N]`: writes a GGUF of seeded random
+ * weights in a real model's shape (see scripts/model-shapes.ts) with its real tokenizer metadata; see
+ * scripts/random-model.ts for the weights and types. A vision-language shape (VISION_SHAPES) also writes its
+ * projector GGUF to --mmproj (f16, as llama.cpp's converter; scripts/random-mmproj.ts).
  * Generated files are never committed (*.gguf is gitignored). A progress bar shows on a TTY.
  */
 import { readGguf } from "../src/gguf/reader.ts";
 import { writeGgufFile } from "../src/gguf/writer.ts";
 import { WEIGHT_TYPES } from "../src/tensor/dtypes.ts";
 import { createProgressBar } from "../src/util/progress.ts";
-import { MODEL_SHAPES, vocabPath, type ModelShape } from "./model-shapes.ts";
+import { MODEL_SHAPES, VISION_SHAPES, vocabPath, type ModelShape } from "./model-shapes.ts";
+import { randomMmproj } from "./random-mmproj.ts";
 import { MIXED_TYPES, randomModel } from "./random-model.ts";
 
 const TYPES = [...WEIGHT_TYPES.map((w) => w.name), ...MIXED_TYPES];
@@ -16,7 +19,9 @@ const TYPES = [...WEIGHT_TYPES.map((w) => w.name), ...MIXED_TYPES];
 const OVERRIDES: Readonly<Record<string, keyof ModelShape>> = {
   layers: "numLayers", dim: "dim", ffn: "hiddenDim", heads: "numHeads", "kv-heads": "numKvHeads", "head-dim": "headDim", context: "contextLength",
 };
-const USAGE = `usage: make-model --shape ${Object.keys(MODEL_SHAPES).join("|")} --type ${TYPES.join("|")} --out FILE [--seed N] ${Object.keys(OVERRIDES).map((f) => `[--${f} N]`).join(" ")}`;
+/** vision-language shapes only: where the projector goes, and its layer count */
+const VISION_FLAGS = ["mmproj", "vision-layers"];
+const USAGE = `usage: make-model --shape ${Object.keys(MODEL_SHAPES).join("|")} --type ${TYPES.join("|")} --out FILE [--seed N] ${Object.keys(OVERRIDES).map((f) => `[--${f} N]`).join(" ")} [--mmproj FILE] [--vision-layers N]`;
 
 class UsageError extends Error {}
 
@@ -30,7 +35,7 @@ function parse(argv: string[]): Map<string, string> {
     if (value === undefined) throw new UsageError(`${flag} needs a value`);
     args.set(flag.slice(2), value);
   }
-  const known = new Set(["shape", "type", "out", "seed", ...Object.keys(OVERRIDES)]);
+  const known = new Set(["shape", "type", "out", "seed", ...Object.keys(OVERRIDES), ...VISION_FLAGS]);
   for (const name of args.keys()) if (!known.has(name)) throw new UsageError(`unknown flag --${name}\n${USAGE}`);
   return args;
 }
@@ -64,6 +69,7 @@ function main(argv: string[]): number {
   if (!Number.isInteger(shape.headDim) || shape.numHeads % shape.numKvHeads !== 0) {
     throw new UsageError(`inconsistent shape: dim ${shape.dim}, ${shape.numHeads} heads, ${shape.numKvHeads} kv heads, head size ${shape.headDim}`);
   }
+  const vision = visionPart(shapeName, args);
   const vocab = readGguf(vocabPath(shape.vocab));
   if (!vocab.ok) throw new UsageError(vocab.error);
   const t0 = performance.now();
@@ -71,7 +77,26 @@ function main(argv: string[]): number {
   const bytes = writeGgufFile(out, randomModel({ shapeName, shape, type, seed, vocab: vocab.value }), (done, total) => bar.update(done, total));
   bar.done();
   console.error(`make-model: wrote ${out} (${(bytes / 1e6).toFixed(1)} MB, ${shapeName}, ${type}, seed ${seed}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (vision !== null) {
+    const t1 = performance.now();
+    const mmprojBytes = writeGgufFile(vision.path, randomMmproj({ shapeName, vision: vision.shape, textDim: shape.dim, seed }));
+    console.error(`make-model: wrote ${vision.path} (${(mmprojBytes / 1e6).toFixed(1)} MB, ${shapeName} projector, ${vision.shape.numLayers} layers, f16) in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
+  }
   return 0;
+}
+
+/** The projector to write with a vision-language shape (--mmproj required), null for a text shape (--mmproj refused). */
+function visionPart(shapeName: string, args: Map<string, string>): { path: string; shape: (typeof VISION_SHAPES)[string] } | null {
+  const base = VISION_SHAPES[shapeName];
+  const path = args.get("mmproj");
+  if (base === undefined) {
+    const given = VISION_FLAGS.find((f) => args.has(f));
+    if (given !== undefined) throw new UsageError(`--${given} needs a vision-language shape (${Object.keys(VISION_SHAPES).join(", ")})`);
+    return null;
+  }
+  if (path === undefined) throw new UsageError(`shape ${shapeName} is a vision-language model: --mmproj FILE (its projector GGUF) is required`);
+  const layers = args.get("vision-layers");
+  return { path, shape: layers === undefined ? base : { ...base, numLayers: positiveInt("vision-layers", layers) } };
 }
 
 try {

@@ -184,6 +184,57 @@ const tiny = (s: ModelShape, numKvHeads: number, numLayers = 2): ModelShape => (
 /** Qwen3-Embedding-0.6B: the qwen3-0.6b decoder, last-token pooling (its sentence-transformers config), context 32k. */
 const QWEN3_EMBEDDING_06B: ModelShape = { ...QWEN3_06B, contextLength: 32768, poolingType: "last" };
 
+// ---- vision-language models: the language model above plus a projector (mmproj) GGUF ----
+
+/** google/gemma-3-4b-it text_config: head_dim 256, GQA 8/4, sliding_window 1024, linear rope scaling 8 on global layers */
+const GEMMA3_4B: ModelShape = {
+  ...GEMMA3_270M, dim: 2560, numLayers: 34, numHeads: 8, numKvHeads: 4, headDim: 256, hiddenDim: 10240, contextLength: 131072,
+  slidingWindow: 1024, ropeScaling: { type: "linear", factor: 8, originalContextLength: 16384 },
+};
+
+/**
+ * The vision encoder and projector of a vision-language shape, as the HF vision_config and preprocessor_config.json
+ * give them; scripts/random-mmproj.ts writes the mmproj GGUF as conversion/base.py MmprojModel and conversion/gemma.py
+ * Gemma3VisionModel do.
+ */
+export interface VisionShape {
+  /** clip.projector_type */
+  readonly projector: "gemma3";
+  readonly imageSize: number;
+  readonly patchSize: number;
+  readonly dim: number;
+  readonly ffnDim: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly eps: number;
+  readonly imageMean: readonly [number, number, number];
+  readonly imageStd: readonly [number, number, number];
+  /** preprocessor_config image_seq_length: the converter derives clip.vision.projector.scale_factor from it */
+  readonly imageSeqLength: number;
+}
+
+/** SigLIP so400m-patch14 at 896 px (gemma-3-4b-it vision_config), 256 image tokens */
+const SIGLIP_GEMMA3: VisionShape = {
+  projector: "gemma3", imageSize: 896, patchSize: 14, dim: 1152, ffnDim: 4304, numLayers: 27, numHeads: 16, eps: 1e-6,
+  imageMean: [0.5, 0.5, 0.5], imageStd: [0.5, 0.5, 0.5], imageSeqLength: 256,
+};
+
+/** Language-model halves of the vision shapes (spread into MODEL_SHAPES). */
+const VISION_LANGUAGE_SHAPES: Readonly<Record<string, ModelShape>> = {
+  "gemma3-4b": GEMMA3_4B,
+  // the tiny gemma3 language model (6 layers, 256 wide) under a real-width SigLIP
+  "tiny-gemma3-4b": { ...tiny(GEMMA3_270M, 1), numLayers: 6, slidingWindow: 64 },
+};
+
+/**
+ * The vision half of each vision-language shape. The tiny variant keeps SigLIP's real widths (1152, 4304, 16 heads)
+ * with 2 layers at 112 px (8 x 8 patches, pooled 2 x 2: 16 image tokens, so the converter writes scale_factor 2).
+ */
+export const VISION_SHAPES: Readonly<Record<string, VisionShape>> = {
+  "gemma3-4b": SIGLIP_GEMMA3,
+  "tiny-gemma3-4b": { ...SIGLIP_GEMMA3, imageSize: 112, numLayers: 2, imageSeqLength: 16 },
+};
+
 export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "smollm2-135m": SMOLLM2_135M,
   "qwen2.5-0.5b": QWEN25_05B,
@@ -217,4 +268,6 @@ export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {
   "olmoe-1b-7b": OLMOE_1B_7B,
   "gpt-oss-20b": GPT_OSS_20B,
   "granite-3.1-3b-a800m": GRANITE_31_3B_A800M,
+  ...VISION_LANGUAGE_SHAPES,
 };
+

@@ -70,7 +70,7 @@ function sfc32(a: number, b: number, c: number, d: number): () => number {
 }
 
 /** FNV-1a of the tensor name mixed with the seed: each tensor's own stream. */
-function tensorRng(seed: number, name: string): () => number {
+export function tensorRng(seed: number, name: string): () => number {
   let h = 0x811c9dc5 ^ seed;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
   const rng = sfc32(0x9e3779b9, 0x243f6a88, seed >>> 0, h >>> 0);
@@ -82,7 +82,7 @@ function tensorRng(seed: number, name: string): () => number {
  * Fills `out` with N(0, std) approximated by the sum of four 16-bit uniforms (two uint32 draws; the sum has mean 2
  * and variance 1/3, rescaled), bounded at +-3.46 std.
  */
-function fillNormal(out: Float32Array, rng: () => number, std: number): void {
+export function fillNormal(out: Float32Array, rng: () => number, std: number): void {
   const k = std * Math.sqrt(3);
   for (let i = 0; i < out.length; i++) {
     const a = rng(), b = rng();

@@ -41,6 +41,8 @@ const RULES: readonly Rule[] = [
   { files: /^backend\//, may: [/^backend\//, /^tensor\//, CONFIG, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },
   // the model sees only the Backend interface: the concrete backend is passed in
   { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
+  // vision encoders (mmproj reading, image preprocessing, the encoder): model-side, in the worker like model/
+  { files: /^vision\//, may: [/^vision\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
   // structured outputs on xgrammar: the grammar thread (engine side) and the checker (main side) share grammar-spec.ts
   { files: /^grammar\//, may: [/^grammar\//, CONFIG, /^util\//], packages: [/^@mlc-ai\/web-xgrammar$/] },
   // KV cache events (vLLM kv_events.py): block hashing and event records (both threads: the worker builds them), the
