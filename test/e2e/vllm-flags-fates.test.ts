@@ -39,8 +39,6 @@ const SAMPLES: Readonly<Record<string, readonly string[]>> = {
   "spec-tokens": ["--spec-method", "suffix", "--spec-tokens", "5"],
   "generation-config": ["--generation-config", "vllm", "--override-generation-config", '{"top_k": 5}'],
   "override-generation-config": ["--override-generation-config", '{"temperature": 0.25}'],
-  "otlp-traces-endpoint": ["--otlp-traces-endpoint", "http://127.0.0.1:4318"],
-  "collect-detailed-traces": ["--otlp-traces-endpoint", "http://127.0.0.1:4318", "--collect-detailed-traces", "model"],
   "kv-events-config": ["--kv-events-config", '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}'],
   "hf-overrides": ["--runner", "pooling", "--hf-overrides", '{"is_matryoshka": true}'],
   "root-path": ["--root-path", "/api"],
@@ -59,6 +57,13 @@ const ELSEWHERE: Readonly<Record<string, string>> = {
   "download-dir": "resolved with the model argument before serve reads its config (test/hub tests)",
   "hf-token": "resolved with the model argument before serve reads its config (test/hub tests)",
   "enable-prefix-caching": "vLLM's spelling of fennec's default (prefix caching on); --no-enable-prefix-caching turns it off",
+  "otlp-traces-endpoint": "read by command-line/tracing-flags.ts beside the serve config (test/e2e/tracing.test.ts)",
+  "collect-detailed-traces": "read by command-line/tracing-flags.ts beside the serve config (test/e2e/tracing.test.ts)",
+  "enable-sleep-mode": "read when each model's engine starts (test/e2e/sleep-mode.test.ts)",
+  models: "the model list of several-model serving (test/e2e/many-models.test.ts)",
+  "max-loaded-models": "the model registry's budget (test/server/model-registry.test.ts, test/e2e/many-models.test.ts)",
+  "max-loaded-memory": "the model registry's memory budget (maxMemoryBytes, test/server/model-registry.test.ts)",
+  "keep-alive": "the model registry's idle unload (test/server/model-registry.test.ts, test/e2e/many-models.test.ts)",
 };
 
 function sampleArgs(f: FlagSpec): string[] {
