@@ -5,6 +5,7 @@ python3-opentelemetry-proto; scripts/install-test-deps.sh installs it) and print
 stdout. The first line is {"port": N}. Only POST /v1/traces with application/x-protobuf is accepted."""
 import gzip
 import json
+import threading
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -58,16 +59,21 @@ class Handler(BaseHTTPRequestHandler):
             return
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
+        lines = []
         for resource_spans in request.resource_spans:
             resource = attributes(resource_spans.resource.attributes)
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    print(json.dumps({
+                    lines.append(json.dumps({
                         "traceId": span.trace_id.hex(), "spanId": span.span_id.hex(), "parentSpanId": span.parent_span_id.hex(),
                         "name": span.name, "kind": span.kind, "scope": scope_spans.scope.name,
                         "startTimeUnixNano": span.start_time_unix_nano, "endTimeUnixNano": span.end_time_unix_nano,
                         "attributes": attributes(span.attributes), "resource": resource,
-                    }), flush=True)
+                    }))
+        # the server answers exports from several processes on threads at once: one writer at a time keeps lines whole
+        with PRINT_LOCK:
+            for line in lines:
+                print(line, flush=True)
         answer = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("content-type", "application/x-protobuf")
@@ -79,6 +85,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+PRINT_LOCK = threading.Lock()
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 print(json.dumps({"port": server.server_address[1]}), flush=True)
 try:
