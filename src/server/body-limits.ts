@@ -1,5 +1,5 @@
 /**
- * Limits on a JSON request body checked on its raw text before JSON.parse and validation (issue 12): size is the app's
+ * Limits on a JSON request body checked on its raw text before JSON.parse and validation: size is the app's
  * --max body limit (server-options.ts, 413 while reading), nesting depth is checked here (400 naming the limit).
  * 128 levels hold any real request (a JSON schema in response_format or tools nests two levels per object level)
  * and keep the parser, the validator and every error path far from their stack limits.

@@ -1,5 +1,5 @@
 /**
- * A browser app on another origin calls fennec (issue 16): headless Chromium (Debian's, driven by playwright-core)
+ * A browser app on another origin calls fennec: headless Chromium (Debian's, driven by playwright-core)
  * opens a page served from a second local server (another origin), which imports the `openai` SDK bundled for the
  * browser (Bun.build of the package's ESM entry, target browser) and streams a chat completion with an API key. The
  * SDK's own headers (x-stainless-*, Authorization) make Chromium send a CORS preflight first: fennec must allow them

@@ -1,5 +1,5 @@
 /**
- * Issue 12 items 2, 3, 5, 6 and 9 (shutdown) against the real server process, over raw TCP (node:net) where a fetch client
+ * Hostile HTTP against the real server process, over raw TCP (node:net) where a fetch client
  * would hide the wire: pipelined requests answered in order, HTTP/1.0 without Host answered, HTTP/1.1 without Host
  * refused with 400, no stack trace in the log, and vLLM's --shutdown-timeout drain.
  */
@@ -32,7 +32,7 @@ let server: ServerProcess;
 beforeAll(async () => { server = await startServer(["--threads", "1"]); });
 afterAll(async () => { await server.stop(); });
 
-describe("HTTP/1.1 pipelining (issue 12 item 5)", () => {
+describe("HTTP/1.1 pipelining", () => {
   test("a POST to /v1/completions and two more requests in one write are all answered, in order, on one connection", async () => {
     const body = JSON.stringify({ prompt: "Once upon a time", max_tokens: 8, temperature: 0 });
     const tokenize = JSON.stringify({ prompt: "Once" });
@@ -50,7 +50,7 @@ describe("HTTP/1.1 pipelining (issue 12 item 5)", () => {
   });
 });
 
-describe("requests without Host (issue 12 item 6)", () => {
+describe("requests without Host", () => {
   test.each(["/health", "/v1/models", "/version", "/docs", "/metrics"])("HTTP/1.0 GET %s without Host: 200", async (path) => {
     const raw = await rawExchange(server.port, `GET ${path} HTTP/1.0\r\n\r\n`);
     expect(statusLines(raw)[0]).toMatch(/^HTTP\/1\.[01] 200/);
@@ -118,7 +118,7 @@ async function residentBytes(): Promise<number> {
   return Number(/^process_resident_memory_bytes (\S+)$/m.exec(text)![1]);
 }
 
-describe("deeply nested JSON (issue 12 item 2)", () => {
+describe("deeply nested JSON", () => {
   const deep = (depth: number, leaf = "1"): string => `${"[".repeat(depth)}${leaf}${"]".repeat(depth)}`;
   const objects = (depth: number): string => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
   const BODIES: readonly (readonly [string, string, string])[] = [
@@ -169,7 +169,7 @@ describe("deeply nested JSON (issue 12 item 2)", () => {
   });
 });
 
-describe("a 15 MB prompt (issue 12 item 3)", () => {
+describe("a 15 MB prompt", () => {
   const huge = "Once upon a time there was a little girl named Lily. ".repeat(283_000); // 15.0 MB, under the 16 MiB body limit
 
   test("completions and chat: 400 naming the bound before tokenizing, /health p99 under 50 ms meanwhile, RSS bounded", async () => {
@@ -258,7 +258,7 @@ describe("a 15 MB prompt (issue 12 item 3)", () => {
   });
 });
 
-describe("--shutdown-timeout (issue 12 item 9, vLLM's drain)", () => {
+describe("--shutdown-timeout (vLLM's drain)", () => {
   test("SIGTERM with --shutdown-timeout 60: an in-flight stream runs to its end, new requests are refused, exit 0", async () => {
     const draining = await startServer(["--threads", "1", "--shutdown-timeout", "60"]);
     const res = await fetch(`${draining.url}/v1/completions`, {

@@ -1,5 +1,5 @@
 // Black-box suite: the real `fennec serve` process (dist/fennec when built) on the default stories260K model, driven by
-// the official `openai` client and raw fetch. Covers the OpenAI/vLLM contract of issue 5: chat and completions,
+// the official `openai` client and raw fetch. Covers the OpenAI/vLLM contract: chat and completions,
 // streaming, n, stop, seeds, logprobs, tokenize, every error case, the API key, client disconnect, shutdown and every
 // per-request-metrics rule.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";

@@ -1,5 +1,5 @@
 /**
- * Prefill and decode in two real fennec processes behind `fennec proxy`, all on loopback (issue 19's done-when): the
+ * Prefill and decode in two real fennec processes behind `fennec proxy`, all on loopback: the
  * prefill server is a NixlConnector kv_producer, the decode server a kv_consumer that loads the prompt's blocks over
  * fennec's side channel. Greedy output through the proxy equals a single server's for the same requests (completions
  * and chat, streamed and not, 1 and 8 at once); each leg shows in its own instance's access log and /metrics.

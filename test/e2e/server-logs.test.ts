@@ -1,5 +1,5 @@
 /**
- * The log of a served run, read as an operator would (issue 16): the real server as a process, real requests with the
+ * The log of a served run, read as an operator would: the real server as a process, real requests with the
  * openai client. Every line has vLLM's shape (LEVEL MM-DD HH:MM:SS [source] message), one uvicorn-style access line
  * per request, the periodic `Engine 000: Avg prompt throughput ...` line while the engine is busy, no stack trace;
  * with --log-format json every line parses as an object with those fields.

@@ -162,7 +162,7 @@ describe("sampling in the engine", () => {
     }
     expect(out.tokens).toEqual((await runAlone(request("x", long, { maxTokens: 2 }))).tokens);
   });
-  test("issue 12 item 1: prompt_logprobs prefill in chunks of the logit rows reserved at start-up, same logprobs as unbounded", async () => {
+  test("prompt_logprobs prefill in chunks of the logit rows reserved at start-up, same logprobs as unbounded", async () => {
     const long = prompt(100, 9);
     const sampling = { maxTokens: 3, promptLogprobs: 2 };
     const unbounded = await runAlone(request("u", long, sampling), { maxNumBatchedTokens: 128 });

@@ -195,7 +195,7 @@ describe("orchestrator over an engine Worker", () => {
     expect(await failure(gather(orch.generate(gen("doomed", prompt(8, 1), { maxTokens: 50 }))))).toBeInstanceOf(EngineDeadError);
     expect(orch.isHealthy()).toBe(false);
     expect(await failure(gather(orch.generate(gen("later", prompt(8, 1)))))).toBeInstanceOf(EngineDeadError);
-    // what serve logs in its one line before it exits 1 (issue 12 item 1: the worker died and nothing said why)
+    // what serve logs in its one line before it exits 1 (the worker died and nothing said why)
     expect(orch.deathReason?.()).toBe("fake runner: injected failure");
   });
 

@@ -1,5 +1,5 @@
 /**
- * Issue 12 item 9: a model file that cannot be opened is named for why. A directory the user cannot traverse is
+ * A model file that cannot be opened is named for why. A directory the user cannot traverse is
  * "permission denied" (was "file not found"), a GGUF over 32 GiB names the limit of 8 wasm32 memories (was "cannot read the file
  * (ENOMEM ...)"). Permissions need a user other than root (root reads everything): the CLI runs as nobody through
  * setpriv, a real process and a real EACCES.

@@ -272,7 +272,7 @@ describe("HTTP metrics (prometheus-fastapi-instrumentator's, which vLLM mounts)"
       expect(s.some((x) => x.name === "http_request_size_bytes" && "quantile" in x.labels)).toBe(false);
       expect(hasSeries(s, "http_requests_created", { handler: "none" })).toBe(true);
       expect(hasSeries(s, "vllm:num_requests_running")).toBe(logStats);
-      // issue 12 item 8: with --disable-log-stats there is no engine series to take a creation time from (was Infinity)
+      // with --disable-log-stats there is no engine series to take a creation time from (was Infinity)
       const created = s.filter((x) => x.name.endsWith("_created"));
       expect(created.length).toBeGreaterThan(3);
       for (const sample of created) expect(Math.abs(sample.value - Date.now() / 1000)).toBeLessThan(60);

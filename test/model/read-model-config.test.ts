@@ -197,7 +197,7 @@ describe("loadModelWeights", () => {
   });
 });
 
-describe("vocabulary, embedding and output head agree (issue 12 item 4; llama.cpp create_tensor's shape checks)", () => {
+describe("vocabulary, embedding and output head agree (llama.cpp create_tensor's shape checks)", () => {
   const vocabOf = (n: number) => ({
     [KEY.tokens]: { type: GgufValueType.ARRAY, value: { elementType: GgufValueType.STRING, values: Array.from({ length: n }, (_, i) => `t${i}`) } },
   });

@@ -99,7 +99,7 @@ describe("run-batch", () => {
     expect(lines[0]).toMatch(/^fennec: .*bad\.yaml: stage 1: input_type kv_blocks needs the same block_size as stage 0/);
   }, 30_000);
 
-  test("issue 12 item 7: results are appended as they finish (a killed run keeps them), and the output is truncated at start", async () => {
+  test("results are appended as they finish (a killed run keeps them), and the output is truncated at start", async () => {
     const many = join(dir, "many.jsonl");
     const count = 400;
     writeFileSync(many, Array.from({ length: count }, (_, i) => JSON.stringify({

@@ -74,10 +74,10 @@ describe("stage configs", () => {
     ["url-engine-args.yaml", "stage_args:\n  - stage_id: 0\n    url: http://127.0.0.1:8100\n    engine_args: {max_num_seqs: 2}\n  - stage_id: 1\n    input_type: kv_blocks\n", /stage 0: engine_args cannot be set on a stage in another process \(url\)/],
     ["url-scheme.yaml", "stage_args:\n  - stage_id: 0\n    url: ftp://127.0.0.1:8100\n  - stage_id: 1\n    input_type: kv_blocks\n", /stage 0: url must be http:\/\/ or https:\/\//],
     ["url-garbage.yaml", "stage_args:\n  - stage_id: 0\n    url: 8100\n  - stage_id: 1\n    input_type: kv_blocks\n", /stage 0: url must be the prefill server's base URL/],
-    // issue 12: 100k nested brackets overflowed the YAML parser's stack ("Maximum call stack size exceeded")
+    // 100k nested brackets overflowed the YAML parser's stack ("Maximum call stack size exceeded")
     ["deep.json", `{"stage_args": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`, /deep\.json: refused: nesting is deeper than the limit of 32 levels/],
     ["deep-flow.yaml", `stage_args:\n  - stage_id: 0\n    default_sampling_params: {stop: ${"[".repeat(50_000)}}\n`, /deep-flow\.yaml: refused: nesting is deeper than the limit of 32/],
-    // issue 12 item 9: 1,000 stages started 1,000 engine Workers
+    // 1,000 stages started 1,000 engine Workers
     ["many.yaml", `stage_args:\n${Array.from({ length: 1000 }, (_, i) => `  - stage_id: ${i}\n`).join("")}`, /many\.yaml: stage_args has 1000 stages, more than the limit of 16/],
     ["huge.yaml", `# ${"x".repeat(2 * 1024 * 1024)}\nstage_args: [{stage_id: 0}]\n`, /huge\.yaml: the file is \d+ bytes, more than a stage config's limit of 1048576/],
     ["long-value.yaml", `stage_args:\n  - stage_id: 0\n    default_sampling_params: {stop: [${Array.from({ length: 100_000 }, () => "1").join(",")}]}\n`, /stop must be a list of strings \(got \[1,1,1.*\.\.\.\)$/],

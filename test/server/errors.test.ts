@@ -173,7 +173,7 @@ describe("model, auth, size, internal errors", () => {
     expect((await s.call("GET", "/health")).status).toBe(200);
   });
 
-  test("an unexpected exception is a 500 and one log line (name, message, where it was thrown), never a stack (issue 12 item 9)", async () => {
+  test("an unexpected exception is a 500 and one log line (name, message, where it was thrown), never a stack", async () => {
     const s = testServer();
     s.fake.generate = () => (async function* () { throw new TypeError("something unexpected\nwith a second line"); })();
     await expectError(await s.call("POST", "/v1/completions", { prompt: "Hi" }), 500, null, /^Internal server error$/);

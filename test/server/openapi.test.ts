@@ -1,5 +1,5 @@
 /**
- * /openapi.json as code generators read it (issue 16): valid OpenAPI under a real validator (@readme/openapi-parser),
+ * /openapi.json as code generators read it: valid OpenAPI under a real validator (@readme/openapi-parser),
  * every operation with a summary, a JSON request schema where it takes a body, and a described response with a schema
  * for each answer; examples name the served model; --disable-fastapi-docs removes /docs and /openapi.json.
  */

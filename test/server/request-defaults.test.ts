@@ -1,5 +1,5 @@
 /**
- * Server-side request defaults (issue 16): --served-model-name aliases, --generation-config /
+ * Server-side request defaults: --served-model-name aliases, --generation-config /
  * --override-generation-config sampling defaults for omitted fields, --max-logprobs, several --api-key; through the
  * app on the fake orchestrator.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12 item 3: long prompts are tokenized a slice at a time with the event loop free in between, and the ids are
+ * Long prompts are tokenized a slice at a time with the event loop free in between, and the ids are
  * exactly those of the whole text. Checked on llama.cpp's vocabularies (SPM and every kind of BPE pre-tokenizer),
  * on their own test strings joined into one long text with chat markup, cut every 16 characters.
  */

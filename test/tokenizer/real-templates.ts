@@ -1,5 +1,5 @@
 /**
- * The conversation every real chat template must render (issue 15): a system prompt, two user turns, an assistant
+ * The conversation every real chat template must render: a system prompt, two user turns, an assistant
  * tool call and its tool result, with one tool defined. The call id is 9 alphanumerics because Mistral's templates
  * refuse any other shape.
  */

@@ -1,5 +1,5 @@
 /**
- * Prompt text before it is tokenized (issue 12 item 3): a prompt is refused when it has more characters than
+ * Prompt text before it is tokenized: a prompt is refused when it has more characters than
  * max_model_len tokens could ever cover (no token is longer than the vocabulary's longest, so N tokens hold at most
  * N x maxTokenChars characters), and a long one is tokenized in slices with the event loop free in between; a 15 MB
  * prompt used to hold every request and /health for 14-17 s and take 3 GB before its 400. A large body's prompt is

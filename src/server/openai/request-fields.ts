@@ -100,7 +100,7 @@ const VLLM_ROWS: readonly Row[] = [
   row("top_p", BOTH, "implemented", "In (0, 1]."),
   row("top_k", BOTH, "implemented", "0 or -1 off."),
   row("min_p", BOTH, "implemented", "In [0, 1]."),
-  row("tools", CHAT, "implemented", "Rendered by the chat template; parsed with --tool-call-parser (issue 15)."),
+  row("tools", CHAT, "implemented", "Rendered by the chat template; parsed with --tool-call-parser."),
   row("tool_choice", CHAT, "implemented", "none / auto (needs --enable-auto-tool-choice) / required / named (forced with a grammar)."),
   row("parallel_tool_calls", CHAT, "implemented", "false keeps the first tool call only."),
   row("reasoning_effort", CHAT, "implemented", "Passed to the chat template; sets enable_thinking."),
