@@ -20,14 +20,11 @@ import {
 import { embedWgsl, MATMUL_TILE_R, matmulTileJ, matmulWgsl, WORKGROUP_SIZE } from "./shaders/matmul-wgsl.ts";
 import { StepEncoder, foldGroups, type BufferRange } from "./step-encoder.ts";
 import { GPU_WEIGHT_LAYOUTS, rowWords } from "./weight-layouts.ts";
+import { ropeCosSin, ropeTableSize, WARM_UP_ROPE, type RopeTable } from "./rope-table.ts";
 
 class GpuBuffer implements DeviceBuffer {
   constructor(readonly buffer: GPUBuffer, readonly length: number) {}
 }
-
-interface RopeTable { readonly buffer: GPUBuffer; readonly numPositions: number }
-/** warmUp's rope: 8 dims, base 10000 */
-const WARM_UP_ROPE: RopeAngles = { ropeDim: 8, thetas: Float64Array.from({ length: 4 }, (_, i) => Math.pow(10000, -i / 4)), mscale: 1 };
 
 export interface WebGpuBackendOptions {
   /** limit for requestAdapter and requestDevice each */
@@ -325,26 +322,17 @@ export class WebGpuBackend implements Backend {
     this.enc.dispatch(this.pipeline("rope", () => ROPE_WGSL), params, [this.enc.indexData(positions), { buffer: table.buffer }, range(x)], groups);
   }
 
-  /** [numPositions, ropeDim / 2] (cos, sin) x mscale, computed in f64 as the reference does; per angle table, grows by doubling. */
+  /** The angle table's GPU copy covering `numPositions` (rope-table.ts), made once per table and size. */
   private ropeTable(angles: RopeAngles, numPositions: number): RopeTable {
-    const key = angles;
-    const have = this.ropeTables.get(key);
+    const have = this.ropeTables.get(angles);
     if (have !== undefined && have.numPositions >= numPositions) return have;
-    const size = Math.max(1024, 2 ** Math.ceil(Math.log2(numPositions)));
-    const half = angles.ropeDim / 2;
-    const cs = new Float32Array(size * half * 2); // [size, half, (cos, sin)]
-    for (let pos = 0; pos < size; pos++) {
-      for (let i = 0; i < half; i++) {
-        const theta = pos * angles.thetas[i]!;
-        cs[(pos * half + i) * 2] = Math.cos(theta) * angles.mscale;
-        cs[(pos * half + i) * 2 + 1] = Math.sin(theta) * angles.mscale;
-      }
-    }
+    const size = ropeTableSize(numPositions);
+    const cs = ropeCosSin(angles, size);
     // a new buffer: recorded ops keep reading the old one, which the GC releases
     const buffer = this.createBuffer(cs.byteLength, "the RoPE table");
     this.device.queue.writeBuffer(buffer, 0, cs);
     const table = { buffer, numPositions: size };
-    this.ropeTables.set(key, table);
+    this.ropeTables.set(angles, table);
     return table;
   }
 

@@ -10,6 +10,7 @@
  * A "unit" is the parallel grain: 32 elements for block types (a K-quant sub-block), 1 or 2 for floats.
  */
 import { GgmlType, weightType } from "../../tensor/dtypes.ts";
+import { e8m0ToFp32Half } from "../../tensor/quant-mxfp4.ts";
 
 export interface GpuWeightLayout {
   readonly type: GgmlType;
@@ -120,6 +121,33 @@ fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
     let q = W[base + 1u + i];
     let lo = vec4f(f32(q & 15u), f32((q >> 8u) & 15u), f32((q >> 16u) & 15u), f32((q >> 24u) & 15u)) - 8.0;
     let hi = vec4f(f32((q >> 4u) & 15u), f32((q >> 12u) & 15u), f32((q >> 20u) & 15u), f32(q >> 28u)) - 8.0;
+    let j = xb + 4u * i;
+    acc += dot(lo, vec4f(X[j], X[j + 1u], X[j + 2u], X[j + 3u]));
+    acc += dot(hi, vec4f(X[j + 16u], X[j + 17u], X[j + 18u], X[j + 19u]));
+  }
+  return acc * bitcast<f32>(W[base]);
+}`,
+  },
+  {
+    // MXFP4 (ggml block_mxfp4): [d = 2^(e - 128) as f32][16 bytes of nibbles in 4 words], the nibble order of Q4_0;
+    // each nibble indexes kvalues_mxfp4 (E2M1 doubled, tensor/quant-mxfp4.ts)
+    type: GgmlType.MXFP4, unitElems: 32, blockWords: 5, ...ggufBlock(GgmlType.MXFP4),
+    repackBlock: (s, b, d, f, w) => { f[w] = e8m0ToFp32Half(s.getUint8(b)); copyWords(s, b + 1, d, w + 1, 4); },
+    wgsl: /* wgsl */ `
+const UNIT: u32 = 32u;
+const KVALUES = array<f32, 16>(0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+fn unit_get(row: u32, u: u32, l: u32) -> f32 {
+  let base = row * p.rowWords + u * 5u;
+  let q = byte_at(base + 1u, l & 15u);
+  return bitcast<f32>(W[base]) * KVALUES[select(q & 15u, q >> 4u, l >= 16u)];
+}
+fn unit_dot(row: u32, u: u32, xb: u32) -> f32 {
+  let base = row * p.rowWords + u * 5u;
+  var acc = 0.0;
+  for (var i = 0u; i < 4u; i++) {
+    let q = W[base + 1u + i];
+    let lo = vec4f(KVALUES[q & 15u], KVALUES[(q >> 8u) & 15u], KVALUES[(q >> 16u) & 15u], KVALUES[(q >> 24u) & 15u]);
+    let hi = vec4f(KVALUES[(q >> 4u) & 15u], KVALUES[(q >> 12u) & 15u], KVALUES[(q >> 20u) & 15u], KVALUES[q >> 28u]);
     let j = xb + 4u * i;
     acc += dot(lo, vec4f(X[j], X[j + 1u], X[j + 2u], X[j + 3u]));
     acc += dot(hi, vec4f(X[j + 16u], X[j + 17u], X[j + 18u], X[j + 19u]));
