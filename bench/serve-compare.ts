@@ -1,7 +1,7 @@
 /**
  * `bun run bench/serve-compare.ts -- [--models SHAPE:TYPE,...] [--model F] [--concurrency 1,4,8,16,32] [--rates 1,2]
- *   [--datasets random,shared-prefix] [--input-len 256] [--output-len 64] [--prefix-len 512] [--num-prompts N]
- *   [--threads 2] [--ctx 2048]`
+ *   [--datasets random,shared-prefix] [--input-len 256] [--output-len 64] [--prefix-len 128] [--turns 4] [--num-prompts N]
+ *   [--threads 2] [--ctx 2048] [--llama-server PATH]`
  * fennec's server against llama.cpp's own `llama-server`, server against server: both on the same GGUF with the same
  * threads and per-sequence context, one at a time, each driven by `fennec bench serve` (vLLM's options and result
  * keys: same seed, same prompts, --ignore-eos so both generate every token) at each concurrency (unlimited rate) and
@@ -9,8 +9,10 @@
  * rate rows: the largest concurrency), continuous batching (its default), `-c` = slots x context (each slot gets the
  * context), `--cache-reuse 256` on the shared-prefix dataset. fennec runs with `--max-num-seqs` = the same slots,
  * `--max-model-len` = the context, prefix caching on (its default).
- * Datasets: `random` (vLLM's random dataset, --input-len prompt tokens); `shared-prefix` (--prefix-len random tokens
- * shared by every prompt, then --input-len / 4 of its own: vLLM's --random-prefix-len, the system-prompt case).
+ * Datasets: `random` (vLLM's random dataset, --input-len prompt tokens); `shared-prefix` (multi-turn chat: --turns
+ * turns of each of several conversations, each turn's prompt resending the whole history, "User: ... Assistant: ...",
+ * about --input-len / 4 tokens a user turn, --output-len an answer and --prefix-len of system prompt shared by all; written as a ShareGPT
+ * file for bench serve, which sends the turns in a seeded random order, so a turn usually finds its history cached).
  * Prints one table of fennec / llama-server ratios (output throughput: higher is better for fennec; TTFT and ITL
  * p50/p99: lower is better) and keeps every result JSON and a summary under .cache/bench/serve-compare/<time>/.
  * Models: --model F, or --models SHAPE:TYPE,... made once with make-model into .cache/bench/models/ (random weights
@@ -35,12 +37,46 @@ function int(name: string, fallback: number): number {
 }
 const list = (name: string, fallback: string): string[] => option(name, fallback).split(",").map((s) => s.trim()).filter((s) => s !== "");
 const threads = int("threads", 2), ctx = int("ctx", 2048), inputLen = int("input-len", 256), outputLen = int("output-len", 64);
-const prefixLen = int("prefix-len", 512);
+const prefixLen = int("prefix-len", 128), turns = int("turns", 4);
 const concurrencies = list("concurrency", "1,4,8,16,32").map(Number);
 const rates = list("rates", "").map(Number);
 const datasets = list("datasets", "random,shared-prefix");
 for (const d of datasets) if (d !== "random" && d !== "shared-prefix") throw new Error(`--datasets: unknown dataset "${d}" (random, shared-prefix)`);
-const numPromptsFor = (c: number): number => (process.argv.includes("--num-prompts") ? int("num-prompts", 8) : Math.max(4, 2 * c));
+const numPromptsFor = (c: number): number => (process.argv.includes("--num-prompts") ? int("num-prompts", 8) : Math.max(turns, 2 * c));
+
+/** Seeded words (mulberry32), so both servers and every run get the same conversations. */
+function words(seed: number): (n: number) => string {
+  let a = seed >>> 0;
+  const next = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t ^= t + Math.imul(t ^ (t >>> 7), 61 | t);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const syllables = ["ka", "lo", "mi", "ten", "ra", "vo", "shi", "an", "el", "por", "du", "ne", "sa", "tri", "gu", "be"];
+  const word = (): string => Array.from({ length: 1 + Math.floor(next() * 3) }, () => syllables[Math.floor(next() * syllables.length)]!).join("");
+  return (n) => Array.from({ length: n }, word).join(" ");
+}
+
+/** The multi-turn chat file (ShareGPT format): numPrompts / turns conversations, one entry per turn. */
+function multiTurnFile(dir: string, numPrompts: number): string {
+  const say = words(7);
+  // these made-up words are about 2 tokens each: the lengths below are in tokens
+  const system = `System: ${say(Math.max(1, prefixLen >> 1))}\n`;
+  const entries: { conversations: { from: string; value: string }[] }[] = [];
+  for (let c = 0; c < Math.ceil(numPrompts / turns); c++) {
+    let history = system;
+    for (let t = 0; t < turns; t++) {
+      history += `User: ${say(Math.max(1, inputLen >> 3))}\nAssistant:`;
+      const answer = ` ${say(Math.max(1, outputLen >> 1))}\n`;
+      entries.push({ conversations: [{ from: "human", value: history }, { from: "gpt", value: answer }] });
+      history += answer;
+    }
+  }
+  const file = join(dir, `multi-turn-${numPrompts}.json`);
+  writeFileSync(file, JSON.stringify(entries));
+  return file;
+}
 
 /** The models: --model F, else each SHAPE:TYPE made once into .cache/bench/models/. */
 async function models(): Promise<string[]> {
@@ -61,6 +97,7 @@ async function models(): Promise<string[]> {
 }
 
 function llamaServerPath(): string {
+  if (process.argv.includes("--llama-server")) return option("llama-server", "");
   const build = Bun.spawnSync([join(ROOT, "scripts", "build-llama-server.sh")], { stdout: "pipe", stderr: "inherit" });
   if (build.exitCode !== 0) throw new Error("scripts/build-llama-server.sh failed");
   return build.stdout.toString().trim().split("\n").at(-1)!;
@@ -96,12 +133,14 @@ interface Result {
 const KEYS = ["output_throughput", "p50_ttft_ms", "p99_ttft_ms", "p50_itl_ms", "p99_itl_ms"] as const;
 
 async function benchServe(url: string, model: string, row: Row, dir: string, label: string): Promise<Result> {
-  const shared = row.dataset === "shared-prefix";
+  const numPrompts = numPromptsFor(row.concurrency);
   const file = `${label}.json`;
+  const dataset = row.dataset === "shared-prefix"
+    ? ["--dataset-name", "sharegpt", "--dataset-path", multiTurnFile(dir, numPrompts), "--sharegpt-output-len", String(outputLen)]
+    : ["--dataset-name", "random", "--random-input-len", String(inputLen), "--random-output-len", String(outputLen)];
   const args = [
-    FENNEC, "bench", "serve", "--base-url", url, "--tokenizer", model, "--dataset-name", "random", "--seed", "0",
-    "--num-prompts", String(numPromptsFor(row.concurrency)), "--random-input-len", String(shared ? Math.max(1, inputLen >> 2) : inputLen),
-    "--random-output-len", String(outputLen), "--random-prefix-len", String(shared ? prefixLen : 0), "--ignore-eos", "--temperature", "0",
+    FENNEC, "bench", "serve", "--base-url", url, "--tokenizer", model, ...dataset, "--seed", "0",
+    "--num-prompts", String(numPrompts), "--ignore-eos", "--temperature", "0",
     "--max-concurrency", String(row.concurrency), "--request-rate", row.rate === null ? "inf" : String(row.rate), "--num-warmups", "1",
     "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "50,99", "--save-result", "--result-dir", dir, "--result-filename", file,
     "--label", label,
@@ -109,7 +148,7 @@ async function benchServe(url: string, model: string, row: Row, dir: string, lab
   const run = Bun.spawn(args, { stdout: "ignore", stderr: "inherit" });
   if ((await run.exited) !== 0) throw new Error(`bench serve ${label} failed`);
   const result = JSON.parse(readFileSync(join(dir, file), "utf8")) as Result;
-  if (result.completed !== numPromptsFor(row.concurrency)) throw new Error(`${label}: ${result.completed} of ${numPromptsFor(row.concurrency)} requests completed`);
+  if (result.completed !== numPrompts) throw new Error(`${label}: ${result.completed} of ${numPrompts} requests completed`);
   return result;
 }
 
@@ -126,7 +165,7 @@ async function main(): Promise<void> {
     for (const r of rates) rows.push({ dataset, concurrency: Math.max(...concurrencies), rate: r });
   }
   const summary: { model: string; row: Row; fennec: Result; llama: Result }[] = [];
-  const lines = [`fennec / llama-server, ${threads} threads, context ${ctx}, ${inputLen} in / ${outputLen} out (shared-prefix: ${prefixLen} shared + ${inputLen >> 2} own)`,
+  const lines = [`fennec / llama-server, ${threads} threads, context ${ctx}, ${inputLen} in / ${outputLen} out (shared-prefix: ${turns} turns of ~${inputLen >> 2} + ${outputLen} tokens after a ${prefixLen}-token system prompt)`,
     ["model", "dataset", "load", "out tok/s f / l", "ratio", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99"].join("\t")];
   for (const model of await models()) {
     for (const row of rows) {
@@ -153,7 +192,7 @@ async function main(): Promise<void> {
       console.log(lines.at(-1));
     }
   }
-  writeFileSync(join(dir, "summary.json"), `${JSON.stringify({ threads, ctx, inputLen, outputLen, prefixLen, llamaServer, summary }, null, 2)}\n`);
+  writeFileSync(join(dir, "summary.json"), `${JSON.stringify({ threads, ctx, inputLen, outputLen, prefixLen, turns, llamaServer, summary }, null, 2)}\n`);
   console.log(`\n${lines.join("\n")}\n\nratios are fennec / llama-server (throughput: above 1 is fennec faster; TTFT, ITL: below 1 is fennec faster)\nJSON: ${dir}`);
 }
 
