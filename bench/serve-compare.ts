@@ -18,6 +18,8 @@
  * Models: --model F, or --models SHAPE:TYPE,... made once with make-model into .cache/bench/models/ (random weights
  * in the real shape, real tokenizer). llama-server comes from scripts/build-llama-server.sh (built once, pinned by the
  * bundle's commit). Needs dist/fennec (npx bun run build). A development benchmark, not a test.
+ * Failed requests are counted in the table's "done" column, their errors kept in the JSON: against llama-server a
+ * request now and then fails with ECONNRESET (the connection closed under Bun's fetch), not seen against fennec.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
