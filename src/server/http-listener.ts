@@ -12,7 +12,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { Readable } from "node:stream";
 import { errorMessage } from "../util/error-message.ts";
 
@@ -20,7 +20,10 @@ export interface HttpListenerOptions {
   readonly hostname: string;
   /** 0 = any free port */
   readonly port: number;
-  /** a connection silent for this long is closed (seconds) */
+  /**
+   * an idle keep-alive connection silent for this long is closed (seconds); FENNEC_HTTP_IDLE_TIMEOUT_S overrides it
+   * (tests lower it). A connection with a request in flight is never closed for silence: see `onRequest`.
+   */
   readonly idleTimeoutS: number;
   readonly log: (line: string) => void;
   /** HTTPS with these PEM texts (vLLM's --ssl-keyfile / --ssl-certfile / --ssl-ca-certs / --ssl-cert-reqs) */
@@ -120,10 +123,21 @@ export interface PeerAddress {
   readonly port: number;
 }
 
+/** The idle timeout in ms: FENNEC_HTTP_IDLE_TIMEOUT_S (a positive number of seconds) wins over the caller's. */
+function idleTimeoutMs(fallbackS: number): number {
+  const text = process.env.FENNEC_HTTP_IDLE_TIMEOUT_S;
+  if (text === undefined || text === "") return fallbackS * 1000;
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error(`FENNEC_HTTP_IDLE_TIMEOUT_S must be a positive number of seconds, got ${JSON.stringify(text)}`);
+  return seconds * 1000;
+}
+
 export async function listenHttp(handle: (request: Request, peer: PeerAddress | null) => Promise<Response>, options: HttpListenerOptions): Promise<HttpListener> {
+  const idleMs = idleTimeoutMs(options.idleTimeoutS);
   let numInFlight = 0;
   const drainWaiters: (() => void)[] = [];
   let accepting = true;
+  const servingOn = new WeakMap<Socket, number>();
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     if (!accepting) {
       // shutting down (vLLM rejects new requests while it drains): also what /health answers meanwhile
@@ -131,7 +145,16 @@ export async function listenHttp(handle: (request: Request, peer: PeerAddress | 
       return;
     }
     numInFlight++;
+    // No silence limit while a request is served: a long prompt's prefill sends nothing for minutes before its first
+    // byte (uvicorn's timeout_keep_alive, vLLM's, counts only between requests; llama-server's --timeout is 3600 s).
+    // Counted per connection, for pipelined requests.
+    const socket = req.socket;
+    servingOn.set(socket, (servingOn.get(socket) ?? 0) + 1);
+    socket.setTimeout(0);
     const done = (): void => {
+      const serving = (servingOn.get(socket) ?? 1) - 1;
+      servingOn.set(socket, serving);
+      if (serving === 0 && !socket.destroyed) socket.setTimeout(idleMs);
       numInFlight--;
       if (numInFlight === 0) for (const resolve of drainWaiters.splice(0)) resolve();
     };
@@ -154,8 +177,8 @@ export async function listenHttp(handle: (request: Request, peer: PeerAddress | 
       });
   };
   const server = options.tls ? createTlsServer({ ...options.tls }, onRequest) : createServer(onRequest);
-  server.keepAliveTimeout = options.idleTimeoutS * 1000;
-  server.timeout = options.idleTimeoutS * 1000;
+  server.keepAliveTimeout = idleMs;
+  server.timeout = idleMs;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     const where = options.unixPath !== undefined ? { path: options.unixPath, exclusive: true } : { host: options.hostname, port: options.port, exclusive: true };

@@ -1,0 +1,202 @@
+/**
+ * `bun run bench/serve-compare.ts -- [--models SHAPE:TYPE,...] [--model F] [--concurrency 1,4,8,16,32] [--rates 1,2]
+ *   [--datasets random,shared-prefix] [--input-len 256] [--output-len 64] [--prefix-len 128] [--turns 4] [--num-prompts N]
+ *   [--threads 2] [--ctx 2048] [--llama-server PATH]`
+ * fennec's server against llama.cpp's own `llama-server`, server against server: both on the same GGUF with the same
+ * threads and per-sequence context, one at a time, each driven by `fennec bench serve` (vLLM's options and result
+ * keys: same seed, same prompts, --ignore-eos so both generate every token) at each concurrency (unlimited rate) and
+ * at each fixed request rate (Poisson). llama-server runs as its users run it: `-np` slots = the concurrency (the
+ * rate rows: the largest concurrency), continuous batching (its default), `-c` = slots x context (each slot gets the
+ * context), `--cache-reuse 256` on the shared-prefix dataset. fennec runs with `--max-num-seqs` = the same slots,
+ * `--max-model-len` = the context, prefix caching on (its default).
+ * Datasets: `random` (vLLM's random dataset, --input-len prompt tokens); `shared-prefix` (multi-turn chat: --turns
+ * turns of each of several conversations, each turn's prompt resending the whole history, "User: ... Assistant: ...",
+ * about --input-len / 4 tokens a user turn, --output-len an answer and --prefix-len of system prompt shared by all; written as a ShareGPT
+ * file for bench serve, which sends the turns in a seeded random order, so a turn usually finds its history cached).
+ * Prints one table of fennec / llama-server ratios (output throughput: higher is better for fennec; TTFT and ITL
+ * p50/p99: lower is better) and keeps every result JSON and a summary under .cache/bench/serve-compare/<time>/.
+ * Models: --model F, or --models SHAPE:TYPE,... made once with make-model into .cache/bench/models/ (random weights
+ * in the real shape, real tokenizer). llama-server comes from scripts/build-llama-server.sh (built once, pinned by the
+ * bundle's commit). Needs dist/fennec (npx bun run build). A development benchmark, not a test.
+ * Failed requests are counted in the table's "done" column, their errors kept in the JSON: against llama-server a
+ * request now and then fails with ECONNRESET (the connection closed under Bun's fetch), not seen against fennec.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+const FENNEC = join(ROOT, "dist", "fennec");
+const CACHE = join(ROOT, ".cache", "bench");
+
+function option(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? fallback : (process.argv[i + 1] ?? fallback);
+}
+function int(name: string, fallback: number): number {
+  const n = Number(option(name, String(fallback)));
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} needs a positive integer`);
+  return n;
+}
+const list = (name: string, fallback: string): string[] => option(name, fallback).split(",").map((s) => s.trim()).filter((s) => s !== "");
+const threads = int("threads", 2), ctx = int("ctx", 2048), inputLen = int("input-len", 256), outputLen = int("output-len", 64);
+const prefixLen = int("prefix-len", 128), turns = int("turns", 4);
+const concurrencies = list("concurrency", "1,4,8,16,32").map(Number);
+const rates = list("rates", "").map(Number);
+const datasets = list("datasets", "random,shared-prefix");
+for (const d of datasets) if (d !== "random" && d !== "shared-prefix") throw new Error(`--datasets: unknown dataset "${d}" (random, shared-prefix)`);
+const numPromptsFor = (c: number): number => (process.argv.includes("--num-prompts") ? int("num-prompts", 8) : Math.max(turns, 2 * c));
+
+/** Seeded words (mulberry32), so both servers and every run get the same conversations. */
+function words(seed: number): (n: number) => string {
+  let a = seed >>> 0;
+  const next = (): number => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t ^= t + Math.imul(t ^ (t >>> 7), 61 | t);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const syllables = ["ka", "lo", "mi", "ten", "ra", "vo", "shi", "an", "el", "por", "du", "ne", "sa", "tri", "gu", "be"];
+  const word = (): string => Array.from({ length: 1 + Math.floor(next() * 3) }, () => syllables[Math.floor(next() * syllables.length)]!).join("");
+  return (n) => Array.from({ length: n }, word).join(" ");
+}
+
+/** The multi-turn chat file (ShareGPT format): numPrompts / turns conversations, one entry per turn. */
+function multiTurnFile(dir: string, numPrompts: number): string {
+  const say = words(7);
+  // these made-up words are about 2 tokens each: the lengths below are in tokens
+  const system = `System: ${say(Math.max(1, prefixLen >> 1))}\n`;
+  const entries: { conversations: { from: string; value: string }[] }[] = [];
+  for (let c = 0; c < Math.ceil(numPrompts / turns); c++) {
+    let history = system;
+    for (let t = 0; t < turns; t++) {
+      history += `User: ${say(Math.max(1, inputLen >> 3))}\nAssistant:`;
+      const answer = ` ${say(Math.max(1, outputLen >> 1))}\n`;
+      entries.push({ conversations: [{ from: "human", value: history }, { from: "gpt", value: answer }] });
+      history += answer;
+    }
+  }
+  const file = join(dir, `multi-turn-${numPrompts}.json`);
+  writeFileSync(file, JSON.stringify(entries));
+  return file;
+}
+
+/** The models: --model F, else each SHAPE:TYPE made once into .cache/bench/models/. */
+async function models(): Promise<string[]> {
+  if (process.argv.includes("--model")) return [option("model", "")];
+  const out: string[] = [];
+  for (const spec of list("models", "smollm2-135m:q8_0,qwen2.5-0.5b:q8_0,qwen2.5-0.5b:q4_k_m,llama-3.2-1b:q4_k_m")) {
+    const [shape, type] = spec.split(":");
+    if (shape === undefined || type === undefined) throw new Error(`--models: "${spec}" is not SHAPE:TYPE`);
+    const file = join(CACHE, "models", `${shape}-${type}.gguf`);
+    if (!existsSync(file)) {
+      mkdirSync(join(CACHE, "models"), { recursive: true });
+      const make = Bun.spawn(["npx", "bun", "run", "make-model", "--", "--shape", shape, "--type", type, "--out", file], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+      if ((await make.exited) !== 0) throw new Error(`make-model ${spec} failed`);
+    }
+    out.push(file);
+  }
+  return out;
+}
+
+function llamaServerPath(): string {
+  if (process.argv.includes("--llama-server")) return option("llama-server", "");
+  const build = Bun.spawnSync([join(ROOT, "scripts", "build-llama-server.sh")], { stdout: "pipe", stderr: "inherit" });
+  if (build.exitCode !== 0) throw new Error("scripts/build-llama-server.sh failed");
+  return build.stdout.toString().trim().split("\n").at(-1)!;
+}
+
+function freePort(): number {
+  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+
+interface Server { readonly url: string; readonly child: ReturnType<typeof Bun.spawn> }
+
+async function startServer(command: string[], log: string): Promise<Server> {
+  const port = freePort();
+  const child = Bun.spawn([...command, "--host", "127.0.0.1", "--port", String(port)], { stdout: Bun.file(log), stderr: Bun.file(`${log}.err`) });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 1200; i++) {
+    try { if ((await fetch(`${url}/health`)).status === 200) return { url, child }; } catch { /* not up yet */ }
+    if (child.exitCode !== null) break;
+    await Bun.sleep(100);
+  }
+  child.kill();
+  throw new Error(`${basename(command[0]!)} did not start (see ${log}.err)`);
+}
+
+interface Row { readonly dataset: string; readonly concurrency: number; readonly rate: number | null }
+interface Result {
+  readonly completed: number; readonly output_throughput: number; readonly p50_ttft_ms: number; readonly p99_ttft_ms: number;
+  readonly p50_itl_ms: number; readonly p99_itl_ms: number;
+}
+const KEYS = ["output_throughput", "p50_ttft_ms", "p99_ttft_ms", "p50_itl_ms", "p99_itl_ms"] as const;
+
+async function benchServe(url: string, model: string, row: Row, dir: string, label: string): Promise<Result> {
+  const numPrompts = numPromptsFor(row.concurrency);
+  const file = `${label}.json`;
+  const dataset = row.dataset === "shared-prefix"
+    ? ["--dataset-name", "sharegpt", "--dataset-path", multiTurnFile(dir, numPrompts), "--sharegpt-output-len", String(outputLen)]
+    : ["--dataset-name", "random", "--random-input-len", String(inputLen), "--random-output-len", String(outputLen)];
+  const args = [
+    FENNEC, "bench", "serve", "--base-url", url, "--tokenizer", model, ...dataset, "--seed", "0",
+    "--num-prompts", String(numPrompts), "--ignore-eos", "--temperature", "0",
+    "--max-concurrency", String(row.concurrency), "--request-rate", row.rate === null ? "inf" : String(row.rate), "--num-warmups", "1",
+    "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "50,99", "--save-result", "--result-dir", dir, "--result-filename", file,
+    "--label", label, "--save-detailed",
+  ];
+  const run = Bun.spawn(args, { stdout: "ignore", stderr: "inherit" });
+  if ((await run.exited) !== 0) throw new Error(`bench serve ${label} failed`);
+  const result = JSON.parse(readFileSync(join(dir, file), "utf8")) as Result;
+  // a failed request is reported (its error is in the JSON, --save-detailed), not hidden: the row's figures cover the rest
+  if (result.completed !== numPrompts) console.error(`${label}: ${result.completed} of ${numPrompts} requests completed (errors in ${join(dir, file)})`);
+  return result;
+}
+
+const fmt = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+
+async function main(): Promise<void> {
+  if (!existsSync(FENNEC)) throw new Error("no dist/fennec: npx bun run build first");
+  const llamaServer = llamaServerPath();
+  const dir = join(CACHE, "serve-compare", new Date().toISOString().replace(/[:.]/g, "-"));
+  mkdirSync(dir, { recursive: true });
+  const rows: Row[] = [];
+  for (const dataset of datasets) {
+    for (const c of concurrencies) rows.push({ dataset, concurrency: c, rate: null });
+    for (const r of rates) rows.push({ dataset, concurrency: Math.max(...concurrencies), rate: r });
+  }
+  const summary: { model: string; row: Row; fennec: Result; llama: Result }[] = [];
+  const lines = [`fennec / llama-server, ${threads} threads, context ${ctx}, ${inputLen} in / ${outputLen} out (shared-prefix: ${turns} turns of ~${inputLen >> 2} + ${outputLen} tokens after a ${prefixLen}-token system prompt)`,
+    ["model", "dataset", "load", "done f / l", "out tok/s f / l", "ratio", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99"].join("\t")];
+  for (const model of await models()) {
+    for (const row of rows) {
+      const slots = row.concurrency;
+      const tag = `${basename(model, ".gguf")}-${row.dataset}-c${row.concurrency}${row.rate === null ? "" : `-r${row.rate}`}`;
+      const results: Partial<Record<"fennec" | "llama", Result>> = {};
+      for (const side of ["fennec", "llama"] as const) {
+        const command = side === "fennec"
+          ? [FENNEC, "serve", "--model", model, "--threads", String(threads), "--max-model-len", String(ctx), "--max-num-seqs", String(slots)]
+          : [llamaServer, "-m", model, "-t", String(threads), "-tb", String(threads), "-c", String(ctx * slots), "-np", String(slots), "-cb", "--no-webui",
+            ...(row.dataset === "shared-prefix" ? ["--cache-reuse", "256"] : [])];
+        const server = await startServer(command, join(dir, `${tag}-${side}.log`));
+        try {
+          results[side] = await benchServe(server.url, model, row, dir, `${tag}-${side}`);
+        } finally {
+          server.child.kill();
+          await server.child.exited;
+        }
+      }
+      const f = results.fennec!, l = results.llama!;
+      summary.push({ model: basename(model), row, fennec: f, llama: l });
+      lines.push([basename(model, ".gguf"), row.dataset, row.rate === null ? `c=${row.concurrency}` : `${row.rate} req/s`,
+        `${f.completed} / ${l.completed}`, `${fmt(f.output_throughput)} / ${fmt(l.output_throughput)}`, ...KEYS.map((k) => (f[k] / l[k]).toFixed(2) + (k === "output_throughput" ? "x" : ""))].join("\t"));
+      console.log(lines.at(-1));
+    }
+  }
+  writeFileSync(join(dir, "summary.json"), `${JSON.stringify({ threads, ctx, inputLen, outputLen, prefixLen, turns, llamaServer, summary }, null, 2)}\n`);
+  console.log(`\n${lines.join("\n")}\n\nratios are fennec / llama-server (throughput: above 1 is fennec faster; TTFT, ITL: below 1 is fennec faster)\nJSON: ${dir}`);
+}
+
+await main();
