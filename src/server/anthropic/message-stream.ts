@@ -8,7 +8,8 @@
  * @example return messageSseResponse(messageEvents(answer, outputs), { onCancel, onEnd, log });
  */
 import type { RequestOutput } from "../../frontend/orchestrator.ts";
-import { toApiError } from "../errors.ts";
+import type { ApiError } from "../errors.ts";
+import { pulledResponse, type StreamHooks } from "../pulled-stream.ts";
 import { ChatStreamProcessor } from "../openai/chat-output.ts";
 import { SSE_HEADERS } from "../openai/stream.ts";
 import type { StreamDelta } from "../openai/tool-parsers/tool-parser.ts";
@@ -122,40 +123,7 @@ export function sseRecord(event: MessageEvent): Uint8Array {
  * Pulls events as the client reads them (backpressure). `onCancel` runs when the client disconnects; `onEnd` runs
  * exactly once however the stream ends.
  */
-export function messageSseResponse(events: AsyncIterable<MessageEvent>, requestId: string, hooks: { onCancel: () => void; onEnd: () => void; log: (line: string) => void }): Response {
-  const iterator = events[Symbol.asyncIterator]();
-  let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    hooks.onEnd();
-  };
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (ended) return;
-      try {
-        const next = await iterator.next();
-        if (ended) return;
-        if (next.done) {
-          controller.close();
-          end();
-          return;
-        }
-        controller.enqueue(sseRecord(next.value));
-      } catch (error) {
-        if (ended) return;
-        const body = anthropicErrorBody(toApiError("INTERNAL_SERVER_ERROR", error, hooks.log), requestId);
-        controller.enqueue(sseRecord(body as unknown as MessageEvent));
-        controller.close();
-        end();
-      }
-    },
-    cancel() {
-      if (ended) return;
-      hooks.onCancel();
-      end();
-      iterator.return?.(undefined)?.catch(() => {});
-    },
-  });
-  return new Response(stream, { status: 200, headers: { ...SSE_HEADERS, "request-id": requestId } });
+export function messageSseResponse(events: AsyncIterable<MessageEvent>, requestId: string, hooks: StreamHooks): Response {
+  const errorFrame = (error: ApiError) => sseRecord(anthropicErrorBody(error, requestId) as unknown as MessageEvent);
+  return pulledResponse(events, { frame: sseRecord, errorFrame }, hooks, { ...SSE_HEADERS, "request-id": requestId });
 }
