@@ -16,7 +16,7 @@
  * Prints one table of fennec / llama-server ratios (output throughput: higher is better for fennec; TTFT and ITL
  * p50/p99: lower is better) and keeps every result JSON and a summary under .cache/bench/serve-compare/<time>/.
  * Models: --model F, or --models SHAPE:TYPE,... made once with make-model into .cache/bench/models/ (random weights
- * in the real shape, real tokenizer). llama-server comes from scripts/build-llama-server.sh (built once, pinned by the
+ * in the real shape, real tokenizer). llama-server comes from scripts/build-llama-tool.sh llama-server (built once, pinned by the
  * bundle's commit). Needs dist/fennec (npx bun run build). A development benchmark, not a test.
  * Failed requests are counted in the table's "done" column, their errors kept in the JSON: against llama-server a
  * request now and then fails with ECONNRESET (the connection closed under Bun's fetch), not seen against fennec.
@@ -100,8 +100,8 @@ async function models(): Promise<string[]> {
 
 function llamaServerPath(): string {
   if (process.argv.includes("--llama-server")) return option("llama-server", "");
-  const build = Bun.spawnSync([join(ROOT, "scripts", "build-llama-server.sh")], { stdout: "pipe", stderr: "inherit" });
-  if (build.exitCode !== 0) throw new Error("scripts/build-llama-server.sh failed");
+  const build = Bun.spawnSync([join(ROOT, "scripts", "build-llama-tool.sh"), "llama-server"], { stdout: "pipe", stderr: "inherit" });
+  if (build.exitCode !== 0) throw new Error("scripts/build-llama-tool.sh llama-server failed");
   return build.stdout.toString().trim().split("\n").at(-1)!;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The oracle: llama.cpp's llama-mtmd-cli (scripts/build-llama-mtmd.sh) encodes the same image with the same
+ * The oracle: llama.cpp's llama-mtmd-cli (scripts/build-llama-tool.sh llama-mtmd-cli) encodes the same image with the same
  * projector, and dumps the embeddings it hands the language model (MTMD_DEBUG_EMBEDDINGS=<file>: int32 tokens, int32
  * width, f32 data; clip.cpp clip_image_batch_encode). fennec's preprocessing (stb decode aside: a PPM both read the
  * same) and reference encoder must give the same [tokens][width] block within a stated bound. Skipped, saying so,
@@ -64,7 +64,7 @@ const dir = mkdtempSync(join(tmpdir(), "fennec-vision-oracle-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("reference encoder vs llama-mtmd-cli", () => {
-  if (oracle === null) console.warn("llama-mtmd-oracle: skipped, llama-mtmd-cli is not built (scripts/build-llama-mtmd.sh)");
+  if (oracle === null) console.warn("llama-mtmd-oracle: skipped, llama-mtmd-cli is not built (scripts/build-llama-tool.sh llama-mtmd-cli)");
 
   test.skipIf(oracle === null)("tiny-gemma3-4b (real-width SigLIP, 2 layers): the same 16 x 256 image embeddings for 3 images (wide, tall, exact size)", async () => {
     const vocab = readGguf(vocabPath("gemma3"));
