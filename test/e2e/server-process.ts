@@ -98,10 +98,19 @@ async function startServerOnce(args: readonly string[], start: StartOptions): Pr
   void drain(child.stdout as ReadableStream<Uint8Array>, output);
   void drain(child.stderr as ReadableStream<Uint8Array>, output);
   const url = `${start.https ? "https" : "http"}://127.0.0.1:${port}${start.rootPath ?? ""}`;
+  let stopping = false;
+  let ready = false;
+  // a server that dies under a test says why in the test's output (its log is otherwise lost with the process)
+  void child.exited.then((code) => {
+    if (stopping || !ready) return;
+    const tail = output.join("").split("\n").slice(-40).join("\n");
+    console.error(`fennec serve ${args.join(" ")} exited on its own with ${code}; its last log lines:\n${tail}`);
+  });
   const server: ServerProcess = {
     url, port, process: child,
     log: () => output.join(""),
     stop: async (signal = "SIGTERM") => {
+      stopping = true;
       if (child.exitCode !== null) return child.exitCode;
       child.kill(signal);
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
@@ -117,7 +126,10 @@ async function startServerOnce(args: readonly string[], start: StartOptions): Pr
       throw server.log().includes(`cannot listen on 127.0.0.1:${port}`) ? new PortTakenError(message) : new Error(message);
     }
     try {
-      if ((await fetch(`${url}${start.readyPath ?? "/health"}`, { tls: start.healthTls ?? { rejectUnauthorized: false } })).status === 200) return server;
+      if ((await fetch(`${url}${start.readyPath ?? "/health"}`, { tls: start.healthTls ?? { rejectUnauthorized: false } })).status === 200) {
+        ready = true;
+        return server;
+      }
     } catch {
       // not listening yet
     }
