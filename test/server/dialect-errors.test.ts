@@ -145,3 +145,10 @@ test("a missing API key: 401 in each dialect's shape, Ollama's routes guarded to
   expect((await s.call("POST", "/v1/messages", DIALECTS[1]!.ok, { "x-api-key": "k" })).status).toBe(200);
   for (const d of DIALECTS) expect((await s.call("POST", d.path, d.ok, { authorization: "Bearer k" })).status).toBe(200);
 });
+
+test("Responses: a top-level field no schema row names is answered and logged with vLLM's line (as vLLM does)", async () => {
+  const s = testServer();
+  const res = await s.call("POST", "/v1/responses", { model: "fake-model", input: "hi", max_output_tokens: 2, not_a_field: 1 });
+  expect(res.status).toBe(200);
+  expect(s.logs).toContain("The following fields were present in the request but ignored: {'not_a_field'}");
+});
