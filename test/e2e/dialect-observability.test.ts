@@ -3,7 +3,7 @@
  * from the current sources): each request of each dialect (OpenAI chat completions, the Responses API, Anthropic
  * Messages with and without a thinking budget, Ollama's /api/chat and /api/generate), streamed and not, moves every
  * per-request series of /metrics by exactly one request, with the token counts the dialect itself reported, writes
- * one access-log line, and shows in the web page's metrics view (headless Chromium, as test/e2e/web-ui.test.ts).
+ * one access-log line, and shows in the web page's metrics view; every answer is checked against its dialect's schema (headless Chromium, as test/e2e/web-ui.test.ts).
  * A random-weight Qwen3 shape (one layer) with Qwen3's template and --reasoning-parser qwen3, so the thinking budget is
  * real: a random model never closes its reasoning, the engine forces the end at the budget (engine/thinking-budget.ts).
  */
@@ -14,6 +14,7 @@ import { llamaTemplatePath } from "../../scripts/llama-vocab.ts";
 import { makeModelFile } from "../helpers/random-gguf.ts";
 import { checkMessageStream, foldMessageStream } from "../helpers/anthropic-events.ts";
 import { checkEventStream } from "../server/responses-helpers.ts";
+import { checkOllama, ndjsonRecords } from "../server/ollama-schemas.ts";
 import type { Json } from "../server/helpers.ts";
 import { startServer, type ServerProcess } from "./server-process.ts";
 
@@ -107,19 +108,21 @@ const CASES: readonly { readonly name: string; readonly path: string; readonly s
   } },
   { name: "Ollama /api/chat", path: "/api/chat", send: async () => {
     const r = await (await post("/api/chat", { model: MODEL, messages: [{ role: "user", content: ASK }], think: false, stream: false, options: { num_predict: 6 } })).json() as Json;
+    checkOllama("chat", r);
     return { prompt: r.prompt_eval_count, generated: r.eval_count };
   } },
   { name: "Ollama /api/chat, streamed", path: "/api/chat", send: async () => {
-    const records = (await (await post("/api/chat", { model: MODEL, messages: [{ role: "user", content: ASK }], think: false, options: { num_predict: 6 } })).text()).trim().split("\n").map((l) => JSON.parse(l) as Json);
+    const records = await ndjsonRecords(await post("/api/chat", { model: MODEL, messages: [{ role: "user", content: ASK }], think: false, options: { num_predict: 6 } }), "chat");
     const done = records.at(-1)!;
     return { prompt: done.prompt_eval_count, generated: done.eval_count };
   } },
   { name: "Ollama /api/generate", path: "/api/generate", send: async () => {
     const r = await (await post("/api/generate", { model: MODEL, prompt: ASK, think: false, stream: false, options: { num_predict: 6 } })).json() as Json;
+    checkOllama("generate", r);
     return { prompt: r.prompt_eval_count, generated: r.eval_count };
   } },
   { name: "Ollama /api/generate, streamed", path: "/api/generate", send: async () => {
-    const records = (await (await post("/api/generate", { model: MODEL, prompt: ASK, think: false, options: { num_predict: 6 } })).text()).trim().split("\n").map((l) => JSON.parse(l) as Json);
+    const records = await ndjsonRecords(await post("/api/generate", { model: MODEL, prompt: ASK, think: false, options: { num_predict: 6 } }), "generate");
     const done = records.at(-1)!;
     return { prompt: done.prompt_eval_count, generated: done.eval_count };
   } },

@@ -10,6 +10,7 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Ollama } from "ollama";
+import { checkOllama } from "../server/ollama-schemas.ts";
 import { startServer, type ServerProcess } from "./server-process.ts";
 
 setDefaultTimeout(120_000);
@@ -46,6 +47,7 @@ describe("keep_alive with several models", () => {
     const first = await ollama.generate({ model: "a", prompt: "Once upon a time", options: { num_predict: 4, temperature: 0 }, keep_alive: 0 });
     expect(first.done).toBe(true);
     expect(first.eval_count).toBe(4);
+    checkOllama("generate", first);
     expect(await running(false, "a")).not.toContain("a");
     expect(server.log()).toMatch(/unloading model a \(keep_alive 0\)/);
     const again = await ollama.generate({ model: "a", prompt: "Once upon a time", options: { num_predict: 4, temperature: 0 } });
@@ -63,9 +65,11 @@ describe("keep_alive with several models", () => {
     await ollama.chat({ model: "b", messages: [{ role: "user", content: "Hi" }], options: { num_predict: 2 } });
     expect(await running(true, "b")).toContain("b");
     const unload = await ollama.chat({ model: "b", messages: [], keep_alive: 0 });
+    checkOllama("chat", unload);
     expect(unload).toMatchObject({ model: "b:latest", done: true, done_reason: "unload", message: { role: "assistant", content: "" } });
     expect(await running(false, "b")).not.toContain("b");
     const generate = await ollama.generate({ model: "a", prompt: "", keep_alive: 0 });
+    checkOllama("generate", generate);
     expect(generate).toMatchObject({ done: true, done_reason: "unload", response: "" });
     expect(await running(false, "a")).toEqual([]);
   });
