@@ -280,6 +280,8 @@ describe("Codex (codex exec, custom provider, wire_api = responses)", () => {
       expect(input.find((i) => i.type === "function_call")).toMatchObject({ name: "exec_command", call_id: call.call_id });
       const output = input.find((i) => i.type === "function_call_output");
       expect(output).toMatchObject({ call_id: call.call_id });
+      // Codex really ran `ls` in the work folder: its output lists the file put there
+      expect(String(output!.output)).toContain("notes.txt");
       // the second turn's prompt holds the call and its result: fennec read them (it answered with a message)
       const answer = checkEventStream(sseEvents(turns[1]!.answer));
       expect(answer.output.some((i: Json) => i.type === "message")).toBe(true);
