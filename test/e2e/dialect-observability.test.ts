@@ -152,6 +152,10 @@ describe("each request of each dialect counts once in /metrics", () => {
       expect(http(after) - http(before)).toBe(1);
       const moved = Object.fromEntries(ONE_EACH.map((name) => [name, total(after, name) - total(before, name)]));
       expect(moved).toEqual(Object.fromEntries(ONE_EACH.map((name) => [name, 1])));
+      // the same labels whatever the dialect: the one series that moved is the served model's
+      const movedSeries = [...after.keys()].filter((k) => k.startsWith("vllm:request_success_total{") && after.get(k) !== (before.get(k) ?? 0));
+      expect(movedSeries).toHaveLength(1);
+      expect(movedSeries[0]).toMatch(new RegExp(`^vllm:request_success_total\\{model_name="${MODEL}",engine="0",finished_reason="(length|stop)"\\}$`));
       // the tokens the dialect reported are the ones /metrics counted
       expect(total(after, "vllm:request_prompt_tokens_sum") - total(before, "vllm:request_prompt_tokens_sum")).toBe(reported.prompt);
       expect(total(after, "vllm:prompt_tokens_total") - total(before, "vllm:prompt_tokens_total")).toBe(reported.prompt);
