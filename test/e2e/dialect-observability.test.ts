@@ -1,6 +1,7 @@
 /**
  * The same observability for every dialect, against the server as a process (the compiled binary when it is built
- * from the current sources): each request of each dialect (OpenAI chat completions, the Responses API, Anthropic
+ * from the current sources): each request of each dialect (OpenAI chat completions, the Responses API (background
+ * runs too), Anthropic
  * Messages with and without a thinking budget, Ollama's /api/chat and /api/generate), streamed and not, moves every
  * per-request series of /metrics by exactly one request, with the token counts the dialect itself reported, writes
  * one access-log line, and shows in the web page's metrics view; every answer is checked against its dialect's schema (headless Chromium, as test/e2e/web-ui.test.ts).
@@ -86,6 +87,16 @@ const CASES: readonly { readonly name: string; readonly path: string; readonly s
   { name: "Responses, streamed", path: "/v1/responses", send: async () => {
     const final = checkEventStream(responsesEvents(await (await post("/v1/responses", { model: MODEL, input: ASK, max_output_tokens: 6, stream: true, store: false })).text()));
     return { prompt: final.usage.input_tokens, generated: final.usage.output_tokens };
+  } },
+  { name: "Responses, background", path: "/v1/responses", send: async () => {
+    let r = await (await post("/v1/responses", { model: MODEL, input: ASK, max_output_tokens: 6, background: true })).json() as Json;
+    // the engine runs it after the answer: followed with GET (another route) until it ends
+    for (let i = 0; i < 200 && (r.status === "queued" || r.status === "in_progress"); i++) {
+      await Bun.sleep(25);
+      r = await (await fetch(`${server.url}/v1/responses/${r.id}`)).json() as Json;
+    }
+    expect(r.status).toBe("incomplete");
+    return { prompt: r.usage.input_tokens, generated: r.usage.output_tokens };
   } },
   { name: "Anthropic Messages", path: "/v1/messages", send: async () => {
     const r = await (await post("/v1/messages", { model: MODEL, max_tokens: 6, messages: [{ role: "user", content: ASK }] })).json() as Json;
