@@ -186,20 +186,22 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     if (request.method === "GET" && url.pathname === "/metrics") return metrics();
     if (request.method === "GET" && url.pathname === "/api/ps") return Response.json(ps());
     const queryModel = url.searchParams.get("model");
-    if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").includes("application/json")) {
+    // Ollama reads a body as JSON whatever its Content-Type (its documented calls are `curl -d`), so /api/ bodies are read
+    if (request.method !== "POST" || (!(request.headers.get("content-type") ?? "").includes("application/json") && !url.pathname.startsWith("/api/"))) {
       return forward(request, queryModel, undefined, null);
     }
     const text = await request.text();
     let model: string | null = queryModel;
-    let keepAlive: number | null | undefined;
+    // each request sets its model's keep-alive, as in Ollama (its OpenAI routes too): its own keep_alive (Ollama's
+    // routes) or the default (null); an invalid keep_alive leaves it (undefined), the app answers the 400
+    let keepAlive: number | null | undefined = null;
     try {
       const parsed: unknown = JSON.parse(text);
       if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
         const fields = parsed as Record<string, unknown>;
         if (typeof fields["model"] === "string") model = fields["model"];
-        // Ollama's routes read keep_alive; the registry applies it when the request ends, and one without it restores
-        // the default (Ollama: each request sets its model's keep-alive; an invalid one is the app's 400)
-        if (url.pathname.startsWith("/api/")) keepAlive = "keep_alive" in fields ? keepAliveMs(fields["keep_alive"]) ?? undefined : null;
+        // Ollama's routes read keep_alive; the registry applies it when the request ends
+        if (url.pathname.startsWith("/api/") && "keep_alive" in fields) keepAlive = keepAliveMs(fields["keep_alive"]) ?? undefined;
       }
     } catch {
       // not JSON: the model's app answers with its own 400

@@ -80,3 +80,24 @@ describe("keep_alive with several models", () => {
     expect(String((bad as Error).message)).toContain('invalid duration "5 minutes"');
   });
 });
+
+describe("keep_alive across routes and body forms", () => {
+  test("a request without keep_alive, of either dialect, restores the default: the model stays after an unload", async () => {
+    await ollama.generate({ model: "a", prompt: "", keep_alive: 0 });
+    expect(await running(false, "a")).not.toContain("a");
+    // an OpenAI request loads it again; its default keep-alive (5 minutes) applies, not the earlier 0
+    const res = await fetch(`${server.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "a", prompt: "Once", max_tokens: 2 }) });
+    expect(res.status).toBe(200);
+    await Bun.sleep(300);
+    expect(await running(true, "a")).toContain("a");
+  });
+
+  test("Ollama's `curl -d` form (no JSON Content-Type) picks the model and applies keep_alive 0", async () => {
+    await ollama.generate({ model: "b", prompt: "Hi", options: { num_predict: 1 } });
+    expect(await running(true, "b")).toContain("b");
+    const res = await fetch(`${server.url}/api/generate`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: JSON.stringify({ model: "b", prompt: "Hi", stream: false, options: { num_predict: 1 }, keep_alive: 0 }) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { model: string }).model).toBe("b:latest");
+    expect(await running(false, "b")).not.toContain("b");
+  });
+});
