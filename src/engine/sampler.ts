@@ -10,6 +10,7 @@ import type { PositionLogprobs, TokenLogprob } from "./protocol.ts";
 import type { BannedText, SamplingParams } from "./sampling-params.ts";
 import type { Rng } from "./rng.ts";
 import { llamaChainProbs, sampleLlamaChain, type LlamaChainInput, type LlamaChainState } from "./llama-sampler-chain.ts";
+import { forcedReasoningEnd, forceToken } from "./thinking-budget.ts";
 
 /** vLLM treats temperatures below this as greedy */
 export const GREEDY_TEMPERATURE = 1e-5;
@@ -325,7 +326,8 @@ function needsProcessing(ctx: SamplingContext): boolean {
   const numOutput = ctx.allTokenIds.length - ctx.numPromptTokens;
   const penalties = !p.llama && (p.repetitionPenalty !== 1 || (ctx.outputCounts.size > 0 && (p.frequencyPenalty !== 0 || p.presencePenalty !== 0)));
   return (numOutput < p.minTokens && ctx.stopTokenIds.length > 0) || p.logitBias !== null || penalties ||
-    p.allowedTokenIds !== null || p.badWordsTokenIds.length > 0 || (p.badWordsTexts !== undefined && p.badWordsTexts.length > 0);
+    p.allowedTokenIds !== null || p.badWordsTokenIds.length > 0 || (p.badWordsTexts !== undefined && p.badWordsTexts.length > 0) ||
+    forcedReasoningEnd(p.thinkingBudget, ctx.allTokenIds, ctx.numPromptTokens) !== null;
 }
 
 /**
@@ -371,6 +373,9 @@ export class Sampler {
       logits = this.processed;
       logits.set(row);
       applyLogitsProcessors(logits, ctx, this.select.keep);
+      // the reasoning budget last: the end token wins over every other processor (vLLM forces it the same way)
+      const forced = forcedReasoningEnd(ctx.params.thinkingBudget, ctx.allTokenIds, ctx.numPromptTokens);
+      if (forced !== null) forceToken(logits, forced);
       // the grammar wins when the processors leave nothing it allows (min_tokens masking the only stop token)
       if (ctx.tokenBitmask && !hasFinite(logits)) logits = row;
     }

@@ -1,4 +1,5 @@
 import type { GrammarSpec } from "../grammar/grammar-spec.ts";
+import type { ThinkingBudget } from "./thinking-budget.ts";
 
 /**
  * Every sampling parameter of the OpenAI and vLLM APIs, camelCase inside fennec (the server maps snake_case wire
@@ -56,6 +57,8 @@ export interface SamplingParams {
    * goes through llama.cpp's sampler chain (common/sampling.cpp) instead of vLLM's order: see llama-sampler-chain.ts.
    */
   readonly llama?: LlamaSamplingParams | null;
+  /** vLLM thinking_token_budget: the reasoning end forced after this many output tokens (thinking-budget.ts); absent = none */
+  readonly thinkingBudget?: ThinkingBudget | null;
 }
 
 /** llama.cpp's sampler names (common/sampling.cpp common_sampler_type_to_str) */
@@ -225,7 +228,7 @@ export const SAMPLING_WIRE_NAMES: Readonly<Record<keyof SamplingParams, string>>
   includeStopStrInOutput: "include_stop_str_in_output", ignoreEos: "ignore_eos", minTokens: "min_tokens",
   maxTokens: "max_tokens", skipSpecialTokens: "skip_special_tokens", structuredOutputs: "structured_outputs",
   allowedTokenIds: "allowed_token_ids", badWordsTokenIds: "bad_words", badWordsTexts: "bad_words", priority: "priority", cacheSalt: "cache_salt",
-  kvTransferParams: "kv_transfer_params", llama: "llama.cpp sampler fields",
+  kvTransferParams: "kv_transfer_params", llama: "llama.cpp sampler fields", thinkingBudget: "thinking_token_budget",
 };
 
 /**

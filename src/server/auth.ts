@@ -6,7 +6,8 @@
 import { timingSafeEqual } from "node:crypto";
 import { ApiError } from "./errors.ts";
 
-export const PROTECTED_PREFIXES = ["/v1", "/v2", "/inference", "/cohere"] as const;
+// /api: Ollama's routes generate too, so the key guards them as well (Ollama's clients send Authorization: Bearer)
+export const PROTECTED_PREFIXES = ["/v1", "/v2", "/inference", "/cohere", "/api"] as const;
 
 function digest(text: string): Buffer {
   return Buffer.from(new Bun.CryptoHasher("sha256").update(text).digest());

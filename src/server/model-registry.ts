@@ -93,8 +93,9 @@ export interface ModelLease<T> {
   readonly name: string;
   /** ms this request waited for the model's load; 0 when it was loaded already */
   readonly loadMs: number;
-  /** `keepAliveMs` (the request's keep_alive) replaces the model's keep-alive; undefined keeps it */
-  release(keepAliveMs?: number): void;
+  /** `keepAliveMs` (the request's keep_alive) replaces the model's keep-alive; null restores the model's default
+   * (an Ollama request without keep_alive, as Ollama does); undefined keeps it */
+  release(keepAliveMs?: number | null): void;
 }
 
 interface Slot<T> {
@@ -236,7 +237,7 @@ export class ModelRegistry<T extends LoadableModel> {
         released = true;
         slot.inUse--;
         slot.lastUse = ++this.uses;
-        if (keepAliveMs !== undefined) slot.keepAliveMs = keepAliveMs;
+        if (keepAliveMs !== undefined) slot.keepAliveMs = keepAliveMs ?? slot.spec.keepAliveMs ?? this.options.defaultKeepAliveMs;
         this.armIdleTimer(slot);
         this.wakeRoomWaiters();
       },

@@ -42,6 +42,10 @@ export function keepAliveMs(value: unknown): number | null {
   return match[1] === "-" ? -1 : ms;
 }
 
+/** The requests this router hands to a model's app: their keep_alive is applied through the registry (Ollama's routes
+ * accept keep_alive 0, an unload, only on these) and their LOAD_MS_HEADER is the router's. A client cannot mark one. */
+export const routedRequests = new WeakSet<Request>();
+
 /** ms the request waited for its model's load: on the request a model's app sees, and on the answer */
 export const LOAD_MS_HEADER = "x-model-load-ms";
 /** the expiry Ollama reports for a model kept forever (its max duration added to now lands in year 2318) */
@@ -137,7 +141,8 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
   };
   /** The model a request names: the body's `model`, else `?model=`, else a loaded one (the page, /docs, /version
    * need no particular model), else the first served one. */
-  const forward = async (request: Request, name: string | null, keepAlive: number | null, body: string | null): Promise<Response> => {
+  /** `keepAlive`: the request's keep_alive in ms, null = the model's default, undefined = left as it is */
+  const forward = async (request: Request, name: string | null, keepAlive: number | null | undefined, body: string | null): Promise<Response> => {
     const models = registry.list();
     const target = name ?? (models.find((m) => m.state === "loaded") ?? models[0]!).name;
     let lease: ModelLease<ModelApp>;
@@ -146,7 +151,7 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     } catch (e) {
       return registryError(e);
     }
-    const release = () => lease.release(keepAlive ?? undefined);
+    const release = () => lease.release(keepAlive);
     try {
       // the load this request waited for, for a dialect with room for it in its answer (Ollama's load_duration); a
       // client's own header of that name is dropped
@@ -154,6 +159,7 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
       headers.delete(LOAD_MS_HEADER);
       if (lease.loadMs > 0) headers.set(LOAD_MS_HEADER, String(lease.loadMs));
       const inner = new Request(request.url, { method: request.method, headers, body: body ?? request.body, signal: request.signal });
+      routedRequests.add(inner);
       const response = await lease.model.handle(inner);
       return releasingBody(response, release, lease.loadMs);
     } catch (e) {
@@ -180,19 +186,22 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     if (request.method === "GET" && url.pathname === "/metrics") return metrics();
     if (request.method === "GET" && url.pathname === "/api/ps") return Response.json(ps());
     const queryModel = url.searchParams.get("model");
-    if (request.method !== "POST" || !(request.headers.get("content-type") ?? "").includes("application/json")) {
-      return forward(request, queryModel, null, null);
+    // Ollama reads a body as JSON whatever its Content-Type (its documented calls are `curl -d`), so /api/ bodies are read
+    if (request.method !== "POST" || (!(request.headers.get("content-type") ?? "").includes("application/json") && !url.pathname.startsWith("/api/"))) {
+      return forward(request, queryModel, undefined, null);
     }
     const text = await request.text();
     let model: string | null = queryModel;
-    let keepAlive: number | null = null;
+    // each request sets its model's keep-alive, as in Ollama (its OpenAI routes too): its own keep_alive (Ollama's
+    // routes) or the default (null); an invalid keep_alive leaves it (undefined), the app answers the 400
+    let keepAlive: number | null | undefined = null;
     try {
       const parsed: unknown = JSON.parse(text);
       if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
         const fields = parsed as Record<string, unknown>;
         if (typeof fields["model"] === "string") model = fields["model"];
         // Ollama's routes read keep_alive; the registry applies it when the request ends
-        if (url.pathname.startsWith("/api/") && "keep_alive" in fields) keepAlive = keepAliveMs(fields["keep_alive"]);
+        if (url.pathname.startsWith("/api/") && "keep_alive" in fields) keepAlive = keepAliveMs(fields["keep_alive"]) ?? undefined;
       }
     } catch {
       // not JSON: the model's app answers with its own 400

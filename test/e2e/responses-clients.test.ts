@@ -3,13 +3,14 @@
  * sources), a random-weight model of Qwen2.5's shape and vocabulary (make-model, one layer, 32k context) with
  * Qwen2.5's real chat template, `--tool-call-parser hermes`, and the clients that speak /v1/responses: the official
  * openai SDK (`client.responses`), the AI SDK's default OpenAI provider (@ai-sdk/openai, which uses the Responses
- * API) and the Codex CLI (`codex exec` with a custom provider, wire_api = "responses"). A random model never decides
+ * API) and the Codex CLI (`codex exec` with a custom provider, wire_api = "responses", through a recording proxy that
+ * forces its first turn's shell call). A random model never decides
  * to call a tool, so tool turns force one (tool_choice named: grammar-constrained). Every stream is checked event by
  * event (test/server/responses-helpers.ts). Codex sends no max_output_tokens: --override-generation-config's
  * max_new_tokens bounds its turn, which also shows the server defaults reach this endpoint.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Ajv from "ajv";
@@ -19,6 +20,7 @@ import { generateText, jsonSchema, streamText, tool } from "ai";
 import { llamaTemplatePath } from "../../scripts/llama-vocab.ts";
 import { makeModelFile } from "../helpers/random-gguf.ts";
 import { checkEventStream } from "../server/responses-helpers.ts";
+import { ResponsesRequest } from "../../src/server/openai/responses/request-schema.ts";
 import type { Json } from "../server/helpers.ts";
 import { startServer, type ServerProcess } from "./server-process.ts";
 
@@ -197,27 +199,100 @@ describe("the AI SDK's default OpenAI provider (@ai-sdk/openai uses /v1/response
   });
 });
 
+/** The SSE body of a Responses stream as its events (`event: <type>` / `data: <json>` pairs). */
+function sseEvents(text: string): Json[] {
+  return text.split("\n\n").filter((b) => b.trim() !== "").map((block) => {
+    const [event, data] = block.split("\n");
+    const parsed = JSON.parse(data!.slice("data: ".length)) as Json;
+    expect(event).toBe(`event: ${parsed.type}`);
+    return parsed;
+  });
+}
+
+/**
+ * Codex against fennec through a recording proxy: every request it sends and every answer it gets are kept, and each
+ * streamed answer is checked event by event. A random model never picks a tool under tool_choice auto, so the proxy
+ * changes one request, the first: tool_choice forced to Codex's own shell tool (exec_command), whose `cmd` is narrowed
+ * to `ls` (a random model would write a random command, or a string that never closes). Everything else is what Codex
+ * sent; Codex itself runs the call, sends its function_call_output back, and fennec answers that turn unchanged.
+ */
 describe("Codex (codex exec, custom provider, wire_api = responses)", () => {
-  test("one headless turn completes against fennec", async () => {
+  const LS_ONLY = { type: "object", properties: { cmd: { type: "string", enum: ["ls"] } }, required: ["cmd"], additionalProperties: false };
+  /** the input item types input-items.ts translates (anything else is a 400 naming it) */
+  const ITEM_TYPES = ["message", "function_call", "function_call_output", "reasoning"];
+
+  test("one headless turn with a forced tool call: Codex runs it, sends the output back, fennec answers", async () => {
+    const exchanges: { path: string; body: Json | null; status: number; answer: string }[] = [];
+    const proxy = Bun.serve({
+      hostname: "127.0.0.1", port: 0, idleTimeout: 0,
+      async fetch(request) {
+        const url = new URL(request.url);
+        const text = await request.text();
+        const body = text === "" ? null : JSON.parse(text) as Json;
+        let sent = body;
+        if (body !== null && url.pathname === "/v1/responses" && exchanges.length === 0) {
+          const tools = (body.tools as Json[]).map((t) => (t.name === "exec_command" ? { ...t, parameters: LS_ONLY } : t));
+          sent = { ...body, tools, tool_choice: { type: "function", name: "exec_command" } };
+        }
+        const headers = new Headers(request.headers);
+        headers.delete("content-length");
+        headers.delete("accept-encoding");
+        const res = await fetch(`${server.url}${url.pathname}${url.search}`, { method: request.method, headers, body: sent === null ? undefined : JSON.stringify(sent) });
+        const answer = await res.text();
+        exchanges.push({ path: url.pathname, body, status: res.status, answer });
+        return new Response(answer, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+      },
+    });
     const home = mkdtempSync(join(tmpdir(), "fennec-codex-"));
     const work = mkdtempSync(join(tmpdir(), "fennec-codex-work-"));
+    writeFileSync(join(work, "notes.txt"), "fennec\n");
     // web_search is a built-in tool fennec refuses (400): turned off, as any local provider needs
     writeFileSync(join(home, "config.toml"), [
       `model = "${MODEL}"`, `model_provider = "fennec"`, `web_search = "disabled"`,
-      `[model_providers.fennec]`, `name = "fennec"`, `base_url = "${server.url}/v1"`, `env_key = "FENNEC_API_KEY"`,
+      `[model_providers.fennec]`, `name = "fennec"`, `base_url = "http://127.0.0.1:${proxy.port}/v1"`, `env_key = "FENNEC_API_KEY"`,
       `wire_api = "responses"`, `request_max_retries = 0`, `stream_max_retries = 0`,
     ].join("\n"));
-    const before = await counters();
-    const last = join(work, "last-message.txt");
-    const codex = Bun.spawn([join(import.meta.dir, "..", "..", "node_modules", ".bin", "codex"), "exec", "--skip-git-repo-check", "--ephemeral", "-s", "read-only", "-o", last, "Say hi."], {
-      cwd: work, env: { ...process.env, CODEX_HOME: home, FENNEC_API_KEY: "none" }, stdout: "pipe", stderr: "pipe", stdin: "ignore",
-    });
-    const [code, out, err] = await Promise.all([codex.exited, new Response(codex.stdout).text(), new Response(codex.stderr).text()]);
-    if (code !== 0) throw new Error(`codex exited ${code}:\n${out}\n${err}`);
-    const answer = readFileSync(last, "utf8");
-    expect(answer.length).toBeGreaterThan(0);
-    const after = await counters();
-    expect(after.responses2xx - before.responses2xx).toBeGreaterThanOrEqual(1);
-    expect(after.successes - before.successes).toBe(after.responses2xx - before.responses2xx);
+    try {
+      const before = await counters();
+      const last = join(work, "last-message.txt");
+      const codex = Bun.spawn([join(import.meta.dir, "..", "..", "node_modules", ".bin", "codex"), "exec", "--skip-git-repo-check", "--ephemeral", "-s", "read-only", "-o", last, "List the files here."], {
+        cwd: work, env: { ...process.env, CODEX_HOME: home, FENNEC_API_KEY: "none" }, stdout: "pipe", stderr: "pipe", stdin: "ignore",
+      });
+      const [code, out, err] = await Promise.all([codex.exited, new Response(codex.stdout).text(), new Response(codex.stderr).text()]);
+      if (code !== 0) throw new Error(`codex exited ${code}:\n${out}\n${err}`);
+      expect(readFileSync(last, "utf8").length).toBeGreaterThan(0);
+      const turns = exchanges.filter((e) => e.path === "/v1/responses");
+      expect(turns.length).toBeGreaterThanOrEqual(2);
+      const declared = Object.keys(ResponsesRequest.properties);
+      for (const turn of turns) {
+        expect(turn.status).toBe(200);
+        // every field Codex sends is one fennec declares (implemented, or refused by name when set): none slips by
+        expect(Object.keys(turn.body!).filter((k) => !declared.includes(k))).toEqual([]);
+        expect((turn.body!.input as Json[]).map((i) => i.type ?? "message").filter((t) => !ITEM_TYPES.includes(t))).toEqual([]);
+        expect(turn.body!.stream).toBe(true);
+        checkEventStream(sseEvents(turn.answer));
+      }
+      // turn 1: the forced call; turn 2: Codex sent it back with the output of running it, with the same call_id
+      const call = checkEventStream(sseEvents(turns[0]!.answer)).output.find((i: Json) => i.type === "function_call");
+      expect(call).toMatchObject({ name: "exec_command", status: "completed" });
+      expect(JSON.parse(call.arguments)).toEqual({ cmd: "ls" });
+      const input = turns[1]!.body!.input as Json[];
+      expect(input.find((i) => i.type === "function_call")).toMatchObject({ name: "exec_command", call_id: call.call_id });
+      const output = input.find((i) => i.type === "function_call_output");
+      expect(output).toMatchObject({ call_id: call.call_id });
+      // Codex really ran `ls` in the work folder: its output lists the file put there
+      expect(String(output!.output)).toContain("notes.txt");
+      // the second turn's prompt holds the call and its result: fennec read them (it answered with a message)
+      const answer = checkEventStream(sseEvents(turns[1]!.answer));
+      expect(answer.output.some((i: Json) => i.type === "message")).toBe(true);
+      // each turn counted once in /metrics
+      const after = await counters();
+      expect(after.responses2xx - before.responses2xx).toBe(turns.length);
+      expect(after.successes - before.successes).toBe(turns.length);
+    } finally {
+      proxy.stop(true);
+      rmSync(home, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 });

@@ -122,8 +122,12 @@ export function foldMessageStream(events: readonly AnthropicEvent[]) {
   let stop: AnthropicEvent = {};
   let outputTokens = 0;
   let inputTokens = 0;
+  let cacheReadInputTokens = 0;
   for (const e of events) {
-    if (e.type === "message_start") inputTokens = e.message.usage.input_tokens;
+    if (e.type === "message_start") {
+      inputTokens = e.message.usage.input_tokens;
+      cacheReadInputTokens = e.message.usage.cache_read_input_tokens ?? 0;
+    }
     if (e.type === "content_block_start") blocks.push({ ...e.content_block, partial_json: "" });
     if (e.type === "content_block_delta") {
       const b = blocks[e.index]!;
@@ -135,5 +139,5 @@ export function foldMessageStream(events: readonly AnthropicEvent[]) {
     }
     if (e.type === "message_delta") { stop = e.delta; outputTokens = e.usage.output_tokens; }
   }
-  return { blocks, stop, outputTokens, inputTokens };
+  return { blocks, stop, outputTokens, inputTokens, cacheReadInputTokens };
 }

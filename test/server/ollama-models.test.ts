@@ -173,6 +173,8 @@ describe("keep_alive", () => {
     expect(parseKeepAlive("-1s")).toBe(Infinity);
     expect(parseKeepAlive(undefined)).toBe(300_000);
     expect(() => parseKeepAlive(0)).toThrow("cannot unload it");
+    expect(parseKeepAlive(0, true)).toBe(0);
+    expect(parseKeepAlive("0s", true)).toBe(0);
     expect(() => parseKeepAlive("0s")).toThrow("cannot unload it");
     expect(() => parseKeepAlive(true)).toThrow("keep_alive must be");
   });

@@ -1,5 +1,6 @@
 /** Helpers for the /v1/responses tests: typed SSE events read and checked against their published shapes. */
 import { expect } from "bun:test";
+import type { ResponseStreamEvent } from "openai/resources/responses/responses";
 import type { Json } from "./helpers.ts";
 
 /** Every `event: <type>` / `data: <json>` pair of a Responses stream; the two types must agree, and no [DONE]. */
@@ -18,24 +19,43 @@ export async function readEvents(response: Response): Promise<Json[]> {
   });
 }
 
-/** The fields each event type carries besides type and sequence_number (OpenAI's published event schemas). */
+/** OpenAI's published stream events (the openai SDK's ResponseStreamEvent union) and their fields. */
+type SdkEvent = ResponseStreamEvent;
+type SdkEventType = SdkEvent["type"];
+type FieldsOf<K extends SdkEventType> = Exclude<Extract<keyof Extract<SdkEvent, { type: K }>, string>, "type" | "sequence_number">;
+type RequiredFieldsOf<K extends SdkEventType> = { [P in FieldsOf<K>]-?: object extends Pick<Extract<SdkEvent, { type: K }>, P> ? never : P }[FieldsOf<K>];
+
+/**
+ * The fields of one published event, checked by the type checker against the SDK's declaration of that event: each
+ * listed field is one it declares, and each field it requires is listed (a missing one names itself in the error).
+ */
+function sdkFields<K extends SdkEventType>() {
+  return <const F extends readonly FieldsOf<K>[]>(fields: F & ([Exclude<RequiredFieldsOf<K>, F[number]>] extends [never] ? unknown : { missing: Exclude<RequiredFieldsOf<K>, F[number]> })): readonly string[] => fields as readonly string[];
+}
+
+/**
+ * The fields each event type carries besides type and sequence_number: OpenAI's published events (their lists tied
+ * to the SDK's types at compile time), then vLLM's own reasoning-part events, which OpenAI's union does not have.
+ */
 const EVENT_FIELDS: Readonly<Record<string, readonly string[]>> = {
-  "response.created": ["response"],
-  "response.in_progress": ["response"],
-  "response.completed": ["response"],
-  "response.output_item.added": ["output_index", "item"],
-  "response.output_item.done": ["output_index", "item"],
-  "response.content_part.added": ["output_index", "item_id", "content_index", "part"],
-  "response.content_part.done": ["output_index", "item_id", "content_index", "part"],
-  "response.output_text.delta": ["output_index", "item_id", "content_index", "delta", "logprobs"],
-  "response.output_text.done": ["output_index", "item_id", "content_index", "text", "logprobs"],
+  "response.created": sdkFields<"response.created">()(["response"]),
+  "response.in_progress": sdkFields<"response.in_progress">()(["response"]),
+  "response.completed": sdkFields<"response.completed">()(["response"]),
+  "response.output_item.added": sdkFields<"response.output_item.added">()(["output_index", "item"]),
+  "response.output_item.done": sdkFields<"response.output_item.done">()(["output_index", "item"]),
+  "response.content_part.added": sdkFields<"response.content_part.added">()(["output_index", "item_id", "content_index", "part"]),
+  "response.content_part.done": sdkFields<"response.content_part.done">()(["output_index", "item_id", "content_index", "part"]),
+  "response.output_text.delta": sdkFields<"response.output_text.delta">()(["output_index", "item_id", "content_index", "delta", "logprobs"]),
+  "response.output_text.done": sdkFields<"response.output_text.done">()(["output_index", "item_id", "content_index", "text", "logprobs"]),
+  "response.reasoning_text.delta": sdkFields<"response.reasoning_text.delta">()(["output_index", "item_id", "content_index", "delta"]),
+  "response.reasoning_text.done": sdkFields<"response.reasoning_text.done">()(["output_index", "item_id", "content_index", "text"]),
+  "response.function_call_arguments.delta": sdkFields<"response.function_call_arguments.delta">()(["output_index", "item_id", "delta"]),
+  // + name: OpenAI's API reference and its Python types (which vLLM emits) carry it; the TypeScript SDK's type lags
+  "response.function_call_arguments.done": [...sdkFields<"response.function_call_arguments.done">()(["output_index", "item_id", "arguments"]), "name"],
+  error: sdkFields<"error">()(["code", "message", "param"]),
+  // vLLM's (vllm/entrypoints/openai/responses/protocol.py ResponseReasoningPartAddedEvent / DoneEvent)
   "response.reasoning_part.added": ["output_index", "item_id", "content_index", "part"],
   "response.reasoning_part.done": ["output_index", "item_id", "content_index", "part"],
-  "response.reasoning_text.delta": ["output_index", "item_id", "content_index", "delta"],
-  "response.reasoning_text.done": ["output_index", "item_id", "content_index", "text"],
-  "response.function_call_arguments.delta": ["output_index", "item_id", "delta"],
-  "response.function_call_arguments.done": ["output_index", "item_id", "arguments", "name"],
-  error: ["code", "message", "param"],
 };
 
 /** Output item and content part fields (OpenAI's ResponseOutputMessage, ResponseReasoningItem, ResponseFunctionToolCall). */

@@ -15,7 +15,7 @@ import { anthropicRequestId } from "./errors.ts";
 import { messageBody } from "./message-response.ts";
 import { messageEvents, messageSseResponse } from "./message-stream.ts";
 import { countMessageTokens, prepareMessage } from "./prepare.ts";
-import { budgetedOutputs } from "./thinking-budget.ts";
+import { withThinkingBudget } from "./thinking-budget.ts";
 
 function jsonResponse(body: unknown, requestId: string): Response {
   return new Response(JSON.stringify(body), { status: 200, headers: { "content-type": "application/json;charset=utf-8", "request-id": requestId } });
@@ -23,18 +23,18 @@ function jsonResponse(body: unknown, requestId: string): Response {
 
 export async function createMessage(options: ServerOptions, body: unknown, context: RequestContext): Promise<Response> {
   const prepared = await prepareMessage(options, body, context);
-  const { request, answer } = prepared;
+  const { answer } = prepared;
+  const request = withThinkingBudget(options, prepared);
   const requestId = anthropicRequestId(context.requestIdHeader);
   const abort = linkAbort(context.clientSignal, options.shutdownSignal, () => options.log(`${answer.id} aborted: the client disconnected`));
-  const outputs = budgetedOutputs(options, prepared, abort);
   if (!prepared.stream) {
     try {
-      return jsonResponse(messageBody(answer, await collectGeneration(options.orchestrator, request, abort, outputs)), requestId);
+      return jsonResponse(messageBody(answer, await collectGeneration(options.orchestrator, request, abort)), requestId);
     } finally {
       abort.dispose();
     }
   }
-  const primedOutputs = await primed(outputs ?? generateOutputs(options.orchestrator, request, abort)).catch((error: unknown) => {
+  const primedOutputs = await primed(generateOutputs(options.orchestrator, request, abort)).catch((error: unknown) => {
     abort.dispose();
     throw error;
   });

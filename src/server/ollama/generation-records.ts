@@ -28,6 +28,8 @@ export interface OllamaAnswer {
   readonly numPromptTokens: number;
   /** performance.now() when the HTTP request arrived (total_duration) */
   readonly startedPerfMs: number;
+  /** ms the request waited for the model's load (the several-models router's; 0 = loaded already) */
+  readonly loadMs?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -73,7 +75,7 @@ export function wholeRecord(answer: OllamaAnswer, result: GenerationResult): Jso
   return {
     ...record(answer, { content, thinking, ...(toolCalls ? { toolCalls } : {}) }, true),
     done_reason: doneReason(choice.finishReason),
-    ...durationFields({ totalMs: performance.now() - answer.startedPerfMs, times: result.times, numPromptTokens: result.numPromptTokens, numGeneratedTokens: choice.numGeneratedTokens }),
+    ...durationFields({ totalMs: performance.now() - answer.startedPerfMs, loadMs: answer.loadMs ?? 0, times: result.times, numPromptTokens: result.numPromptTokens, numGeneratedTokens: choice.numGeneratedTokens }),
     ...logprobsOf(answer, choice.logprobs),
   };
 }
@@ -111,14 +113,14 @@ export async function* streamRecords(answer: OllamaAnswer, outputs: AsyncIterabl
     yield {
       ...record(answer, { content: "", thinking: null }, true),
       done_reason: doneReason(o.finishReason),
-      ...durationFields({ totalMs: performance.now() - answer.startedPerfMs, times: output.times, numPromptTokens, numGeneratedTokens: o.numGeneratedTokens }),
+      ...durationFields({ totalMs: performance.now() - answer.startedPerfMs, loadMs: answer.loadMs ?? 0, times: output.times, numPromptTokens, numGeneratedTokens: o.numGeneratedTokens }),
     };
     return;
   }
 }
 
 /** Ollama's answer to an empty prompt or conversation: the model is (already) loaded (done_reason "load"). */
-export function loadRecord(model: string, shape: OllamaAnswer["shape"]): Json {
+export function loadRecord(model: string, shape: OllamaAnswer["shape"], reason: "load" | "unload" = "load"): Json {
   const base = { model, created_at: new Date().toISOString() };
-  return shape === "generate" ? { ...base, response: "", done: true, done_reason: "load" } : { ...base, message: { role: "assistant", content: "" }, done: true, done_reason: "load" };
+  return shape === "generate" ? { ...base, response: "", done: true, done_reason: reason } : { ...base, message: { role: "assistant", content: "" }, done: true, done_reason: reason };
 }

@@ -1,9 +1,10 @@
 /**
  * `keep_alive` (ollama api/types.go Duration.UnmarshalJSON): a JSON number is seconds (fractions allowed), a string is
  * a Go duration ("5m", "1h30m", "300ms", "-1m"), any negative means forever; omitted = 5 minutes (OLLAMA_KEEP_ALIVE's
- * default). fennec serves one model for the life of the server, so the value cannot unload anything: it sets the
- * expiry /api/ps reports (the last request's end + keep_alive). `0` asks Ollama to unload the model at once, which
- * fennec cannot do with its only model: it is refused with a 400 that says so, never silently accepted.
+ * default). Behind the several-models registry (server/model-router.ts) the router applies it: the model is unloaded
+ * when idle past it, `0` unloads it as soon as the request ends, and the next request loads it again, as Ollama does.
+ * A server of one model serves it for its whole life: there the value sets the expiry /api/ps reports (the last
+ * request's end + keep_alive), and `0`, which asks to unload the model at once, is refused with a 400 that says so.
  * @example parseKeepAlive("1h30m") // 5400000
  */
 import { ApiError } from "../errors.ts";
@@ -34,8 +35,11 @@ export function parseGoDurationMs(text: string): number | null {
   return sign * total;
 }
 
-/** A request's keep_alive in ms: Infinity = forever; absent = the default. Throws Ollama-style 400s. */
-export function parseKeepAlive(value: unknown): number {
+/**
+ * A request's keep_alive in ms: Infinity = forever; absent = the default. `unloadable`: a registry in front of this
+ * model applies keep_alive (0 unloads it); otherwise 0 is refused. Throws Ollama-style 400s.
+ */
+export function parseKeepAlive(value: unknown, unloadable = false): number {
   if (value === undefined || value === null) return DEFAULT_KEEP_ALIVE_MS;
   let ms: number | null;
   if (typeof value === "number" && Number.isFinite(value)) ms = value * 1000;
@@ -44,8 +48,8 @@ export function parseKeepAlive(value: unknown): number {
     if (ms === null) throw new ApiError("badRequest", `time: invalid duration "${value}" (keep_alive takes a number of seconds or a duration such as "5m", "1h30m" or "-1")`);
   } else throw new ApiError("badRequest", "keep_alive must be a number of seconds or a duration string such as \"5m\"");
   if (ms < 0) return Infinity;
-  if (ms === 0) {
-    throw new ApiError("badRequest", "keep_alive 0 asks to unload the model, but fennec serves a single model for the life of the server and cannot unload it: leave keep_alive out, or give a positive duration or -1");
+  if (ms === 0 && !unloadable) {
+    throw new ApiError("badRequest", "keep_alive 0 asks to unload the model, but this server serves a single model for its whole life and cannot unload it (a server of several models, `fennec serve a.gguf b.gguf`, unloads on keep_alive 0): leave keep_alive out, or give a positive duration or -1");
   }
   return ms;
 }

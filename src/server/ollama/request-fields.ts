@@ -70,8 +70,11 @@ function refuseTrue(body: Body, key: string, why: string): void {
   if (optionalBoolean(body, key) === true) throw new ApiError("badRequest", `${key} true is not supported by fennec: ${why}`);
 }
 
-/** `modelDefaults`: the server's --generation-config as Ollama options (options-table.ts modelParameters). */
-export function commonFields(body: Body, modelDefaults: Readonly<Record<string, number>> = {}): CommonFields {
+/**
+ * `modelDefaults`: the server's --generation-config as Ollama options (options-table.ts modelParameters);
+ * `unloadable`: a registry in front applies keep_alive, so 0 (unload) is honoured there (keep-alive.ts).
+ */
+export function commonFields(body: Body, modelDefaults: Readonly<Record<string, number>> = {}, unloadable = false): CommonFields {
   refuseTrue(body, "truncate", "it does not cut prompts to fit the context; a prompt that does not fit is a 400 (send truncate false or leave it out)");
   refuseTrue(body, "shift", "it does not shift the context when generation reaches its end; generation stops with done_reason \"length\" (send shift false or leave it out)");
   refuseTrue(body, "_debug_render_only", "it has no render-only mode");
@@ -85,7 +88,7 @@ export function commonFields(body: Body, modelDefaults: Readonly<Record<string, 
     responseFormat: responseFormat(body["format"]),
     think: think(body["think"]),
     logprobs: logprobs ? ((top as number | undefined | null) ?? 0) : null,
-    keepAliveMs: parseKeepAlive(body["keep_alive"]),
+    keepAliveMs: parseKeepAlive(body["keep_alive"], unloadable),
     sampling: ollamaSampling(body["options"], modelDefaults),
   };
 }

@@ -22,7 +22,7 @@ import { fimPrompt, fimTokens, generateInput } from "./generate-request.ts";
 import { vllmFields, withOllamaSampling } from "./generation-sampling.ts";
 import { loadRecord, streamRecords, wholeRecord, type OllamaAnswer } from "./generation-records.ts";
 import { embed, legacyEmbedding } from "./embed.ts";
-import { KeepAliveClock } from "./keep-alive.ts";
+import { KeepAliveClock, parseKeepAlive } from "./keep-alive.ts";
 import { ModelNames } from "./model-names.ts";
 import { psEntry, tagEntry } from "./model-details.ts";
 import { ndjsonResponse } from "./ndjson-stream.ts";
@@ -31,6 +31,7 @@ import { pullRecords } from "./pull-progress.ts";
 import { bodyObject, commonFields, optionalString, type Body, type CommonFields } from "./request-fields.ts";
 import { showModel } from "./show.ts";
 import { OLLAMA_DOCS } from "./api-docs.ts";
+import { LOAD_MS_HEADER, routedRequests } from "../model-router.ts";
 
 /** The state Ollama's routes keep: the names the model answers to and its keep-alive expiry. */
 interface OllamaState {
@@ -64,10 +65,14 @@ async function respond(options: ServerOptions, state: OllamaState, answer: Ollam
   return ndjsonResponse(streamRecords(answer, outputs), { onCancel: () => abort.clientGone(), onEnd: ended, log: options.log });
 }
 
-/** Ollama's load request (nothing to generate): the model is loaded already; one record either way. */
+/**
+ * Ollama's load request (nothing to generate): the model is loaded already; one record either way. With keep_alive 0
+ * it is Ollama's unload request (server/routes.go: done_reason "unload"): the registry in front unloads the model
+ * when this request ends.
+ */
 function loaded(state: OllamaState, model: string, shape: OllamaAnswer["shape"], fields: CommonFields): Response | Record<string, unknown> {
   state.keepAlive.touch(Date.now(), fields.keepAliveMs);
-  const record = loadRecord(model, shape);
+  const record = loadRecord(model, shape, fields.keepAliveMs === 0 ? "unload" : "load");
   if (!fields.stream) return record;
   return ndjsonResponse((async function* () { yield record; })(), { onCancel: () => {}, onEnd: () => {}, log: () => {} });
 }
@@ -77,29 +82,45 @@ function requestIds(context: RequestContext): { requestId: string; externalReque
   return { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id };
 }
 
-export async function chat(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext): Promise<Response | Record<string, unknown>> {
+/** The several-models router's facts of a request it forwarded; a request from a client directly has neither. */
+export interface Routed {
+  /** the router applies keep_alive through the registry (0 unloads) */
+  readonly unloadable: boolean;
+  /** ms the request waited for the model's load */
+  readonly loadMs: number;
+}
+
+const DIRECT: Routed = { unloadable: false, loadMs: 0 };
+
+function routedOf(request: Request): Routed {
+  if (!routedRequests.has(request)) return DIRECT;
+  const loadMs = Number(request.headers.get(LOAD_MS_HEADER) ?? 0);
+  return { unloadable: true, loadMs: Number.isFinite(loadMs) && loadMs > 0 ? loadMs : 0 };
+}
+
+export async function chat(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext, routed: Routed = DIRECT): Promise<Response | Record<string, unknown>> {
   const arrivalMs = context.arrivalMs;
   const body = bodyObject(raw);
   const model = state.names.resolve(optionalString(body, "model"));
   refuseOnPoolingModel(options, model, "chat");
   const messages = chatMessages(body);
-  const fields = commonFields(body, modelParameters(options.generationDefaults));
+  const fields = commonFields(body, modelParameters(options.generationDefaults), routed.unloadable);
   const generationBody = chatGenerationBody(options, model, body, messages, fields);
   if (messages.length === 0) return loaded(state, model, "chat", fields);
   const generation = await prepareChatGeneration(options, generationBody, { maxTokens: { value: fields.sampling.maxTokens, param: "max_tokens" }, logprobs: fields.logprobs });
   const sampling = withOllamaSampling(options, generation, fields.sampling);
-  const answer: OllamaAnswer = { model, shape: "chat", output: generation.output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: generation.promptTokenIds.length, startedPerfMs: context.startedPerfMs };
+  const answer: OllamaAnswer = { model, shape: "chat", output: generation.output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: generation.promptTokenIds.length, startedPerfMs: context.startedPerfMs, loadMs: routed.loadMs };
   return respond(options, state, answer, { ...requestIds(context), promptTokenIds: generation.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
 }
 
-export async function generate(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext): Promise<Response | Record<string, unknown>> {
+export async function generate(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext, routed: Routed = DIRECT): Promise<Response | Record<string, unknown>> {
   const arrivalMs = context.arrivalMs;
   const body = bodyObject(raw);
   const model = state.names.resolve(optionalString(body, "model"));
   refuseOnPoolingModel(options, model, "generate");
   const fim = fimTokens(options.ollama?.metadata);
   const input = generateInput(body, model, fim);
-  const fields = commonFields(body, modelParameters(options.generationDefaults));
+  const fields = commonFields(body, modelParameters(options.generationDefaults), routed.unloadable);
   const vllm = vllmFields(options, model, fields);
   if (input.kind === "load") return loaded(state, model, "generate", fields);
   const choices = { maxTokens: { value: fields.sampling.maxTokens, param: "max_tokens" as const }, logprobs: fields.logprobs };
@@ -119,7 +140,7 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
     prepared = first!;
   }
   const sampling = withOllamaSampling(options, prepared, fields.sampling);
-  const answer: OllamaAnswer = { model, shape: "generate", output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: prepared.promptTokenIds.length, startedPerfMs: context.startedPerfMs };
+  const answer: OllamaAnswer = { model, shape: "generate", output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: prepared.promptTokenIds.length, startedPerfMs: context.startedPerfMs, loadMs: routed.loadMs };
   return respond(options, state, answer, { ...requestIds(context), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
 }
 
@@ -169,16 +190,22 @@ export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] 
   const detail = (route: keyof typeof OLLAMA_DOCS, summary: string, description: string) => ({ detail: docs(route, summary, description) });
   const withBody = (route: keyof typeof OLLAMA_DOCS, summary: string, description: string) => ({ parse: jsonBody, detail: docs(route, summary, description) });
   return new Elysia({ name: "ollama" })
-    .post("/api/chat", ({ body, request }) => track(() => chat(options, state, body, contexts.of(request))), withBody("chat", "Chat (Ollama)", "Ollama's /api/chat: an NDJSON stream of records by default, one JSON with `stream: false`."))
-    .post("/api/generate", ({ body, request }) => track(() => generate(options, state, body, contexts.of(request))), withBody("generate", "Generate (Ollama)", "Ollama's /api/generate: the prompt through the chat template (or `raw`), streamed as NDJSON by default."))
-    .post("/api/embed", ({ body, request }) => track(() => {
+    .post("/api/chat", ({ body, request }) => track(() => chat(options, state, body, contexts.of(request), routedOf(request))), withBody("chat", "Chat (Ollama)", "Ollama's /api/chat: an NDJSON stream of records by default, one JSON with `stream: false`."))
+    .post("/api/generate", ({ body, request }) => track(() => generate(options, state, body, contexts.of(request), routedOf(request))), withBody("generate", "Generate (Ollama)", "Ollama's /api/generate: the prompt through the chat template (or `raw`), streamed as NDJSON by default."))
+    .post("/api/embed", ({ body, request }) => track(async () => {
       const b = bodyObject(body);
-      return embed(options, state.names.resolve(modelField(b)), b, contexts.of(request));
+      const keepAliveMs = parseKeepAlive(b["keep_alive"], routedOf(request).unloadable);
+      const answer = await embed(options, state.names.resolve(modelField(b)), b, contexts.of(request));
+      state.keepAlive.touch(Date.now(), keepAliveMs);
+      return answer;
     }), withBody("embed", "Embed (Ollama)", "Ollama's /api/embed: L2-normalised vectors of an embedding model."))
-    .post("/api/embeddings", ({ body, request }) => track(() => {
+    .post("/api/embeddings", ({ body, request }) => track(async () => {
       const b = bodyObject(body);
       state.names.resolve(modelField(b));
-      return legacyEmbedding(options, b, contexts.of(request));
+      const keepAliveMs = parseKeepAlive(b["keep_alive"], routedOf(request).unloadable);
+      const answer = await legacyEmbedding(options, b, contexts.of(request));
+      state.keepAlive.touch(Date.now(), keepAliveMs);
+      return answer;
     }), withBody("embeddings", "Embedding, older form (Ollama)", "Ollama's /api/embeddings: one vector, not normalised."))
     .get("/api/tags", () => ({ models: state.names.list().map((name) => tagEntry(options, name)) }), detail("tags", "List models (Ollama)", "The served model under each of its names."))
     .get("/api/ps", () => ({ models: state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())) }), detail("ps", "Running models (Ollama)", "The served model (always loaded) with the keep-alive expiry of its latest request."))

@@ -345,6 +345,30 @@ function drawMetrics(): void {
     ]),
   ].join("");
   drawStages(now, last);
+  drawEndpoints(now);
+}
+
+/** Every API dialect fennec speaks, by its routes (the handler label of http_requests_total); first match wins. */
+const DIALECTS: readonly (readonly [RegExp, string])[] = [
+  [/^\/v1\/responses/, "OpenAI Responses"], [/^\/v1\/messages/, "Anthropic Messages"], [/^\/api\//, "Ollama"], [/^\/(v1|v2)\/|^\/(tokenize|detokenize|pooling|classify|score|rerank|invocations)/, "OpenAI / vLLM"],
+];
+
+const dialectOf = (handler: string): string | null => DIALECTS.find(([re]) => re.test(handler))?.[1] ?? null;
+
+/** One row per API route that was called, grouped by dialect: the HTTP series the server keeps for every dialect. */
+function drawEndpoints(now: Sample[]): void {
+  const handlers = labelValues(now, "http_requests_total", "handler").filter((h) => dialectOf(h) !== null);
+  handlers.sort((a, b) => dialectOf(a)!.localeCompare(dialectOf(b)!) || a.localeCompare(b));
+  if (handlers.length === 0) {
+    $("endpoints").innerHTML = "";
+    return;
+  }
+  const rows = handlers.map((h) => {
+    const ok = sumOf(now, "http_requests_total", { handler: h, status: "2xx" });
+    const all = sumOf(now, "http_requests_total", { handler: h });
+    return `<tr data-handler="${h}"><td>${dialectOf(h)}</td><td><code>${h}</code></td><td>${ok}</td><td>${all - ok}</td></tr>`;
+  }).join("");
+  $("endpoints").innerHTML = `<h3>Requests by API</h3><table id="endpoint-table"><tr><th>dialect</th><th>route</th><th>answered (2xx)</th><th>refused or failed</th></tr>${rows}</table>`;
 }
 
 /** With a pipeline (several engines, vLLM-Omni stages): one row per stage, and the KV handed between them. */

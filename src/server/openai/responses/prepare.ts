@@ -19,7 +19,7 @@ import { refuseOnPoolingModel } from "../embedding/prepare.ts";
 import { logprobTokenizer } from "../logprobs.ts";
 import type { Tokenizer } from "../../../tokenizer/tokenizer.ts";
 import { continuesFinalMessage, flatToolName, inputToChatMessages } from "./input-items.ts";
-import type { ResponsesBody } from "./request-schema.ts";
+import { ResponsesRequest, type ResponsesBody } from "./request-schema.ts";
 import type { ResponseStore } from "./response-store.ts";
 
 /** What the answer depends on, fixed before generation starts. */
@@ -172,11 +172,19 @@ function withDefaults(body: ResponsesBody, defaults: Readonly<Record<string, num
   };
 }
 
+/** vLLM's DEBUG line for the top-level fields no row of the request schema names (protocol.py OpenAIBaseModel
+ * __log_extra_fields__): the request is answered, as vLLM answers it; Codex's fields are all declared. */
+function logUnknownFields(options: ServerOptions, keys: readonly string[] | null): void {
+  const unknown = (keys ?? []).filter((k) => !(k in ResponsesRequest.properties));
+  if (unknown.length > 0) options.log(`The following fields were present in the request but ignored: {${unknown.map((k) => `'${k}'`).join(", ")}}`, "DEBUG");
+}
+
 export async function prepareResponse(options: ServerOptions, body: ResponsesBody, context: RequestContext, store: ResponseStore): Promise<PreparedResponse> {
   const arrivalMs = context.arrivalMs;
   checkModel(body.model, options.servedModelName);
   refuseOnPoolingModel(options, "Responses");
   refuseFields(body);
+  logUnknownFields(options, context.bodyKeys);
   const storeIt = body.store ?? true;
   const background = body.background ?? false;
   if (background && !storeIt) throw bad("background", "background can only be used when `store` is true");
