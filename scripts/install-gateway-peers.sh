@@ -32,9 +32,9 @@ install_epp() {
     if ! grep -qx "module $EPP_MODULE" "$EPP_SOURCE_DIR/go.mod" 2>/dev/null; then
       unavailable epp "EPP_SOURCE_DIR=$EPP_SOURCE_DIR is not a checkout of $EPP_MODULE"; return 0
     fi
-    (cd "$EPP_SOURCE_DIR" && go build -trimpath -o "$cache/bin/epp" ./cmd/epp) >"$log" 2>&1
+    (cd "$EPP_SOURCE_DIR" && go build -o "$cache/bin/epp" ./cmd/epp) >"$log" 2>&1
   else
-    (cd "$cache" && GOBIN="$cache/bin" go install -trimpath "$EPP_MODULE/cmd/epp@$EPP_VERSION") >"$log" 2>&1
+    (cd "$cache" && GOBIN="$cache/bin" go install "$EPP_MODULE/cmd/epp@$EPP_VERSION") >"$log" 2>&1
   fi
   if [ -x "$cache/bin/epp" ]; then
     printf '%s\n' "$want" >"$cache/bin/epp.version"; rm -f "$cache/epp.unavailable"

@@ -233,6 +233,13 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
   }, 120_000);
 
   afterAll(async () => {
+    // GATEWAY_TEST_LOGS=<dir> keeps the peers' logs (the picker's choices and KV-event ingestion) for a look afterwards
+    const keep = process.env.GATEWAY_TEST_LOGS;
+    if (keep) {
+      for (const [name, proc] of [["epp", epp], ["envoy", envoy], ["render", render], ...replicas.map((r, i) => [`replica-${i}`, r.proc] as const)] as const) {
+        if (proc) writeFileSync(join(keep, `${name}.log`), proc.log());
+      }
+    }
     await envoy?.stop();
     await epp?.stop();
     await Promise.all(replicas.map((r) => r.proc?.stop()));
@@ -254,7 +261,9 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
       `prefix-cache hit rate ${(100 * viaGateway.hitRate).toFixed(1)}% through the picker, ${(100 * rr.hitRate).toFixed(1)}% round robin; ` +
       `groups per replica: ${viaGateway.groupOf.map((s) => replicas.indexOf(s[0]!)).join(",")}`);
     expect(share).toBeGreaterThanOrEqual(0.9);
-    expect(viaGateway.hitRate).toBeGreaterThan(rr.hitRate);
+    // by a clear margin: with every follower on its prefix's replica 5 of 6 requests per prefix hit it, round robin
+    // over 3 replicas 3 of 6; a picker blind to the KV events scores within a few points of round robin
+    expect(viaGateway.hitRate).toBeGreaterThan(rr.hitRate + 0.1);
   }, 120_000);
 
   test("(c) a replica that is stopped and taken out of the endpoints file gets no more traffic", async () => {
