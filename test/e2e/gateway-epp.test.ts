@@ -5,7 +5,9 @@
  * and queue scorers) and a fourth server's /v1/completions/render (the prompt's token ids). Envoy's ORIGINAL_DST
  * cluster sends the request where the picker's x-gateway-destination-endpoint header says.
  * Peers: scripts/install-gateway-peers.sh (pinned versions; .ci/run installs them). Configs: test/fixtures/gateway/.
- * Which replica served a request is read from the replicas' own vllm:request_success_total (and Envoy's access log).
+ * Which replica served a request is read from the replicas' own vllm:request_success_total (Envoy's access log, kept
+ * with GATEWAY_TEST_LOGS=<dir>, names it too). Outside Kubernetes the picker binds one SUB socket and every replica's
+ * PUB connects to it (`discoverPods: false`); deploy/kubernetes/epp.yaml has it dial each pod instead.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -183,8 +185,9 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
       moved = (await Promise.all(live.map(successTotal))).map((v, i) => v - before[i]!);
       return moved.some((d) => d > 0);
     }, 5_000);
-    expect(moved.sort()).toEqual([...Array(live.length - 1).fill(0), 1]);
-    return live[(await Promise.all(live.map(successTotal))).findIndex((v, i) => v - before[i]! === 1)]!;
+    const index = moved.indexOf(1);
+    expect([...moved].sort()).toEqual([...Array(live.length - 1).fill(0), 1]);
+    return live[index]!;
   }
 
   /** One phase of traffic, round by round; a short pause after the first round lets the KV events reach the picker. */
@@ -232,7 +235,7 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     writeFileSync(envoyFile, fill(readFileSync(join(FIXTURES, "envoy.yaml"), "utf8"), {
       ENVOY_PORT: envoyPort, ENVOY_ADMIN_PORT: adminPort, EPP_GRPC_PORT: grpcPort,
     }));
-    envoy = spawnLogged([ENVOY, "-c", envoyFile, "--log-level", "warn", "--concurrency", "1", "--base-id", String(envoyPort)]);
+    envoy = spawnLogged([ENVOY, "-c", envoyFile, "--log-level", "warn", "--concurrency", "1", "--disable-hot-restart"]);
     gateway = `http://127.0.0.1:${envoyPort}`;
     await until("envoy /ready", async () => (await fetch(`http://127.0.0.1:${adminPort}/ready`)).status === 200, 30_000, logs);
     // the picker is ready once a request through the gateway is answered
