@@ -191,7 +191,7 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
   }
 
   /** One phase of traffic, round by round; a short pause after the first round lets the KV events reach the picker. */
-  async function run(set: number, target: (i: number) => { base: string; live: readonly Replica[] }): Promise<{ groupOf: Replica[][]; hitRate: number }> {
+  async function run(set: number, target: (i: number) => { base: string; live: readonly Replica[] }): Promise<{ groupOf: Replica[][]; hitRate: number; hits: number; queries: number }> {
     const before = await prefixCache();
     const groupOf: Replica[][] = Array.from({ length: GROUPS }, () => []);
     const requests = traffic(set);
@@ -201,7 +201,8 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
       groupOf[group]!.push(await servedBy(live, base, prompt));
     }
     const after = await prefixCache();
-    return { groupOf, hitRate: (after.hits - before.hits) / (after.queries - before.queries) };
+    const [hits, queries] = [after.hits - before.hits, after.queries - before.queries];
+    return { groupOf, hitRate: hits / queries, hits, queries };
   }
 
   beforeAll(async () => {
@@ -258,9 +259,13 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
   });
 
   test("(a, b) requests sharing a long prefix land on the replica that holds it; more prefix-cache hits than round robin", async () => {
-    // round robin: the same shape of traffic (another text, so that no block of it is cached yet) to the replicas in turn
-    const rr = await run(1, (i) => ({ base: replicas[i % replicas.length]!.url, live: replicas }));
     const viaGateway = await run(2, () => ({ base: gateway, live: replicas }));
+    // round robin: the same requests in the same order to the replicas in turn, straight, on empty caches again
+    await Promise.all(replicas.map(async (r) => {
+      await r.proc.stop();
+      r.proc = await startReplica(r.host, r.port);
+    }));
+    const rr = await run(2, (i) => ({ base: replicas[i % replicas.length]!.url, live: replicas }));
     let followers = 0, onHolder = 0;
     for (const served of viaGateway.groupOf) {
       followers += served.length - 1;
@@ -268,7 +273,8 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     }
     const share = onHolder / followers;
     console.log(`gateway-epp: ${onHolder}/${followers} requests after the first of their prefix landed on its replica (${(100 * share).toFixed(1)}%); ` +
-      `prefix-cache hit rate ${(100 * viaGateway.hitRate).toFixed(1)}% through the picker, ${(100 * rr.hitRate).toFixed(1)}% round robin; ` +
+      `prefix-cache hit rate ${(100 * viaGateway.hitRate).toFixed(1)}% through the picker (${viaGateway.hits}/${viaGateway.queries} prompt tokens), ` +
+      `${(100 * rr.hitRate).toFixed(1)}% round robin (${rr.hits}/${rr.queries}); ` +
       `groups per replica: ${viaGateway.groupOf.map((s) => replicas.indexOf(s[0]!)).join(",")}`);
     // the picker's own count of the KV-event batches it took from the replicas
     const received = await eppMetric(RECEIVED);
