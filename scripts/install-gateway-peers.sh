@@ -8,6 +8,8 @@
 # A peer that cannot be had here (the Go module proxy refuses the module, no PyPI) is reported on stderr and
 # written to <peer>.unavailable, and the script still exits 0: the gateway test then skips and prints that reason.
 # EPP_SOURCE_DIR=<a checkout of llm-d-router at EPP_VERSION> builds from that tree instead of the module proxy.
+# The first EPP build takes about 4 CPU-minutes plus the download of its Go modules (19 min wall on a busy 2-core box);
+# Go's build cache makes a rebuild of the same tree take seconds.
 set -uo pipefail
 EPP_MODULE=github.com/llm-d/llm-d-router
 EPP_VERSION=v0.10.0
@@ -31,6 +33,11 @@ install_epp() {
   if [ -n "${EPP_SOURCE_DIR:-}" ]; then
     if ! grep -qx "module $EPP_MODULE" "$EPP_SOURCE_DIR/go.mod" 2>/dev/null; then
       unavailable epp "EPP_SOURCE_DIR=$EPP_SOURCE_DIR is not a checkout of $EPP_MODULE"; return 0
+    fi
+    # a git checkout must be at the pinned tag (an exported tree, without .git, is taken as given)
+    local tag
+    if tag=$(git -C "$EPP_SOURCE_DIR" describe --tags --exact-match 2>/dev/null) && [ "$tag" != "$EPP_VERSION" ]; then
+      unavailable epp "EPP_SOURCE_DIR=$EPP_SOURCE_DIR is at $tag, not $EPP_VERSION"; return 0
     fi
     (cd "$EPP_SOURCE_DIR" && go build -o "$cache/bin/epp" ./cmd/epp) >"$log" 2>&1
   else
