@@ -205,29 +205,29 @@ describe("the endpoint picker: what the gateway test runs", () => {
     expect(configArg).toBe(`--config-file=${mount.mountPath}/epp-config.yaml`);
   });
 
-  test("the same scorers, weights, hashing and tokenizer as the test's config; only discovery and the KV-event sockets differ", () => {
-    expect(eppConfig.schedulingProfiles).toEqual(fixture.schedulingProfiles);
-    const types = (c: EppConfig) => c.plugins.map((p) => p.type).sort();
-    // the test finds replicas in a file, the cluster through the InferencePool (whose pod events start the per-pod subscribers)
-    expect(types(eppConfig).filter((t) => t !== "endpoint-notification-source")).toEqual(types(fixture).filter((t) => t !== "file-discovery"));
-    for (const type of ["prefix-cache-scorer", "kv-cache-utilization-scorer", "queue-scorer", "max-score-picker", "single-profile-handler", "core-metrics-extractor"]) {
-      expect({ type, parameters: eppPlugin(type).parameters }).toEqual({ type, parameters: eppPlugin(type, fixture).parameters });
-    }
-    const producer = eppPlugin("precise-prefix-cache-producer").parameters!;
-    const testProducer = eppPlugin("precise-prefix-cache-producer", fixture).parameters!;
-    expect(producer["tokenProcessorConfig"]).toEqual(testProducer["tokenProcessorConfig"]);
-    expect(producer["kvEventsConfig"].topicFilter).toBe(testProducer["kvEventsConfig"].topicFilter);
-    // the cluster: the picker dials every pod's KV-event port, where each engine binds its PUB socket
-    const engine = templateOf(named("Deployment", "fennec-decode")).spec.containers.find((c) => c.args?.[0] === "serve")!;
-    const events = JSON.parse(engine.args!.find((a) => a.startsWith("--kv-events-config="))!.slice("--kv-events-config=".length)) as { endpoint: string; topic: string };
-    expect(producer["kvEventsConfig"]).toMatchObject({ discoverPods: true, podDiscoveryConfig: { socketPort: Number(events.endpoint.split(":").pop()) } });
-    expect(events.topic.startsWith(producer["kvEventsConfig"].topicFilter)).toBe(true);
-    // the hash seed the engines' PYTHONHASHSEED gives, and the tokenizer on the EPP pod's loopback serving the engines' model
-    expect(envOf(engine)["PYTHONHASHSEED"]).toBe(producer["tokenProcessorConfig"].hashSeed);
+  test("the test's config, but for the discovery (the InferencePool, not a file) and where the tokenizer listens", () => {
+    const clusterForm = structuredClone(fixture) as { plugins: EppConfig["plugins"][number][]; dataLayer: Record<string, unknown> };
+    clusterForm.plugins = clusterForm.plugins.filter((p) => p.type !== "file-discovery");
+    delete clusterForm.dataLayer["discovery"];
+    const tokenizer = (c: { plugins: EppConfig["plugins"] }) => c.plugins.find((p) => p.type === "token-producer")!.parameters!;
     const render = templateOf(named("Deployment", "fennec-epp")).spec.containers.find((c) => c.name === "render")!;
     const renderArgs = parseCommandArgs("serve", render.args!.slice(1));
     if (!renderArgs.ok) throw new Error(renderArgs.error);
-    expect(eppPlugin("token-producer").parameters!["vllm"].url).toBe(`http://${renderArgs.value.host}:${renderArgs.value.port}`);
-    expect(eppPlugin("token-producer").parameters!["modelName"]).toBe(events.topic.split("@")[2]);
+    const engine = templateOf(named("Deployment", "fennec-decode")).spec.containers.find((c) => c.args?.[0] === "serve")!;
+    const events = JSON.parse(engine.args!.find((a) => a.startsWith("--kv-events-config="))!.slice("--kv-events-config=".length)) as { endpoint: string; topic: string };
+    // the fixture's ${MODEL} and ${RENDER_URL}: the engines' model, the fennec on the picker pod's loopback
+    tokenizer(clusterForm)["modelName"] = events.topic.split("@")[2];
+    tokenizer(clusterForm)["vllm"] = { url: `http://${renderArgs.value.host}:${renderArgs.value.port}` };
+    expect(eppConfig).toEqual(clusterForm as unknown as EppConfig);
+    // what the config says about the engines holds for the manifests' engines: the port of their /metrics, the port
+    // their KV-event PUB socket is bound on, the topic prefix, the hash seed
+    const producer = eppPlugin("precise-prefix-cache-producer").parameters!;
+    expect(producer["kvEventsConfig"].podDiscoveryConfig.socketPort).toBe(Number(events.endpoint.split(":").pop()));
+    expect(events.endpoint.startsWith("tcp://*:")).toBe(true);
+    expect(events.topic.startsWith(producer["kvEventsConfig"].topicFilter)).toBe(true);
+    expect(envOf(engine)["PYTHONHASHSEED"]).toBe(producer["tokenProcessorConfig"].hashSeed);
+    const engineArgs = parseCommandArgs("serve", engine.args!.slice(1));
+    if (!engineArgs.ok) throw new Error(engineArgs.error);
+    expect(eppPlugin("metrics-data-source").parameters!["port"]).toBe(Number(engineArgs.value.port));
   });
 });

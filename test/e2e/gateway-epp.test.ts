@@ -5,11 +5,13 @@
  * and queue scorers) and a fourth server's /v1/completions/render (the prompt's token ids). Envoy's ORIGINAL_DST
  * cluster sends the request where the picker's x-gateway-destination-endpoint header says.
  * Peers: scripts/install-gateway-peers.sh (pinned versions; .ci/run installs them). Configs: test/fixtures/gateway/.
- * Which replica served a request is read from the replicas' own vllm:request_success_total (Envoy's access log, kept
- * with GATEWAY_TEST_LOGS=<dir>, names it too). Outside Kubernetes the picker binds one SUB socket and every replica's
- * PUB connects to it (`discoverPods: false`); deploy/kubernetes/epp.yaml has it dial each pod instead.
+ * Each replica runs in a network namespace the test makes (as a pod has its own IP), so that every one binds its
+ * KV-event PUB socket on its own address, port 5556, and the picker dials each, as deploy/kubernetes/epp.yaml has it;
+ * the engine listens on port 8200 there. Which replica served a request is read from the replicas' own
+ * vllm:request_success_total (Envoy's access log, kept with GATEWAY_TEST_LOGS=<dir>, names it too).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,19 +33,23 @@ function missingPeers(): string | null {
     const why = join(PEERS, `${name}.unavailable`);
     missing.push(`${name}: ${existsSync(why) ? readFileSync(why, "utf8").trim() : `not installed at ${path}`}`);
   }
-  return missing.length === 0 ? null : `needs the gateway peers from scripts/install-gateway-peers.sh (${missing.join("; ")})`;
+  if (missing.length > 0) return `needs the gateway peers from scripts/install-gateway-peers.sh (${missing.join("; ")})`;
+  if (process.getuid?.() !== 0 || spawnSync("ip", ["netns", "list"]).status !== 0) return "needs root and iproute2 (`ip netns`) for the replicas' network namespaces";
+  return null;
 }
 const skipReason = missingPeers();
 if (skipReason) console.warn(`gateway-epp.test.ts skipped: ${skipReason}`);
 
-const REPLICA_HOSTS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"] as const;
+const REPLICAS = 3;
+/** The engine's port and its KV-event port in every replica's namespace: deploy/kubernetes's engine and kv-events ports. */
+const ENGINE_PORT = 8200;
+const KV_EVENTS_PORT = 5556;
 /** Traffic shape: GROUPS long shared prefixes, ROUNDS requests each, sent round by round (g0 g1 g2 g3, g0 g1 ...). */
 const GROUPS = 4;
 const ROUNDS = 6;
 const MAX_TOKENS = 2;
 const RECEIVED = "llm_d_router_epp_kv_cache_events_messages_received_total";
-const RECONNECTIONS = "llm_d_router_epp_kv_cache_events_subscriber_reconnections_total";
-const ZMQ_ERRORS = "llm_d_router_epp_kv_cache_events_zmq_errors_total";
+const SUBSCRIBERS = "llm_d_router_epp_kv_cache_events_active_subscribers";
 
 interface Proc {
   readonly child: ReturnType<typeof Bun.spawn>;
@@ -97,6 +103,7 @@ const fill = (template: string, values: Record<string, string | number>): string
   });
 
 interface Replica {
+  readonly ns: string;
   readonly host: string;
   readonly port: number;
   readonly url: string;
@@ -126,12 +133,42 @@ function traffic(set: number): { group: number; round: number; prompt: string }[
   return out;
 }
 
+/** `ip` as root, throwing with its message when it fails. */
+function ip(...args: string[]): void {
+  const r = spawnSync("ip", args, { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`ip ${args.join(" ")}: ${r.stderr.trim()}`);
+}
+
+/**
+ * Namespace fgw<pid>-<i> with a veth pair to this one: 10.231.<net>.<4i+1> here, 10.231.<net>.<4i+2> inside (a /30
+ * each; <net> from the pid, so two runs do not share a subnet). Namespaces an earlier run of this test left behind
+ * (its process gone) are removed first.
+ */
+function makeNamespaces(count: number): { ns: string; address: string }[] {
+  const listed = spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout;
+  for (const m of listed.matchAll(/^fgw(\d+)-\d+/gm)) {
+    if (spawnSync("kill", ["-0", m[1]!]).status !== 0) spawnSync("ip", ["netns", "del", m[0]]);
+  }
+  const net = 100 + (process.pid % 100);
+  return Array.from({ length: count }, (_, i) => {
+    const ns = `fgw${process.pid}-${i}`;
+    const [outer, inner] = [`fgw${process.pid % 100000}h${i}`, `fgw${process.pid % 100000}n${i}`];
+    ip("netns", "add", ns);
+    ip("link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns);
+    ip("addr", "add", `10.231.${net}.${4 * i + 1}/30`, "dev", outer);
+    ip("link", "set", outer, "up");
+    ip("-n", ns, "addr", "add", `10.231.${net}.${4 * i + 2}/30`, "dev", inner);
+    ip("-n", ns, "link", "set", inner, "up");
+    ip("-n", ns, "link", "set", "lo", "up");
+    return { ns, address: `10.231.${net}.${4 * i + 2}` };
+  });
+}
+
 describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's endpoint picker", () => {
   const dir = mkdtempSync(join(tmpdir(), "fennec-gateway-"));
   const endpointsFile = join(dir, "endpoints.yaml");
   const replicas: Replica[] = [];
   let model = "";
-  let kvEventsPort = 0;
   let render: Proc | undefined;
   let epp: Proc | undefined;
   let envoy: Proc | undefined;
@@ -148,12 +185,12 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     renameSync(`${endpointsFile}.tmp`, endpointsFile);
   }
 
-  /** One replica: KV events connected to the picker's SUB socket, naming itself kv@<address:port>@<model>. */
-  async function startReplica(host: string, port: number): Promise<Proc> {
-    const events = { enable_kv_cache_events: true, publisher: "zmq", endpoint: `tcp://127.0.0.1:${kvEventsPort}`, topic: `kv@${host}:${port}@${model}` };
-    const proc = spawnLogged([...serverCommand(), "--host", host, "--port", String(port), "--prefix-caching-hash-algo", "sha256_cbor",
-      "--kv-events-config", JSON.stringify(events)], { PYTHONHASHSEED: "42" });
-    await until(`replica ${host}:${port} /health`, async () => (await fetch(`http://${host}:${port}/health`)).status === 200, 60_000, proc.log);
+  /** One replica in its namespace, with deploy/kubernetes's engine flags: KV events bound on every address there. */
+  async function startReplica(r: Replica): Promise<Proc> {
+    const events = { enable_kv_cache_events: true, publisher: "zmq", endpoint: `tcp://*:${KV_EVENTS_PORT}`, topic: `kv@${r.host}@${model}` };
+    const proc = spawnLogged(["ip", "netns", "exec", r.ns, ...serverCommand(), "--host", "0.0.0.0", "--port", String(r.port),
+      "--prefix-caching-hash-algo", "sha256_cbor", "--kv-events-config", JSON.stringify(events)], { PYTHONHASHSEED: "42" });
+    await until(`replica ${r.url} /health`, async () => (await fetch(`${r.url}/health`)).status === 200, 60_000, proc.log);
     return proc;
   }
 
@@ -213,23 +250,21 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     await until("render server /health", async () => (await fetch(`${renderUrl}/health`)).status === 200, 60_000, render.log);
     model = ((await (await fetch(`${renderUrl}/v1/models`)).json()) as { data: { id: string }[] }).data[0]!.id;
 
-    for (const host of REPLICA_HOSTS) {
-      const port = freePortOn(host);
-      replicas.push({ host, port, url: `http://${host}:${port}`, proc: undefined as unknown as Proc });
+    for (const { ns, address } of makeNamespaces(REPLICAS)) {
+      replicas.push({ ns, host: address, port: ENGINE_PORT, url: `http://${address}:${ENGINE_PORT}`, proc: undefined as unknown as Proc });
     }
+    // the replicas first: the picker dials each one's KV-event socket as soon as the endpoints file names it
+    const started = await Promise.all(replicas.map((r) => startReplica(r)));
+    started.forEach((proc, i) => { replicas[i]!.proc = proc; });
     writeEndpoints(replicas);
 
-    kvEventsPort = freePortOn("127.0.0.1");
     const [grpcPort, healthPort, metricsPort] = [freePortOn("127.0.0.1"), freePortOn("127.0.0.1"), freePortOn("127.0.0.1")];
     const configFile = join(dir, "epp-config.yaml");
     writeFileSync(configFile, fill(readFileSync(join(FIXTURES, "epp-config.yaml"), "utf8"), {
-      ENDPOINTS_FILE: endpointsFile, MODEL: model, RENDER_URL: renderUrl, KV_EVENTS_ENDPOINT: `tcp://127.0.0.1:${kvEventsPort}`,
+      ENDPOINTS_FILE: endpointsFile, MODEL: model, RENDER_URL: renderUrl,
     }));
     eppMetrics = `http://127.0.0.1:${metricsPort}/metrics`;
     epp = spawnLogged([EPP, ...eppFlags(configFile, { grpc: grpcPort, grpcHealth: healthPort, metrics: metricsPort }), ...LOCAL_ONLY_FLAGS]);
-
-    const started = await Promise.all(replicas.map((r) => startReplica(r.host, r.port)));
-    started.forEach((proc, i) => { replicas[i]!.proc = proc; });
 
     const [envoyPort, adminPort] = [freePortOn("127.0.0.1"), freePortOn("127.0.0.1")];
     const envoyFile = join(dir, "envoy.yaml");
@@ -255,6 +290,7 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     await epp?.stop();
     await Promise.all(replicas.map((r) => r.proc?.stop()));
     await render?.stop();
+    for (const r of replicas) spawnSync("ip", ["netns", "del", r.ns]);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -263,7 +299,7 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     // round robin: the same requests in the same order to the replicas in turn, straight, on empty caches again
     await Promise.all(replicas.map(async (r) => {
       await r.proc.stop();
-      r.proc = await startReplica(r.host, r.port);
+      r.proc = await startReplica(r);
     }));
     const rr = await run(2, (i) => ({ base: replicas[i % replicas.length]!.url, live: replicas }));
     let followers = 0, onHolder = 0;
@@ -291,9 +327,8 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     await stopped.proc.stop();
     writeEndpoints(replicas.slice(0, 2));
     await Bun.sleep(1000);
-    // set 2's prefixes included: the picker's index still lists the stopped replica's blocks
-    // every request answered 200 by one of the live replicas (its own counter moved): none went to the stopped one,
-    // where Envoy would have answered 503
+    // set 2's prefixes (some were cached on the stopped replica) and new ones; every request answered 200 by one of the
+    // live replicas (its own counter moved): none went to the stopped one, where Envoy would have answered 503
     const live = replicas.slice(0, 2);
     const served = new Set<Replica>();
     for (const { prompt } of [...traffic(2).slice(0, GROUPS), ...traffic(3).slice(0, 2 * GROUPS)]) served.add(await servedBy(live, gateway, prompt));
@@ -318,7 +353,7 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     writeEndpoints([replicas[1]!]);
     await Bun.sleep(1000);
     await restarting.proc.stop();
-    restarting.proc = await startReplica(restarting.host, restarting.port);
+    restarting.proc = await startReplica(restarting);
     writeEndpoints(replicas.slice(0, 2));
     await Bun.sleep(1500);
     running = false;
@@ -327,9 +362,8 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     expect(failures).toEqual([]);
     expect(sent).toBeGreaterThan(10);
     // back in the file, the restarted replica is chosen again, and its new KV events reach the picker: a prefix it took
-    // first keeps going there. The picker's one SUB socket (go-zeromq/zmq4) ends when any publisher goes away and is
-    // bound again 5 s later (llm-d-router kvevents/zmq_subscriber.go retryInterval): wait for that first.
-    await until("the picker's KV-event socket bound again", async () => (await eppMetric(RECONNECTIONS)) >= (await eppMetric(ZMQ_ERRORS)), 20_000, logs);
+    // first keeps going there. The picker dials the replica's KV-event socket again when the file names it.
+    await until("a KV-event subscriber for each live replica", async () => (await eppMetric(SUBSCRIBERS)) === 2, 20_000, logs);
     await Bun.sleep(500);
     const live = replicas.slice(0, 2);
     let held: string[] | null = null;
