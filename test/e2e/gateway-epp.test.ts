@@ -165,8 +165,8 @@ function makeNamespaces(count: number): { ns: string; address: string }[] {
 }
 
 describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's endpoint picker", () => {
-  const dir = mkdtempSync(join(tmpdir(), "fennec-gateway-"));
-  const endpointsFile = join(dir, "endpoints.yaml");
+  let dir = "";
+  let endpointsFile = "";
   const replicas: Replica[] = [];
   let model = "";
   let render: Proc | undefined;
@@ -243,6 +243,8 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
   }
 
   beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "fennec-gateway-"));
+    endpointsFile = join(dir, "endpoints.yaml");
     // the model server whose render endpoints tokenize prompts for the picker (llm-d runs `vllm launch render` beside it)
     const renderPort = freePortOn("127.0.0.1");
     render = spawnLogged([...serverCommand(), "--host", "127.0.0.1", "--port", String(renderPort)]);
@@ -291,7 +293,7 @@ describe.skipIf(skipReason !== null)("fennec replicas behind Envoy and llm-d's e
     await Promise.all(replicas.map((r) => r.proc?.stop()));
     await render?.stop();
     for (const r of replicas) spawnSync("ip", ["netns", "del", r.ns]);
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   test("(a, b) requests sharing a long prefix land on the replica that holds it; more prefix-cache hits than round robin", async () => {
