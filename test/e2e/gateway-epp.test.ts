@@ -1,5 +1,5 @@
 /**
- * fennec behind a real gateway: Envoy in front of three replicas of the server (each on its own loopback address),
+ * fennec behind a real gateway: Envoy in front of three replicas of the server (each in its own network namespace),
  * llm-d's endpoint picker (EPP) in file-discovery mode choosing each request's replica over ext_proc from the
  * replicas' KV cache events (`--kv-events-config`, precise prefix-cache scorer), their /metrics (KV-cache utilisation
  * and queue scorers) and a fourth server's /v1/completions/render (the prompt's token ids). Envoy's ORIGINAL_DST
