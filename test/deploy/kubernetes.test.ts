@@ -13,6 +13,7 @@ import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { proxyConfig } from "../../src/command-line/proxy-config.ts";
 import { serveConfig } from "../../src/command-line/serve-config.ts";
 import type { Command } from "../../src/command-line/flags.ts";
+import { EPP_IMAGE, eppFlags, eppVersion, LOCAL_ONLY_FLAGS } from "../fixtures/gateway/epp-command.ts";
 
 const DIR = join(import.meta.dir, "..", "..", "deploy", "kubernetes");
 const kubectl = Bun.which("kubectl");
@@ -53,6 +54,18 @@ const templateOf = (deployment: Resource): PodTemplate => deployment.spec.templa
 const portOf = (c: Container, nameOrNumber: string | number): number => typeof nameOrNumber === "number" ? nameOrNumber : c.ports!.find((p) => p.name === nameOrNumber)!.containerPort;
 const fennecContainers = byKind("Deployment").flatMap((d) => templateOf(d).spec.containers.filter((c) => c.image.startsWith("fennec:")).map((c) => ({ deployment: d, container: c })));
 
+interface EppConfig {
+  readonly plugins: { readonly name?: string; readonly type: string; readonly parameters?: Record<string, any> }[];
+  readonly dataLayer?: Record<string, unknown>;
+  readonly schedulingProfiles: unknown[];
+}
+const eppConfig = parseAllDocuments((named("ConfigMap", "fennec-epp-config") as unknown as { data: Record<string, string> }).data["epp-config.yaml"]!)[0]!.toJS() as EppConfig;
+const eppPlugin = (type: string, config = eppConfig) => {
+  const plugin = config.plugins.find((p) => p.type === type);
+  if (plugin === undefined) throw new Error(`no ${type} plugin in the EPP config`);
+  return plugin;
+};
+
 /** The container's environment as the process sees it: field references get a sample pod's values. */
 function envOf(c: Container): Record<string, string> {
   const sample: Record<string, string> = { "status.podIP": "10.1.2.3", "metadata.namespace": "default", "metadata.name": "pod-0" };
@@ -89,7 +102,7 @@ describe("deploy/kubernetes without a cluster", () => {
   });
 
   test("every fennec container's arguments are a valid fennec command line (the binary's own parser)", () => {
-    expect(fennecContainers.length).toBe(3);
+    expect(fennecContainers.length).toBe(4); // prefill, decode + its proxy, the picker's render server
     for (const { deployment, container } of fennecContainers) {
       const [command, ...args] = container.args ?? [];
       const where = `${deployment.metadata.name}/${container.name}`;
@@ -127,7 +140,7 @@ describe("deploy/kubernetes without a cluster", () => {
     expect(epp.metadata.labels).toMatchObject(eppService.selector);
     const eppArgs = epp.spec.containers[0]!.args!;
     expect(eppArgs).toContain(`--pool-name=${byKind("InferencePool")[0]!.metadata.name}`);
-    expect(eppArgs).toContain(`--model-server-metrics-port=${engineArgs.value.port}`);
+    expect(eppPlugin("metrics-data-source").parameters).toMatchObject({ port: Number(engineArgs.value.port) });
     expect(eppArgs).toContain(`--grpc-port=${portOf(epp.spec.containers[0]!, "grpc")}`);
     // the route sends to this pool
     const route = byKind("HTTPRoute")[0]!.spec as { rules: { backendRefs: { kind: string; name: string }[] }[] };
@@ -159,7 +172,7 @@ describe("deploy/kubernetes without a cluster", () => {
 
 describe("KV cache events", () => {
   test("every fennec engine publishes on port 5556 with llm-d's topic kv@<pod IP>@<model> and a fixed hash seed", () => {
-    const engines = fennecContainers.filter(({ container }) => container.args?.[0] === "serve");
+    const engines = fennecContainers.filter(({ deployment, container }) => container.args?.[0] === "serve" && deployment.metadata.name !== "fennec-epp");
     expect(engines.length).toBeGreaterThan(0);
     for (const { container } of engines) {
       const arg = container.args!.find((a) => a.startsWith("--kv-events-config="))!;
@@ -170,5 +183,51 @@ describe("KV cache events", () => {
       expect(envOf(container)["PYTHONHASHSEED"]).toMatch(/^\d+$/);
       expect(container.ports?.some((p) => p.containerPort === 5556)).toBe(true);
     }
+  });
+});
+
+describe("the endpoint picker: what the gateway test runs", () => {
+  const fixture = parseAllDocuments(readFileSync(join(import.meta.dir, "..", "fixtures", "gateway", "epp-config.yaml"), "utf8"))[0]!.toJS() as EppConfig;
+  const container = templateOf(named("Deployment", "fennec-epp")).spec.containers.find((c) => c.name === "epp")!;
+  const flagName = (arg: string): string => arg.split("=")[0]!;
+
+  test("the image is llm-d-router's EPP at the version scripts/install-gateway-peers.sh builds", () => {
+    expect(container.image).toBe(`${EPP_IMAGE}:${eppVersion()}`);
+  });
+
+  test("the flags are the test's (the pool name, the config file, the ports), the config file is the mounted ConfigMap", () => {
+    const testFlags = [...eppFlags("/x", { grpc: 1, grpcHealth: 2, metrics: 3 }), ...LOCAL_ONLY_FLAGS];
+    expect(container.args!.map(flagName).filter((f) => !testFlags.map(flagName).includes(f))).toEqual([]);
+    expect(eppFlags("/x", { grpc: 1, grpcHealth: 2, metrics: 3 }).map(flagName).filter((f) => !container.args!.map(flagName).includes(f))).toEqual([]);
+    expect(container.args).toContain(eppFlags("/x", { grpc: 1, grpcHealth: 2, metrics: 3 })[0]!);
+    const configArg = container.args!.find((a) => a.startsWith("--config-file="))!;
+    const mount = (container as unknown as { volumeMounts: { name: string; mountPath: string }[] }).volumeMounts.find((m) => configArg.slice("--config-file=".length).startsWith(`${m.mountPath}/`))!;
+    expect(configArg).toBe(`--config-file=${mount.mountPath}/epp-config.yaml`);
+  });
+
+  test("the test's config, but for the discovery (the InferencePool, not a file) and where the tokenizer listens", () => {
+    const clusterForm = structuredClone(fixture) as { plugins: EppConfig["plugins"][number][]; dataLayer: Record<string, unknown> };
+    clusterForm.plugins = clusterForm.plugins.filter((p) => p.type !== "file-discovery");
+    delete clusterForm.dataLayer["discovery"];
+    const tokenizer = (c: { plugins: EppConfig["plugins"] }) => c.plugins.find((p) => p.type === "token-producer")!.parameters!;
+    const render = templateOf(named("Deployment", "fennec-epp")).spec.containers.find((c) => c.name === "render")!;
+    const renderArgs = parseCommandArgs("serve", render.args!.slice(1));
+    if (!renderArgs.ok) throw new Error(renderArgs.error);
+    const engine = templateOf(named("Deployment", "fennec-decode")).spec.containers.find((c) => c.args?.[0] === "serve")!;
+    const events = JSON.parse(engine.args!.find((a) => a.startsWith("--kv-events-config="))!.slice("--kv-events-config=".length)) as { endpoint: string; topic: string };
+    // the fixture's ${MODEL} and ${RENDER_URL}: the engines' model, the fennec on the picker pod's loopback
+    tokenizer(clusterForm)["modelName"] = events.topic.split("@")[2];
+    tokenizer(clusterForm)["vllm"] = { url: `http://${renderArgs.value.host}:${renderArgs.value.port}` };
+    expect(eppConfig).toEqual(clusterForm as unknown as EppConfig);
+    // what the config says about the engines holds for the manifests' engines: the port of their /metrics, the port
+    // their KV-event PUB socket is bound on, the topic prefix, the hash seed
+    const producer = eppPlugin("precise-prefix-cache-producer").parameters!;
+    expect(producer["kvEventsConfig"].podDiscoveryConfig.socketPort).toBe(Number(events.endpoint.split(":").pop()));
+    expect(events.endpoint.startsWith("tcp://*:")).toBe(true);
+    expect(events.topic.startsWith(producer["kvEventsConfig"].topicFilter)).toBe(true);
+    expect(envOf(engine)["PYTHONHASHSEED"]).toBe(producer["tokenProcessorConfig"].hashSeed);
+    const engineArgs = parseCommandArgs("serve", engine.args!.slice(1));
+    if (!engineArgs.ok) throw new Error(engineArgs.error);
+    expect(eppPlugin("metrics-data-source").parameters!["port"]).toBe(Number(engineArgs.value.port));
   });
 });
