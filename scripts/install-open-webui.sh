@@ -27,6 +27,12 @@ if [ -z "$python" ]; then
   echo "install-open-webui: open-webui $VERSION needs Python >=3.11,<3.13; none found (set OPEN_WEBUI_PYTHON)" >&2
   exit 1
 fi
+# Debian's Python makes venvs only with python3-venv (its ensurepip)
+if ! "$python" -c 'import ensurepip' >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+fi
 # open-webui's own pins for what its slim server imports, and the packages those need, frozen (pip freeze)
 requirements=$(cat <<'REQS'
 aiocache==0.12.3 aiofiles==25.1.0 aiohappyeyeballs==2.7.1 aiohttp==3.14.5 aiosignal==1.4.0 aiosqlite==0.22.1
