@@ -5,7 +5,8 @@
 # drives `fennec chat` in its test), kubectl (Debian's kubernetes-client: `kubectl kustomize` renders deploy/kubernetes
 # offline in its test), Debian's python3-zmq + python3-msgpack (the independent KV-event subscriber on libzmq), and a
 # Vulkan CPU driver for the WebGPU backend tests, and Debian's python3-opentelemetry-proto (the OTLP trace receiver
-# of the tracing tests decodes with the official protobuf definitions). Idempotent; needs root (or sudo).
+# of the tracing tests decodes with the official protobuf definitions); then the peers from PyPI and the Go module
+# proxy (scripts/install-gateway-peers.sh, scripts/install-open-webui.sh). Idempotent; needs root (or sudo).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=()
@@ -28,4 +29,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 here="$(cd "$(dirname "$0")" && pwd)"
 [ -x "$here/install-vulkan.sh" ] && "$here/install-vulkan.sh"
+# the pinned peers that are not Debian packages, each into .cache/ (idempotent, quick when cached)
+bash "$here/install-gateway-peers.sh"
+bash "$here/install-open-webui.sh"
 echo "test dependencies: chromium $(command -v chromium >/dev/null && echo ok), promtool $(command -v promtool >/dev/null && echo ok), qemu-aarch64-static $(command -v qemu-aarch64-static >/dev/null && echo ok || echo "not needed here")"
