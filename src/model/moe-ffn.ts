@@ -63,6 +63,9 @@ export interface MoeScratch {
   readonly slots: DeviceBuffer; // [numTokens * k, dim] every (row, slot)'s expert output
   readonly sharedGate: DeviceBuffer; // [numTokens, sharedHiddenDim] (granitemoe shared expert; else 1 float)
   readonly sharedUp: DeviceBuffer; // [numTokens, sharedHiddenDim]
+  /** a one-row pass (decode of one sequence): each slot's gate, up and activation [expertHiddenDim] */
+  readonly slotGate: readonly DeviceBuffer[];
+  readonly slotUp: readonly DeviceBuffer[];
 }
 
 export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numTokens: number): MoeScratch {
@@ -71,11 +74,12 @@ export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numToke
     logits: b.alloc(numTokens * moe.expertCount), xe: b.alloc(numTokens * dim), gate: b.alloc(numTokens * h), up: b.alloc(numTokens * h),
     act: b.alloc(numTokens * h), ye: b.alloc(numTokens * dim), slots: b.alloc(numTokens * moe.expertUsedCount * dim),
     sharedGate: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))), sharedUp: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))),
+    slotGate: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)), slotUp: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)),
   };
 }
 
 export function freeMoeScratch(b: Backend, s: MoeScratch): void {
-  for (const buffer of Object.values(s)) b.free(buffer);
+  for (const buffer of Object.values(s)) for (const one of Array.isArray(buffer) ? buffer : [buffer]) b.free(one);
 }
 
 /** Why a backend cannot run mixture-of-experts models (gpt-oss's experts: `oai`), or null when it can. */
@@ -97,7 +101,8 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
   const bias = w.biases;
   if (bias !== null) b.addBias(s.logits, bias.router, numRows);
   const { ids, weights } = routeExperts(await b.read(s.logits, numRows * moe.expertCount), numRows, moe);
-  for (const group of groupByExpert(ids, k, moe.expertCount)) {
+  if (numRows === 1 && b.matmulShared) oneRowExperts(b, moe, dim, w, s, x, ids);
+  else for (const group of groupByExpert(ids, k, moe.expertCount)) {
     const count = group.rows.length;
     b.gatherRows(s.xe, x, group.rows, dim);
     const gate = w.gate[group.expert]!;
@@ -127,5 +132,39 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
     b.siluMul(s.sharedGate, s.sharedGate, s.sharedUp, numRows * sh);
     b.matmul(s.ye, w.shared.down, s.sharedGate, numRows);
     b.add(out, out, s.ye, numRows * dim);
+  }
+}
+
+/**
+ * A one-row pass (decode of one sequence): every routed expert reads the same row, so the k experts' gate and up go to
+ * the backend as one shared-input matmul (the row quantized once, all 2k weights' row groups split over the threads
+ * in one dispatch, as ggml's mul_mat_id shares src1's conversion), then each slot's activation and down. Each
+ * matmul's bits are those of the per-expert path.
+ */
+function oneRowExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles, s: MoeScratch, x: DeviceBuffer, ids: Int32Array): void {
+  const k = moe.expertUsedCount;
+  const h = moe.expertHiddenDim;
+  const bias = w.biases;
+  const outs: DeviceBuffer[] = [];
+  const ws: Weight[] = [];
+  for (let slot = 0; slot < k; slot++) {
+    outs.push(s.slotGate[slot]!, s.slotUp[slot]!);
+    ws.push(w.gate[ids[slot]!]!, w.up[ids[slot]!]!);
+  }
+  b.matmulShared!(outs, ws, x, 1);
+  for (let slot = 0; slot < k; slot++) {
+    const e = ids[slot]!;
+    const gate = s.slotGate[slot]!;
+    const up = s.slotUp[slot]!;
+    if (bias !== null) {
+      b.addBias(gate, bias.gate[e]!, 1);
+      b.addBias(up, bias.up[e]!, 1);
+      b.swigluOai!(s.act, gate, up, h, OAI_ALPHA, OAI_LIMIT);
+    } else {
+      b.siluMul(s.act, gate, up, h);
+    }
+    b.matmul(s.ye, w.down[e]!, s.act, 1);
+    if (bias !== null) b.addBias(s.ye, bias.down[e]!, 1);
+    b.scatterRows!(s.slots, s.ye, Int32Array.of(slot), dim);
   }
 }

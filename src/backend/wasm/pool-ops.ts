@@ -49,8 +49,8 @@ export const GROUP_HEADER_INTS = 3;
 /** da per weight: the K-quants read the input's q8_K scales, the other kinds its q8_0 ones (quantizeTokens' rules) */
 export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, quads: 10, firstUnit: 11, da: 12 } as const;
 export const GROUP_ROW_INTS = 13;
-/** weights one MatmulQuant op takes (q, k, v) */
-export const MAX_GROUP_WEIGHTS = 4;
+/** weights one MatmulQuant op takes (q, k, v; a decode step's routed experts' gate and up: 2 x 8 for Qwen3-30B-A3B) */
+export const MAX_GROUP_WEIGHTS = 16;
 export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
 
 /** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
