@@ -65,21 +65,24 @@ export function attention_scratch_floats(groupSize: i32, headDim: i32): i32 {
  * window (its merge starts at its first segment).
  * firstKeys != 0 (a bidirectional window, gemma-embedding): i32 [numTaskRows], row r sees keys firstKeys[r] ..
  * numKeys - 1 instead (window is then 0).
+ * sinks != 0 (gpt-oss): f32 [numHeads], each query head's sink logit, which joins its softmax's max and denominator and
+ * has no value row (ggml_soft_max_ext with sinks; flash_attn_ext adds it once, after the keys). A row of one segment adds
+ * it here; a row of several leaves it to attention_merge, so it is counted once whatever the split.
  * Tasks [taskStart, taskEnd); scratch: attention_scratch_floats per thread.
  */
 export function attention_f16(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, sinks: usize, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTiles(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, firstKeys, scratch, taskStart, taskEnd);
+  attentionTiles(false, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, firstKeys, sinks, scratch, taskStart, taskEnd);
 }
 
 /** attention_f16 over the 8-bit cache (kv_store_q8's layout): the same tasks, partials and order of sums. */
 export function attention_q8(
   out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, sinks: usize, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
-  attentionTiles(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, firstKeys, scratch, taskStart, taskEnd);
+  attentionTiles(true, out, q, kLayer, vLayer, rowInfo, tasks, partials, numHeads, numKvHeads, headDim, blockSize, scale, window, firstKeys, sinks, scratch, taskStart, taskEnd);
 }
 
 /** Keys of segment `segment` that rowInfo entry `r` attends to (0 when its keys end before the segment). */
@@ -117,7 +120,7 @@ export function attention_q8(
 // @ts-ignore: decorator
 @inline function attentionTiles(
   q8: bool, out: usize, q: usize, kLayer: usize, vLayer: usize, rowInfo: usize, tasks: usize, partials: usize,
-  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, scratch: usize, taskStart: i32, taskEnd: i32,
+  numHeads: i32, numKvHeads: i32, headDim: i32, blockSize: i32, scale: f32, window: i32, firstKeys: usize, sinks: usize, scratch: usize, taskStart: i32, taskEnd: i32,
 ): void {
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
@@ -190,8 +193,13 @@ export function attention_q8(
       const partial = load<i32>(rowInfo + (<usize>(first + i) << 4), 12) >= 0;
       for (let g = 0; g < groupSize; g++) {
         const sg = scratch + <usize>(i * groupSize + g) * segBytes + (<usize>lo << 2);
-        const max = maxOf(sg, n - lo);
-        const sum = expInPlace(sg, n - lo, max);
+        let max = maxOf(sg, n - lo);
+        // a sink joins the max and, after the keys' exps, the sum (as ggml_compute_forward_soft_max_f32); rows of
+        // several segments take it in attention_merge instead
+        const sink = sinks != 0 && !partial;
+        if (sink) max = Mathf.max(max, load<f32>(sinks + (<usize>(kvHead * groupSize + g) << 2)));
+        let sum = expInPlace(sg, n - lo, max);
+        if (sink) sum += expF32(load<f32>(sinks + (<usize>(kvHead * groupSize + g) << 2)) - max);
         const o = tileOutput(out, partials, rowInfo, first + i, segment, qDim, kvHead, groupSize, g, headDim);
         if (partial) {
           store<f32>(o - 8, max);
@@ -257,9 +265,10 @@ function scaleInPlace(x: usize, s: f32, n: i32): void {
 /**
  * Combines the segments of rows whose keys were split: merges i32 [numMerges, 4] = (row, KV head, first partial index,
  * number of segments); per query head out = sum_s w_s o_s / sum_s w_s l_s with w_s = exp(m_s - max_s m_s), segments in
- * order. Merges [taskStart, taskEnd).
+ * order. sinks != 0: f32 [numHeads], each query head's sink logit joins max and, after the segments, the denominator
+ * (as attention_f16 does for a row of one segment). Merges [taskStart, taskEnd).
  */
-export function attention_merge(out: usize, partials: usize, merges: usize, numHeads: i32, numKvHeads: i32, headDim: i32, taskStart: i32, taskEnd: i32): void {
+export function attention_merge(out: usize, partials: usize, merges: usize, numHeads: i32, numKvHeads: i32, headDim: i32, sinks: usize, taskStart: i32, taskEnd: i32): void {
   const qDim = numHeads * headDim;
   const groupSize = numHeads / numKvHeads;
   const stride = partialFloats(headDim);
@@ -273,6 +282,8 @@ export function attention_merge(out: usize, partials: usize, merges: usize, numH
       const o = out + (<usize>(row * qDim + (kvHead * groupSize + g) * headDim) << 2);
       let max: f32 = -Infinity;
       for (let s = 0; s < numSegments; s++) max = Mathf.max(max, load<f32>(partials + (<usize>(((first + s) * groupSize + g) * stride) << 2)));
+      const sink: f32 = sinks != 0 ? load<f32>(sinks + (<usize>(kvHead * groupSize + g) << 2)) : 0;
+      if (sinks != 0) max = Mathf.max(max, sink);
       memory.fill(o, 0, <usize>(headDim << 2));
       let sum: f32 = 0;
       for (let s = 0; s < numSegments; s++) {
@@ -281,6 +292,7 @@ export function attention_merge(out: usize, partials: usize, merges: usize, numH
         sum += w * load<f32>(pg, 4);
         axpy(o, pg + 8, w, headDim);
       }
+      if (sinks != 0) sum += expF32(sink - max);
       scaleInPlace(o, 1 / sum, headDim);
     }
   }

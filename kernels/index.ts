@@ -7,6 +7,7 @@ export { kv_store_f16, kv_store_q8 } from "./kv-store";
 export { attention_f16, attention_q8, attention_merge, attention_segment_keys, attention_tile_rows, attention_scratch_floats } from "./attention";
 export { rms_norm, rope_table, rope, silu_mul, gelu_mul, scale, add, add_bias } from "./elementwise";
 export { dequant_row } from "./dequant";
+export { swiglu_oai } from "./swiglu-oai";
 export { stream_read } from "./stream";
 
 /** First free byte after the module's static data: the host lays its buffers out from here. */

@@ -6,12 +6,13 @@
 import type { Architecture } from "../src/model/model-config.ts";
 import { gemma3VocabPath } from "./gemma3-vocab.ts";
 import { llamaVocabPath } from "./llama-vocab.ts";
+import { gptOssVocabPath } from "./gpt-oss-vocab.ts";
 import { phi4MiniVocabPath } from "./phi4-mini-vocab.ts";
 
 export interface ModelShape {
   readonly architecture: Architecture;
   /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox";
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox" | "gpt-oss";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -50,7 +51,7 @@ export interface ModelShape {
 
 /** The vocab GGUF a shape copies its tokenizer from. */
 export function vocabPath(vocab: ModelShape["vocab"]): string {
-  return vocab === "gemma3" ? gemma3VocabPath() : vocab === "phi-4-mini" ? phi4MiniVocabPath() : llamaVocabPath(vocab);
+  return vocab === "gemma3" ? gemma3VocabPath() : vocab === "phi-4-mini" ? phi4MiniVocabPath() : vocab === "gpt-oss" ? gptOssVocabPath() : llamaVocabPath(vocab);
 }
 
 /**
@@ -154,11 +155,11 @@ const OLMOE_1B_7B: ModelShape = {
 
 /**
  * openai/gpt-oss-20b config.json: 24 layers of 64 query heads (64 wide) over 8 KV heads, dim 2880, 32 experts of 2880,
- * 4 per token, sliding window 128 on the even layers, attention sinks, q/k/v/o and expert biases, untied; its o200k
- * harmony vocabulary is not among the vocab files here: Phi-4-mini's o200k stands in (same pre-tokenizer)
+ * 4 per token, sliding window 128 on the even layers, attention sinks, q/k/v/o and expert biases, untied; its
+ * o200k_harmony vocabulary and Harmony chat template (gpt-oss-vocab.ts)
  */
 const GPT_OSS_20B: ModelShape = {
-  architecture: "gpt-oss", vocab: "phi-4-mini", dim: 2880, numLayers: 24, numHeads: 64, numKvHeads: 8, headDim: 64, hiddenDim: 2880,
+  architecture: "gpt-oss", vocab: "gpt-oss", dim: 2880, numLayers: 24, numHeads: 64, numKvHeads: 8, headDim: 64, hiddenDim: 2880,
   ropeFreqBase: 150000, rmsEps: 1e-5, contextLength: 131072, tiedEmbeddings: false, qkvBias: true, qkNorm: false, slidingWindow: 128,
   moe: { experts: 32, used: 4, expertHiddenDim: 2880 },
 };

@@ -45,7 +45,7 @@ interface TiktokenRanks {
 }
 
 /** o200k_base's mergeable ranks: rank -> bytes (js-tiktoken's format: lines of "<prefix> <first rank> <base64 tokens>...") */
-function o200kRanks(): Uint8Array[] {
+export function o200kRanks(): Uint8Array[] {
   // loaded only when the vocab is written (2.3 MB of JavaScript)
   const ranks = createRequire(import.meta.url)("js-tiktoken/ranks/o200k_base") as TiktokenRanks;
   const out: Uint8Array[] = [];
@@ -59,7 +59,7 @@ function o200kRanks(): Uint8Array[] {
 }
 
 /** transformers extract_vocab_merges_from_model: (left, right) token texts, ordered by the merged token's rank */
-function tiktokenMerges(ranks: readonly Uint8Array[], text: readonly string[]): string[] {
+export function tiktokenMerges(ranks: readonly Uint8Array[], text: readonly string[]): string[] {
   const rankOf = new Map<string, number>(text.map((t, r) => [t, r]));
   const merges: string[] = [];
   for (let rank = 0; rank < ranks.length; rank++) {

@@ -128,12 +128,21 @@ export interface Backend {
    * the blocks before them are never read (so the KV manager may have freed them).
    * bidirectional (gemma-embedding): each row sees its whole sequence, keys 0 .. startPos + numRows - 1, or with a
    * window those within window / 2 of p either side; attentionKeys() is the rule every backend follows.
+   * sinks (gpt-oss; only on a backend with `attentionSinks`): a float weight [numHeads], each head's sink logit, which
+   * joins its softmax's max and denominator and has no value row (llama.cpp ggml_soft_max_ext with sinks).
    */
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow?: number, bidirectional?: boolean): void;
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow?: number, bidirectional?: boolean, sinks?: Weight | null): void;
+  /** Optional: true when `attention` takes sinks (a backend without it refuses gpt-oss) */
+  readonly attentionSinks?: boolean;
   /** out[i] = silu(gate[i]) * up[i] for n elements */
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void;
   /** out[i] = gelu(gate[i]) * up[i] for n elements, GELU's tanh approximation (GeGLU: gemma3) */
   geluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void;
+  /**
+   * Optional (gpt-oss's experts; a backend without it refuses gpt-oss): out[i] = x / (1 + e^(-alpha x)) * (y + 1) with
+   * x = min(gate[i], limit), y = clamp(up[i], -limit, limit) (ggml_swiglu_oai); out may alias gate
+   */
+  swigluOai?(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number, alpha: number, limit: number): void;
   /** x[i] *= s in place for n elements */
   scale(x: DeviceBuffer, s: number, n: number): void;
   /** out[i] = a[i] + b[i] (out may alias a) */

@@ -45,6 +45,7 @@ function asBuffer(b: DeviceBuffer): Float32Array {
 
 export class ReferenceBackend implements Backend {
   readonly name = "reference";
+  readonly attentionSinks = true;
   private kv: RefKvCache | null = null;
 
   loadWeight(source: WeightSource): Weight {
@@ -200,8 +201,9 @@ export class ReferenceBackend implements Backend {
     }
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false, sinks: Weight | null = null): void {
     const { shape, k: kc, v: vc } = this.cache();
+    const sk = sinks === null ? null : asWeight(sinks).data; // [numHeads]
     const { headDim, numKvHeads, blockSize } = shape;
     const kvDim = numKvHeads * headDim;
     const qDim = numHeads * headDim;
@@ -220,7 +222,8 @@ export class ReferenceBackend implements Backend {
         for (let h = 0; h < numHeads; h++) {
           const kvHead = Math.floor(h / groupSize);
           const qBase = row * qDim + h * headDim;
-          let max = -Infinity;
+          // gpt-oss: the head's sink logit joins the max and the denominator, with no value row
+          let max = sk === null ? -Infinity : sk[h]!;
           for (let t = first; t < numKeys; t++) {
             const slot = seq.blockTable[Math.floor(t / blockSize)]! * blockSize + (t % blockSize);
             const kBase = slot * kvDim + kvHead * headDim;
@@ -229,7 +232,7 @@ export class ReferenceBackend implements Backend {
             scores[t] = dot * scale;
             if (scores[t]! > max) max = scores[t]!;
           }
-          let sum = 0;
+          let sum = sk === null ? 0 : Math.exp(sk[h]! - max);
           for (let t = first; t < numKeys; t++) {
             scores[t] = Math.exp(scores[t]! - max);
             sum += scores[t]!;
@@ -254,6 +257,17 @@ export class ReferenceBackend implements Backend {
     for (let i = 0; i < n; i++) {
       const x = g[i]!;
       o[i] = (x / (1 + Math.exp(-x))) * u[i]!;
+    }
+  }
+
+  swigluOai(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number, alpha: number, limit: number): void {
+    const o = asBuffer(out);
+    const g = asBuffer(gate);
+    const u = asBuffer(up);
+    for (let i = 0; i < n; i++) {
+      const x = Math.min(g[i]!, limit);
+      const y = Math.min(Math.max(u[i]!, -limit), limit);
+      o[i] = (x / (1 + Math.exp(-alpha * x))) * (y + 1);
     }
   }
 

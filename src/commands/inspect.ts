@@ -39,6 +39,12 @@ export interface ModelFacts {
   readonly name: string;
   readonly architecture: ModelConfig["architecture"];
   readonly parameters: number;
+  /**
+   * mixture of experts: the parameters one token goes through (every tensor but the stacked experts' (E - k) / E share
+   * it is not routed to: the router, its k experts and a shared expert are all read); absent for a dense model
+   */
+  readonly active_parameters?: number;
+  readonly experts?: { readonly count: number; readonly used: number };
   readonly context_length: number;
   readonly vocab_size: number;
   readonly dim: number;
@@ -58,6 +64,11 @@ export interface ModelFacts {
   readonly tensors: readonly TensorFacts[];
   readonly memory: {
     readonly weights_heap_bytes: number; readonly kv_bytes_per_token: number; readonly kv_bytes_full_context: number;
+    /**
+     * heap bytes of weights one decode step reads for one token: every matmul weight, one row of the token embedding
+     * (all of it when the output matrix is tied to it) and, of the stacked experts, the k routed ones only
+     */
+    readonly weights_bytes_read_per_token: number;
     /** sliding-window models: what one full-context request holds with vLLM's hybrid KV cache manager (blocks of 16, steps of 512) */
     readonly kv_bytes_full_context_hybrid?: number;
   };
@@ -75,6 +86,9 @@ function loadedSources(weights: ReturnType<typeof loadModelWeights> & { ok: true
   for (const layer of w.layers) for (const t of Object.values(layer)) if (t !== null) all.add(t);
   return all;
 }
+
+/** The stacked experts' tensors (ffn_{gate,up,down}_exps and their biases): a token reads k of their E expert slices. */
+const EXPERT_TENSOR = /\.ffn_[a-z_]+_exps\.(weight|bias)$/;
 
 /** The facts of one parsed GGUF file; an error when fennec cannot load it (the loader's own message). */
 export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<ModelFacts> {
@@ -96,9 +110,14 @@ export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<M
   const tensors: TensorFacts[] = gguf.tensors.map((t) => ({ name: t.name, type: ggmlTypeName(t.type), shape: t.shape, bytes: t.sizeBytes, heap_bytes: heapByName.get(t.name) ?? null }));
   const types: Record<string, { tensors: number; parameters: number; bytes: number }> = {};
   let parameters = 0;
+  let inactive = 0;
+  const moe = c.moe;
+  // the share of an expert tensor a token does not read
+  const unrouted = moe === undefined ? 0 : (moe.expertCount - moe.expertUsedCount) / moe.expertCount;
   for (const t of gguf.tensors) {
     const n = t.shape.reduce((a, b) => a * b, 1);
     parameters += n;
+    if (EXPERT_TENSOR.test(t.name)) inactive += n * unrouted;
     const row = (types[ggmlTypeName(t.type)] ??= { tensors: 0, parameters: 0, bytes: 0 });
     row.tensors++;
     row.parameters += n;
@@ -112,14 +131,23 @@ export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<M
   }
   const template = metaString(gguf, KEY.chatTemplate);
   const kvPerToken = kvCacheBytesPerToken({ numLayers: c.numLayers, numKvHeads: c.numKvHeads, headDim: c.headDim });
+  let readPerToken = 0;
+  const embd = weights.value.tokenEmbd;
+  for (const [name, bytes] of heapByName) {
+    if (name === embd.name && weights.value.output !== embd) readPerToken += bytes / embd.rows;
+    else readPerToken += EXPERT_TENSOR.test(name) ? bytes * (1 - unrouted) : bytes;
+  }
   return ok({
-    source: gguf.source, file_bytes: fileBytes, name: c.name, architecture: c.architecture, parameters, context_length: c.contextLength,
+    source: gguf.source, file_bytes: fileBytes, name: c.name, architecture: c.architecture, parameters,
+    ...(moe === undefined ? {} : { active_parameters: Math.round(parameters - inactive), experts: { count: moe.expertCount, used: moe.expertUsedCount } }),
+    context_length: c.contextLength,
     vocab_size: c.vocabSize, dim: c.dim, hidden_dim: c.hiddenDim, num_layers: c.numLayers, num_heads: c.numHeads, num_kv_heads: c.numKvHeads,
     head_dim: c.headDim, rope_freq_base: c.ropeFreqBase, tied_embeddings: c.tiedEmbeddings, qkv_bias: c.hasQkvBias, qk_norm: c.hasQkNorm,
     tokenizer: { model: metaString(gguf, KEY.tokenizerModel), pre: metaString(gguf, KEY.tokenizerPre), supported: tokenizerError === null, error: tokenizerError },
     chat_template: template !== null, chat_template_chars: template?.length ?? 0, tensor_types: types, tensors,
     memory: {
       weights_heap_bytes: [...heapByName.values()].reduce((a, b) => a + b, 0), kv_bytes_per_token: kvPerToken, kv_bytes_full_context: kvPerToken * c.contextLength,
+      weights_bytes_read_per_token: Math.round(readPerToken),
       ...(hasSlidingLayers(c) ? { kv_bytes_full_context_hybrid: hybridFullContextBytes(c, kvPerToken / c.numLayers) } : {}),
     },
   });
@@ -154,6 +182,9 @@ export function factsText(f: ModelFacts): string {
     row("name", f.name),
     row("architecture", f.architecture),
     row("parameters", countText(f.parameters)),
+    ...(f.active_parameters !== undefined && f.experts !== undefined
+      ? [row("active", `${countText(f.active_parameters)} per token (${f.experts.used} of ${f.experts.count} experts routed)`)]
+      : []),
     row("context length", `${f.context_length} tokens`),
     row("shape", `dim ${f.dim}, ${f.num_layers} layers, ${f.num_heads} heads (${f.num_kv_heads} KV heads, head size ${f.head_dim}), FFN ${f.hidden_dim}, vocab ${f.vocab_size}, RoPE base ${f.rope_freq_base}`),
     row("", [f.tied_embeddings ? "tied embeddings" : "separate output matrix", ...(f.qkv_bias ? ["QKV bias"] : []), ...(f.qk_norm ? ["QK norm"] : [])].join(", ")),
@@ -169,6 +200,7 @@ export function factsText(f: ModelFacts): string {
   lines.push(
     "memory in fennec (--device cpu)",
     `  ${"weights in the WASM heap".padEnd(34)}${bytesText(f.memory.weights_heap_bytes)}`,
+    `  ${"weights read per decoded token".padEnd(34)}${bytesText(f.memory.weights_bytes_read_per_token)}${f.experts === undefined ? "" : " (the routed experts only)"}`,
     `  ${"KV cache per token (f16 K and V)".padEnd(34)}${bytesText(f.memory.kv_bytes_per_token)}`,
     `  ${`KV cache for ${f.context_length} tokens`.padEnd(34)}${bytesText(f.memory.kv_bytes_full_context)}`,
     ...(f.memory.kv_bytes_full_context_hybrid !== undefined

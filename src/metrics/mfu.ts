@@ -9,8 +9,13 @@ import type { ModelConfig } from "../model/model-config.ts";
 export interface ModelShapeCost {
   /** parameters inside matmuls that every token goes through (attention projections, FFN, LM head) */
   readonly matmulParams: number;
-  /** bytes of weights one step reads (all matmul weights plus one embedding row per token, ignored) */
+  /**
+   * bytes of weights one step of one token reads (all matmul weights plus one embedding row per token, ignored; a
+   * mixture of experts: the router and k experts per layer)
+   */
   readonly weightBytes: number;
+  /** mixture of experts: bytes of one expert's gate, up and down over all layers, and k and E; absent: dense */
+  readonly experts?: { readonly bytesPerExpert: number; readonly used: number; readonly count: number };
   /** bytes of K and V one token adds across all layers */
   readonly kvBytesPerToken: number;
   /** FLOPs of attention per token per context token (QK^T and PV over all layers and heads) */
@@ -40,17 +45,24 @@ export function shapeCost(config: ModelConfig, bytesPerWeight: number, bytesPerK
   return {
     matmulParams,
     weightBytes: matmulParams * bytesPerWeight,
+    ...(moe === undefined ? {} : { experts: { bytesPerExpert: config.numLayers * 3 * config.dim * moe.expertHiddenDim * bytesPerWeight, used: moe.expertUsedCount, count: moe.expertCount } }),
     kvBytesPerToken: 2 * config.numLayers * kvDim * bytesPerKvElement,
     attentionFlopsPerContextToken: 4 * config.numLayers * qDim,
   };
 }
 
-/** Cost of one step that computed `numTokens` tokens whose mean context is `meanContextTokens`. */
+/**
+ * Cost of one step that computed `numTokens` tokens whose mean context is `meanContextTokens`. A mixture of experts
+ * reads each routed expert once per step (moe-ffn.ts groups the rows by expert): at most k distinct experts per token,
+ * and never more than all E of them, counted as min(E, k x tokens) per layer.
+ */
 export function stepCost(cost: ModelShapeCost, numTokens: number, meanContextTokens: number): StepCost {
   if (numTokens <= 0) return { flops: 0, readBytes: 0, writeBytes: 0 };
+  const e = cost.experts;
+  const expertBytes = e === undefined ? 0 : (Math.min(e.count, e.used * numTokens) - e.used) * e.bytesPerExpert;
   return {
     flops: 2 * cost.matmulParams * numTokens + cost.attentionFlopsPerContextToken * meanContextTokens * numTokens,
-    readBytes: cost.weightBytes + cost.kvBytesPerToken * meanContextTokens * numTokens,
+    readBytes: cost.weightBytes + expertBytes + cost.kvBytesPerToken * meanContextTokens * numTokens,
     writeBytes: cost.kvBytesPerToken * numTokens,
   };
 }

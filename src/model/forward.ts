@@ -6,10 +6,11 @@
  * x = embed(tokens) (* sqrt(dim): gemma3), then per layer, for all numTokens rows at once:
  *   xb = rmsnorm(x) ; q,k,v = xb.W (+bias) ; QK-norm ; rope(q,k, positions; the layer's angles: rope-scaling.ts) ;
  *   kvStore(k,v -> slots of the layer's KV cache group) ;
- *   xb = attention(q, cache; a sliding layer's window; every position of the sequence: gemma-embedding) ;
- *   x += xb.Wo (post-norm'd: gemma3) ;
+ *   xb = attention(q, cache; a sliding layer's window; every position of the sequence: gemma-embedding; gpt-oss: the
+ *   heads' sink logits in the softmax's denominator) ;
+ *   x += xb.Wo (+bias: gpt-oss) (post-norm'd: gemma3) ;
  *   xb = rmsnorm(x) ; x += (act(xb.Wgate) * xb.Wup).Wdown (post-norm'd: gemma3), act = silu or tanh-GELU, or with
- *   experts (qwen3moe, olmoe) x += the routed experts' FFNs of xb (moe-ffn.ts)
+ *   experts (qwen3moe, olmoe, granitemoe, gpt-oss) x += the routed experts' FFNs of xb (moe-ffn.ts)
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
  * A step longer than the backend's maxRowsPerPass goes through all of this in passes of that many rows
  * (forwardPasses: llama.cpp's n_ubatch), with the same bits.
@@ -121,6 +122,8 @@ interface LayerHandles {
   /** mixture of experts: the router and each expert (moe-ffn.ts); null: the dense FFN above */
   experts: ExpertHandles | null;
   attnPostNorm: Weight | null; ffnPostNorm: Weight | null;
+  /** gpt-oss: each head's sink logit [numHeads] and attn_output's bias [dim] */
+  sinks: Weight | null; bo: Weight | null;
 }
 
 /** Activation buffers for up to `numTokens` rows and `numLogitRows` logit rows (llama2.c RunState, batched). */
@@ -170,10 +173,10 @@ export class BatchedForward {
     const maybe = (w: WeightSource | null): Weight | null => (w === null ? null : load(w));
     const moe = config.moe;
     if (moe !== undefined) {
-      const why = moeUnsupported(backend);
+      const why = moeUnsupported(backend, moe.oaiExperts === true);
       if (why !== null) throw new Error(why);
     }
-    if (config.attentionSinks === true) throw new Error(`${config.architecture}: attention sinks and swiglu_oai experts are not in the batched forward yet (only the reference oracle runs this architecture)`);
+    if (config.attentionSinks === true && backend.attentionSinks !== true) throw new Error(`the ${backend.name} backend does not run ${config.architecture} (no attention sinks); use the CPU (WASM) backend`);
     this.tokenEmbd = load(weights.tokenEmbd);
     this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : load(weights.output);
     this.outputNorm = load(weights.outputNorm);
@@ -184,6 +187,7 @@ export class BatchedForward {
       ffnNorm: load(l.ffnNorm), wGate: maybe(l.wGate), wUp: maybe(l.wUp), wDown: maybe(l.wDown),
       experts: moe === undefined || l.ffnGateInp == null ? null : loadExperts(moe, l, load),
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
+      sinks: maybe(l.attnSinks ?? null), bo: maybe(l.bo ?? null),
     }));
   }
 
@@ -321,8 +325,11 @@ export class BatchedForward {
       const group = inputs.kvGroups.layerGroup[l]!;
       const slot = inputs.kvGroups.layerSlot[l]!;
       b.kvStore(slot, k, s.v, inputs.slots[group]!);
-      b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l), c.bidirectional === true);
+      // only a layer with sinks passes them: a backend without the parameter runs every other model as before
+      if (w.sinks !== null) b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l), c.bidirectional === true, w.sinks);
+      else b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l), c.bidirectional === true);
       b.matmul(s.xb2, w.wo, s.xb, n);
+      if (w.bo) b.addBias(s.xb2, w.bo, n);
       // post-norms write to another buffer: WebGPU cannot bind one buffer as both input and output
       if (w.attnPostNorm) b.rmsNorm(s.xb, s.xb2, w.attnPostNorm, n, dim, rmsEps);
       if (residualScale !== 1) b.scale(w.attnPostNorm ? s.xb : s.xb2, residualScale, n * dim);

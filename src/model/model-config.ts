@@ -98,7 +98,7 @@ export interface ModelConfig {
   readonly logitScale?: number;
   /**
    * gpt-oss: each head's learned sink logit joins its softmax's denominator (attn_sinks), the output projection has a
-   * bias, and the FFN's norm is post_attention_norm; only the oracle runs it so far
+   * bias, and the FFN's norm is post_attention_norm (a backend needs Backend.attentionSinks to run it)
    */
   readonly attentionSinks?: boolean;
   // gemma3 (absent: llama-like). Fields below follow llama.cpp src/models/gemma3.cpp.

@@ -6,12 +6,26 @@
  *   per chosen expert e, its rows gathered (token order, as mul_mat_id's matrix_rows): y_e = down_e(silu(gate_e.x) *
  *   up_e.x), so each expert's weights are read once per pass and the experts nobody chose are never read ;
  *   y rows scattered to their (row, slot) places [numRows * k, dim] ; out = sum over slots of weight * y (slot order).
+ * gpt-oss (oaiExperts): the router and each expert's gate / up / down add their biases (ggml_add_id), and the
+ * activation is swiglu_oai (alpha 1.702, limit 7, as llama-graph.cpp build_moe_ffn's LLM_FFN_SWIGLU_OAI_MOE).
  * A row's result depends only on its own routing and the per-row matmuls: batch invariant.
  */
 import type { Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
 import type { MoeConfig } from "./model-config.ts";
 import { groupByExpert, routeExperts } from "./moe-routing.ts";
 import { expertRows, type LayerWeights } from "./weights.ts";
+
+/** gpt-oss's swiglu_oai constants (llama-graph.cpp build_moe_ffn) */
+const OAI_ALPHA = 1.702;
+const OAI_LIMIT = 7;
+
+/** gpt-oss: the router's bias [expertCount] and each expert's gate / up [expertHiddenDim] and down [dim] biases at [e] */
+export interface ExpertBiases {
+  readonly router: Weight;
+  readonly gate: readonly Weight[];
+  readonly up: readonly Weight[];
+  readonly down: readonly Weight[];
+}
 
 /** One layer's router and experts, loaded: gate / up / down of expert e at [e]. */
 export interface ExpertHandles {
@@ -21,6 +35,8 @@ export interface ExpertHandles {
   readonly down: readonly Weight[];
   /** granitemoe (shared): the always-on expert */
   readonly shared: { readonly gate: Weight; readonly up: Weight; readonly down: Weight } | null;
+  /** gpt-oss (oaiExperts): the biases; null: none */
+  readonly biases: ExpertBiases | null;
 }
 
 /**
@@ -30,7 +46,10 @@ export interface ExpertHandles {
 export function loadExperts(moe: MoeConfig, layer: LayerWeights, load: (w: WeightSource) => Weight): ExpertHandles {
   const each = (w: WeightSource | null | undefined): Weight[] => Array.from({ length: moe.expertCount }, (_, e) => load(expertRows(w!, e, moe.expertCount)));
   const shared = layer.ffnGateShexp == null ? null : { gate: load(layer.ffnGateShexp), up: load(layer.ffnUpShexp!), down: load(layer.ffnDownShexp!) };
-  return { router: load(layer.ffnGateInp!), gate: each(layer.ffnGateExps), up: each(layer.ffnUpExps), down: each(layer.ffnDownExps), shared };
+  const biases = layer.ffnGateInpBias == null ? null : {
+    router: load(layer.ffnGateInpBias), gate: each(layer.ffnGateExpsBias), up: each(layer.ffnUpExpsBias), down: each(layer.ffnDownExpsBias),
+  };
+  return { router: load(layer.ffnGateInp!), gate: each(layer.ffnGateExps), up: each(layer.ffnUpExps), down: each(layer.ffnDownExps), shared, biases };
 }
 
 /** Activation buffers of the routed FFN for up to numTokens rows. */
@@ -44,6 +63,9 @@ export interface MoeScratch {
   readonly slots: DeviceBuffer; // [numTokens * k, dim] every (row, slot)'s expert output
   readonly sharedGate: DeviceBuffer; // [numTokens, sharedHiddenDim] (granitemoe shared expert; else 1 float)
   readonly sharedUp: DeviceBuffer; // [numTokens, sharedHiddenDim]
+  /** a one-row pass (decode of one sequence): each slot's gate, up and activation [expertHiddenDim] */
+  readonly slotGate: readonly DeviceBuffer[];
+  readonly slotUp: readonly DeviceBuffer[];
 }
 
 export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numTokens: number): MoeScratch {
@@ -52,18 +74,20 @@ export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numToke
     logits: b.alloc(numTokens * moe.expertCount), xe: b.alloc(numTokens * dim), gate: b.alloc(numTokens * h), up: b.alloc(numTokens * h),
     act: b.alloc(numTokens * h), ye: b.alloc(numTokens * dim), slots: b.alloc(numTokens * moe.expertUsedCount * dim),
     sharedGate: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))), sharedUp: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))),
+    slotGate: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)), slotUp: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)),
   };
 }
 
 export function freeMoeScratch(b: Backend, s: MoeScratch): void {
-  for (const buffer of Object.values(s)) b.free(buffer);
+  for (const buffer of Object.values(s)) for (const one of Array.isArray(buffer) ? buffer : [buffer]) b.free(one);
 }
 
-/** Why a backend cannot run mixture-of-experts models, or null when it can. */
-export function moeUnsupported(b: Backend): string | null {
-  return b.scatterRows === undefined || b.weightedRowSum === undefined
-    ? `the ${b.name} backend does not run mixture-of-experts models (no routed-expert ops); use the CPU (WASM) backend`
-    : null;
+/** Why a backend cannot run mixture-of-experts models (gpt-oss's experts: `oai`), or null when it can. */
+export function moeUnsupported(b: Backend, oai = false): string | null {
+  if (b.scatterRows === undefined || b.weightedRowSum === undefined) {
+    return `the ${b.name} backend does not run mixture-of-experts models (no routed-expert ops); use the CPU (WASM) backend`;
+  }
+  return oai && b.swigluOai === undefined ? `the ${b.name} backend does not run gpt-oss's experts (no swiglu_oai op); use the CPU (WASM) backend` : null;
 }
 
 /**
@@ -74,8 +98,11 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
   const k = moe.expertUsedCount;
   const h = moe.expertHiddenDim;
   b.matmul(s.logits, w.router, x, numRows);
+  const bias = w.biases;
+  if (bias !== null) b.addBias(s.logits, bias.router, numRows);
   const { ids, weights } = routeExperts(await b.read(s.logits, numRows * moe.expertCount), numRows, moe);
-  for (const group of groupByExpert(ids, k, moe.expertCount)) {
+  if (numRows === 1 && b.matmulShared) oneRowExperts(b, moe, dim, w, s, x, ids);
+  else for (const group of groupByExpert(ids, k, moe.expertCount)) {
     const count = group.rows.length;
     b.gatherRows(s.xe, x, group.rows, dim);
     const gate = w.gate[group.expert]!;
@@ -85,8 +112,15 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
       b.matmul(s.gate, gate, s.xe, count);
       b.matmul(s.up, up, s.xe, count);
     }
-    b.siluMul(s.act, s.gate, s.up, count * h);
+    if (bias !== null) {
+      b.addBias(s.gate, bias.gate[group.expert]!, count);
+      b.addBias(s.up, bias.up[group.expert]!, count);
+      b.swigluOai!(s.act, s.gate, s.up, count * h, OAI_ALPHA, OAI_LIMIT);
+    } else {
+      b.siluMul(s.act, s.gate, s.up, count * h);
+    }
     b.matmul(s.ye, w.down[group.expert]!, s.act, count);
+    if (bias !== null) b.addBias(s.ye, bias.down[group.expert]!, count);
     b.scatterRows!(s.slots, s.ye, group.slots, dim);
   }
   b.weightedRowSum!(out, s.slots, weights, numRows, k, dim);
@@ -98,5 +132,39 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
     b.siluMul(s.sharedGate, s.sharedGate, s.sharedUp, numRows * sh);
     b.matmul(s.ye, w.shared.down, s.sharedGate, numRows);
     b.add(out, out, s.ye, numRows * dim);
+  }
+}
+
+/**
+ * A one-row pass (decode of one sequence): every routed expert reads the same row, so the k experts' gate and up go to
+ * the backend as one shared-input matmul (the row quantized once, all 2k weights' row groups split over the threads
+ * in one dispatch, as ggml's mul_mat_id shares src1's conversion), then each slot's activation and down. Each
+ * matmul's bits are those of the per-expert path.
+ */
+function oneRowExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles, s: MoeScratch, x: DeviceBuffer, ids: Int32Array): void {
+  const k = moe.expertUsedCount;
+  const h = moe.expertHiddenDim;
+  const bias = w.biases;
+  const outs: DeviceBuffer[] = [];
+  const ws: Weight[] = [];
+  for (let slot = 0; slot < k; slot++) {
+    outs.push(s.slotGate[slot]!, s.slotUp[slot]!);
+    ws.push(w.gate[ids[slot]!]!, w.up[ids[slot]!]!);
+  }
+  b.matmulShared!(outs, ws, x, 1);
+  for (let slot = 0; slot < k; slot++) {
+    const e = ids[slot]!;
+    const gate = s.slotGate[slot]!;
+    const up = s.slotUp[slot]!;
+    if (bias !== null) {
+      b.addBias(gate, bias.gate[e]!, 1);
+      b.addBias(up, bias.up[e]!, 1);
+      b.swigluOai!(s.act, gate, up, h, OAI_ALPHA, OAI_LIMIT);
+    } else {
+      b.siluMul(s.act, gate, up, h);
+    }
+    b.matmul(s.ye, w.down[e]!, s.act, 1);
+    if (bias !== null) b.addBias(s.ye, bias.down[e]!, 1);
+    b.scatterRows!(s.slots, s.ye, Int32Array.of(slot), dim);
   }
 }

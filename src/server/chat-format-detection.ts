@@ -21,6 +21,7 @@ const has = (source: string, ...markers: string[]): boolean => markers.every((m)
 const TOOL_FORMATS: readonly FormatRule[] = [
   { parser: "qwen3_coder", because: "<tool_call> with <function=...> and <parameter=...>", matches: (s) => has(s, "<tool_call>", "<function=", "<parameter=") },
   { parser: "mistral", because: "[TOOL_CALLS]", matches: (s) => has(s, "[TOOL_CALLS]") },
+  { parser: "openai", because: "harmony <|channel|> messages to functions.", matches: (s) => has(s, "<|channel|>", "to=", "functions.") },
   { parser: "hermes", because: "<tool_call> JSON", matches: (s) => has(s, "<tool_call>") },
   { parser: "llama3_json", because: "Llama 3 headers with <|python_tag|> or a {\"name\", \"parameters\"} call", matches: (s) => has(s, "<|start_header_id|>") && (has(s, "<|python_tag|>") || has(s, "\"parameters\"")) },
 ];

@@ -177,6 +177,16 @@ export function readVocab(gguf: GgufFile): Vocab {
     if (id !== undefined) { eog.add(id); markControl(id); }
   }
   for (const id of [eosId, eotId, eomId]) if (id !== null) eog.add(id);
+  // o200k_harmony (gpt-oss): <|end|> closes one message of a turn (the analysis before the answer), so with <|return|>
+  // and <|call|> present it does not end generation; the Harmony header tokens always render (llama-vocab.cpp load)
+  const harmonyEnd = tokenToId.get("<|end|>");
+  if (harmonyEnd !== undefined && eog.has(harmonyEnd) && ["<|return|>", "<|call|>"].every((t) => eog.has(tokenToId.get(t) ?? -1))) {
+    eog.delete(harmonyEnd);
+    for (const text of ["<|end|>", "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"]) {
+      const id = tokenToId.get(text);
+      if (id !== undefined) attrs[id] = TokenAttr.USER_DEFINED;
+    }
+  }
 
   const specialIds: number[] = [];
   for (let id = 0; id < numTokens; id++) {

@@ -73,6 +73,8 @@ interface Case {
    * of its dot are emulated, not bit-equal, as for q8_0 weights)
    */
   readonly tolerance?: { readonly oracle: number; readonly fast: number };
+  /** the fast path's largest allowed logit gap at a differing step (default FAST_TIE_GAP) */
+  readonly fastTieGap?: number;
 }
 
 const DIM = 128;
@@ -92,8 +94,14 @@ const CASES: readonly Case[] = [
   { name: "granitemoe (granite-3.1-3b-a800m: 40 experts, top 8, multipliers)", architecture: "granitemoe", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 40, used: 8, expertHiddenDim: 64, expertType: GgmlType.F32, archMetadata: GRANITE_SCALES },
   { name: "granitemoe with a shared expert", architecture: "granitemoe", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 40, used: 8, expertHiddenDim: 64, expertType: GgmlType.F32, sharedHiddenDim: 96, archMetadata: GRANITE_SCALES },
   // gpt-oss-20b: 32 experts, 4 routed (top-k logits, then softmax), swiglu_oai experts with biases, attention sinks,
-  // even layers sliding (window 16 here, 128 in the model); the oracle only (the batched forward refuses it)
-  { name: "gpt-oss (gpt-oss-20b: 32 experts, top 4, sinks, sliding window; oracle)", architecture: "gpt-oss", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 32, used: 4, expertHiddenDim: 64, expertType: GgmlType.F32 },
+  // even layers sliding (window 16 here, 128 in the model)
+  { name: "gpt-oss (gpt-oss-20b: 32 experts, top 4, sinks, sliding window)", architecture: "gpt-oss", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 32, used: 4, expertHiddenDim: 64, expertType: GgmlType.F32 },
+  // as gpt-oss GGUFs ship: MXFP4 experts, the rest f32 here. The oracle (q8_0-rounded inputs as ggml) gives 1.0e-5;
+  // the WASM int8 path sits ~2e-2 from it on every step (its q8_0 activation scale is not ggml's f16-rounded one), and
+  // at 2 of 32 steps that moves a router near-tie to another expert (|dlogit| ~0.9 against the oracle, one step's
+  // greedy token differs with a gap of 0.2): the fast path's tie gap is widened for this case only
+  { name: "gpt-oss, MXFP4 experts", architecture: "gpt-oss", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 32, used: 4, expertHiddenDim: 64, expertType: GgmlType.MXFP4,
+    tolerance: { oracle: 1.5e-2, fast: 4e-2 }, fastTieGap: 0.25 },
   { name: "granite (dense, multipliers)", architecture: "granite", vocab: "gpt-2", numHeads: 2, numKvHeads: 1, headDim: 64, experts: 0, used: 0, expertHiddenDim: 128, expertType: GgmlType.F32, archMetadata: GRANITE_SCALES },
 ];
 
@@ -129,7 +137,8 @@ function moeTensors(c: Case, numLayers: number): (planned: PlannedTensor[]) => P
 
 /** gpt-oss (openai-moe.cpp load_arch_tensors): q/k/v/o biases, sinks, post_attention_norm for ffn_norm, biased router and experts */
 function gptOssTensors(c: Case, numLayers: number, out: PlannedTensor[]): PlannedTensor[] {
-  const kept = out.filter((t) => !/^blk\.\d+\.ffn_norm\.weight$/.test(t.name));
+  // tiny-model.ts plans gpt-oss's attention tensors too: these are written here, at this case's widths
+  const kept = out.filter((t) => !/^blk\.\d+\.(ffn_norm\.weight|attn_[qkv]\.bias|attn_output\.bias|attn_sinks\.weight|post_attention_norm\.weight)$/.test(t.name));
   const qDim = c.numHeads * c.headDim;
   const kvDim = c.numKvHeads * c.headDim;
   for (let l = 0; l < numLayers; l++) {
@@ -243,21 +252,16 @@ describe.each(CASES)("$name", (c) => {
     }
 
     const fast: Tally = { differingSteps: 0, worstGap: 0, worstLogprob: 0 };
-    if (c.architecture === "gpt-oss") {
-      expect(config).toMatchObject({ attentionSinks: true, slidingWindow: 16, slidingLayers: [true, false] });
-      await expect(wasmRunner(config, weights, 1)).rejects.toThrow(/attention sinks and swiglu_oai experts are not in the batched forward yet/);
-    }
-    const runner = c.architecture === "gpt-oss" ? null : await wasmRunner(config, weights, Math.ceil(all.length / 16));
+    if (c.architecture === "gpt-oss") expect(config).toMatchObject({ attentionSinks: true, slidingWindow: 16, slidingLayers: [true, false] });
+    const runner = await wasmRunner(config, weights, Math.ceil(all.length / 16));
     const table = Int32Array.from({ length: Math.ceil(all.length / 16) }, (_, i) => i);
     const step = async (start: number, end: number) =>
-      (await runner!.execute({ sequences: [{ tokenIds: Int32Array.from(all.slice(start, end)), startPos: start, blockTable: table, logits: "last" }] })).logits;
-    if (runner !== null) {
-      tally(fast, await step(0, promptIds.length), 0, ids, evaluated[promptIds.length - 1], true);
-      for (let pos = promptIds.length; pos < all.length; pos++) {
-        tally(fast, await step(pos, pos + 1), pos - (promptIds.length - 1), ids, evaluated[pos], checked.has(pos));
-      }
-      runner.dispose();
+      (await runner.execute({ sequences: [{ tokenIds: Int32Array.from(all.slice(start, end)), startPos: start, blockTable: table, logits: "last" }] })).logits;
+    tally(fast, await step(0, promptIds.length), 0, ids, evaluated[promptIds.length - 1], true);
+    for (let pos = promptIds.length; pos < all.length; pos++) {
+      tally(fast, await step(pos, pos + 1), pos - (promptIds.length - 1), ids, evaluated[pos], checked.has(pos));
     }
+    runner.dispose();
 
     // control: the oracle routing to the k worst experts (the router's rows reversed in sign); a dense model: without
     // Granite's multipliers
@@ -275,7 +279,8 @@ describe.each(CASES)("$name", (c) => {
     console.log(`${c.name}: ${all.length} positions; oracle ${line(oracle)}; wasm ${line(fast)}; control (wrong experts; dense: no multipliers) max |dlogprob| ${controlError.toExponential(2)}`);
     expect(oracle.worstGap).toBeLessThanOrEqual(TIE_GAP);
     expect(oracle.worstLogprob).toBeLessThan(c.tolerance?.oracle ?? LOGPROB_TOLERANCE);
-    expect(fast.worstGap).toBeLessThanOrEqual(FAST_TIE_GAP);
+    expect(fast.worstGap).toBeLessThanOrEqual(c.fastTieGap ?? FAST_TIE_GAP);
+    expect(fast.differingSteps).toBeLessThanOrEqual(c.fastTieGap === undefined ? STEPS : 1);
     expect(fast.worstLogprob).toBeLessThan(c.tolerance?.fast ?? FAST_LOGPROB_TOLERANCE);
     expect(controlError).toBeGreaterThan(10 * Math.max(oracle.worstLogprob, 1e-4));
     if (c.architecture === "gpt-oss") {

@@ -45,7 +45,7 @@ interface PlannedTensor {
   /** a ggml type id (any number, so error tests can use types fennec lacks) */
   readonly type: number;
   /** what the random values look like */
-  readonly kind: "matrix" | "norm" | "bias" | "ropeFactor";
+  readonly kind: "matrix" | "norm" | "bias" | "ropeFactor" | "sink";
   /** fixed values instead of random ones */
   readonly values?: Float32Array;
 }
@@ -76,11 +76,21 @@ function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
     if (s.architecture === "qwen3" || s.architecture === "qwen3moe" || gemma) out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
     // olmoe: one QK-norm over all heads
     if (s.architecture === "olmoe") out.push(v(n("attnQNorm"), qDim, "norm"), v(n("attnKNorm"), kvDim, "norm"));
-    out.push(m(n("attnOutput"), qDim, s.dim), v(n("ffnNorm"), s.dim, "norm"));
+    // gpt-oss (openai-moe.cpp): q/k/v/o biases, the heads' sinks, post_attention_norm as the FFN's norm
+    const oss = s.architecture === "gpt-oss";
+    out.push(m(n("attnOutput"), qDim, s.dim), v(n(oss ? "attnPostNorm" : "ffnNorm"), s.dim, "norm"));
+    if (oss) {
+      out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"), v(n("attnOutputBias"), s.dim, "bias"));
+      out.push({ ...v(n("attnSinks"), s.numHeads, "norm"), kind: "sink" });
+    }
     const e = s.experts;
     if (e !== undefined) {
       const stacked = (name: string, cols: number, rows: number): PlannedTensor => ({ name, shape: [cols, rows, e.count], type: matrixType, kind: "matrix" });
       out.push({ ...m(n("ffnGateInp"), s.dim, e.count), type: GgmlType.F32 });
+      if (oss) {
+        const perExpert = (name: string, width: number): PlannedTensor => ({ name, shape: [width, e.count], type: GgmlType.F32, kind: "bias" });
+        out.push(v(n("ffnGateInpBias"), e.count, "bias"), perExpert(n("ffnGateExpsBias"), e.hiddenDim), perExpert(n("ffnUpExpsBias"), e.hiddenDim), perExpert(n("ffnDownExpsBias"), s.dim));
+      }
       out.push(stacked(n("ffnGateExps"), s.dim, e.hiddenDim), stacked(n("ffnUpExps"), s.dim, e.hiddenDim), stacked(n("ffnDownExps"), e.hiddenDim, s.dim));
       if (e.shared !== undefined) out.push(m(n("ffnGateShexp"), s.dim, e.shared), m(n("ffnUpShexp"), s.dim, e.shared), m(n("ffnDownShexp"), e.shared, s.dim));
     } else if (fused) out.push(m(n("ffnUp"), s.dim, 2 * s.hiddenDim));
@@ -162,7 +172,8 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
     for (let i = 0; i < n && !t.values; i++) {
       const r = random() * 2 - 1;
       // matrices ~ U(-1, 1) * 1.5 / sqrt(cols): activations stay O(1) through the layers
-      values[i] = t.kind === "matrix" ? (r * 1.5) / Math.sqrt(cols) : t.kind === "norm" ? 1 + 0.2 * r : t.kind === "ropeFactor" ? 5 + 4 * r : 0.3 * r;
+      // sinks ~ U(-1, 3): some heads' sinks above their scores, some below
+      values[i] = t.kind === "matrix" ? (r * 1.5) / Math.sqrt(cols) : t.kind === "norm" ? 1 + 0.2 * r : t.kind === "ropeFactor" ? 5 + 4 * r : t.kind === "sink" ? 1 + 2 * r : 0.3 * r;
     }
     const wt = weightType(t.type);
     const sizeBytes = wt === undefined ? n * 4 : byteSize(wt, n);
@@ -204,6 +215,14 @@ export const TINY_SHAPES: Readonly<Record<string, TinyShape>> = {
 };
 
 /**
+ * gpt-oss: sliding window 4 on the even layers, sinks, q/k/v/o, router and expert biases, post_attention_norm, 8
+ * experts of 64 with 2 routed (top-k logits then softmax), swiglu_oai experts
+ */
+export const TINY_GPT_OSS: TinyShape = {
+  ...TINY_SHAPES.llama!, architecture: "gpt-oss", tied: false, slidingWindow: 4, experts: { count: 8, used: 2, hiddenDim: 64 },
+};
+
+/**
  * Mixture of experts and Granite (test/model/moe-llamacpp.test.ts checks them against llama.cpp): 8 experts of 64, 2
  * routed; granite's logit_scale is required.
  */
@@ -215,14 +234,7 @@ export const TINY_MOE_SHAPES: Readonly<Record<string, TinyShape>> = {
     ...TINY_SHAPES.llama!, architecture: "granitemoe", hiddenDim: 64, experts: { count: 8, used: 2, hiddenDim: 64, shared: 32 },
     archMetadata: { logit_scale: f32(6), "attention.scale": f32(0.1) },
   },
-};
-
-/**
- * gpt-oss's metadata (sliding window required; even layers slide) for the config reader; its tensors (sinks, biases)
- * are written by test/model/moe-llamacpp.test.ts
- */
-export const TINY_GPT_OSS: TinyShape = {
-  ...TINY_SHAPES.llama!, architecture: "gpt-oss", tied: false, slidingWindow: 4, experts: { count: 8, used: 2, hiddenDim: 64 },
+  "gpt-oss": TINY_GPT_OSS,
 };
 
 /**

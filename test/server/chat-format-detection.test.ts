@@ -26,7 +26,7 @@ const CASES: readonly [string, string | null, string | null][] = [
   ["meta-llama-Llama-3.2-3B-Instruct", "llama3_json", null],
   ["meta-llama-Llama-3.3-70B-Instruct", "llama3_json", null],
   ["mistralai-Mistral-Nemo-Instruct-2407", "mistral", null],
-  ["openai-gpt-oss-120b", null, "openai_gptoss"],
+  ["openai-gpt-oss-120b", "openai", "openai_gptoss"],
   ["ibm-granite-granite-3.3-2B-Instruct", null, "granite"],
   ["deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", null, "deepseek_r1"],
   ["google-gemma-2-2b-it", null, null],

@@ -20,19 +20,20 @@ export interface KernelExports {
   matmul_f32(out: number, w: number, x: number, rows: number, cols: number, numTokens: number, groupStart: number, groupEnd: number, tmp: number): void;
   kv_store_f16(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_f16(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
-    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, firstKeys: number, scratch: number, taskStart: number, taskEnd: number): void;
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, firstKeys: number, sinks: number, scratch: number, taskStart: number, taskEnd: number): void;
   kv_store_q8(kLayer: number, vLayer: number, k: number, v: number, slots: number, numRows: number, numKvHeads: number, headDim: number, blockSize: number): void;
   attention_q8(out: number, q: number, kLayer: number, vLayer: number, rowInfo: number, tasks: number, partials: number,
-    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, firstKeys: number, scratch: number, taskStart: number, taskEnd: number): void;
+    numHeads: number, numKvHeads: number, headDim: number, blockSize: number, scale: number, window: number, firstKeys: number, sinks: number, scratch: number, taskStart: number, taskEnd: number): void;
   attention_segment_keys(): number;
   attention_tile_rows(): number;
   attention_scratch_floats(groupSize: number, headDim: number): number;
-  attention_merge(out: number, partials: number, merges: number, numHeads: number, numKvHeads: number, headDim: number, taskStart: number, taskEnd: number): void;
+  attention_merge(out: number, partials: number, merges: number, numHeads: number, numKvHeads: number, headDim: number, sinks: number, taskStart: number, taskEnd: number): void;
   rms_norm(out: number, x: number, w: number, numRows: number, dim: number, eps: number): void;
   rope_table(table: number, positions: number, numRows: number, ropeDim: number, thetas: number, mscale: number): void;
   rope(x: number, table: number, numRows: number, numHeads: number, headDim: number, ropeDim: number, neox: number): void;
   silu_mul(out: number, gate: number, up: number, n: number): void;
   gelu_mul(out: number, gate: number, up: number, n: number): void;
+  swiglu_oai(out: number, gate: number, up: number, n: number, alpha: number, limit: number): void;
   scale(x: number, s: number, n: number): void;
   add(out: number, a: number, b: number, n: number): void;
   add_bias(x: number, bias: number, numRows: number, n: number): void;

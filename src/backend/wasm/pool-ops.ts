@@ -36,6 +36,7 @@ export enum PoolOp {
   Exit = 9,
   QuantizeActivations = 10,
   RmsNorm = 11,
+  SwigluOai = 12,
 }
 
 /**
@@ -48,8 +49,8 @@ export const GROUP_HEADER_INTS = 3;
 /** da per weight: the K-quants read the input's q8_K scales, the other kinds its q8_0 ones (quantizeTokens' rules) */
 export const GROUP_ROW = { kind: 0, out: 1, wq: 2, ws: 3, wm: 4, rows: 5, zeroPoint: 6, acts: 7, sa: 8, qs: 9, quads: 10, firstUnit: 11, da: 12 } as const;
 export const GROUP_ROW_INTS = 13;
-/** weights one MatmulQuant op takes (q, k, v) */
-export const MAX_GROUP_WEIGHTS = 4;
+/** weights one MatmulQuant op takes (q, k, v; a decode step's routed experts' gate and up: 2 x 8 for Qwen3-30B-A3B) */
+export const MAX_GROUP_WEIGHTS = 16;
 export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
 
 /** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
@@ -171,14 +172,14 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       return;
     case PoolOp.Attention:
       k.attention_f16(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, scratch + 64, start, end);
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, ctl[a + 14]!, scratch + 64, start, end);
       return;
     case PoolOp.AttentionQ8:
       k.attention_q8(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, ctl[a + 7]!,
-        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, scratch + 64, start, end);
+        ctl[a + 8]!, ctl[a + 9]!, ctl[a + 10]!, ctlF[a + 11]!, ctl[a + 12]!, ctl[a + 13]!, ctl[a + 14]!, scratch + 64, start, end);
       return;
     case PoolOp.AttentionMerge:
-      k.attention_merge(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, start, end);
+      k.attention_merge(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, ctl[a + 6]!, start, end);
       return;
     case PoolOp.SiluMul: {
       // units of SILU_UNIT elements: args out, gate, up, n
@@ -192,6 +193,13 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       const from = start * SILU_UNIT;
       const to = Math.min(end * SILU_UNIT, ctl[a + 3]!);
       if (from < to) k.gelu_mul(ctl[a]! + from * 4, ctl[a + 1]! + from * 4, ctl[a + 2]! + from * 4, to - from);
+      return;
+    }
+    case PoolOp.SwigluOai: {
+      // the same units as SiluMul; args out, gate, up, n, alpha (f32), limit (f32)
+      const from = start * SILU_UNIT;
+      const to = Math.min(end * SILU_UNIT, ctl[a + 3]!);
+      if (from < to) k.swiglu_oai(ctl[a]! + from * 4, ctl[a + 1]! + from * 4, ctl[a + 2]! + from * 4, to - from, ctlF[a + 4]!, ctlF[a + 5]!);
       return;
     }
     case PoolOp.QuantizeActivations:

@@ -53,6 +53,7 @@ export class SplitWasmBackend implements Backend {
   readonly name: string;
   /** every part's (they are the same kernels) */
   readonly maxRowsPerPass: number | undefined;
+  readonly attentionSinks = true;
   /** the memory the last op ran in */
   private current = 0;
   private kvShape: KvCacheShape | null = null;
@@ -241,15 +242,17 @@ export class SplitWasmBackend implements Backend {
     this.on(m).kvStore(local, this.readIn(k, m, n), this.readIn(v, m, n), slots);
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false, sinks: Weight | null = null): void {
     const [m, local] = this.layerIn(layer);
+    // a layer's sinks are placed with its other tensors, in the memory of its KV (memory-plan.ts memoryOfTensor)
+    if (sinks !== null && asWeight(sinks).memory !== m) throw new Error(`split wasm backend: layer ${layer}'s sinks are not in its memory`);
     const shape = this.kvShape;
     if (shape === null) throw new Error("wasm backend: allocKvCache was not called");
     let numRows = 0;
     for (const s of sequences) numRows = Math.max(numRows, s.rowStart + s.numRows);
     const n = numRows * numHeads * shape.headDim;
     const qm = this.readIn(q, m, n);
-    this.on(m).attention(this.writeIn(out, m, n), qm, local, numHeads, sequences, slidingWindow, bidirectional);
+    this.on(m).attention(this.writeIn(out, m, n), qm, local, numHeads, sequences, slidingWindow, bidirectional, sinks === null ? null : asWeight(sinks).inner);
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
@@ -264,6 +267,13 @@ export class SplitWasmBackend implements Backend {
     const g = this.readIn(gate, m, n);
     const u = this.readIn(up, m, n);
     this.on(m).geluMul(this.writeIn(out, m, n), g, u, n);
+  }
+
+  swigluOai(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number, alpha: number, limit: number): void {
+    const m = this.current;
+    const g = this.readIn(gate, m, n);
+    const u = this.readIn(up, m, n);
+    this.on(m).swigluOai(this.writeIn(out, m, n), g, u, n, alpha, limit);
   }
 
   scale(x: DeviceBuffer, s: number, n: number): void {

@@ -45,6 +45,7 @@ interface RopeTable {
 export class WasmBackend implements Backend {
   readonly name: string;
   readonly maxRowsPerPass = ROWS_PER_PASS;
+  readonly attentionSinks = true;
   private kv: KvState | null = null;
   private readonly activations: Scratch;
   private readonly ints: Scratch;
@@ -283,8 +284,10 @@ export class WasmBackend implements Backend {
     store(kvPartAddress(kv, layer, 0), kvPartAddress(kv, layer, 1), asBuffer(k).ptr, asBuffer(v).ptr, s, slots.length, numKvHeads, headDim, blockSize);
   }
 
-  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false): void {
+  attention(out: DeviceBuffer, q: DeviceBuffer, layer: number, numHeads: number, sequences: readonly AttentionSequence[], slidingWindow = 0, bidirectional = false, sinks: Weight | null = null): void {
     const kv = this.cache();
+    const sk = sinks === null ? 0 : asWeight(sinks);
+    if (sk !== 0 && (sk.quant !== null || sk.rows * sk.cols !== numHeads)) throw new Error(`attention: the sinks must be ${numHeads} floats, one per head`);
     const { numKvHeads, headDim, blockSize } = kv.shape;
     if (numHeads % numKvHeads !== 0) throw new Error(`attention: ${numHeads} heads do not share ${numKvHeads} KV heads evenly`);
     const groupSize = numHeads / numKvHeads;
@@ -297,9 +300,9 @@ export class WasmBackend implements Backend {
     const o = asBuffer(out).ptr;
     const args = [o, asBuffer(q).ptr, kvPartAddress(kv, layer, 0), kvPartAddress(kv, layer, 1), base,
       base + table.tasksAt * 4, partials, numHeads, numKvHeads, headDim, blockSize, 0,
-      bidirectional ? 0 : slidingWindow, table.firstKeysAt >= 0 ? base + table.firstKeysAt * 4 : 0];
+      bidirectional ? 0 : slidingWindow, table.firstKeysAt >= 0 ? base + table.firstKeysAt * 4 : 0, sk === 0 ? 0 : sk.f32Ptr];
     this.pool.run(kv.shape.dtype === "q8" ? PoolOp.AttentionQ8 : PoolOp.Attention, args, plan.numTasks, new Map([[11, 1 / Math.sqrt(headDim)]]));
-    if (plan.numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + table.mergesAt * 4, numHeads, numKvHeads, headDim], plan.numMerges);
+    if (plan.numMerges > 0) this.pool.run(PoolOp.AttentionMerge, [o, partials, base + table.mergesAt * 4, numHeads, numKvHeads, headDim, sk === 0 ? 0 : sk.f32Ptr], plan.numMerges);
   }
 
   siluMul(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number): void {
@@ -312,6 +315,12 @@ export class WasmBackend implements Backend {
     const args = [asBuffer(out).ptr, asBuffer(gate).ptr, asBuffer(up).ptr, n];
     if (n >= MIN_PARALLEL_SILU && this.pool.numThreads > 1) this.pool.run(PoolOp.GeluMul, args, Math.ceil(n / SILU_UNIT));
     else this.k.gelu_mul(args[0]!, args[1]!, args[2]!, n);
+  }
+
+  swigluOai(out: DeviceBuffer, gate: DeviceBuffer, up: DeviceBuffer, n: number, alpha: number, limit: number): void {
+    const args = [asBuffer(out).ptr, asBuffer(gate).ptr, asBuffer(up).ptr, n];
+    if (n >= MIN_PARALLEL_SILU && this.pool.numThreads > 1) this.pool.run(PoolOp.SwigluOai, args, Math.ceil(n / SILU_UNIT), new Map([[4, alpha], [5, limit]]));
+    else this.k.swiglu_oai(args[0]!, args[1]!, args[2]!, n, alpha, limit);
   }
 
   scale(x: DeviceBuffer, s: number, n: number): void {

@@ -3,8 +3,9 @@
  *   <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...<|return|>
  * (the template's generation prompt already wrote `<|start|>assistant`). The analysis channel is the reasoning, the
  * final channel the content (vLLM's gptoss_reasoning_parser.py reads the same channels through openai_harmony on
- * token ids; here on the text, which is why the markers are kept in it: keepSpecialTokens). Text outside any
- * recognised message stays content, so nothing is lost.
+ * token ids; here on the text, which is why the markers are kept in it: keepSpecialTokens). A commentary message or one
+ * addressed to a tool (`to=functions.x`) stays in the content whole, markers and all, for the `openai` tool parser.
+ * Text outside any recognised message stays content, so nothing is lost.
  */
 import { partialTagLength } from "../tool-parsers/tool-parser.ts";
 import type { ReasoningParser } from "./reasoning-parser.ts";
@@ -44,9 +45,15 @@ function parseHarmony(text: string, final: boolean): Split | null {
     const open = bodyEnd < 0;
     let body = open ? text.slice(bodyStart) : text.slice(bodyStart, bodyEnd);
     if (open && !final) body = body.slice(0, body.length - partialMarker(body));
-    if (channel === "analysis") out.reasoning += body;
+    const addressed = text.slice(at, header).includes("to=");
+    if (addressed || channel === "commentary") {
+      // a message to a tool (or a commentary preamble) goes to the content whole, header and markers, where the
+      // openai tool parser reads it (<|start|> marks where its header begins)
+      const head = text.slice(at, header);
+      out.content += `${START}${head.startsWith("assistant") ? "" : "assistant"}${head}${MESSAGE}${body}${open ? "" : text.slice(bodyEnd, bodyEnd + endLength)}`;
+    } else if (channel === "analysis") out.reasoning += body;
     else if (channel === "final") out.content += body;
-    else return null; // commentary (tool calls) is the openai tool parser's, which fennec does not have
+    else return null;
     if (open) break;
     at = bodyEnd + endLength;
   }
