@@ -17,7 +17,8 @@ import { speculativeConfigNote, speculativeConfigRepr } from "../config/speculat
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder, type HttpResponseEvent } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
-import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
+import { createServingPipeline, stageChainOf, type ServingPipeline, type ServingPipelineOptions } from "../pipeline/serving-pipeline.ts";
+import { readHostCopy } from "../gguf/host-copy.ts";
 import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
@@ -81,10 +82,10 @@ export function serveLoggers(log: LogConfig, write: (line: string) => void = (l)
 }
 
 /** The pipeline the config asks for (--pipeline, --stage-config; --log-stats tables), built by the pipeline module. */
-async function startPipeline(config: ServeConfig, chain: StageChain | null, listener: StatsListener): Promise<ServingPipeline> {
+async function startPipeline(config: ServeConfig, chain: StageChain | null, listener: StatsListener, wake: Pick<ServingPipelineOptions, "hostModelBytes" | "tokenizer"> = {}): Promise<ServingPipeline> {
   const tables = config.metrics.logStats ? (numStages: number) => onlineTables(numStages, (text) => process.stdout.write(text)) : null;
   try {
-    return await createServingPipeline({ model: config.model, engineArgs: config.engine, chain, listener, tables });
+    return await createServingPipeline({ model: config.model, engineArgs: config.engine, chain, listener, tables, ...wake });
   } catch (e) {
     // the flags were checked already: a model that does not load is a failed run (exit 1)
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
@@ -172,13 +173,25 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
-  // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener
+  // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener (and
+  // the tokenizer it has); level 1 keeps the model file in memory so that wake_up reads no file
   let recorderRef: MetricsRecorder | null = null;
-  const sleepable = wiring.sleepMode ? new SleepableOrchestrator(pipeline.orchestrator, async () => {
-    const again = await startPipeline(config, chain, listener);
+  const sleepable = wiring.sleepMode ? new SleepableOrchestrator(pipeline.orchestrator, async (hostModelBytes) => {
+    const started = performance.now();
+    const again = await startPipeline(config, chain, listener, { hostModelBytes, tokenizer: pipeline.orchestrator.tokenizer });
     for (const line of again.startupLines) log(line);
+    log(`engine woke up in ${Math.round(performance.now() - started)} ms (${hostModelBytes !== null ? `weights from host memory, ${(hostModelBytes.byteLength / 2 ** 20).toFixed(1)} MiB` : "weights read from the model file"})`);
     return again.orchestrator;
-  }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }) : null;
+  }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }, async () => {
+    try {
+      const bytes = await readHostCopy(config.model);
+      if (bytes !== null) log(`sleep level 1: ${(bytes.byteLength / 2 ** 20).toFixed(1)} MiB of weights kept in host memory`);
+      return bytes;
+    } catch (e) {
+      log(`sleep level 1: the model file could not be kept in memory (${errorMessage(e)}); wake_up reads it again`, "WARNING");
+      return null;
+    }
+  }) : null;
   const engine = sleepable ?? pipeline.orchestrator;
   const logged = config.log.enableLogRequests
     ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
@@ -223,6 +236,10 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
     devMode: wiring.devMode, sleepControl: sleepable,
+    // the engine behind sleep (a wake-up's new one) or the pipeline's own; a chain of stages has no one engine
+    cacheControl: engine.resetPrefixCache !== undefined
+      ? { resetPrefixCache: (running) => engine.resetPrefixCache!(running), hasExternalCache: config.engine.kvOffload != null || config.engine.kvPeer != null }
+      : null,
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
   return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers };

@@ -40,12 +40,26 @@ class EngineWorker {
   private stopped = false;
   /** messages that arrive while the model loads */
   private readonly pending: ToEngine[] = [];
+  /** the model file's bytes from the main thread (sleep level 1), until the load has read them */
+  private hostBytes: ArrayBuffer | null = null;
+
+  /** the runner spec with the host copy, which this worker then forgets */
+  private takeHostBytes(runner: EngineWorkerSpec["runner"]): EngineWorkerSpec["runner"] {
+    const hostBytes = this.hostBytes;
+    this.hostBytes = null;
+    return runner.kind === "model" && hostBytes !== null ? { ...runner, hostBytes } : runner;
+  }
 
   handle(message: ToEngine): void {
     switch (message.type) {
-      case "init":
-        void this.start(message.spec);
+      case "init": {
+        // sleep level 1's host copy is held here, not in the spec the engine keeps for its life: the load takes it
+        // and lets it go, so the file's bytes do not stay beside the engine's own copy of the weights
+        const runner = message.spec.runner;
+        if (runner.kind === "model" && runner.hostBytes !== undefined) this.hostBytes = runner.hostBytes;
+        void this.start(runner.kind === "model" ? { ...message.spec, runner: { kind: "model", modelPath: runner.modelPath } } : message.spec);
         return;
+      }
       case "add": {
         if (!this.engine) { this.pending.push(message); return; }
         const error = this.engine.addRequest(message.request);
@@ -59,6 +73,13 @@ class EngineWorker {
         // an idle engine sends no more steps: report the emptied queues and cache once (gauges back to 0)
         if (!this.engine.hasWork()) postStep(this.engine, [], this.engine.idleStats());
         return;
+      case "resetPrefixCache": {
+        if (!this.engine) { this.pending.push(message); return; }
+        post({ type: "prefixCacheReset", id: message.id, success: this.engine.resetPrefixCache(message.resetRunningRequests) });
+        // preempted requests or the cleared-blocks event: the loop runs them, the step reports them
+        if (this.engine.hasWork()) this.wakeLoop(); else postStep(this.engine, [], this.engine.idleStats());
+        return;
+      }
       case "shutdown":
         this.stopped = true;
         this.wakeLoop();
@@ -76,7 +97,10 @@ class EngineWorker {
 
   private async start(spec: EngineWorkerSpec): Promise<void> {
     try {
-      const loaded = await loadRunner(spec.runner, spec.engineArgs);
+      const fromHost = this.hostBytes !== null;
+      const loaded = await loadRunner(this.takeHostBytes(spec.runner), spec.engineArgs);
+      // the host copy is garbage now (the weights are in the kernels' memories): give it back before serving
+      if (fromHost) Bun.gc(true);
       if (!loaded.ok) { post({ type: "fatal", message: loaded.error }); return; }
       const { runner, backend, lost } = loaded.value;
       this.runner = runner;
