@@ -137,5 +137,32 @@ describe("sleep levels", () => {
 
     const bad = await fetch(`${server.url}/reset_prefix_cache?reset_running_requests=maybe`, { method: "POST" });
     expect(bad.status).toBe(400);
+
+    // a running request holds blocks: 409 (vLLM's HTTPException), unless reset_running_requests preempts it; it is
+    // recomputed and ends with the tokens it gets alone
+    const alone = await fetch(`${server.url}/v1/completions`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt, max_tokens: 120, temperature: 0, ignore_eos: true, return_token_ids: true }),
+    });
+    const aloneIds = ((await alone.json()) as { choices: { token_ids: number[] }[] }).choices[0]!.token_ids;
+    const stream = await fetch(`${server.url}/v1/completions`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt, max_tokens: 120, temperature: 0, ignore_eos: true, return_token_ids: true, stream: true }),
+    });
+    const reader = stream.body!.getReader();
+    await reader.read(); // the first chunk: the request runs
+    const busy = await fetch(`${server.url}/reset_prefix_cache`, { method: "POST" });
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toEqual({ error: { message: "Prefix cache reset failed.", type: "Conflict", param: null, code: 409 } });
+    expect((await fetch(`${server.url}/reset_prefix_cache?reset_running_requests=true`, { method: "POST" })).status).toBe(200);
+    let text = "";
+    const decoder = new TextDecoder();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const ids = text.split("\n").filter((l) => l.startsWith("data: {")).flatMap((l) => (JSON.parse(l.slice(6)) as { choices: { token_ids?: number[] }[] }).choices[0]?.token_ids ?? []);
+    expect(ids).toEqual(aloneIds);
   }, 120_000);
 });
