@@ -38,7 +38,8 @@ import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
 import { withDetectedParsers } from "../server/chat-format-detection.ts";
 import { ollamaServing } from "./ollama-serving.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
-import { readModelList, startSeveralModels } from "./serve-models.ts";
+import { startSeveralModels, type ConfiguredModel } from "./serve-models.ts";
+import { readModelEntries, type ModelEntry } from "./model-entries.ts";
 import { SleepableOrchestrator } from "../frontend/sleepable-orchestrator.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
@@ -245,8 +246,28 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers };
 }
 
+/**
+ * Every model's config (its entry's flags over the server's), checked now as the command line is: a bad one is one
+ * line naming the model, exit 2, before anything loads.
+ */
+function configuredModels(entries: readonly ModelEntry[]): ConfiguredModel[] {
+  return entries.map((entry) => {
+    try {
+      const { config } = readServeConfig(entry.options);
+      readChatFlags(config.chat);
+      return { entry, config };
+    } catch (e) {
+      if (entries.length > 1 && e instanceof CliError) throw new CliError(`model ${entry.path ?? "embedded:stories260K"}: ${e.message}`);
+      throw e;
+    }
+  });
+}
+
 export async function main(options: Options): Promise<number> {
-  const { config, chain } = readServeConfig(options);
+  // a folder is its model files, a --config file's `models:` entries bring their own flags
+  const models = configuredModels(readModelEntries(options));
+  const { chain } = readServeConfig(options);
+  const config = models.length === 1 ? models[0]!.config : readServeConfig(options).config;
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
   const chat = readChatFlags(config.chat);
@@ -273,12 +294,11 @@ export async function main(options: Options): Promise<number> {
     loggers, log, chat, gate: gate.value, shutdown: shutdown.signal, peers, targets, tracing, options,
     sleepMode: options["enable-sleep-mode"] === true, devMode: process.env["VLLM_SERVER_DEV_MODE"] === "1",
   };
-  const models = readModelList(options);
   // several models: one recorder of the server's own series (process, HTTP), merged before every model's in /metrics
-  const serverRecorder = models.length > 0 ? new MetricsRecorder({ modelName: "", maxModelLen: 0, logStats: false, enableMfuMetrics: false, deprecation: gate.value }) : null;
+  const serverRecorder = models.length > 1 ? new MetricsRecorder({ modelName: "", maxModelLen: 0, logStats: false, enableMfuMetrics: false, deprecation: gate.value }) : null;
   const modelWiring: ModelWiring = serverRecorder !== null ? { ...wiring, onHttpResponse: (event) => serverRecorder.onHttpResponse(event) } : wiring;
   const several = serverRecorder !== null
-    ? startSeveralModels(config, models, options, (c) => startModelServer(c, chain, modelWiring), (line) => log(line), () => serverRecorder.registry.metrics())
+    ? startSeveralModels(models, options, (c) => startModelServer(c, chain, { ...modelWiring, chat: readChatFlags(c.chat) }), (line) => log(line), () => serverRecorder.registry.metrics())
     : null;
   const one = several === null ? await startModelServer(config, chain, wiring) : null;
   const handleApp = several?.handle ?? ((request: Request) => one!.app.handle(request));
