@@ -28,6 +28,8 @@ export interface StartedModel {
   readonly orchestrator: { readonly maxModelLen: number; isHealthy(): boolean; shutdown(): Promise<void> };
   readonly recorder: { readonly registry: { metrics(): Promise<string> } };
   readonly statLogger: { start(): void; stop(): void } | null;
+  /** stops and starts the model's engine alone (its Worker: weights, KV cache); the front end stays */
+  readonly engine: { stop(): Promise<void>; start(): Promise<void> };
 }
 
 export interface SeveralModels {
@@ -80,20 +82,30 @@ export function startSeveralModels(
     const aliases = [...config.server.servedModelAliases, ...(path !== null && path !== name ? [path] : [])].filter((a) => a !== name);
     const fromHub = path !== null && !(index === 0 && path === resolved) && isHubArgument(path);
     const modelConfig: ServeConfig = { ...config, server: { ...config.server, servedModelName: name, servedModelAliases: aliases } };
+    let shell: StartedModel | null = null;
     const ownKeepAlive = entry.own.includes("keep-alive") ? keepAliveOf(entry.options["keep-alive"], `models[${index}] keep-alive`) : undefined;
     return {
       name, aliases, source: path ?? "embedded:stories260K", estimatedBytes: path === null || fromHub ? 0 : fileBytes(path),
       ...(ownKeepAlive !== undefined ? { keepAliveMs: ownKeepAlive } : {}),
+      // the model's front end (its routes, tokenizer, parsers and metrics) is built on its first load and kept: an
+      // unload stops its engine Worker, which holds the weights and the KV cache, and a later load starts only that.
+      // Building the front end runs on the main thread (the routes' compiled validators, the metric series, the
+      // tokenizer): once per model, not per load, so loads do not stall /health and the other models' streams
       load: async (): Promise<ModelApp> => {
-        const local = fromHub ? (await fetchModelArgument(path, modelArgumentFlags(options))).path : path;
-        const started = await start({ ...modelConfig, model: local });
+        if (shell === null) {
+          const local = fromHub ? (await fetchModelArgument(path, modelArgumentFlags(options))).path : path;
+          shell = await start({ ...modelConfig, model: local });
+        } else {
+          await shell.engine.start();
+        }
+        const started = shell;
         started.statLogger?.start();
         return {
           handle: (request) => started.app.handle(request),
           isHealthy: () => started.orchestrator.isHealthy(),
           metricsText: () => started.recorder.registry.metrics(),
           maxModelLen: started.orchestrator.maxModelLen,
-          shutdown: async () => { started.statLogger?.stop(); await started.orchestrator.shutdown(); },
+          shutdown: async () => { started.statLogger?.stop(); await started.engine.stop(); },
         };
       },
     };

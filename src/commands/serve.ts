@@ -135,6 +135,8 @@ interface ModelWiring {
   readonly targets: WeakMap<Request, string>;
   /** --enable-sleep-mode */
   readonly sleepMode: boolean;
+  /** several models: the engine stops and starts under the front end (a model's unload and load) */
+  readonly engineSwap?: boolean;
   /** VLLM_SERVER_DEV_MODE=1: vLLM's dev routes are mounted */
   readonly devMode: boolean;
   /** several models: the process and HTTP series are the server's (this hook), each model's recorder has its own */
@@ -156,6 +158,7 @@ interface ModelServer {
   readonly chat: ReturnType<typeof readChatFlags>;
   /** the start-up line naming the parsers chosen from the template, or null */
   readonly detectedParsers: string | null;
+  readonly engine: { stop(): Promise<void>; start(): Promise<void> };
 }
 
 /** Starts one model (its engine, recorder and app); its start-up lines are logged as they come. */
@@ -177,7 +180,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener (and
   // the tokenizer it has); level 1 keeps the model file in memory so that wake_up reads no file
   let recorderRef: MetricsRecorder | null = null;
-  const sleepable = wiring.sleepMode ? new SleepableOrchestrator(pipeline.orchestrator, async (hostModelBytes) => {
+  const sleepable = wiring.sleepMode || wiring.engineSwap === true ? new SleepableOrchestrator(pipeline.orchestrator, async (hostModelBytes) => {
     const started = performance.now();
     const again = await startPipeline(config, chain, listener, { hostModelBytes, tokenizer: pipeline.orchestrator.tokenizer });
     for (const line of again.startupLines) log(line);
@@ -236,14 +239,19 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
-    devMode: wiring.devMode, sleepControl: sleepable,
+    devMode: wiring.devMode, sleepControl: wiring.sleepMode ? sleepable : null,
     // the engine behind sleep (a wake-up's new one) or the pipeline's own; a chain of stages has no one engine
     cacheControl: engine.resetPrefixCache !== undefined
       ? { resetPrefixCache: (running) => engine.resetPrefixCache!(running), hasExternalCache: config.engine.kvOffload != null || config.engine.kvPeer != null }
       : null,
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
-  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers };
+  // a model's unload stops its engine as sleep level 2 does (nothing kept), its load wakes it
+  const engineControl = {
+    stop: () => sleepable?.sleep(2) ?? orchestrator.shutdown(),
+    start: () => sleepable?.wakeUp() ?? Promise.reject(new Error("this engine cannot be started again")),
+  };
+  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers, engine: engineControl };
 }
 
 /**
@@ -296,7 +304,7 @@ export async function main(options: Options): Promise<number> {
   };
   // several models: one recorder of the server's own series (process, HTTP), merged before every model's in /metrics
   const serverRecorder = models.length > 1 ? new MetricsRecorder({ modelName: "", maxModelLen: 0, logStats: false, enableMfuMetrics: false, deprecation: gate.value }) : null;
-  const modelWiring: ModelWiring = serverRecorder !== null ? { ...wiring, onHttpResponse: (event) => serverRecorder.onHttpResponse(event) } : wiring;
+  const modelWiring: ModelWiring = serverRecorder !== null ? { ...wiring, engineSwap: true, onHttpResponse: (event) => serverRecorder.onHttpResponse(event) } : wiring;
   const several = serverRecorder !== null
     ? startSeveralModels(models, options, (c) => startModelServer(c, chain, { ...modelWiring, chat: readChatFlags(c.chat) }), (line) => log(line), () => serverRecorder.registry.metrics())
     : null;
