@@ -105,7 +105,13 @@ export function startSeveralModels(
           isHealthy: () => started.orchestrator.isHealthy(),
           metricsText: () => started.recorder.registry.metrics(),
           maxModelLen: started.orchestrator.maxModelLen,
-          shutdown: async () => { started.statLogger?.stop(); await started.engine.stop(); },
+          shutdown: async () => {
+            started.statLogger?.stop();
+            await started.engine.stop();
+            // the last model gone: collect now what its loads left on this heap, so the process's memory comes back
+            // while the server is idle (asynchronous: the collector's threads do the work, requests are not held)
+            if (registry.list().every((m) => m.state !== "loaded")) Bun.gc(false);
+          },
         };
       },
     };
