@@ -87,7 +87,7 @@ describe("several models from a folder and a --config file", () => {
       `  - ${join(folder, "b.gguf")}`,
       "",
     ].join("\n"));
-    const server = await startServer(["--config", config]);
+    const server = await startServer(["--config", config], { env: { VLLM_SERVER_DEV_MODE: "1" } });
     servers.push(server);
     expect((await models(server.url)).map((m) => m.id).filter((id) => !id.includes("/"))).toEqual(["alpha", "alpha-latest", "b"]);
     expect(await complete(server.url, "alpha-latest")).toBe(200);
@@ -111,6 +111,9 @@ describe("several models from a folder and a --config file", () => {
     // the 2 MiB KV budget holds fewer blocks than b's default
     const blocks = (line: string) => Number(/num_gpu_blocks="(\d+)"/.exec(line)![1]);
     expect(blocks(alphaInfo)).toBeLessThan(blocks(bInfo));
+    // vLLM's dev route resets the prefix cache of the model ?model= names
+    expect((await fetch(`${server.url}/reset_prefix_cache?model=b`, { method: "POST" })).status).toBe(200);
+    expect(server.log()).toContain("Resetting prefix cache...");
     // every vLLM series of a model names it
     for (const line of metrics.split("\n").filter((l) => l.startsWith("vllm:"))) expect(line).toContain("model_name=");
     await server.stop();
