@@ -150,13 +150,12 @@ describe("sleep levels", () => {
       body: JSON.stringify({ prompt, max_tokens: 120, temperature: 0, ignore_eos: true, return_token_ids: true, stream: true }),
     });
     const reader = stream.body!.getReader();
-    await reader.read(); // the first chunk: the request runs
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value, { stream: true }); // the first chunk: the request runs
     const busy = await fetch(`${server.url}/reset_prefix_cache`, { method: "POST" });
     expect(busy.status).toBe(409);
     expect(await busy.json()).toEqual({ error: { message: "Prefix cache reset failed.", type: "Conflict", param: null, code: 409 } });
     expect((await fetch(`${server.url}/reset_prefix_cache?reset_running_requests=true`, { method: "POST" })).status).toBe(200);
-    let text = "";
-    const decoder = new TextDecoder();
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
