@@ -40,6 +40,8 @@ class EngineWorker {
   private stopped = false;
   /** messages that arrive while the model loads */
   private readonly pending: ToEngine[] = [];
+  /** reset_prefix_cache calls, run by the loop before its next step */
+  private readonly resets: Extract<ToEngine, { type: "resetPrefixCache" }>[] = [];
   /** the model file's bytes from the main thread (sleep level 1), until the load has read them */
   private hostBytes: ArrayBuffer | null = null;
 
@@ -73,13 +75,12 @@ class EngineWorker {
         // an idle engine sends no more steps: report the emptied queues and cache once (gauges back to 0)
         if (!this.engine.hasWork()) postStep(this.engine, [], this.engine.idleStats());
         return;
-      case "resetPrefixCache": {
+      case "resetPrefixCache":
+        // between two steps, never inside one (a step awaits its kernels; preempting a request it runs would lose it)
         if (!this.engine) { this.pending.push(message); return; }
-        post({ type: "prefixCacheReset", id: message.id, success: this.engine.resetPrefixCache(message.resetRunningRequests) });
-        // preempted requests or the cleared-blocks event: the loop runs them, the step reports them
-        if (this.engine.hasWork()) this.wakeLoop(); else postStep(this.engine, [], this.engine.idleStats());
+        this.resets.push(message);
+        this.wakeLoop();
         return;
-      }
       case "shutdown":
         this.stopped = true;
         this.wakeLoop();
@@ -148,9 +149,17 @@ class EngineWorker {
     if (errors.length > 0 && !engine.hasWork()) postStep(engine, [], engine.idleStats());
   }
 
+  /** the queued prefix-cache resets, each answered; an idle engine then reports its step (the cleared-blocks event) */
+  private runResets(engine: EngineCore): void {
+    if (this.resets.length === 0) return;
+    for (const r of this.resets.splice(0)) post({ type: "prefixCacheReset", id: r.id, success: engine.resetPrefixCache(r.resetRunningRequests) });
+    if (!engine.hasWork()) postStep(engine, [], engine.idleStats());
+  }
+
   private async loop(engine: EngineCore): Promise<void> {
     while (!this.stopped) {
       this.postLateErrors(engine);
+      this.runResets(engine);
       if (!engine.hasWork()) {
         await new Promise<void>((resolve) => { this.wake = resolve; });
         continue;
