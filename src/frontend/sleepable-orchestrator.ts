@@ -14,6 +14,9 @@ import { EngineRequestError, type EncodeOutput, type EncodeRequest, type Generat
 export const SLEEP_LEVELS = { 1: "weights_offloaded", 2: "discard_all" } as const;
 export type SleepLevel = keyof typeof SLEEP_LEVELS;
 export type SleepState = "awake" | (typeof SLEEP_LEVELS)[SleepLevel];
+/** what wake_up brings back (vLLM's tags); here one engine start restores both, but each must be asked for */
+export const WAKE_TAGS = ["weights", "kv_cache"] as const;
+export type WakeTag = (typeof WAKE_TAGS)[number];
 
 export class SleepableOrchestrator implements Orchestrator {
   private inner: Orchestrator | null;
@@ -21,6 +24,8 @@ export class SleepableOrchestrator implements Orchestrator {
   /** the sleep or wake-up under way: the next one waits for it */
   private transition: Promise<void> = Promise.resolve();
 
+  /** the tags not woken yet since the last sleep: the engine serves once none is left (vLLM's is_sleeping) */
+  private asleepTags = new Set<WakeTag>();
   /** level 1's host copy of the model file until wake_up hands it to the new engine */
   private hostWeights: ArrayBuffer | null = null;
 
@@ -49,6 +54,8 @@ export class SleepableOrchestrator implements Orchestrator {
 
   get sleepState(): SleepState { return this.state; }
   isSleeping(): boolean { return this.state !== "awake"; }
+  /** tags still asleep (vLLM: is_sleeping stays true until every tag is awake) */
+  get sleepingTags(): readonly WakeTag[] { return WAKE_TAGS.filter((t) => this.asleepTags.has(t)); }
 
   /** Stops the engine (in-flight requests are aborted, vLLM's default mode "abort"); a second sleep is a no-op. */
   sleep(level: SleepLevel): Promise<void> {
@@ -58,20 +65,28 @@ export class SleepableOrchestrator implements Orchestrator {
       // level 1: the weights go to host memory before the engine (and its copy of them) stops
       if (level === 1) this.hostWeights = await this.hostCopy();
       this.inner = null;
+      this.asleepTags = new Set(WAKE_TAGS);
       this.state = SLEEP_LEVELS[level];
       this.onState(this.state);
       await inner.shutdown();
     });
   }
 
-  /** Starts the engine again; a wake-up while awake is a no-op. */
-  wakeUp(): Promise<void> {
+  /**
+   * Wakes `tags` (default both, vLLM's wake_up with no tags): the engine starts with the first (weights and KV cache
+   * come back together on a CPU), and serves once every tag is awake, as vLLM's does. A wake-up while awake is a no-op.
+   */
+  wakeUp(tags: readonly WakeTag[] = WAKE_TAGS): Promise<void> {
     return this.serially(async () => {
-      if (this.inner !== null) return;
-      // the host copy moves into the new engine's Worker (after a failed start the next wake_up reads the file)
-      const host = this.hostWeights;
-      this.hostWeights = null;
-      this.inner = await this.restart(host);
+      if (this.state === "awake") return;
+      if (this.inner === null) {
+        // the host copy moves into the new engine's Worker (after a failed start the next wake_up reads the file)
+        const host = this.hostWeights;
+        this.hostWeights = null;
+        this.inner = await this.restart(host);
+      }
+      for (const tag of tags) this.asleepTags.delete(tag);
+      if (this.asleepTags.size > 0) return;
       this.state = "awake";
       this.onState(this.state);
     });
@@ -90,7 +105,7 @@ export class SleepableOrchestrator implements Orchestrator {
 
   /** asleep, the KV cache is gone and so is every cached prefix: nothing to reset */
   resetPrefixCache(resetRunningRequests: boolean): Promise<boolean> {
-    return this.inner === null ? Promise.resolve(true) : this.inner.resetPrefixCache?.(resetRunningRequests) ?? Promise.resolve(false);
+    return this.inner === null || this.state !== "awake" ? Promise.resolve(true) : this.inner.resetPrefixCache?.(resetRunningRequests) ?? Promise.resolve(false);
   }
 
   async shutdown(): Promise<void> {
@@ -100,7 +115,7 @@ export class SleepableOrchestrator implements Orchestrator {
   }
 
   private awake(): Orchestrator {
-    if (this.inner === null) throw new EngineRequestError("engine_sleeping", "The engine is sleeping (POST /sleep): POST /wake_up first.");
+    if (this.inner === null || this.state !== "awake") throw new EngineRequestError("engine_sleeping", "The engine is sleeping (POST /sleep): POST /wake_up first.");
     return this.inner;
   }
 

@@ -64,4 +64,18 @@ describe("sleepable orchestrator", () => {
     expect(hosts.map((h) => h?.byteLength ?? null)).toEqual([8, null]);
     expect(sleepable.isSleeping()).toBe(false);
   });
+
+  test("wake_up by tags: the engine starts with the first, serves once both are awake (vLLM's is_sleeping)", async () => {
+    const { sleepable, restarts, states } = setup();
+    await sleepable.sleep(2);
+    await sleepable.wakeUp(["weights"]);
+    expect(restarts).toHaveLength(1);
+    expect(sleepable.isSleeping()).toBe(true);
+    expect(sleepable.sleepingTags).toEqual(["kv_cache"]);
+    expect(() => sleepable.generate({ requestId: "r", promptTokenIds: [1], sampling: {} as never, arrivalMs: 0 })).toThrow("sleeping");
+    await sleepable.wakeUp(["kv_cache"]);
+    expect(restarts).toHaveLength(1);
+    expect(sleepable.isSleeping()).toBe(false);
+    expect(states).toEqual(["discard_all", "awake"]);
+  });
 });
