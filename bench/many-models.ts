@@ -48,6 +48,26 @@ function mainThread(pid: number): { cpuMs: number; waitMs: number } {
   return { cpuMs: run! / 1e6, waitMs: wait! / 1e6 };
 }
 
+/** A 256-token greedy stream's gaps between token chunks (ms, sorted). */
+async function streamGaps(url: string, model: string): Promise<number[]> {
+  const response = await fetch(`${url}/v1/completions`, {
+    method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, prompt: PROMPTS[0], max_tokens: 256, temperature: 0, ignore_eos: true, stream: true }),
+  });
+  const reader = response.body!.getReader();
+  const gaps: number[] = [];
+  let last: number | null = null;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const now = performance.now();
+    const chunks = new TextDecoder().decode(value).split("\n").filter((l) => l.startsWith("data: {")).length;
+    if (chunks > 0 && last !== null) gaps.push(now - last);
+    if (chunks > 0) last = now;
+  }
+  return gaps.sort((x, y) => x - y);
+}
+
 function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 }
@@ -128,6 +148,14 @@ try {
   await Bun.sleep(4500); // past --keep-alive: every model idle and unloaded
   Bun.gc(true);
   const rssAfter = rssMiB(pid);
+  // another model's stream while loads come and go: its gaps between tokens, alone and with b and c taking turns
+  await greedyIds(server.url, names[0]!, PROMPTS[0]!, false);
+  const quiet = await streamGaps(server.url, names[0]!);
+  let swapping = true;
+  const swaps = (async () => { for (let i = 0; swapping; i++) await greedyIds(server.url, names[1 + (i % 2)]!, PROMPTS[1]!, false); })();
+  const busy = await streamGaps(server.url, names[0]!);
+  swapping = false;
+  await swaps;
   const log = server.log();
   const lines = log.split("\n");
   const loadLines = lines.map((l) => / loaded model (\S+) in (\d+) ms/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
@@ -150,6 +178,7 @@ try {
     loads, unloads, healthP50Ms: percentile(health, 50), healthP99Ms: percentile(health, 99), healthMaxMs: health.at(-1) ?? NaN, healthFailures,
     firstLoadMs, reloadP50Ms: percentile(reloadMs, 50), reloadMaxMs: reloadMs.at(-1) ?? NaN, unloadP50Ms: percentile(unloadMs, 50), unloadMaxMs: unloadMs.at(-1) ?? NaN,
     slowProbes, loadAverage: [Number(loadBefore), Number(loadAfter)], cpus: navigator.hardwareConcurrency,
+    itlAloneMs: { p50: percentile(quiet, 50), p99: percentile(quiet, 99) }, itlDuringLoadsMs: { p50: percentile(busy, 50), p99: percentile(busy, 99) },
     rssIdleMiB: rssIdle, rssOneLoadedMiB: rssOne, rssTwoLoadedMiB: rssTwo, rssPeakMiB: rssPeak, rssAfterUnloadMiB: rssAfter,
   };
   if (args.json) console.log(JSON.stringify(result));
@@ -159,6 +188,7 @@ try {
     console.log(`load: first of each model ${firstLoadMs.join(", ")} ms; later loads p50 ${result.reloadP50Ms} ms, max ${result.reloadMaxMs} ms; unload p50 ${result.unloadP50Ms} ms, max ${result.unloadMaxMs} ms`);
     console.log(`/health: p50 ${result.healthP50Ms.toFixed(1)} ms, p99 ${result.healthP99Ms.toFixed(1)} ms, max ${result.healthMaxMs.toFixed(1)} ms, ${healthFailures} failures`);
     if (slow.length > 0) console.log(`  ${slow.length} probes over ${SLOW_PROBE_MS} ms (median ${slowProbes.medianMs.toFixed(1)} ms): the server's main thread ran ${slowProbes.medianMainThreadCpuMs.toFixed(1)} ms and waited ${slowProbes.medianMainThreadWaitMs.toFixed(1)} ms for a CPU (median); load average ${loadBefore} -> ${loadAfter} on ${navigator.hardwareConcurrency} CPUs`);
+    console.log(`another model's stream, gaps between tokens: alone p50 ${result.itlAloneMs.p50.toFixed(1)} ms, p99 ${result.itlAloneMs.p99.toFixed(1)} ms; while the other two take turns loading p50 ${result.itlDuringLoadsMs.p50.toFixed(1)} ms, p99 ${result.itlDuringLoadsMs.p99.toFixed(1)} ms`);
     console.log(`RSS: ${rssIdle.toFixed(1)} MiB idle, ${rssOne.toFixed(1)} with one model loaded, ${rssTwo.toFixed(1)} with two, ${rssPeak.toFixed(1)} MiB peak, ${rssAfter.toFixed(1)} MiB after every model was unloaded`);
   }
   if (wrong > 0 || failed > 0 || healthFailures > 0) process.exitCode = 1;
