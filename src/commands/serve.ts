@@ -272,10 +272,12 @@ function configuredModels(entries: readonly ModelEntry[]): ConfiguredModel[] {
 }
 
 export async function main(options: Options): Promise<number> {
-  // a folder is its model files, a --config file's `models:` entries bring their own flags
+  // the server's flags first (a bad one is the command line's error), then every model's: a folder is its model
+  // files, a --config file's `models:` entries bring their own flags
+  const server = readServeConfig(options);
+  const chain = server.chain;
   const models = configuredModels(readModelEntries(options));
-  const { chain } = readServeConfig(options);
-  const config = models.length === 1 ? models[0]!.config : readServeConfig(options).config;
+  const config = models.length === 1 ? models[0]!.config : server.config;
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
   const chat = readChatFlags(config.chat);
