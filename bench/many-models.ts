@@ -1,8 +1,10 @@
 /**
  * Three models behind one server with a budget of two loaded, requests interleaved across them for a while (the
  * several-models soak): every greedy answer checked against a one-model server's token ids, no request lost, loads and
- * unloads counted from the log, /health p50 / p99 throughout, and the process's RSS idle, at its peak and after every
- * model went idle past --keep-alive.
+ * unloads counted from the log with their times (median and max, the first load of each model apart: it builds the
+ * model's front end, later loads start only its engine), /health p50 / p99 throughout, and the process's RSS idle,
+ * with one and two models loaded (what a loaded model holds), at its peak and after every model went idle past
+ * --keep-alive.
  *   bun run bench/many-models.ts [--duration-s 120] [--clients 6] [--model build/default-model.gguf] [--json]
  * Starts its own servers (the built binary when it is fresh, else the sources) on loopback ports.
  */
@@ -31,11 +33,39 @@ function parseArgs(argv: readonly string[]): Args {
   return args;
 }
 
+/** /health's target: probes slower than this are looked into */
+const SLOW_PROBE_MS = 50;
 const PROMPTS = ["Once upon a time", "The little dog", "Lily wanted to", "One day, a", "Tom and Sue"];
 const MAX_TOKENS = 32;
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/** The server's main thread (its tid is the pid) from /proc schedstat: ms on a CPU and ms waiting for one. */
+function mainThread(pid: number): { cpuMs: number; waitMs: number } {
+  const [run, wait] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ").map(Number);
+  return { cpuMs: run! / 1e6, waitMs: wait! / 1e6 };
+}
+
+/** A 256-token greedy stream's gaps between token chunks (ms, sorted). */
+async function streamGaps(url: string, model: string): Promise<number[]> {
+  const response = await fetch(`${url}/v1/completions`, {
+    method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, prompt: PROMPTS[0], max_tokens: 256, temperature: 0, ignore_eos: true, stream: true }),
+  });
+  const reader = response.body!.getReader();
+  const gaps: number[] = [];
+  let last: number | null = null;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const now = performance.now();
+    const chunks = new TextDecoder().decode(value).split("\n").filter((l) => l.startsWith("data: {")).length;
+    if (chunks > 0 && last !== null) gaps.push(now - last);
+    if (chunks > 0) last = now;
+  }
+  return gaps.sort((x, y) => x - y);
 }
 
 function rssMiB(pid: number): number {
@@ -72,17 +102,31 @@ try {
   const rssIdle = rssMiB(pid);
   let rssPeak = rssIdle;
   const health: number[] = [];
+  // a slow probe: was the main thread running (blocked by work) or waiting for a CPU (the machine was busy)?
+  const slow: { ms: number; cpuMs: number; waitMs: number }[] = [];
   let healthFailures = 0;
+  const loadBefore = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+  // the probes run from the first load to the end of the soak
   const deadline = performance.now() + args.durationS * 1000;
   const poll = (async () => {
     while (performance.now() < deadline) {
       const t0 = performance.now();
+      const before = mainThread(pid);
       try { if ((await fetch(`${server.url}/health`)).status !== 200) healthFailures++; } catch { healthFailures++; }
-      health.push(performance.now() - t0);
+      const ms = performance.now() - t0;
+      health.push(ms);
+      if (ms > SLOW_PROBE_MS) { const after = mainThread(pid); slow.push({ ms, cpuMs: after.cpuMs - before.cpuMs, waitMs: after.waitMs - before.waitMs }); }
       rssPeak = Math.max(rssPeak, rssMiB(pid));
       await Bun.sleep(20);
     }
   })();
+  // what one loaded model holds: RSS with one, then two loaded (each model's first load, its front end included)
+  await greedyIds(server.url, names[0]!, PROMPTS[0]!, false);
+  await Bun.sleep(500);
+  const rssOne = rssMiB(pid);
+  await greedyIds(server.url, names[1]!, PROMPTS[0]!, false);
+  await Bun.sleep(500);
+  const rssTwo = rssMiB(pid);
   let ok = 0;
   let wrong = 0;
   let failed = 0;
@@ -104,22 +148,48 @@ try {
   await Bun.sleep(4500); // past --keep-alive: every model idle and unloaded
   Bun.gc(true);
   const rssAfter = rssMiB(pid);
+  // another model's stream while loads come and go: its gaps between tokens, alone and with b and c taking turns
+  await greedyIds(server.url, names[0]!, PROMPTS[0]!, false);
+  const quiet = await streamGaps(server.url, names[0]!);
+  let swapping = true;
+  const swaps = (async () => { for (let i = 0; swapping; i++) await greedyIds(server.url, names[1 + (i % 2)]!, PROMPTS[1]!, false); })();
+  const busy = await streamGaps(server.url, names[0]!);
+  swapping = false;
+  await swaps;
   const log = server.log();
-  const loads = log.split("\n").filter((l) => / loaded model \S+ in \d+ ms/.test(l)).length;
-  const unloads = log.split("\n").filter((l) => / unloading model /.test(l)).length;
+  const lines = log.split("\n");
+  const loadLines = lines.map((l) => / loaded model (\S+) in (\d+) ms/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+  const loads = loadLines.length;
+  const unloads = lines.filter((l) => / unloading model /.test(l)).length;
+  // a model's first load builds its front end; the later ones start its engine only
+  const seen = new Set<string>();
+  const firstLoadMs: number[] = [];
+  const reloadMs: number[] = [];
+  for (const m of loadLines) { (seen.has(m[1]!) ? reloadMs : firstLoadMs).push(Number(m[2])); seen.add(m[1]!); }
+  const unloadMs = lines.map((l) => / unloaded model \S+ in (\d+) ms/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => Number(m[1]));
+  for (const list of [firstLoadMs, reloadMs, unloadMs]) list.sort((x, y) => x - y);
   await server.stop();
   health.sort((x, y) => x - y);
+  const loadAfter = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+  const median = (xs: number[]) => percentile([...xs].sort((x, y) => x - y), 50);
+  const slowProbes = { count: slow.length, medianMs: median(slow.map((s) => s.ms)), medianMainThreadCpuMs: median(slow.map((s) => s.cpuMs)), medianMainThreadWaitMs: median(slow.map((s) => s.waitMs)) };
   const result = {
     durationS: args.durationS, clients: args.clients, requests: ok + wrong + failed, correct: ok, wrong, failed,
-    loads, unloads, healthP50Ms: percentile(health, 50), healthP99Ms: percentile(health, 99), healthFailures,
-    rssIdleMiB: rssIdle, rssPeakMiB: rssPeak, rssAfterUnloadMiB: rssAfter,
+    loads, unloads, healthP50Ms: percentile(health, 50), healthP99Ms: percentile(health, 99), healthMaxMs: health.at(-1) ?? NaN, healthFailures,
+    firstLoadMs, reloadP50Ms: percentile(reloadMs, 50), reloadMaxMs: reloadMs.at(-1) ?? NaN, unloadP50Ms: percentile(unloadMs, 50), unloadMaxMs: unloadMs.at(-1) ?? NaN,
+    slowProbes, loadAverage: [Number(loadBefore), Number(loadAfter)], cpus: navigator.hardwareConcurrency,
+    itlAloneMs: { p50: percentile(quiet, 50), p99: percentile(quiet, 99) }, itlDuringLoadsMs: { p50: percentile(busy, 50), p99: percentile(busy, 99) },
+    rssIdleMiB: rssIdle, rssOneLoadedMiB: rssOne, rssTwoLoadedMiB: rssTwo, rssPeakMiB: rssPeak, rssAfterUnloadMiB: rssAfter,
   };
   if (args.json) console.log(JSON.stringify(result));
   else {
     console.log(`${result.requests} requests over ${args.durationS} s from ${args.clients} clients: ${ok} correct, ${wrong} wrong ids, ${failed} failed`);
     console.log(`${loads} loads, ${unloads} unloads (budget of two loaded)`);
-    console.log(`/health: p50 ${result.healthP50Ms.toFixed(1)} ms, p99 ${result.healthP99Ms.toFixed(1)} ms, ${healthFailures} failures`);
-    console.log(`RSS: ${rssIdle.toFixed(1)} MiB idle, ${rssPeak.toFixed(1)} MiB peak, ${rssAfter.toFixed(1)} MiB after every model was unloaded`);
+    console.log(`load: first of each model ${firstLoadMs.join(", ")} ms; later loads p50 ${result.reloadP50Ms} ms, max ${result.reloadMaxMs} ms; unload p50 ${result.unloadP50Ms} ms, max ${result.unloadMaxMs} ms`);
+    console.log(`/health: p50 ${result.healthP50Ms.toFixed(1)} ms, p99 ${result.healthP99Ms.toFixed(1)} ms, max ${result.healthMaxMs.toFixed(1)} ms, ${healthFailures} failures`);
+    if (slow.length > 0) console.log(`  ${slow.length} probes over ${SLOW_PROBE_MS} ms (median ${slowProbes.medianMs.toFixed(1)} ms): the server's main thread ran ${slowProbes.medianMainThreadCpuMs.toFixed(1)} ms and waited ${slowProbes.medianMainThreadWaitMs.toFixed(1)} ms for a CPU (median); load average ${loadBefore} -> ${loadAfter} on ${navigator.hardwareConcurrency} CPUs`);
+    console.log(`another model's stream, gaps between tokens: alone p50 ${result.itlAloneMs.p50.toFixed(1)} ms, p99 ${result.itlAloneMs.p99.toFixed(1)} ms; while the other two take turns loading p50 ${result.itlDuringLoadsMs.p50.toFixed(1)} ms, p99 ${result.itlDuringLoadsMs.p99.toFixed(1)} ms`);
+    console.log(`RSS: ${rssIdle.toFixed(1)} MiB idle, ${rssOne.toFixed(1)} with one model loaded, ${rssTwo.toFixed(1)} with two, ${rssPeak.toFixed(1)} MiB peak, ${rssAfter.toFixed(1)} MiB after every model was unloaded`);
   }
   if (wrong > 0 || failed > 0 || healthFailures > 0) process.exitCode = 1;
 } finally {

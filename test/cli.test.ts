@@ -69,7 +69,9 @@ const BAD: readonly BadCase[] = [
   { name: "a list flag without its value", commands: ["proxy"], args: ["--decode"], says: "--decode needs a value" },
   { name: "--upstream-timeout 0", commands: ["proxy"], args: ["--upstream-timeout", "0"], says: "--upstream-timeout must be a positive integer (got 0)" },
   { name: "a missing model file", commands: FILE_COMMANDS, args: ["--model", "/nonexistent/model.gguf"], says: "/nonexistent/model.gguf: file not found", code: 1 },
-  { name: "a model that is a folder", commands: FILE_COMMANDS, args: ["--model", "/"], says: "/: not a regular file", code: 1 },
+  { name: "a model that is a folder", commands: FILE_COMMANDS.filter((c) => c !== "serve"), args: ["--model", "/"], says: "/: not a regular file", code: 1 },
+  // serve takes a folder as its model files
+  { name: "a folder with no model file", commands: ["serve"], args: ["--model", "/"], says: "/: a folder with no .gguf model file in it" },
   { name: "a file that is not GGUF", commands: FILE_COMMANDS, args: ["--model", NOT_GGUF], says: `${NOT_GGUF}: not a GGUF file`, code: 1 },
   { name: "--threads 0", commands: MODEL_COMMANDS, args: ["--threads", "0"], says: "--threads must be in 1..256 (got 0)" },
   { name: "--threads 1000", commands: MODEL_COMMANDS, args: ["--threads", "1000"], says: "--threads must be in 1..256 (got 1000)" },

@@ -76,7 +76,8 @@ function expandConfigFile(specs: readonly FlagSpec[], argv: readonly string[]): 
     if (spec === undefined) return err(`--config ${path}: unknown option ${key}`);
     if (value === true) tokens.push(`--${name}`);
     else if (value === false) { if (spec.kind === "bool") tokens.push(`--${name}=false`); }
-    else if (Array.isArray(value) && spec.kind === "list") tokens.push(`--${name}`, ...value.map(String));
+    // a mapping in a list (a `models:` entry with its own flags) travels as its JSON text
+    else if (Array.isArray(value) && spec.kind === "list") tokens.push(`--${name}`, ...value.map((v) => (typeof v === "object" && v !== null ? JSON.stringify(v) : String(v))));
     else tokens.push(`--${name}=${typeof value === "object" && value !== null ? JSON.stringify(value) : String(value)}`);
   }
   return ok([...tokens, ...rest]);

@@ -1,9 +1,11 @@
 /**
- * `fennec serve a.gguf b.gguf ...` (or --models): several models behind one server. Each model is started on its
- * first request with serve's flags (its own engine Worker, scheduler, KV cache, metrics recorder and app) and kept in
- * server/model-registry.ts under --max-loaded-models, --max-loaded-memory and --keep-alive; server/model-router.ts
- * sends each request to the model its body names. A model's served name is its file name without `.gguf` (the path as
- * given is accepted too, vLLM's rule); --served-model-name names the first model only.
+ * `fennec serve a.gguf b.gguf ...`, a folder, or a --config file's `models:` list (model-entries.ts): several models
+ * behind one server. Each model is started on its first request with its own flags (the server's, with its entry's
+ * over them: its own engine Worker, scheduler, KV cache, parsers, metrics recorder and app) and kept in
+ * server/model-registry.ts under --max-loaded-models, --max-loaded-memory and --keep-alive (or its entry's);
+ * server/model-router.ts sends each request to the model its body names. A model's served name is its entry's
+ * served-model-name, else its file name without `.gguf` (the path as given is accepted too, vLLM's rule); the
+ * command line's --served-model-name names the first model only.
  */
 import { statSync } from "node:fs";
 import { basename } from "node:path";
@@ -15,6 +17,7 @@ import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { fetchModelArgument, isHubArgument } from "./model-argument.ts";
 import { errorMessage } from "../util/error-message.ts";
+import type { ModelEntry } from "./model-entries.ts";
 
 /** Requests that may wait for one model's load before the 503 (Ollama's OLLAMA_MAX_QUEUE). */
 const MAX_WAITING_PER_MODEL = 512;
@@ -25,6 +28,8 @@ export interface StartedModel {
   readonly orchestrator: { readonly maxModelLen: number; isHealthy(): boolean; shutdown(): Promise<void> };
   readonly recorder: { readonly registry: { metrics(): Promise<string> } };
   readonly statLogger: { start(): void; stop(): void } | null;
+  /** stops and starts the model's engine alone (its Worker: weights, KV cache); the front end stays */
+  readonly engine: { stop(): Promise<void>; start(): Promise<void> };
 }
 
 export interface SeveralModels {
@@ -35,12 +40,6 @@ export interface SeveralModels {
   isHealthy(): boolean;
   deathReason(): string | null;
   shutdown(): Promise<void>;
-}
-
-/** The models after the first (extra positional arguments and --models). */
-export function readModelList(options: Options): string[] {
-  const models = options["models"];
-  return Array.isArray(models) ? [...models] : typeof models === "string" ? [models] : [];
 }
 
 /** A local file's name without .gguf; a Hugging Face name as given (vLLM's rule). */
@@ -56,32 +55,63 @@ function fileBytes(path: string): number {
   return stat.size;
 }
 
+/** One model of the server with its checked config (its entry's flags over the server's). */
+export interface ConfiguredModel {
+  readonly entry: ModelEntry;
+  readonly config: ServeConfig;
+}
+
+/** Ollama's keep_alive text in ms; a bad one is a bad command line. */
+function keepAliveOf(value: unknown, where: string): number {
+  const ms = keepAliveMs(value);
+  if (ms === null) throw new CliError(`${where} ${String(value)}: give seconds or a duration such as 5m, 1h30m or -1`);
+  return ms;
+}
+
 export function startSeveralModels(
-  config: ServeConfig, models: readonly string[], options: Options,
+  models: readonly ConfiguredModel[], options: Options,
   start: (config: ServeConfig) => Promise<StartedModel>, log: (line: string) => void,
   serverMetrics: () => Promise<string>,
 ): SeveralModels {
-  const keepAlive = keepAliveMs(options["keep-alive"] ?? "5m");
-  if (keepAlive === null) throw new CliError(`--keep-alive ${String(options["keep-alive"])}: give seconds or a duration such as 5m, 1h30m or -1`);
-  const first = config.model;
-  const specs: ModelSpec<ModelApp>[] = [first, ...models].map((path, index) => {
-    const name = index === 0 && config.server.servedModelName !== null ? config.server.servedModelName : path === null ? "stories260K" : servedName(path);
-    const aliases = [...(index === 0 ? config.server.servedModelAliases : []), ...(path !== null && path !== name ? [path] : [])].filter((a) => a !== name);
-    // the first model was fetched by the CLI already; a later Hugging Face name is fetched on its first load
-    const fromHub = index > 0 && path !== null && isHubArgument(path);
-    const modelConfig: ServeConfig = { ...config, model: path, server: { ...config.server, servedModelName: name, servedModelAliases: aliases } };
+  const keepAlive = keepAliveOf(options["keep-alive"] ?? "5m", "--keep-alive");
+  // the command line's first model was fetched by the CLI already; any other Hugging Face name on its first load
+  const resolved = typeof options["model"] === "string" ? options["model"] : null;
+  const specs: ModelSpec<ModelApp>[] = models.map(({ entry, config }, index) => {
+    const path = entry.path;
+    const name = config.server.servedModelName ?? (path === null ? "stories260K" : servedName(path));
+    const aliases = [...config.server.servedModelAliases, ...(path !== null && path !== name ? [path] : [])].filter((a) => a !== name);
+    const fromHub = path !== null && !(index === 0 && path === resolved) && isHubArgument(path);
+    const modelConfig: ServeConfig = { ...config, server: { ...config.server, servedModelName: name, servedModelAliases: aliases } };
+    let shell: StartedModel | null = null;
+    const ownKeepAlive = entry.own.includes("keep-alive") ? keepAliveOf(entry.options["keep-alive"], `models[${index}] keep-alive`) : undefined;
     return {
       name, aliases, source: path ?? "embedded:stories260K", estimatedBytes: path === null || fromHub ? 0 : fileBytes(path),
+      ...(ownKeepAlive !== undefined ? { keepAliveMs: ownKeepAlive } : {}),
+      // the model's front end (its routes, tokenizer, parsers and metrics) is built on its first load and kept: an
+      // unload stops its engine Worker, which holds the weights and the KV cache, and a later load starts only that.
+      // Building the front end runs on the main thread (the routes' compiled validators, the metric series, the
+      // tokenizer): once per model, not per load, so loads do not stall /health and the other models' streams
       load: async (): Promise<ModelApp> => {
-        const local = fromHub ? (await fetchModelArgument(path, modelArgumentFlags(options))).path : path;
-        const started = await start({ ...modelConfig, model: local });
+        if (shell === null) {
+          const local = fromHub ? (await fetchModelArgument(path, modelArgumentFlags(options))).path : path;
+          shell = await start({ ...modelConfig, model: local });
+        } else {
+          await shell.engine.start();
+        }
+        const started = shell;
         started.statLogger?.start();
         return {
           handle: (request) => started.app.handle(request),
           isHealthy: () => started.orchestrator.isHealthy(),
           metricsText: () => started.recorder.registry.metrics(),
           maxModelLen: started.orchestrator.maxModelLen,
-          shutdown: async () => { started.statLogger?.stop(); await started.orchestrator.shutdown(); },
+          shutdown: async () => {
+            started.statLogger?.stop();
+            await started.engine.stop();
+            // the last model gone: collect now what its loads left on this heap, so the process's memory comes back
+            // while the server is idle (asynchronous: the collector's threads do the work, requests are not held)
+            if (registry.list().every((m) => m.state !== "loaded")) Bun.gc(false);
+          },
         };
       },
     };
@@ -94,9 +124,9 @@ export function startSeveralModels(
       defaultKeepAliveMs: keepAlive, maxWaitingPerModel: MAX_WAITING_PER_MODEL, log,
     });
   } catch (e) {
-    throw new CliError(`${errorMessage(e)}: give each model its own file name`);
+    throw new CliError(`${errorMessage(e)}: give each model its own file name or served-model-name`);
   }
-  const handle = createModelRouter(registry, { apiKeys: config.server.apiKeys, log, serverMetrics });
+  const handle = createModelRouter(registry, { apiKeys: models[0]!.config.server.apiKeys, log, serverMetrics });
   return {
     names: specs.map((s) => s.name), registry, handle,
     isHealthy: () => true, deathReason: () => null,

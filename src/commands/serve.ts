@@ -17,7 +17,8 @@ import { speculativeConfigNote, speculativeConfigRepr } from "../config/speculat
 import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder, type HttpResponseEvent } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
-import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
+import { createServingPipeline, stageChainOf, type ServingPipeline, type ServingPipelineOptions } from "../pipeline/serving-pipeline.ts";
+import { readHostCopy } from "../gguf/host-copy.ts";
 import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
@@ -37,7 +38,8 @@ import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
 import { withDetectedParsers } from "../server/chat-format-detection.ts";
 import { ollamaServing } from "./ollama-serving.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
-import { readModelList, startSeveralModels } from "./serve-models.ts";
+import { startSeveralModels, type ConfiguredModel } from "./serve-models.ts";
+import { readModelEntries, type ModelEntry } from "./model-entries.ts";
 import { SleepableOrchestrator } from "../frontend/sleepable-orchestrator.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
@@ -81,10 +83,10 @@ export function serveLoggers(log: LogConfig, write: (line: string) => void = (l)
 }
 
 /** The pipeline the config asks for (--pipeline, --stage-config; --log-stats tables), built by the pipeline module. */
-async function startPipeline(config: ServeConfig, chain: StageChain | null, listener: StatsListener): Promise<ServingPipeline> {
+async function startPipeline(config: ServeConfig, chain: StageChain | null, listener: StatsListener, wake: Pick<ServingPipelineOptions, "hostModelBytes" | "tokenizer"> = {}): Promise<ServingPipeline> {
   const tables = config.metrics.logStats ? (numStages: number) => onlineTables(numStages, (text) => process.stdout.write(text)) : null;
   try {
-    return await createServingPipeline({ model: config.model, engineArgs: config.engine, chain, listener, tables });
+    return await createServingPipeline({ model: config.model, engineArgs: config.engine, chain, listener, tables, ...wake });
   } catch (e) {
     // the flags were checked already: a model that does not load is a failed run (exit 1)
     throw new RuntimeFailure(e instanceof CliError ? e.message : `cannot start the engine: ${errorMessage(e)}`);
@@ -133,6 +135,8 @@ interface ModelWiring {
   readonly targets: WeakMap<Request, string>;
   /** --enable-sleep-mode */
   readonly sleepMode: boolean;
+  /** several models: the engine stops and starts under the front end (a model's unload and load) */
+  readonly engineSwap?: boolean;
   /** VLLM_SERVER_DEV_MODE=1: vLLM's dev routes are mounted */
   readonly devMode: boolean;
   /** several models: the process and HTTP series are the server's (this hook), each model's recorder has its own */
@@ -154,6 +158,7 @@ interface ModelServer {
   readonly chat: ReturnType<typeof readChatFlags>;
   /** the start-up line naming the parsers chosen from the template, or null */
   readonly detectedParsers: string | null;
+  readonly engine: { stop(): Promise<void>; start(): Promise<void> };
 }
 
 /** Starts one model (its engine, recorder and app); its start-up lines are logged as they come. */
@@ -172,13 +177,25 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
-  // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener
+  // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener (and
+  // the tokenizer it has); level 1 keeps the model file in memory so that wake_up reads no file
   let recorderRef: MetricsRecorder | null = null;
-  const sleepable = wiring.sleepMode ? new SleepableOrchestrator(pipeline.orchestrator, async () => {
-    const again = await startPipeline(config, chain, listener);
+  const sleepable = wiring.sleepMode || wiring.engineSwap === true ? new SleepableOrchestrator(pipeline.orchestrator, async (hostModelBytes) => {
+    const started = performance.now();
+    const again = await startPipeline(config, chain, listener, { hostModelBytes, tokenizer: pipeline.orchestrator.tokenizer });
     for (const line of again.startupLines) log(line);
+    log(`engine woke up in ${Math.round(performance.now() - started)} ms (${hostModelBytes !== null ? `weights from host memory, ${(hostModelBytes.byteLength / 2 ** 20).toFixed(1)} MiB` : "weights read from the model file"})`);
     return again.orchestrator;
-  }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }) : null;
+  }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }, async () => {
+    try {
+      const bytes = await readHostCopy(config.model);
+      if (bytes !== null) log(`sleep level 1: ${(bytes.byteLength / 2 ** 20).toFixed(1)} MiB of weights kept in host memory`);
+      return bytes;
+    } catch (e) {
+      log(`sleep level 1: the model file could not be kept in memory (${errorMessage(e)}); wake_up reads it again`, "WARNING");
+      return null;
+    }
+  }) : null;
   const engine = sleepable ?? pipeline.orchestrator;
   const logged = config.log.enableLogRequests
     ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
@@ -222,14 +239,45 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
-    devMode: wiring.devMode, sleepControl: sleepable,
+    devMode: wiring.devMode, sleepControl: wiring.sleepMode ? sleepable : null,
+    // the engine behind sleep (a wake-up's new one) or the pipeline's own; a chain of stages has no one engine
+    cacheControl: engine.resetPrefixCache !== undefined
+      ? { resetPrefixCache: (running) => engine.resetPrefixCache!(running), hasExternalCache: config.engine.kvOffload != null || config.engine.kvPeer != null }
+      : null,
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
-  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers };
+  // a model's unload stops its engine as sleep level 2 does (nothing kept), its load wakes it
+  const engineControl = {
+    stop: () => sleepable?.sleep(2) ?? orchestrator.shutdown(),
+    start: () => sleepable?.wakeUp() ?? Promise.reject(new Error("this engine cannot be started again")),
+  };
+  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers, engine: engineControl };
+}
+
+/**
+ * Every model's config (its entry's flags over the server's), checked now as the command line is: a bad one is one
+ * line naming the model, exit 2, before anything loads.
+ */
+function configuredModels(entries: readonly ModelEntry[]): ConfiguredModel[] {
+  return entries.map((entry) => {
+    try {
+      const { config } = readServeConfig(entry.options);
+      readChatFlags(config.chat);
+      return { entry, config };
+    } catch (e) {
+      if (entries.length > 1 && e instanceof CliError) throw new CliError(`model ${entry.path ?? "embedded:stories260K"}: ${e.message}`);
+      throw e;
+    }
+  });
 }
 
 export async function main(options: Options): Promise<number> {
-  const { config, chain } = readServeConfig(options);
+  // the server's flags first (a bad one is the command line's error), then every model's: a folder is its model
+  // files, a --config file's `models:` entries bring their own flags
+  const server = readServeConfig(options);
+  const chain = server.chain;
+  const models = configuredModels(readModelEntries(options));
+  const config = models.length === 1 ? models[0]!.config : server.config;
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
   const chat = readChatFlags(config.chat);
@@ -256,12 +304,11 @@ export async function main(options: Options): Promise<number> {
     loggers, log, chat, gate: gate.value, shutdown: shutdown.signal, peers, targets, tracing, options,
     sleepMode: options["enable-sleep-mode"] === true, devMode: process.env["VLLM_SERVER_DEV_MODE"] === "1",
   };
-  const models = readModelList(options);
   // several models: one recorder of the server's own series (process, HTTP), merged before every model's in /metrics
-  const serverRecorder = models.length > 0 ? new MetricsRecorder({ modelName: "", maxModelLen: 0, logStats: false, enableMfuMetrics: false, deprecation: gate.value }) : null;
-  const modelWiring: ModelWiring = serverRecorder !== null ? { ...wiring, onHttpResponse: (event) => serverRecorder.onHttpResponse(event) } : wiring;
+  const serverRecorder = models.length > 1 ? new MetricsRecorder({ modelName: "", maxModelLen: 0, logStats: false, enableMfuMetrics: false, deprecation: gate.value }) : null;
+  const modelWiring: ModelWiring = serverRecorder !== null ? { ...wiring, engineSwap: true, onHttpResponse: (event) => serverRecorder.onHttpResponse(event) } : wiring;
   const several = serverRecorder !== null
-    ? startSeveralModels(config, models, options, (c) => startModelServer(c, chain, modelWiring), (line) => log(line), () => serverRecorder.registry.metrics())
+    ? startSeveralModels(models, options, (c) => startModelServer(c, chain, { ...modelWiring, chat: readChatFlags(c.chat) }), (line) => log(line), () => serverRecorder.registry.metrics())
     : null;
   const one = several === null ? await startModelServer(config, chain, wiring) : null;
   const handleApp = several?.handle ?? ((request: Request) => one!.app.handle(request));

@@ -175,6 +175,18 @@ export class EngineCore {
   /** requests whose grammar is compiling (they wait in the queue) */
   get numCompilingGrammars(): number { return this.grammar.numCompilingGrammars; }
 
+  /**
+   * Forgets every cached prefix (vLLM EngineCore.reset_prefix_cache -> Scheduler.reset_prefix_cache -> BlockPool):
+   * false while a request holds blocks, unless `resetRunningRequests` preempts the running ones first (they are
+   * recomputed). Emits AllBlocksCleared when it succeeds.
+   */
+  resetPrefixCache(resetRunningRequests: boolean): boolean {
+    if (resetRunningRequests) this.scheduler.preemptAllRunning();
+    if (this.kv.pool.numFreeBlocks !== this.kv.pool.numBlocks) return false;
+    this.kv.pool.resetPrefixCache();
+    return true;
+  }
+
   /** The KV cache events since the last call, oldest first (vLLM Scheduler: take_events once per step); empty when off. */
   takeKvEvents(): KvCacheEvent[] {
     return this.kvEvents?.take() ?? [];

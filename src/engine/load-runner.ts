@@ -38,7 +38,11 @@ export async function loadRunner(spec: RunnerSpec, args: EngineArgs): Promise<Re
       const { loadModel } = await import("../model/load-model.ts");
       const { Runner } = await import("../model/runner.ts");
       const { createBackend } = await import("../backend/create-backend.ts");
-      const gguf = await openModelGguf(spec.modelPath);
+      const { parseGguf } = await import("../gguf/reader.ts");
+      const { joinSplitParts } = await import("../gguf/split-gguf.ts");
+      // sleep level 1 kept the file's bytes in memory: parse them, the file is not read again (other split parts are)
+      const fromHost = spec.hostBytes !== undefined ? parseGguf(new Uint8Array(spec.hostBytes), spec.modelPath ?? "<model>") : null;
+      const gguf = fromHost === null ? await openModelGguf(spec.modelPath) : fromHost.ok ? joinSplitParts(fromHost.value) : fromHost;
       if (!gguf.ok) return gguf;
       // --max-model-len picks LongRoPE's long or short factors, as llama.cpp's context size does
       const model = loadModel(gguf.value, args.maxModelLen === null ? {} : { maxModelLen: args.maxModelLen });

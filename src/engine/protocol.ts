@@ -87,7 +87,11 @@ export interface RequestDelta {
 /** How the engine Worker gets its model runner. */
 export type RunnerSpec =
   /** load a GGUF file (null = the embedded default model) on the kernel backend */
-  | { readonly kind: "model"; readonly modelPath: string | null }
+  | {
+    readonly kind: "model"; readonly modelPath: string | null;
+    /** the model file's bytes already in memory (sleep level 1's host copy, moved to the Worker): read instead of the file */
+    readonly hostBytes?: ArrayBuffer;
+  }
   /** import a module exporting `createRunner(options)` (tests: a fake model behind the same contract) */
   | { readonly kind: "module"; readonly moduleUrl: string; readonly options: unknown };
 
@@ -110,10 +114,13 @@ export type ToEngine =
   | { readonly type: "init"; readonly spec: EngineWorkerSpec }
   | { readonly type: "add"; readonly request: EngineRequest }
   | { readonly type: "abort"; readonly requestIds: readonly string[] }
-  | { readonly type: "shutdown" };
+  | { readonly type: "shutdown" }
+  /** vLLM's reset_prefix_cache; answered by `prefixCacheReset` with the same id */
+  | { readonly type: "resetPrefixCache"; readonly id: number; readonly resetRunningRequests: boolean };
 
 export type FromEngine =
   | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly kvCache?: KvCacheFacts; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string; readonly pooler?: ResolvedPooler | null }
   | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats; readonly kvEvents?: StepKvEvents }
   | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
-  | { readonly type: "fatal"; readonly message: string };
+  | { readonly type: "fatal"; readonly message: string }
+  | { readonly type: "prefixCacheReset"; readonly id: number; readonly success: boolean };

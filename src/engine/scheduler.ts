@@ -189,6 +189,14 @@ export class Scheduler {
     this.kv.free(request);
   }
 
+  /** Preempts every running request, newest first (vLLM Scheduler.reset_prefix_cache with reset_running_requests):
+   * their blocks go back to the pool and they are recomputed when scheduled again. */
+  preemptAllRunning(): number {
+    let count = 0;
+    while (this.running.length > 0) { this.preempt(this.running.pop()!); count++; }
+    return count;
+  }
+
   private preempt(request: RequestState): void {
     this.connector?.beforeFree(request, false);
     this.kv.free(request);

@@ -40,12 +40,28 @@ class EngineWorker {
   private stopped = false;
   /** messages that arrive while the model loads */
   private readonly pending: ToEngine[] = [];
+  /** reset_prefix_cache calls, run by the loop before its next step */
+  private readonly resets: Extract<ToEngine, { type: "resetPrefixCache" }>[] = [];
+  /** the model file's bytes from the main thread (sleep level 1), until the load has read them */
+  private hostBytes: ArrayBuffer | null = null;
+
+  /** the runner spec with the host copy, which this worker then forgets */
+  private takeHostBytes(runner: EngineWorkerSpec["runner"]): EngineWorkerSpec["runner"] {
+    const hostBytes = this.hostBytes;
+    this.hostBytes = null;
+    return runner.kind === "model" && hostBytes !== null ? { ...runner, hostBytes } : runner;
+  }
 
   handle(message: ToEngine): void {
     switch (message.type) {
-      case "init":
-        void this.start(message.spec);
+      case "init": {
+        // sleep level 1's host copy is held here, not in the spec the engine keeps for its life: the load takes it
+        // and lets it go, so the file's bytes do not stay beside the engine's own copy of the weights
+        const runner = message.spec.runner;
+        if (runner.kind === "model" && runner.hostBytes !== undefined) this.hostBytes = runner.hostBytes;
+        void this.start(runner.kind === "model" ? { ...message.spec, runner: { kind: "model", modelPath: runner.modelPath } } : message.spec);
         return;
+      }
       case "add": {
         if (!this.engine) { this.pending.push(message); return; }
         const error = this.engine.addRequest(message.request);
@@ -58,6 +74,12 @@ class EngineWorker {
         this.engine.abort(message.requestIds);
         // an idle engine sends no more steps: report the emptied queues and cache once (gauges back to 0)
         if (!this.engine.hasWork()) postStep(this.engine, [], this.engine.idleStats());
+        return;
+      case "resetPrefixCache":
+        // between two steps, never inside one (a step awaits its kernels; preempting a request it runs would lose it)
+        if (!this.engine) { this.pending.push(message); return; }
+        this.resets.push(message);
+        this.wakeLoop();
         return;
       case "shutdown":
         this.stopped = true;
@@ -76,7 +98,10 @@ class EngineWorker {
 
   private async start(spec: EngineWorkerSpec): Promise<void> {
     try {
-      const loaded = await loadRunner(spec.runner, spec.engineArgs);
+      const fromHost = this.hostBytes !== null;
+      const loaded = await loadRunner(this.takeHostBytes(spec.runner), spec.engineArgs);
+      // the host copy is garbage now (the weights are in the kernels' memories): give it back before serving
+      if (fromHost) Bun.gc(true);
       if (!loaded.ok) { post({ type: "fatal", message: loaded.error }); return; }
       const { runner, backend, lost } = loaded.value;
       this.runner = runner;
@@ -124,9 +149,17 @@ class EngineWorker {
     if (errors.length > 0 && !engine.hasWork()) postStep(engine, [], engine.idleStats());
   }
 
+  /** the queued prefix-cache resets, each answered; an idle engine then reports its step (the cleared-blocks event) */
+  private runResets(engine: EngineCore): void {
+    if (this.resets.length === 0) return;
+    for (const r of this.resets.splice(0)) post({ type: "prefixCacheReset", id: r.id, success: engine.resetPrefixCache(r.resetRunningRequests) });
+    if (!engine.hasWork()) postStep(engine, [], engine.idleStats());
+  }
+
   private async loop(engine: EngineCore): Promise<void> {
     while (!this.stopped) {
       this.postLateErrors(engine);
+      this.runResets(engine);
       if (!engine.hasWork()) {
         await new Promise<void>((resolve) => { this.wake = resolve; });
         continue;

@@ -44,6 +44,9 @@ const SHUTDOWN_GRACE_MS = 2000;
 export class EngineClient {
   private dead = false;
   private closed: Promise<void>;
+  /** reset_prefix_cache calls waiting for the engine's answer, by id */
+  private readonly resets = new Map<number, (success: boolean) => void>();
+  private nextResetId = 0;
 
   private constructor(private readonly worker: Worker, readonly ready: EngineReadyInfo, private readonly publisher: EventPublisher) {
     this.closed = new Promise((resolve) => worker.addEventListener("close", () => resolve(), { once: true }));
@@ -87,11 +90,14 @@ export class EngineClient {
             return;
           case "requestError": handlers.onRequestError(msg.requestId, msg.code, msg.message); return;
           case "fatal": fatal(msg.message); return;
+          case "prefixCacheReset": client?.settleReset(msg.id, msg.success); return;
           default: unreachable(msg);
         }
       };
       worker.onerror = (event: ErrorEvent) => fatal(`engine worker crashed: ${event.message}`);
-      worker.postMessage({ type: "init", spec } satisfies ToEngine);
+      // a host copy of the model file moves to the Worker (no second copy)
+      const host = spec.runner.kind === "model" ? spec.runner.hostBytes : undefined;
+      worker.postMessage({ type: "init", spec } satisfies ToEngine, host !== undefined ? [host] : []);
     });
   }
 
@@ -105,6 +111,21 @@ export class EngineClient {
 
   abort(requestIds: readonly string[]): void {
     if (requestIds.length > 0) this.send({ type: "abort", requestIds });
+  }
+
+  /** vLLM EngineCoreClient.reset_prefix_cache: whether the engine forgot its cached prefixes (false once it is dead). */
+  resetPrefixCache(resetRunningRequests: boolean): Promise<boolean> {
+    if (this.dead) return Promise.resolve(false);
+    const id = this.nextResetId++;
+    const answered = new Promise<boolean>((resolve) => this.resets.set(id, resolve));
+    this.send({ type: "resetPrefixCache", id, resetRunningRequests });
+    // a worker that exits first answers no more
+    return Promise.race([answered, this.closed.then(() => false)]);
+  }
+
+  private settleReset(id: number, success: boolean): void {
+    this.resets.get(id)?.(success);
+    this.resets.delete(id);
   }
 
   async shutdown(): Promise<void> {

@@ -30,6 +30,8 @@ export interface EngineFrontendOptions {
   readonly tokenizer?: Tokenizer;
   /** default: src/engine/worker.ts beside the engine client */
   readonly workerUrl?: URL | string;
+  /** the model file's bytes in memory (sleep level 1): moved to the engine Worker, which reads them instead of the file */
+  readonly hostModelBytes?: ArrayBuffer | null;
 }
 
 interface SequenceState {
@@ -94,7 +96,7 @@ export class EngineFrontend implements Orchestrator {
   /** Starts the engine Worker and waits until its model is loaded. */
   async start(options: EngineFrontendOptions): Promise<void> {
     const spec = {
-      engineIndex: 0, engineArgs: options.engineArgs, runner: options.runner ?? { kind: "model" as const, modelPath: options.modelPath },
+      engineIndex: 0, engineArgs: options.engineArgs, runner: options.runner ?? { kind: "model" as const, modelPath: options.modelPath, ...(options.hostModelBytes ? { hostBytes: options.hostModelBytes } : {}) },
       // structured outputs: the engine's grammar thread builds xgrammar's TokenizerInfo from this
       grammarVocab: this.tokenizer.grammarVocabulary?.() ?? null,
     };
@@ -113,6 +115,10 @@ export class EngineFrontend implements Orchestrator {
   deathReason(): string | null {
     if (this.fatalMessage !== null) return this.fatalMessage;
     return this.isHealthy() ? null : "engine worker exited";
+  }
+
+  resetPrefixCache(resetRunningRequests: boolean): Promise<boolean> {
+    return this.client.resetPrefixCache(resetRunningRequests);
   }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {

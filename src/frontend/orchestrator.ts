@@ -110,5 +110,7 @@ export interface Orchestrator {
   isHealthy(): boolean;
   /** why an engine died (its fatal message), null while all are alive */
   deathReason?(): string | null;
+  /** vLLM's reset_prefix_cache: whether the cached prefixes were forgotten. Absent where there is no one engine */
+  resetPrefixCache?(resetRunningRequests: boolean): Promise<boolean>;
   shutdown(): Promise<void>;
 }

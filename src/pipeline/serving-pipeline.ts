@@ -12,6 +12,7 @@ import type { StatsListener } from "../frontend/iteration-stats.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { createEngineFrontend } from "../frontend/engine-frontend.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
+import type { Tokenizer } from "../tokenizer/tokenizer.ts";
 import { loadStageConfig, pdChain, remoteStageProblem, type StageChain, type StageSpec } from "./stage-config.ts";
 import { buildPipeline, type StageFactory } from "./stage-pipeline.ts";
 import type { PipelineStatsSink } from "./stage-stats.ts";
@@ -64,6 +65,10 @@ export interface ServingPipelineOptions {
   readonly tables: ((numStages: number) => PipelineStatsSink) | null;
   /** tests: a different stage builder */
   readonly factory?: StageFactory;
+  /** the command line's model file already in memory (sleep level 1's host copy), for the stage that runs it */
+  readonly hostModelBytes?: ArrayBuffer | null;
+  /** the tokenizer of the command line's model, when it is parsed already (a wake-up) */
+  readonly tokenizer?: Tokenizer;
 }
 
 /** vLLM CacheConfig facts of stage 0's engine, for `vllm:cache_config_info` (MetricsRecorder's `cacheConfig`). */
@@ -104,9 +109,16 @@ export async function createServingPipeline(p: ServingPipelineOptions): Promise<
   let cacheConfig: CacheConfigInfo | null = null;
   let kvOffload: KvOffloadFacts | null = null;
   const startupLines: string[] = [];
+  // the host copy moves into one engine's Worker: the first stage that runs the command line's model takes it
+  let hostModelBytes = p.hostModelBytes ?? null;
   const factory: StageFactory = p.factory ?? (async (stage, engineIndex, listener) => {
     const engineArgs = stageEngineArgs(p.engineArgs, stage);
-    const frontend = await createEngineFrontend({ modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [] });
+    const own = stage.engineArgs.model === null || stage.engineArgs.model === undefined || stage.engineArgs.model === p.model;
+    const frontend = await createEngineFrontend({
+      modelPath: stage.engineArgs.model ?? p.model, engineArgs, listeners: listener ? [listener] : [],
+      ...(own && hostModelBytes !== null ? { hostModelBytes } : {}), ...(own && p.tokenizer ? { tokenizer: p.tokenizer } : {}),
+    });
+    if (own) hostModelBytes = null;
     startupLines.push(...(frontend.ready.startupLines ?? []));
     // stage 0's engine, or the first local one when stage 0 runs in another process
     if (cacheConfig === null) {

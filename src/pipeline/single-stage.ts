@@ -34,6 +34,9 @@ export class SingleStage implements Orchestrator {
     return this.stage.encode(request, signal);
   }
   shutdown(): Promise<void> { return this.stage.shutdown(); }
+  resetPrefixCache(resetRunningRequests: boolean): Promise<boolean> {
+    return this.stage.resetPrefixCache?.(resetRunningRequests) ?? Promise.resolve(false);
+  }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {
     const run = startRun(request, this.options.tables ?? null, this.nowMs);

@@ -19,6 +19,8 @@ export const ERROR_TYPES = {
   /** no such route, or not with this method: vLLM (Starlette) answers with the HTTP phrase as the type */
   routeNotFound: { status: 404, type: "Not Found" },
   methodNotAllowed: { status: 405, type: "Method Not Allowed" },
+  /** vLLM raises HTTPException(409) (reset_prefix_cache); its handler names the HTTP phrase as the type */
+  conflict: { status: 409, type: "Conflict" },
   payloadTooLarge: { status: 413, type: "PayloadTooLargeError" },
   internal: { status: 500, type: "InternalServerError" },
   unavailable: { status: 503, type: "ServiceUnavailableError" },

@@ -308,6 +308,7 @@ export class ModelRegistry<T extends LoadableModel> {
     this.options.log?.(`unloading model ${slot.spec.name} (${reason})`);
     // the closure clears slot.stopping only if it is still its own promise
     let stopping: Promise<void> | null = null;
+    const started = this.now();
     stopping = (async () => {
       try {
         await model.shutdown();
@@ -316,7 +317,7 @@ export class ModelRegistry<T extends LoadableModel> {
       }
       slot.bytes = 0;
       if (slot.stopping === stopping) slot.stopping = null;
-      this.options.log?.(`unloaded model ${slot.spec.name} (${this.loadedCount()} loaded)`);
+      this.options.log?.(`unloaded model ${slot.spec.name} in ${this.now() - started} ms (${this.loadedCount()} loaded)`);
       this.wakeRoomWaiters();
     })();
     slot.stopping = stopping;

@@ -83,8 +83,24 @@ function releasingBody(response: Response, release: () => void, loadMs: number):
   return new Response(body, { status: response.status, statusText: response.statusText, headers });
 }
 
+/**
+ * One model's exposition with every series labelled by its model_name: vLLM's info gauges (cache_config_info) carry
+ * only `engine`, which tells nothing apart when several models share one /metrics, so they get the model's name too.
+ */
+export function withModelName(text: string, modelName: string): string {
+  const label = `model_name="${modelName.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`;
+  return text.split("\n").map((line) => {
+    if (line === "" || line.startsWith("#")) return line;
+    const brace = line.indexOf("{");
+    const space = line.indexOf(" ");
+    if (brace < 0 || brace > space) return `${line.slice(0, space)}{${label}}${line.slice(space)}`;
+    if (/[{,]model_name="/.test(line.slice(brace, line.lastIndexOf("}") + 1))) return line;
+    return `${line.slice(0, brace + 1)}${label}${line[brace + 1] === "}" ? "" : ","}${line.slice(brace + 1)}`;
+  }).join("\n");
+}
+
 /** Prometheus texts of several registries as one exposition: each family's HELP and TYPE once, the samples of all;
- * a series already given by an earlier text (same name and labels: an identical cache_config_info) is kept once. */
+ * a series already given by an earlier text (same name and labels) is kept once. */
 export function mergeExpositions(texts: readonly string[]): string {
   const families = new Map<string, { head: string[]; samples: string[] }>();
   const seen = new Set<string>();
@@ -134,8 +150,8 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     })).sort((x, y) => y.expires_at.localeCompare(x.expires_at)),
   });
   const metrics = async (): Promise<Response> => {
-    const loaded = registry.list().map((m) => registry.peek(m.name)).filter((a): a is ModelApp => a !== null);
-    const texts = await Promise.all([options.serverMetrics?.() ?? Promise.resolve(""), ...loaded.map((a) => a.metricsText())]);
+    const loaded = registry.list().flatMap((m) => { const app = registry.peek(m.name); return app === null ? [] : [{ name: m.name, app }]; });
+    const texts = await Promise.all([options.serverMetrics?.() ?? Promise.resolve(""), ...loaded.map(async (m) => withModelName(await m.app.metricsText(), m.name))]);
     const text = mergeExpositions(texts);
     return new Response(text, { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
   };

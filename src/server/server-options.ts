@@ -48,6 +48,8 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly devMode?: boolean;
   /** --enable-sleep-mode: what the sleep routes drive; null or absent = sleep mode off */
   readonly sleepControl?: import("./sleep-routes.ts").SleepControl | null;
+  /** VLLM_SERVER_DEV_MODE=1: what POST /reset_prefix_cache drives; null or absent = no single engine */
+  readonly cacheControl?: import("./cache-routes.ts").CacheControl | null;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

@@ -1,6 +1,6 @@
 /**
  * vLLM's dev-mode sleep routes (vllm/entrypoints/serve/dev/sleep/api_router.py), mounted only with
- * VLLM_SERVER_DEV_MODE=1 as vLLM does: POST /sleep?level=1|2, POST /wake_up, GET /is_sleeping. Without
+ * VLLM_SERVER_DEV_MODE=1 as vLLM does: POST /sleep?level=1|2, POST /wake_up[?tags=weights|kv_cache], GET /is_sleeping. Without
  * --enable-sleep-mode they answer 400 (vLLM's engine refuses to sleep when sleep mode was not enabled).
  */
 import { Elysia } from "elysia";
@@ -9,7 +9,8 @@ import { ApiError } from "./errors.ts";
 /** What the routes drive: the engine's sleep (frontend/sleepable-orchestrator.ts), absent without --enable-sleep-mode. */
 export interface SleepControl {
   sleep(level: 1 | 2): Promise<void>;
-  wakeUp(): Promise<void>;
+  /** the tags to wake; the engine serves once every tag is awake */
+  wakeUp(tags?: readonly ("weights" | "kv_cache")[]): Promise<void>;
   isSleeping(): boolean;
 }
 
@@ -34,8 +35,8 @@ export function sleepRoutes(control: SleepControl | null) {
       const tags = new URL(request.url).searchParams.getAll("tags");
       const unknown = tags.filter((t) => t !== "weights" && t !== "kv_cache");
       if (unknown.length > 0) throw new ApiError("badRequest", `unknown tags ${unknown.join(", ")}: weights, kv_cache`, "tags");
-      // the weights and the KV cache come back together: one engine start restores both
-      await enabled().wakeUp();
+      // vLLM's tags: none wakes everything; the engine serves (is_sleeping false) once every tag is awake
+      await enabled().wakeUp(tags.length === 0 ? undefined : (tags as ("weights" | "kv_cache")[]));
       return new Response(null, { status: 200 });
     }, { detail: { ...detail, summary: "Wake up: start the engine again" } })
     .get("/is_sleeping", () => ({ is_sleeping: enabled().isSleeping() }), { detail: { ...detail, summary: "Whether the engine sleeps" } });

@@ -166,3 +166,29 @@ describe("KV handoff (pd pipelines)", () => {
     expect(e?.message).toBe("KV handoff has block size 8, this engine uses 16");
   });
 });
+
+describe("reset_prefix_cache", () => {
+  test("forgets the cached prefixes: the next repeat is a miss; refused while a request holds blocks unless it is preempted", async () => {
+    const { engine } = makeEngine({ blockSize: 16 });
+    const shared = prompt(64, 11);
+    engine.addRequest(request("a", shared, { maxTokens: 4 }));
+    const alone = (await runToCompletion(engine)).outputs.get("a")!;
+    expect(engine.resetPrefixCache(false)).toBe(true);
+    engine.addRequest(request("b", shared, { maxTokens: 4 }));
+    const { outputs, steps } = await runToCompletion(engine);
+    expect(steps[0]!.prefixCacheHits).toBe(0);
+    expect(outputs.get("b")!.tokens).toEqual(alone.tokens);
+
+    // a running request holds its blocks: the reset fails (vLLM's False) until reset_running_requests preempts it
+    engine.addRequest(request("c", shared, { maxTokens: 12 }));
+    const first = await engine.step();
+    expect(first).not.toBeNull();
+    expect(engine.resetPrefixCache(false)).toBe(false);
+    expect(engine.resetPrefixCache(true)).toBe(true);
+    expect(engine.numRunning).toBe(0);
+    const rest = await runToCompletion(engine);
+    const tokens = [...first!.deltas.filter((d) => d.requestId === "c").flatMap((d) => d.newTokenIds), ...rest.outputs.get("c")!.tokens];
+    const again = await runAlone(request("c2", shared, { maxTokens: 12 }), { blockSize: 16 });
+    expect(tokens).toEqual(again.tokens);
+  });
+});

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { ModelRegistry } from "../../src/server/model-registry.ts";
-import { createModelRouter, keepAliveMs, LOAD_MS_HEADER, mergeExpositions, type ModelApp } from "../../src/server/model-router.ts";
+import { createModelRouter, keepAliveMs, LOAD_MS_HEADER, mergeExpositions, withModelName, type ModelApp } from "../../src/server/model-router.ts";
 
 function fakeApp(name: string, seen: string[]): ModelApp {
   return {
@@ -113,5 +113,13 @@ describe("model router", () => {
       `# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="b"} 2\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`,
     ]);
     expect(text).toBe(`# HELP vllm:x help\n# TYPE vllm:x counter\nvllm:x{model_name="a"} 1\nvllm:x{model_name="b"} 2\n# HELP process_y help\n# TYPE process_y gauge\nprocess_y 5\n`);
+  });
+
+  test("a model's series without model_name get it (vLLM's info gauges carry only engine): two models' cache_config_info stay apart", () => {
+    const info = `# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="16",engine="0"} 1.0\nvllm:x{model_name="a",engine="0"} 3\nvllm:bare 2\nvllm:empty{} 4\n`;
+    expect(withModelName(info, "a")).toBe(`# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{model_name="a",block_size="16",engine="0"} 1.0\nvllm:x{model_name="a",engine="0"} 3\nvllm:bare{model_name="a"} 2\nvllm:empty{model_name="a"} 4\n`);
+    const merged = mergeExpositions([withModelName(info, "a"), withModelName(info.replaceAll('"a"', '"b"'), "b")]);
+    expect(merged.match(/^vllm:cache_config_info\{/gm)).toHaveLength(2);
+    expect(withModelName("vllm:y 1\n", 'we"ird')).toBe('vllm:y{model_name="we\\"ird"} 1\n');
   });
 });
