@@ -87,6 +87,8 @@ const RULES: readonly Rule[] = [
     // 400 before any engine work
     // docs.ts embeds Swagger UI's files and ReDoc's standalone bundle (served at /docs and /redoc)
     may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tracing\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
+    // the vision thread's client (images in, embeddings out), handed in by serve
+    mayTypes: [/^vision\/vision-client\.ts$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//, /^redoc\/bundles\/redoc\.standalone\.js$/],
   },
   // the command line: the flag table, the parser, help and one typed config per command, built from config/'s records

@@ -38,7 +38,6 @@ const KNOWN_FATES: readonly FlagSpec[] = [
   { name: "enable-lora", kind: "bool", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "lora-modules", kind: "list", default: null, commands: ["serve"], help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "max-lora-rank", kind: "int", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: drop the flag" } },
-  { name: "limit-mm-per-prompt", kind: "string", default: null, commands: ANY, help: "Refused: text-only models.", fate: { refuse: "fennec serves text-only models: drop the flag" } },
   { name: "hf-overrides", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Only the matryoshka keys of vLLM\'s config overrides: {"is_matryoshka": true} lets embedding requests ask for fewer `dimensions`, {"matryoshka_dimensions": [64, 128, 256]} only those (the GGUF metadata is the rest of the config: edit it with gguf-py\'s gguf_set_metadata.py).' },
 ];
 
@@ -83,8 +82,6 @@ const MORE_FATES: readonly FlagSpec[] = [
   refused("logits-processor-pattern", "string", "fennec cannot load Python logits processors: use the request's sampling fields"),
   refused("override-attention-dtype", "string", "attention computes in float32: drop the flag"),
   refused("io-processor-plugin", "string", "fennec cannot load Python IO processor plugins: drop the flag"),
-  inert("allowed-local-media-path", "string", `${TEXT_ONLY}; media inputs are refused whatever this allows`),
-  inert("allowed-media-domains", "list", `${TEXT_ONLY}; media inputs are refused whatever this allows`),
   // LoadConfig
   inertAt("safetensors-load-strategy", "string", "lazy", (v) => v === "lazy", "fennec maps a GGUF file, not safetensors", "fennec loads GGUF files, not safetensors: drop the flag"),
   refused("model-loader-extra-config", "string", "the GGUF loader takes no extra config: drop the flag"),

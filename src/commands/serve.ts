@@ -36,6 +36,7 @@ import { startTracing, type Tracing } from "../tracing/tracer.ts";
 import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
 import { withDetectedParsers } from "../server/chat-format-detection.ts";
 import { ollamaServing } from "./ollama-serving.ts";
+import { startVisionServing } from "./vision-serving.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { readModelList, startSeveralModels } from "./serve-models.ts";
 import { SleepableOrchestrator } from "../frontend/sleepable-orchestrator.ts";
@@ -202,6 +203,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   });
   listener.targets.push(recorder);
   recorderRef = recorder;
+  const vision = await startVisionServing(config.media, config.model, orchestrator.modelConfig.dim, log, (queries, hits) => recorder.onMultimodalCache(queries, hits));
   if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
   // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
   if (config.engine.kvPeer) {
@@ -222,6 +224,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
+    vision,
     devMode: wiring.devMode, sleepControl: sleepable,
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });

@@ -48,6 +48,8 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly devMode?: boolean;
   /** --enable-sleep-mode: what the sleep routes drive; null or absent = sleep mode off */
   readonly sleepControl?: import("./sleep-routes.ts").SleepControl | null;
+  /** images in: the vision encoder's client and the media flags; absent = a text-only model (image parts are refused) */
+  readonly vision?: import("./openai/chat-completion/image-inputs.ts").VisionServing | null;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }
