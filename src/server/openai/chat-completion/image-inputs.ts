@@ -154,11 +154,17 @@ export async function encodeImages(vision: VisionServing, parts: readonly ImageP
   return encoded.value;
 }
 
+/** The single token id of a marker, or null when this tokenizer does not have it as one token. */
+function maybeMarkerId(tokenizer: Tokenizer, text: string): number | null {
+  const ids = tokenizer.encode(text, { addSpecial: false, parseSpecial: true });
+  return ids.length === 1 ? ids[0]! : null;
+}
+
 /** The single token id of a marker, or a 400 when this tokenizer does not have it as one token. */
 function markerId(tokenizer: Tokenizer, text: string): number {
-  const ids = tokenizer.encode(text, { addSpecial: false, parseSpecial: true });
-  if (ids.length !== 1) throw new ApiError("badRequest", `this model's tokenizer has no single token ${text}, which the projector's images need`, "messages");
-  return ids[0]!;
+  const id = maybeMarkerId(tokenizer, text);
+  if (id === null) throw new ApiError("badRequest", `this model's tokenizer has no single token ${text}, which the projector's images need`, "messages");
+  return id;
 }
 
 /**
@@ -169,7 +175,10 @@ function markerId(tokenizer: Tokenizer, text: string): number {
 export function placeImages(tokenizer: Tokenizer, promptIds: readonly number[], images: readonly EncodedImage[], vision: VisionServing): { promptTokenIds: number[]; multimodal: MultimodalInput[] } {
   const { markers, tokensPerImage, projectionDim } = vision.encoder.info;
   const marker = markerId(tokenizer, markers.templateMarker);
-  const [begin, soft, end] = [markerId(tokenizer, markers.begin), markerId(tokenizer, markers.soft), markerId(tokenizer, markers.end)];
+  const [begin, end] = [markerId(tokenizer, markers.begin), markerId(tokenizer, markers.end)];
+  // llama.cpp's converter leaves the soft token out of the GGUF vocabulary (it is past the text pieces); the rows only
+  // need an id the engine accepts, their input is the image's embeddings
+  const soft = maybeMarkerId(tokenizer, markers.soft) ?? begin;
   const found = promptIds.filter((id) => id === marker).length;
   if (found !== images.length) {
     throw new ApiError("badRequest", `the chat template wrote ${found} image marker(s) ${markers.templateMarker} for ${images.length} image(s); each image needs one (an image part in a message the template drops, or the marker typed as text?)`, "messages");
