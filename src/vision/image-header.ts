@@ -78,6 +78,14 @@ function webp(b: Uint8Array): Size {
   return err(`unsupported WebP chunk "${chunk.replace(/[^\x20-\x7e]/g, "?")}"`);
 }
 
+/** The signature prefixes of each format (WebP: RIFF, its size, WEBP; the size bytes match anything up to there). */
+const SIGNATURES: readonly { format: ImageFormat; bytes: Uint8Array }[] = [
+  { format: "png", bytes: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
+  { format: "jpeg", bytes: new Uint8Array([0xff, 0xd8, 0xff]) },
+  { format: "gif", bytes: new Uint8Array(ascii("GIF8")) },
+  { format: "webp", bytes: new Uint8Array(ascii("RIFF")) },
+];
+
 /** Magic bytes -> format and header reader, in the order they are tried. */
 const FORMATS: readonly { format: ImageFormat; magic: (b: Uint8Array) => boolean; size: (b: Uint8Array) => Size }[] = [
   { format: "png", magic: (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), size: png },
@@ -92,6 +100,9 @@ const FORMATS: readonly { format: ImageFormat; magic: (b: Uint8Array) => boolean
  */
 export function readImageHeader(bytes: Uint8Array): Result<ImageHeader> {
   const entry = FORMATS.find((f) => f.magic(bytes));
+  // a file cut inside its signature: say so rather than "unsupported"
+  const cut = entry === undefined && bytes.length > 0 ? SIGNATURES.find((s) => bytes.length < s.bytes.length && startsWith(s.bytes, [...bytes])) : undefined;
+  if (cut !== undefined) return err(`truncated ${cut.format.toUpperCase()} header (${bytes.length} bytes)`);
   if (entry === undefined) {
     return err(`unsupported image format (supported: ${FORMATS.map((f) => f.format.toUpperCase()).join(", ")})`);
   }

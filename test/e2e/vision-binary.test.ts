@@ -28,7 +28,7 @@ const dir = mkdtempSync(join(tmpdir(), "fennec-vision-e2e-"));
 const modelPath = join(dir, "tiny-gemma3.gguf");
 let server: ServerProcess;
 let client: OpenAI;
-let images: Bun.Server;
+let images: Bun.Server<undefined>;
 let imageHits = 0;
 
 const png = pngOf(40, 30, pattern(40, 30, 1));
@@ -47,8 +47,8 @@ beforeAll(async () => {
     fetch: (request) => {
       const path = new URL(request.url).pathname;
       imageHits++;
-      if (path === "/cat.png") return new Response(png, { headers: { "content-type": "image/png" } });
-      if (path === "/slow.png") return new Promise((resolve) => setTimeout(() => resolve(new Response(png)), 3_000));
+      if (path === "/cat.png") return new Response(Buffer.from(png), { headers: { "content-type": "image/png" } });
+      if (path === "/slow.png") return new Promise((resolve) => setTimeout(() => resolve(new Response(Buffer.from(png))), 3_000));
       return new Response("no such image", { status: 404 });
     },
   });
