@@ -82,3 +82,16 @@ describe("bad images are refused with a line naming the problem", () => {
     expect(await refused(png, { maxPixels: 100 })).toBe("image of 16x16 = 256 pixels is larger than the limit of 100 pixels");
   });
 });
+
+describe("a file cut inside its signature is called truncated", () => {
+  test("every format, at every length short of its magic", async () => {
+    const rgb = pattern(8, 8);
+    const files = { PNG: pngOf(8, 8, rgb), JPEG: jpegOf(8, 8, rgb), GIF: gifOf(8, 8).bytes, WEBP: await webpOf(8, 8, rgb) };
+    const magicLength = { PNG: 8, JPEG: 3, GIF: 6, WEBP: 12 };
+    for (const [name, bytes] of Object.entries(files)) {
+      for (let n = 1; n < magicLength[name as keyof typeof magicLength]; n++) {
+        expect(await refused(bytes.subarray(0, n))).toBe(`truncated ${name} header (${n} bytes)`);
+      }
+    }
+  });
+});
