@@ -12,6 +12,7 @@
  * @example const chat = await prepareChatGeneration(options, body, { maxTokens: requestedMaxTokens(body, null), logprobs: null });
  */
 import type { MultimodalInput } from "../../engine/protocol.ts";
+import type { EncodedImage } from "../../vision/vision-client.ts";
 import { encodeImages, imagePartsOf, placeImages, withTemplateImageParts, type ImagePart } from "../openai/chat-completion/image-inputs.ts";
 import type { SamplingParams } from "../../engine/sampling-params.ts";
 import { ApiError } from "../errors.ts";
@@ -93,8 +94,11 @@ export async function prepareChatGeneration(options: ServerOptions, body: ChatGe
   // the contents are in the rendered prompt: bound them before the template renders them
   if (!truncates(body)) checkPromptChars(tokenizer, maxModelLen, messageContentChars(body.messages), "messages");
   const imageParts = imagePartsOf(body.messages);
+  let encoded: readonly EncodedImage[] = [];
   if (imageParts.length > 0) {
     checkImageParts(options, imageParts, truncates(body));
+    // images first (loaded, decoded and encoded on the vision thread): a bad one costs no template or tokenizer work here
+    encoded = await encodeImages(options.vision!, imageParts);
     body = { ...body, messages: withTemplateImageParts(body.messages) };
   }
   const chat = prepareChat(tokenizer, body, serving, extrasCtx.structuredOutputs.disableAnyWhitespace);
@@ -119,7 +123,7 @@ export async function prepareChatGeneration(options: ServerOptions, body: ChatGe
   if (!truncates(body)) checkPromptChars(tokenizer, maxModelLen, chat.prompt.length, "messages");
   const textIds = await encodePrompt(tokenizer, chat.prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
   // images: encoded on the vision thread (the encoder cache answers repeats), then placed at the template's markers
-  const placed = imageParts.length > 0 ? placeImages(tokenizer, textIds, await encodeImages(options.vision!, imageParts), options.vision!) : null;
+  const placed = imageParts.length > 0 ? placeImages(tokenizer, textIds, encoded, options.vision!) : null;
   const fitted = fitPrompt(placed?.promptTokenIds ?? textIds, sampling, promptLimits(options, body, choices.maxTokens.param, "messages"));
   return { ...fitted, chat, output: outputAfterGrammar(chat.output, sampling.structuredOutputs !== null, gated), ...(placed !== null ? { multimodal: placed.multimodal } : {}) };
 }
