@@ -42,6 +42,7 @@ const SAMPLES: Readonly<Record<string, readonly string[]>> = {
   "kv-events-config": ["--kv-events-config", '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}'],
   "hf-overrides": ["--runner", "pooling", "--hf-overrides", '{"is_matryoshka": true}'],
   "root-path": ["--root-path", "/api"],
+  "limit-mm-per-prompt": ["--limit-mm-per-prompt", '{"image": 2}'],
   "enable-log-outputs": ["--enable-log-requests", "--enable-log-outputs"],
   "allowed-origins": ["--allowed-origins", '["https://a.example"]'],
   "allowed-methods": ["--allowed-methods", '["GET"]'],
