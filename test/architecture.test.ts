@@ -43,7 +43,8 @@ const RULES: readonly Rule[] = [
   { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
   // vision encoders (mmproj reading, image preprocessing, the encoder): model-side, in the worker like model/
   // image decoders: pure JS (fast-png, jpeg-js, omggif) and libwebp in WASM, all embedded in the binary
-  { files: /^vision\//, may: [/^vision\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/], packages: [/^fast-png$/, /^jpeg-js$/, /^omggif$/, /^@jsquash\/webp\//] },
+  // the encoder's thread builds its own kernel backend (create-backend.ts), as the engine's load-runner.ts does
+  { files: /^vision\//, may: [/^vision\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/(backend|create-backend)\.ts$/], packages: [/^fast-png$/, /^jpeg-js$/, /^omggif$/, /^@jsquash\/webp\//] },
   // structured outputs on xgrammar: the grammar thread (engine side) and the checker (main side) share grammar-spec.ts
   { files: /^grammar\//, may: [/^grammar\//, CONFIG, /^util\//], packages: [/^@mlc-ai\/web-xgrammar$/] },
   // KV cache events (vLLM kv_events.py): block hashing and event records (both threads: the worker builds them), the

@@ -9,17 +9,19 @@ import { EncoderCache, imageHash } from "./encoder-cache.ts";
 import { readVisionConfig, readVisionWeights, type VisionConfig, type VisionWeights } from "./mmproj.ts";
 import { preprocessImage } from "./preprocess.ts";
 import { PROJECTOR_MARKERS } from "./projector-markers.ts";
-import { embedImagesReference } from "./reference-encoder.ts";
+import { BackendVisionEncoder } from "./backend-encoder.ts";
+import { createBackend } from "../backend/create-backend.ts";
 import type { EncodedImage, FromVision, ToVision } from "./vision-protocol.ts";
 
 declare const self: Worker;
 
-let model: { config: VisionConfig; weights: VisionWeights; processorKey: string } | null = null;
+let model: { config: VisionConfig; weights: VisionWeights; processorKey: string; kernels: BackendVisionEncoder } | null = null;
 let cache = new EncoderCache(0);
+let queue: Promise<void> = Promise.resolve();
 
 const reply = (message: FromVision, transfer: Transferable[] = []): void => self.postMessage(message, transfer);
 
-function init(path: string, cacheBytes: number): void {
+async function init(path: string, cacheBytes: number): Promise<void> {
   const file = readGguf(path);
   if (!file.ok) return reply({ type: "initError", message: file.error });
   const config = readVisionConfig(file.value);
@@ -29,7 +31,14 @@ function init(path: string, cacheBytes: number): void {
   const c = config.value;
   // what the preprocessing depends on goes into every image's hash (vLLM hashes the processor kwargs with the item)
   const processorKey = JSON.stringify({ projector: c.projector, imageSize: c.imageSize, mean: c.imageMean, std: c.imageStd, resize: c.resizeAlgo });
-  model = { config: c, weights: weights.value, processorKey };
+  // the kernels run the encoder; the plain reference encoder stays the oracle of the tests
+  let kernels: BackendVisionEncoder;
+  try {
+    kernels = new BackendVisionEncoder(c, weights.value, await createBackend({ kind: "wasm", threads: Math.min(2, navigator.hardwareConcurrency) }));
+  } catch (e) {
+    return reply({ type: "initError", message: `the vision encoder's kernels did not start: ${e instanceof Error ? e.message : String(e)}` });
+  }
+  model = { config: c, weights: weights.value, processorKey, kernels };
   cache = new EncoderCache(cacheBytes);
   reply({ type: "ready", info: { projector: c.projector, tokensPerImage: c.tokensPerImage, projectionDim: c.projectionDim, imageSize: c.imageSize, markers: PROJECTOR_MARKERS[c.projector] } });
 }
@@ -48,7 +57,8 @@ async function encode(message: Extract<ToVision, { type: "encode" }>): Promise<v
       out.push({ hash, embeddings: hit, cacheHit: true, width, height });
       continue;
     }
-    const blocks = embedImagesReference(preprocessImage(img.value, m.config), m.config, m.weights);
+    const blocks: Float32Array[] = [];
+    for (const tile of preprocessImage(img.value, m.config)) blocks.push(await m.kernels.embedTile(tile));
     const embeddings = new Float32Array(blocks.reduce((n, b) => n + b.length, 0)); // [tiles x tokens][projectionDim]
     blocks.reduce((at, b) => (embeddings.set(b, at), at + b.length), 0);
     cache.set(hash, embeddings);
@@ -59,6 +69,7 @@ async function encode(message: Extract<ToVision, { type: "encode" }>): Promise<v
 
 self.onmessage = (event: MessageEvent<ToVision>) => {
   const message = event.data;
-  if (message.type === "init") init(message.mmprojPath, message.cacheBytes);
-  else void encode(message).catch((e: unknown) => reply({ type: "refused", id: message.id, index: 0, message: `the vision encoder failed: ${e instanceof Error ? e.message : String(e)}` }));
+  if (message.type === "init") void init(message.mmprojPath, message.cacheBytes).catch((e: unknown) => reply({ type: "initError", message: e instanceof Error ? e.message : String(e) }));
+  // one request at a time: the kernels' buffers and KV cache are shared
+  else queue = queue.then(() => encode(message)).catch((e: unknown) => reply({ type: "refused", id: message.id, index: 0, message: `the vision encoder failed: ${e instanceof Error ? e.message : String(e)}` }));
 };

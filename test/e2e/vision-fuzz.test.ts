@@ -177,9 +177,9 @@ describe("fuzzed images on the binary", () => {
     const rssBefore = await residentBytes();
     const cases = await fuzzCases(200, 2);
     const failures: string[] = [];
-    // 4 at a time, while /health is polled
+    // 2 at a time, while /health is polled
     const queue = cases.map((c, i) => ({ ...c, i }));
-    const work = Promise.all(Array.from({ length: 4 }, async () => {
+    const work = Promise.all(Array.from({ length: 2 }, async () => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
         const r = await send(next.bytes);
         if (r.status !== 400 || !NAMES[next.kind]!.test(r.message)) failures.push(`case ${next.i} (${next.kind}, ${next.bytes.length} bytes): ${r.status} ${r.message}`);
