@@ -43,9 +43,10 @@ describe.each(["reference", "wasm"] as const)("vision encoder on the %s backend"
         dot += ours[i]! * expected![i]!; n1 += ours[i]! ** 2; n2 += expected![i]! ** 2;
       }
       expect(ours.length).toBe(expected!.length);
-      // the WASM matmuls round activations to int8 per 32 as llama.cpp does; the KV cache holds f16
-      expect(maxDiff / maxAbs).toBeLessThan(backendName === "wasm" ? 3e-2 : 1e-3);
-      expect(dot / Math.sqrt(n1 * n2)).toBeGreaterThan(backendName === "wasm" ? 0.999 : 0.999999);
+      // f32 weights and matmuls on both; measured 1e-7 (reference backend) and 5e-5 (WASM, f16 K/V) of the largest value
+      console.log(`backend-encoder ${backendName} ${width}x${height}: max |diff| ${(maxDiff / maxAbs).toExponential(2)} of the largest, cosine ${(dot / Math.sqrt(n1 * n2)).toFixed(8)}`);
+      expect(maxDiff / maxAbs).toBeLessThan(2e-4);
+      expect(dot / Math.sqrt(n1 * n2)).toBeGreaterThan(0.9999999);
     }
     encoder.dispose();
   });
