@@ -44,12 +44,15 @@ export class BackendVisionEncoder {
   private readonly layers: LayerHandles[];
   private readonly projection: Weight;
   private readonly n: number;
+  /** the host side's weights: small vectors and the position embedding; the matrices live only on the backend */
+  private readonly host: Pick<VisionWeights, "positionEmbd" | "postLnWeight" | "postLnBias" | "softEmbNorm">;
   private readonly buf: Record<"x" | "h" | "q" | "k" | "v" | "attn" | "o" | "up" | "ones" | "act" | "pooled" | "out", DeviceBuffer>;
 
-  constructor(private readonly c: VisionConfig, private readonly weights: VisionWeights, private readonly backend: Backend) {
+  constructor(private readonly c: VisionConfig, weights: VisionWeights, private readonly backend: Backend) {
     const { dim, ffnDim, patchSize: p, projectionDim } = c;
     const b = backend;
     this.n = c.patchesPerSide * c.patchesPerSide;
+    this.host = { positionEmbd: weights.positionEmbd, postLnWeight: weights.postLnWeight, postLnBias: weights.postLnBias, softEmbNorm: weights.softEmbNorm };
     this.patch = b.loadWeight(f32Source("v.patch_embd", weights.patchEmbd, dim, 3 * p * p));
     this.patchBias = b.loadWeight(f32Source("v.patch_embd.bias", weights.patchBias, 1, dim));
     const shape = (key: ClipLayerTensor): [number, number] => (key === "ffnUp" ? [ffnDim, dim] : key === "ffnDown" ? [dim, ffnDim] : [dim, dim]);
@@ -96,7 +99,7 @@ export class BackendVisionEncoder {
     b.matmul(buf.q, this.patch, buf.x, n);
     b.addBias(buf.q, this.patchBias, n);
     const x = await b.read(buf.q, n * dim); // [n][dim], the residual stream on the host between the norms
-    for (let i = 0; i < n * dim; i++) x[i]! += this.weights.positionEmbd[i]!;
+    for (let i = 0; i < n * dim; i++) x[i]! += this.host.positionEmbd[i]!;
     const blockTable = Int32Array.from({ length: Math.ceil(n / KV_BLOCK) }, (_, i) => i);
     const slots = Int32Array.from({ length: n }, (_, i) => i);
     const seq = [{ rowStart: 0, numRows: n, startPos: 0, blockTable }];
@@ -125,7 +128,7 @@ export class BackendVisionEncoder {
       const ffn = await b.read(buf.o, n * dim);
       for (let i = 0; i < n * dim; i++) x[i]! += ffn[i]!;
     }
-    layerNormRows(x, n, dim, this.weights.postLnWeight, this.weights.postLnBias, c.eps);
+    layerNormRows(x, n, dim, this.host.postLnWeight, this.host.postLnBias, c.eps);
     b.write(buf.pooled, this.poolAndNorm(x));
     b.matmul(buf.out, this.projection, buf.pooled, c.tokensPerImage);
     return b.read(buf.out, c.tokensPerImage * c.projectionDim);
@@ -146,7 +149,7 @@ export class BackendVisionEncoder {
       let ss = 0;
       for (let d = 0; d < dim; d++) ss += out[t * dim + d]! ** 2;
       const scale = 1 / Math.sqrt(ss / dim + eps);
-      for (let d = 0; d < dim; d++) out[t * dim + d] = out[t * dim + d]! * scale * this.weights.softEmbNorm[d]!;
+      for (let d = 0; d < dim; d++) out[t * dim + d] = out[t * dim + d]! * scale * this.host.softEmbNorm[d]!;
     }
     return out;
   }

@@ -6,7 +6,7 @@
 import { readGguf } from "../gguf/reader.ts";
 import { decodeImage } from "./image-decode.ts";
 import { EncoderCache, imageHash } from "./encoder-cache.ts";
-import { readVisionConfig, readVisionWeights, type VisionConfig, type VisionWeights } from "./mmproj.ts";
+import { readVisionConfig, readVisionWeights, type VisionConfig } from "./mmproj.ts";
 import { preprocessImage } from "./preprocess.ts";
 import { PROJECTOR_MARKERS } from "./projector-markers.ts";
 import { BackendVisionEncoder } from "./backend-encoder.ts";
@@ -15,7 +15,8 @@ import type { EncodedImage, FromVision, ToVision } from "./vision-protocol.ts";
 
 declare const self: Worker;
 
-let model: { config: VisionConfig; weights: VisionWeights; processorKey: string; kernels: BackendVisionEncoder } | null = null;
+// the f32 matrices are dropped once the kernels hold them (the reference encoder is the tests' oracle, not run here)
+let model: { config: VisionConfig; processorKey: string; kernels: BackendVisionEncoder } | null = null;
 let cache = new EncoderCache(0);
 let queue: Promise<void> = Promise.resolve();
 
@@ -38,7 +39,7 @@ async function init(path: string, cacheBytes: number): Promise<void> {
   } catch (e) {
     return reply({ type: "initError", message: `the vision encoder's kernels did not start: ${e instanceof Error ? e.message : String(e)}` });
   }
-  model = { config: c, weights: weights.value, processorKey, kernels };
+  model = { config: c, processorKey, kernels };
   cache = new EncoderCache(cacheBytes);
   reply({ type: "ready", info: { projector: c.projector, tokensPerImage: c.tokensPerImage, projectionDim: c.projectionDim, imageSize: c.imageSize, markers: PROJECTOR_MARKERS[c.projector] } });
 }
