@@ -47,5 +47,6 @@ export function mediaFlags(options: Options, env: Readonly<Record<string, string
     allowedLocalMediaPath: local === null ? null : resolve(local),
     maxImagesPerPrompt: limit.value,
     fetchTimeoutS,
+    ...(typeof options["mm-processor-cache-gb"] === "number" ? { encoderCacheBytes: Math.round(options["mm-processor-cache-gb"] * 2 ** 30) } : {}),
   });
 }

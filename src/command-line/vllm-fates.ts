@@ -56,7 +56,7 @@ const refused = (name: string, kind: Kind, instead: string, aliases?: readonly s
   name, kind, default: null, commands: ANY, help: `Refused: ${instead}.`, fate: { refuse: instead }, ...(aliases ? { aliases } : {}),
 });
 const zero = (v: FlagValue): boolean => v === 0;
-const TEXT_ONLY = "fennec serves text-only models, there is no multimodal processor or encoder";
+const TEXT_ONLY = "fennec's image path (--mmproj: one encoder thread, llama.cpp's preprocessing) has no such setting";
 const NO_LORA = "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF";
 const NO_DP = "fennec runs one engine per process: run several fennec processes behind a load balancer";
 const NO_EXPERT_COMMS = "one process holds every expert, there is no expert-parallel communication";
@@ -118,7 +118,6 @@ const MORE_FATES: readonly FlagSpec[] = [
   inertAt("mamba-ssm-cache-dtype", "string", "auto", (v) => v === "auto", "fennec serves no Mamba layers", "fennec serves no Mamba models: give auto"),
   // MultiModalConfig
   inert("mm-processor-kwargs", "string", TEXT_ONLY),
-  inert("mm-processor-cache-gb", "float", TEXT_ONLY),
   inert("disable-mm-preprocessor-cache", "bool", TEXT_ONLY),
   inert("mm-processor-cache-type", "string", TEXT_ONLY),
   inert("mm-shm-cache-max-object-size-mb", "int", TEXT_ONLY),

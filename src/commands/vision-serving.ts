@@ -25,7 +25,7 @@ export async function startVisionServing(media: MediaSettings, model: string | n
   const path = projectorPath(media, model);
   if (path === null) return null;
   if (!existsSync(path)) throw new RuntimeFailure(`--mmproj ${path}: no such file`);
-  const started = await VisionEncoder.start(path);
+  const started = await VisionEncoder.start(path, { cacheBytes: media.encoderCacheBytes });
   if (!started.ok) throw new RuntimeFailure(`vision projector ${path}: ${started.error}`);
   const encoder = started.value;
   const { info } = encoder;

@@ -18,6 +18,8 @@ export interface MediaSettings {
   readonly fetchTimeoutS: number;
   /** bytes one encoded image may have, fetched or in a data URL */
   readonly maxImageBytes: number;
+  /** --mm-processor-cache-gb: bytes of image embeddings the encoder cache keeps (0: none) */
+  readonly encoderCacheBytes: number;
 }
 
 /** vLLM's limit per modality when --limit-mm-per-prompt leaves it out */
@@ -28,4 +30,6 @@ export const DEFAULT_MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 export const DEFAULT_MEDIA_SETTINGS: MediaSettings = {
   mmproj: null, noMmproj: false, allowedMediaDomains: null, allowedLocalMediaPath: null,
   maxImagesPerPrompt: DEFAULT_MAX_ITEMS_PER_PROMPT, fetchTimeoutS: 5, maxImageBytes: DEFAULT_MAX_IMAGE_BYTES,
+  // vLLM's mm_processor_cache_gb default
+  encoderCacheBytes: 4 * 2 ** 30,
 };

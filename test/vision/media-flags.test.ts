@@ -19,6 +19,8 @@ describe("serve's media flags", () => {
     const r = mediaFlags({ "allowed-media-domains": ["example.com", "127.0.0.1"], "allowed-local-media-path": "images", mmproj: "p.gguf" }, { VLLM_IMAGE_FETCH_TIMEOUT: "2.5" });
     expect(r).toMatchObject({ ok: true, value: { allowedMediaDomains: ["example.com", "127.0.0.1"], allowedLocalMediaPath: `${process.cwd()}/images`, mmproj: "p.gguf", fetchTimeoutS: 2.5 } });
     expect(mediaFlags({}, { VLLM_IMAGE_FETCH_TIMEOUT: "soon" })).toEqual({ ok: false, error: "VLLM_IMAGE_FETCH_TIMEOUT must be a positive number of seconds, got soon" });
+    expect(mediaFlags({ "mm-processor-cache-gb": 0.5 }, {})).toMatchObject({ ok: true, value: { encoderCacheBytes: 2 ** 29 } });
+    expect(DEFAULT_MEDIA_SETTINGS.encoderCacheBytes).toBe(4 * 2 ** 30);
     expect(mediaFlags({ mmproj: "p.gguf", "no-mmproj": true }, {})).toEqual({ ok: false, error: "--mmproj and --no-mmproj contradict each other: give one" });
   });
 });
