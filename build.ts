@@ -42,7 +42,7 @@ function requestedTargets(argv: readonly string[]): BuildTarget[] {
 const targets = requestedTargets(process.argv.slice(2));
 
 /** Workers must be bundled as entry points of the compiled binary. */
-const ENTRYPOINTS = ["src/cli.ts", "src/engine/worker.ts", "src/backend/wasm/pool-worker.ts", "src/grammar/grammar-worker.ts", "src/grammar/check-worker.ts", "src/server/json-parse-worker.ts"];
+const ENTRYPOINTS = ["src/cli.ts", "src/engine/worker.ts", "src/backend/wasm/pool-worker.ts", "src/grammar/grammar-worker.ts", "src/grammar/check-worker.ts", "src/server/json-parse-worker.ts", "src/vision/vision-worker.ts"];
 
 function step(label: string): () => void {
   const t0 = performance.now();

@@ -42,7 +42,9 @@ const RULES: readonly Rule[] = [
   // the model sees only the Backend interface: the concrete backend is passed in
   { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
   // vision encoders (mmproj reading, image preprocessing, the encoder): model-side, in the worker like model/
-  { files: /^vision\//, may: [/^vision\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
+  // image decoders: pure JS (fast-png, jpeg-js, omggif) and libwebp in WASM, all embedded in the binary
+  // the encoder's thread builds its own kernel backend (create-backend.ts), as the engine's load-runner.ts does
+  { files: /^vision\//, may: [/^vision\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/(backend|create-backend)\.ts$/], packages: [/^fast-png$/, /^jpeg-js$/, /^omggif$/, /^@jsquash\/webp\//] },
   // structured outputs on xgrammar: the grammar thread (engine side) and the checker (main side) share grammar-spec.ts
   { files: /^grammar\//, may: [/^grammar\//, CONFIG, /^util\//], packages: [/^@mlc-ai\/web-xgrammar$/] },
   // KV cache events (vLLM kv_events.py): block hashing and event records (both threads: the worker builds them), the
@@ -86,6 +88,8 @@ const RULES: readonly Rule[] = [
     // 400 before any engine work
     // docs.ts embeds Swagger UI's files and ReDoc's standalone bundle (served at /docs and /redoc)
     may: [/^server\//, /^pipeline\//, /^frontend\//, /^metrics\//, /^tracing\//, /^tokenizer\//, /^engine\/(protocol|sampling-params|resolve-pooler)\.ts$/, CONFIG, /^util\//, /^\.\.\/package\.json$/, /^\.\.\/build\/web-ui\.html$/, /^grammar\/(grammar-checker|grammar-spec)\.ts$/],
+    // the vision thread's client (images in, embeddings out), handed in by serve
+    mayTypes: [/^vision\/vision-client\.ts$/],
     packages: [/^elysia$/, /^@elysiajs\/swagger$/, /^swagger-ui-dist\//, /^redoc\/bundles\/redoc\.standalone\.js$/],
   },
   // the command line: the flag table, the parser, help and one typed config per command, built from config/'s records

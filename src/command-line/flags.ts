@@ -136,6 +136,13 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "default-chat-template-kwargs", kind: "string", metavar: "json", default: null, commands: ENGINE, help: 'JSON object of template variables for every request, e.g. \'{"enable_thinking": false}\'; a request\'s chat_template_kwargs win.' },
   { name: "trust-request-chat-template", kind: "bool", default: false, commands: ENGINE, help: "Let requests bring their own chat_template (refused otherwise)." },
   { name: "response-role", kind: "string", metavar: "role", default: "assistant", commands: ENGINE, help: "Role of the answer when the request adds a generation prompt." },
+  // images in (llama.cpp's projector flags, vLLM's media flags)
+  { name: "mmproj", kind: "string", metavar: "file", default: null, commands: ["serve"], help: "The model's vision projector GGUF (llama.cpp's mmproj file): chat messages may then carry image_url parts. Default: the one mmproj*.gguf beside the model, if there is exactly one." },
+  { name: "no-mmproj", kind: "bool", default: false, commands: ["serve"], help: "Do not look for a projector beside the model (text only)." },
+  { name: "allowed-media-domains", kind: "list", metavar: "host", default: null, commands: ["serve"], help: "Fetch http(s) image URLs only from these hosts. Default: any host." },
+  { name: "allowed-local-media-path", kind: "string", metavar: "dir", default: null, commands: ["serve"], help: "Let file:// image URLs read files under this directory (refused otherwise)." },
+  { name: "mm-processor-cache-gb", kind: "float", metavar: "GiB", default: null, min: 0, commands: ["serve"], help: "Size of the encoder cache (image embeddings by content hash) in GiB; 0 turns it off. Default 4, as vLLM's." },
+  { name: "limit-mm-per-prompt", kind: "string", metavar: "json", default: null, commands: ["serve"], help: 'At most this many images in one prompt, as vLLM\'s JSON: \'{"image": 2}\' (default 999).' },
   { name: "enable-auto-tool-choice", kind: "bool", default: false, commands: ENGINE, help: 'Parse tool calls out of the output when tool_choice is "auto" (the default when a request has tools); needs --tool-call-parser.' },
   { name: "tool-call-parser", kind: "string", metavar: "name", default: null, commands: ENGINE, help: "How the model writes tool calls: hermes (Hermes, Qwen2.5/3), llama3_json / llama4_json (Llama 3.x), pythonic (Llama 3.2 small), mistral, qwen3_coder / qwen3_xml (Qwen3-Coder, Qwen3.5), openai (gpt-oss Harmony)." },
   { name: "exclude-tools-when-tool-choice-none", kind: "bool", default: false, commands: ENGINE, help: 'Leave the tools out of the prompt when tool_choice is "none" (by default they are always rendered).' },

@@ -3,6 +3,8 @@
  * before anything is loaded, as vLLM checks before the model (cli_args.py validate_parsed_serve_args).
  */
 import type { EngineArgs } from "../config/engine-args.ts";
+import type { MediaSettings } from "../config/media-settings.ts";
+import { mediaFlags } from "./media-flags.ts";
 import type { ServerSettings, TlsSettings } from "../config/server-settings.ts";
 import type { StageChainConfig } from "../config/stage-chain-config.ts";
 import { structuredOutputsConfig } from "../config/structured-outputs-config.ts";
@@ -40,6 +42,8 @@ export interface ServeConfig {
   readonly log: LogConfig;
   /** the chat-template, tool-calling and reasoning flags (checked by commands/chat-flags.ts) */
   readonly chat: ChatTemplateFlags;
+  /** images in: the projector and where image URLs may come from */
+  readonly media: MediaSettings;
 }
 
 function tlsSettings(options: Options): Result<TlsSettings | null> {
@@ -122,5 +126,7 @@ export function serveConfig(options: Options, env: Readonly<Record<string, strin
   if (!log.ok) return log;
   const engine = engineConfig(options, env);
   if (!engine.ok) return engine;
-  return ok({ model: stringOrNull(options.model), chat: chatTemplateFlags(options), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], server, metrics, stages: stages.value, log: log.value });
+  const media = mediaFlags(options, env);
+  if (!media.ok) return media;
+  return ok({ model: stringOrNull(options.model), chat: chatTemplateFlags(options), engine: engine.value.engine, warnings: [...notes.value, ...engine.value.warnings], server, metrics, stages: stages.value, log: log.value, media: media.value });
 }

@@ -38,7 +38,6 @@ const KNOWN_FATES: readonly FlagSpec[] = [
   { name: "enable-lora", kind: "bool", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "lora-modules", kind: "list", default: null, commands: ["serve"], help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
   { name: "max-lora-rank", kind: "int", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: drop the flag" } },
-  { name: "limit-mm-per-prompt", kind: "string", default: null, commands: ANY, help: "Refused: text-only models.", fate: { refuse: "fennec serves text-only models: drop the flag" } },
   { name: "hf-overrides", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Only the matryoshka keys of vLLM\'s config overrides: {"is_matryoshka": true} lets embedding requests ask for fewer `dimensions`, {"matryoshka_dimensions": [64, 128, 256]} only those (the GGUF metadata is the rest of the config: edit it with gguf-py\'s gguf_set_metadata.py).' },
 ];
 
@@ -57,7 +56,7 @@ const refused = (name: string, kind: Kind, instead: string, aliases?: readonly s
   name, kind, default: null, commands: ANY, help: `Refused: ${instead}.`, fate: { refuse: instead }, ...(aliases ? { aliases } : {}),
 });
 const zero = (v: FlagValue): boolean => v === 0;
-const TEXT_ONLY = "fennec serves text-only models, there is no multimodal processor or encoder";
+const TEXT_ONLY = "fennec's image path (--mmproj: one encoder thread, llama.cpp's preprocessing) has no such setting";
 const NO_LORA = "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF";
 const NO_DP = "fennec runs one engine per process: run several fennec processes behind a load balancer";
 const NO_EXPERT_COMMS = "one process holds every expert, there is no expert-parallel communication";
@@ -83,8 +82,6 @@ const MORE_FATES: readonly FlagSpec[] = [
   refused("logits-processor-pattern", "string", "fennec cannot load Python logits processors: use the request's sampling fields"),
   refused("override-attention-dtype", "string", "attention computes in float32: drop the flag"),
   refused("io-processor-plugin", "string", "fennec cannot load Python IO processor plugins: drop the flag"),
-  inert("allowed-local-media-path", "string", `${TEXT_ONLY}; media inputs are refused whatever this allows`),
-  inert("allowed-media-domains", "list", `${TEXT_ONLY}; media inputs are refused whatever this allows`),
   // LoadConfig
   inertAt("safetensors-load-strategy", "string", "lazy", (v) => v === "lazy", "fennec maps a GGUF file, not safetensors", "fennec loads GGUF files, not safetensors: drop the flag"),
   refused("model-loader-extra-config", "string", "the GGUF loader takes no extra config: drop the flag"),
@@ -121,7 +118,6 @@ const MORE_FATES: readonly FlagSpec[] = [
   inertAt("mamba-ssm-cache-dtype", "string", "auto", (v) => v === "auto", "fennec serves no Mamba layers", "fennec serves no Mamba models: give auto"),
   // MultiModalConfig
   inert("mm-processor-kwargs", "string", TEXT_ONLY),
-  inert("mm-processor-cache-gb", "float", TEXT_ONLY),
   inert("disable-mm-preprocessor-cache", "bool", TEXT_ONLY),
   inert("mm-processor-cache-type", "string", TEXT_ONLY),
   inert("mm-shm-cache-max-object-size-mb", "int", TEXT_ONLY),

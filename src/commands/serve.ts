@@ -37,6 +37,7 @@ import { startTracing, type Tracing } from "../tracing/tracer.ts";
 import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
 import { withDetectedParsers } from "../server/chat-format-detection.ts";
 import { ollamaServing } from "./ollama-serving.ts";
+import { startVisionServing } from "./vision-serving.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { startSeveralModels, type ConfiguredModel } from "./serve-models.ts";
 import { readModelEntries, type ModelEntry } from "./model-entries.ts";
@@ -219,6 +220,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   });
   listener.targets.push(recorder);
   recorderRef = recorder;
+  const vision = await startVisionServing(config.media, config.model, orchestrator.modelConfig.dim, log, (queries, hits) => recorder.onMultimodalCache(queries, hits));
   if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
   // the connector between instances logs its events (an expired lease, a failed read) one line each, as vLLM's
   if (config.engine.kvPeer) {
@@ -239,6 +241,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(wiring.loggers.access !== null ? { accessLog: (entry) => wiring.loggers.access!.info(accessLine(entry)) } : {}),
     onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
+    vision,
     devMode: wiring.devMode, sleepControl: wiring.sleepMode ? sleepable : null,
     // the engine behind sleep (a wake-up's new one) or the pipeline's own; a chain of stages has no one engine
     cacheControl: engine.resetPrefixCache !== undefined

@@ -49,6 +49,23 @@ export interface EngineRequest {
   readonly importKv?: KvHandoff;
   /** a pooling request (pooling engines only): prefill the prompt, return its pooled hidden state, keep no KV */
   readonly pooling?: PoolingRequestParams;
+  /** encoded images (or other media) whose embeddings stand in for their placeholder tokens, by offset */
+  readonly multimodal?: readonly MultimodalInput[];
+}
+
+/**
+ * One encoded media item in a prompt (vLLM's MultiModalFeatureSpec): prompt positions [offset, offset + length) take
+ * `embeddings` as their input instead of their (placeholder) tokens' embeddings, and their prefix-cache blocks are
+ * keyed by `identifier` (the item's content hash, vLLM's mm_hash), since every placeholder is the same token.
+ */
+export interface MultimodalInput {
+  readonly identifier: string;
+  readonly offset: number;
+  readonly length: number;
+  /** [length][dim] */
+  readonly embeddings: Float32Array;
+  /** the item's positions see each other both ways (Gemma 3's image: llama.cpp mtmd_decode_use_non_causal) */
+  readonly attendAhead: boolean;
 }
 
 export interface TokenLogprob {

@@ -3,7 +3,7 @@
  * own random generator and the timestamps the stats are computed from. n > 1 is split into child requests on the main
  * thread (vLLM ParentRequest), so each state here is one sequence.
  */
-import type { EngineRequest, PoolingRequestParams, PositionLogprobs } from "./protocol.ts";
+import type { EngineRequest, MultimodalInput, PoolingRequestParams, PositionLogprobs } from "./protocol.ts";
 import type { SequencePooler } from "./pooler.ts";
 import type { SamplingParams } from "./sampling-params.ts";
 import type { RequestTimes } from "./stats.ts";
@@ -83,6 +83,8 @@ export class RequestState {
   /** [numBlocks] the digests' hex: the prefix-cache keys */
   private readonly blockHashes: BlockHash[] = [];
   private readonly hasher: BlockHasher;
+  /** the prompt's encoded media items, by offset (their embeddings go into the chunks that cover them) */
+  readonly multimodal: readonly MultimodalInput[];
 
   constructor(request: EngineRequest, maxModelLen: number, queuedMs: number, fallbackSeed: number, hasher: BlockHasher = fallbackHasher()) {
     this.hasher = hasher;
@@ -90,6 +92,7 @@ export class RequestState {
     this.sampling = request.sampling;
     this.numPromptTokens = request.promptTokenIds.length;
     this.allTokenIds = [...request.promptTokenIds];
+    this.multimodal = [...(request.multimodal ?? [])].sort((a, b) => a.offset - b.offset);
     this.eosTokenIds = request.eosTokenIds ?? [];
     const roomTokens = maxModelLen - this.numPromptTokens;
     this.pooling = request.pooling ?? null;
@@ -142,7 +145,22 @@ export class RequestState {
 
   /** What went into block `index`'s hash besides its tokens (vLLM generate_block_hash_extra_keys: the salt on block 0). */
   blockExtraKeys(index: number, blockSize: number): HashKey[] | null {
-    return blockExtraKeys({ blockStart: index * blockSize, blockSize, cacheSalt: this.sampling.cacheSalt });
+    return blockExtraKeys({ blockStart: index * blockSize, blockSize, cacheSalt: this.sampling.cacheSalt, ...(this.multimodal.length > 0 ? { multimodal: this.multimodal } : {}) });
+  }
+
+  /**
+   * `numNew` tokens from `startPos`, cut back so that no item that attends ahead is split across steps (vLLM's
+   * disable_chunked_mm_input: schedule up to the item, it comes whole next step); not cut when even a whole step's
+   * budget (`maxTokens`) could never hold it.
+   */
+  keepItemsWhole(startPos: number, numNew: number, maxTokens: number): number {
+    const end = startPos + numNew;
+    for (const item of this.multimodal) {
+      if (!item.attendAhead || item.offset >= end || item.offset + item.length <= end) continue;
+      const cut = Math.max(item.offset, startPos) - startPos;
+      return cut === 0 && item.offset + item.length - startPos > maxTokens ? numNew : cut;
+    }
+    return numNew;
   }
 
   snapshotTimes(): RequestTimes {

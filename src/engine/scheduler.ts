@@ -123,8 +123,8 @@ export class Scheduler {
       const numMissing = request.numTokens - request.numComputedTokens;
       // drafts ride along a decode step only (one token missing); the cap, the budget and max-model-len - 1 cut them
       const drafts = numMissing === 1 ? request.draftTokenIds.slice(0, draftsPerRequest) : NO_DRAFTS;
-      const numNew = capForPromptLogits(request, request.numComputedTokens,
-        Math.min(numMissing + drafts.length, budget, this.config.maxModelLen - request.numComputedTokens - (drafts.length > 0 ? 1 : 0)));
+      const numNew = request.keepItemsWhole(request.numComputedTokens, capForPromptLogits(request, request.numComputedTokens,
+        Math.min(numMissing + drafts.length, budget, this.config.maxModelLen - request.numComputedTokens - (drafts.length > 0 ? 1 : 0))), this.config.maxNumBatchedTokens);
       if (numNew <= 0) { i++; continue; }
       const numDrafts = Math.max(0, numNew - numMissing);
       let fits = false;
@@ -156,7 +156,7 @@ export class Scheduler {
         // its prompt is on another instance but there is no room to read it yet: it keeps its place
         if (this.connector?.mustWait?.(request)) break;
         const startPos = request.numComputedTokens + computed.numTokens;
-        const numNew = capForPromptLogits(request, startPos, Math.min(request.numTokens - startPos, budget));
+        const numNew = request.keepItemsWhole(startPos, capForPromptLogits(request, startPos, Math.min(request.numTokens - startPos, budget)), this.config.maxNumBatchedTokens);
         // this step's prompt-logprob rows are spent: it starts next step, still first in line
         if (numNew <= 0) break;
         // no chunked prefill: the whole prompt next step, still first in line

@@ -151,6 +151,7 @@ export class EngineFrontend implements Orchestrator {
       this.client.add({
         requestId: seq.sequenceId, promptTokenIds: request.promptTokenIds, sampling: seq.sampling, arrivalMs: request.arrivalMs, eosTokenIds: this.tokenizer.stopIds,
         ...(request.exportKv ? { exportKv: true } : {}), ...(request.importKv ? { importKv: request.importKv } : {}),
+        ...(request.multimodal !== undefined && request.multimodal.length > 0 ? { multimodal: request.multimodal } : {}),
       });
     }
     const onAbort = (): void => this.abortParent(parent, true);

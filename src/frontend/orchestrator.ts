@@ -7,7 +7,7 @@
  */
 import type { SamplingParams } from "../engine/sampling-params.ts";
 import type { FinishReason, RequestTimes } from "../engine/stats.ts";
-import type { KvHandoff, PoolingRequestParams, PositionLogprobs } from "../engine/protocol.ts";
+import type { KvHandoff, MultimodalInput, PoolingRequestParams, PositionLogprobs } from "../engine/protocol.ts";
 import type { ResolvedPooler } from "../engine/resolve-pooler.ts";
 import type { ModelConfig } from "../model/model-config.ts";
 import type { Tokenizer } from "../tokenizer/tokenizer.ts";
@@ -40,6 +40,8 @@ export interface GenerateRequest {
   readonly exportKv?: boolean;
   /** multi-stage pipelines: the first `numTokens` prompt positions are already computed (EngineRequest.importKv) */
   readonly importKv?: KvHandoff;
+  /** encoded images whose embeddings stand in for their placeholder tokens (EngineRequest.multimodal) */
+  readonly multimodal?: readonly MultimodalInput[];
 }
 
 /** One choice (index 0..n-1) of a request: what is new since the last output, plus totals. */

@@ -385,6 +385,12 @@ export class MetricsRecorder implements StatsListener {
     (this.metrics.get("http_request_duration_seconds") as Histogram<string> | undefined)?.observe({ method: event.method, handler }, event.durationS);
   }
 
+  /** Images asked of the encoder cache and found there, per request (vLLM's multimodal cache counters, in items). */
+  onMultimodalCache(queries: number, hits: number): void {
+    this.inc("mm_cache_queries", this.labels(0), queries);
+    this.inc("mm_cache_hits", this.labels(0), hits);
+  }
+
   /** One tool-parser run (vLLM: once per choice without streaming, once per delta when streaming). */
   onToolParserInvocation(event: ToolParserInvocation): void {
     (this.metrics.get("tool_call_parser_invocations") as Counter<string> | undefined)?.inc({ model_name: this.options.modelName, mode: event.mode, outcome: event.outcome, request_type: "chat_completions" });

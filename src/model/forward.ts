@@ -42,6 +42,8 @@ export interface ForwardInputs {
    * t_embd "result_norm"), instead of logits; logitRows is then unused
    */
   readonly hiddenStates?: boolean;
+  /** rows whose input embeddings are given ([row][dim] blocks over the step's rows); the step then runs as one pass */
+  readonly inputEmbeddings?: readonly { readonly row: number; readonly data: Float32Array }[];
 }
 
 /** One pass: the step's rows [firstRow, firstRow + inputs.tokenIds.length) as inputs of their own. */
@@ -258,7 +260,8 @@ export class BatchedForward {
     const maxRows = this.backend.maxRowsPerPass;
     const n = inputs.tokenIds.length;
     // a bidirectional model's rows read the keys after them in the step: it always runs as one pass
-    if (maxRows === undefined || n <= maxRows || this.config.bidirectional === true) return this.runPass(inputs);
+    // given embeddings (an image's rows, which may see the keys after them): one pass too
+    if (maxRows === undefined || n <= maxRows || this.config.bidirectional === true || (inputs.inputEmbeddings?.length ?? 0) > 0) return this.runPass(inputs);
     // a long step in passes of maxRows rows (forwardPasses): the same bits, each op's rows in L2
     const width = inputs.hiddenStates === true ? this.config.dim : this.config.vocabSize;
     const result = new Float32Array((inputs.hiddenStates === true ? n : inputs.logitRows.length) * width);
@@ -286,6 +289,8 @@ export class BatchedForward {
 
     b.embed(s.x, this.tokenEmbd, inputs.tokenIds);
     if (c.embeddingScale !== undefined && c.embeddingScale !== 1) b.scale(s.x, c.embeddingScale, n * dim);
+    // given embeddings replace their rows after the scale (llama.cpp scales token inputs only)
+    for (const e of inputs.inputEmbeddings ?? []) b.write(s.x, e.data, e.row * dim);
     // the kernels scale scores by 1 / sqrt(headDim); another attention scale pre-scales q (as llama.cpp gemma3.cpp does)
     const qScale = c.attentionScale === undefined ? 1 : c.attentionScale * Math.sqrt(headDim);
     // granite: each branch's output times residual_scale before its residual add

@@ -31,6 +31,24 @@ export interface SequenceChunk {
   readonly blockTables?: readonly Int32Array[];
   /** "last" for sampling, "all" for prompt logprobs, "none" for a prefill chunk that is not the last */
   readonly logits: LogitsWanted;
+  /** rows whose input is given as embeddings instead of their token's (an image's soft tokens), in row order */
+  readonly inputEmbeddings?: readonly ChunkEmbeddings[];
+}
+
+/**
+ * Input embeddings for rows [row, row + numRows) of a chunk: they replace the token embedding (after the embedding
+ * scale, which llama.cpp applies to token inputs only: gemma3.cpp `ubatch.token ? sqrtf(n_embd) : 1`).
+ */
+export interface ChunkEmbeddings {
+  readonly row: number;
+  readonly numRows: number;
+  /** [numRows][dim] */
+  readonly data: Float32Array;
+  /**
+   * every row of the span also sees the keys of the rows after it in the span (Gemma 3's image tokens, llama.cpp
+   * mtmd_decode_use_non_causal); the span must then lie in one chunk
+   */
+  readonly attendAhead: boolean;
 }
 
 /** A ragged batch: prefill chunks and decode tokens of many sequences, computed in one forward pass. */

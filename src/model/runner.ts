@@ -5,7 +5,7 @@
  * group (kv-cache-groups.ts): each layer reads and writes its group's table, in its slot of the group's blocks.
  */
 import type { AttentionSequence, Backend, KvCacheDtype } from "../backend/backend.ts";
-import { NULL_BLOCK, type BatchLogits, type ModelBatch, type ModelRunner } from "./model-batch.ts";
+import { NULL_BLOCK, type BatchLogits, type ModelBatch, type ModelRunner, type SequenceChunk } from "./model-batch.ts";
 import type { ModelConfig } from "./model-config.ts";
 import { BatchedForward, type ForwardInputs, type LoadProgress } from "./forward.ts";
 import { singleKvCacheGroup, type KvCacheGroups } from "./kv-cache-groups.ts";
@@ -77,6 +77,7 @@ export class Runner implements ModelRunner {
     const logitRows = new Int32Array(numLogitRows); // [numLogitRows]
     const rowStart = new Int32Array(batch.sequences.length); // [numSequences]
     const sequences: AttentionSequence[][] = Array.from({ length: numGroups }, () => []); // [numGroups][numSequences]
+    const inputEmbeddings: { row: number; data: Float32Array }[] = [];
     let row = 0;
     let logitRow = 0;
     batch.sequences.forEach((seq, i) => {
@@ -109,19 +110,25 @@ export class Runner implements ModelRunner {
           const pos = seq.startPos + t;
           slots[g]![row + t] = mapped[Math.floor(pos / blockSize)]! * blockSize + (pos % blockSize);
         }
-        sequences[g]!.push({ rowStart: row, numRows: count, startPos: seq.startPos, blockTable: mapped });
+        sequences[g]!.push(...attentionRanges(seq, row, mapped));
       });
       for (const id of seq.tokenIds) {
         if (id < 0 || id >= this.config.vocabSize) throw new Error(`runner: sequence ${i} token id ${id} out of range [0, ${this.config.vocabSize})`);
       }
       tokenIds.set(seq.tokenIds, row);
+      for (const e of seq.inputEmbeddings ?? []) {
+        if (e.row < 0 || e.numRows < 1 || e.row + e.numRows > count || e.data.length !== e.numRows * this.config.dim) {
+          throw new Error(`runner: sequence ${i} has input embeddings for rows [${e.row}, ${e.row + e.numRows}) of ${e.data.length} floats; it has ${count} rows of width ${this.config.dim}`);
+        }
+        inputEmbeddings.push({ row: row + e.row, data: e.data });
+      }
       for (let t = 0; t < count; t++) positions[row + t] = seq.startPos + t;
       rowStart[i] = seq.logits === "none" ? -1 : logitRow;
       if (seq.logits === "all") for (let t = 0; t < count; t++) logitRows[logitRow++] = row + t;
       else if (seq.logits === "last") logitRows[logitRow++] = row + count - 1;
       row += count;
     });
-    return { inputs: { tokenIds, positions, slots, sequences, kvGroups: groups, logitRows }, rowStart };
+    return { inputs: { tokenIds, positions, slots, sequences, kvGroups: groups, logitRows, ...(inputEmbeddings.length > 0 ? { inputEmbeddings } : {}) }, rowStart };
   }
 
   reserveActivations(numTokens: number, numLogitRows: number): void {
@@ -168,4 +175,25 @@ export class Runner implements ModelRunner {
     this.forward.dispose();
     this.backend.dispose();
   }
+}
+
+/**
+ * A chunk's attention ranges starting at step row `row`: one causal range, or, where a span of given embeddings
+ * attends ahead (Gemma 3's image, llama.cpp decodes it with causal attention off), each of its rows as a range of
+ * one row at the span's last position, so it sees every key of the span (and, with a sliding window, the keys within
+ * the window of the span's end).
+ */
+function attentionRanges(seq: SequenceChunk, row: number, blockTable: Int32Array): AttentionSequence[] {
+  const spans = (seq.inputEmbeddings ?? []).filter((e) => e.attendAhead);
+  if (spans.length === 0) return [{ rowStart: row, numRows: seq.tokenIds.length, startPos: seq.startPos, blockTable }];
+  const out: AttentionSequence[] = [];
+  let next = 0; // first chunk row not yet in a range
+  for (const span of spans) {
+    if (span.row > next) out.push({ rowStart: row + next, numRows: span.row - next, startPos: seq.startPos + next, blockTable });
+    const lastPos = seq.startPos + span.row + span.numRows - 1;
+    for (let r = 0; r < span.numRows; r++) out.push({ rowStart: row + span.row + r, numRows: 1, startPos: lastPos, blockTable });
+    next = span.row + span.numRows;
+  }
+  if (next < seq.tokenIds.length) out.push({ rowStart: row + next, numRows: seq.tokenIds.length - next, startPos: seq.startPos + next, blockTable });
+  return out;
 }

@@ -50,6 +50,8 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly sleepControl?: import("./sleep-routes.ts").SleepControl | null;
   /** VLLM_SERVER_DEV_MODE=1: what POST /reset_prefix_cache drives; null or absent = no single engine */
   readonly cacheControl?: import("./cache-routes.ts").CacheControl | null;
+  /** images in: the vision encoder's client and the media flags; absent = a text-only model (image parts are refused) */
+  readonly vision?: import("./openai/chat-completion/image-inputs.ts").VisionServing | null;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

@@ -78,6 +78,14 @@ function webp(b: Uint8Array): Size {
   return err(`unsupported WebP chunk "${chunk.replace(/[^\x20-\x7e]/g, "?")}"`);
 }
 
+/** Each format's leading signature bytes and how many bytes its magic check needs (WebP: RIFF, a size, WEBP). */
+const SIGNATURES: readonly { format: ImageFormat; bytes: Uint8Array; magicLength: number }[] = [
+  { format: "png", bytes: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), magicLength: 8 },
+  { format: "jpeg", bytes: new Uint8Array([0xff, 0xd8, 0xff]), magicLength: 3 },
+  { format: "gif", bytes: new Uint8Array(ascii("GIF8")), magicLength: 6 },
+  { format: "webp", bytes: new Uint8Array(ascii("RIFF")), magicLength: 12 },
+];
+
 /** Magic bytes -> format and header reader, in the order they are tried. */
 const FORMATS: readonly { format: ImageFormat; magic: (b: Uint8Array) => boolean; size: (b: Uint8Array) => Size }[] = [
   { format: "png", magic: (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), size: png },
@@ -92,6 +100,11 @@ const FORMATS: readonly { format: ImageFormat; magic: (b: Uint8Array) => boolean
  */
 export function readImageHeader(bytes: Uint8Array): Result<ImageHeader> {
   const entry = FORMATS.find((f) => f.magic(bytes));
+  // a file cut inside its signature: say so rather than "unsupported"
+  const cut = entry === undefined && bytes.length > 0
+    ? SIGNATURES.find((s) => bytes.length < s.magicLength && startsWith(s.bytes, [...bytes.subarray(0, s.bytes.length)]))
+    : undefined;
+  if (cut !== undefined) return err(`truncated ${cut.format.toUpperCase()} header (${bytes.length} bytes)`);
   if (entry === undefined) {
     return err(`unsupported image format (supported: ${FORMATS.map((f) => f.format.toUpperCase()).join(", ")})`);
   }

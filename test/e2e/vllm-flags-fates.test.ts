@@ -42,6 +42,7 @@ const SAMPLES: Readonly<Record<string, readonly string[]>> = {
   "kv-events-config": ["--kv-events-config", '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}'],
   "hf-overrides": ["--runner", "pooling", "--hf-overrides", '{"is_matryoshka": true}'],
   "root-path": ["--root-path", "/api"],
+  "limit-mm-per-prompt": ["--limit-mm-per-prompt", '{"image": 2}'],
   "enable-log-outputs": ["--enable-log-requests", "--enable-log-outputs"],
   "allowed-origins": ["--allowed-origins", '["https://a.example"]'],
   "allowed-methods": ["--allowed-methods", '["GET"]'],
@@ -186,11 +187,11 @@ describe("against the binary", () => {
   }
 
   test("inert flags serve and log one line each; --enable-tokenizer-info-endpoint serves GET /tokenizer_info", async () => {
-    const inert = ["--async-scheduling", "--disable-cascade-attn", "--mm-processor-cache-gb", "4", "--calculate-kv-scales", "--api-server-count", "1", "-dcp", "1"];
+    const inert = ["--async-scheduling", "--disable-cascade-attn", "--skip-mm-profiling", "--calculate-kv-scales", "--api-server-count", "1", "-dcp", "1"];
     const template = "{% for m in messages %}{{ m.content }}{% endfor %}";
     const server = await startServer(["--threads", "1", ...inert, "--enable-tokenizer-info-endpoint", "--prefix-caching-hash-algo", "sha256_cbor", "--chat-template", template]);
     servers.push(server);
-    for (const flag of ["--async-scheduling", "--disable-cascade-attn", "--mm-processor-cache-gb 4", "--calculate-kv-scales", "--api-server-count 1", "--decode-context-parallel-size 1"]) {
+    for (const flag of ["--async-scheduling", "--disable-cascade-attn", "--skip-mm-profiling", "--calculate-kv-scales", "--api-server-count 1", "--decode-context-parallel-size 1"]) {
       expect(server.log()).toContain(`${flag} has no effect on fennec: `);
     }
     const info = (await (await fetch(`${server.url}/tokenizer_info`)).json()) as Record<string, unknown>;

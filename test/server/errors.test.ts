@@ -311,9 +311,11 @@ describe("messages that say what is wrong", () => {
         "messages[0].content[1].text", /^1 validation error: 'messages\[0\]\.content\[1\]\.text' is required$/);
       expect(err.error.message).not.toContain("only text parts");
     }
-    // another part type is still "only text parts"
+    // an image on a model without a vision projector names --mmproj; another part type is still "only text parts"
     await expectError(await s.call("POST", "/v1/chat/completions", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }), 400,
-      "messages[0].content[0].type", /only text parts are supported \(got type "image_url"\)/);
+      "messages[0].content[0].image_url.url", /^this model takes no images: .*--mmproj FILE/);
+    await expectError(await s.call("POST", "/v1/chat/completions", { messages: [{ role: "user", content: [{ type: "input_audio", text: "x" }] }] }), 400,
+      "messages[0].content[0].type", /only text parts are supported \(got type "input_audio"\)/);
   });
 
   test("POST /ping ignores its body, as vLLM does: empty JSON, {} and garbage are all 200", async () => {

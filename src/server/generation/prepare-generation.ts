@@ -11,6 +11,9 @@
  * and serving_completion.py, up to the generator). Framework-free; throws ApiError (400) naming the parameter.
  * @example const chat = await prepareChatGeneration(options, body, { maxTokens: requestedMaxTokens(body, null), logprobs: null });
  */
+import type { MultimodalInput } from "../../engine/protocol.ts";
+import type { EncodedImage } from "../../vision/vision-client.ts";
+import { encodeImages, imagePartsOf, placeImages, withTemplateImageParts, type ImagePart } from "../openai/chat-completion/image-inputs.ts";
 import type { SamplingParams } from "../../engine/sampling-params.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
@@ -46,6 +49,8 @@ export interface GenerationChoices {
 
 export interface ChatGeneration {
   readonly promptTokenIds: readonly number[];
+  /** the images' embeddings at their placeholder positions (EngineRequest.multimodal); absent: no images */
+  readonly multimodal?: readonly MultimodalInput[];
   /** checked, with max_tokens resolved for this prompt */
   readonly sampling: SamplingParams;
   /** tool choice, prompt and the parsers, as prepareChat made them */
@@ -88,6 +93,14 @@ export async function prepareChatGeneration(options: ServerOptions, body: ChatGe
   const extrasCtx = extrasContext(options);
   // the contents are in the rendered prompt: bound them before the template renders them
   if (!truncates(body)) checkPromptChars(tokenizer, maxModelLen, messageContentChars(body.messages), "messages");
+  const imageParts = imagePartsOf(body.messages);
+  let encoded: readonly EncodedImage[] = [];
+  if (imageParts.length > 0) {
+    checkImageParts(options, imageParts, truncates(body));
+    // images first (loaded, decoded and encoded on the vision thread): a bad one costs no template or tokenizer work here
+    encoded = await encodeImages(options.vision!, imageParts);
+    body = { ...body, messages: withTemplateImageParts(body.messages) };
+  }
   const chat = prepareChat(tokenizer, body, serving, extrasCtx.structuredOutputs.disableAnyWhitespace);
   refuseFields();
   const extras = await samplingExtras(body, extrasCtx);
@@ -108,9 +121,22 @@ export async function prepareChatGeneration(options: ServerOptions, body: ChatGe
   const gated = sampling.structuredOutputs !== null && chat.reasoningEndTokenIds !== null;
   if (gated) sampling.structuredOutputs = { ...sampling.structuredOutputs!, reasoningEndTokenIds: chat.reasoningEndTokenIds };
   if (!truncates(body)) checkPromptChars(tokenizer, maxModelLen, chat.prompt.length, "messages");
-  const fullIds = await encodePrompt(tokenizer, chat.prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
-  const fitted = fitPrompt(fullIds, sampling, promptLimits(options, body, choices.maxTokens.param, "messages"));
-  return { ...fitted, chat, output: outputAfterGrammar(chat.output, sampling.structuredOutputs !== null, gated) };
+  const textIds = await encodePrompt(tokenizer, chat.prompt, { addSpecial: body.add_special_tokens ?? false, parseSpecial: true });
+  // images: encoded on the vision thread (the encoder cache answers repeats), then placed at the template's markers
+  const placed = imageParts.length > 0 ? placeImages(tokenizer, textIds, encoded, options.vision!) : null;
+  const fitted = fitPrompt(placed?.promptTokenIds ?? textIds, sampling, promptLimits(options, body, choices.maxTokens.param, "messages"));
+  return { ...fitted, chat, output: outputAfterGrammar(chat.output, sampling.structuredOutputs !== null, gated), ...(placed !== null ? { multimodal: placed.multimodal } : {}) };
+}
+
+/** A model with a projector, no more images than --limit-mm-per-prompt, no truncation that could cut an image. */
+function checkImageParts(options: ServerOptions, parts: readonly ImagePart[], truncated: boolean): void {
+  const vision = options.vision ?? null;
+  if (vision === null) {
+    throw new ApiError("badRequest", "this model takes no images: it was started without a vision projector (serve it with --mmproj FILE, the model's mmproj GGUF)", parts[0]!.param);
+  }
+  const limit = vision.media.maxImagesPerPrompt;
+  if (parts.length > limit) throw new ApiError("badRequest", `At most ${limit} image(s) may be provided in one prompt.`, "messages");
+  if (truncated) throw new ApiError("badRequest", "truncate_prompt_tokens cannot be used with images: it could cut an image's tokens apart", "truncate_prompt_tokens");
 }
 
 /** Sampling parameters and structured outputs of a prompt request, once for all its prompts (not yet checked). */

@@ -15,6 +15,7 @@ import type { ToolDefinition } from "./tool-parsers/tool-definition.ts";
 import { namedCallParser, requiredCallsParser, toolChoiceSchema } from "./tool-parsers/forced-calls.ts";
 import type { GrammarSpec } from "../../grammar/grammar-spec.ts";
 import type { ChatMessageBody, ToolDefinitionBody } from "./schemas.ts";
+import { isTemplateImagePart } from "./chat-completion/image-inputs.ts";
 
 /** The request fields this file reads (chat completions; /tokenize's chat form has the template ones). */
 export interface ChatRequestFields {
@@ -87,6 +88,8 @@ export function toChatMessages(messages: readonly ChatMessageBody[]): ChatMessag
         if (part.type === "text" && part.text === undefined) {
           throw new ApiError("invalidBody", `1 validation error: 'messages[${i}].content[${j}].text' is required`, `messages[${i}].content[${j}].text`);
         }
+        // image parts reach the template only as the markers of encoded images (chat-completion/image-inputs.ts)
+        if (isTemplateImagePart(part)) return;
         if (part.type !== "text") {
           throw new ApiError("badRequest", `messages[${i}].content[${j}]: only text parts are supported (got type "${part.type}")`, `messages[${i}].content[${j}].type`);
         }

@@ -123,8 +123,12 @@ const llamaCppFields = {
 };
 
 export const ChatContentPart = t.Object({
-  type: t.String({ description: "Only `text` parts are supported.", example: "text" }),
+  type: t.String({ description: "`text`, or `image_url` when the model has a vision projector (--mmproj).", example: "text" }),
   text: t.Optional(t.String()),
+  image_url: t.Optional(t.Object({
+    url: t.String({ description: "A data URL (data:image/png;base64,...), an http(s) URL (--allowed-media-domains) or a file:// URL under --allowed-local-media-path. PNG, JPEG, WebP or GIF (first frame)." }),
+    detail: t.Optional(t.String({ description: "Accepted; the projector fixes the resolution." })),
+  })),
 });
 
 export const ToolCallBody = t.Object({

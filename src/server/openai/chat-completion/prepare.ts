@@ -60,10 +60,10 @@ export async function prepareChatCompletion(options: ServerOptions, clientBody: 
     maxTokens: requestedMaxTokens(body, null),
     logprobs: body.logprobs === true ? (body.top_logprobs ?? 0) : null,
   }, () => refuseFields(body, "chat"));
-  const { promptTokenIds, sampling, chat: prepared } = generation;
+  const { promptTokenIds, sampling, chat: prepared, multimodal } = generation;
 
   const id = `chatcmpl-${publicRequestId(context.requestIdHeader, body.request_id)}`;
-  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders };
+  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders, ...(multimodal !== undefined ? { multimodal } : {}) };
   const role = responseRole(body, options.chat ?? DEFAULT_CHAT_SERVING);
   const outputConfig = generation.output;
   return {

@@ -1,0 +1,92 @@
+/**
+ * The end-to-end oracle: llama.cpp's llama-mtmd-cli (scripts/build-llama-tool.sh llama-mtmd-cli) and the compiled
+ * fennec serve the same tiny Gemma 3 (f16, real Gemma 3 tokenizer and template) with the same projector, and for the
+ * same image and question greedily generate the same 32 tokens. mtmd-cli puts its media marker before the prompt and
+ * renders the chat template, then replaces the marker by <start_of_image>, the image's rows and <end_of_image>
+ * (mtmd-cli.cpp eval_message, mtmd.cpp): fennec's image part first, then the text, gives the same tokens. Three images
+ * of different sizes and formats stb_image reads (PNG, JPEG, GIF; not WebP). Near ties are named with fennec's
+ * logprobs. Skipped, saying so, where the oracle is not built.
+ */
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { $ } from "bun";
+import { readGguf } from "../../src/gguf/reader.ts";
+import { writeGgufFile } from "../../src/gguf/writer.ts";
+import { MODEL_SHAPES, VISION_SHAPES, vocabPath } from "../../scripts/model-shapes.ts";
+import { randomMmproj } from "../../scripts/random-mmproj.ts";
+import { randomModel } from "../../scripts/random-model.ts";
+import { startServer } from "../e2e/server-process.ts";
+import { gifOf, jpegOf, pattern, pngOf } from "./test-images.ts";
+
+setDefaultTimeout(600_000);
+
+const root = join(import.meta.dir, "..", "..");
+
+/** The built oracle: FENNEC_LLAMA_MTMD_CLI, else .cache/llama-mtmd/<commit>/bin/llama-mtmd-cli. */
+function oraclePath(): string | null {
+  const fromEnv = process.env.FENNEC_LLAMA_MTMD_CLI;
+  if (fromEnv) return fromEnv;
+  const cache = join(root, ".cache", "llama-mtmd");
+  if (!existsSync(cache)) return null;
+  for (const commit of readdirSync(cache)) {
+    const bin = join(cache, commit, "bin", "llama-mtmd-cli");
+    if (existsSync(bin)) return bin;
+  }
+  return null;
+}
+
+const oracle = oraclePath();
+const dir = mkdtempSync(join(tmpdir(), "fennec-vision-greedy-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const QUESTION = "What is in the image?";
+const N = 32;
+
+describe("greedy tokens vs llama-mtmd-cli", () => {
+  if (oracle === null) console.warn("llama-mtmd-greedy-oracle: skipped, llama-mtmd-cli is not built (scripts/build-llama-tool.sh llama-mtmd-cli)");
+
+  test.skipIf(oracle === null)(`tiny-gemma3-4b: the same ${N} greedy tokens for a PNG, a JPEG and a GIF of different sizes`, async () => {
+    const vocab = readGguf(vocabPath("gemma3"));
+    if (!vocab.ok) throw new Error(vocab.error);
+    const shape = MODEL_SHAPES["tiny-gemma3-4b"]!;
+    const lmPath = join(dir, "lm.gguf"), mmPath = join(dir, "mmproj.gguf");
+    writeGgufFile(lmPath, randomModel({ shapeName: "tiny-gemma3-4b", shape, type: "f16", seed: 11, vocab: vocab.value }));
+    writeGgufFile(mmPath, randomMmproj({ shapeName: "tiny-gemma3-4b", vision: VISION_SHAPES["tiny-gemma3-4b"]!, textDim: shape.dim, seed: 11 }));
+    const images: [string, Uint8Array][] = [
+      ["wide.png", pngOf(150, 90, pattern(150, 90, 1))],
+      ["tall.jpg", jpegOf(64, 200, pattern(64, 200, 2), 100)],
+      ["square.gif", gifOf(112, 112).bytes],
+    ];
+    const server = await startServer(["--model", lmPath, "--mmproj", mmPath, "--max-model-len", "512", "--kv-cache-memory", "32M"]);
+    const mismatches: string[] = [];
+    try {
+      for (const [name, bytes] of images) {
+        const path = join(dir, name);
+        writeFileSync(path, bytes);
+        const run = await $`${oracle!} -m ${lmPath} --mmproj ${mmPath} --image ${path} -p ${QUESTION} -n ${N} --temp 0 -t 2 -c 512 --no-warmup`.quiet().nothrow();
+        if (run.exitCode !== 0) throw new Error(`llama-mtmd-cli failed (${run.exitCode}): ${run.stderr.toString().slice(-2000)}`);
+        const theirs = run.stdout.toString().trim();
+        const type = name.endsWith(".png") ? "image/png" : name.endsWith(".jpg") ? "image/jpeg" : "image/gif";
+        const response = await fetch(`${server.url}/v1/chat/completions`, {
+          method: "POST", headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            model: lmPath, max_tokens: N, temperature: 0, logprobs: true, top_logprobs: 2, skip_special_tokens: false,
+            messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: `data:${type};base64,${Buffer.from(bytes).toString("base64")}` } }, { type: "text", text: QUESTION }] }],
+          }),
+        });
+        const body = (await response.json()) as { choices: { message: { content: string }; logprobs: { content: { token: string; logprob: number; top_logprobs: { logprob: number }[] }[] } }[] };
+        expect(response.status).toBe(200);
+        const ours = body.choices[0]!.message.content.trim();
+        const steps = body.choices[0]!.logprobs.content;
+        const margins = steps.map((s) => (s.top_logprobs.length > 1 ? s.top_logprobs[0]!.logprob - s.top_logprobs[1]!.logprob : Infinity));
+        console.log(`llama-mtmd-greedy ${name}: ${ours === theirs ? "same" : "DIFFERENT"} ${N} tokens; smallest top-2 logprob margin ${Math.min(...margins).toFixed(4)}\n  fennec:   ${JSON.stringify(ours)}\n  llama.cpp: ${JSON.stringify(theirs)}`);
+        if (ours !== theirs) mismatches.push(name);
+      }
+    } finally {
+      await server.stop();
+    }
+    expect(mismatches).toEqual([]);
+  });
+});
