@@ -8,6 +8,8 @@
  * test/model/llamacpp-archs.test.ts):
  *  - the oracle (reference-forward.ts with the adapter) picks llama.cpp's token at every step but near ties
  *    (TIE_GAP), and every log-prob with p > 1e-4 at 4 positions is within LOGPROB_TOLERANCE;
+ *  - the fast path (Runner on the WASM kernels: the prompt as one prefill, then one decode step per token, the adapter
+ *    in a LoRA slot) the same within the fast path's bounds (its KV cache is f16);
  *  - control: the oracle without the adapter misses llama.cpp's log-probs by more than 10x the oracle's worst error,
  *    so the adapter is what makes them agree.
  */
@@ -28,10 +30,13 @@ import { randomLora } from "../../scripts/random-lora.ts";
 import { disposeLlamaCpp, llamaCppGreedy, logprobError, openLlamaCpp } from "../helpers/llama-cpp.ts";
 import { writeVocabModel } from "../model/llamacpp-models.ts";
 import type { TinyShape } from "../model/tiny-model.ts";
+import { fastLoraLogits } from "./fast-lora-logits.ts";
 
 const STEPS = 64;
 const LOGPROB_TOLERANCE = 1e-3;
 const TIE_GAP = 1e-3;
+const FAST_LOGPROB_TOLERANCE = 5e-3;
+const FAST_TIE_GAP = 5e-3;
 const USER_SCALE = 0.75;
 const PROMPT = "Once upon a time, in a quiet village by the sea, there lived an old clockmaker who";
 
@@ -107,14 +112,23 @@ describe.each(CASES)("$architecture LoRA rank $rank alpha $alpha", (c) => {
       tally(oracle, ref.forward(all[pos]!, pos), pos - (promptIds.length - 1), ids, evaluated[pos], checked.has(pos));
     }
 
+    const fast: Tally = { differingSteps: 0, worstGap: 0, worstLogprob: 0 };
+    const fastRows = await fastLoraLogits(config, weights, adapter.value, USER_SCALE, all, promptIds.length);
+    fastRows.forEach((logits, i) => {
+      const pos = promptIds.length - 1 + i;
+      tally(fast, logits, i, ids, evaluated[pos], checked.has(pos));
+    });
+
     const control = new ReferenceForward(config, weights, all.length);
     for (let pos = 0; pos < last; pos++) control.advance(all[pos]!, pos);
     const controlError = logprobError(control.forward(all[last]!, last), evaluated[last]);
 
     const line = (t: Tally) => `${t.differingSteps} differing steps (worst gap ${t.worstGap.toExponential(2)}), max |dlogprob| ${t.worstLogprob.toExponential(2)}`;
-    console.log(`${c.architecture} LoRA rank ${c.rank}: ${all.length} positions; oracle ${line(oracle)}; without the adapter max |dlogprob| ${controlError.toExponential(2)}`);
+    console.log(`${c.architecture} LoRA rank ${c.rank}: ${all.length} positions; oracle ${line(oracle)}; wasm ${line(fast)}; without the adapter max |dlogprob| ${controlError.toExponential(2)}`);
     expect(oracle.worstGap).toBeLessThanOrEqual(TIE_GAP);
     expect(oracle.worstLogprob).toBeLessThan(LOGPROB_TOLERANCE);
+    expect(fast.worstGap).toBeLessThanOrEqual(FAST_TIE_GAP);
+    expect(fast.worstLogprob).toBeLessThan(FAST_LOGPROB_TOLERANCE);
     expect(controlError).toBeGreaterThan(10 * oracle.worstLogprob);
   }, 120_000);
 });

@@ -36,6 +36,7 @@ export enum PoolOp {
   Exit = 9,
   QuantizeActivations = 10,
   RmsNorm = 11,
+  LoraDelta = 12,
 }
 
 /**
@@ -204,6 +205,10 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       k.rms_norm(ctl[a]! + start * dim * 4, ctl[a + 1]! + start * dim * 4, ctl[a + 2]!, end - start, dim, ctlF[a + 5]!);
       return;
     }
+    case PoolOp.LoraDelta:
+      // units of rows: args out, x, rowSlots, slotTable, nIn, nOut; A x of a row in the thread's scratch
+      k.lora_delta(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, start, end, ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, scratch + 64);
+      return;
     case PoolOp.Exit:
       return;
   }

@@ -1,0 +1,56 @@
+// LoRA's low-rank update, each row of a batch with its own adapter or none (vLLM's punica kernels: bgmv_shrink,
+// then bgmv_expand, one adapter index per token): out[r] += scale_s * B_s (A_s x[r]) for s = rowSlots[r] >= 0.
+// A_s [rank, nIn] and B_s [nOut, rank] are f32, row-major, unpadded. slotTable holds 16 bytes per slot: A's address
+// (0: this slot has no pair for this matrix, the row is left alone), B's address, rank (i32), scale (f32).
+// Each dot: 4 lane sums over the full 4-element chunks, reduced as (l0 + l2) + (l1 + l3), then the tail in order;
+// the scalar twin runs the same sequence, so every build gives the same bits, and a row's bits never depend on the
+// other rows of the batch.
+
+function dot(a: usize, b: usize, n: i32): f32 {
+  const chunks = n >> 2;
+  let sum: f32;
+  if (ASC_FEATURE_SIMD) {
+    let acc = f32x4.splat(0);
+    for (let c = 0; c < chunks; c++) {
+      const off = <usize>c << 4;
+      acc = f32x4.add(acc, f32x4.mul(v128.load(a + off), v128.load(b + off)));
+    }
+    sum = (f32x4.extract_lane(acc, 0) + f32x4.extract_lane(acc, 2)) + (f32x4.extract_lane(acc, 1) + f32x4.extract_lane(acc, 3));
+  } else {
+    let l0: f32 = 0, l1: f32 = 0, l2: f32 = 0, l3: f32 = 0;
+    for (let c = 0; c < chunks; c++) {
+      const off = <usize>c << 4;
+      l0 = l0 + load<f32>(a + off) * load<f32>(b + off);
+      l1 = l1 + load<f32>(a + off + 4) * load<f32>(b + off + 4);
+      l2 = l2 + load<f32>(a + off + 8) * load<f32>(b + off + 8);
+      l3 = l3 + load<f32>(a + off + 12) * load<f32>(b + off + 12);
+    }
+    sum = (l0 + l2) + (l1 + l3);
+  }
+  for (let c = chunks << 2; c < n; c++) sum = sum + load<f32>(a + (<usize>c << 2)) * load<f32>(b + (<usize>c << 2));
+  return sum;
+}
+
+/**
+ * Rows [rowStart, rowEnd) of out [numRows, nOut] gain their slot's update from x [numRows, nIn]; rowSlots i32
+ * [numRows]; tmp: the largest rank's f32 (A x of one row).
+ */
+export function lora_delta(out: usize, x: usize, rowSlots: usize, rowStart: i32, rowEnd: i32, slotTable: usize, nIn: i32, nOut: i32, tmp: usize): void {
+  for (let r = rowStart; r < rowEnd; r++) {
+    const slot = load<i32>(rowSlots + (<usize>r << 2));
+    if (slot < 0) continue;
+    const entry = slotTable + (<usize>slot << 4);
+    const a = <usize>load<u32>(entry);
+    if (a == 0) continue;
+    const b = <usize>load<u32>(entry, 4);
+    const rank = load<i32>(entry, 8);
+    const scale = load<f32>(entry, 12);
+    const xr = x + (<usize>(r * nIn) << 2);
+    for (let k = 0; k < rank; k++) store<f32>(tmp + (<usize>k << 2), dot(a + (<usize>(k * nIn) << 2), xr, nIn));
+    const or = out + (<usize>(r * nOut) << 2);
+    for (let o = 0; o < nOut; o++) {
+      const p = or + (<usize>o << 2);
+      store<f32>(p, load<f32>(p) + scale * dot(b + (<usize>(o * rank) << 2), tmp, rank));
+    }
+  }
+}
