@@ -1,7 +1,7 @@
 // LoRA's low-rank update, each row of a batch with its own adapter or none (vLLM's punica kernels: bgmv_shrink,
 // then bgmv_expand, one adapter index per token): out[r] += scale_s * B_s (A_s x[r]) for s = rowSlots[r] >= 0.
-// A_s [rank, nIn] and B_s [nOut, rank] are f32, row-major, unpadded. slotTable holds 16 bytes per slot: A's address
-// (0: this slot has no pair for this matrix, the row is left alone), B's address, rank (i32), scale (f32).
+// A_s [rank, nIn] and Bt_s [rank, nOut] (B transposed) are f32, row-major, unpadded. slotTable holds 16 bytes per
+// slot: A's address (0: this slot has no pair for this matrix, the row is left alone), Bt's address, rank (i32), scale (f32).
 // Each dot: 4 lane sums over the full 4-element chunks, reduced as (l0 + l2) + (l1 + l3), then the tail in order;
 // the scalar twin runs the same sequence, so every build gives the same bits, and a row's bits never depend on the
 // other rows of the batch.
@@ -33,24 +33,49 @@ function dot(a: usize, b: usize, n: i32): f32 {
 
 /**
  * Rows [rowStart, rowEnd) of out [numRows, nOut] gain their slot's update from x [numRows, nIn]; rowSlots i32
- * [numRows]; tmp: the largest rank's f32 (A x of one row).
+ * [numRows]; tmp: f32 [largest rank + nOut] (A x of one row, then its expand's sums). B is stored transposed, Bt
+ * [rank, nOut], so the expand streams Bt's rows: sums[o] = sum over k in order of (A x)[k] * Bt[k, o], then
+ * out += scale * sums.
  */
 export function lora_delta(out: usize, x: usize, rowSlots: usize, rowStart: i32, rowEnd: i32, slotTable: usize, nIn: i32, nOut: i32, tmp: usize): void {
+  const chunks = nOut >> 2;
   for (let r = rowStart; r < rowEnd; r++) {
     const slot = load<i32>(rowSlots + (<usize>r << 2));
     if (slot < 0) continue;
     const entry = slotTable + (<usize>slot << 4);
     const a = <usize>load<u32>(entry);
     if (a == 0) continue;
-    const b = <usize>load<u32>(entry, 4);
+    const bt = <usize>load<u32>(entry, 4);
     const rank = load<i32>(entry, 8);
     const scale = load<f32>(entry, 12);
     const xr = x + (<usize>(r * nIn) << 2);
     for (let k = 0; k < rank; k++) store<f32>(tmp + (<usize>k << 2), dot(a + (<usize>(k * nIn) << 2), xr, nIn));
-    const or = out + (<usize>(r * nOut) << 2);
-    for (let o = 0; o < nOut; o++) {
-      const p = or + (<usize>o << 2);
-      store<f32>(p, load<f32>(p) + scale * dot(b + (<usize>(o * rank) << 2), tmp, rank));
+    const sums = tmp + (<usize>rank << 2);
+    memory.fill(sums, 0, <usize>nOut << 2);
+    for (let k = 0; k < rank; k++) {
+      const t = load<f32>(tmp + (<usize>k << 2));
+      const row = bt + (<usize>(k * nOut) << 2);
+      if (ASC_FEATURE_SIMD) {
+        const tv = f32x4.splat(t);
+        for (let c = 0; c < chunks; c++) {
+          const off = <usize>c << 4;
+          v128.store(sums + off, f32x4.add(v128.load(sums + off), f32x4.mul(tv, v128.load(row + off))));
+        }
+      } else {
+        for (let o = 0; o < chunks << 2; o++) store<f32>(sums + (<usize>o << 2), load<f32>(sums + (<usize>o << 2)) + t * load<f32>(row + (<usize>o << 2)));
+      }
+      for (let o = chunks << 2; o < nOut; o++) store<f32>(sums + (<usize>o << 2), load<f32>(sums + (<usize>o << 2)) + t * load<f32>(row + (<usize>o << 2)));
     }
+    const or = out + (<usize>(r * nOut) << 2);
+    if (ASC_FEATURE_SIMD) {
+      const sv = f32x4.splat(scale);
+      for (let c = 0; c < chunks; c++) {
+        const off = <usize>c << 4;
+        v128.store(or + off, f32x4.add(v128.load(or + off), f32x4.mul(sv, v128.load(sums + off))));
+      }
+    } else {
+      for (let o = 0; o < chunks << 2; o++) store<f32>(or + (<usize>o << 2), load<f32>(or + (<usize>o << 2)) + scale * load<f32>(sums + (<usize>o << 2)));
+    }
+    for (let o = chunks << 2; o < nOut; o++) store<f32>(or + (<usize>o << 2), load<f32>(or + (<usize>o << 2)) + scale * load<f32>(sums + (<usize>o << 2)));
   }
 }

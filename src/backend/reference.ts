@@ -305,12 +305,12 @@ export class ReferenceBackend implements Backend {
       const pair = rowSlots[r]! < 0 ? null : slots[rowSlots[r]!] ?? null;
       if (pair === null) continue;
       const a = asBuffer(pair.a);
-      const b = asBuffer(pair.b);
+      const bt = asBuffer(pair.bt);
       const ax = new Float64Array(pair.rank);
       for (let k = 0; k < pair.rank; k++) for (let i = 0; i < nIn; i++) ax[k] = ax[k]! + a[k * nIn + i]! * xs[r * nIn + i]!;
       for (let j = 0; j < nOut; j++) {
         let sum = 0;
-        for (let k = 0; k < pair.rank; k++) sum += b[j * pair.rank + k]! * ax[k]!;
+        for (let k = 0; k < pair.rank; k++) sum += bt[k * nOut + j]! * ax[k]!;
         o[r * nOut + j] = o[r * nOut + j]! + Math.fround(pair.scale * sum);
       }
     }

@@ -14,6 +14,13 @@ export function loraUnsupported(backend: Backend): string | null {
   return backend.loraDelta === undefined ? `LoRA adapters are not supported on the ${backend.name} backend (they run on the single-memory WASM backend); drop --enable-lora` : null;
 }
 
+/** [rows, cols] -> [cols, rows] */
+function transpose(m: Float32Array, rows: number, cols: number): Float32Array {
+  const t = new Float32Array(m.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[c * rows + r] = m[r * cols + c]!;
+  return t;
+}
+
 const TARGET_INDEX = new Map(LORA_TARGETS.map((t, i) => [t.name, i]));
 
 export class LoraSlots {
@@ -40,9 +47,9 @@ export class LoraSlots {
       for (const [name, pair] of pairs) {
         const a = b.alloc(pair.a.length);
         b.write(a, pair.a);
-        const bb = b.alloc(pair.b.length);
-        b.write(bb, pair.b);
-        this.table[layer]![TARGET_INDEX.get(name)!]![slot] = { a, b: bb, rank: pair.rank, scale: loraScale(adapter.alpha, pair.rank, userScale) };
+        const bt = b.alloc(pair.b.length);
+        b.write(bt, transpose(pair.b, pair.nOut, pair.rank));
+        this.table[layer]![TARGET_INDEX.get(name)!]![slot] = { a, bt, rank: pair.rank, scale: loraScale(adapter.alpha, pair.rank, userScale) };
       }
     });
     this.adapters[slot] = adapter;
@@ -57,7 +64,7 @@ export class LoraSlots {
         const p = row[slot];
         if (p == null) continue;
         this.backend.free(p.a);
-        this.backend.free(p.b);
+        this.backend.free(p.bt);
         row[slot] = null;
       }
     }

@@ -61,7 +61,7 @@ export class WasmBackend implements Backend {
   private readonly tileRows: number;
   /** the f64 angles rope_table reads */
   private readonly ropeThetaScratch: Scratch;
-  /** LoRA: the rows' slots, the slot table (16 bytes a slot) and one row's A x (kernels/lora.ts) */
+  /** LoRA: the rows' slots, the slot table (16 bytes a slot) and one row's A x and expand sums (kernels/lora.ts) */
   private readonly loraScratch: Scratch;
 
   constructor(
@@ -334,22 +334,25 @@ export class WasmBackend implements Backend {
     for (const s of slots) if (s !== null) maxRank = Math.max(maxRank, s.rank);
     if (maxRank === 0) return;
     const slotBytes = slots.length * 16;
-    const base = this.loraScratch.ensure(numRows * 4 + slotBytes + maxRank * 4);
+    const base = this.loraScratch.ensure(numRows * 4 + slotBytes + (maxRank + nOut) * 4);
     const rowsAt = base;
     const tableAt = base + numRows * 4;
     const tmpAt = tableAt + slotBytes;
-    this.heap.ints.set(rowSlots.subarray(0, numRows), rowsAt / 4);
-    slots.forEach((s, i) => {
+    const ints = this.heap.ints;
+    const floats = this.heap.floats;
+    ints.set(rowSlots.subarray(0, numRows), rowsAt / 4);
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i]!;
       const at = tableAt / 4 + i * 4;
-      this.heap.ints[at] = s === null ? 0 : asBuffer(s.a).ptr;
-      this.heap.ints[at + 1] = s === null ? 0 : asBuffer(s.b).ptr;
-      this.heap.ints[at + 2] = s === null ? 0 : s.rank;
-      this.heap.floats[at + 3] = s === null ? 0 : s.scale;
-    });
+      ints[at] = s === null ? 0 : asBuffer(s.a).ptr;
+      ints[at + 1] = s === null ? 0 : asBuffer(s.bt).ptr;
+      ints[at + 2] = s === null ? 0 : s.rank;
+      floats[at + 3] = s === null ? 0 : s.scale;
+    }
     const o = asBuffer(out).ptr;
     const xp = asBuffer(x).ptr;
     if (numRows > 1 && numRows * maxRank * (nIn + nOut) >= MIN_PARALLEL_LORA_MACS && this.pool.numThreads > 1) {
-      this.setThreadScratch(maxRank);
+      this.setThreadScratch(maxRank + nOut);
       this.pool.run(PoolOp.LoraDelta, [o, xp, rowsAt, tableAt, nIn, nOut], numRows);
     } else {
       this.k.lora_delta(o, xp, rowsAt, 0, numRows, tableAt, nIn, nOut, tmpAt);
