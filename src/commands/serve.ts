@@ -18,6 +18,7 @@ import { makeDeprecationGate } from "../metrics/deprecation.ts";
 import { MetricsRecorder, type HttpResponseEvent } from "../metrics/recorder.ts";
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
 import { createServingPipeline, stageChainOf, type ServingPipeline } from "../pipeline/serving-pipeline.ts";
+import { LoraAdapters } from "../server/lora-routes.ts";
 import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
@@ -156,6 +157,19 @@ interface ModelServer {
   readonly detectedParsers: string | null;
 }
 
+/**
+ * --enable-lora: the served adapters, registered in the engine already (--lora-modules); the runtime routes with
+ * VLLM_ALLOW_RUNTIME_LORA_UPDATING true (vllm/envs.py: "true" or "1", any case)
+ */
+function loraAdapters(config: ServeConfig, engine: ServingPipeline["orchestrator"], servedModelName: string): LoraAdapters | null {
+  const lora = config.engine.lora ?? null;
+  if (lora === null) return null;
+  const { loadLora, unloadLora } = engine;
+  if (loadLora === undefined || unloadLora === undefined) return null;
+  const runtime = ["true", "1"].includes((process.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] ?? "").toLowerCase());
+  return new LoraAdapters({ loadLora: loadLora.bind(engine), unloadLora: unloadLora.bind(engine) }, servedModelName, runtime, lora.modules);
+}
+
 /** Starts one model (its engine, recorder and app); its start-up lines are logged as they come. */
 async function startModelServer(config: ServeConfig, chain: StageChain | null, wiring: ModelWiring): Promise<ModelServer> {
   const { server: flags, metrics } = config;
@@ -190,7 +204,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats, toolCallParser: chat.toolCallParser !== null,
-    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate,
+    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate, enableLora: (config.engine.lora ?? null) !== null,
     numSpeculativeTokens: config.engine.speculativeConfig?.numSpeculativeTokens ?? null,
     // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
     engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
@@ -223,6 +237,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
     devMode: wiring.devMode, sleepControl: sleepable,
+    lora: loraAdapters(config, pipeline.orchestrator, servedModelName),
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
   return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers };

@@ -110,6 +110,14 @@ export class EngineFrontend implements Orchestrator {
     return this.healthy && this.client.isAlive;
   }
 
+  loadLora(name: string, path: string): Promise<string | null> {
+    return this.client.loadLora(name, path);
+  }
+
+  unloadLora(name: string): Promise<string | null> {
+    return this.client.unloadLora(name);
+  }
+
   deathReason(): string | null {
     if (this.fatalMessage !== null) return this.fatalMessage;
     return this.isHealthy() ? null : "engine worker exited";
@@ -145,6 +153,7 @@ export class EngineFrontend implements Orchestrator {
       this.client.add({
         requestId: seq.sequenceId, promptTokenIds: request.promptTokenIds, sampling: seq.sampling, arrivalMs: request.arrivalMs, eosTokenIds: this.tokenizer.stopIds,
         ...(request.exportKv ? { exportKv: true } : {}), ...(request.importKv ? { importKv: request.importKv } : {}),
+        ...(request.loraName !== undefined ? { loraName: request.loraName } : {}),
       });
     }
     const onAbort = (): void => this.abortParent(parent, true);

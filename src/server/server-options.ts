@@ -48,6 +48,8 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly devMode?: boolean;
   /** --enable-sleep-mode: what the sleep routes drive; null or absent = sleep mode off */
   readonly sleepControl?: import("./sleep-routes.ts").SleepControl | null;
+  /** --enable-lora: the served adapters (lora-routes.ts); null or absent = LoRA off */
+  readonly lora?: import("./lora-routes.ts").LoraAdapters | null;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }
