@@ -4,6 +4,7 @@
  * step, default 1), --max-lora-rank (default 16), --max-cpu-loras (parsed adapters kept in host memory, default
  * max_loras, at least max_loras).
  */
+import { existsSync } from "node:fs";
 import { err, ok, type Result } from "../util/result.ts";
 
 /** One --lora-modules entry (vLLM LoRAModulePath). */
@@ -78,6 +79,8 @@ export function loraConfig(f: LoraFlags): Result<LoraConfig | null> {
     const m = parseLoraModule(text);
     if (!m.ok) return m;
     if (modules.some((x) => x.name === m.value.name)) return err(`--lora-modules: the name ${m.value.name} is given twice`);
+    // vLLM fails the start-up on a static module it cannot load; a missing file is known before the model loads
+    if (!existsSync(m.value.path)) return err(`--lora-modules ${m.value.name}: no adapter file at ${m.value.path}`);
     modules.push(m.value);
   }
   return ok({ maxLoras, maxLoraRank, maxCpuLoras, modules });
