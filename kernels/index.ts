@@ -8,7 +8,7 @@ export { attention_f16, attention_q8, attention_merge, attention_segment_keys, a
 export { rms_norm, rope_table, rope, silu_mul, gelu_mul, scale, add, add_bias } from "./elementwise";
 export { dequant_row } from "./dequant";
 export { stream_read } from "./stream";
-export { lora_delta } from "./lora";
+export { lora_delta, lora_group_rows } from "./lora";
 
 /** First free byte after the module's static data: the host lays its buffers out from here. */
 export function heap_base(): usize {

@@ -31,51 +31,73 @@ function dot(a: usize, b: usize, n: i32): f32 {
   return sum;
 }
 
+/** Rows that share a slot are done together, up to this many: each row of A and of Bt is then read once per group. */
+const GROUP: i32 = 4;
+
 /**
  * Rows [rowStart, rowEnd) of out [numRows, nOut] gain their slot's update from x [numRows, nIn]; rowSlots i32
- * [numRows]; tmp: f32 [largest rank + nOut] (A x of one row, then its expand's sums). B is stored transposed, Bt
- * [rank, nOut], so the expand streams Bt's rows: sums[o] = sum over k in order of (A x)[k] * Bt[k, o], then
- * out += scale * sums.
+ * [numRows]; tmp: f32 [GROUP * (largest rank + nOut)] (each grouped row's A x, then its expand's sums). B is stored
+ * transposed, Bt [rank, nOut], so the expand streams Bt's rows: sums[o] = sum over k in order of (A x)[k] * Bt[k, o],
+ * then out += scale * sums. Up to GROUP consecutive rows of one slot go together (A's row k, then Bt's row k, stay in
+ * L1 while each of them uses it); every row's arithmetic is the same whatever its group, so its bits are too.
  */
 export function lora_delta(out: usize, x: usize, rowSlots: usize, rowStart: i32, rowEnd: i32, slotTable: usize, nIn: i32, nOut: i32, tmp: usize): void {
   const chunks = nOut >> 2;
-  for (let r = rowStart; r < rowEnd; r++) {
+  let r = rowStart;
+  while (r < rowEnd) {
     const slot = load<i32>(rowSlots + (<usize>r << 2));
-    if (slot < 0) continue;
+    if (slot < 0) { r++; continue; }
     const entry = slotTable + (<usize>slot << 4);
     const a = <usize>load<u32>(entry);
-    if (a == 0) continue;
+    if (a == 0) { r++; continue; }
+    let g = 1;
+    while (g < GROUP && r + g < rowEnd && load<i32>(rowSlots + (<usize>(r + g) << 2)) == slot) g++;
     const bt = <usize>load<u32>(entry, 4);
     const rank = load<i32>(entry, 8);
     const scale = load<f32>(entry, 12);
-    const xr = x + (<usize>(r * nIn) << 2);
-    for (let k = 0; k < rank; k++) store<f32>(tmp + (<usize>k << 2), dot(a + (<usize>(k * nIn) << 2), xr, nIn));
-    const sums = tmp + (<usize>rank << 2);
-    memory.fill(sums, 0, <usize>nOut << 2);
+    const ax = tmp; // [g, rank]
+    const sums = tmp + (<usize>(GROUP * rank) << 2); // [g, nOut]
     for (let k = 0; k < rank; k++) {
-      const t = load<f32>(tmp + (<usize>k << 2));
+      const ak = a + (<usize>(k * nIn) << 2);
+      for (let j = 0; j < g; j++) store<f32>(ax + (<usize>(j * rank + k) << 2), dot(ak, x + (<usize>((r + j) * nIn) << 2), nIn));
+    }
+    memory.fill(sums, 0, <usize>(g * nOut) << 2);
+    for (let k = 0; k < rank; k++) {
       const row = bt + (<usize>(k * nOut) << 2);
+      for (let j = 0; j < g; j++) {
+        const t = load<f32>(ax + (<usize>(j * rank + k) << 2));
+        const sj = sums + (<usize>(j * nOut) << 2);
+        if (ASC_FEATURE_SIMD) {
+          const tv = f32x4.splat(t);
+          for (let c = 0; c < chunks; c++) {
+            const off = <usize>c << 4;
+            v128.store(sj + off, f32x4.add(v128.load(sj + off), f32x4.mul(tv, v128.load(row + off))));
+          }
+        } else {
+          for (let o = 0; o < chunks << 2; o++) store<f32>(sj + (<usize>o << 2), load<f32>(sj + (<usize>o << 2)) + t * load<f32>(row + (<usize>o << 2)));
+        }
+        for (let o = chunks << 2; o < nOut; o++) store<f32>(sj + (<usize>o << 2), load<f32>(sj + (<usize>o << 2)) + t * load<f32>(row + (<usize>o << 2)));
+      }
+    }
+    for (let j = 0; j < g; j++) {
+      const or = out + (<usize>((r + j) * nOut) << 2);
+      const sj = sums + (<usize>(j * nOut) << 2);
       if (ASC_FEATURE_SIMD) {
-        const tv = f32x4.splat(t);
+        const sv = f32x4.splat(scale);
         for (let c = 0; c < chunks; c++) {
           const off = <usize>c << 4;
-          v128.store(sums + off, f32x4.add(v128.load(sums + off), f32x4.mul(tv, v128.load(row + off))));
+          v128.store(or + off, f32x4.add(v128.load(or + off), f32x4.mul(sv, v128.load(sj + off))));
         }
       } else {
-        for (let o = 0; o < chunks << 2; o++) store<f32>(sums + (<usize>o << 2), load<f32>(sums + (<usize>o << 2)) + t * load<f32>(row + (<usize>o << 2)));
+        for (let o = 0; o < chunks << 2; o++) store<f32>(or + (<usize>o << 2), load<f32>(or + (<usize>o << 2)) + scale * load<f32>(sj + (<usize>o << 2)));
       }
-      for (let o = chunks << 2; o < nOut; o++) store<f32>(sums + (<usize>o << 2), load<f32>(sums + (<usize>o << 2)) + t * load<f32>(row + (<usize>o << 2)));
+      for (let o = chunks << 2; o < nOut; o++) store<f32>(or + (<usize>o << 2), load<f32>(or + (<usize>o << 2)) + scale * load<f32>(sj + (<usize>o << 2)));
     }
-    const or = out + (<usize>(r * nOut) << 2);
-    if (ASC_FEATURE_SIMD) {
-      const sv = f32x4.splat(scale);
-      for (let c = 0; c < chunks; c++) {
-        const off = <usize>c << 4;
-        v128.store(or + off, f32x4.add(v128.load(or + off), f32x4.mul(sv, v128.load(sums + off))));
-      }
-    } else {
-      for (let o = 0; o < chunks << 2; o++) store<f32>(or + (<usize>o << 2), load<f32>(or + (<usize>o << 2)) + scale * load<f32>(sums + (<usize>o << 2)));
-    }
-    for (let o = chunks << 2; o < nOut; o++) store<f32>(or + (<usize>o << 2), load<f32>(or + (<usize>o << 2)) + scale * load<f32>(sums + (<usize>o << 2)));
+    r += g;
   }
+}
+
+/** rows a group of lora_delta takes (its tmp holds that many rows' A x and sums) */
+export function lora_group_rows(): i32 {
+  return GROUP;
 }

@@ -99,6 +99,41 @@ describe("loraDelta kernel", () => {
   });
 });
 
+test("rows sharing a slot go in groups, and each row's bits are the ones it gets alone", async () => {
+  const wasm = await createBackend({ kind: "wasm", threads: 2 });
+  backends.push(wasm);
+  const ref = new ReferenceBackend();
+  const random = rng(7);
+  const [numRows, nIn, nOut] = [23, 64, 36];
+  const values = (n: number) => Float32Array.from({ length: n }, () => random() - 0.5);
+  const upload = (b: Backend, v: Float32Array) => {
+    const buffer = b.alloc(v.length);
+    b.write(buffer, v);
+    return buffer;
+  };
+  const pairs = [{ rank: 12, scale: 0.75 }, null, { rank: 4, scale: 2 }].map((p) => (p === null ? null : { ...p, a: values(p.rank * nIn), bt: values(p.rank * nOut) }));
+  const slotsOn = (b: Backend) => pairs.map((p) => (p === null ? null : { rank: p.rank, scale: p.scale, a: upload(b, p.a), bt: upload(b, p.bt) }));
+  const [wasmSlots, refSlots] = [slotsOn(wasm), slotsOn(ref)];
+  const x = values(numRows * nIn);
+  const y = values(numRows * nOut);
+  // runs of 5 rows on one slot: groups of 4 and 1
+  const rowSlots = Int32Array.from({ length: numRows }, (_, r) => (Math.floor(r / 5) % 4) - 1);
+  const run = async (b: Backend, slots: typeof wasmSlots, rows: number, xs: Float32Array, ys: Float32Array, rs: Int32Array) => {
+    const out = upload(b, ys);
+    b.loraDelta!(out, upload(b, xs), rows, nIn, nOut, rs, slots);
+    return b.read(out, rows * nOut);
+  };
+  const all = await run(wasm, wasmSlots, numRows, x, y, rowSlots);
+  for (const r of [5, 6, 8, 9, 15, 19, 22]) {
+    const alone = await run(wasm, wasmSlots, 1, x.subarray(r * nIn, (r + 1) * nIn), y.subarray(r * nOut, (r + 1) * nOut), rowSlots.subarray(r, r + 1));
+    expect(alone).toEqual(all.subarray(r * nOut, (r + 1) * nOut));
+  }
+  const want = await run(ref, refSlots, numRows, x, y, rowSlots);
+  let worst = 0;
+  for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(all[i]! - want[i]!));
+  expect(worst).toBeLessThan(1e-5);
+});
+
 describe("a batch mixing adapters and the base model", () => {
   const PROMPTS = [[1, 20, 33, 47, 5, 9], [1, 7, 7, 100, 12], [1, 64, 3, 250, 18, 77, 2]];
   const SLOTS = [0, 2, -1]; // adapter A in slot 0, B in slot 2, the base

@@ -61,7 +61,7 @@ export class WasmBackend implements Backend {
   private readonly tileRows: number;
   /** the f64 angles rope_table reads */
   private readonly ropeThetaScratch: Scratch;
-  /** LoRA: the rows' slots, the slot table (16 bytes a slot) and one row's A x and expand sums (kernels/lora.ts) */
+  /** LoRA: the rows' slots, the slot table (16 bytes a slot) and a group of rows' A x and expand sums (kernels/lora.ts) */
   private readonly loraScratch: Scratch;
 
   constructor(
@@ -334,7 +334,8 @@ export class WasmBackend implements Backend {
     for (const s of slots) if (s !== null) maxRank = Math.max(maxRank, s.rank);
     if (maxRank === 0) return;
     const slotBytes = slots.length * 16;
-    const base = this.loraScratch.ensure(numRows * 4 + slotBytes + (maxRank + nOut) * 4);
+    const tmpFloats = this.k.lora_group_rows() * (maxRank + nOut);
+    const base = this.loraScratch.ensure(numRows * 4 + slotBytes + tmpFloats * 4);
     const rowsAt = base;
     const tableAt = base + numRows * 4;
     const tmpAt = tableAt + slotBytes;
@@ -352,8 +353,9 @@ export class WasmBackend implements Backend {
     const o = asBuffer(out).ptr;
     const xp = asBuffer(x).ptr;
     if (numRows > 1 && numRows * maxRank * (nIn + nOut) >= MIN_PARALLEL_LORA_MACS && this.pool.numThreads > 1) {
-      this.setThreadScratch(maxRank + nOut);
-      this.pool.run(PoolOp.LoraDelta, [o, xp, rowsAt, tableAt, nIn, nOut], numRows);
+      this.setThreadScratch(tmpFloats);
+      // units of GROUP rows, so a chunk's groups are the same as one thread's would be (bits do not depend on them anyway)
+      this.pool.run(PoolOp.LoraDelta, [o, xp, rowsAt, tableAt, nIn, nOut, numRows], Math.ceil(numRows / this.k.lora_group_rows()));
     } else {
       this.k.lora_delta(o, xp, rowsAt, 0, numRows, tableAt, nIn, nOut, tmpAt);
     }
