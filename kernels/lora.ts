@@ -31,6 +31,82 @@ function dot(a: usize, b: usize, n: i32): f32 {
   return sum;
 }
 
+/**
+ * dot() of one row `a` with four rows x0..x3 at once, each with its own accumulator (four independent chains instead
+ * of one), each in dot()'s order: out0..out3 get exactly dot(a, xj, n).
+ */
+function dot4(a: usize, x0: usize, x1: usize, x2: usize, x3: usize, n: i32, out: usize, stride: usize): void {
+  const chunks = n >> 2;
+  let s0: f32, s1: f32, s2: f32, s3: f32;
+  if (ASC_FEATURE_SIMD) {
+    let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+    for (let c = 0; c < chunks; c++) {
+      const off = <usize>c << 4;
+      const av = v128.load(a + off);
+      c0 = f32x4.add(c0, f32x4.mul(av, v128.load(x0 + off)));
+      c1 = f32x4.add(c1, f32x4.mul(av, v128.load(x1 + off)));
+      c2 = f32x4.add(c2, f32x4.mul(av, v128.load(x2 + off)));
+      c3 = f32x4.add(c3, f32x4.mul(av, v128.load(x3 + off)));
+    }
+    s0 = (f32x4.extract_lane(c0, 0) + f32x4.extract_lane(c0, 2)) + (f32x4.extract_lane(c0, 1) + f32x4.extract_lane(c0, 3));
+    s1 = (f32x4.extract_lane(c1, 0) + f32x4.extract_lane(c1, 2)) + (f32x4.extract_lane(c1, 1) + f32x4.extract_lane(c1, 3));
+    s2 = (f32x4.extract_lane(c2, 0) + f32x4.extract_lane(c2, 2)) + (f32x4.extract_lane(c2, 1) + f32x4.extract_lane(c2, 3));
+    s3 = (f32x4.extract_lane(c3, 0) + f32x4.extract_lane(c3, 2)) + (f32x4.extract_lane(c3, 1) + f32x4.extract_lane(c3, 3));
+    for (let c = chunks << 2; c < n; c++) {
+      const av = load<f32>(a + (<usize>c << 2));
+      s0 = s0 + av * load<f32>(x0 + (<usize>c << 2));
+      s1 = s1 + av * load<f32>(x1 + (<usize>c << 2));
+      s2 = s2 + av * load<f32>(x2 + (<usize>c << 2));
+      s3 = s3 + av * load<f32>(x3 + (<usize>c << 2));
+    }
+  } else {
+    s0 = dot(a, x0, n);
+    s1 = dot(a, x1, n);
+    s2 = dot(a, x2, n);
+    s3 = dot(a, x3, n);
+  }
+  store<f32>(out, s0);
+  store<f32>(out + stride, s1);
+  store<f32>(out + 2 * stride, s2);
+  store<f32>(out + 3 * stride, s3);
+}
+
+/**
+ * out rows 0..3 ([4, nOut] from `out`) += scale * sums, sums[j][o] = sum over k in order of ax[j, k] * Bt[k, o]: four
+ * rows' sums kept in registers for each 4-column chunk (SIMD builds only; the scalar twin is the loop in lora_delta).
+ */
+function expand4(out: usize, bt: usize, ax: usize, rank: i32, nOut: i32, scale: f32): void {
+  const chunks = nOut >> 2;
+  const rowBytes = <usize>nOut << 2;
+  const sv = f32x4.splat(scale);
+  for (let c = 0; c < chunks; c++) {
+    const off = <usize>c << 4;
+    let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+    for (let k = 0; k < rank; k++) {
+      const bv = v128.load(bt + <usize>k * rowBytes + off);
+      const t = ax + (<usize>k << 2);
+      const rk = <usize>rank << 2;
+      c0 = f32x4.add(c0, f32x4.mul(f32x4.splat(load<f32>(t)), bv));
+      c1 = f32x4.add(c1, f32x4.mul(f32x4.splat(load<f32>(t + rk)), bv));
+      c2 = f32x4.add(c2, f32x4.mul(f32x4.splat(load<f32>(t + 2 * rk)), bv));
+      c3 = f32x4.add(c3, f32x4.mul(f32x4.splat(load<f32>(t + 3 * rk)), bv));
+    }
+    const o0 = out + off;
+    v128.store(o0, f32x4.add(v128.load(o0), f32x4.mul(sv, c0)));
+    v128.store(o0 + rowBytes, f32x4.add(v128.load(o0 + rowBytes), f32x4.mul(sv, c1)));
+    v128.store(o0 + 2 * rowBytes, f32x4.add(v128.load(o0 + 2 * rowBytes), f32x4.mul(sv, c2)));
+    v128.store(o0 + 3 * rowBytes, f32x4.add(v128.load(o0 + 3 * rowBytes), f32x4.mul(sv, c3)));
+  }
+  for (let o = chunks << 2; o < nOut; o++) {
+    for (let j = 0; j < 4; j++) {
+      let acc: f32 = 0;
+      for (let k = 0; k < rank; k++) acc = acc + load<f32>(ax + (<usize>(j * rank + k) << 2)) * load<f32>(bt + <usize>k * rowBytes + (<usize>o << 2));
+      const p = out + <usize>j * rowBytes + (<usize>o << 2);
+      store<f32>(p, load<f32>(p) + scale * acc);
+    }
+  }
+}
+
 /** Rows that share a slot are done together, up to this many: each row of A and of Bt is then read once per group. */
 const GROUP: i32 = 4;
 
@@ -59,7 +135,19 @@ export function lora_delta(out: usize, x: usize, rowSlots: usize, rowStart: i32,
     const sums = tmp + (<usize>(GROUP * rank) << 2); // [g, nOut]
     for (let k = 0; k < rank; k++) {
       const ak = a + (<usize>(k * nIn) << 2);
-      for (let j = 0; j < g; j++) store<f32>(ax + (<usize>(j * rank + k) << 2), dot(ak, x + (<usize>((r + j) * nIn) << 2), nIn));
+      if (g == GROUP) {
+        const xr = x + (<usize>(r * nIn) << 2);
+        const xs = <usize>nIn << 2;
+        dot4(ak, xr, xr + xs, xr + 2 * xs, xr + 3 * xs, nIn, ax + (<usize>k << 2), <usize>rank << 2);
+      } else {
+        for (let j = 0; j < g; j++) store<f32>(ax + (<usize>(j * rank + k) << 2), dot(ak, x + (<usize>((r + j) * nIn) << 2), nIn));
+      }
+    }
+    if (ASC_FEATURE_SIMD && g == GROUP) {
+      // four rows' sums in registers, column chunk by column chunk: the same order per output as the loop below
+      expand4(out + (<usize>(r * nOut) << 2), bt, ax, rank, nOut, scale);
+      r += g;
+      continue;
     }
     memory.fill(sums, 0, <usize>(g * nOut) << 2);
     for (let k = 0; k < rank; k++) {
