@@ -99,7 +99,7 @@ describe("loraDelta kernel", () => {
   });
 });
 
-test("rows sharing a slot go in groups, and each row's bits are the ones it gets alone", async () => {
+test("rows sharing a slot go in groups, and each row's bits are the ones it gets alone, in every build", async () => {
   const wasm = await createBackend({ kind: "wasm", threads: 2 });
   backends.push(wasm);
   const ref = new ReferenceBackend();
@@ -128,6 +128,10 @@ test("rows sharing a slot go in groups, and each row's bits are the ones it gets
     const alone = await run(wasm, wasmSlots, 1, x.subarray(r * nIn, (r + 1) * nIn), y.subarray(r * nOut, (r + 1) * nOut), rowSlots.subarray(r, r + 1));
     expect(alone).toEqual(all.subarray(r * nOut, (r + 1) * nOut));
   }
+  // the scalar build runs the same sums in the same order (its groups take the plain loop)
+  const scalar = await createBackend({ kind: "wasm", threads: 1, simd: "scalar" });
+  backends.push(scalar);
+  expect(await run(scalar, slotsOn(scalar), numRows, x, y, rowSlots)).toEqual(all);
   const want = await run(ref, refSlots, numRows, x, y, rowSlots);
   let worst = 0;
   for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(all[i]! - want[i]!));
