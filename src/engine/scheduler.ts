@@ -155,7 +155,8 @@ export class Scheduler {
       for (let w = 0; w < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs; ) {
         const request = this.waiting[w]!;
         if (request.grammarStatus === "compiling") { w++; continue; }
-        if (request.loraName !== null && !loras.has(request.loraName) && loras.size >= (this.config.maxLoras ?? 0)) { w++; continue; }
+        // its adapter would be one more than --max-loras: deferred (vLLM's waiting reason for the LoRA budget)
+        if (request.loraName !== null && !loras.has(request.loraName) && loras.size >= (this.config.maxLoras ?? 0)) { w++; numDeferred++; continue; }
         const computed = this.kv.getComputedBlocks(request);
         // another running request is computing this prompt's next block: wait for it instead of computing it twice
         if (this.kv.isNextBlockPending(request, computed)) { w++; numDeferred++; continue; }
