@@ -2,6 +2,7 @@
  * LoRA serving against the compiled binary, with the openai SDK (vLLM's contract: the request's `model` names an
  * adapter; vllm/entrypoints/openai/models/serving.py, vllm/v1/metrics/loggers.py):
  *  - /v1/models lists the base then each adapter (root = its file, parent = its base model);
+ *  - chat completions and responses pick adapters by `model` too and answer with the adapter's name;
  *  - base, adapter A and adapter B interleaved concurrently (--max-loras 2: one step holds both adapters and the base)
  *    give every request the greedy token ids it gets alone, and the three differ (each adapter changes the output);
  *  - with --max-loras 1, A and B cannot share a step: vllm:lora_requests_info shows one running while the other waits
@@ -89,6 +90,14 @@ describe("LoRA serving (compiled binary)", () => {
     const jobs = PROMPTS.flatMap((p) => names.map((n) => ({ n, p })));
     const together = await Promise.all(jobs.map(({ n, p }) => greedyIds(client, n, p)));
     jobs.forEach(({ n, p }, i) => expect(together[i]).toEqual(alone.get(`${n} ${p}`)!));
+    // chat completions and responses pick the adapter the same way, and answer with its name
+    const chatA = await client.chat.completions.create({ model: "a", messages: [{ role: "user", content: PROMPTS[0]! }], max_tokens: 8, temperature: 0 });
+    const chatBase = await client.chat.completions.create({ model, messages: [{ role: "user", content: PROMPTS[0]! }], max_tokens: 8, temperature: 0 });
+    expect(chatA.model).toBe("a");
+    expect(chatA.choices[0]!.message.content).not.toBe(chatBase.choices[0]!.message.content);
+    const responseB = await client.responses.create({ model: "b", input: PROMPTS[1]!, max_output_tokens: 8, temperature: 0 });
+    expect(responseB.model).toBe("b");
+    expect(responseB.output_text.length).toBeGreaterThan(0);
     // an unknown model is vLLM's 404
     expect(await statusOf(client.completions.create({ model: "nope", prompt: "x", max_tokens: 1 }))).toBe(404);
     // the runtime routes are not there without VLLM_ALLOW_RUNTIME_LORA_UPDATING
