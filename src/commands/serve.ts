@@ -161,13 +161,15 @@ interface ModelServer {
  * --enable-lora: the served adapters, registered in the engine already (--lora-modules); the runtime routes with
  * VLLM_ALLOW_RUNTIME_LORA_UPDATING true (vllm/envs.py: "true" or "1", any case)
  */
-function loraAdapters(config: ServeConfig, engine: ServingPipeline["orchestrator"], servedModelName: string): LoraAdapters | null {
+function loraAdapters(config: ServeConfig, engine: () => ServingPipeline["orchestrator"], servedModelName: string): LoraAdapters | null {
   const lora = config.engine.lora ?? null;
-  if (lora === null) return null;
-  const { loadLora, unloadLora } = engine;
-  if (loadLora === undefined || unloadLora === undefined) return null;
+  if (lora === null || engine().loadLora === undefined) return null;
   const runtime = ["true", "1"].includes((process.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] ?? "").toLowerCase());
-  return new LoraAdapters({ loadLora: loadLora.bind(engine), unloadLora: unloadLora.bind(engine) }, servedModelName, runtime, lora.modules);
+  const none = (): Promise<string | null> => Promise.resolve("this engine serves no LoRA adapters");
+  return new LoraAdapters({
+    loadLora: (name, path) => engine().loadLora?.(name, path) ?? none(),
+    unloadLora: (name) => engine().unloadLora?.(name) ?? none(),
+  }, servedModelName, runtime, lora.modules);
 }
 
 /** Starts one model (its engine, recorder and app); its start-up lines are logged as they come. */
@@ -188,9 +190,18 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
   // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener
   let recorderRef: MetricsRecorder | null = null;
+  // the engine the LoRA routes drive: a new one after each wake-up, which gets the runtime-loaded adapters again
+  let loraEngine = pipeline.orchestrator;
+  let lora: LoraAdapters | null = null;
   const sleepable = wiring.sleepMode ? new SleepableOrchestrator(pipeline.orchestrator, async () => {
     const again = await startPipeline(config, chain, listener);
     for (const line of again.startupLines) log(line);
+    loraEngine = again.orchestrator;
+    for (const card of lora?.list() ?? []) {
+      if (config.engine.lora?.modules.some((m) => m.name === card.name) === true) continue;
+      const error = await loraEngine.loadLora?.(card.name, card.path);
+      if (error !== null && error !== undefined) log(`LoRA adapter ${card.name} could not be loaded again after wake-up: ${error}`);
+    }
     return again.orchestrator;
   }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }) : null;
   const engine = sleepable ?? pipeline.orchestrator;
@@ -237,7 +248,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     onHttpResponse: wiring.onHttpResponse ?? ((event) => recorder.onHttpResponse(event)),
     onToolParserInvocation: (event) => recorder.onToolParserInvocation(event),
     devMode: wiring.devMode, sleepControl: sleepable,
-    lora: loraAdapters(config, pipeline.orchestrator, servedModelName),
+    lora: (lora = loraAdapters(config, () => loraEngine, servedModelName)),
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
   return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers };

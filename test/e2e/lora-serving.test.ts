@@ -8,7 +8,7 @@
  *  - with --max-loras 1, A and B cannot share a step: vllm:lora_requests_info shows one running while the other waits
  *    (the labels the Gateway API Inference Extension's endpoint picker reads), then neither;
  *  - VLLM_ALLOW_RUNTIME_LORA_UPDATING=true: load an adapter at run time, use it, unload it (then a 404), with vLLM's
- *    texts and errors; without it the routes do not exist.
+ *    texts and errors (a runtime-loaded adapter survives sleep and wake-up); without it the routes do not exist.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -129,7 +129,7 @@ describe("LoRA serving (compiled binary)", () => {
   }, 240_000);
 
   test("runtime load and unload (VLLM_ALLOW_RUNTIME_LORA_UPDATING=true)", async () => {
-    const { client } = await serve(["--max-loras", "2"], { VLLM_ALLOW_RUNTIME_LORA_UPDATING: "true" });
+    const { server, client } = await serve(["--max-loras", "2", "--enable-sleep-mode"], { VLLM_ALLOW_RUNTIME_LORA_UPDATING: "true", VLLM_SERVER_DEV_MODE: "1" });
     const post = (route: string, body: unknown) => fetch(`${client.baseURL}/${route}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     expect(await statusOf(client.completions.create({ model: "c", prompt: "x", max_tokens: 1 }))).toBe(404);
     const loaded = await post("load_lora_adapter", { lora_name: "c", lora_path: paths.c });
@@ -147,6 +147,10 @@ describe("LoRA serving (compiled binary)", () => {
     const base = await greedyIds(client, model, PROMPTS[1]!);
     expect(withC).not.toEqual(base);
     expect((await client.models.list()).data.map((m) => m.id)).toEqual([model, "c"]);
+    // sleep mode restarts the engine: a runtime-loaded adapter is registered in the new one, with the same tokens
+    expect((await fetch(`${server.url}/sleep?level=1`, { method: "POST" })).status).toBe(200);
+    expect((await fetch(`${server.url}/wake_up`, { method: "POST" })).status).toBe(200);
+    expect(await greedyIds(client, "c", PROMPTS[1]!)).toEqual(withC);
     const unloaded = await post("unload_lora_adapter", { lora_name: "c" });
     expect([unloaded.status, await unloaded.text()]).toEqual([200, "Success: LoRA adapter 'c' removed successfully."]);
     const gone = await post("unload_lora_adapter", { lora_name: "c" });
