@@ -9,6 +9,7 @@ export { rms_norm, rope_table, rope, silu_mul, gelu_mul, scale, add, add_bias } 
 export { dequant_row } from "./dequant";
 export { swiglu_oai } from "./swiglu-oai";
 export { stream_read } from "./stream";
+export { lora_delta, lora_group_rows } from "./lora";
 
 /** First free byte after the module's static data: the host lays its buffers out from here. */
 export function heap_base(): usize {

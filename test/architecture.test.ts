@@ -39,8 +39,10 @@ const RULES: readonly Rule[] = [
   { files: /^tokenizer\//, may: [/^tokenizer\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//], packages: [/^@huggingface\/jinja$/] },
   // kernel-files.ts embeds the built kernels; dawn-device.ts loads the webgpu package's native module
   { files: /^backend\//, may: [/^backend\//, /^tensor\//, CONFIG, /^util\//, /^\.\.\/build\/kernels-[a-z-]+\.wasm$/], packages: [/^webgpu(\/|$)/] },
-  // the model sees only the Backend interface: the concrete backend is passed in
-  { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/] },
+  // LoRA adapters (worker side): read from GGUF and checked against the base model's config (a type), then handed to the model
+  { files: /^lora\//, may: [/^lora\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//], mayTypes: [MODEL_CONFIG] },
+  // the model sees only the Backend interface: the concrete backend is passed in; lora/: the adapters' low-rank updates
+  { files: /^model\//, may: [/^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/backend\.ts$/, /^lora\//] },
   // vision encoders (mmproj reading, image preprocessing, the encoder): model-side, in the worker like model/
   // image decoders: pure JS (fast-png, jpeg-js, omggif) and libwebp in WASM, all embedded in the binary
   // the encoder's thread builds its own kernel backend (create-backend.ts), as the engine's load-runner.ts does
@@ -58,7 +60,7 @@ const RULES: readonly Rule[] = [
   {
     files: /^engine\//,
     // kv-events: vLLM's block hashes for the prefix cache, and the KV event records the block pool appends to
-    may: [/^engine\//, /^model\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/, /^kv-events\/(block-hash|kv-events|kv-event-queue)\.ts$/],
+    may: [/^engine\//, /^model\//, /^lora\//, /^gguf\//, /^tensor\//, CONFIG, /^util\//, /^backend\/create-backend\.ts$/, /^grammar\/(grammar-thread|grammar-protocol|grammar-spec)\.ts$/, /^kv-events\/(block-hash|kv-events|kv-event-queue)\.ts$/],
   },
   // one engine's main-thread side: sees text and the protocol, never weights or kernels; the engine reports its
   // ModelConfig (a type); model-source.ts opens the model file for the tokenizer (metadata, no weights)

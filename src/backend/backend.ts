@@ -79,6 +79,18 @@ export interface RopeAngles {
   readonly mscale: number;
 }
 
+/**
+ * One LoRA adapter's pair for one weight, in device buffers (alloc + write): A [rank, nIn] and B transposed, Bt
+ * [rank, nOut] (the expand then runs along rows of outputs), f32, and the factor of B (A x) (lora/lora-adapter.ts loraScale).
+ */
+export interface LoraPairBuffers {
+  readonly a: DeviceBuffer;
+  /** [rank, nOut]: B transposed */
+  readonly bt: DeviceBuffer;
+  readonly rank: number;
+  readonly scale: number;
+}
+
 /** What `topK` reads back: [numRows, k] each. */
 export interface TopK {
   readonly ids: Int32Array;
@@ -160,6 +172,12 @@ export interface Backend {
    * experts' outputs times their weights, then ggml_add of each slot's view in turn)
    */
   weightedRowSum?(out: DeviceBuffer, src: DeviceBuffer, weights: Float32Array, numRows: number, k: number, cols: number): void;
+  /**
+   * Optional (LoRA; a backend without it refuses adapters): out[r] += s.scale * s.bt^T (s.a x[r]) for each row r of
+   * out [numRows, nOut] and x [numRows, nIn] whose slot s = slots[rowSlots[r]] is not null (rowSlots[r] -1: none),
+   * each product rounded to f32 and added after the matmul (llama.cpp build_lora_mm; vLLM punica: one adapter per row)
+   */
+  loraDelta?(out: DeviceBuffer, x: DeviceBuffer, numRows: number, nIn: number, nOut: number, rowSlots: Int32Array, slots: readonly (LoraPairBuffers | null)[]): void;
 
   dispose(): void;
 

@@ -7,7 +7,7 @@
 import { roundTripKvRowQ8 } from "../tensor/kv-q8.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import type {
-  AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource,
+  AttentionSequence, Backend, DeviceBuffer, KvCacheShape, LoraPairBuffers, RopeAngles, Weight, WeightSource,
 } from "./backend.ts";
 import { attentionKeys } from "./backend.ts";
 
@@ -307,6 +307,25 @@ export class ReferenceBackend implements Backend {
         let sum = 0;
         for (let j = 0; j < k; j++) sum = Math.fround(sum + Math.fround(weights[r * k + j]! * s[(r * k + j) * cols + c]!));
         o[r * cols + c] = sum;
+      }
+    }
+  }
+
+  /** plain sums in f64 (as matmul here): the oracle the kernels' f32 sums are checked against */
+  loraDelta(out: DeviceBuffer, x: DeviceBuffer, numRows: number, nIn: number, nOut: number, rowSlots: Int32Array, slots: readonly (LoraPairBuffers | null)[]): void {
+    const o = asBuffer(out);
+    const xs = asBuffer(x);
+    for (let r = 0; r < numRows; r++) {
+      const pair = rowSlots[r]! < 0 ? null : slots[rowSlots[r]!] ?? null;
+      if (pair === null) continue;
+      const a = asBuffer(pair.a);
+      const bt = asBuffer(pair.bt);
+      const ax = new Float64Array(pair.rank);
+      for (let k = 0; k < pair.rank; k++) for (let i = 0; i < nIn; i++) ax[k] = ax[k]! + a[k * nIn + i]! * xs[r * nIn + i]!;
+      for (let j = 0; j < nOut; j++) {
+        let sum = 0;
+        for (let k = 0; k < pair.rank; k++) sum += bt[k * nOut + j]! * ax[k]!;
+        o[r * nOut + j] = o[r * nOut + j]! + Math.fround(pair.scale * sum);
       }
     }
   }

@@ -6,6 +6,7 @@ import type { EngineArgs, PrefixCachingHashAlgo } from "../config/engine-args.ts
 import { kvCacheDtypeOf } from "../config/cache-dtype.ts";
 import { parseKvTransfer } from "../config/kv-transfer-config.ts";
 import { parseHfOverrides, parsePoolerConfig, type Matryoshka, type PoolerConfig, type RunnerOption } from "../config/pooler-config.ts";
+import { loraConfig } from "../config/lora-config.ts";
 import { err, ok, type Result } from "../util/result.ts";
 import { parseLogLevel } from "../util/logger.ts";
 import type { Options } from "./flags.ts";
@@ -49,6 +50,12 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
   // vllm/envs.py: bool(int(os.getenv("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES", "1")))
   const intHashesRaw = (env["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] ?? "1").trim();
   if (!/^[+-]?\d+$/.test(intHashesRaw)) return err(`VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES must be an integer (0 or 1), got "${intHashesRaw}"`);
+  const lora = loraConfig({
+    enableLora: options["enable-lora"] === true,
+    modules: Array.isArray(options["lora-modules"]) ? options["lora-modules"] : typeof options["lora-modules"] === "string" ? [options["lora-modules"]] : [],
+    maxLoras: intOrNull(options["max-loras"]), maxLoraRank: intOrNull(options["max-lora-rank"]), maxCpuLoras: intOrNull(options["max-cpu-loras"]),
+  });
+  if (!lora.ok) return lora;
   const hashWarning = unseededWarning(hashAlgo.value, pythonHashSeed);
   const kvEventsWarnings = [...(kvEvents.value?.warnings ?? []), ...(hashWarning !== null ? [hashWarning] : [])];
   return ok({ warnings: [...dtypeWarnings, ...transfer.value.warnings, ...kvEventsWarnings], engine: {
@@ -78,6 +85,7 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     pythonHashSeed,
     kvEventsConfig: kvEvents.value?.config ?? null,
     kvEventsUseIntBlockHashes: Number(intHashesRaw) !== 0,
+    lora: lora.value,
   } });
 }
 

@@ -35,9 +35,6 @@ const KNOWN_FATES: readonly FlagSpec[] = [
   { name: "tokenizer-mode", kind: "string", default: null, commands: ANY, help: "Accepted for auto: the GGUF file's tokenizer is used.", fate: { noop: "the GGUF file's tokenizer is used", accepts: oneOf("auto"), refuse: "fennec uses the tokenizer stored in the GGUF file: give auto" } },
   { name: "max-parallel-loading-workers", kind: "int", default: null, commands: ANY, help: "Accepted: one GGUF file is mapped at once.", fate: { noop: "one GGUF file is read in one pass" } },
   { name: "disable-frontend-multiprocessing", kind: "bool", default: null, commands: ["serve"], help: "Accepted: the engine always runs in a worker thread.", fate: { noop: "the engine always runs in its own worker thread" } },
-  { name: "enable-lora", kind: "bool", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
-  { name: "lora-modules", kind: "list", default: null, commands: ["serve"], help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF" } },
-  { name: "max-lora-rank", kind: "int", default: null, commands: ANY, help: "Refused: no LoRA adapters.", fate: { refuse: "fennec serves no LoRA adapters: drop the flag" } },
   { name: "hf-overrides", kind: "string", metavar: "json", default: null, commands: ANY, help: 'Only the matryoshka keys of vLLM\'s config overrides: {"is_matryoshka": true} lets embedding requests ask for fewer `dimensions`, {"matryoshka_dimensions": [64, 128, 256]} only those (the GGUF metadata is the rest of the config: edit it with gguf-py\'s gguf_set_metadata.py).' },
 ];
 
@@ -57,7 +54,7 @@ const refused = (name: string, kind: Kind, instead: string, aliases?: readonly s
 });
 const zero = (v: FlagValue): boolean => v === 0;
 const TEXT_ONLY = "fennec's image path (--mmproj: one encoder thread, llama.cpp's preprocessing) has no such setting";
-const NO_LORA = "fennec serves no LoRA adapters: merge the adapter into the model and convert it to GGUF";
+const NO_LORA = "fennec serves LoRA adapters from GGUF files on the attention and FFN matrices only (no bias, extra vocabulary, dtype or sharding options): drop the flag";
 const NO_DP = "fennec runs one engine per process: run several fennec processes behind a load balancer";
 const NO_EXPERT_COMMS = "one process holds every expert, there is no expert-parallel communication";
 const NO_CUDA = "there are no CUDA graphs or GPU kernels to choose";
@@ -130,10 +127,8 @@ const MORE_FATES: readonly FlagSpec[] = [
   inert("disable-chunked-mm-input", "bool", TEXT_ONLY),
   // LoRAConfig
   refused("enable-lora-bias", "bool", NO_LORA),
-  refused("max-loras", "int", NO_LORA),
   refused("lora-extra-vocab-size", "int", NO_LORA),
   refused("lora-dtype", "string", NO_LORA),
-  refused("max-cpu-loras", "int", NO_LORA),
   refused("fully-sharded-loras", "bool", NO_LORA),
   refused("default-mm-loras", "string", NO_LORA),
   // ObservabilityConfig

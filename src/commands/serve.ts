@@ -19,6 +19,7 @@ import { MetricsRecorder, type HttpResponseEvent } from "../metrics/recorder.ts"
 import { onlineTables } from "../metrics/omni-stats-logger.ts";
 import { createServingPipeline, stageChainOf, type ServingPipeline, type ServingPipelineOptions } from "../pipeline/serving-pipeline.ts";
 import { readHostCopy } from "../gguf/host-copy.ts";
+import { LoraAdapters } from "../server/lora-routes.ts";
 import type { StageChain } from "../pipeline/stage-config.ts";
 import type { FinishedRequestStats, IterationStats, StatsListener } from "../frontend/iteration-stats.ts";
 import { createApp } from "../server/app.ts";
@@ -162,6 +163,21 @@ interface ModelServer {
   readonly engine: { stop(): Promise<void>; start(): Promise<void> };
 }
 
+/**
+ * --enable-lora: the served adapters, registered in the engine already (--lora-modules); the runtime routes with
+ * VLLM_ALLOW_RUNTIME_LORA_UPDATING true (vllm/envs.py: "true" or "1", any case)
+ */
+function loraAdapters(config: ServeConfig, engine: () => ServingPipeline["orchestrator"], servedModelName: string): LoraAdapters | null {
+  const lora = config.engine.lora ?? null;
+  if (lora === null || engine().loadLora === undefined) return null;
+  const runtime = ["true", "1"].includes((process.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] ?? "").toLowerCase());
+  const none = (): Promise<string | null> => Promise.resolve("this engine serves no LoRA adapters");
+  return new LoraAdapters({
+    loadLora: (name, path) => engine().loadLora?.(name, path) ?? none(),
+    unloadLora: (name) => engine().unloadLora?.(name) ?? none(),
+  }, servedModelName, runtime, lora.modules);
+}
+
 /** Starts one model (its engine, recorder and app); its start-up lines are logged as they come. */
 async function startModelServer(config: ServeConfig, chain: StageChain | null, wiring: ModelWiring): Promise<ModelServer> {
   const { server: flags, metrics } = config;
@@ -181,11 +197,20 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   // --enable-sleep-mode: /sleep stops this engine, /wake_up starts it again with the same arguments and listener (and
   // the tokenizer it has); level 1 keeps the model file in memory so that wake_up reads no file
   let recorderRef: MetricsRecorder | null = null;
+  // the engine the LoRA routes drive: a new one after each wake-up, which gets the runtime-loaded adapters again
+  let loraEngine = pipeline.orchestrator;
+  let lora: LoraAdapters | null = null;
   const sleepable = wiring.sleepMode || wiring.engineSwap === true ? new SleepableOrchestrator(pipeline.orchestrator, async (hostModelBytes) => {
     const started = performance.now();
     const again = await startPipeline(config, chain, listener, { hostModelBytes, tokenizer: pipeline.orchestrator.tokenizer });
     for (const line of again.startupLines) log(line);
     log(`engine woke up in ${Math.round(performance.now() - started)} ms (${hostModelBytes !== null ? `weights from host memory, ${(hostModelBytes.byteLength / 2 ** 20).toFixed(1)} MiB` : "weights read from the model file"})`);
+    loraEngine = again.orchestrator;
+    for (const card of lora?.list() ?? []) {
+      if (config.engine.lora?.modules.some((m) => m.name === card.name) === true) continue;
+      const error = await loraEngine.loadLora?.(card.name, card.path);
+      if (error !== null && error !== undefined) log(`LoRA adapter ${card.name} could not be loaded again after wake-up: ${error}`);
+    }
     return again.orchestrator;
   }, (state) => { log(`engine sleep state: ${state}`); recorderRef?.setSleepState(state); }, async () => {
     try {
@@ -208,7 +233,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   const servedModelName = flags.servedModelName ?? config.model ?? orchestrator.modelConfig.name;
   const recorder = new MetricsRecorder({
     modelName: servedModelName, maxModelLen: orchestrator.maxModelLen, logStats: !metrics.disableLogStats, toolCallParser: chat.toolCallParser !== null,
-    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate,
+    enableMfuMetrics: metrics.enableMfuMetrics, deprecation: gate, enableLora: (config.engine.lora ?? null) !== null,
     numSpeculativeTokens: config.engine.speculativeConfig?.numSpeculativeTokens ?? null,
     // every stage's series exists from start-up; MFU and vllm:cache_config_info get the loaded model's facts
     engineIndices: Array.from({ length: pipeline.numStages }, (_, i) => i),
@@ -247,6 +272,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     cacheControl: engine.resetPrefixCache !== undefined
       ? { resetPrefixCache: (running) => engine.resetPrefixCache!(running), hasExternalCache: config.engine.kvOffload != null || config.engine.kvPeer != null }
       : null,
+    lora: (lora = loraAdapters(config, () => loraEngine, servedModelName)),
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
   // a model's unload stops its engine as sleep level 2 does (nothing kept), its load wakes it

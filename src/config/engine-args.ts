@@ -2,6 +2,7 @@
  * The engine's arguments (vLLM's EngineArgs, names in camelCase): built from the flags by the command line, carried to
  * the engine Worker in its spec message (engine/protocol.ts), read by the pipeline and the commands.
  */
+import type { LoraConfig } from "./lora-config.ts";
 import type { KvCacheDtypeName } from "./cache-dtype.ts";
 import type { KvOffloadConfig, KvPeerConfig } from "./kv-transfer-config.ts";
 import type { Matryoshka, PoolerConfig, RunnerOption } from "./pooler-config.ts";
@@ -61,4 +62,6 @@ export interface EngineArgs {
   readonly kvEventsConfig?: KvEventsConfig | null;
   /** VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES: events carry uint64 hashes (true, vLLM's default) or the 32-byte digests */
   readonly kvEventsUseIntBlockHashes?: boolean;
+  /** --enable-lora and its limits (lora-config.ts); null / absent: no adapters */
+  readonly lora?: LoraConfig | null;
 }

@@ -27,6 +27,8 @@ import { GrammarBookkeeping } from "./grammar-bookkeeping.ts";
 import { BlockHasher, noneHash, type PrefixCachingHashAlgo } from "../kv-events/block-hash.ts";
 import { KvEventQueue } from "../kv-events/kv-event-queue.ts";
 import type { KvCacheEvent } from "../kv-events/kv-events.ts";
+import { LoraManager } from "../lora/lora-manager.ts";
+import type { LoraConfig } from "../config/lora-config.ts";
 import { newStepTally, updateRequest, type RequestUpdateContext, type StepModelOutput, type StepTally } from "./request-update.ts";
 
 export interface RequestErrorInfo {
@@ -53,6 +55,8 @@ export interface EngineOptions {
   readonly blockHashing?: { readonly algo: PrefixCachingHashAlgo; readonly seed: string | null };
   /** KV cache events on (--kv-events-config): `intHashes` is VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES; absent/null: off */
   readonly kvEvents?: { readonly intHashes: boolean } | null;
+  /** --enable-lora: the limits and the --lora-modules read at start-up (a bad one throws its one line); absent/null: off */
+  readonly lora?: LoraConfig | null;
 }
 
 /** A request that failed after it was accepted (its grammar would not compile, or its grammar reached a dead end). */
@@ -93,6 +97,8 @@ export class EngineCore {
   private readonly hasher: BlockHasher;
   /** the KV events of the current step (null: events off) */
   private readonly kvEvents: KvEventQueue | null;
+  /** the LoRA adapters (--enable-lora), or null */
+  private readonly lora: LoraManager | null;
 
   constructor(
     private readonly runner: ModelRunner,
@@ -143,7 +149,12 @@ export class EngineCore {
         engineIndex, nowMs, onWake: () => this.options.onWake?.(),
       })
       : null;
-    this.scheduler = new Scheduler(config, this.kv, nowMs, this.offload ?? this.peer);
+    this.lora = options.lora ? new LoraManager(options.lora, runner.config, runner) : null;
+    for (const m of options.lora?.modules ?? []) {
+      const read = this.lora!.register(m.name, m.path);
+      if (!read.ok) throw new Error(`--lora-modules ${m.name}: ${read.error}`);
+    }
+    this.scheduler = new Scheduler(options.lora ? { ...config, maxLoras: options.lora.maxLoras } : config, this.kv, nowMs, this.offload ?? this.peer);
     const peer = this.peer;
     this.updateContext = {
       kv: this.kv, sampler: this.sampler, grammar: this.grammar, maxModelLen: config.maxModelLen, drafting: this.proposer !== null, runner,
@@ -206,6 +217,10 @@ export class EngineCore {
     const numPrompt = request.promptTokenIds.length;
     if (this.requests.has(request.requestId)) return { code: "duplicate_request_id", message: `request id ${request.requestId} is already running` };
     if (numPrompt === 0) return { code: "empty_prompt", message: "The decoder prompt cannot be empty" };
+    if (request.loraName !== undefined) {
+      if (this.lora === null) return { code: "lora_disabled", message: "LoRA is not enabled: start the server with --enable-lora" };
+      if (!this.lora.has(request.loraName)) return { code: "lora_not_found", message: `The model \`${request.loraName}\` does not exist.` };
+    }
     if (this.proposer !== null && specDecodeRefusesParams(request.sampling)) return { code: "invalid_sampling_params", message: SPEC_DECODE_UNSUPPORTED_PARAMS };
     const vocabSize = this.runner.config.vocabSize;
     const badId = request.promptTokenIds.find((id) => !Number.isInteger(id) || id < 0 || id >= vocabSize);
@@ -355,6 +370,7 @@ export class EngineCore {
       kvCacheUsage: this.kv.usage(), prefixCacheQueries: counts.queries, prefixCacheHits: counts.hits,
       ...(this.offload ? { kvOffload: this.offload.takeStats() } : {}),
       ...(this.peer ? { kvPeer: this.peer.takeStats() } : {}),
+      ...this.loraStats(),
       ...this.takeDebugLines(),
     };
   }
@@ -385,8 +401,10 @@ export class EngineCore {
     const { chunks } = scheduled;
     // an idle engine still reports what its connector counted (an expired lease, a read notification that failed)
     if (chunks.length === 0) return this.peer?.hasStatsToReport() ? { deltas: [], stats: this.idleStats() } : null;
+    const loraSlots = this.assignLoraSlots(chunks);
+    if (loraSlots.failed.size > 0) return this.step();
     const batchId = ++this.batchId;
-    const output = await this.executeModel(chunks);
+    const output = await this.executeModel(chunks, loraSlots.slots);
     const tally = newStepTally(this.config.speculative ?? null);
     chunks.forEach((chunk, i) => updateRequest(this.updateContext, chunk, i, output, tally));
     if (this.proposer !== null && tally.toDraft.length > 0) {
@@ -401,9 +419,9 @@ export class EngineCore {
    * The batched forward pass (vLLM execute_model). Grammar requests that sample this step get their bitmasks (one per
    * draft position and one after the drafts) filled on the grammar thread meanwhile (vLLM grammar_bitmask).
    */
-  private async executeModel(chunks: readonly ScheduledChunk[]): Promise<StepModelOutput> {
+  private async executeModel(chunks: readonly ScheduledChunk[], loraSlots: ReadonlyMap<string, number>): Promise<StepModelOutput> {
     const pooling = (this.config.pooler ?? null) !== null;
-    const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c)), ...(pooling ? { hiddenStates: true } : {}) };
+    const batch: ModelBatch = { sequences: chunks.map((c) => this.toSequenceChunk(c, loraSlots)), ...(pooling ? { hiddenStates: true } : {}) };
     const plan = this.grammar.plan(chunks);
     const [result, fill] = await Promise.all([this.runner.execute(batch), this.grammar.fill(plan.fillRequests)]);
     const row = new Map<string, number>(plan.fillRequests.map((f, r) => [f.requestId, r]));
@@ -412,6 +430,44 @@ export class EngineCore {
     const tokenRowStart: number[] = [];
     chunks.reduce((r, c) => (tokenRowStart.push(r), r + c.numNewTokens), 0);
     return { batch, result, grammar: { from: plan.from, fill, row }, tokenRowStart, vocabSize: this.runner.config.vocabSize, stepEndMs };
+  }
+
+  /**
+   * The kernels' slot of every adapter this step uses, uploading what is missing; a request whose adapter cannot be
+   * read any more (its file went away after host memory dropped it) fails with that line and the step is scheduled again.
+   */
+  private assignLoraSlots(chunks: readonly ScheduledChunk[]): { slots: ReadonlyMap<string, number>; failed: ReadonlySet<string> } {
+    const names = new Set<string>();
+    for (const c of chunks) if (c.request.loraName !== null) names.add(c.request.loraName);
+    if (this.lora === null || names.size === 0) return { slots: new Map(), failed: new Set() };
+    const slots = this.lora.slotsFor(names);
+    if (slots.ok) return { slots: slots.value, failed: new Set() };
+    const failed = new Set<string>();
+    for (const c of chunks) {
+      if (c.request.loraName === null) continue;
+      failed.add(c.request.requestId);
+      this.failLate(c.request.requestId, "lora_load_failed", slots.error);
+    }
+    return { slots: new Map(), failed };
+  }
+
+  /** LoRA's entry of the stats: the adapters running and waiting (each once) */
+  private loraStats(): { lora?: StepStats["lora"] } {
+    if (this.lora === null) return {};
+    const names = (rs: readonly RequestState[]) => [...new Set(rs.flatMap((r) => (r.loraName === null ? [] : [r.loraName])))];
+    return { lora: { maxLoras: this.lora.config.maxLoras, running: names(this.scheduler.running), waiting: names(this.scheduler.waiting) } };
+  }
+
+  /** Registers (reads and checks) an adapter under `name`, or forgets one: null, or the one-line reason. */
+  loadLora(name: string, path: string): string | null {
+    if (this.lora === null) return "LoRA is not enabled: start the server with --enable-lora";
+    const read = this.lora.register(name, path);
+    return read.ok ? null : read.error;
+  }
+
+  unloadLora(name: string): string | null {
+    if (this.lora === null) return "LoRA is not enabled: start the server with --enable-lora";
+    return this.lora.unregister(name) ? null : `The lora adapter '${name}' cannot be found.`;
   }
 
   /** The step's stats record (vLLM SchedulerStats with the step's counts), after the connectors settled the step. */
@@ -427,6 +483,7 @@ export class EngineCore {
       ...(tally.specStats !== null ? { specDecoding: tally.specStats } : {}),
       ...(tally.numExternalKvTokens > 0 ? { numExternalKvTokens: tally.numExternalKvTokens } : {}),
       ...this.takeDebugLines(),
+      ...this.loraStats(),
     };
   }
 
@@ -435,7 +492,7 @@ export class EngineCore {
     return this.debugLines.length > 0 ? { debugLines: this.debugLines.splice(0) } : {};
   }
 
-  private toSequenceChunk(c: ScheduledChunk): SequenceChunk {
+  private toSequenceChunk(c: ScheduledChunk, loraSlots: ReadonlyMap<string, number>): SequenceChunk {
     const req = c.request;
     const end = c.startPos + c.numNewTokens;
     const needPromptLogprobs = req.promptLogprobs !== null && !req.promptLogprobsSent && c.startPos < req.numPromptTokens - 1;
@@ -452,6 +509,7 @@ export class EngineCore {
       // pooling requests read hidden states (ModelBatch.hiddenStates), never logits
       logits: req.pooling !== null ? "none" : needPromptLogprobs || numDrafts > 0 ? "all" : end === req.numTokens ? "last" : "none",
       ...(req.multimodal.length > 0 ? { inputEmbeddings: this.chunkEmbeddings(req.multimodal, c.startPos, end) } : {}),
+      ...(req.loraName !== null ? { loraSlot: loraSlots.get(req.loraName) } : {}),
     };
   }
 

@@ -51,6 +51,8 @@ export interface EngineRequest {
   readonly pooling?: PoolingRequestParams;
   /** encoded images (or other media) whose embeddings stand in for their placeholder tokens, by offset */
   readonly multimodal?: readonly MultimodalInput[];
+  /** the LoRA adapter (by its served name) the request runs with (vLLM LoRARequest); absent: the base model */
+  readonly loraName?: string;
 }
 
 /**
@@ -131,13 +133,18 @@ export type ToEngine =
   | { readonly type: "init"; readonly spec: EngineWorkerSpec }
   | { readonly type: "add"; readonly request: EngineRequest }
   | { readonly type: "abort"; readonly requestIds: readonly string[] }
-  | { readonly type: "shutdown" }
   /** vLLM's reset_prefix_cache; answered by `prefixCacheReset` with the same id */
-  | { readonly type: "resetPrefixCache"; readonly id: number; readonly resetRunningRequests: boolean };
+  | { readonly type: "resetPrefixCache"; readonly id: number; readonly resetRunningRequests: boolean }
+  /** register (read and check) or forget a LoRA adapter by name; answered by loraResult with the same id */
+  | { readonly type: "loadLora"; readonly id: number; readonly name: string; readonly path: string }
+  | { readonly type: "unloadLora"; readonly id: number; readonly name: string }
+  | { readonly type: "shutdown" };
 
 export type FromEngine =
   | { readonly type: "ready"; readonly config: ModelConfig; readonly numKvBlocks: number; readonly kvCache?: KvCacheFacts; readonly numCpuBlocks?: number | null; readonly startupLines?: readonly string[]; readonly maxModelLen: number; readonly backend: string; readonly pooler?: ResolvedPooler | null }
   | { readonly type: "step"; readonly deltas: readonly RequestDelta[]; readonly stats: StepStats; readonly kvEvents?: StepKvEvents }
   | { readonly type: "requestError"; readonly requestId: string; readonly code: string; readonly message: string }
-  | { readonly type: "fatal"; readonly message: string }
-  | { readonly type: "prefixCacheReset"; readonly id: number; readonly success: boolean };
+  | { readonly type: "prefixCacheReset"; readonly id: number; readonly success: boolean }
+  /** a loadLora / unloadLora's outcome: error null on success (its one-line reason otherwise) */
+  | { readonly type: "loraResult"; readonly id: number; readonly error: string | null }
+  | { readonly type: "fatal"; readonly message: string };

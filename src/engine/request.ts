@@ -103,7 +103,11 @@ export class RequestState {
     this.promptLogprobs = request.sampling.promptLogprobs !== null ? new Array(this.numPromptTokens).fill(null) : null;
     this.grammarStatus = request.sampling.structuredOutputs ? "compiling" : "none";
     this.reasoningEnded = (request.sampling.structuredOutputs?.reasoningEndTokenIds ?? null) === null;
+    this.loraName = request.loraName ?? null;
   }
+
+  /** the LoRA adapter it runs with (EngineRequest.loraName), null for the base model */
+  readonly loraName: string | null;
 
   /** the only group's block ids: the features that run without the hybrid KV cache manager (offload, P/D, draft model) read these */
   get blockIds(): readonly number[] {
@@ -145,7 +149,8 @@ export class RequestState {
 
   /** What went into block `index`'s hash besides its tokens (vLLM generate_block_hash_extra_keys: the salt on block 0). */
   blockExtraKeys(index: number, blockSize: number): HashKey[] | null {
-    return blockExtraKeys({ blockStart: index * blockSize, blockSize, cacheSalt: this.sampling.cacheSalt, ...(this.multimodal.length > 0 ? { multimodal: this.multimodal } : {}) });
+    // the adapter's name keys every block: one prompt under two adapters has different KV (vLLM's lora extra key)
+    return blockExtraKeys({ blockStart: index * blockSize, blockSize, cacheSalt: this.sampling.cacheSalt, loraName: this.loraName, ...(this.multimodal.length > 0 ? { multimodal: this.multimodal } : {}) });
   }
 
   /**

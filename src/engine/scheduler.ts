@@ -36,6 +36,11 @@ export interface SchedulerConfig {
    * (vLLM Scheduler.schedule: "chunked prefill has to be enabled explicitly"). Absent: chunked prefill.
    */
   readonly chunkedPrefill?: boolean;
+  /**
+   * --max-loras: distinct LoRA adapters the running requests may hold; a waiting request whose adapter would be one
+   * more is passed over (vLLM Scheduler.schedule: `len(scheduled_loras) == max_loras and lora_id not in ...`). Absent: no adapters.
+   */
+  readonly maxLoras?: number;
 }
 
 /** vLLM's priority order: lower priority value first, then earlier arrival */
@@ -144,10 +149,14 @@ export class Scheduler {
       i++;
     }
 
+    const loras = new Set<string>();
+    if (this.config.maxLoras !== undefined) for (const r of this.running) if (r.loraName !== null) loras.add(r.loraName);
     if (numPreempted === 0) {
       for (let w = 0; w < this.waiting.length && budget > 0 && this.running.length < this.config.maxNumSeqs; ) {
         const request = this.waiting[w]!;
         if (request.grammarStatus === "compiling") { w++; continue; }
+        // its adapter would be one more than --max-loras: deferred (vLLM's waiting reason for the LoRA budget)
+        if (request.loraName !== null && !loras.has(request.loraName) && loras.size >= (this.config.maxLoras ?? 0)) { w++; numDeferred++; continue; }
         const computed = this.kv.getComputedBlocks(request);
         // another running request is computing this prompt's next block: wait for it instead of computing it twice
         if (this.kv.isNextBlockPending(request, computed)) { w++; numDeferred++; continue; }
@@ -169,6 +178,7 @@ export class Scheduler {
           if (request.numPreemptions === 0) request.numCachedTokens = computed.numTokens;
         }
         request.status = "running";
+        if (request.loraName !== null) loras.add(request.loraName);
         request.times.scheduledMs ??= this.nowMs();
         this.running.push(request);
         chunks.push({ request, startPos: request.numComputedTokens, numNewTokens: numNew, draftTokenIds: NO_DRAFTS });

@@ -44,6 +44,11 @@ export interface StepStats {
   /** prefix cache: tokens looked up / tokens hit, this step */
   readonly prefixCacheQueries: number;
   readonly prefixCacheHits: number;
+  /**
+   * LoRA (--enable-lora): the adapters of the running and of the waiting requests, each name once (vLLM's
+   * lora_requests_info labels running_lora_adapters / waiting_lora_adapters); absent: LoRA off
+   */
+  readonly lora?: { readonly maxLoras: number; readonly running: readonly string[]; readonly waiting: readonly string[] };
   /** prompt tokens whose KV came over a pipeline edge instead of being computed (the decode stage of pd), counted in
    * the step that produced their request's first output; vLLM's prompt_tokens_by_source{source="external_kv_transfer"}.
    * Absent when 0. */

@@ -81,6 +81,15 @@ class EngineWorker {
         this.resets.push(message);
         this.wakeLoop();
         return;
+      case "loadLora":
+      case "unloadLora": {
+        if (!this.engine) { this.pending.push(message); return; }
+        const error = message.type === "loadLora" ? this.engine.loadLora(message.name, message.path) : this.engine.unloadLora(message.name);
+        post({ type: "loraResult", id: message.id, error });
+        // the gauge of adapters: an idle engine reports once
+        if (!this.engine.hasWork()) postStep(this.engine, [], this.engine.idleStats());
+        return;
+      }
       case "shutdown":
         this.stopped = true;
         this.wakeLoop();
@@ -122,11 +131,21 @@ class EngineWorker {
       }
       const config = resolveEngineConfig(spec.engineArgs, runner, freemem(), totalmem(), draftRunner?.kvBytesPerBlock(spec.engineArgs.blockSize) ?? 0, loaded.value.placed ?? null);
       if (!config.ok) { draftRunner?.dispose(); post({ type: "fatal", message: config.error }); return; }
-      this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
+      const lora = spec.engineArgs.lora ?? null;
+      try {
+        this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
         grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner, debugLog: spec.engineArgs.debugLog === true,
         blockHashing: { algo: spec.engineArgs.prefixCachingHashAlgo ?? "sha256", seed: spec.engineArgs.pythonHashSeed ?? null },
         kvEvents: kvEventsOn(spec.engineArgs) ? { intHashes: spec.engineArgs.kvEventsUseIntBlockHashes ?? true } : null,
-      });
+          lora,
+        });
+      } catch (e) {
+        // a bad --lora-modules adapter, or LoRA on a backend without the per-row kernel: the start-up's one line
+        if (lora === null) throw e;
+        draftRunner?.dispose();
+        post({ type: "fatal", message: e instanceof Error ? e.message : String(e) });
+        return;
+      }
       await this.engine.peer?.listen();
       const startupLines = [...(loaded.value.startupLines ?? []), ...(config.value.kvCacheLines ?? []), ...(this.engine.offload?.describe() ?? []), ...(this.engine.peer?.describe() ?? [])];
       post({ type: "ready", config: runner.config, numKvBlocks: config.value.numBlocks, ...(config.value.kvCacheFacts ? { kvCache: config.value.kvCacheFacts } : {}), numCpuBlocks: this.engine.offload?.capacityBlocks ?? null, startupLines, maxModelLen: config.value.maxModelLen, backend, pooler: config.value.pooler ?? null });

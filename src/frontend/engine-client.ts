@@ -89,6 +89,7 @@ export class EngineClient {
             handlers.onStep(msg.deltas, msg.stats);
             return;
           case "requestError": handlers.onRequestError(msg.requestId, msg.code, msg.message); return;
+          case "loraResult": client?.settleLora(msg.id, msg.error); return;
           case "fatal": fatal(msg.message); return;
           case "prefixCacheReset": client?.settleReset(msg.id, msg.success); return;
           default: unreachable(msg);
@@ -142,5 +143,33 @@ export class EngineClient {
 
   private send(message: ToEngine): void {
     this.worker.postMessage(message);
+  }
+
+  /** loadLora / unloadLora calls waiting for the engine's answer, by id */
+  private readonly loraCalls = new Map<number, (error: string | null) => void>();
+  private nextLoraCall = 1;
+
+  /** Registers (the engine reads and checks it) a LoRA adapter: null, or the one-line reason it was refused. */
+  loadLora(name: string, path: string): Promise<string | null> {
+    const id = this.nextLoraCall++;
+    return new Promise((resolve) => {
+      this.loraCalls.set(id, resolve);
+      this.send({ type: "loadLora", id, name, path });
+    });
+  }
+
+  /** Forgets a LoRA adapter: null, or why not (unknown name). */
+  unloadLora(name: string): Promise<string | null> {
+    const id = this.nextLoraCall++;
+    return new Promise((resolve) => {
+      this.loraCalls.set(id, resolve);
+      this.send({ type: "unloadLora", id, name });
+    });
+  }
+
+  private settleLora(id: number, error: string | null): void {
+    const settle = this.loraCalls.get(id);
+    this.loraCalls.delete(id);
+    settle?.(error);
   }
 }

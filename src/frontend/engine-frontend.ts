@@ -112,6 +112,14 @@ export class EngineFrontend implements Orchestrator {
     return this.healthy && this.client.isAlive;
   }
 
+  loadLora(name: string, path: string): Promise<string | null> {
+    return this.client.loadLora(name, path);
+  }
+
+  unloadLora(name: string): Promise<string | null> {
+    return this.client.unloadLora(name);
+  }
+
   deathReason(): string | null {
     if (this.fatalMessage !== null) return this.fatalMessage;
     return this.isHealthy() ? null : "engine worker exited";
@@ -152,6 +160,7 @@ export class EngineFrontend implements Orchestrator {
         requestId: seq.sequenceId, promptTokenIds: request.promptTokenIds, sampling: seq.sampling, arrivalMs: request.arrivalMs, eosTokenIds: this.tokenizer.stopIds,
         ...(request.exportKv ? { exportKv: true } : {}), ...(request.importKv ? { importKv: request.importKv } : {}),
         ...(request.multimodal !== undefined && request.multimodal.length > 0 ? { multimodal: request.multimodal } : {}),
+        ...(request.loraName !== undefined ? { loraName: request.loraName } : {}),
       });
     }
     const onAbort = (): void => this.abortParent(parent, true);

@@ -42,6 +42,8 @@ export interface GenerateRequest {
   readonly importKv?: KvHandoff;
   /** encoded images whose embeddings stand in for their placeholder tokens (EngineRequest.multimodal) */
   readonly multimodal?: readonly MultimodalInput[];
+  /** the LoRA adapter (its served name) to run with (EngineRequest.loraName); absent: the base model */
+  readonly loraName?: string;
 }
 
 /** One choice (index 0..n-1) of a request: what is new since the last output, plus totals. */
@@ -106,6 +108,12 @@ export interface Orchestrator {
    * Absent where the orchestrator cannot pool (multi-stage pipelines)
    */
   encode?(request: EncodeRequest, signal?: AbortSignal): Promise<EncodeOutput>;
+  /**
+   * LoRA (--enable-lora; absent where the orchestrator cannot): registers an adapter in the engine (read and checked
+   * there) / forgets one; null, or the one-line reason
+   */
+  loadLora?(name: string, path: string): Promise<string | null>;
+  unloadLora?(name: string): Promise<string | null>;
   /** yields outputs until finished; aborting the signal aborts the request (its blocks are freed at once) */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput>;
   /** false once an engine died (fatal) or a device was lost: /health answers 503 */

@@ -25,6 +25,10 @@ export const KEY = {
   addEos: "tokenizer.ggml.add_eos_token",
   addSpacePrefix: "tokenizer.ggml.add_space_prefix",
   chatTemplate: "tokenizer.chat_template",
+  /** "model" or "adapter" (llama.cpp LLM_KV_GENERAL_TYPE); a LoRA adapter also has adapter.type "lora" and its alpha */
+  generalType: "general.type",
+  adapterType: "adapter.type",
+  adapterLoraAlpha: "adapter.lora.alpha",
 } as const;
 
 /** Keys under the architecture's prefix: `${arch}.${ARCH_KEY.x}`; use archKey(). */

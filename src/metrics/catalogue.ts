@@ -11,7 +11,7 @@ import type { SaveOutcome } from "../engine/stats.ts";
 export type MetricType = "counter" | "gauge" | "histogram" | "summary";
 
 /** The CLI flag (command-line/flags.ts) that must be on for a metric to exist; engine metrics also need stats not disabled. */
-export type MetricFlag = "enable-mfu-metrics" | "speculative-config" | "tool-call-parser";
+export type MetricFlag = "enable-mfu-metrics" | "speculative-config" | "tool-call-parser" | "enable-lora";
 
 export interface MetricDef {
   readonly name: string;
@@ -78,6 +78,12 @@ const METRICS = {
     help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
   },
   kv_cache_usage_perc: { name: "vllm:kv_cache_usage_perc", type: "gauge", help: "KV-cache usage. 1 means 100 percent usage." },
+  // vLLM's PrometheusStatLogger: only with --enable-lora, no model_name / engine, the value the time of the update
+  // (set_to_current_time), label values comma-joined adapter names; the Inference Extension's EPP reads these names
+  lora_requests_info: {
+    name: "vllm:lora_requests_info", type: "gauge", defaultLabels: "none", requestLabels: ["max_lora", "waiting_lora_adapters", "running_lora_adapters"], flag: "enable-lora",
+    help: "Running stats on lora requests.",
+  },
   cache_config_info: {
     name: "vllm:cache_config_info", type: "gauge", defaultLabels: "engine-only", infoLabels: CACHE_CONFIG_LABELS, help: "Information of the LLMEngine CacheConfig",
   },

@@ -25,6 +25,8 @@ export interface RecorderOptions {
   readonly maxModelLen: number;
   /** one `engine` label per engine (stage); default [0] */
   readonly engineIndices?: readonly number[];
+  /** --enable-lora: vllm:lora_requests_info exists */
+  readonly enableLora?: boolean;
   /** --tool-call-parser is set: vllm:tool_call_parser_invocations_total exists */
   readonly toolCallParser?: boolean;
   /** false with --disable-log-stats: no vllm:* engine series */
@@ -131,6 +133,7 @@ export class MetricsRecorder implements StatsListener {
       if (def.flag === "enable-mfu-metrics" && !options.enableMfuMetrics) continue;
       if (def.connector !== undefined && def.connector !== (options.kvOffload?.connector ?? options.kvPeerConnector)) continue;
       if (def.flag === "speculative-config" && !options.numSpeculativeTokens) continue;
+      if (def.flag === "enable-lora" && options.enableLora !== true) continue;
       if (!isVisible(def.deprecatedIn, options.deprecation)) continue;
       this.metrics.set(key, this.create(def));
     }
@@ -161,6 +164,8 @@ export class MetricsRecorder implements StatsListener {
     for (const [key, metric] of this.metrics) {
       const def = CATALOGUE[key];
       if (def.scope === "http" || def.scope === "frontend") continue;
+      // created lazily with the first step that reports adapters (vLLM: no series before a scheduler update)
+      if (def.flag === "enable-lora") continue;
       if (def.infoLabels !== undefined) {
         if (!withInfo) continue;
         if (key === "simple_kv_offload_info") {
@@ -230,6 +235,12 @@ export class MetricsRecorder implements StatsListener {
     this.set("num_requests_waiting_by_reason", this.labels(stats.engineIndex, { reason: "capacity" }), stats.numWaiting - deferred);
     this.set("num_requests_waiting_by_reason", this.labels(stats.engineIndex, { reason: "deferred" }), deferred);
     this.set("kv_cache_usage_perc", labels, stats.kvCacheUsage);
+    if (stats.lora !== undefined) {
+      // every update stamps the current label combination with the time; old combinations stay (vLLM's gauge)
+      this.set("lora_requests_info", {
+        max_lora: String(stats.lora.maxLoras), waiting_lora_adapters: stats.lora.waiting.join(","), running_lora_adapters: stats.lora.running.join(","),
+      }, Date.now() / 1000);
+    }
     this.set("gpu_cache_usage_perc", labels, stats.kvCacheUsage);
     this.inc("prefix_cache_queries", labels, stats.prefixCacheQueries);
     this.inc("prefix_cache_hits", labels, stats.prefixCacheHits);

@@ -14,10 +14,14 @@
  * then gather the rows that want logits, and only for them: logits = rmsnorm(x).Wout.
  * A step longer than the backend's maxRowsPerPass goes through all of this in passes of that many rows
  * (forwardPasses: llama.cpp's n_ubatch), with the same bits.
+ * LoRA: with adapters in slots (lora-slots.ts), each adapted matmul's rows gain their own slot's B (A x) right after
+ * the product, before any bias (llama.cpp build_lora_mm; vLLM's punica kernels, one adapter per row).
  */
 import type { AttentionSequence, Backend, DeviceBuffer, RopeAngles, Weight, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor } from "../tensor/dtypes.ts";
 import type { KvCacheGroups } from "./kv-cache-groups.ts";
+import type { LoraTargetName } from "../lora/lora-targets.ts";
+import { LoraSlots } from "./lora-slots.ts";
 import { layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import { allocMoeScratch, freeMoeScratch, loadExperts, moeFfn, moeUnsupported, type ExpertHandles, type MoeScratch } from "./moe-ffn.ts";
 import { layerRopeAngles } from "./rope-scaling.ts";
@@ -44,6 +48,8 @@ export interface ForwardInputs {
   readonly hiddenStates?: boolean;
   /** rows whose input embeddings are given ([row][dim] blocks over the step's rows); the step then runs as one pass */
   readonly inputEmbeddings?: readonly { readonly row: number; readonly data: Float32Array }[];
+  /** [numTokens] the LoRA slot each row reads (-1: the base model); absent: no row has an adapter */
+  readonly loraSlots?: Int32Array;
 }
 
 /** One pass: the step's rows [firstRow, firstRow + inputs.tokenIds.length) as inputs of their own. */
@@ -97,6 +103,7 @@ export function forwardPasses(inputs: ForwardInputs, maxRows: number): ForwardPa
         kvGroups: inputs.kvGroups,
         logitRows: Int32Array.from(logitRows),
         hiddenStates: inputs.hiddenStates,
+        loraSlots: inputs.loraSlots?.subarray(first, end),
       },
       outputIndex: Int32Array.from(outputIndex),
     });
@@ -161,6 +168,8 @@ export class BatchedForward {
   /** [numLayers] each layer's rope angles, null for no rope */
   private readonly angles: (RopeAngles | null)[];
   private scratch: Scratch | null = null;
+  /** the resident LoRA adapters (enableLora), or null */
+  private loraSlots: LoraSlots | null = null;
 
   /** `onProgress(loadedBytes, totalBytes)` is called after each weight is uploaded (a progress bar for large models) */
   constructor(readonly config: ModelConfig, weights: ModelWeights, private readonly backend: Backend, onProgress?: LoadProgress) {
@@ -191,6 +200,17 @@ export class BatchedForward {
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
       sinks: maybe(l.attnSinks ?? null), bo: maybe(l.bo ?? null),
     }));
+  }
+
+  /** the LoRA slots (enableLora), or null */
+  get lora(): LoraSlots | null {
+    return this.loraSlots;
+  }
+
+  /** The --max-loras slots adapters are loaded into (throws one line on a backend without the per-row kernel). */
+  enableLora(maxLoras: number): LoraSlots {
+    if (this.loraSlots === null) this.loraSlots = new LoraSlots(this.backend, maxLoras, this.config.numLayers);
+    return this.loraSlots;
   }
 
   /**
@@ -286,6 +306,12 @@ export class BatchedForward {
       if (b.matmulShared) b.matmulShared(outs, ws, x, n);
       else outs.forEach((out, i) => b.matmul(out, ws[i]!, x, n));
     };
+    // each row's adapter update of layer l's `target`, after its matmul (out [n, w.rows] += B (A x [n, w.cols]))
+    const rowSlots = this.loraSlots === null ? undefined : inputs.loraSlots;
+    const lora = (l: number, target: LoraTargetName, out: DeviceBuffer, w: Weight, x: DeviceBuffer): void => {
+      if (rowSlots === undefined) return;
+      b.loraDelta!(out, x, n, w.cols, w.rows, rowSlots, this.loraSlots!.pairs(l, target));
+    };
 
     b.embed(s.x, this.tokenEmbd, inputs.tokenIds);
     if (c.embeddingScale !== undefined && c.embeddingScale !== 1) b.scale(s.x, c.embeddingScale, n * dim);
@@ -301,6 +327,9 @@ export class BatchedForward {
 
       b.rmsNorm(s.xb, s.x, w.attnNorm, n, dim, rmsEps);
       matmuls([s.q, s.k, s.v], [w.wq, w.wk, w.wv], s.xb);
+      lora(l, "attn_q", s.q, w.wq, s.xb);
+      lora(l, "attn_k", s.k, w.wk, s.xb);
+      lora(l, "attn_v", s.v, w.wv, s.xb);
       if (w.bq && w.bk && w.bv) {
         b.addBias(s.q, w.bq, n);
         b.addBias(s.k, w.bk, n);
@@ -334,6 +363,7 @@ export class BatchedForward {
       if (w.sinks !== null) b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l), c.bidirectional === true, w.sinks);
       else b.attention(s.xb, q, slot, numHeads, inputs.sequences[group]!, layerSlidingWindow(c, l), c.bidirectional === true);
       b.matmul(s.xb2, w.wo, s.xb, n);
+      lora(l, "attn_output", s.xb2, w.wo, s.xb);
       if (w.bo) b.addBias(s.xb2, w.bo, n);
       // post-norms write to another buffer: WebGPU cannot bind one buffer as both input and output
       if (w.attnPostNorm) b.rmsNorm(s.xb, s.xb2, w.attnPostNorm, n, dim, rmsEps);
@@ -344,9 +374,12 @@ export class BatchedForward {
       if (w.experts !== null) await moeFfn(b, c.moe!, dim, w.experts, s.moe!, s.xb2, s.xb, n);
       else {
         matmuls([s.gate, s.up], [w.wGate!, w.wUp!], s.xb);
+        lora(l, "ffn_gate", s.gate, w.wGate!, s.xb);
+        lora(l, "ffn_up", s.up, w.wUp!, s.xb);
         if (c.ffnActivation === "gelu_tanh") b.geluMul(s.act, s.gate, s.up, n * hiddenDim);
         else b.siluMul(s.act, s.gate, s.up, n * hiddenDim);
         b.matmul(s.xb2, w.wDown!, s.act, n);
+        lora(l, "ffn_down", s.xb2, w.wDown!, s.act);
       }
       if (w.ffnPostNorm) b.rmsNorm(s.xb, s.xb2, w.ffnPostNorm, n, dim, rmsEps);
       if (residualScale !== 1) b.scale(w.ffnPostNorm ? s.xb : s.xb2, residualScale, n * dim);
@@ -368,6 +401,8 @@ export class BatchedForward {
 
   /** Frees the activation buffers (the weights go with the backend). */
   dispose(): void {
+    this.loraSlots?.dispose();
+    this.loraSlots = null;
     if (this.scratch !== null) this.freeScratch(this.scratch);
     this.scratch = null;
   }

@@ -7,6 +7,7 @@
  */
 import type { KvCacheGroups } from "./kv-cache-groups.ts";
 import type { ModelConfig } from "./model-config.ts";
+import type { LoraAdapter } from "../lora/lora-adapter.ts";
 
 /**
  * A block-table entry a sliding group has freed (vLLM's null block): it lies wholly behind the window of every row of
@@ -33,6 +34,8 @@ export interface SequenceChunk {
   readonly logits: LogitsWanted;
   /** rows whose input is given as embeddings instead of their token's (an image's soft tokens), in row order */
   readonly inputEmbeddings?: readonly ChunkEmbeddings[];
+  /** the LoRA slot (ModelRunner.loadLora) whose adapter this sequence's rows read; absent or -1: the base model */
+  readonly loraSlot?: number;
 }
 
 /**
@@ -92,6 +95,11 @@ export interface ModelRunner {
    */
   projectPooled?(pooled: Float32Array): Float32Array;
   /** copy whole blocks out / in (disaggregated prefill -> decode); layout is the runner's own, same model only */
+  /** LoRA (optional; a runner without it refuses adapters): `maxLoras` slots on the backend, throwing one line where the backend has no per-row kernel */
+  enableLora?(maxLoras: number): void;
+  /** uploads an adapter into a slot (replacing what was there; userScale: llama.cpp's per-adapter scale, default 1) / frees a slot */
+  loadLora?(slot: number, adapter: LoraAdapter, userScale?: number): void;
+  unloadLora?(slot: number): void;
   exportKvBlocks(blockIds: Int32Array): Uint8Array;
   importKvBlocks(blockIds: Int32Array, data: Uint8Array): void;
   dispose(): void;

@@ -22,6 +22,8 @@ import { layerRopeAngles } from "./rope-scaling.ts";
 import { routeExperts } from "./moe-routing.ts";
 import { addInPlace, gelu, matmul, rmsnorm, rope, silu, softmax, softmaxWithSink, swigluOai } from "./reference-ops.ts";
 import { expertRows, type ModelWeights } from "./weights.ts";
+import { loraScale, loraUpdate, type LoraAdapter } from "../lora/lora-adapter.ts";
+import type { LoraTargetName } from "../lora/lora-targets.ts";
 
 /** A matrix dequantized to f32 [rows, cols] row-major (rows = output features), and the type it came from. */
 interface Matrix {
@@ -79,6 +81,11 @@ export interface ReferenceForwardOptions {
    * ggml's f32 recurrence, which drifts with i and pos on wide heads such as gemma3's 256); default exact.
    */
   readonly ropeAngles?: (pos: number, ropeDim: number, freqBase: number) => ArrayLike<number>;
+  /**
+   * A LoRA adapter and its user scale: each adapted matmul gains y += scale * B (A x) right after the product, before
+   * any bias (llama.cpp build_lora_mm; lora/lora-adapter.ts). A x reads the input unrounded (f32 A, as ggml multiplies it).
+   */
+  readonly lora?: { readonly adapter: LoraAdapter; readonly scale: number };
 }
 
 
@@ -95,6 +102,7 @@ export class ReferenceForward {
   private readonly roundInput: ReferenceForwardOptions["roundMatmulInput"];
   private readonly gelu: (x: number) => number;
   private readonly ropeAnglesHook: ReferenceForwardOptions["ropeAngles"];
+  private readonly lora: ReferenceForwardOptions["lora"];
   /** [numLayers] each layer's rope angles, null for no rope */
   private readonly layerAngles: (RopeAngles | null)[];
   /** gemma-embedding's sentence-transformers projections, or null */
@@ -146,6 +154,7 @@ export class ReferenceForward {
     this.roundInput = options.roundMatmulInput;
     this.gelu = options.gelu ?? gelu;
     this.ropeAnglesHook = options.ropeAngles;
+    this.lora = options.lora;
     this.layerAngles = layerRopeAngles(config, weights.ropeFactors == null ? null : f32(weights.ropeFactors));
     this.dense = weights.dense == null ? null : { dense2: matrix(weights.dense.dense2), dense3: matrix(weights.dense.dense3) };
 
@@ -179,6 +188,13 @@ export class ReferenceForward {
   private matmul(out: Float32Array, x: Float32Array, w: Matrix, cols: number, rows: number): void {
     const input = this.roundInput ? this.roundInput(x.subarray(0, cols), w.type) : x;
     matmul(out, input, w.data, cols, rows);
+  }
+
+  /** out += the adapter's update of layer l's `target` for input x [cols] (nothing when the adapter leaves it alone) */
+  private loraAdd(out: Float32Array, x: Float32Array, l: number, target: LoraTargetName): void {
+    const pair = this.lora?.adapter.layers[l]?.get(target);
+    if (pair === undefined) return;
+    loraUpdate(out, x.subarray(0, pair.nIn), pair, loraScale(this.lora!.adapter.alpha, pair.rank, this.lora!.scale));
   }
 
   /** Forget the sequence (the cache is simply overwritten from pos 0). */
@@ -301,6 +317,9 @@ export class ReferenceForward {
     this.matmul(q, xb, w.wq, dim, qDim);
     this.matmul(k, xb, w.wk, dim, kvDim);
     this.matmul(v, xb, w.wv, dim, kvDim);
+    this.loraAdd(q, xb, l, "attn_q");
+    this.loraAdd(k, xb, l, "attn_k");
+    this.loraAdd(v, xb, l, "attn_v");
     if (w.bq && w.bk && w.bv) {
       addInPlace(q, w.bq);
       addInPlace(k, w.bk);
@@ -360,6 +379,7 @@ export class ReferenceForward {
     const w = this.layers[l]!;
     const { xb, xb2, hb, hb2 } = this;
     this.matmul(xb2, attnOut, w.wo, numHeads * headDim, dim);
+    this.loraAdd(xb2, attnOut, l, "attn_output");
     if (w.bo) addInPlace(xb2, w.bo);
     if (w.attnPostNorm) rmsnorm(xb2, xb2, w.attnPostNorm, dim, rmsEps);
     this.residualScale(xb2);
@@ -371,9 +391,12 @@ export class ReferenceForward {
     } else {
       this.matmul(hb, xb, w.wGate!, dim, hiddenDim);
       this.matmul(hb2, xb, w.wUp!, dim, hiddenDim);
+      this.loraAdd(hb, xb, l, "ffn_gate");
+      this.loraAdd(hb2, xb, l, "ffn_up");
       const act = c.ffnActivation === "gelu_tanh" ? this.gelu : silu;
       for (let i = 0; i < hiddenDim; i++) hb[i] = act(hb[i]!) * hb2[i]!;
       this.matmul(xb2, hb, w.wDown!, hiddenDim, dim);
+      this.loraAdd(xb2, hb, l, "ffn_down");
     }
     if (w.ffnPostNorm) rmsnorm(xb2, xb2, w.ffnPostNorm, dim, rmsEps);
     this.residualScale(xb2);

@@ -8,6 +8,8 @@ import type { AttentionSequence, Backend, KvCacheDtype } from "../backend/backen
 import { NULL_BLOCK, type BatchLogits, type ModelBatch, type ModelRunner, type SequenceChunk } from "./model-batch.ts";
 import type { ModelConfig } from "./model-config.ts";
 import { BatchedForward, type ForwardInputs, type LoadProgress } from "./forward.ts";
+import type { LoraAdapter } from "../lora/lora-adapter.ts";
+import type { LoraSlots } from "./lora-slots.ts";
 import { singleKvCacheGroup, type KvCacheGroups } from "./kv-cache-groups.ts";
 import type { ModelWeights } from "./weights.ts";
 import { dequantizeTensor } from "../tensor/dtypes.ts";
@@ -23,6 +25,18 @@ interface KvLayout {
  * A ModelRunner over any Backend (reference, WASM, WebGPU: the caller picks, see backend/create-backend.ts).
  * @example const runner = new Runner(config, weights, new ReferenceBackend()); runner.allocateKvCache(64, 16);
  */
+/** [numTokens] each row's LoRA slot (-1: none), or undefined when no sequence has an adapter. */
+function loraRows(batch: ModelBatch, numTokens: number): Int32Array | undefined {
+  if (!batch.sequences.some((s) => s.loraSlot !== undefined && s.loraSlot >= 0)) return undefined;
+  const rows = new Int32Array(numTokens).fill(-1);
+  let row = 0;
+  for (const s of batch.sequences) {
+    rows.fill(s.loraSlot ?? -1, row, row + s.tokenIds.length);
+    row += s.tokenIds.length;
+  }
+  return rows;
+}
+
 export class Runner implements ModelRunner {
   private readonly forward: BatchedForward;
   private kv: KvLayout | null = null;
@@ -142,8 +156,27 @@ export class Runner implements ModelRunner {
       const hidden = await this.forward.run({ ...inputs, hiddenStates: true });
       return { logits: new Float32Array(0), rowStart, hidden };
     }
-    const logits = await this.forward.run(inputs);
+    const loraSlots = loraRows(batch, inputs.tokenIds.length);
+    const logits = await this.forward.run(loraSlots === undefined ? inputs : { ...inputs, loraSlots });
     return { logits, rowStart };
+  }
+
+  enableLora(maxLoras: number): void {
+    this.forward.enableLora(maxLoras);
+  }
+
+  loadLora(slot: number, adapter: LoraAdapter, userScale = 1): void {
+    this.loraSlots().load(slot, adapter, userScale);
+  }
+
+  unloadLora(slot: number): void {
+    this.loraSlots().unload(slot);
+  }
+
+  private loraSlots(): LoraSlots {
+    const slots = this.forward.lora;
+    if (slots === null) throw new Error("runner: enableLora was not called");
+    return slots;
   }
 
   projectPooled(pooled: Float32Array): Float32Array {

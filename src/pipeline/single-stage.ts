@@ -37,6 +37,12 @@ export class SingleStage implements Orchestrator {
   resetPrefixCache(resetRunningRequests: boolean): Promise<boolean> {
     return this.stage.resetPrefixCache?.(resetRunningRequests) ?? Promise.resolve(false);
   }
+  loadLora(name: string, path: string): Promise<string | null> {
+    return this.stage.loadLora?.(name, path) ?? Promise.resolve("this engine serves no LoRA adapters");
+  }
+  unloadLora(name: string): Promise<string | null> {
+    return this.stage.unloadLora?.(name) ?? Promise.resolve("this engine serves no LoRA adapters");
+  }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput> {
     const run = startRun(request, this.options.tables ?? null, this.nowMs);
@@ -45,6 +51,7 @@ export class SingleStage implements Orchestrator {
       run.events?.onStageInput(0, stageSubmitMs);
       const stageRequest: GenerateRequest = {
         requestId: request.requestId, promptTokenIds: request.promptTokenIds, sampling: stageSampling(request.sampling, this.spec), arrivalMs: request.arrivalMs,
+        ...(request.loraName !== undefined ? { loraName: request.loraName } : {}),
       };
       const result = emptyStageResult();
       for await (const out of this.stage.generate(stageRequest, signal)) {

@@ -39,6 +39,7 @@ import { ollamaErrorResponse } from "./ollama/ollama-errors.ts";
 import { ollamaRoutes } from "./ollama/routes.ts";
 import { sleepRoutes } from "./sleep-routes.ts";
 import { cacheRoutes } from "./cache-routes.ts";
+import { loraRoutes } from "./lora-routes.ts";
 
 /** POST paths whose body is JSON: anything else is refused like vLLM does (400, not a parse attempt). */
 const JSON_BODY_PATHS = new Set(["/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/pooling", "/score", "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/tokenize", "/detokenize", "/invocations", "/v1/responses", "/v1/messages", "/v1/messages/count_tokens"]);
@@ -152,6 +153,7 @@ export function createApp(options: ServerOptions) {
     .use(ollamaRoutes(options, load.track, contexts))
     .use(options.devMode === true ? sleepRoutes(options.sleepControl ?? null) : new Elysia({ name: "dev-off" }))
     .use(options.devMode === true ? cacheRoutes(options.cacheControl ?? null, options.log) : new Elysia({ name: "dev-cache-off" }))
+    .use(options.lora?.runtimeUpdates === true ? loraRoutes(options.lora) : new Elysia({ name: "lora-runtime-off" }))
     .use(invocationsRoutes((path, body, request) => {
       // re-enters this app as the route itself; /invocations is open, so it carries the server's own key
       const headers: Record<string, string> = { "content-type": "application/json" };

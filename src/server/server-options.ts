@@ -52,6 +52,8 @@ export interface ServerOptions extends Partial<ServerSettings> {
   readonly cacheControl?: import("./cache-routes.ts").CacheControl | null;
   /** images in: the vision encoder's client and the media flags; absent = a text-only model (image parts are refused) */
   readonly vision?: import("./openai/chat-completion/image-inputs.ts").VisionServing | null;
+  /** --enable-lora: the served adapters (lora-routes.ts); null or absent = LoRA off */
+  readonly lora?: import("./lora-routes.ts").LoraAdapters | null;
   /** called once per answered request (the recorder's HTTP metrics) */
   readonly onHttpResponse?: (event: import("../metrics/recorder.ts").HttpResponseEvent) => void;
 }

@@ -56,7 +56,7 @@ interface Refuses {
 const REFUSES: readonly Refuses[] = [
   { name: "tensor parallelism over 4 GPUs", args: [MODEL, "--tensor-parallel-size", "4"], says: "--tensor-parallel-size 4 is not supported: fennec runs on one machine: use --threads" },
   { name: "safetensors weights", args: [MODEL, "--load-format", "safetensors"], says: "--load-format safetensors is not supported: convert the model to GGUF" },
-  { name: "LoRA adapters", args: [MODEL, "--enable-lora", "--lora-modules", "sql=/adapters/sql"], says: "--enable-lora is not supported: fennec serves no LoRA adapters" },
+  { name: "a LoRA adapter that is not there", args: [MODEL, "--enable-lora", "--lora-modules", "sql=/adapters/sql"], says: "--lora-modules sql: no adapter file at /adapters/sql" },
   { name: "a classification task", args: [MODEL, "--task", "classify"], says: "--task classify is not supported: fennec serves text generation and embeddings" },
   { name: "an unknown flag", args: [MODEL, "--no-such-vllm-flag"], says: "unknown option --no-such-vllm-flag" },
 ];

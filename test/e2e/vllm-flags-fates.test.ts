@@ -26,6 +26,11 @@ const json = (v: unknown): string => JSON.stringify(v);
 /** Values for implemented flags whose value has a shape (JSON, paths, pairs); the rest get one from their kind. */
 const SAMPLES: Readonly<Record<string, readonly string[]>> = {
   "kv-cache-dtype": ["--kv-cache-dtype", "fp8"],
+  // the LoRA limits and modules need --enable-lora (any existing file passes the config's check; the engine reads it)
+  "lora-modules": ["--enable-lora", "--lora-modules", `a=${import.meta.path}`],
+  "max-loras": ["--enable-lora", "--max-loras", "2"],
+  "max-lora-rank": ["--enable-lora", "--max-lora-rank", "32"],
+  "max-cpu-loras": ["--enable-lora", "--max-cpu-loras", "3"],
   "kv-transfer-config": ["--kv-transfer-config", '{"kv_connector":"SimpleCPUOffloadConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":1000000}}'],
   "kv-offloading-backend": ["--kv-offloading-size", "1", "--kv-offloading-backend", "native"],
   runner: ["--runner", "pooling"],
@@ -135,8 +140,8 @@ describe("every serve flag of the FLAGS table (in process)", () => {
   });
 
   test("argparse's --no-X: a feature fennec lacks, turned off, is one no-effect line; an implemented flag takes it too", () => {
-    const off = configOf(["--no-async-scheduling", "--no-enable-lora"]);
-    expect(off.ok && off.value.warnings.filter((w) => /^--no-(async-scheduling|enable-lora) has no effect on fennec: /.test(w))).toHaveLength(2);
+    const off = configOf(["--no-async-scheduling", "--no-enable-lora-bias"]);
+    expect(off.ok && off.value.warnings.filter((w) => /^--no-(async-scheduling|enable-lora-bias) has no effect on fennec: /.test(w))).toHaveLength(2);
     const docs = configOf(["--disable-fastapi-docs", "--no-disable-fastapi-docs"]);
     expect(docs.ok && docs.value.server.disableDocs).toBe(false);
   });

@@ -43,6 +43,8 @@ export interface LlamaCppGreedyOptions {
   readonly checked: (promptLength: number, allLength: number) => readonly number[];
   /** keep every position in the sliding-window layers' cache (gemma3) */
   readonly swaFullCache?: boolean;
+  /** LoRA adapters applied by the context (llama_set_adapter_lora), each with its user scale */
+  readonly lora?: readonly { readonly filePath: string; readonly scale: number }[];
 }
 
 /**
@@ -58,6 +60,7 @@ export async function llamaCppGreedy(llama: Llama, path: string, o: LlamaCppGree
     const context = await model.createContext({
       contextSize: o.contextSize, batchSize: o.batchSize, threads: 1, flashAttention: false,
       ...(o.swaFullCache === true ? { swaFullCache: true } : {}),
+      ...(o.lora !== undefined ? { lora: { adapters: o.lora.map((l) => ({ ...l })) } } : {}),
       experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
     });
     try {

@@ -37,6 +37,9 @@ const EXPECTED: readonly (readonly [code: string, status: number, type: string])
   ["kv_handoff", 500, "InternalServerError"],
   ["kv_cache_full", 503, "ServiceUnavailableError"],
   ["engine_sleeping", 503, "ServiceUnavailableError"],
+  ["lora_not_found", 404, "NotFoundError"],
+  ["lora_disabled", 400, "BadRequestError"],
+  ["lora_load_failed", 500, "InternalServerError"],
 ];
 
 async function expectError(res: Response, status: number, type: string, message: RegExp): Promise<void> {

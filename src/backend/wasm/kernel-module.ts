@@ -37,6 +37,8 @@ export interface KernelExports {
   scale(x: number, s: number, n: number): void;
   add(out: number, a: number, b: number, n: number): void;
   add_bias(x: number, bias: number, numRows: number, n: number): void;
+  lora_delta(out: number, x: number, rowSlots: number, rowStart: number, rowEnd: number, slotTable: number, nIn: number, nOut: number, tmp: number): void;
+  lora_group_rows(): number;
   dequant_row(kind: number, dst: number, wq: number, ws: number, wm: number, row: number, cols: number, zeroPoint: number): void;
   stream_read(ptr: number, numBytes: number): number;
 }

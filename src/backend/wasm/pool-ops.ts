@@ -37,6 +37,7 @@ export enum PoolOp {
   QuantizeActivations = 10,
   RmsNorm = 11,
   SwigluOai = 12,
+  LoraDelta = 13,
 }
 
 /**
@@ -210,6 +211,12 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       // units of rows: args out, x, w, numRows, dim, eps (f32)
       const dim = ctl[a + 4]!;
       k.rms_norm(ctl[a]! + start * dim * 4, ctl[a + 1]! + start * dim * 4, ctl[a + 2]!, end - start, dim, ctlF[a + 5]!);
+      return;
+    }
+    case PoolOp.LoraDelta: {
+      // units of the kernel's row groups: args out, x, rowSlots, slotTable, nIn, nOut, numRows; its tmp in the thread's scratch
+      const group = k.lora_group_rows();
+      k.lora_delta(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, start * group, Math.min(end * group, ctl[a + 6]!), ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, scratch + 64);
       return;
     }
     case PoolOp.Exit:

@@ -9,7 +9,7 @@
  * (quantized-activations.ts). Weights: wasm-weight.ts; attention's split into tasks: attention-tasks.ts.
  * @example const backend = await createWasmBackend({ threads: 2 }); backend.matmul(out, w, x, numTokens);
  */
-import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, RopeAngles, Weight, WeightSource } from "../backend.ts";
+import type { AttentionSequence, Backend, DeviceBuffer, KvCacheShape, LoraPairBuffers, RopeAngles, Weight, WeightSource } from "../backend.ts";
 import { planAttentionTasks, writeAttentionTasks } from "./attention-tasks.ts";
 import { KernelKind } from "./block-layouts.ts";
 import { loadKernelModule, type KernelExports } from "./kernel-module.ts";
@@ -34,6 +34,8 @@ const MIN_PARALLEL_SILU = 16384;
  * the FFN's [rows, 1536] f32, then stay in a core's L2 (1 MiB on Zen 4) while every row group of a weight reads them.
  */
 const ROWS_PER_PASS = 512;
+/** LoRA's update spreads over the threads from this many multiply-adds (a prefill chunk with an adapter) */
+const MIN_PARALLEL_LORA_MACS = 1 << 16;
 
 /** A rope cos/sin table in its scratch and what it was computed for. */
 interface RopeTable {
@@ -60,6 +62,8 @@ export class WasmBackend implements Backend {
   private readonly tileRows: number;
   /** the f64 angles rope_table reads */
   private readonly ropeThetaScratch: Scratch;
+  /** LoRA: the rows' slots, the slot table (16 bytes a slot) and a group of rows' A x and expand sums (kernels/lora.ts) */
+  private readonly loraScratch: Scratch;
 
   constructor(
     readonly level: SimdLevel,
@@ -74,6 +78,7 @@ export class WasmBackend implements Backend {
     this.ropeTables = [0, 1].map(() => ({ scratch: new Scratch(heap), positions: new Int32Array(0), angles: null }));
     this.ropeThetaScratch = new Scratch(heap);
     this.attentionPartials = new Scratch(heap);
+    this.loraScratch = new Scratch(heap);
     this.segmentKeys = k.attention_segment_keys();
     this.tileRows = k.attention_tile_rows();
     this.setThreadScratch(0);
@@ -329,6 +334,40 @@ export class WasmBackend implements Backend {
 
   add(out: DeviceBuffer, a: DeviceBuffer, b: DeviceBuffer, n: number): void {
     this.k.add(asBuffer(out).ptr, asBuffer(a).ptr, asBuffer(b).ptr, n);
+  }
+
+  /** LoRA's per-row update (kernels/lora.ts): rows over the threads for a long step, else on this thread */
+  loraDelta(out: DeviceBuffer, x: DeviceBuffer, numRows: number, nIn: number, nOut: number, rowSlots: Int32Array, slots: readonly (LoraPairBuffers | null)[]): void {
+    if (rowSlots.length < numRows) throw new Error(`loraDelta: ${rowSlots.length} row slots for ${numRows} rows`);
+    let maxRank = 0;
+    for (const s of slots) if (s !== null) maxRank = Math.max(maxRank, s.rank);
+    if (maxRank === 0) return;
+    const slotBytes = slots.length * 16;
+    const tmpFloats = this.k.lora_group_rows() * (maxRank + nOut);
+    const base = this.loraScratch.ensure(numRows * 4 + slotBytes + tmpFloats * 4);
+    const rowsAt = base;
+    const tableAt = base + numRows * 4;
+    const tmpAt = tableAt + slotBytes;
+    const ints = this.heap.ints;
+    const floats = this.heap.floats;
+    ints.set(rowSlots.subarray(0, numRows), rowsAt / 4);
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i]!;
+      const at = tableAt / 4 + i * 4;
+      ints[at] = s === null ? 0 : asBuffer(s.a).ptr;
+      ints[at + 1] = s === null ? 0 : asBuffer(s.bt).ptr;
+      ints[at + 2] = s === null ? 0 : s.rank;
+      floats[at + 3] = s === null ? 0 : s.scale;
+    }
+    const o = asBuffer(out).ptr;
+    const xp = asBuffer(x).ptr;
+    if (numRows > 1 && numRows * maxRank * (nIn + nOut) >= MIN_PARALLEL_LORA_MACS && this.pool.numThreads > 1) {
+      this.setThreadScratch(tmpFloats);
+      // units of GROUP rows, so a chunk's groups are the same as one thread's would be (bits do not depend on them anyway)
+      this.pool.run(PoolOp.LoraDelta, [o, xp, rowsAt, tableAt, nIn, nOut, numRows], Math.ceil(numRows / this.k.lora_group_rows()));
+    } else {
+      this.k.lora_delta(o, xp, rowsAt, 0, numRows, tableAt, nIn, nOut, tmpAt);
+    }
   }
 
   scatterRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {

@@ -42,6 +42,11 @@ export const ENGINE_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
   kv_cache_full: "unavailable",
   // sleep mode: the engine is stopped until POST /wake_up
   engine_sleeping: "unavailable",
+  // LoRA: the adapter the request names is not (or no longer) in the engine: vLLM's unknown-model 404; LoRA off: 400;
+  // an adapter the engine could not read again from its file when it was needed: the server's failure
+  lora_not_found: "notFound",
+  lora_disabled: "badRequest",
+  lora_load_failed: "internal",
 };
 
 /** The message a request the engine ended with finish reason `error` gets (vLLM GenerationError). */

@@ -12,24 +12,21 @@ import { nowMs } from "../../util/clock.ts";
 
 export function listModels(options: ServerOptions) {
   const created = unixSeconds(nowMs());
-  // one card per --served-model-name, as vLLM lists its base model paths
-  return {
-    object: "list",
-    data: [options.servedModelName, ...(options.servedModelAliases ?? [])].map((id) => ({
-      id,
-      object: "model",
-      created,
-      owned_by: "fennec",
-      root: options.modelPath,
-      parent: null,
-      max_model_len: options.orchestrator.maxModelLen,
-      permission: [{
-        id: `modelperm-${crypto.randomUUID().replaceAll("-", "")}`, object: "model_permission", created,
-        allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false,
-        allow_view: true, allow_fine_tuning: false, organization: "*", group: null, is_blocking: false,
-      }],
-    })),
-  };
+  const permission = () => [{
+    id: `modelperm-${crypto.randomUUID().replaceAll("-", "")}`, object: "model_permission", created,
+    allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false,
+    allow_view: true, allow_fine_tuning: false, organization: "*", group: null, is_blocking: false,
+  }];
+  // one card per --served-model-name, as vLLM lists its base model paths, then each LoRA adapter (root: its file,
+  // parent: its base model, no max_model_len: vLLM show_available_models)
+  const base = [options.servedModelName, ...(options.servedModelAliases ?? [])].map((id) => ({
+    id, object: "model", created, owned_by: "fennec", root: options.modelPath, parent: null as string | null,
+    max_model_len: options.orchestrator.maxModelLen as number | null, permission: permission(),
+  }));
+  const adapters = (options.lora?.list() ?? []).map((a) => ({
+    id: a.name, object: "model", created, owned_by: "fennec", root: a.path, parent: a.parent as string | null, max_model_len: null as number | null, permission: permission(),
+  }));
+  return { object: "list", data: [...base, ...adapters] };
 }
 
 export function retrieveModel(options: ServerOptions, id: string) {

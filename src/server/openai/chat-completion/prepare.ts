@@ -47,7 +47,9 @@ export async function prepareChatCompletion(options: ServerOptions, clientBody: 
   // read first: the arrival is when preparation starts, not after the template and the tokenizer ran
   const arrivalMs = context.arrivalMs;
   const { orchestrator } = options;
-  checkModel(body.model, options.servedModelName);
+  // a LoRA adapter's name runs the base model with it (vLLM _maybe_get_adapters); answers carry the adapter's name
+  const loraName = options.lora?.has(body.model) === true ? body.model! : undefined;
+  if (loraName === undefined) checkModel(body.model, options.servedModelName);
   refuseOnPoolingModel(options, "Chat Completions");
   checkStreamOptions(body.stream, body.stream_options);
   checkRequestOptions(body);
@@ -63,14 +65,14 @@ export async function prepareChatCompletion(options: ServerOptions, clientBody: 
   const { promptTokenIds, sampling, chat: prepared, multimodal } = generation;
 
   const id = `chatcmpl-${publicRequestId(context.requestIdHeader, body.request_id)}`;
-  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders, ...(multimodal !== undefined ? { multimodal } : {}) };
+  const request = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders, ...(multimodal !== undefined ? { multimodal } : {}), ...(loraName !== undefined ? { loraName } : {}) };
   const role = responseRole(body, options.chat ?? DEFAULT_CHAT_SERVING);
   const outputConfig = generation.output;
   return {
     request,
     answer: {
       timings: body.timings_per_token === true,
-      id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(orchestrator.tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n, promptTokenIds,
+      id, created: unixSeconds(arrivalMs), model: loraName ?? options.servedModelName, tokenizer: logprobTokenizer(orchestrator.tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n, promptTokenIds,
       role, echoed: echoText(body, role), returnTokenIds: body.return_token_ids === true,
       logprobs: body.logprobs === true, topLogprobs: body.top_logprobs ?? 0,
       // with a reasoning parser, include_reasoning false also withholds logprobs and token ids (they would show the reasoning)

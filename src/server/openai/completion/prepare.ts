@@ -45,7 +45,9 @@ export async function prepareCompletion(options: ServerOptions, clientBody: Comp
   const arrivalMs = context.arrivalMs;
   const { orchestrator } = options;
   const { tokenizer } = orchestrator;
-  checkModel(body.model, options.servedModelName);
+  // a LoRA adapter's name runs the base model with it (vLLM _maybe_get_adapters); answers carry the adapter's name
+  const loraName = options.lora?.has(body.model) === true ? body.model! : undefined;
+  if (loraName === undefined) checkModel(body.model, options.servedModelName);
   refuseOnPoolingModel(options, "Completions");
   checkStreamOptions(body.stream, body.stream_options);
   checkRequestOptions(body);
@@ -79,10 +81,10 @@ export async function prepareCompletion(options: ServerOptions, clientBody: Comp
   // the stats tables name each prompt as the client knows it: the response id, `-<i>` per prompt when there are several (vLLM)
   const externalId = (i: number) => (prompts.length === 1 ? id : `${id}-${i}`);
   return {
-    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs, traceHeaders: context.traceHeaders })),
+    requests: prompts.map((p, i) => ({ requestId: `${id}-${i}-${suffix}`, externalRequestId: externalId(i), promptTokenIds: p.tokenIds, sampling: p.sampling, arrivalMs, traceHeaders: context.traceHeaders, ...(loraName !== undefined ? { loraName } : {}) })),
     answer: {
       timings: body.timings_per_token === true,
-      id, created: unixSeconds(arrivalMs), model: options.servedModelName, tokenizer: logprobTokenizer(tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n,
+      id, created: unixSeconds(arrivalMs), model: loraName ?? options.servedModelName, tokenizer: logprobTokenizer(tokenizer, body.return_tokens_as_token_ids ?? options.returnTokensAsTokenIds ?? false), n: sampling.n,
       prompts: prompts.map((p) => ({ text: p.text, tokenIds: p.tokenIds })), echo: body.echo === true,
       returnTokenIds: body.return_token_ids === true, numTop: body.logprobs ?? null,
       fingerprint: systemFingerprint({ ...options, maxModelLen: orchestrator.maxModelLen }),

@@ -181,7 +181,9 @@ function logUnknownFields(options: ServerOptions, keys: readonly string[] | null
 
 export async function prepareResponse(options: ServerOptions, body: ResponsesBody, context: RequestContext, store: ResponseStore): Promise<PreparedResponse> {
   const arrivalMs = context.arrivalMs;
-  checkModel(body.model, options.servedModelName);
+  // a LoRA adapter's name runs the base model with it (vLLM _maybe_get_adapters); answers carry the adapter's name
+  const loraName = options.lora?.has(body.model) === true ? body.model! : undefined;
+  if (loraName === undefined) checkModel(body.model, options.servedModelName);
   refuseOnPoolingModel(options, "Responses");
   refuseFields(body);
   logUnknownFields(options, context.bodyKeys);
@@ -226,7 +228,7 @@ export async function prepareResponse(options: ServerOptions, body: ResponsesBod
   const generation = await prepareChatGeneration(options, chatBody, { maxTokens: { value: null, param: "max_tokens" }, logprobs: logprobs ? (body.top_logprobs ?? 0) : null });
   const maxTokens = Math.min(generation.sampling.maxTokens ?? Infinity, sampling.maxTokens ?? Infinity);
   const id = body.request_id ?? context.requestIdHeader ?? `resp_${publicRequestId(null, null)}`;
-  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds: generation.promptTokenIds, sampling: { ...generation.sampling, maxTokens }, arrivalMs, traceHeaders: context.traceHeaders };
+  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds: generation.promptTokenIds, sampling: { ...generation.sampling, maxTokens }, arrivalMs, traceHeaders: context.traceHeaders, ...(loraName !== undefined ? { loraName } : {}) };
   const echo = {
     background, instructions: body.instructions ?? null, metadata: body.metadata ?? null,
     parallel_tool_calls: body.parallel_tool_calls ?? true, temperature: body.temperature ?? null, top_p: body.top_p ?? null,
@@ -240,7 +242,7 @@ export async function prepareResponse(options: ServerOptions, body: ResponsesBod
   return {
     request,
     answer: {
-      id, createdAt: unixSeconds(arrivalMs), model: options.servedModelName,
+      id, createdAt: unixSeconds(arrivalMs), model: loraName ?? options.servedModelName,
       tokenizer: logprobTokenizer(options.orchestrator.tokenizer, options.returnTokensAsTokenIds ?? false),
       outputConfig: generation.output, topLogprobs: logprobs ? (body.top_logprobs ?? 0) : null, namespaced, echo,
       inputMessages: messages, enableResponseMessages: body.enable_response_messages === true, enablePerRequestMetrics: options.enablePerRequestMetrics, store: storeIt, background,
