@@ -99,6 +99,8 @@ export class MetricsRecorder implements StatsListener {
   private readonly mfuCost: ModelShapeCost | null;
   private meanContextTokens = 0;
   private numFinished = 0;
+  /** the latest vllm:lora_requests_info stamp (Unix seconds) */
+  private loraStampS = 0;
   /** per engine label: when its series were created (Unix seconds), for the `_created` samples */
   private readonly createdS = new Map<string, number>();
   /** when the recorder (and its HTTP series) came to be: the `_created` time of series with no engine label */
@@ -236,10 +238,13 @@ export class MetricsRecorder implements StatsListener {
     this.set("num_requests_waiting_by_reason", this.labels(stats.engineIndex, { reason: "deferred" }), deferred);
     this.set("kv_cache_usage_perc", labels, stats.kvCacheUsage);
     if (stats.lora !== undefined) {
-      // every update stamps the current label combination with the time; old combinations stay (vLLM's gauge)
+      // every update stamps the current label combination with the time; old combinations stay (vLLM's gauge). Strictly
+      // increasing, so two updates within one millisecond still leave the newest combination the largest value (the
+      // endpoint picker reads the largest as the current one)
+      this.loraStampS = Math.max(Date.now() / 1000, this.loraStampS + 1e-6);
       this.set("lora_requests_info", {
         max_lora: String(stats.lora.maxLoras), waiting_lora_adapters: stats.lora.waiting.join(","), running_lora_adapters: stats.lora.running.join(","),
-      }, Date.now() / 1000);
+      }, this.loraStampS);
     }
     this.set("gpu_cache_usage_perc", labels, stats.kvCacheUsage);
     this.inc("prefix_cache_queries", labels, stats.prefixCacheQueries);
