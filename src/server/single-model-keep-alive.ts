@@ -3,9 +3,9 @@
  * model's front end (routes, tokenizer, parsers, metrics) stays; what is unloaded is its engine (its Worker: weights
  * and KV cache), stopped and started as a several-model server does (server/model-registry.ts, one slot). An Ollama
  * request's `keep_alive: 0` unloads the engine once it ends (the empty prompt with 0 is Ollama's unload call, answered
- * `done_reason: "unload"`); the next request of any route that needs the engine loads it again and waits, and the
- * Ollama routes report that wait as `load_duration`. `/health`, `/metrics`, `/v1/models`, `/api/ps` (empty while
- * unloaded), `/api/tags` and the version routes answer without loading it.
+ * `done_reason: "unload"`); the next POST of any route loads it again and waits, and the Ollama routes report that
+ * wait as `load_duration`. Other methods (GET: /health, /metrics, /v1/models, /api/ps, which is empty while unloaded,
+ * the pages) need no engine and answer without loading it, untouched.
  * Unlike Ollama (OLLAMA_KEEP_ALIVE, 5 minutes), the model is kept forever by default, as vLLM keeps it, and a
  * positive keep_alive only sets the expiry /api/ps reports; with `--keep-alive` given, that default and every
  * request's keep_alive apply as on a several-model server. Every request that does not ask for an unload is served
@@ -15,10 +15,6 @@
 import { errorMessage } from "../util/error-message.ts";
 import { ModelRegistry, type ModelLease } from "./model-registry.ts";
 import { keepAliveMs, LOAD_MS_HEADER, releasingBody, routedRequests } from "./model-router.ts";
-
-/** The routes answered by the front end alone: they never load a stopped engine (llama-server's router answers the
- * same ones itself, and a scrape of /metrics must not keep reloading an unloaded model). */
-const WITHOUT_ENGINE: ReadonlySet<string> = new Set(["/health", "/ping", "/metrics", "/v1/models", "/api/ps", "/api/tags", "/api/version", "/version"]);
 
 export interface SingleModelOptions {
   /** the served name (the registry's one slot; its lines name it) */
@@ -85,14 +81,15 @@ export async function keepSingleModel(app: { handle(request: Request): Promise<R
   const handle = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     const path = url.pathname;
-    if ((request.method === "GET" || request.method === "HEAD") && (WITHOUT_ENGINE.has(path) || path.startsWith("/v1/models/") || (path === "/" && request.method === "HEAD"))) {
-      if (path === "/api/ps" && !isLoaded()) return Response.json({ models: [] });
+    // only a POST generates: the rest is the front end's alone, and a scrape of /metrics must not reload the model
+    if (request.method !== "POST") {
+      if (request.method === "GET" && path === "/api/ps" && !isLoaded()) return Response.json({ models: [] });
       return app.handle(request);
     }
     // an Ollama body is read for its keep_alive (whatever its Content-Type: Ollama's `curl -d`); others pass as they are
     let body: string | null = null;
     let keepAlive: number | null | undefined = null;
-    if (request.method === "POST" && path.startsWith("/api/")) {
+    if (path.startsWith("/api/")) {
       body = await request.text();
       try {
         const parsed: unknown = JSON.parse(body);
