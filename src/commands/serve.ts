@@ -43,6 +43,8 @@ import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { startSeveralModels, type ConfiguredModel } from "./serve-models.ts";
 import { readModelEntries, type ModelEntry } from "./model-entries.ts";
 import { SleepableOrchestrator } from "../frontend/sleepable-orchestrator.ts";
+import { keepSingleModel } from "../server/single-model-keep-alive.ts";
+import { keepAliveMs } from "../server/model-router.ts";
 
 /** How long shutdown waits for the engines to stop after the requests are gone. */
 const ENGINE_STOP_GRACE_MS = 3000;
@@ -269,7 +271,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     vision,
     devMode: wiring.devMode, sleepControl: wiring.sleepMode ? sleepable : null,
     // the engine behind sleep (a wake-up's new one) or the pipeline's own; a chain of stages has no one engine
-    cacheControl: engine.resetPrefixCache !== undefined
+    cacheControl: pipeline.orchestrator.resetPrefixCache !== undefined
       ? { resetPrefixCache: (running) => engine.resetPrefixCache!(running), hasExternalCache: config.engine.kvOffload != null || config.engine.kvPeer != null }
       : null,
     lora: (lora = loraAdapters(config, () => loraEngine, servedModelName)),
@@ -300,6 +302,15 @@ function configuredModels(entries: readonly ModelEntry[]): ConfiguredModel[] {
   });
 }
 
+/** --keep-alive for a server of one model: given, it applies as Ollama's default; absent, the model stays (null). */
+function singleKeepAlive(options: Options): number | null {
+  const value = options["keep-alive"];
+  if (value === undefined || value === null) return null;
+  const ms = keepAliveMs(value);
+  if (ms === null) throw new CliError(`--keep-alive ${String(value)}: give seconds or a duration such as 5m, 1h30m or -1`);
+  return ms;
+}
+
 export async function main(options: Options): Promise<number> {
   // the server's flags first (a bad one is the command line's error), then every model's: a folder is its model
   // files, a --config file's `models:` entries bring their own flags
@@ -307,6 +318,7 @@ export async function main(options: Options): Promise<number> {
   const chain = server.chain;
   const models = configuredModels(readModelEntries(options));
   const config = models.length === 1 ? models[0]!.config : server.config;
+  const oneKeepAliveMs = models.length === 1 ? singleKeepAlive(models[0]!.entry.options) : null;
   const { server: flags, metrics } = config;
   const gate = makeDeprecationGate(pkg.version, metrics.showHiddenMetricsForVersion);
   const chat = readChatFlags(config.chat);
@@ -339,9 +351,19 @@ export async function main(options: Options): Promise<number> {
   const several = serverRecorder !== null
     ? startSeveralModels(models, options, (c) => startModelServer(c, chain, { ...modelWiring, chat: readChatFlags(c.chat) }), (line) => log(line), () => serverRecorder.registry.metrics())
     : null;
-  const one = several === null ? await startModelServer(config, chain, wiring) : null;
-  const handleApp = several?.handle ?? ((request: Request) => one!.app.handle(request));
+  // one model: its engine can be stopped and started under its front end, for Ollama's keep_alive 0 (an unload)
+  const one = several === null ? await startModelServer(config, chain, { ...wiring, engineSwap: true }) : null;
   const statLogger = one?.statLogger ?? null;
+  const keeper = one === null ? null : await keepSingleModel(one.app, one.engine, {
+    name: one.servedModelName, defaultKeepAliveMs: oneKeepAliveMs, log: (line) => log(line),
+    onInner: (inner, outer) => {
+      peers.set(inner, peers.get(outer) ?? null);
+      const target = targets.get(outer);
+      if (target !== undefined) targets.set(inner, target);
+    },
+    onEngine: (state) => { if (state === "stopped") statLogger?.stop(); else statLogger?.start(); },
+  });
+  const handleApp = several?.handle ?? keeper!.handle;
   const orchestrator: Pick<ModelServer["orchestrator"], "shutdown" | "isHealthy" | "deathReason"> = one?.orchestrator ?? several!;
   let http: HttpListener;
   try {

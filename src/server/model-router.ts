@@ -63,7 +63,7 @@ function registryError(e: unknown): Response {
 }
 
 /** A response whose body releases the lease when it is fully read or cancelled (a stream holds its model to the end). */
-function releasingBody(response: Response, release: () => void, loadMs: number): Response {
+export function releasingBody(response: Response, release: () => void, loadMs: number): Response {
   const headers = new Headers(response.headers);
   if (loadMs > 0) headers.set(LOAD_MS_HEADER, String(loadMs));
   if (response.body === null) { release(); return new Response(null, { status: response.status, statusText: response.statusText, headers }); }

@@ -36,6 +36,22 @@ describe("forcedReasoningEnd", () => {
   });
 });
 
+describe("forcedReasoningEnd counted from the reasoning start (vLLM's in_think)", () => {
+  test("nothing is forced before the output opens the reasoning; the count starts after the start tokens", () => {
+    const b = { budgetTokens: 2, endTokenIds: [9], startTokenIds: [6, 7] };
+    // no start yet: free however long the output is
+    expect(forcedReasoningEnd(b, [...PROMPT, 5, 5, 5, 5, 5], 3)).toBeNull();
+    // the start after two tokens of preamble: two reasoning tokens, then the end
+    expect(forcedReasoningEnd(b, [...PROMPT, 5, 5, 6, 7, 5], 3)).toBeNull();
+    expect(forcedReasoningEnd(b, [...PROMPT, 5, 5, 6, 7, 5, 5], 3)).toBe(9);
+    expect(forcedReasoningEnd(b, [...PROMPT, 5, 5, 6, 7, 5, 5, 9], 3)).toBeNull();
+    // budget 0: the end follows the start at once
+    expect(forcedReasoningEnd({ ...b, budgetTokens: 0 }, [...PROMPT, 6, 7], 3)).toBe(9);
+    // a start inside the prompt does not open the output's reasoning
+    expect(forcedReasoningEnd(b, [6, 7, 1, 5, 5, 5], 3)).toBeNull();
+  });
+});
+
 describe("the Sampler honours the budget", () => {
   // token 0 is by far the likeliest: a model that would never close its reasoning
   const row = new Float32Array([10, 0, 0, 0, 0, 0, 0, 0, 0, -Infinity]);

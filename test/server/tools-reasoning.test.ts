@@ -337,12 +337,17 @@ test("--exclude-tools-when-tool-choice-none leaves the tools out of the prompt f
   expect(auto).toContain("get_weather");
 });
 
-test("thinking_token_budget: vLLM's errors, and refused past them (fennec cannot force the reasoning end)", async () => {
+test("thinking_token_budget: vLLM's errors; a budget reaches the engine with the parser's end tokenized (test/server/thinking-token-budget.test.ts runs it)", async () => {
   const noParser = await post(server(DEFAULT_CHAT_SERVING, "ok"), ask({ thinking_token_budget: 10 }));
   expect(noParser.status).toBe(400);
   expect(noParser.json.error.message).toBe("thinking_token_budget is set but reasoning_config is not configured. Please set --reasoning-parser and/or --reasoning-config to use thinking_token_budget.");
   const negative = await post(server(QWEN3, "ok"), ask({ thinking_token_budget: -2 }));
   expect(negative.json.error.message).toBe("`thinking_token_budget` must be a non-negative integer or -1 for unlimited.");
-  expect((await post(server(QWEN3, "ok"), ask({ thinking_token_budget: 10 }))).status).toBe(400);
-  expect((await post(server(QWEN3, "ok"), ask({ thinking_token_budget: -1 }))).status).toBe(200);
+  const budgeted = server(QWEN3, "ok");
+  expect((await post(budgeted, ask({ thinking_token_budget: 10 }))).status).toBe(200);
+  const endTokenIds = budgeted.fake.tokenizer.encode("</think>", { addSpecial: false, parseSpecial: true });
+  expect(budgeted.fake.requests[0]!.sampling.thinkingBudget).toMatchObject({ budgetTokens: 10, endTokenIds });
+  const unlimited = server(QWEN3, "ok");
+  expect((await post(unlimited, ask({ thinking_token_budget: -1 }))).status).toBe(200);
+  expect(unlimited.fake.requests[0]!.sampling.thinkingBudget).toBeUndefined();
 });

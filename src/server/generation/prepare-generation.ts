@@ -23,6 +23,7 @@ import { prepareChat, type ChatRequestFields, type PreparedChat } from "../opena
 import { checkPromptChars, encodePrompt, messageContentChars } from "../openai/prompt-text.ts";
 import { extrasContext, samplingExtras, type SamplingExtrasBody } from "../openai/sampling-extras.ts";
 import { checkRequestGrammar } from "../openai/structured-outputs.ts";
+import { withThinkingTokenBudget } from "../openai/thinking-token-budget.ts";
 import type { PromptInput } from "../openai/wire-to-request.ts";
 import { fitPrompt, toSamplingParams, type PromptLimits, type RequestedMaxTokens, type SamplingBody, type SamplingInput } from "./sampling-request.ts";
 import { llamaSampling, type LlamaSamplingBody } from "./llama-sampling-request.ts";
@@ -125,7 +126,9 @@ export async function prepareChatGeneration(options: ServerOptions, body: ChatGe
   // images: encoded on the vision thread (the encoder cache answers repeats), then placed at the template's markers
   const placed = imageParts.length > 0 ? placeImages(tokenizer, textIds, encoded, options.vision!) : null;
   const fitted = fitPrompt(placed?.promptTokenIds ?? textIds, sampling, promptLimits(options, body, choices.maxTokens.param, "messages"));
-  return { ...fitted, chat, output: outputAfterGrammar(chat.output, sampling.structuredOutputs !== null, gated), ...(placed !== null ? { multimodal: placed.multimodal } : {}) };
+  // vLLM's thinking_token_budget: the reasoning's start is read from the prompt as fitted (the engine sees that one)
+  const budgeted = withThinkingTokenBudget(tokenizer, chat.output.reasoning?.parser ?? null, chat.thinkingTokenBudget, fitted.promptTokenIds, fitted.sampling);
+  return { ...fitted, sampling: budgeted, chat, output: outputAfterGrammar(chat.output, sampling.structuredOutputs !== null, gated), ...(placed !== null ? { multimodal: placed.multimodal } : {}) };
 }
 
 /** A model with a projector, no more images than --limit-mm-per-prompt, no truncation that could cut an image. */

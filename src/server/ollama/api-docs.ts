@@ -14,7 +14,7 @@ const COMMON = {
   stream: bool("NDJSON stream of records (default true), or one JSON with false."),
   format: any('"json", or a JSON schema the answer must follow.'),
   options: { type: "object", description: "Ollama's options (num_predict, temperature, top_k, top_p, min_p, typical_p, repeat_last_n, repeat_penalty, presence_penalty, frequency_penalty, mirostat, mirostat_tau, mirostat_eta, seed, stop, num_ctx; the runner keys at their automatic values only)." },
-  keep_alive: any('A number of seconds or a duration ("5m", "-1" = forever); 0 unloads the model after the request on a server of several models; a server of one model refuses 0.'),
+  keep_alive: any('A number of seconds or a duration ("5m", "-1" = forever); 0 unloads the model after the request, and the next request loads it again.'),
   think: any('true/false, or "low", "medium", "high", "max" (needs --reasoning-parser).'),
   logprobs: bool("Log probabilities of the generated tokens."),
   top_logprobs: { type: "integer", minimum: 0, maximum: 20, description: "Alternatives per token with logprobs." },

@@ -1,10 +1,11 @@
 /**
  * `keep_alive` (ollama api/types.go Duration.UnmarshalJSON): a JSON number is seconds (fractions allowed), a string is
  * a Go duration ("5m", "1h30m", "300ms", "-1m"), any negative means forever; omitted = 5 minutes (OLLAMA_KEEP_ALIVE's
- * default). Behind the several-models registry (server/model-router.ts) the router applies it: the model is unloaded
- * when idle past it, `0` unloads it as soon as the request ends, and the next request loads it again, as Ollama does.
- * A server of one model serves it for its whole life: there the value sets the expiry /api/ps reports (the last
- * request's end + keep_alive), and `0`, which asks to unload the model at once, is refused with a 400 that says so.
+ * default). What serves the app applies it: behind the several-models registry (server/model-router.ts) the model is
+ * unloaded when idle past it, `0` unloads it as soon as the request ends, and the next request loads it again, as
+ * Ollama does; a server of one model (server/single-model-keep-alive.ts) unloads its engine on `0` the same way, and
+ * otherwise the value sets the expiry /api/ps reports (the last request's end + keep_alive). An app with nothing in
+ * front to unload it refuses `0` with a 400 that says so.
  * @example parseKeepAlive("1h30m") // 5400000
  */
 import { ApiError } from "../errors.ts";
@@ -36,8 +37,8 @@ export function parseGoDurationMs(text: string): number | null {
 }
 
 /**
- * A request's keep_alive in ms: Infinity = forever; absent = the default. `unloadable`: a registry in front of this
- * model applies keep_alive (0 unloads it); otherwise 0 is refused. Throws Ollama-style 400s.
+ * A request's keep_alive in ms: Infinity = forever; absent = the default. `unloadable`: something in front of this
+ * app applies keep_alive (0 unloads the model); otherwise 0 is refused. Throws Ollama-style 400s.
  */
 export function parseKeepAlive(value: unknown, unloadable = false): number {
   if (value === undefined || value === null) return DEFAULT_KEEP_ALIVE_MS;
@@ -49,7 +50,7 @@ export function parseKeepAlive(value: unknown, unloadable = false): number {
   } else throw new ApiError("badRequest", "keep_alive must be a number of seconds or a duration string such as \"5m\"");
   if (ms < 0) return Infinity;
   if (ms === 0 && !unloadable) {
-    throw new ApiError("badRequest", "keep_alive 0 asks to unload the model, but this server serves a single model for its whole life and cannot unload it (a server of several models, `fennec serve a.gguf b.gguf`, unloads on keep_alive 0): leave keep_alive out, or give a positive duration or -1");
+    throw new ApiError("badRequest", "keep_alive 0 asks to unload the model, but this app alone cannot unload it (fennec serve, which unloads on keep_alive 0, puts that in front): leave keep_alive out, or give a positive duration or -1");
   }
   return ms;
 }

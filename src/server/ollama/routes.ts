@@ -67,8 +67,8 @@ async function respond(options: ServerOptions, state: OllamaState, answer: Ollam
 
 /**
  * Ollama's load request (nothing to generate): the model is loaded already; one record either way. With keep_alive 0
- * it is Ollama's unload request (server/routes.go: done_reason "unload"): the registry in front unloads the model
- * when this request ends.
+ * it is Ollama's unload request (server/routes.go: done_reason "unload"): what is in front (the registry, or the one
+ * model's keeper) unloads the model when this request ends.
  */
 function loaded(state: OllamaState, model: string, shape: OllamaAnswer["shape"], fields: CommonFields): Response | Record<string, unknown> {
   state.keepAlive.touch(Date.now(), fields.keepAliveMs);
@@ -82,9 +82,10 @@ function requestIds(context: RequestContext): { requestId: string; externalReque
   return { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id };
 }
 
-/** The several-models router's facts of a request it forwarded; a request from a client directly has neither. */
+/** The facts of a request forwarded by what unloads the model (the several-models router, or the one model's keeper,
+ * server/single-model-keep-alive.ts); a request from a client directly has neither. */
 export interface Routed {
-  /** the router applies keep_alive through the registry (0 unloads) */
+  /** keep_alive is applied in front of this app (0 unloads) */
   readonly unloadable: boolean;
   /** ms the request waited for the model's load */
   readonly loadMs: number;
@@ -208,7 +209,7 @@ export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] 
       return answer;
     }), withBody("embeddings", "Embedding, older form (Ollama)", "Ollama's /api/embeddings: one vector, not normalised."))
     .get("/api/tags", () => ({ models: state.names.list().map((name) => tagEntry(options, name)) }), detail("tags", "List models (Ollama)", "The served model under each of its names."))
-    .get("/api/ps", () => ({ models: state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())) }), detail("ps", "Running models (Ollama)", "The served model (always loaded) with the keep-alive expiry of its latest request."))
+    .get("/api/ps", () => ({ models: state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())) }), detail("ps", "Running models (Ollama)", "The served model while loaded, with the keep-alive expiry of its latest request."))
     .post("/api/show", ({ body }) => {
       const b = bodyObject(body);
       return showModel(options, state.names.resolve(modelField(b)), b["verbose"] === true);

@@ -14,6 +14,7 @@ import { TOOL_PARSERS } from "./tool-parsers/registry.ts";
 import type { ToolDefinition } from "./tool-parsers/tool-definition.ts";
 import { namedCallParser, requiredCallsParser, toolChoiceSchema } from "./tool-parsers/forced-calls.ts";
 import type { GrammarSpec } from "../../grammar/grammar-spec.ts";
+import { checkThinkingTokenBudget } from "./thinking-token-budget.ts";
 import type { ChatMessageBody, ToolDefinitionBody } from "./schemas.ts";
 import { isTemplateImagePart } from "./chat-completion/image-inputs.ts";
 
@@ -174,6 +175,8 @@ export interface PreparedChat {
   readonly grammar: GrammarSpec | null;
   /** the grammar (this one or response_format's) starts after these tokens: chat-request.ts reasoningEndTokenIds */
   readonly reasoningEndTokenIds: readonly number[] | null;
+  /** vLLM's thinking_token_budget to enforce (thinking-token-budget.ts); null = none (absent or -1) */
+  readonly thinkingTokenBudget: number | null;
 }
 
 /**
@@ -190,11 +193,11 @@ export function reasoningEndTokenIds(tokenizer: Tokenizer, reasoning: ChatOutput
 
 /** `disableAnyWhitespace`: --structured-outputs-config's, for the forced tool choice's grammar (vLLM's server setting). */
 export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat: ChatServingOptions = DEFAULT_CHAT_SERVING, disableAnyWhitespace = false): PreparedChat {
-  checkThinkingBudget(body.thinking_token_budget, chat);
+  const reasoningParser = chat.reasoningParser === null ? null : REASONING_PARSERS[chat.reasoningParser]!;
+  const thinkingTokenBudget = checkThinkingTokenBudget(body.thinking_token_budget, reasoningParser);
   const toolChoice = resolveToolChoice(body, chat);
   const options = templateOptions(body, chat, toolChoice);
   const prompt = renderChatPrompt(tokenizer, toChatMessages(body.messages), options);
-  const reasoningParser = chat.reasoningParser === null ? null : REASONING_PARSERS[chat.reasoningParser]!;
   const forced = toolChoice === "required" ? "required" : typeof toolChoice === "object" ? "named" : null;
   let grammar: GrammarSpec | null = null;
   if (forced !== null) {
@@ -228,21 +231,11 @@ export function prepareChat(tokenizer: Tokenizer, body: ChatRequestFields, chat:
     keepSpecialTokens: toolParser?.keepSpecialTokens === true || reasoningParser?.keepSpecialTokens === true,
     grammar,
     reasoningEndTokenIds: reasoningEndTokenIds(tokenizer, reasoning),
+    thinkingTokenBudget,
   };
 }
 
 /** vLLM's get_chat_request_role: --response-role, unless the prompt continues the last message (no generation prompt). */
 export function responseRole(body: Pick<ChatRequestFields, "messages" | "add_generation_prompt">, chat: ChatServingOptions = DEFAULT_CHAT_SERVING): string {
   return (body.add_generation_prompt ?? true) ? chat.responseRole : (body.messages.at(-1)?.role ?? chat.responseRole);
-}
-
-/** vLLM's thinking_token_budget checks; past them fennec refuses (it cannot force the reasoning end). */
-function checkThinkingBudget(budget: number | null | undefined, chat: ChatServingOptions): void {
-  if (budget === undefined || budget === null) return;
-  if (budget < -1) throw new ApiError("badRequest", "`thinking_token_budget` must be a non-negative integer or -1 for unlimited.", "thinking_token_budget");
-  if (chat.reasoningParser === null) {
-    throw new ApiError("badRequest", "thinking_token_budget is set but reasoning_config is not configured. Please set --reasoning-parser and/or --reasoning-config to use thinking_token_budget.", "thinking_token_budget");
-  }
-  // -1 is "unlimited": what fennec does anyway
-  if (budget !== -1) throw new ApiError("badRequest", "thinking_token_budget is not supported by fennec: it cannot force the end of the reasoning; leave it out or use -1 (unlimited).", "thinking_token_budget");
 }

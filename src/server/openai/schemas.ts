@@ -170,6 +170,8 @@ const chatTemplateFields = {
   chat_template_kwargs: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown(), { description: "vLLM extra: extra template variables (e.g. {\"enable_thinking\": false}); override --default-chat-template-kwargs.", example: { enable_thinking: false } }))),
 };
 
+const THINKING_TOKEN_BUDGET = "vLLM extra: with --reasoning-parser, once the reasoning holds this many tokens (counted from its start) its end is forced and the answer follows; -1 unlimited.";
+
 export const ChatCompletionRequest = t.Object({
   // refused fields first: a declaration below wins (request-fields.ts keeps every field's fate)
   ...refusedFieldSchemas("chat", []),
@@ -188,7 +190,7 @@ export const ChatCompletionRequest = t.Object({
   tool_choice: t.Optional(t.Nullable(t.Union([t.String(), t.Record(t.String(), t.Unknown())], { description: "`none`, `auto` (needs --enable-auto-tool-choice and --tool-call-parser; the default when tools are given), `required` or `{\"type\": \"function\", \"function\": {\"name\": ...}}`." }))),
   parallel_tool_calls: nullableBoolean("OpenAI: false keeps only the first tool call (default true)."),
   reasoning_effort: t.Optional(t.Nullable(t.String({ description: "OpenAI: passed to the chat template as `reasoning_effort`; also sets enable_thinking (false for `none`) unless chat_template_kwargs sets it." }))),
-  thinking_token_budget: nullableInteger("vLLM extra: refused: fennec has no thinking-token budget (vLLM forces the reasoning end after this many tokens)."),
+  thinking_token_budget: nullableInteger(THINKING_TOKEN_BUDGET),
   include_reasoning: nullableBoolean("vLLM extra: with --reasoning-parser, false leaves `reasoning` out (null) of the answer (default true)."),
 }, {
   description: "OpenAI Chat Completions request, plus vLLM's extra sampling fields.",
@@ -210,6 +212,7 @@ export const CompletionRequest = t.Object({
   echo: nullableBoolean("Prefix each choice's text with its prompt."),
   suffix: t.Optional(t.Nullable(t.String({ description: "Accepted, not supported: must be empty." }))),
   add_special_tokens: nullableBoolean("vLLM extra: add BOS/EOS when tokenizing the prompt (default true)."),
+  thinking_token_budget: nullableInteger(THINKING_TOKEN_BUDGET),
   best_of: nullableInteger("OpenAI: only best_of = n (or unset) is accepted; vLLM's V1 engine dropped best_of too."),
 }, {
   description: "OpenAI (legacy) Completions request, plus vLLM's extra sampling fields.",

@@ -18,6 +18,8 @@ import type { CompletionBody } from "../schemas.ts";
 import { checkModel, checkPromptTokenIds, checkRequestOptions, checkStreamOptions, promptsOf, publicRequestId, unixSeconds, usageMode } from "../wire-to-request.ts";
 import { systemFingerprint } from "../fingerprint.ts";
 import { logIgnoredFields, refuseFields } from "../request-fields.ts";
+import { REASONING_PARSERS } from "../reasoning-parsers/registry.ts";
+import { checkThinkingTokenBudget, withThinkingTokenBudget } from "../thinking-token-budget.ts";
 import { noOutputLimit, resolveAliases } from "../field-aliases.ts";
 import { logprobTokenizer } from "../logprobs.ts";
 
@@ -55,6 +57,9 @@ export async function prepareCompletion(options: ServerOptions, clientBody: Comp
   if (body.suffix) throw new ApiError("badRequest", "suffix is not supported", "suffix");
   const inputs = promptsOf(body.prompt);
   if (inputs.length === 0) throw new ApiError("badRequest", "Either prompt or prompt_embeds must be provided and non-empty.", "prompt");
+  // vLLM reads the prompt's own reasoning state: a prompt may open the reasoning, or the model's output does
+  const reasoningParser = options.chat?.reasoningParser ? REASONING_PARSERS[options.chat.reasoningParser]! : null;
+  const thinkingTokenBudget = checkThinkingTokenBudget(body.thinking_token_budget, reasoningParser);
   const requested = await textSampling(options, body, { maxTokens: requestedMaxTokens(body, noOutputLimit(clientBody) ? null : 16), logprobs: body.logprobs ?? null });
   // vLLM: echo with logprobs also scores the prompt (prompt_logprobs = logprobs unless set)
   const echoLogprobs = body.echo === true && body.logprobs !== undefined && body.logprobs !== null;
@@ -73,7 +78,7 @@ export async function prepareCompletion(options: ServerOptions, clientBody: Comp
     const tokenIds = g.promptTokenIds;
     // the echoed text: the client's own unless truncation cut it
     const text = "text" in input && tokenIds === g.fullIds ? input.text : tokenizer.decode(tokenIds, { skipSpecialTokens: true });
-    return { text, tokenIds, sampling: g.sampling };
+    return { text, tokenIds, sampling: withThinkingTokenBudget(tokenizer, reasoningParser, thinkingTokenBudget, tokenIds, g.sampling) };
   });
 
   const id = `cmpl-${publicRequestId(context.requestIdHeader, body.request_id)}`;

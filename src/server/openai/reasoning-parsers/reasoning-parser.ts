@@ -25,6 +25,9 @@ export interface ReasoningParser {
    * reasoningGate), or, for null, holds from the first token and the output is all content.
    */
   readonly endToken: string | null;
+  /** the text that opens the reasoning (vLLM's reasoning_start_str), where the parser has one: thinking_token_budget
+   * counts from it */
+  readonly startToken?: string | null;
   /** its markers are special tokens that must stay in the text (skip_special_tokens off) */
   readonly keepSpecialTokens?: boolean;
   /** the template variable that turns thinking on or off, and its default */

@@ -48,6 +48,7 @@ function makeParser(flavour: Flavour): ReasoningParser {
   return {
     name: flavour.name,
     endToken: END,
+    startToken: START,
     thinkingKwarg: flavour.honoursThinkingOff ? { name: "enable_thinking", default: true } : null,
     extract(text, context) {
       const t = afterStart(text);
