@@ -173,7 +173,7 @@ describe("make-model CLI", () => {
   test.each([
     [["--shape", "nope", "--type", "q8_0", "--out", "x.gguf"], /unknown shape "nope"/],
     [["--shape", "tiny-qwen3-0.6b", "--type", "q3_k", "--out", "x.gguf"], /unknown type "q3_k"/],
-    [["--shape", "tiny-qwen3-0.6b", "--type", "q8_0"], /--shape, --type and --out are required/],
+    [["--shape", "tiny-qwen3-0.6b", "--type", "q8_0"], /--shape, --type and --out \(or --lora-out alone\) are required/],
     [["--shape", "tiny-qwen3-0.6b", "--type", "q8_0", "--out", "x.gguf", "--bogus", "1"], /unknown flag --bogus/],
     [["--shape", "tiny-qwen3-0.6b", "--type", "q8_0", "--out", "x.gguf", "--layers", "0"], /--layers must be a positive integer/],
   ])("bad flags: %p", async (args, message) => {

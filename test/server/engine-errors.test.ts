@@ -28,6 +28,7 @@ const EXPECTED: readonly (readonly [code: string, status: number, type: string])
   ["invalid_kv_transfer_params", 400, "BadRequestError"],
   ["kv_transfer_params_unsupported", 400, "BadRequestError"],
   ["structured_outputs_unavailable", 400, "BadRequestError"],
+  ["invalid_multimodal", 400, "BadRequestError"],
   ["kv_cache_too_small", 400, "BadRequestError"],
   ["invalid_grammar", 400, "BadRequestError"],
   ["grammar_dead_end", 400, "BadRequestError"],

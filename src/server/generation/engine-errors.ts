@@ -28,6 +28,8 @@ export const ENGINE_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
   invalid_kv_transfer_params: "badRequest",
   kv_transfer_params_unsupported: "badRequest",
   structured_outputs_unavailable: "badRequest",
+  // media items the engine cannot take: outside the prompt, the wrong size, or on a pooling request
+  invalid_multimodal: "badRequest",
   // the request can never fit this KV cache: only asking for fewer tokens helps
   kv_cache_too_small: "badRequest",
   // the request's grammar: xgrammar refused to compile it, or it leaves no token of this vocabulary to continue
