@@ -123,6 +123,7 @@ describe("Anthropic image blocks", () => {
     };
     await refused([{ type: "image", source: { type: "file", file_id: "file_1" } }], "messages[0].content[0].source.type: images by file_id are not supported");
     await refused([base64Block(png(4), "image/bmp")], "messages[0].content[0].source.media_type");
+    await refused([base64Block(png(4), "image/jpeg")], "Image does not match the provided media type image/jpeg (the data is image/png)");
     await refused([{ type: "image", source: { type: "base64", media_type: "image/png", data: "AA==", extra: 1 } }], "messages[0].content[0].source.extra: Extra inputs are not permitted");
     await refused([base64Block(png(4))], "image blocks belong in user messages", "assistant");
     await refused([{ type: "image", source: { type: "base64", media_type: "image/png", data: NOT_AN_IMAGE } }], "messages[0].content[0].source.data: not a PNG");

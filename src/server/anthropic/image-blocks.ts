@@ -1,8 +1,8 @@
 /**
  * Anthropic image blocks (docs.claude.com "Vision": source base64 with media_type, or url) as the chat path's
  * image_url parts (vLLM vllm/entrypoints/anthropic/serving.py turns them into image_url parts the same way): the
- * projector, --limit-mm-per-prompt and the media rules apply there, and its errors name the block's path. Images by
- * file_id (Anthropic's Files API) are refused. Framework-free; throws ApiError (400).
+ * projector, --limit-mm-per-prompt and the media rules apply there, and its errors name the block's path. A media_type
+ * the data's leading bytes contradict is refused, as Anthropic does; images by file_id (its Files API) are refused. Framework-free; throws ApiError (400).
  * @example imageBlockPart({ type: "image", source: { type: "url", url: "https://..." } }, "messages[0].content[0]")
  */
 import { ApiError } from "../errors.ts";
@@ -10,6 +10,22 @@ import { dialectImagePart } from "../openai/chat-completion/image-inputs.ts";
 
 /** The media types Anthropic takes for base64 images. */
 export const IMAGE_MEDIA_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"] as const;
+
+/** Each media type's leading bytes (RIFF....WEBP: bytes 8-11 checked apart), to hold media_type to the data. */
+const MAGIC: Readonly<Record<(typeof IMAGE_MEDIA_TYPES)[number], readonly number[]>> = {
+  "image/png": [0x89, 0x50, 0x4e, 0x47],
+  "image/jpeg": [0xff, 0xd8, 0xff],
+  "image/gif": [0x47, 0x49, 0x46, 0x38],
+  "image/webp": [0x52, 0x49, 0x46, 0x46],
+};
+
+/** The media type the data's first bytes say, or null when they are none of the four (the decoder names that). */
+function sniffedType(data: string): string | null {
+  const head = Buffer.from(data.slice(0, 16), "base64");
+  const found = IMAGE_MEDIA_TYPES.find((type) => MAGIC[type].every((b, i) => head[i] === b));
+  if (found === "image/webp" && head.subarray(8, 12).toString("latin1") !== "WEBP") return null;
+  return found ?? null;
+}
 
 const bad = (path: string, message: string): ApiError => new ApiError("badRequest", `${path}: ${message}`, path);
 
@@ -35,6 +51,9 @@ export function imageBlockPart(block: Readonly<Record<string, unknown>>, path: s
       }
       const data = source["data"];
       if (typeof data !== "string" || data === "") throw bad(`${spath}.data`, "Input should be a non-empty base64 string");
+      // Anthropic's own check: the declared type must be the data's
+      const sniffed = sniffedType(data);
+      if (sniffed !== null && sniffed !== mediaType) throw bad(spath, `Image does not match the provided media type ${mediaType} (the data is ${sniffed})`);
       return dialectImagePart(`data:${mediaType};base64,${data}`, `${spath}.data`);
     }
     case "url": {
