@@ -136,7 +136,7 @@ describe("the ollama library", () => {
     expect(String((refused as Error).message)).toContain('invalid duration "5 minutes"');
   });
 
-  test("errors: an unknown model is a 404 ResponseError; images are refused", async () => {
+  test("errors: an unknown model is a 404 ResponseError; images on a model without a projector are refused", async () => {
     const missing = await ollama.chat({ model: "llama3.2", messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e);
     expect(missing).toMatchObject({ name: "ResponseError", status_code: 404, error: "model 'llama3.2' not found" });
     const image = await ollama.generate({ model: "stories", prompt: "what is this", images: ["aGVsbG8="] }).catch((e: unknown) => e);

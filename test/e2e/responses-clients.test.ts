@@ -152,11 +152,12 @@ describe("the openai SDK (client.responses)", () => {
     expect((await client.responses.retrieve(long.id)).status).toBe("cancelled");
   });
 
-  test("errors in OpenAI's shape: an image input is a 400 naming it", async () => {
+  test("errors in OpenAI's shape: an image input on a model without a projector is a 400 naming it and --mmproj", async () => {
     const bad = await client.responses.create({ model: MODEL, input: [{ role: "user", content: [{ type: "input_image", image_url: "https://x/y.png", detail: "auto" }] }] })
       .then(() => null, (error: unknown) => error);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(bad).toMatchObject({ status: 400, param: "input[0].content[0].type" });
+    expect(bad).toMatchObject({ status: 400, param: "input[0].content[0].image_url" });
+    expect((bad as Error).message).toContain("--mmproj");
   });
 });
 

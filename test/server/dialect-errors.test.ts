@@ -3,8 +3,9 @@
  * starts (app.handle on the fake orchestrator): the Responses API in OpenAI's (`{error: {message, type, param,
  * code}}`), Anthropic Messages in Anthropic's (`{type: "error", error: {type, message}, request_id}`), Ollama's routes
  * in Ollama's (`{error: "..."}`). The paths: a body that is not JSON, not an object, a missing required field, a
- * field of the wrong type, an unknown model, a prompt over the context (plain and streamed), an image (no dialect
- * reads images on these routes yet) and a missing API key.
+ * field of the wrong type, an unknown model, a prompt over the context (plain and streamed), an image on a model
+ * served without a vision projector (each dialect's image reaches the chat path's check, which names --mmproj) and a
+ * missing API key.
  */
 import { describe, expect, test } from "bun:test";
 import { testServer, type Json } from "./helpers.ts";
@@ -26,7 +27,7 @@ interface Dialect {
   readonly wrongType: readonly [Json, string];
   /** the body with a prompt over the context */
   readonly long: (stream: boolean) => Json;
-  /** the body with an image, and what the message names */
+  /** the body with an image (the fake model has no projector), and what the message names */
   readonly image: readonly [Json, string];
   /** checks the error shape; returns the message */
   readonly shape: (status: number, json: Json) => string;
@@ -64,7 +65,7 @@ const DIALECTS: readonly Dialect[] = [
     missing: [{ model: "fake-model", max_output_tokens: 3 }, "'input' is required"],
     wrongType: [{ model: "fake-model", input: "hi", max_output_tokens: "three" }, "max_output_tokens"],
     long: (stream) => ({ model: "fake-model", input: LONG, max_output_tokens: 3, stream }),
-    image: [{ model: "fake-model", input: [{ role: "user", content: [{ type: "input_image", image_url: `data:image/png;base64,${IMAGE}` }] }] }, "input_image"],
+    image: [{ model: "fake-model", input: [{ role: "user", content: [{ type: "input_image", image_url: `data:image/png;base64,${IMAGE}` }] }] }, "--mmproj"],
   },
   {
     name: "Anthropic Messages", path: "/v1/messages", shape: anthropicShape,
@@ -72,7 +73,7 @@ const DIALECTS: readonly Dialect[] = [
     missing: [{ model: "fake-model", messages: user("hi") }, "max_tokens: Field required"],
     wrongType: [{ model: "fake-model", max_tokens: "three", messages: user("hi") }, "max_tokens"],
     long: (stream) => ({ model: "fake-model", max_tokens: 3, messages: user(LONG), stream }),
-    image: [{ model: "fake-model", max_tokens: 3, messages: user([{ type: "image", source: { type: "base64", media_type: "image/png", data: IMAGE } }]) }, "image"],
+    image: [{ model: "fake-model", max_tokens: 3, messages: user([{ type: "image", source: { type: "base64", media_type: "image/png", data: IMAGE } }]) }, "--mmproj"],
   },
   {
     name: "Ollama /api/chat", path: "/api/chat", shape: ollamaShape,
@@ -80,7 +81,7 @@ const DIALECTS: readonly Dialect[] = [
     missing: [{ messages: user("hi"), stream: false }, "model is required"],
     wrongType: [{ model: "fake-model", messages: user("hi"), stream: false, options: { temperature: "hot" } }, "temperature"],
     long: (stream) => ({ model: "fake-model", messages: user(LONG), stream }),
-    image: [{ model: "fake-model", messages: [{ role: "user", content: "hi", images: [IMAGE] }], stream: false }, "images"],
+    image: [{ model: "fake-model", messages: [{ role: "user", content: "hi", images: [IMAGE] }], stream: false }, "--mmproj"],
   },
   {
     name: "Ollama /api/generate", path: "/api/generate", shape: ollamaShape,
@@ -88,7 +89,7 @@ const DIALECTS: readonly Dialect[] = [
     missing: [{ prompt: "hi", stream: false }, "model is required"],
     wrongType: [{ model: "fake-model", prompt: 7, stream: false }, "prompt"],
     long: (stream) => ({ model: "fake-model", prompt: LONG, stream }),
-    image: [{ model: "fake-model", prompt: "hi", images: [IMAGE], stream: false }, "images"],
+    image: [{ model: "fake-model", prompt: "hi", images: [IMAGE], stream: false }, "--mmproj"],
   },
 ];
 
@@ -125,7 +126,7 @@ for (const d of DIALECTS) {
       await expectError(await s.call("POST", d.path, d.long(true)), 400, "512");
     });
 
-    test("an image: a 400 that says images are not read", async () => {
+    test("an image on a model without a projector: a 400 naming --mmproj", async () => {
       await expectError(await s.call("POST", d.path, d.image[0]), 400, d.image[1]);
       expect(s.fake.requests.every((r) => r.promptTokenIds.length < 100)).toBe(true);
     });

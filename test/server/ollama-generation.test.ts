@@ -97,7 +97,7 @@ describe("/api/chat", () => {
     [{ think: true }, '"fake-model:latest" does not support thinking'],
     [{ think: "extreme" }, "invalid think value"],
     [{ tools: [{ type: "function", function: { name: "f" } }] }, "does not support tools"],
-    [{ messages: [{ role: "user", content: "hi", images: ["aGk="] }] }, "images are not supported"],
+    [{ messages: [{ role: "user", content: "hi", images: ["aGk="] }] }, "started without a vision projector (serve it with --mmproj"],
     [{ format: 5 }, "invalid format"],
     [{ top_logprobs: 21, logprobs: true }, "top_logprobs must be between 0 and 20"],
     [{ truncate: true }, "truncate true is not supported"],
@@ -240,7 +240,7 @@ describe("/api/generate", () => {
     [{ suffix: "end" }, "does not support insert"],
     [{ template: "{{ .Prompt }}" }, "template is not supported"],
     [{ context: [1, 2, 3] }, "context (the deprecated token list"],
-    [{ images: ["aGk="] }, "images are not supported"],
+    [{ images: ["aGk="] }, "started without a vision projector (serve it with --mmproj"],
     [{ raw: true, think: true }, "does not support thinking"],
   ])("refused: %j", async (extra, message) => {
     const s = testServer();

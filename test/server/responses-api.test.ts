@@ -148,7 +148,7 @@ describe("input items -> chat messages", () => {
   });
 
   test.each([
-    [{ input: [{ role: "user", content: [{ type: "input_image", image_url: "http://x/y.png" }] }] }, "input[0].content[0].type", "image"],
+    [{ input: [{ role: "user", content: [{ type: "input_image", image_url: "http://x/y.png" }] }] }, "input[0].content[0].image_url", "--mmproj"],
     [{ input: [{ type: "reasoning", summary: [], encrypted_content: "xyz" }] }, "input[0].encrypted_content", "Encrypted content is not supported."],
     [{ input: [{ type: "item_reference", id: "x" }] }, "input[0].type", "item_reference"],
     [{ input: "Hi", tools: [{ type: "web_search" }] }, "tools[0].type", "web_search"],

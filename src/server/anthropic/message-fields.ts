@@ -22,7 +22,7 @@ const none = (v: unknown): boolean => v === null || (Array.isArray(v) && v.lengt
 
 export const MESSAGE_FIELDS: readonly MessageField[] = [
   { name: "model", fate: "implemented", note: "Must be the served model name (or an alias); anything else is a 404 not_found_error.", countTokens: true },
-  { name: "messages", fate: "implemented", note: "user / assistant turns (vLLM also takes inline system turns); blocks text, tool_use, tool_result, thinking, redacted_thinking (dropped); image and document blocks are refused.", countTokens: true },
+  { name: "messages", fate: "implemented", note: "user / assistant turns (vLLM also takes inline system turns); blocks text, tool_use, tool_result, thinking, redacted_thinking (dropped), image (user turns, with a vision projector: base64 or url sources); document blocks are refused.", countTokens: true },
   { name: "system", fate: "implemented", note: "A string or text blocks, joined (vLLM); a Claude Code billing-header block is dropped so the prefix cache works.", countTokens: true },
   { name: "max_tokens", fate: "implemented", note: "Required; the output budget, thinking included." },
   { name: "stop_sequences", fate: "implemented", note: "Strings that end the output; stop_reason stop_sequence names the one that matched." },

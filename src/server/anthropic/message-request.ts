@@ -2,7 +2,7 @@
  * An Anthropic Messages body -> vLLM's chat fields (ChatGenerationBody), the way vLLM converts it
  * (vllm/entrypoints/anthropic/serving.py AnthropicServingMessages._convert_anthropic_to_openai_request): system text
  * joined into one leading system message, blocks into OpenAI messages (tool_use -> tool_calls, tool_result -> a `tool`
- * message before the rest of the user turn, thinking -> `reasoning`), tools -> functions, tool_choice any -> required,
+ * message before the rest of the user turn, thinking -> `reasoning`, image -> an image_url part in block order), tools -> functions, tool_choice any -> required,
  * stop_sequences -> stop. Every field is checked here by hand so that each refusal is an Anthropic
  * `invalid_request_error` naming its path. Framework-free; throws ApiError (400).
  * @example const { body, maxTokens } = toChatGeneration(raw, chatServing, false);
@@ -13,6 +13,7 @@ import type { ChatGenerationBody } from "../generation/prepare-generation.ts";
 import { REASONING_PARSERS } from "../openai/reasoning-parsers/registry.ts";
 import type { ChatMessageBody, ToolDefinitionBody } from "../openai/schemas.ts";
 import { refuseMessageFields } from "./message-fields.ts";
+import { imageBlockPart } from "./image-blocks.ts";
 
 type Json = Record<string, unknown>;
 
@@ -31,11 +32,11 @@ const BLOCK_KEYS: Readonly<Record<string, readonly string[]>> = {
   redacted_thinking: ["data"],
   // a tool search's answer: the named deferred tool is loaded (its definition joins the prompt's tools)
   tool_reference: ["tool_name", "name", "cache_control"],
+  image: ["source", "cache_control"],
 };
 
 /** Blocks fennec cannot read, with the reason the 400 gives. */
 const REFUSED_BLOCKS: Readonly<Record<string, string>> = {
-  image: "fennec serves text models and reads no images yet",
   document: "fennec reads no documents (PDF or text sources); send the text in a text block",
   search_result: "search result blocks are not supported",
   server_tool_use: "server tools run on Anthropic's platform, not here",
@@ -162,6 +163,8 @@ function convertTurn(turn: Json, i: number, references: Set<string>): ChatMessag
   const blocks = array(content, `${path}.content`);
   const out: ChatMessageBody[] = [];
   const texts: string[] = [];
+  // text and image parts in block order, for a turn with images (vLLM's content parts)
+  const parts: { type: string; text?: string }[] = [];
   const reasoning: string[] = [];
   const toolCalls: NonNullable<ChatMessageBody["tool_calls"]>[number][] = [];
   blocks.forEach((b, j) => {
@@ -172,7 +175,13 @@ function convertTurn(turn: Json, i: number, references: Set<string>): ChatMessag
       if (role !== want) throw bad(`${bpath}.type`, `${type} blocks belong in ${want} messages`);
     };
     switch (type) {
-      case "text": texts.push(string(block["text"], `${bpath}.text`)); break;
+      case "text": {
+        const text = string(block["text"], `${bpath}.text`);
+        texts.push(text);
+        parts.push({ type: "text", text });
+        break;
+      }
+      case "image": mustBe("user"); parts.push(imageBlockPart(block, bpath)); break;
       case "thinking": mustBe("assistant"); reasoning.push(string(block["thinking"], `${bpath}.thinking`)); break;
       // opaque (encrypted by Anthropic): nothing a local model could read; vLLM drops it too
       case "redacted_thinking": mustBe("assistant"); break;
@@ -190,10 +199,12 @@ function convertTurn(turn: Json, i: number, references: Set<string>): ChatMessag
     }
   });
   // a user turn of tool results only adds no user message (vLLM)
-  if (texts.length === 0 && toolCalls.length === 0 && reasoning.length === 0 && out.length > 0) return out;
+  const hasImages = parts.length > texts.length;
+  if (texts.length === 0 && !hasImages && toolCalls.length === 0 && reasoning.length === 0 && out.length > 0) return out;
   const message: ChatMessageBody = {
-    // several text blocks read as vLLM's text parts do once rendered as a string: joined with newlines
-    role, content: texts.join("\n"),
+    // several text blocks read as vLLM's text parts do once rendered as a string: joined with newlines; with images,
+    // the parts in block order (each image's marker where its block was)
+    role, content: hasImages ? parts : texts.join("\n"),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     ...(reasoning.length > 0 ? { reasoning: reasoning.join("") } : {}),
   };

@@ -15,6 +15,8 @@ import { checkPromptChars, encodePrompt, messageContentChars } from "../openai/p
 import { checkModel, publicRequestId } from "../openai/wire-to-request.ts";
 import { refuseOnPoolingModel } from "../openai/embedding/prepare.ts";
 import type { RequestContext } from "../request-context.ts";
+import { imagePartsOf, withTemplateImageParts } from "../openai/chat-completion/image-inputs.ts";
+import type { ChatMessageBody } from "../openai/schemas.ts";
 import type { ServerOptions } from "../server-options.ts";
 import { toChatGeneration } from "./message-request.ts";
 import type { MessageAnswer } from "./message-response.ts";
@@ -44,7 +46,8 @@ export async function prepareMessage(options: ServerOptions, raw: unknown, conte
     throw new ApiError("badRequest", "thinking: this prompt leaves the model no reasoning to budget (the chat template closed it); leave thinking out or use {\"type\": \"adaptive\"}", "thinking");
   }
   return {
-    request,
+    // the images' embeddings at their placeholder rows (prepareChatGeneration placed them)
+    request: generation.multimodal === undefined ? request : { ...request, multimodal: generation.multimodal },
     answer: { id, model: translated.model, numPromptTokens: promptTokenIds.length, outputConfig: generation.output, stopSequences: translated.stopSequences },
     stream: translated.stream,
     thinkingBudgetTokens: translated.thinkingBudgetTokens,
@@ -59,7 +62,20 @@ export async function countMessageTokens(options: ServerOptions, raw: unknown): 
   checkModel(translated.model, options.servedModelName);
   const { tokenizer, maxModelLen } = options.orchestrator;
   checkPromptChars(tokenizer, maxModelLen, messageContentChars(translated.body.messages), "messages");
-  const chat = prepareChat(tokenizer, translated.body, serving, false);
+  const images = countedImages(options, translated.body.messages);
+  const body = images === 0 ? translated.body : { ...translated.body, messages: withTemplateImageParts(translated.body.messages) };
+  const chat = prepareChat(tokenizer, body, serving, false);
   const ids = await encodePrompt(tokenizer, chat.prompt, { addSpecial: false, parseSpecial: true });
-  return { input_tokens: ids.length };
+  // each image's marker becomes begin, one token per embedding row, end (image-inputs.ts placeImages)
+  return { input_tokens: ids.length + images * (options.vision?.encoder.info.tokensPerImage ?? 0) + images };
+}
+
+/** The images a count_tokens body holds, on a model that takes them (their rows are counted, not encoded). */
+function countedImages(options: ServerOptions, messages: readonly ChatMessageBody[]): number {
+  const parts = imagePartsOf(messages);
+  if (parts.length === 0) return 0;
+  if ((options.vision ?? null) === null) throw new ApiError("badRequest", "this model takes no images: it was started without a vision projector (serve it with --mmproj FILE, the model's mmproj GGUF)", parts[0]!.param);
+  const limit = options.vision!.media.maxImagesPerPrompt;
+  if (parts.length > limit) throw new ApiError("badRequest", `At most ${limit} image(s) may be provided in one prompt.`, "messages");
+  return parts.length;
 }

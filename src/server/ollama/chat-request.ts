@@ -2,7 +2,8 @@
  * POST /api/chat's body (ollama api/types.go ChatRequest, Message, Tool) in vLLM's names: messages (roles lower-cased,
  * `thinking` as the reasoning of earlier turns, tool calls with object arguments, `tool_name` as the tool message's
  * name), tools (the same JSON-schema form as OpenAI's; auto tool choice with the server's tool parser), then the
- * fields every Ollama generation shares (generation-sampling.ts). Images are refused until fennec reads images.
+ * fields every Ollama generation shares (generation-sampling.ts). `images` become image parts before the text
+ * (image-parts.ts).
  * Framework-free; throws ApiError (400).
  * @example const body = chatGenerationBody(options, "qwen3:latest", request, fields);
  */
@@ -10,7 +11,8 @@ import { ApiError } from "../errors.ts";
 import type { ServerOptions } from "../server-options.ts";
 import type { ChatGenerationBody } from "../generation/prepare-generation.ts";
 import type { ChatMessageBody, ToolDefinitionBody } from "../openai/schemas.ts";
-import { refuseImages, type Body, type CommonFields } from "./request-fields.ts";
+import type { Body, CommonFields } from "./request-fields.ts";
+import { ollamaImageParts } from "./image-parts.ts";
 import { vllmFields } from "./generation-sampling.ts";
 
 function message(raw: unknown, i: number): ChatMessageBody {
@@ -18,12 +20,12 @@ function message(raw: unknown, i: number): ChatMessageBody {
   const m = raw as Record<string, unknown>;
   if (typeof m["role"] !== "string") throw new ApiError("badRequest", `messages[${i}].role must be a string`);
   if (m["content"] !== undefined && m["content"] !== null && typeof m["content"] !== "string") throw new ApiError("badRequest", `messages[${i}].content must be a string`);
-  refuseImages(m["images"], `messages[${i}]`);
+  const images = ollamaImageParts(m["images"], `messages[${i}].images`);
   const toolCalls = m["tool_calls"];
   if (toolCalls !== undefined && toolCalls !== null && !Array.isArray(toolCalls)) throw new ApiError("badRequest", `messages[${i}].tool_calls must be a list`);
   return {
     role: m["role"].toLowerCase(),
-    content: (m["content"] as string | undefined) ?? "",
+    content: images.length === 0 ? ((m["content"] as string | undefined) ?? "") : [...images, { type: "text", text: (m["content"] as string | undefined) ?? "" }],
     ...(typeof m["thinking"] === "string" && m["thinking"] !== "" ? { reasoning: m["thinking"] } : {}),
     ...(typeof m["tool_name"] === "string" ? { name: m["tool_name"] } : {}),
     ...(typeof m["tool_call_id"] === "string" ? { tool_call_id: m["tool_call_id"] } : {}),

@@ -3,7 +3,8 @@
  * `system`) go through the model's chat template as a system and a user message, as Ollama's template does with
  * .System and .Prompt; with `raw` the prompt is sent as it is (a completion). Refused, each with its reason:
  * `template` (a Go template: fennec renders the model's Jinja template, or --chat-template), `context` (the deprecated
- * token list: send the conversation to /api/chat), and images. `suffix` asks for fill-in-the-middle, which Ollama
+ * token list: send the conversation to /api/chat), and images with `raw` or `suffix` (only the chat template places
+ * them); `images` go with the prompt as image parts before its text (image-parts.ts). `suffix` asks for fill-in-the-middle, which Ollama
  * allows where the model's template has a suffix slot; fennec allows it where the GGUF names FIM tokens
  * (tokenizer.ggml.fim_pre/suf/mid_token_id) and builds llama.cpp's prompt (tools/server format_infill: prefix first),
  * else Ollama's "does not support insert".
@@ -12,7 +13,8 @@
  */
 import { ApiError } from "../errors.ts";
 import type { ChatMessageBody } from "../openai/schemas.ts";
-import { optionalString, refuseImages, type Body } from "./request-fields.ts";
+import { optionalString, type Body } from "./request-fields.ts";
+import { ollamaImageParts } from "./image-parts.ts";
 
 export type GenerateInput =
   /** the prompt goes through the chat template as these messages */
@@ -58,7 +60,10 @@ export function generateInput(body: Body, model: string, fim: FimTokens | null =
   if (raw === true && ((template ?? "") !== "" || (system ?? "") !== "" || hasContext)) {
     throw new ApiError("badRequest", "raw mode does not support template, system, or context");
   }
-  refuseImages(body["images"], "images");
+  const images = ollamaImageParts(body["images"], "images");
+  if (images.length > 0 && (raw === true || (optionalString(body, "suffix") ?? "") !== "")) {
+    throw new ApiError("badRequest", "images need the chat template to place them: they do not go with raw or suffix prompts", "images");
+  }
   const suffix = optionalString(body, "suffix") ?? "";
   if (suffix !== "") {
     if (fim === null) throw new ApiError("badRequest", `"${model}" does not support insert (its GGUF names no fill-in-the-middle tokens)`);
@@ -67,7 +72,8 @@ export function generateInput(body: Body, model: string, fim: FimTokens | null =
   if ((template ?? "") !== "") throw new ApiError("badRequest", "template is not supported by fennec: it renders the model's Jinja chat template (or --chat-template), not Go templates; leave template out");
   if (hasContext) throw new ApiError("badRequest", "context (the deprecated token list of an earlier answer) is not supported by fennec: send the whole conversation to /api/chat instead");
   if (suffix !== "") return { kind: "infill", prefix: prompt, suffix };
-  if (prompt === "") return { kind: "load" };
+  if (prompt === "" && images.length === 0) return { kind: "load" };
   if (raw === true) return { kind: "raw", text: prompt };
-  return { kind: "chat", messages: [...(system !== undefined && system !== "" ? [{ role: "system", content: system }] : []), { role: "user", content: prompt }] };
+  const content = images.length === 0 ? prompt : [...images, { type: "text", text: prompt }];
+  return { kind: "chat", messages: [...(system !== undefined && system !== "" ? [{ role: "system", content: system }] : []), { role: "user", content }] };
 }

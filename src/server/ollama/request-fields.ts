@@ -2,7 +2,7 @@
  * The request fields /api/chat and /api/generate share (ollama api/types.go ChatRequest / GenerateRequest), read and
  * checked once, before any translation: stream (default true), format ("json" or a JSON schema), think (true/false or
  * "low"/"medium"/"high"/"max"), logprobs/top_logprobs, keep_alive, options, and the fields fennec refuses with a
- * reason (images until fennec reads images, truncate/shift true since fennec neither truncates nor shifts a context,
+ * reason (truncate/shift true since fennec neither truncates nor shifts a context,
  * _debug_render_only). Go ignores unknown JSON keys and so does this. Throws ApiError (400) with Ollama's messages.
  * @example const fields = commonFields(body);
  */
@@ -93,9 +93,3 @@ export function commonFields(body: Body, modelDefaults: Readonly<Record<string, 
   };
 }
 
-/** Ollama sends images as base64 strings; fennec serves text models only, so any image is refused. */
-export function refuseImages(images: unknown, where: string): void {
-  if (Array.isArray(images) && images.length > 0) {
-    throw new ApiError("badRequest", `${where}: images are not supported: fennec reads text only (it serves no vision model yet)`);
-  }
-}

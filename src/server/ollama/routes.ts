@@ -91,6 +91,9 @@ export interface Routed {
   readonly loadMs: number;
 }
 
+/** the images' embeddings at their placeholder rows, when prepareChatGeneration placed any */
+const imagesOf = (prepared: { readonly multimodal?: GenerateRequest["multimodal"] }) => (prepared.multimodal === undefined ? {} : { multimodal: prepared.multimodal });
+
 const DIRECT: Routed = { unloadable: false, loadMs: 0 };
 
 function routedOf(request: Request): Routed {
@@ -111,7 +114,7 @@ export async function chat(options: ServerOptions, state: OllamaState, raw: unkn
   const generation = await prepareChatGeneration(options, generationBody, { maxTokens: { value: fields.sampling.maxTokens, param: "max_tokens" }, logprobs: fields.logprobs });
   const sampling = withOllamaSampling(options, generation, fields.sampling);
   const answer: OllamaAnswer = { model, shape: "chat", output: generation.output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: generation.promptTokenIds.length, startedPerfMs: context.startedPerfMs, loadMs: routed.loadMs };
-  return respond(options, state, answer, { ...requestIds(context), promptTokenIds: generation.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
+  return respond(options, state, answer, { ...requestIds(context), ...imagesOf(generation), promptTokenIds: generation.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
 }
 
 export async function generate(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext, routed: Routed = DIRECT): Promise<Response | Record<string, unknown>> {
@@ -125,7 +128,7 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
   const vllm = vllmFields(options, model, fields);
   if (input.kind === "load") return loaded(state, model, "generate", fields);
   const choices = { maxTokens: { value: fields.sampling.maxTokens, param: "max_tokens" as const }, logprobs: fields.logprobs };
-  let prepared: { promptTokenIds: readonly number[]; sampling: GenerateRequest["sampling"] };
+  let prepared: { promptTokenIds: readonly number[]; sampling: GenerateRequest["sampling"]; multimodal?: GenerateRequest["multimodal"] };
   let output: OllamaAnswer["output"] = null;
   if (input.kind === "chat") {
     const generation = await prepareChatGeneration(options, { ...vllm, messages: input.messages }, choices);
@@ -142,7 +145,7 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
   }
   const sampling = withOllamaSampling(options, prepared, fields.sampling);
   const answer: OllamaAnswer = { model, shape: "generate", output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: prepared.promptTokenIds.length, startedPerfMs: context.startedPerfMs, loadMs: routed.loadMs };
-  return respond(options, state, answer, { ...requestIds(context), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
+  return respond(options, state, answer, { ...requestIds(context), ...imagesOf(prepared), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
 }
 
 async function pull(options: ServerOptions, raw: unknown): Promise<Response | Record<string, unknown>> {

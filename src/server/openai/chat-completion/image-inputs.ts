@@ -28,6 +28,19 @@ export interface ImagePart {
   readonly param: string;
 }
 
+/** the dialect's own path of an image part made by dialectImagePart (errors name what the client sent) */
+const DIALECT_PARAMS = new WeakMap<object, string>();
+
+/**
+ * A dialect's image (Responses input_image, an Anthropic image block, an Ollama image) as the image_url part this path
+ * reads; its errors name `param`, the image's path in that dialect's request.
+ */
+export function dialectImagePart(url: string, param: string): { type: "image_url"; image_url: { url: string } } {
+  const part = { type: "image_url" as const, image_url: { url } };
+  DIALECT_PARAMS.set(part, param);
+  return part;
+}
+
 /** The image_url parts of the messages, in prompt order; any other non-text part type is refused. */
 export function imagePartsOf(messages: readonly ChatMessageBody[]): ImagePart[] {
   const parts: ImagePart[] = [];
@@ -37,7 +50,7 @@ export function imagePartsOf(messages: readonly ChatMessageBody[]): ImagePart[] 
       if (part.type !== "image_url") return;
       const url = part.image_url?.url;
       if (typeof url !== "string" || url === "") throw new ApiError("badRequest", `messages[${i}].content[${j}]: an image_url part needs image_url.url`, `messages[${i}].content[${j}].image_url`);
-      parts.push({ url, param: `messages[${i}].content[${j}].image_url.url` });
+      parts.push({ url, param: DIALECT_PARAMS.get(part) ?? `messages[${i}].content[${j}].image_url.url` });
     });
   });
   return parts;

@@ -2,20 +2,22 @@
  * Responses input items -> chat messages, as vLLM does on its non-Harmony path (vllm/entrypoints/openai/responses/
  * utils.py construct_input_messages, _construct_message_from_response_item): messages pass through with their text
  * parts, a function_call joins the previous assistant message's tool_calls, a function_call_output becomes a `tool`
- * message, a reasoning item the assistant's `reasoning`. What fennec cannot read (images, audio, files, encrypted
- * reasoning, built-in tool items) is a 400 naming the item, never dropped.
+ * message, a reasoning item the assistant's `reasoning`. An input_image becomes the chat path's image_url part (vLLM
+ * chat_utils reads input_image the same way; the projector and media rules apply there). What fennec cannot read
+ * (audio, files, images by file_id, encrypted reasoning, built-in tool items) is a 400 naming the item, never dropped.
  * @example toChatMessagesFromInput([{ role: "user", content: "Hi" }]) // [{ role: "user", content: "Hi" }]
  */
 import { ApiError } from "../../errors.ts";
 import type { ChatMessageBody } from "../schemas.ts";
+import { dialectImagePart } from "../chat-completion/image-inputs.ts";
 
 type Item = Readonly<Record<string, unknown>>;
-type Message = { role: string; content?: string | { type: string; text?: string }[] | null; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]; tool_call_id?: string; reasoning?: string };
+type Part = { type: string; text?: string; image_url?: { url: string } };
+type Message = { role: string; content?: string | Part[] | null; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[]; tool_call_id?: string; reasoning?: string };
 
 /** Content part types and what they become: text parts are kept, the rest are refused with a reason. */
 const TEXT_PARTS = new Set(["input_text", "output_text", "text", "refusal"]);
 const REFUSED_PARTS: Readonly<Record<string, string>> = {
-  input_image: "image inputs are not supported yet (fennec serves text-only models)",
   input_audio: "audio inputs are not supported",
   input_file: "file inputs are not supported",
 };
@@ -25,6 +27,19 @@ const bad = (param: string, message: string) => new ApiError("badRequest", messa
 function text(value: unknown, param: string): string {
   if (typeof value !== "string") throw bad(param, `${param} must be a string.`);
   return value;
+}
+
+/** OpenAI's input_image detail values: accepted, the projector fixes the resolution (as image_url.detail in chat). */
+const IMAGE_DETAILS = ["low", "high", "auto"];
+
+/** An input_image part: image_url as a URL or data URL; file_id needs a Files API fennec does not have. */
+function imagePart(p: Item, where: string): Part {
+  if (p["file_id"] !== undefined && p["file_id"] !== null) throw bad(`${where}.file_id`, `${where}: input_image by file_id is not supported (fennec has no Files API); send image_url as a URL or a data URL.`);
+  const url = p["image_url"];
+  if (typeof url !== "string" || url === "") throw bad(`${where}.image_url`, `${where}: an input_image needs image_url, a URL or a data URL (data:image/png;base64,...).`);
+  const detail = p["detail"];
+  if (detail !== undefined && detail !== null && !IMAGE_DETAILS.includes(detail as string)) throw bad(`${where}.detail`, `${where}.detail must be low, high or auto.`);
+  return dialectImagePart(url, `${where}.image_url`);
 }
 
 /** A message's content: a string, or its text parts (refusals are read as their text, as vLLM's chat_utils does). */
@@ -38,7 +53,8 @@ function contentOf(content: unknown, param: string): Message["content"] {
     const type = String(p["type"]);
     const refused = REFUSED_PARTS[type];
     if (refused !== undefined) throw bad(`${where}.type`, `${where}: ${type} parts are refused: ${refused}.`);
-    if (!TEXT_PARTS.has(type)) throw bad(`${where}.type`, `${where}: unknown content part type ${JSON.stringify(type)} (expected input_text or output_text).`);
+    if (type === "input_image") return imagePart(p, where);
+    if (!TEXT_PARTS.has(type)) throw bad(`${where}.type`, `${where}: unknown content part type ${JSON.stringify(type)} (expected input_text, output_text or input_image).`);
     return { type: "text", text: text(type === "refusal" ? p["refusal"] : p["text"], `${where}.${type === "refusal" ? "refusal" : "text"}`) };
   });
 }

@@ -51,7 +51,7 @@ export interface PreparedResponse {
 
 const bad = (param: string, message: string) => new ApiError("badRequest", message, param);
 
-/** include values: implemented, accepted with a reason, or refused (fennec has no built-in tools nor images). */
+/** include values: implemented, accepted with a reason, or refused (fennec has no built-in tools, and images are not echoed). */
 const INCLUDE_ACCEPTED = new Set(["message.output_text.logprobs", "reasoning.encrypted_content"]);
 
 const notEmpty = (v: unknown): boolean => v !== undefined && v !== null && !(typeof v === "object" && Object.keys(v as object).length === 0);
@@ -240,7 +240,8 @@ export async function prepareResponse(options: ServerOptions, body: ResponsesBod
     user: body.user ?? null, prompt_cache_key: body.prompt_cache_key ?? null, safety_identifier: body.safety_identifier ?? null,
   };
   return {
-    request,
+    // the images' embeddings at their placeholder rows (prepareChatGeneration placed them)
+    request: generation.multimodal === undefined ? request : { ...request, multimodal: generation.multimodal },
     answer: {
       id, createdAt: unixSeconds(arrivalMs), model: loraName ?? options.servedModelName,
       tokenizer: logprobTokenizer(options.orchestrator.tokenizer, options.returnTokensAsTokenIds ?? false),

@@ -70,8 +70,8 @@ export const ResponsesRequest = t.Object({
   enable_response_messages: nullableBoolean("vLLM extra: also return input_messages and output_messages (the chat messages)."),
   previous_input_messages: t.Optional(t.Unknown({ description: "vLLM extra for gpt-oss (Harmony) only: refused." })),
   vllm_xargs: anyObject("vLLM extra: refused when not empty (no custom logits processors)."),
-  mm_processor_kwargs: anyObject("vLLM extra: refused when not empty (no images yet)."),
-  media_io_kwargs: anyObject("vLLM extra: refused when not empty (no images yet)."),
+  mm_processor_kwargs: anyObject("vLLM extra: refused when not empty (the projector fixes image processing)."),
+  media_io_kwargs: anyObject("vLLM extra: refused when not empty (the projector fixes image processing)."),
   kv_transfer_params: anyObject("vLLM extra: refused on /v1/responses (use chat completions for disaggregated prefill)."),
 }, {
   description: "OpenAI Responses request as vLLM serves it.",
