@@ -238,6 +238,7 @@ export class EngineCore {
     const mmRefused = this.checkMultimodal(request);
     if (mmRefused !== null) return mmRefused;
     const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++, this.hasher);
+    if (request.loraName !== undefined) state.loraIntId = this.lora!.idOf(request.loraName);
     if (pooler !== null) state.pooler = new SequencePooler(pooler.poolingType, pooler.hiddenSize);
     const blocksNeeded = this.kv.maxBlocksFor(numPrompt + state.maxOutputTokens);
     if (blocksNeeded > numBlocks) {
