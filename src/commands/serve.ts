@@ -226,7 +226,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   }) : null;
   const engine = sleepable ?? pipeline.orchestrator;
   const logged = config.log.enableLogRequests
-    ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
+    ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs, (name) => lora?.card(name) ?? null)
     : engine;
   const orchestrator = wiring.tracing === null ? logged : withRequestTracing(logged, wiring.tracing);
   // tools and reasoning with no flags: parsers chosen from the template's markers (llama.cpp common/chat.cpp)

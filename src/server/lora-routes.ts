@@ -39,6 +39,10 @@ export interface LoraAdapterCard {
   readonly path: string;
   /** base_model_name, else the served model's first name */
   readonly parent: string;
+  /** the LoRARequest's base_model_name (--lora-modules JSON); null for runtime loads, as vLLM's route passes none */
+  readonly baseModelName: string | null;
+  /** the LoRARequest's load_inplace: the body's, for a runtime load */
+  readonly loadInplace: boolean;
 }
 
 /** The served adapters by name. */
@@ -48,7 +52,7 @@ export class LoraAdapters {
   private lastId: number;
 
   constructor(private readonly engine: LoraEngine, private readonly baseName: string, readonly runtimeUpdates: boolean, modules: readonly { name: string; path: string; baseModelName: string | null }[]) {
-    for (const [i, m] of modules.entries()) this.cards.set(m.name, { name: m.name, id: staticLoraIntId(i), path: m.path, parent: m.baseModelName ?? baseName });
+    for (const [i, m] of modules.entries()) this.cards.set(m.name, { name: m.name, id: staticLoraIntId(i), path: m.path, parent: m.baseModelName ?? baseName, baseModelName: m.baseModelName, loadInplace: false });
     this.lastId = modules.length;
   }
 
@@ -81,7 +85,8 @@ export class LoraAdapters {
     const error = await this.engine.loadLora(name, path, id);
     if (error !== null) throw loraError("badRequest", `Loading lora ${name} failed: ${error}`, "InvalidUserInput");
     if (loaded === undefined) this.lastId = id;
-    this.cards.set(name, { name, id, path, parent: loaded?.parent ?? this.baseName });
+    // a new LoRARequest with no base_model_name, in place or not (vLLM load_lora_adapter): the parent is the served model
+    this.cards.set(name, { name, id, path, parent: this.baseName, baseModelName: null, loadInplace: inplace });
     return `Success: LoRA adapter '${name}' added successfully.`;
   }
 

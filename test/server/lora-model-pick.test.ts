@@ -7,6 +7,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { LoraAdapters } from "../../src/server/lora-routes.ts";
+import { withRequestLogging } from "../../src/server/request-logger.ts";
+import { createFakeOrchestrator } from "./fake-orchestrator.ts";
 import { testServer, type Json } from "./helpers.ts";
 
 const engine = { loadLora: async () => "not used", unloadLora: async () => "not used" };
@@ -43,6 +45,21 @@ describe("LoRA adapters picked by model on Anthropic's and Ollama's routes", () 
     expect(s.fake.requests.map((q) => q.loraName)).toEqual(["sql", "Poet", undefined]);
     const unknown = await s.call("POST", "/api/chat", { model: "sql:v2", messages, stream: false });
     expect([unknown.status, ((await unknown.json()) as Json).error]).toEqual([404, "model 'sql:v2' not found"]);
+  });
+
+  test("--enable-log-requests: a request with an adapter logs its LoRARequest as vLLM's repr, the base model's None", async () => {
+    const lines: string[] = [];
+    const lora = new LoraAdapters(engine, "fake-model", false, [{ name: "sql", path: "/adapters/sql.gguf", baseModelName: null }, { name: "poet", path: "/adapters/poet.gguf", baseModelName: "fake-base" }]);
+    const s = testServer({ lora, orchestrator: withRequestLogging(createFakeOrchestrator(), (l) => lines.push(l), null, false, (name) => lora.card(name)) });
+    expect((await s.call("POST", "/v1/chat/completions", { model: "poet", messages, max_tokens: 2 })).status).toBe(200);
+    expect((await s.call("POST", "/v1/messages", { model: "sql", max_tokens: 2, messages })).status).toBe(200);
+    expect((await s.call("POST", "/v1/completions", { model: "fake-model", prompt: "hi", max_tokens: 2 })).status).toBe(200);
+    const tails = lines.map((l) => l.slice(l.indexOf("lora_request: ")));
+    expect(tails).toEqual([
+      "lora_request: LoRARequest(lora_name='poet', lora_int_id=2, lora_path='/adapters/poet.gguf', base_model_name='fake-base', tensorizer_config_dict=None, load_inplace=False).",
+      "lora_request: LoRARequest(lora_name='sql', lora_int_id=1, lora_path='/adapters/sql.gguf', base_model_name=None, tensorizer_config_dict=None, load_inplace=False).",
+      "lora_request: None.",
+    ]);
   });
 
   test("without --enable-lora the adapter names are unknown models", async () => {

@@ -54,11 +54,13 @@ function served() {
 describe("LoRA runtime routes", () => {
   test("lora_int_id: modules 1..n, runtime loads continue, load_inplace keeps the id, unload never frees a number", async () => {
     const { adapters, loads, post } = served();
-    expect(adapters.list().map((c) => [c.name, c.id, c.parent])).toEqual([["a", 1, "served"], ["b", 2, "base"]]);
+    expect(adapters.list().map((c) => [c.name, c.id, c.parent, c.baseModelName])).toEqual([["a", 1, "served", null], ["b", 2, "base", "base"]]);
     expect(await post("load_lora_adapter", { lora_name: "c", lora_path: paths.c })).toEqual({ status: 200, text: "Success: LoRA adapter 'c' added successfully." });
     expect(adapters.card("c")?.id).toBe(3);
     expect((await post("load_lora_adapter", { lora_name: "b", lora_path: paths.d, load_inplace: true })).status).toBe(200);
-    expect(adapters.card("b")).toEqual({ name: "b", id: 2, path: paths.d, parent: "base" });
+    expect(adapters.card("a")).toEqual({ name: "a", id: 1, path: paths.a, parent: "served", baseModelName: null, loadInplace: false });
+    // vLLM's in-place load makes a new LoRARequest (no base_model_name, load_inplace true) under the same id
+    expect(adapters.card("b")).toEqual({ name: "b", id: 2, path: paths.d, parent: "served", baseModelName: null, loadInplace: true });
     expect((await post("unload_lora_adapter", { lora_name: "c" })).status).toBe(200);
     expect((await post("load_lora_adapter", { lora_name: "c", lora_path: paths.c, load_inplace: false })).status).toBe(200);
     expect(adapters.card("c")?.id).toBe(4);
