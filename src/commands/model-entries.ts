@@ -22,6 +22,7 @@ export const PER_MODEL_FLAGS: readonly string[] = [
   "no-enable-prefix-caching", "max-num-seqs", "max-num-batched-tokens", "threads", "seed", "chat-template",
   "chat-template-content-format", "default-chat-template-kwargs", "enable-auto-tool-choice", "tool-call-parser",
   "reasoning-parser", "generation-config", "override-generation-config", "keep-alive",
+  "enable-lora", "lora-modules", "max-loras", "max-lora-rank", "max-cpu-loras",
 ];
 
 /** One served model. */
@@ -82,8 +83,9 @@ export function readModelEntries(options: Options): ModelEntry[] {
   const listed = options["models"];
   const items = Array.isArray(listed) ? listed.map(String) : typeof listed === "string" ? [listed] : [];
   const first = typeof options["model"] === "string" ? options["model"] : null;
-  // the server's own served names belong to its first model; another model is named by its entry or its file
-  const base = (index: number): Options => ({ ...options, models: null, ...(index > 0 ? { "served-model-name": null } : {}) });
+  // the server's own served names and LoRA adapters belong to its first model (an adapter fits one base model's
+  // shapes); another model is named by its entry or its file and has the adapters its entry lists
+  const base = (index: number): Options => ({ ...options, models: null, ...(index > 0 ? { "served-model-name": null, "lora-modules": null } : {}) });
   const entries: ModelEntry[] = [];
   const add = (path: string | null, own: Options = {}, keys: readonly string[] = []): void => {
     const index = entries.length;

@@ -5,14 +5,15 @@
  * server/model-registry.ts under --max-loaded-models, --max-loaded-memory and --keep-alive (or its entry's);
  * server/model-router.ts sends each request to the model its body names. A model's served name is its entry's
  * served-model-name, else its file name without `.gguf` (the path as given is accepted too, vLLM's rule); the
- * command line's --served-model-name names the first model only.
+ * command line's --served-model-name names the first model only. A model's LoRA adapters (--lora-modules: the command
+ * line's belong to the first model, an entry's to that entry) are routed to it by name and listed with it as parent.
  */
 import { statSync } from "node:fs";
 import { basename } from "node:path";
 import type { Options } from "../command-line/flags.ts";
 import type { ServeConfig } from "../command-line/serve-config.ts";
 import { ModelRegistry, type ModelSpec } from "../server/model-registry.ts";
-import { createModelRouter, keepAliveMs, type ModelApp } from "../server/model-router.ts";
+import { createModelRouter, keepAliveMs, type ModelApp, type RoutedAdapter } from "../server/model-router.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { fetchModelArgument, isHubArgument } from "./model-argument.ts";
@@ -66,6 +67,23 @@ function keepAliveOf(value: unknown, where: string): number {
   const ms = keepAliveMs(value);
   if (ms === null) throw new CliError(`${where} ${String(value)}: give seconds or a duration such as 5m, 1h30m or -1`);
   return ms;
+}
+
+/** Each model's --lora-modules by adapter name; a name that is also a model's, or another model's adapter, is a bad
+ * command line (a request's `model` must name one thing). */
+function routedAdapters(models: readonly ConfiguredModel[], specs: readonly { name: string; aliases?: readonly string[] }[]): Map<string, RoutedAdapter> {
+  const modelNames = new Set(specs.flatMap((s) => [s.name, ...(s.aliases ?? [])]));
+  const adapters = new Map<string, RoutedAdapter>();
+  models.forEach(({ config }, i) => {
+    const model = specs[i]!.name;
+    for (const m of config.engine.lora?.modules ?? []) {
+      if (modelNames.has(m.name)) throw new CliError(`--lora-modules ${m.name}: that name is a served model's; give the adapter another name`);
+      const other = adapters.get(m.name);
+      if (other !== undefined) throw new CliError(`--lora-modules ${m.name}: the models ${other.model} and ${model} both have an adapter of that name`);
+      adapters.set(m.name, { model, parent: m.baseModelName ?? model, path: m.path });
+    }
+  });
+  return adapters;
 }
 
 export function startSeveralModels(
@@ -126,7 +144,8 @@ export function startSeveralModels(
   } catch (e) {
     throw new CliError(`${errorMessage(e)}: give each model its own file name or served-model-name`);
   }
-  const handle = createModelRouter(registry, { apiKeys: models[0]!.config.server.apiKeys, log, serverMetrics });
+  const adapters = routedAdapters(models, specs);
+  const handle = createModelRouter(registry, { apiKeys: models[0]!.config.server.apiKeys, log, serverMetrics, adapters });
   return {
     names: specs.map((s) => s.name), registry, handle,
     isHealthy: () => true, deathReason: () => null,

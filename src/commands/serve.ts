@@ -175,7 +175,7 @@ function loraAdapters(config: ServeConfig, engine: () => ServingPipeline["orches
   const runtime = ["true", "1"].includes((process.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] ?? "").toLowerCase());
   const none = (): Promise<string | null> => Promise.resolve("this engine serves no LoRA adapters");
   return new LoraAdapters({
-    loadLora: (name, path) => engine().loadLora?.(name, path) ?? none(),
+    loadLora: (name, path, loraIntId) => engine().loadLora?.(name, path, loraIntId) ?? none(),
     unloadLora: (name) => engine().unloadLora?.(name) ?? none(),
   }, servedModelName, runtime, lora.modules);
 }
@@ -210,7 +210,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     loraEngine = again.orchestrator;
     for (const card of lora?.list() ?? []) {
       if (config.engine.lora?.modules.some((m) => m.name === card.name) === true) continue;
-      const error = await loraEngine.loadLora?.(card.name, card.path);
+      const error = await loraEngine.loadLora?.(card.name, card.path, card.id);
       if (error !== null && error !== undefined) log(`LoRA adapter ${card.name} could not be loaded again after wake-up: ${error}`);
     }
     return again.orchestrator;
@@ -226,7 +226,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
   }) : null;
   const engine = sleepable ?? pipeline.orchestrator;
   const logged = config.log.enableLogRequests
-    ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs)
+    ? withRequestLogging(engine, (line) => mainLog.child("logger.ts").info(line), config.log.maxLogLen, config.log.enableLogOutputs, (name) => lora?.card(name) ?? null)
     : engine;
   const orchestrator = wiring.tracing === null ? logged : withRequestTracing(logged, wiring.tracing);
   // tools and reasoning with no flags: parsers chosen from the template's markers (llama.cpp common/chat.cpp)

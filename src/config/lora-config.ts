@@ -22,6 +22,14 @@ export interface LoraConfig {
   readonly modules: readonly LoraModule[];
 }
 
+/**
+ * The lora_int_id of the i-th --lora-modules entry: vLLM's OpenAIServingModels loads the static modules in order, each
+ * taking lora_id_counter.inc(1) (the counter starts at 0), so they are 1..n and runtime loads continue from n + 1.
+ */
+export function staticLoraIntId(index: number): number {
+  return index + 1;
+}
+
 /** vLLM's defaults */
 export const DEFAULT_MAX_LORAS = 1;
 export const DEFAULT_MAX_LORA_RANK = 16;

@@ -28,7 +28,7 @@ import { BlockHasher, noneHash, type PrefixCachingHashAlgo } from "../kv-events/
 import { KvEventQueue } from "../kv-events/kv-event-queue.ts";
 import type { KvCacheEvent } from "../kv-events/kv-events.ts";
 import { LoraManager } from "../lora/lora-manager.ts";
-import type { LoraConfig } from "../config/lora-config.ts";
+import { staticLoraIntId, type LoraConfig } from "../config/lora-config.ts";
 import { newStepTally, updateRequest, type RequestUpdateContext, type StepModelOutput, type StepTally } from "./request-update.ts";
 
 export interface RequestErrorInfo {
@@ -150,8 +150,8 @@ export class EngineCore {
       })
       : null;
     this.lora = options.lora ? new LoraManager(options.lora, runner.config, runner) : null;
-    for (const m of options.lora?.modules ?? []) {
-      const read = this.lora!.register(m.name, m.path);
+    for (const [i, m] of (options.lora?.modules ?? []).entries()) {
+      const read = this.lora!.register(m.name, m.path, staticLoraIntId(i));
       if (!read.ok) throw new Error(`--lora-modules ${m.name}: ${read.error}`);
     }
     this.scheduler = new Scheduler(options.lora ? { ...config, maxLoras: options.lora.maxLoras } : config, this.kv, nowMs, this.offload ?? this.peer);
@@ -238,6 +238,7 @@ export class EngineCore {
     const mmRefused = this.checkMultimodal(request);
     if (mmRefused !== null) return mmRefused;
     const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++, this.hasher);
+    if (request.loraName !== undefined) state.loraIntId = this.lora!.idOf(request.loraName);
     if (pooler !== null) state.pooler = new SequencePooler(pooler.poolingType, pooler.hiddenSize);
     const blocksNeeded = this.kv.maxBlocksFor(numPrompt + state.maxOutputTokens);
     if (blocksNeeded > numBlocks) {
@@ -458,10 +459,10 @@ export class EngineCore {
     return { lora: { maxLoras: this.lora.config.maxLoras, running: names(this.scheduler.running), waiting: names(this.scheduler.waiting) } };
   }
 
-  /** Registers (reads and checks) an adapter under `name`, or forgets one: null, or the one-line reason. */
-  loadLora(name: string, path: string): string | null {
+  /** Registers (reads and checks) an adapter under `name` and its lora_int_id, or forgets one: null, or the one-line reason. */
+  loadLora(name: string, path: string, loraIntId: number): string | null {
     if (this.lora === null) return "LoRA is not enabled: start the server with --enable-lora";
-    const read = this.lora.register(name, path);
+    const read = this.lora.register(name, path, loraIntId);
     return read.ok ? null : read.error;
   }
 

@@ -300,7 +300,8 @@ export class KvCacheManager {
         parent: chained && first > 0 ? request.blockDigest(first - 1, bs) : null,
         tokenIds: request.allTokenIds.slice(first * bs, (first + run.length) * bs),
         blockSize: bs,
-        lora: null,
+        // vLLM BlockPool._build_block_stored_event: the request's lora_request adapter_id and name
+        lora: request.loraName !== null && request.loraIntId !== null ? { id: request.loraIntId, name: request.loraName } : null,
         extraKeys: run.map((b) => request.blockExtraKeys(b, bs)),
         groupIdx: group,
       });

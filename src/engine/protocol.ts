@@ -136,7 +136,7 @@ export type ToEngine =
   /** vLLM's reset_prefix_cache; answered by `prefixCacheReset` with the same id */
   | { readonly type: "resetPrefixCache"; readonly id: number; readonly resetRunningRequests: boolean }
   /** register (read and check) or forget a LoRA adapter by name; answered by loraResult with the same id */
-  | { readonly type: "loadLora"; readonly id: number; readonly name: string; readonly path: string }
+  | { readonly type: "loadLora"; readonly id: number; readonly name: string; readonly path: string; readonly loraIntId: number }
   | { readonly type: "unloadLora"; readonly id: number; readonly name: string }
   | { readonly type: "shutdown" };
 

@@ -108,6 +108,8 @@ export class RequestState {
 
   /** the LoRA adapter it runs with (EngineRequest.loraName), null for the base model */
   readonly loraName: string | null;
+  /** that adapter's lora_int_id when the request arrived (vLLM LoRARequest.adapter_id), set by the engine; null: none */
+  loraIntId: number | null = null;
 
   /** the only group's block ids: the features that run without the hybrid KV cache manager (offload, P/D, draft model) read these */
   get blockIds(): readonly number[] {

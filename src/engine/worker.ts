@@ -84,7 +84,7 @@ class EngineWorker {
       case "loadLora":
       case "unloadLora": {
         if (!this.engine) { this.pending.push(message); return; }
-        const error = message.type === "loadLora" ? this.engine.loadLora(message.name, message.path) : this.engine.unloadLora(message.name);
+        const error = message.type === "loadLora" ? this.engine.loadLora(message.name, message.path, message.loraIntId) : this.engine.unloadLora(message.name);
         post({ type: "loraResult", id: message.id, error });
         // the gauge of adapters: an idle engine reports once
         if (!this.engine.hasWork()) postStep(this.engine, [], this.engine.idleStats());

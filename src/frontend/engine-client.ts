@@ -150,11 +150,11 @@ export class EngineClient {
   private nextLoraCall = 1;
 
   /** Registers (the engine reads and checks it) a LoRA adapter: null, or the one-line reason it was refused. */
-  loadLora(name: string, path: string): Promise<string | null> {
+  loadLora(name: string, path: string, loraIntId: number): Promise<string | null> {
     const id = this.nextLoraCall++;
     return new Promise((resolve) => {
       this.loraCalls.set(id, resolve);
-      this.send({ type: "loadLora", id, name, path });
+      this.send({ type: "loadLora", id, name, path, loraIntId });
     });
   }
 

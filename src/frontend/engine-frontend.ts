@@ -112,8 +112,8 @@ export class EngineFrontend implements Orchestrator {
     return this.healthy && this.client.isAlive;
   }
 
-  loadLora(name: string, path: string): Promise<string | null> {
-    return this.client.loadLora(name, path);
+  loadLora(name: string, path: string, loraIntId: number): Promise<string | null> {
+    return this.client.loadLora(name, path, loraIntId);
   }
 
   unloadLora(name: string): Promise<string | null> {

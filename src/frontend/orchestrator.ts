@@ -110,9 +110,9 @@ export interface Orchestrator {
   encode?(request: EncodeRequest, signal?: AbortSignal): Promise<EncodeOutput>;
   /**
    * LoRA (--enable-lora; absent where the orchestrator cannot): registers an adapter in the engine (read and checked
-   * there) / forgets one; null, or the one-line reason
+   * there) under its name and the server's lora_int_id / forgets one; null, or the one-line reason
    */
-  loadLora?(name: string, path: string): Promise<string | null>;
+  loadLora?(name: string, path: string, loraIntId: number): Promise<string | null>;
   unloadLora?(name: string): Promise<string | null>;
   /** yields outputs until finished; aborting the signal aborts the request (its blocks are freed at once) */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<RequestOutput>;

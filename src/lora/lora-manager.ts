@@ -19,8 +19,8 @@ export interface LoraSlotHost {
 }
 
 export class LoraManager {
-  /** name -> path of every adapter requests may name */
-  private readonly known = new Map<string, string>();
+  /** name -> path and lora_int_id of every adapter requests may name */
+  private readonly known = new Map<string, { readonly path: string; readonly id: number }>();
   /** parsed adapters, least recently used first (Map order) */
   private readonly cpu = new Map<string, LoraAdapter>();
   /** [slot] the adapter's name there, or null */
@@ -36,12 +36,15 @@ export class LoraManager {
     this.slotUsed = Array.from({ length: config.maxLoras }, () => 0);
   }
 
-  /** Reads and checks the adapter at `path` under `name` (replacing an adapter of that name); one line on failure. */
-  register(name: string, path: string): Result<LoraAdapter> {
+  /**
+   * Reads and checks the adapter at `path` under `name` with the server's lora_int_id `id` (replacing an adapter of
+   * that name: vLLM's load_inplace); one line on failure.
+   */
+  register(name: string, path: string, id: number): Result<LoraAdapter> {
     const adapter = readLoraAdapter(path, { config: this.model, maxLoraRank: this.config.maxLoraRank });
     if (!adapter.ok) return adapter;
     this.unregister(name);
-    this.known.set(name, path);
+    this.known.set(name, { path, id });
     this.remember(name, adapter.value);
     return adapter;
   }
@@ -60,6 +63,11 @@ export class LoraManager {
 
   has(name: string): boolean {
     return this.known.has(name);
+  }
+
+  /** the adapter's lora_int_id (vLLM LoRARequest.adapter_id), null when the name is unknown */
+  idOf(name: string): number | null {
+    return this.known.get(name)?.id ?? null;
   }
 
   /** the slot of each adapter a step uses (at most max_loras names: the scheduler's rule), uploading what is missing */
@@ -99,7 +107,7 @@ export class LoraManager {
       this.remember(name, hit);
       return ok(hit);
     }
-    const path = this.known.get(name);
+    const path = this.known.get(name)?.path;
     if (path === undefined) return err(`LoRA adapter ${name} is not loaded`);
     const adapter = readLoraAdapter(path, { config: this.model, maxLoraRank: this.config.maxLoraRank });
     if (!adapter.ok) return adapter;

@@ -37,8 +37,8 @@ export class SingleStage implements Orchestrator {
   resetPrefixCache(resetRunningRequests: boolean): Promise<boolean> {
     return this.stage.resetPrefixCache?.(resetRunningRequests) ?? Promise.resolve(false);
   }
-  loadLora(name: string, path: string): Promise<string | null> {
-    return this.stage.loadLora?.(name, path) ?? Promise.resolve("this engine serves no LoRA adapters");
+  loadLora(name: string, path: string, loraIntId: number): Promise<string | null> {
+    return this.stage.loadLora?.(name, path, loraIntId) ?? Promise.resolve("this engine serves no LoRA adapters");
   }
   unloadLora(name: string): Promise<string | null> {
     return this.stage.unloadLora?.(name) ?? Promise.resolve("this engine serves no LoRA adapters");

@@ -4,7 +4,9 @@
  * the app its body's `model` names, loading the model on demand through the registry; GET routes with `?model=` go the
  * same way. The router answers itself what spans the models: /health (the server, not one engine), /v1/models (every
  * served model with a `loaded` flag, as llama-server's /models status), and /metrics (every loaded model's series, each
- * labelled with its model_name, as vLLM's one registry holds them).
+ * labelled with its model_name, as vLLM's one registry holds them). A model's LoRA adapters (its --lora-modules) are
+ * names of that model: a request naming one goes to the model's app (which runs the adapter), and /v1/models lists
+ * each with its parent, as vLLM's show_available_models does.
  */
 import { errorMessage } from "../util/error-message.ts";
 import { createAuthCheck } from "./auth.ts";
@@ -26,6 +28,17 @@ export interface ModelRouterOptions {
   readonly log: (line: string) => void;
   /** the server's own series (process, HTTP), shown before the models'; absent: none */
   readonly serverMetrics?: () => Promise<string>;
+  /** each served LoRA adapter by name: the model whose app serves it, its card's parent and its file */
+  readonly adapters?: ReadonlyMap<string, RoutedAdapter>;
+}
+
+/** A LoRA adapter of one of the models. */
+export interface RoutedAdapter {
+  /** the served name of the model whose engine holds it */
+  readonly model: string;
+  /** base_model_name, else that model's name (vLLM's ModelCard parent) */
+  readonly parent: string;
+  readonly path: string;
 }
 
 /** Ollama's keep_alive (api.Duration): a number is seconds, a string a Go duration ("5m", "1h30m"); negative = forever. */
@@ -133,10 +146,14 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
     return {
       object: "list",
       data: registry.list().flatMap((m) => [m.name, ...m.aliases].map((id) => ({
-        id, object: "model", created, owned_by: "fennec", root: m.source, parent: null,
-        max_model_len: registry.peek(m.name)?.maxModelLen ?? null,
+        id, object: "model", created, owned_by: "fennec", root: m.source, parent: null as string | null,
+        max_model_len: registry.peek(m.name)?.maxModelLen ?? null as number | null,
         // llama-server's /models status, flattened: loaded now, or loadable on the first request
         loaded: m.state === "loaded",
+      }))).concat([...(options.adapters ?? new Map<string, RoutedAdapter>())].map(([id, a]) => ({
+        // vLLM's adapter card: root = its path, parent = its base model, no max_model_len; loaded with its model
+        id, object: "model", created, owned_by: "fennec", root: a.path, parent: a.parent, max_model_len: null,
+        loaded: registry.list().some((m) => m.name === a.model && m.state === "loaded"),
       }))),
     };
   };
@@ -160,7 +177,7 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
   /** `keepAlive`: the request's keep_alive in ms, null = the model's default, undefined = left as it is */
   const forward = async (request: Request, name: string | null, keepAlive: number | null | undefined, body: string | null): Promise<Response> => {
     const models = registry.list();
-    const target = name ?? (models.find((m) => m.state === "loaded") ?? models[0]!).name;
+    const target = name === null ? (models.find((m) => m.state === "loaded") ?? models[0]!).name : (options.adapters?.get(name)?.model ?? name);
     let lease: ModelLease<ModelApp>;
     try {
       lease = await registry.acquire(target);

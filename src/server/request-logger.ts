@@ -1,7 +1,8 @@
 /**
  * --enable-log-requests: one INFO line per request the engine receives, as vLLM's RequestLogger.log_inputs
  * (vllm/entrypoints/logger.py) writes it: `Received request <id>: prompt: '<text>', params: SamplingParams(...),
- * prompt_token_ids: [...], lora_request: None.` The prompt and its ids are cut to --max-log-len, as in vLLM.
+ * prompt_token_ids: [...], lora_request: None.` The prompt and its ids are cut to --max-log-len, as in vLLM. A request
+ * run with a LoRA adapter shows its LoRARequest (vllm/lora/request.py, a msgspec Struct: its repr lists every field).
  * Wraps the orchestrator, so every route (chat, completions, /invocations, each prompt of a list) is logged once.
  * With --enable-log-outputs also each finished choice, as RequestLogger.log_outputs: `Generated response <id>:
  * output: '<text>', output_token_ids: [...], finish_reason: stop` (cut to --max-log-len too).
@@ -9,6 +10,7 @@
  */
 import type { SamplingParams } from "../engine/sampling-params.ts";
 import type { Orchestrator } from "../frontend/orchestrator.ts";
+import type { LoraAdapterCard } from "./lora-routes.ts";
 
 const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
@@ -26,12 +28,19 @@ export function samplingParamsRepr(params: SamplingParams): string {
   return `SamplingParams(${Object.entries(params).map(([k, v]) => `${snake(k)}=${pyRepr(v)}`).join(", ")})`;
 }
 
-export function withRequestLogging(inner: Orchestrator, log: (line: string) => void, maxLogLen: number | null, logOutputs = false): Orchestrator {
+/** vLLM's LoRARequest repr, field by field in its declaration order */
+export function loraRequestRepr(card: LoraAdapterCard): string {
+  return `LoRARequest(lora_name=${pyRepr(card.name)}, lora_int_id=${card.id}, lora_path=${pyRepr(card.path)}, base_model_name=${pyRepr(card.baseModelName)}, tensorizer_config_dict=None, load_inplace=${pyRepr(card.loadInplace)})`;
+}
+
+/** `loraOf`: the served adapter of a name (lora-routes.ts LoraAdapters.card), for the line's lora_request */
+export function withRequestLogging(inner: Orchestrator, log: (line: string) => void, maxLogLen: number | null, logOutputs = false, loraOf: (name: string) => LoraAdapterCard | null = () => null): Orchestrator {
   const cut = <T extends string | readonly number[]>(v: T): T => (maxLogLen === null ? v : (v.slice(0, maxLogLen) as T));
   const generate: Orchestrator["generate"] = (request, signal) => {
     const prompt = inner.tokenizer.decode(request.promptTokenIds);
+    const card = request.loraName === undefined ? null : loraOf(request.loraName);
     log(`Received request ${request.externalRequestId ?? request.requestId}: prompt: ${pyRepr(cut(prompt))}, params: ${samplingParamsRepr(request.sampling)}, ` +
-      `prompt_token_ids: ${pyRepr(cut(request.promptTokenIds))}, lora_request: None.`);
+      `prompt_token_ids: ${pyRepr(cut(request.promptTokenIds))}, lora_request: ${card === null ? "None" : loraRequestRepr(card)}.`);
     return logOutputs ? loggedOutputs(inner.generate(request, signal), request.externalRequestId ?? request.requestId) : inner.generate(request, signal);
   };
   /** the stream as it is, plus one line per choice when it finishes */

@@ -51,6 +51,15 @@ describe("model entries", () => {
     expect(list[1]!.own).toEqual([]);
   });
 
+  test("LoRA adapters are per model: the command line's belong to the first model, an entry's to that entry", () => {
+    const json = JSON.stringify({ name: "poet", path: "/p.gguf", base_model_name: "b" });
+    const list = entries(["--enable-lora", "--lora-modules", "sql=/s.gguf", "--max-loras", "2", "a.gguf", "--models", JSON.stringify({ model: "b.gguf", "lora-modules": ["chat=/c.gguf", json], "max-lora-rank": 64 }), "c.gguf"]);
+    expect(list.map((e) => e.path)).toEqual(["a.gguf", "b.gguf", "c.gguf"]);
+    expect(list.map((e) => e.options["lora-modules"])).toEqual([["sql=/s.gguf"], ["chat=/c.gguf", json], null]);
+    expect(list.map((e) => [e.options["enable-lora"], e.options["max-loras"], e.options["max-lora-rank"]])).toEqual([[true, 2, null], [true, 2, 64], [true, 2, null]]);
+    expect(list[1]!.own).toEqual(["model", "lora-modules", "max-lora-rank"]);
+  });
+
   test("a bad entry says which and why", () => {
     expect(() => entries(["--models", JSON.stringify({ model: "a.gguf", port: 1 })])).toThrow(/^models\[0\]: unknown key port \(a model's keys: model, /);
     expect(() => entries(["--models", JSON.stringify({ "max-model-len": 1 })])).toThrow("models[0]: needs model");

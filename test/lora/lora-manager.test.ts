@@ -39,7 +39,8 @@ describe("LoraManager", () => {
   test("slots: loaded once, reused least recently used first, never for an adapter of the same step", () => {
     const h = host();
     const m = new LoraManager({ maxLoras: 2, maxLoraRank: 16, maxCpuLoras: 3, modules: [] }, config, h);
-    for (const n of ["a", "b", "c"]) expect(m.register(n, write(n)).ok).toBe(true);
+    for (const [i, n] of ["a", "b", "c"].entries()) expect(m.register(n, write(n), 10 + i).ok).toBe(true);
+    expect(["a", "b", "c", "zz"].map((n) => m.idOf(n))).toEqual([10, 11, 12, null]);
     expect(m.slotsFor(new Set(["a", "b"]))).toEqual({ ok: true, value: new Map([["a", 0], ["b", 1]]) });
     expect(m.slotsFor(new Set(["b"]))).toEqual({ ok: true, value: new Map([["b", 1]]) });
     // c takes a's slot (a was used longest ago), b stays
@@ -50,13 +51,17 @@ describe("LoraManager", () => {
     expect(m.unregister("c")).toBe(false);
     expect(h.events.at(-1)).toBe("unload 0");
     expect(m.has("c")).toBe(false);
+    expect(m.idOf("c")).toBeNull();
+    // a load in place keeps the name with the id the server gives it
+    expect(m.register("a", write("a2"), 10).ok).toBe(true);
+    expect(m.idOf("a")).toBe(10);
   });
 
   test("host memory keeps --max-cpu-loras adapters; a dropped one is read again, and a vanished file is the step's one line", () => {
     const m = new LoraManager({ maxLoras: 1, maxLoraRank: 16, maxCpuLoras: 1, modules: [] }, config, host());
     const pathD = write("d");
-    expect(m.register("d", pathD).ok).toBe(true);
-    expect(m.register("e", write("e")).ok).toBe(true); // d leaves host memory
+    expect(m.register("d", pathD, 1).ok).toBe(true);
+    expect(m.register("e", write("e"), 2).ok).toBe(true); // d leaves host memory
     expect(m.slotsFor(new Set(["d"])).ok).toBe(true); // read again from its file
     expect(m.slotsFor(new Set(["e"])).ok).toBe(true);
     unlinkSync(pathD);
@@ -67,7 +72,7 @@ describe("LoraManager", () => {
 
   test("register refuses an adapter above --max-lora-rank or for another shape, leaving the name unknown", () => {
     const m = new LoraManager({ maxLoras: 1, maxLoraRank: 8, maxCpuLoras: 1, modules: [] }, config, host());
-    const r = m.register("big", write("big", 16));
+    const r = m.register("big", write("big", 16), 1);
     expect(r).toMatchObject({ ok: false, error: expect.stringContaining("LoRA rank 16 is greater than max_lora_rank 8") });
     expect(m.has("big")).toBe(false);
   });

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { ModelRegistry } from "../../src/server/model-registry.ts";
-import { createModelRouter, keepAliveMs, LOAD_MS_HEADER, mergeExpositions, withModelName, type ModelApp } from "../../src/server/model-router.ts";
+import { createModelRouter, keepAliveMs, LOAD_MS_HEADER, mergeExpositions, withModelName, type ModelApp, type RoutedAdapter } from "../../src/server/model-router.ts";
 
 function fakeApp(name: string, seen: string[]): ModelApp {
   return {
@@ -24,7 +24,7 @@ function fakeApp(name: string, seen: string[]): ModelApp {
   };
 }
 
-function setup(failing: string[] = []) {
+function setup(failing: string[] = [], adapters?: ReadonlyMap<string, RoutedAdapter>) {
   const seen: string[] = [];
   const registry = new ModelRegistry<ModelApp>(["a", "b"].map((name) => ({
     name, source: `/m/${name}.gguf`, aliases: [`/m/${name}.gguf`],
@@ -34,13 +34,31 @@ function setup(failing: string[] = []) {
       return fakeApp(name, seen);
     },
   })), { maxLoadedModels: null, maxMemoryBytes: null, defaultKeepAliveMs: -1, maxWaitingPerModel: 4 });
-  const handle = createModelRouter(registry, { apiKeys: [], log: () => {} });
+  const handle = createModelRouter(registry, { apiKeys: [], log: () => {}, ...(adapters !== undefined ? { adapters } : {}) });
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     handle(new Request(`http://x${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }));
   return { registry, handle, post, seen };
 }
 
 describe("model router", () => {
+  test("a model's LoRA adapter routes to that model's app (loading it); /v1/models lists it with its parent and root", async () => {
+    const adapters = new Map<string, RoutedAdapter>([["sql", { model: "b", parent: "b", path: "/l/sql.gguf" }], ["poet", { model: "a", parent: "base-a", path: "/l/poet.gguf" }]]);
+    const { post, seen, handle } = setup([], adapters);
+    type Card = { id: string; parent: string | null; root: string; loaded: boolean; max_model_len: number | null };
+    const before = (await (await handle(new Request("http://x/v1/models"))).json() as { data: Card[] }).data;
+    expect(before.filter((m) => m.parent !== null)).toEqual([
+      expect.objectContaining({ id: "sql", parent: "b", root: "/l/sql.gguf", loaded: false, max_model_len: null }),
+      expect.objectContaining({ id: "poet", parent: "base-a", root: "/l/poet.gguf", loaded: false }),
+    ]);
+    expect(await (await post("/v1/chat/completions", { model: "sql", messages: [] })).text()).toBe("b:done");
+    expect(await (await post("/api/generate", { model: "poet", prompt: "x" })).text()).toBe("a:done");
+    expect(seen.map((s) => s.split(" ")[0])).toEqual(["b", "a"]);
+    const after = (await (await handle(new Request("http://x/v1/models"))).json() as { data: Card[] }).data;
+    expect(after.find((m) => m.id === "sql")!.loaded).toBe(true);
+    expect((await handle(new Request("http://x/v1/models/poet"))).status).toBe(200);
+    expect((await post("/v1/completions", { model: "nope", prompt: "x" })).status).toBe(404);
+  });
+
   test("the body's model picks the app, loaded on its first request; the load time is on the request and the answer", async () => {
     const { post, seen, handle } = setup();
     const first = await post("/v1/completions", { model: "b", prompt: "x" }, { [LOAD_MS_HEADER]: "999" });

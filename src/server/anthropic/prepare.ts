@@ -35,12 +35,15 @@ export async function prepareMessage(options: ServerOptions, raw: unknown, conte
   const arrivalMs = context.arrivalMs;
   const serving = options.chat ?? DEFAULT_CHAT_SERVING;
   const translated = toChatGeneration(raw, serving, false);
-  checkModel(translated.model, options.servedModelName);
+  // a LoRA adapter's name runs the base model with it, as on the chat route (vLLM create_messages hands the converted
+  // body to the chat handler, whose _maybe_get_adapters reads `model`)
+  const loraName = options.lora?.has(translated.model) === true ? translated.model : undefined;
+  if (loraName === undefined) checkModel(translated.model, options.servedModelName);
   refuseOnPoolingModel(options, "Messages");
   const generation = await prepareChatGeneration(options, translated.body, { maxTokens: { value: translated.maxTokens, param: "max_tokens" }, logprobs: null });
   const { promptTokenIds, sampling } = generation;
   const id = `msg_${publicRequestId(context.requestIdHeader, null)}`;
-  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders };
+  const request: GenerateRequest = { requestId: `${id}-${crypto.randomUUID().slice(0, 8)}`, externalRequestId: id, promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders, ...(loraName !== undefined ? { loraName } : {}) };
   const reasoning = generation.output.reasoning;
   if (translated.thinkingBudgetTokens !== null && (reasoning === null || reasoning.promptEndsReasoning)) {
     throw new ApiError("badRequest", "thinking: this prompt leaves the model no reasoning to budget (the chat template closed it); leave thinking out or use {\"type\": \"adaptive\"}", "thinking");
@@ -59,7 +62,8 @@ export async function prepareMessage(options: ServerOptions, raw: unknown, conte
 export async function countMessageTokens(options: ServerOptions, raw: unknown): Promise<{ input_tokens: number }> {
   const serving = options.chat ?? DEFAULT_CHAT_SERVING;
   const translated = toChatGeneration(raw, serving, true);
-  checkModel(translated.model, options.servedModelName);
+  // an adapter shares the base model's template and tokenizer
+  if (options.lora?.has(translated.model) !== true) checkModel(translated.model, options.servedModelName);
   const { tokenizer, maxModelLen } = options.orchestrator;
   checkPromptChars(tokenizer, maxModelLen, messageContentChars(translated.body.messages), "messages");
   const images = countedImages(options, translated.body.messages);

@@ -23,7 +23,7 @@ import { vllmFields, withOllamaSampling } from "./generation-sampling.ts";
 import { loadRecord, streamRecords, wholeRecord, type OllamaAnswer } from "./generation-records.ts";
 import { embed, legacyEmbedding } from "./embed.ts";
 import { KeepAliveClock, parseKeepAlive } from "./keep-alive.ts";
-import { ModelNames } from "./model-names.ts";
+import { ModelNames, withTag } from "./model-names.ts";
 import { psEntry, tagEntry } from "./model-details.ts";
 import { ndjsonResponse } from "./ndjson-stream.ts";
 import { modelParameters } from "./options-table.ts";
@@ -96,6 +96,17 @@ const imagesOf = (prepared: { readonly multimodal?: GenerateRequest["multimodal"
 
 const DIRECT: Routed = { unloadable: false, loadMs: 0 };
 
+/**
+ * The model a chat or generate request names: a LoRA adapter's name (Ollama's name rules: `sql` is `sql:latest`, any
+ * case) runs the base model with that adapter, as the OpenAI routes pick one by `model`; else one of the served names.
+ */
+function pickModel(options: ServerOptions, state: OllamaState, requested: string | undefined): { model: string; lora: { loraName?: string } } {
+  const wanted = requested === undefined || requested.trim() === "" ? null : withTag(requested.trim()).toLowerCase();
+  const adapter = wanted === null ? undefined : options.lora?.list().find((card) => withTag(card.name).toLowerCase() === wanted);
+  if (adapter !== undefined) return { model: withTag(adapter.name), lora: { loraName: adapter.name } };
+  return { model: state.names.resolve(requested), lora: {} };
+}
+
 function routedOf(request: Request): Routed {
   if (!routedRequests.has(request)) return DIRECT;
   const loadMs = Number(request.headers.get(LOAD_MS_HEADER) ?? 0);
@@ -105,7 +116,7 @@ function routedOf(request: Request): Routed {
 export async function chat(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext, routed: Routed = DIRECT): Promise<Response | Record<string, unknown>> {
   const arrivalMs = context.arrivalMs;
   const body = bodyObject(raw);
-  const model = state.names.resolve(optionalString(body, "model"));
+  const { model, lora } = pickModel(options, state, optionalString(body, "model"));
   refuseOnPoolingModel(options, model, "chat");
   const messages = chatMessages(body);
   const fields = commonFields(body, modelParameters(options.generationDefaults), routed.unloadable);
@@ -114,13 +125,13 @@ export async function chat(options: ServerOptions, state: OllamaState, raw: unkn
   const generation = await prepareChatGeneration(options, generationBody, { maxTokens: { value: fields.sampling.maxTokens, param: "max_tokens" }, logprobs: fields.logprobs });
   const sampling = withOllamaSampling(options, generation, fields.sampling);
   const answer: OllamaAnswer = { model, shape: "chat", output: generation.output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: generation.promptTokenIds.length, startedPerfMs: context.startedPerfMs, loadMs: routed.loadMs };
-  return respond(options, state, answer, { ...requestIds(context), ...imagesOf(generation), promptTokenIds: generation.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
+  return respond(options, state, answer, { ...requestIds(context), ...imagesOf(generation), promptTokenIds: generation.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders, ...lora }, fields, context);
 }
 
 export async function generate(options: ServerOptions, state: OllamaState, raw: unknown, context: RequestContext, routed: Routed = DIRECT): Promise<Response | Record<string, unknown>> {
   const arrivalMs = context.arrivalMs;
   const body = bodyObject(raw);
-  const model = state.names.resolve(optionalString(body, "model"));
+  const { model, lora } = pickModel(options, state, optionalString(body, "model"));
   refuseOnPoolingModel(options, model, "generate");
   const fim = fimTokens(options.ollama?.metadata);
   const input = generateInput(body, model, fim);
@@ -145,7 +156,7 @@ export async function generate(options: ServerOptions, state: OllamaState, raw: 
   }
   const sampling = withOllamaSampling(options, prepared, fields.sampling);
   const answer: OllamaAnswer = { model, shape: "generate", output, tokenizer: options.orchestrator.tokenizer, logprobs: fields.logprobs, numPromptTokens: prepared.promptTokenIds.length, startedPerfMs: context.startedPerfMs, loadMs: routed.loadMs };
-  return respond(options, state, answer, { ...requestIds(context), ...imagesOf(prepared), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders }, fields, context);
+  return respond(options, state, answer, { ...requestIds(context), ...imagesOf(prepared), promptTokenIds: prepared.promptTokenIds, sampling, arrivalMs, traceHeaders: context.traceHeaders, ...lora }, fields, context);
 }
 
 async function pull(options: ServerOptions, raw: unknown): Promise<Response | Record<string, unknown>> {
