@@ -4,8 +4,9 @@
  * batched forward pass, then each request's update (request-update.ts) into the step's deltas and stats. Runs inside
  * the engine Worker (worker.ts); tests drive it directly with a fake runner. Its dimensions come from engine-sizing.ts.
  */
-import { NULL_BLOCK, type ChunkEmbeddings, type ModelBatch, type ModelRunner, type SequenceChunk } from "../model/model-batch.ts";
-import type { EngineRequest, KvHandoff, MultimodalInput, RequestDelta } from "./protocol.ts";
+import { NULL_BLOCK, type ModelBatch, type ModelRunner, type SequenceChunk } from "../model/model-batch.ts";
+import type { EngineRequest, KvHandoff, RequestDelta } from "./protocol.ts";
+import { checkMultimodal, chunkEmbeddings } from "./multimodal-inputs.ts";
 import type { StepStats } from "./stats.ts";
 import { KvCacheManager } from "./kv-cache-manager.ts";
 import { RequestState } from "./request.ts";
@@ -235,7 +236,7 @@ export class EngineCore {
     if (request.pooling && numPrompt > maxModelLen) {
       return { code: "context_length", message: `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${numPrompt} tokens in the input for embedding generation. Please reduce the length of the input.` };
     }
-    const mmRefused = this.checkMultimodal(request);
+    const mmRefused = checkMultimodal(request, this.runner.config.dim);
     if (mmRefused !== null) return mmRefused;
     const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++, this.hasher);
     if (request.loraName !== undefined) state.loraIntId = this.lora!.idOf(request.loraName);
@@ -268,24 +269,6 @@ export class EngineCore {
     this.scheduler.add(state);
     if (spec) this.grammar.start(state, spec);
     this.peer?.wakeWaiter();
-    return null;
-  }
-
-  /** Media items must lie inside the prompt, not overlap, and carry [length][dim] embeddings. */
-  private checkMultimodal(request: EngineRequest): RequestErrorInfo | null {
-    const items = [...(request.multimodal ?? [])].sort((a, b) => a.offset - b.offset);
-    const { dim } = this.runner.config;
-    let end = 0;
-    for (const item of items) {
-      if (!Number.isInteger(item.offset) || item.offset < end || item.length < 1 || item.offset + item.length > request.promptTokenIds.length) {
-        return { code: "invalid_multimodal", message: `media item ${item.identifier} at prompt positions [${item.offset}, ${item.offset + item.length}) does not fit the ${request.promptTokenIds.length}-token prompt or overlaps another` };
-      }
-      if (item.embeddings.length !== item.length * dim) {
-        return { code: "invalid_multimodal", message: `media item ${item.identifier} has ${item.embeddings.length} embedding floats; ${item.length} positions of the model's width ${dim} need ${item.length * dim}` };
-      }
-      if (request.pooling) return { code: "invalid_multimodal", message: "media inputs are not supported on pooling requests" };
-      end = item.offset + item.length;
-    }
     return null;
   }
 
@@ -509,22 +492,8 @@ export class EngineCore {
       // drafts: a row at the last real token and at every draft (the target's prediction after each)
       // pooling requests read hidden states (ModelBatch.hiddenStates), never logits
       logits: req.pooling !== null ? "none" : needPromptLogprobs || numDrafts > 0 ? "all" : end === req.numTokens ? "last" : "none",
-      ...(req.multimodal.length > 0 ? { inputEmbeddings: this.chunkEmbeddings(req.multimodal, c.startPos, end) } : {}),
+      ...(req.multimodal.length > 0 ? { inputEmbeddings: chunkEmbeddings(req.multimodal, c.startPos, end, this.runner.config.dim) } : {}),
       ...(req.loraName !== null ? { loraSlot: loraSlots.get(req.loraName) } : {}),
     };
-  }
-
-  /** The parts of the media items' embeddings that fall in positions [start, end), as rows of the chunk. */
-  private chunkEmbeddings(items: readonly MultimodalInput[], start: number, end: number): ChunkEmbeddings[] {
-    const { dim } = this.runner.config;
-    const out: ChunkEmbeddings[] = [];
-    for (const item of items) {
-      const from = Math.max(start, item.offset);
-      const to = Math.min(end, item.offset + item.length);
-      if (from >= to) continue;
-      const skip = from - item.offset;
-      out.push({ row: from - start, numRows: to - from, data: item.embeddings.subarray(skip * dim, (skip + to - from) * dim), attendAhead: item.attendAhead });
-    }
-    return out;
   }
 }

@@ -54,6 +54,9 @@ export const GROUP_ROW_INTS = 13;
 export const MAX_GROUP_WEIGHTS = 16;
 export const CONTROL_INTS = CTL.groupTable + GROUP_HEADER_INTS + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS;
 
+/** matmul_quant's scratch after its first 64 bytes: a segment of an 8-row tile's rows (kernels/matmul-quant.ts SEGMENT_GROUPS). */
+export const TILE_SCRATCH_BYTES = 16 << 10;
+
 /** Elements per work unit of SiluMul (exp-heavy: worth spreading over the threads during prefill). */
 export const SILU_UNIT = 1024;
 
