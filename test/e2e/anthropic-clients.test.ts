@@ -5,7 +5,8 @@
  * its typed errors), LangChain.js (@langchain/anthropic) and the Vercel AI SDK (@ai-sdk/anthropic), plus Claude Code
  * itself (`claude -p`: a plain turn, and a turn with a forced Bash call it runs and answers). A random model never
  * decides to call a tool, so tool turns force one (tool_choice tool / any: grammar-constrained), and every forced call
- * must validate against its tool's schema (ajv). Raw streams are checked record by record against Anthropic's published event schemas (test/helpers/anthropic-events.ts).
+ * must validate against its tool's schema (ajv). Raw streams are checked record by record against Anthropic's
+ * published event schemas (test/helpers/anthropic-events.ts).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
