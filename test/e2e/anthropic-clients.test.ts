@@ -3,12 +3,13 @@
  * current sources) on random-weight models of real shapes with their real tokenizers and templates, guarded by
  * --api-key, and the clients people use: the official @anthropic-ai/sdk (messages.create, .stream(), countTokens,
  * its typed errors), LangChain.js (@langchain/anthropic) and the Vercel AI SDK (@ai-sdk/anthropic), plus Claude Code
- * itself (`claude -p`). A random model never decides to call a tool, so tool turns force one (tool_choice tool / any:
- * grammar-constrained), and every forced call must validate against its tool's schema (ajv). Raw streams are checked
- * record by record against Anthropic's published event schemas (test/helpers/anthropic-events.ts).
+ * itself (`claude -p`: a plain turn, and a turn with a forced Bash call it runs and answers). A random model never
+ * decides to call a tool, so tool turns force one (tool_choice tool / any: grammar-constrained), and every forced call
+ * must validate against its tool's schema (ajv). Raw streams are checked record by record against Anthropic's
+ * published event schemas (test/helpers/anthropic-events.ts).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Ajv from "ajv";
@@ -257,6 +258,97 @@ describe("Claude Code", () => {
     } finally {
       proxy.stop(true);
       rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  /*
+   * A tool round trip. Random weights never choose a tool under tool_choice auto, so the proxy changes the FIRST
+   * main-turn request only (the first one that offers Claude Code's Bash tool): tool_choice is forced to Bash, and
+   * in that request's tools list Bash's input_schema is narrowed to one harmless input, {"command": "ls"} (the
+   * grammar-forced arguments of a random model would otherwise be a random shell command, or a string that never
+   * closes); thinking, if Claude Code asked for it, is dropped from that one request, as Anthropic's API (and fennec)
+   * refuse thinking with a forced tool. Claude Code runs `ls` itself (allowed by --allowedTools "Bash(ls)"), sends the
+   * tool_result back, and every later request gets the same output_config.format as above so the turn ends.
+   */
+  test("claude -p with a forced tool call: Claude Code runs Bash ls, sends the tool_result back, fennec answers", async () => {
+    const LS_ONLY = { type: "object", properties: { command: { type: "string", enum: ["ls"] } }, required: ["command"], additionalProperties: false };
+    const exchanges: { path: string; body: Record<string, any> | null; forced: boolean; status: number; answer: string }[] = [];
+    let forcedOnce = false;
+    const proxy = Bun.serve({
+      hostname: "127.0.0.1", port: 0, idleTimeout: 0,
+      async fetch(request) {
+        const url = new URL(request.url);
+        const text = await request.text();
+        const body = text === "" ? null : JSON.parse(text) as Record<string, any>;
+        let sent = body;
+        let forced = false;
+        if (body !== null && url.pathname === "/v1/messages") {
+          const offersBash = Array.isArray(body.tools) && (body.tools as { name?: string }[]).some((t) => t.name === "Bash");
+          if (offersBash && !forcedOnce) {
+            forcedOnce = forced = true;
+            const tools = (body.tools as Record<string, unknown>[]).map((t) => (t.name === "Bash" ? { ...t, input_schema: LS_ONLY } : t));
+            const { thinking: _thinking, ...rest } = body;
+            sent = { ...rest, tools, tool_choice: { type: "tool", name: "Bash" } };
+          } else {
+            sent = { ...body, output_config: { ...(body.output_config as object | undefined), format: { type: "json_schema", schema: ANSWER } } };
+          }
+        }
+        const headers = new Headers(request.headers);
+        headers.delete("content-length");
+        headers.delete("accept-encoding");
+        const res = await fetch(`${server.url}${url.pathname}${url.search}`, { method: request.method, headers, body: sent === null ? undefined : JSON.stringify(sent) });
+        const answer = await res.text();
+        exchanges.push({ path: url.pathname, body, forced, status: res.status, answer });
+        return new Response(answer, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+      },
+    });
+    const home = mkdtempSync(join(tmpdir(), "fennec-claude-home-"));
+    const work = mkdtempSync(join(tmpdir(), "fennec-claude-work-"));
+    writeFileSync(join(work, "notes.txt"), "fennec\n");
+    try {
+      const child = Bun.spawn([join(import.meta.dir, "..", "..", "node_modules", ".bin", "claude"), "-p", "List the files here.", "--model", MODEL, "--allowedTools", "Bash(ls)"], {
+        cwd: work, stdout: "pipe", stderr: "pipe", stdin: "ignore",
+        env: {
+          PATH: process.env.PATH ?? "", HOME: home, ANTHROPIC_BASE_URL: `http://127.0.0.1:${proxy.port}`, ANTHROPIC_API_KEY: KEY,
+          ANTHROPIC_SMALL_FAST_MODEL: MODEL, CLAUDE_CODE_MAX_OUTPUT_TOKENS: "256",
+          DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        },
+      });
+      const timer = setTimeout(() => child.kill(), 180_000);
+      const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      clearTimeout(timer);
+      const messages = exchanges.filter((e) => e.path === "/v1/messages");
+      const trace = messages.map((e) => `${e.status} forced=${e.forced} ${e.answer.slice(0, 300)}`).join("\n");
+      expect({ code, stdout, stderr: stderr.slice(0, 2000), trace }).toMatchObject({ code: 0 });
+      expect(stdout).toContain("Hello from fennec");
+      for (const e of messages) expect({ status: e.status, answer: e.answer.slice(0, 500) }).toMatchObject({ status: 200 });
+      // the forced request: a streamed tool_use block, its input as input_json_delta, stop_reason tool_use
+      const first = messages.findIndex((e) => e.forced);
+      expect(first).toBeGreaterThanOrEqual(0);
+      expect(messages[first]!.body!.stream).toBe(true);
+      const events = checkMessageStream(messages[first]!.answer);
+      expect(events.some((e) => e.type === "content_block_start" && e.content_block.type === "tool_use" && e.content_block.name === "Bash")).toBe(true);
+      expect(events.some((e) => e.type === "content_block_delta" && e.delta.type === "input_json_delta")).toBe(true);
+      const folded = foldMessageStream(events);
+      expect(folded.stop.stop_reason).toBe("tool_use");
+      const call = folded.blocks.find((b) => b.type === "tool_use")!;
+      expect(JSON.parse(call.partial_json)).toEqual({ command: "ls" });
+      // the next main-turn request carries the call and its tool_result with the same id, holding the real ls output
+      const next = messages.slice(first + 1).find((e) => JSON.stringify(e.body?.messages ?? []).includes(call.id));
+      expect(next).toBeDefined();
+      const blocks = (next!.body!.messages as { role: string; content: unknown }[]).flatMap((m) => (Array.isArray(m.content) ? m.content as Record<string, any>[] : []));
+      expect(blocks.find((b) => b.type === "tool_use")).toMatchObject({ id: call.id, name: "Bash", input: { command: "ls" } });
+      const result = blocks.find((b) => b.type === "tool_result");
+      expect(result).toMatchObject({ tool_use_id: call.id });
+      expect(result!.is_error ?? false).toBe(false);
+      expect(JSON.stringify(result!.content)).toContain("notes.txt");
+      // fennec answered that turn: the forced JSON answer, end_turn
+      expect(next!.body!.stream).toBe(true);
+      expect(foldMessageStream(checkMessageStream(next!.answer)).stop.stop_reason).toBe("end_turn");
+    } finally {
+      proxy.stop(true);
+      rmSync(home, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
     }
   });
 });
