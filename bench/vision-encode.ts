@@ -5,7 +5,7 @@
  * tiny Gemma 3 language model so llama.cpp can load it. Not a test.
  * Usage: bun run bench/vision-encode.ts [--layers N] [--threads N] [--cli PATH]
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { $ } from "bun";
@@ -18,6 +18,7 @@ import { preprocessImage } from "../src/vision/preprocess.ts";
 import { MODEL_SHAPES, VISION_SHAPES, vocabPath } from "../scripts/model-shapes.ts";
 import { randomMmproj } from "../scripts/random-mmproj.ts";
 import { randomModel } from "../scripts/random-model.ts";
+import { llamaMtmdCliPath } from "../test/vision/llama-mtmd-cli.ts";
 import { pattern, pngOf } from "../test/vision/test-images.ts";
 
 const arg = (name: string, fallback: string): string => {
@@ -26,12 +27,7 @@ const arg = (name: string, fallback: string): string => {
 };
 const layers = Number(arg("layers", "4"));
 const threads = Number(arg("threads", "2"));
-const root = join(import.meta.dir, "..");
-const cli = arg("cli", (() => {
-  const cache = join(root, ".cache", "llama-mtmd");
-  for (const c of existsSync(cache) ? readdirSync(cache) : []) if (existsSync(join(cache, c, "bin", "llama-mtmd-cli"))) return join(cache, c, "bin", "llama-mtmd-cli");
-  return "";
-})());
+const cli = arg("cli", llamaMtmdCliPath() ?? "");
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-vision-bench-"));
 try {

@@ -8,7 +8,7 @@
  * logprobs. Skipped, saying so, where the oracle is not built.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { $ } from "bun";
@@ -19,25 +19,11 @@ import { randomMmproj } from "../../scripts/random-mmproj.ts";
 import { randomModel } from "../../scripts/random-model.ts";
 import { startServer } from "../e2e/server-process.ts";
 import { gifOf, jpegOf, pattern, pngOf } from "./test-images.ts";
+import { llamaMtmdCliPath } from "./llama-mtmd-cli.ts";
 
 setDefaultTimeout(600_000);
 
-const root = join(import.meta.dir, "..", "..");
-
-/** The built oracle: FENNEC_LLAMA_MTMD_CLI, else .cache/llama-mtmd/<commit>/bin/llama-mtmd-cli. */
-function oraclePath(): string | null {
-  const fromEnv = process.env.FENNEC_LLAMA_MTMD_CLI;
-  if (fromEnv) return fromEnv;
-  const cache = join(root, ".cache", "llama-mtmd");
-  if (!existsSync(cache)) return null;
-  for (const commit of readdirSync(cache)) {
-    const bin = join(cache, commit, "bin", "llama-mtmd-cli");
-    if (existsSync(bin)) return bin;
-  }
-  return null;
-}
-
-const oracle = oraclePath();
+const oracle = llamaMtmdCliPath();
 const dir = mkdtempSync(join(tmpdir(), "fennec-vision-greedy-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

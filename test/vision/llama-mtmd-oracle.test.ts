@@ -6,7 +6,7 @@
  * where the oracle is not built.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { $ } from "bun";
@@ -22,24 +22,10 @@ import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { MODEL_SHAPES, VISION_SHAPES, vocabPath } from "../../scripts/model-shapes.ts";
 import { randomMmproj } from "../../scripts/random-mmproj.ts";
 import { randomModel } from "../../scripts/random-model.ts";
+import { llamaMtmdCliPath } from "./llama-mtmd-cli.ts";
 
 // writing the models, llama.cpp's load and a 2-layer real-width SigLIP in plain TypeScript on a busy 2-core box
 setDefaultTimeout(300_000);
-
-const root = join(import.meta.dir, "..", "..");
-
-/** The built oracle: FENNEC_LLAMA_MTMD_CLI, else .cache/llama-mtmd/<commit>/bin/llama-mtmd-cli. */
-function oraclePath(): string | null {
-  const fromEnv = process.env.FENNEC_LLAMA_MTMD_CLI;
-  if (fromEnv) return fromEnv;
-  const cache = join(root, ".cache", "llama-mtmd");
-  if (!existsSync(cache)) return null;
-  for (const commit of readdirSync(cache)) {
-    const bin = join(cache, commit, "bin", "llama-mtmd-cli");
-    if (existsSync(bin)) return bin;
-  }
-  return null;
-}
 
 /** A binary PPM (P6), which llama.cpp's stb_image reads, and its pixels. */
 function ppm(img: RgbImage): Uint8Array {
@@ -62,7 +48,7 @@ function testCard(width: number, height: number): RgbImage {
   return { width, height, data };
 }
 
-const oracle = oraclePath();
+const oracle = llamaMtmdCliPath();
 const dir = mkdtempSync(join(tmpdir(), "fennec-vision-oracle-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
