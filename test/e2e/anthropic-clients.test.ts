@@ -206,6 +206,22 @@ describe("@ai-sdk/anthropic (Vercel AI SDK)", () => {
  * enforces with its grammar, so the model is forced to a short answer and an end_turn. Everything else is exactly
  * what Claude Code sent (system prompt, tools, thinking, context_management, metadata, betas).
  */
+/** `claude` with its own HOME, talking to fennec through the test's proxy on `port`; killed after 3 minutes. */
+async function runClaude(args: readonly string[], cwd: string, home: string, port: number): Promise<{ stdout: string; stderr: string; code: number }> {
+  const child = Bun.spawn([join(import.meta.dir, "..", "..", "node_modules", ".bin", "claude"), ...args], {
+    cwd, stdout: "pipe", stderr: "pipe", stdin: "ignore",
+    env: {
+      PATH: process.env.PATH ?? "", HOME: home, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}`, ANTHROPIC_API_KEY: KEY,
+      ANTHROPIC_SMALL_FAST_MODEL: MODEL, CLAUDE_CODE_MAX_OUTPUT_TOKENS: "256",
+      DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    },
+  });
+  const timer = setTimeout(() => child.kill(), 180_000);
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  clearTimeout(timer);
+  return { stdout, stderr, code };
+}
+
 describe("Claude Code", () => {
   const ANSWER = { type: "object", properties: { answer: { enum: ["Hello from fennec"] } }, required: ["answer"], additionalProperties: false };
 
@@ -229,17 +245,7 @@ describe("Claude Code", () => {
     });
     const home = mkdtempSync(join(tmpdir(), "fennec-claude-home-"));
     try {
-      const child = Bun.spawn([join(import.meta.dir, "..", "..", "node_modules", ".bin", "claude"), "-p", "Say hello.", "--model", MODEL], {
-        cwd: home, stdout: "pipe", stderr: "pipe", stdin: "ignore",
-        env: {
-          PATH: process.env.PATH ?? "", HOME: home, ANTHROPIC_BASE_URL: `http://127.0.0.1:${proxy.port}`, ANTHROPIC_API_KEY: KEY,
-          ANTHROPIC_SMALL_FAST_MODEL: MODEL, CLAUDE_CODE_MAX_OUTPUT_TOKENS: "256",
-          DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        },
-      });
-      const timer = setTimeout(() => child.kill(), 180_000);
-      const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-      clearTimeout(timer);
+      const { stdout, stderr, code } = await runClaude(["-p", "Say hello.", "--model", MODEL], home, home, proxy.port!);
       expect({ code, stdout, stderr: stderr.slice(0, 2000) }).toMatchObject({ code: 0 });
       expect(stdout).toContain("Hello from fennec");
       const messages = exchanges.filter((e) => e.path === "/v1/messages");
@@ -306,17 +312,7 @@ describe("Claude Code", () => {
     const work = mkdtempSync(join(tmpdir(), "fennec-claude-work-"));
     writeFileSync(join(work, "notes.txt"), "fennec\n");
     try {
-      const child = Bun.spawn([join(import.meta.dir, "..", "..", "node_modules", ".bin", "claude"), "-p", "List the files here.", "--model", MODEL, "--allowedTools", "Bash(ls)"], {
-        cwd: work, stdout: "pipe", stderr: "pipe", stdin: "ignore",
-        env: {
-          PATH: process.env.PATH ?? "", HOME: home, ANTHROPIC_BASE_URL: `http://127.0.0.1:${proxy.port}`, ANTHROPIC_API_KEY: KEY,
-          ANTHROPIC_SMALL_FAST_MODEL: MODEL, CLAUDE_CODE_MAX_OUTPUT_TOKENS: "256",
-          DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        },
-      });
-      const timer = setTimeout(() => child.kill(), 180_000);
-      const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-      clearTimeout(timer);
+      const { stdout, stderr, code } = await runClaude(["-p", "List the files here.", "--model", MODEL, "--allowedTools", "Bash(ls)"], work, home, proxy.port!);
       const messages = exchanges.filter((e) => e.path === "/v1/messages");
       const trace = messages.map((e) => `${e.status} forced=${e.forced} ${e.answer.slice(0, 300)}`).join("\n");
       expect({ code, stdout, stderr: stderr.slice(0, 2000), trace }).toMatchObject({ code: 0 });
