@@ -5,8 +5,10 @@
 # drives `fennec chat` in its test), kubectl (Debian's kubernetes-client: `kubectl kustomize` renders deploy/kubernetes
 # offline in its test), Debian's python3-zmq + python3-msgpack (the independent KV-event subscriber on libzmq), and a
 # Vulkan CPU driver for the WebGPU backend tests, and Debian's python3-opentelemetry-proto (the OTLP trace receiver
-# of the tracing tests decodes with the official protobuf definitions); then the peers from PyPI and the Go module
-# proxy (scripts/install-gateway-peers.sh, scripts/install-open-webui.sh). Idempotent; needs root (or sudo).
+# of the tracing tests decodes with the official protobuf definitions), cmake and g++; then the peers from PyPI and
+# the Go module proxy (scripts/install-gateway-peers.sh, scripts/install-open-webui.sh), and llama.cpp's
+# llama-mtmd-cli built from the tree node-llama-cpp bundles (the vision oracle; so run it after `npm ci`).
+# Idempotent; needs root (or sudo).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=()
@@ -15,6 +17,8 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
 /usr/bin/python3 -c "import zmq" >/dev/null 2>&1 || need+=(python3-zmq)
 /usr/bin/python3 -c "import msgpack" >/dev/null 2>&1 || need+=(python3-msgpack)
 /usr/bin/python3 -c "import opentelemetry.proto.collector.trace.v1.trace_service_pb2" >/dev/null 2>&1 || need+=(python3-opentelemetry-proto)
@@ -32,4 +36,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # the pinned peers that are not Debian packages, each into .cache/ (idempotent, quick when cached)
 bash "$here/install-gateway-peers.sh"
 bash "$here/install-open-webui.sh"
+# the vision oracle: built once per bundled llama.cpp commit into .cache/llama-mtmd/ (all cores: nothing else runs now)
+JOBS="$(nproc)" bash "$here/build-llama-tool.sh" llama-mtmd-cli >/dev/null
 echo "test dependencies: chromium $(command -v chromium >/dev/null && echo ok), promtool $(command -v promtool >/dev/null && echo ok), qemu-aarch64-static $(command -v qemu-aarch64-static >/dev/null && echo ok || echo "not needed here")"
