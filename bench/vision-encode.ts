@@ -11,15 +11,12 @@ import { join } from "node:path";
 import { $ } from "bun";
 import { createBackend } from "../src/backend/create-backend.ts";
 import { readGguf } from "../src/gguf/reader.ts";
-import { writeGgufFile } from "../src/gguf/writer.ts";
 import { BackendVisionEncoder } from "../src/vision/backend-encoder.ts";
 import { readVisionConfig, readVisionWeights } from "../src/vision/mmproj.ts";
 import { preprocessImage } from "../src/vision/preprocess.ts";
-import { MODEL_SHAPES, VISION_SHAPES, vocabPath } from "../scripts/model-shapes.ts";
-import { randomMmproj } from "../scripts/random-mmproj.ts";
-import { randomModel } from "../scripts/random-model.ts";
 import { llamaMtmdCliPath } from "../test/vision/llama-mtmd-cli.ts";
 import { pattern, pngOf } from "../test/vision/test-images.ts";
+import { writeGemma3VisionFiles } from "./gemma3-vision-files.ts";
 
 const arg = (name: string, fallback: string): string => {
   const i = process.argv.indexOf(`--${name}`);
@@ -31,13 +28,8 @@ const cli = arg("cli", llamaMtmdCliPath() ?? "");
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-vision-bench-"));
 try {
-  const vocab = readGguf(vocabPath("gemma3"));
-  if (!vocab.ok) throw new Error(vocab.error);
-  const lm = MODEL_SHAPES["tiny-gemma3-4b"]!;
-  const vision = { ...VISION_SHAPES["gemma3-4b"]!, numLayers: layers };
-  const lmPath = join(dir, "lm.gguf"), mmPath = join(dir, "mmproj.gguf"), imgPath = join(dir, "photo.png");
-  writeGgufFile(lmPath, randomModel({ shapeName: "tiny-gemma3-4b", shape: lm, type: "f16", seed: 1, vocab: vocab.value }));
-  writeGgufFile(mmPath, randomMmproj({ shapeName: "gemma3-4b", vision, textDim: lm.dim, seed: 1 }));
+  const { lmPath, mmPath } = writeGemma3VisionFiles(dir, layers);
+  const imgPath = join(dir, "photo.png");
   const rgb = pattern(640, 480, 1);
   writeFileSync(imgPath, pngOf(640, 480, rgb));
 
