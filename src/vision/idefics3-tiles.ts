@@ -3,12 +3,11 @@
  * mtmd_image_preprocessor_idefics3, the preproc_image_size path; HF Idefics3ImageProcessor resize_for_vision_encoder):
  * resize keeping the aspect ratio so the longest edge is `longestEdge` (the other side truncated, then made even), resize
  * again so both sides are whole tiles (rounded up), cut that into image_size tiles row by row, and resize it to one
- * image_size overview. Each is normalised with the projector's mean and std. Then where each tile's embeddings go in
+ * image_size overview (preprocess.ts normalises each with the projector's mean and std). Then where each tile's embeddings go in
  * the prompt (mtmd.cpp, MTMD_SLICE_TMPL_IDEFICS3 in the mtmd_context constructor and mtmd_tokenize's slice loop).
  */
 import { resizeRgb, type RgbImage } from "./image-resize.ts";
 import type { VisionConfig } from "./mmproj.ts";
-import { normalizeToPlanar, type PixelTile } from "./preprocess.ts";
 import type { ImageLayoutPiece } from "./vision-protocol.ts";
 
 /** How an image is tiled: grid columns and rows, and the sizes of the two resizes. */
@@ -44,14 +43,14 @@ export function idefics3Grid(width: number, height: number, c: VisionConfig): Id
   return { cols: Math.ceil(w / t), rows: Math.ceil(h / t), resized: { width: w, height: h } };
 }
 
-/** The encoder inputs: the tiles row by row, then the overview (the order of the prompt's embeddings). */
-export function idefics3Tiles(img: RgbImage, c: VisionConfig): PixelTile[] {
+/** The encoder's images: the tiles row by row, then the overview (the order of the prompt's embeddings). */
+export function idefics3Tiles(img: RgbImage, c: VisionConfig): RgbImage[] {
   const grid = idefics3Grid(img.width, img.height, c);
   const t = c.imageSize;
   const resized = resizeRgb(img, grid.resized.width, grid.resized.height, c.resizeAlgo);
   const refinedWidth = grid.cols * t;
   const refined = resizeRgb(resized, refinedWidth, grid.rows * t, c.resizeAlgo);
-  const tiles: PixelTile[] = [];
+  const tiles: RgbImage[] = [];
   for (let ty = 0; ty < grid.rows; ty++) {
     for (let tx = 0; tx < grid.cols; tx++) {
       const data = new Uint8Array(t * t * 3); // [t][t][3]
@@ -59,10 +58,10 @@ export function idefics3Tiles(img: RgbImage, c: VisionConfig): PixelTile[] {
         const from = ((ty * t + y) * refinedWidth + tx * t) * 3;
         data.set(refined.data.subarray(from, from + t * 3), y * t * 3);
       }
-      tiles.push(normalizeToPlanar({ width: t, height: t, data }, c.imageMean, c.imageStd));
+      tiles.push({ width: t, height: t, data });
     }
   }
-  tiles.push(normalizeToPlanar(resizeRgb(refined, t, t, c.resizeAlgo), c.imageMean, c.imageStd));
+  tiles.push(resizeRgb(refined, t, t, c.resizeAlgo));
   return tiles;
 }
 

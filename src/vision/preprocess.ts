@@ -40,7 +40,7 @@ function fixedSize(img: RgbImage, c: VisionConfig): PixelTile[] {
 /** The preprocessor of each supported projector (mtmd.cpp mtmd_context: image_preproc per projector type). */
 const PREPROCESSORS: Readonly<Record<ProjectorType, (img: RgbImage, c: VisionConfig) => PixelTile[]>> = {
   gemma3: fixedSize,
-  idefics3: idefics3Tiles,
+  idefics3: (img, c) => idefics3Tiles(img, c).map((tile) => normalizeToPlanar(tile, c.imageMean, c.imageStd)),
 };
 
 /**

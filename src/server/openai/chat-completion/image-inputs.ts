@@ -10,8 +10,7 @@ import { sep } from "node:path";
 import type { MediaSettings } from "../../../config/media-settings.ts";
 import type { MultimodalInput } from "../../../engine/protocol.ts";
 import type { Tokenizer } from "../../../tokenizer/tokenizer.ts";
-import type { EncodedImage, VisionEncoder } from "../../../vision/vision-client.ts";
-import type { ImageLayoutPiece } from "../../../vision/vision-protocol.ts";
+import type { EncodedImage, ImageLayoutPiece, VisionEncoder } from "../../../vision/vision-client.ts";
 import { ApiError } from "../../errors.ts";
 import type { ChatMessageBody } from "../schemas.ts";
 
