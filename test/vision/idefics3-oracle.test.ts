@@ -9,6 +9,8 @@
  *    (every tile and its markers in the prompt). mtmd-cli hands the template the prompt as one text part holding its
  *    media marker ("User: <__media__>question"), so the template's image-first branch ("User:") never fires there;
  *    fennec gets an empty text part first, which renders the same "User: " before the image.
+ * And once at real width (smolvlm-256m with 2 language and 1 vision layers): 512 px tiles of 32 x 32 patches shuffled
+ * by 4, a 4 x 3 grid.
  * Skipped, saying so, where the oracle is not built.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -170,5 +172,64 @@ describe("SmolVLM (idefics3) vs llama-mtmd-cli", () => {
       await server.stop();
     }
     expect(mismatches).toEqual([]);
+  });
+
+  test.skipIf(oracle === null)("smolvlm-256m at real width (2 + 1 layers): a 300 x 200 image in 4 x 3 tiles of 512 and the overview, embeddings and greedy tokens", async () => {
+    const vocab = readGguf(vocabPath("smolvlm"));
+    if (!vocab.ok) throw new Error(vocab.error);
+    const shape = { ...MODEL_SHAPES["smolvlm-256m"]!, numLayers: 2 };
+    const lmPath = join(dir, "real-lm.gguf"), mmPath = join(dir, "real-mm.gguf"), dumpPath = join(dir, "real-embd.bin");
+    writeGgufFile(lmPath, randomModel({ shapeName: "smolvlm-256m", shape, type: "f16", seed: 7, vocab: vocab.value }));
+    writeGgufFile(mmPath, randomMmproj({ shapeName: "smolvlm-256m", vision: { ...VISION_SHAPES["smolvlm-256m"]!, numLayers: 1 }, textDim: shape.dim, seed: 7 }));
+    const bytes = pngOf(300, 200, pattern(300, 200, 3));
+    const imgPath = join(dir, "real.png");
+    writeFileSync(imgPath, bytes);
+    const run = await $`${oracle!} -m ${lmPath} --mmproj ${mmPath} --image ${imgPath} -p ${QUESTION} -n ${N} --temp 0 -t 2 -c 2048 --no-warmup`
+      .env({ ...process.env, MTMD_DEBUG_EMBEDDINGS: dumpPath }).quiet().nothrow();
+    if (run.exitCode !== 0) throw new Error(`llama-mtmd-cli failed (${run.exitCode}): ${run.stderr.toString().slice(-2000)}`);
+    const theirs = run.stdout.toString().trim();
+    const dump = readFileSync(dumpPath);
+    const view = new DataView(dump.buffer, dump.byteOffset, dump.byteLength);
+    const [tokens, embd] = [view.getInt32(0, true), view.getInt32(4, true)];
+    const theirRows = new Float32Array(dump.buffer.slice(dump.byteOffset + 8, dump.byteOffset + 8 + tokens * embd * 4));
+
+    const mm = readGguf(mmPath);
+    if (!mm.ok) throw new Error(mm.error);
+    const c = readVisionConfig(mm.value);
+    if (!c.ok) throw new Error(c.error);
+    const w = readVisionWeights(mm.value, c.value);
+    if (!w.ok) throw new Error(w.error);
+    const inputs = preprocessImage({ width: 300, height: 200, data: pattern(300, 200, 3) }, c.value);
+    expect(inputs.length).toBe(13);
+    const [ours] = embedImagesReference([inputs[12]!], c.value, w.value);
+    expect([tokens, embd]).toEqual([64, 576]);
+    const ref = compare(ours!, theirRows);
+    console.log(`idefics3-oracle real width: overview max |diff| ${ref.maxDiff.toExponential(3)} of max |x| ${ref.maxAbs.toFixed(4)}, cosine ${ref.cosine.toFixed(7)}`);
+    expect(ref.maxDiff / ref.maxAbs).toBeLessThan(5e-3);
+    expect(ref.cosine).toBeGreaterThan(0.99999);
+
+    const server = await startServer(["--model", lmPath, "--mmproj", mmPath, "--max-model-len", "2048", "--kv-cache-memory", "32M"]);
+    try {
+      const response = await fetch(`${server.url}/v1/chat/completions`, {
+        method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: lmPath, max_tokens: N, temperature: 0, skip_special_tokens: false,
+          messages: [{ role: "user", content: [
+            { type: "text", text: "" },
+            { type: "image_url", image_url: { url: `data:image/png;base64,${Buffer.from(bytes).toString("base64")}` } },
+            { type: "text", text: QUESTION },
+          ] }],
+        }),
+      });
+      const body = (await response.json()) as { choices: { message: { content: string } }[]; usage: { prompt_tokens: number } };
+      expect(response.status).toBe(200);
+      const ours = body.choices[0]!.message.content.trim();
+      console.log(`idefics3-greedy real width: ${ours === theirs ? "same" : "DIFFERENT"}, ${body.usage.prompt_tokens} prompt tokens\n  fennec:    ${JSON.stringify(ours)}\n  llama.cpp: ${JSON.stringify(theirs)}`);
+      // 13 tiles of 64 rows, their markers and the question
+      expect(body.usage.prompt_tokens).toBeGreaterThan(13 * 64);
+      expect(ours).toBe(theirs);
+    } finally {
+      await server.stop();
+    }
   });
 });
