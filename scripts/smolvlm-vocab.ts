@@ -2,8 +2,9 @@
  * A stand-in SmolVLM vocabulary as a vocab-only GGUF, for make-model's smolvlm shapes. SmolVLM's own tokenizer (SmolLM2's
  * 49,152 byte-level BPE pieces plus its image tokens) is in no package or file here, so the pieces are those of
  * llama.cpp's ggml-vocab-gpt-2.gguf (the stand-in the smollm2-135m shape already uses: the same byte-level BPE kind and
- * pre-tokenizer family), followed by SmolVLM's added tokens in SmolVLM's order (tokenizer_config added_tokens_decoder:
- * <global-img>, <row_1_col_1> ... <row_6_col_6>, <fake_token_around_image>, <image>, then <end_of_utterance>), plus
+ * pre-tokenizer family), followed by the added tokens SmolVLM's processor and llama.cpp's mtmd use (<global-img>,
+ * <row_1_col_1> ... <row_6_col_6>, <fake_token_around_image>, <image>, <end_of_utterance>; their ids here are not
+ * SmolVLM's, which only the real vocabulary fixes), plus
  * SmolLM2's <|im_start|> and <|im_end|> (its ids 1 and 2), all control tokens as the converter types special added
  * tokens. bos <|im_start|> (the template writes it; add_bos false), eos <end_of_utterance>, pad <|im_end|>, and
  * SmolVLM-Instruct's chat template (chat_template.json), which writes `<image>` for each image part.
@@ -24,7 +25,7 @@ const ROOT = resolve(import.meta.dirname, "..");
 const CACHE_DIR = join(ROOT, ".cache/smolvlm");
 const VOCAB_PATH = join(CACHE_DIR, "ggml-vocab-smolvlm.gguf");
 
-/** SmolVLM's added tokens past the text pieces, in id order, then SmolLM2's chat tokens. */
+/** SmolVLM's added tokens past the text pieces, then SmolLM2's chat tokens. */
 export const SMOLVLM_ADDED_TOKENS: readonly string[] = [
   "<global-img>",
   ...Array.from({ length: 36 }, (_, i) => `<row_${Math.floor(i / 6) + 1}_col_${(i % 6) + 1}>`),

@@ -8,7 +8,7 @@ import type { ImageMarkers } from "./projector-markers.ts";
 /** What the server needs to know of a loaded projector. */
 export interface VisionInfo {
   readonly projector: string;
-  /** soft tokens (embedding rows) per image: Gemma 3's 256 */
+  /** soft tokens (embedding rows) per image: Gemma 3's 256; a tiled projector's per tile (SmolVLM's 64) */
   readonly tokensPerImage: number;
   /** width of each row: the language model's embedding width */
   readonly projectionDim: number;

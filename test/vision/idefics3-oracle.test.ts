@@ -143,6 +143,7 @@ describe("SmolVLM (idefics3) vs llama-mtmd-cli", () => {
     ];
     const server = await startServer(["--model", lmPath, "--mmproj", mmPath, "--max-model-len", "512", "--kv-cache-memory", "32M"]);
     const mismatches: string[] = [];
+    const outputs: [string, Uint8Array, string][] = [];
     try {
       for (const [name, type, bytes] of images) {
         const path = join(dir, name);
@@ -167,7 +168,20 @@ describe("SmolVLM (idefics3) vs llama-mtmd-cli", () => {
         const margins = body.choices[0]!.logprobs.content.map((s) => (s.top_logprobs.length > 1 ? s.top_logprobs[0]!.logprob - s.top_logprobs[1]!.logprob : Infinity));
         console.log(`idefics3-greedy ${name}: ${ours === theirs ? "same" : "DIFFERENT"} ${N} tokens; smallest top-2 logprob margin ${Math.min(...margins).toFixed(4)}\n  fennec:    ${JSON.stringify(ours)}\n  llama.cpp: ${JSON.stringify(theirs)}`);
         if (ours !== theirs) mismatches.push(name);
+        outputs.push([type, bytes, ours]);
       }
+      // the first image again: its embeddings from the encoder cache, its tiles' layout from its size, the same answer
+      const hits = async () => Number(/^vllm:mm_cache_hits_total(?:\{[^}]*\})? (\S+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1] ?? NaN);
+      const hitsBefore = await hits();
+      const [type, bytes, first] = outputs[0]!;
+      const again = await fetch(`${server.url}/v1/chat/completions`, {
+        method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: lmPath, max_tokens: N, temperature: 0, skip_special_tokens: false, messages: [{ role: "user", content: [
+          { type: "text", text: "" }, { type: "image_url", image_url: { url: `data:${type};base64,${Buffer.from(bytes).toString("base64")}` } }, { type: "text", text: QUESTION },
+        ] }] }),
+      });
+      expect(((await again.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content.trim()).toBe(first);
+      expect(await hits()).toBe(hitsBefore + 1);
     } finally {
       await server.stop();
     }
