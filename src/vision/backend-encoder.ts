@@ -3,7 +3,8 @@
  * (reference-encoder.ts, the oracle), with every matmul, bias, GELU and the bidirectional attention on a Backend (the
  * WASM kernels): the patch embedding as one matmul over flattened patches, q/k/v/out and the FFN per layer, attention
  * through a one-sequence KV cache of one layer (rewritten by each layer) with every patch seeing every patch. The
- * LayerNorms, the average pool and the soft-embedding RMSNorm run on the host between them.
+ * LayerNorms, the average pool and the soft-embedding RMSNorm run on the host between them. Idefics3 (SmolVLM): the
+ * pixel shuffle on the host, then mm.model.fc on the backend.
  */
 import type { Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
 import { GgmlType } from "../tensor/dtypes.ts";

@@ -2,6 +2,7 @@
  * The plain reference vision encoder, the oracle for faster paths: SigLIP's ViT and the Gemma 3 projector in the
  * order of llama.cpp's tools/mtmd/models/siglip.cpp (clip_graph::build_inp, build_vit, then the GEMMA3 branch), as
  * plainly as llama2.c, in f32 arrays with f64 sums. One tile in, one [tokens][projectionDim] block of embeddings out.
+ * The IDEFICS3 branch (SmolVLM) ends in a pixel shuffle and mm.model.fc instead.
  */
 import type { VisionConfig, VisionLayerWeights, VisionWeights } from "./mmproj.ts";
 import type { PixelTile } from "./preprocess.ts";
