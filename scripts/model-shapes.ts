@@ -8,11 +8,12 @@ import { gemma3VocabPath } from "./gemma3-vocab.ts";
 import { llamaVocabPath } from "./llama-vocab.ts";
 import { gptOssVocabPath } from "./gpt-oss-vocab.ts";
 import { phi4MiniVocabPath } from "./phi4-mini-vocab.ts";
+import { smolvlmVocabPath } from "./smolvlm-vocab.ts";
 
 export interface ModelShape {
   readonly architecture: Architecture;
   /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox" | "gpt-oss";
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox" | "gpt-oss" | "smolvlm";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -51,6 +52,7 @@ export interface ModelShape {
 
 /** The vocab GGUF a shape copies its tokenizer from. */
 export function vocabPath(vocab: ModelShape["vocab"]): string {
+  if (vocab === "smolvlm") return smolvlmVocabPath();
   return vocab === "gemma3" ? gemma3VocabPath() : vocab === "phi-4-mini" ? phi4MiniVocabPath() : vocab === "gpt-oss" ? gptOssVocabPath() : llamaVocabPath(vocab);
 }
 
@@ -200,7 +202,7 @@ const GEMMA3_4B: ModelShape = {
  */
 export interface VisionShape {
   /** clip.projector_type */
-  readonly projector: "gemma3";
+  readonly projector: "gemma3" | "idefics3";
   readonly imageSize: number;
   readonly patchSize: number;
   readonly dim: number;
@@ -212,6 +214,10 @@ export interface VisionShape {
   readonly imageStd: readonly [number, number, number];
   /** preprocessor_config image_seq_length: the converter derives clip.vision.projector.scale_factor from it */
   readonly imageSeqLength: number;
+  /** Idefics3: config.json scale_factor (the pixel shuffle; clip.vision.projector.scale_factor) */
+  readonly scaleFactor?: number;
+  /** Idefics3: preprocessor_config size.longest_edge (clip.vision.preproc_image_size) */
+  readonly longestEdge?: number;
 }
 
 /** SigLIP so400m-patch14 at 896 px (gemma-3-4b-it vision_config), 256 image tokens */
@@ -220,8 +226,31 @@ const SIGLIP_GEMMA3: VisionShape = {
   imageMean: [0.5, 0.5, 0.5], imageStd: [0.5, 0.5, 0.5], imageSeqLength: 256,
 };
 
+// ---- SmolVLM (Idefics3): HuggingFaceTB/SmolVLM-256M-Instruct and -500M-Instruct config.json text_config ----
+// (SmolLM2-style llama: rope_theta 100000, rms_norm_eps 1e-5, 8192 positions, tied embeddings). The real SmolVLM
+// tokenizer (SmolLM2's 49,152 pieces plus its image tokens, 49,280 ids) is in no package here: smolvlm-vocab.ts writes
+// a stand-in with gpt-2's pieces (as smollm2-135m above) plus SmolVLM's added tokens and its chat template.
+const SMOLVLM_256M: ModelShape = {
+  architecture: "llama", vocab: "smolvlm", dim: 576, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64, hiddenDim: 1536,
+  ropeFreqBase: 100000, rmsEps: 1e-5, contextLength: 8192, tiedEmbeddings: true, qkvBias: false, qkNorm: false,
+};
+const SMOLVLM_500M: ModelShape = { ...SMOLVLM_256M, dim: 960, numLayers: 32, numHeads: 15, numKvHeads: 5, hiddenDim: 2560 };
+/**
+ * SmolVLM's vision_config (SigLIP-B/16: 768 wide, 12 layers of 12 heads, FFN 3072, 512 px; no layer_norm_eps in it,
+ * so conversion/smolvlm.py writes its default 1e-5), scale_factor 4 (32 x 32 patches to 8 x 8 = 64 tokens per
+ * tile), preprocessor_config size.longest_edge 2048 (up to 4 x 4 tiles of 512 plus the overview), mean and std 0.5.
+ */
+const SIGLIP_SMOLVLM: VisionShape = {
+  projector: "idefics3", imageSize: 512, patchSize: 16, dim: 768, ffnDim: 3072, numLayers: 12, numHeads: 12, eps: 1e-5,
+  imageMean: [0.5, 0.5, 0.5], imageStd: [0.5, 0.5, 0.5], imageSeqLength: 64, scaleFactor: 4, longestEdge: 2048,
+};
+
 /** Language-model halves of the vision shapes (spread into MODEL_SHAPES). */
 const VISION_LANGUAGE_SHAPES: Readonly<Record<string, ModelShape>> = {
+  "smolvlm-256m": SMOLVLM_256M,
+  "smolvlm-500m": SMOLVLM_500M,
+  // the tiny SmolLM2 language model (2 layers, 256 wide) under a real-width SigLIP
+  "tiny-smolvlm-256m": { ...tiny(SMOLVLM_256M, 1) },
   "gemma3-4b": GEMMA3_4B,
   // the tiny gemma3 language model (6 layers, 256 wide) under a real-width SigLIP
   "tiny-gemma3-4b": { ...tiny(GEMMA3_270M, 1), numLayers: 6, slidingWindow: 64 },
@@ -232,6 +261,11 @@ const VISION_LANGUAGE_SHAPES: Readonly<Record<string, ModelShape>> = {
  * with 2 layers at 112 px (8 x 8 patches, pooled 2 x 2: 16 image tokens, so the converter writes scale_factor 2).
  */
 export const VISION_SHAPES: Readonly<Record<string, VisionShape>> = {
+  "smolvlm-256m": SIGLIP_SMOLVLM,
+  "smolvlm-500m": SIGLIP_SMOLVLM,
+  // real widths (768, 3072, 12 heads, patch 16, scale 4) with 2 layers at 128 px: 8 x 8 patches shuffled to 2 x 2 =
+  // 4 tokens per tile; longest edge 256 (up to 2 x 2 tiles plus the overview)
+  "tiny-smolvlm-256m": { ...SIGLIP_SMOLVLM, imageSize: 128, numLayers: 2, imageSeqLength: 4, longestEdge: 256 },
   "gemma3-4b": SIGLIP_GEMMA3,
   "tiny-gemma3-4b": { ...SIGLIP_GEMMA3, imageSize: 112, numLayers: 2, imageSeqLength: 16 },
 };

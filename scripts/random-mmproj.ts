@@ -24,8 +24,8 @@ interface MmprojTensor {
   readonly init: "ones" | "normal";
 }
 
-/** The converter's tensor list for a Gemma 3 projector, ggml shapes (ne0 first). */
-function gemma3Tensors(v: VisionShape, textDim: number): MmprojTensor[] {
+/** The converter's tensor list for a SigLIP projector (Gemma 3, Idefics3), ggml shapes (ne0 first). */
+function siglipTensors(v: VisionShape, textDim: number): MmprojTensor[] {
   const side = v.imageSize / v.patchSize;
   const t = (name: string, shape: number[], init: "ones" | "normal" = "normal", type?: GgmlType): MmprojTensor =>
     ({ name, shape, init, type: type ?? (shape.length === 1 ? GgmlType.F32 : GgmlType.F16) });
@@ -41,8 +41,26 @@ function gemma3Tensors(v: VisionShape, textDim: number): MmprojTensor[] {
     ...layers,
     t(CLIP_TENSOR.postLnWeight, [v.dim], "ones"),
     t(CLIP_TENSOR.postLnBias, [v.dim]),
-    t(CLIP_TENSOR.mmInputProjection, [textDim, v.dim], "normal", GgmlType.F16),
-    t(CLIP_TENSOR.mmSoftEmbNorm, [v.dim], "ones"),
+    ...(v.projector === "idefics3"
+      // conversion/smolvlm.py: model.connector.modality_projection.proj, a Linear without bias (f16 as every 2-D tensor)
+      ? [t(CLIP_TENSOR.mmModelFc, [v.dim * idefics3Scale(v) ** 2, textDim])]
+      : [t(CLIP_TENSOR.mmInputProjection, [textDim, v.dim], "normal", GgmlType.F16), t(CLIP_TENSOR.mmSoftEmbNorm, [v.dim], "ones")]),
+  ];
+}
+
+/** SmolVLM's config.json scale_factor (conversion/smolvlm.py writes it always, default 2). */
+function idefics3Scale(v: VisionShape): number {
+  return v.scaleFactor ?? 2;
+}
+
+/** conversion/smolvlm.py SmolVLMModel.set_gguf_parameters after MmprojModel's keys (and its defaults). */
+function idefics3Keys(v: VisionShape): [string, GgufMetadataEntry][] {
+  return [
+    [CLIP_KEY.projectorType, mdString(v.projector)],
+    [CLIP_KEY.layerNormEps, mdF32(v.eps)],
+    [CLIP_KEY.projectorScaleFactor, mdU32(idefics3Scale(v))],
+    [CLIP_KEY.useGelu, mdBool(true)],
+    [CLIP_KEY.preprocImageSize, mdU32(v.longestEdge ?? v.imageSize)],
   ];
 }
 
@@ -87,14 +105,16 @@ export function randomMmproj(o: RandomMmprojOptions): GgufToWrite {
     [CLIP_KEY.headCount, mdU32(v.numHeads)],
     [CLIP_KEY.imageMean, floats(v.imageMean)],
     [CLIP_KEY.imageStd, floats(v.imageStd)],
-    [CLIP_KEY.projectorType, mdString(v.projector)],
-    [CLIP_KEY.layerNormEps, mdF32(v.eps)],
-    [CLIP_KEY.useGelu, mdBool(true)],
-    // conversion/gemma.py writes the pool factor only when it is not the default 4
-    ...(scaleFactor > 0 && scaleFactor !== 4 ? [[CLIP_KEY.projectorScaleFactor, mdU32(scaleFactor)] as [string, GgufMetadataEntry]] : []),
+    ...(v.projector === "idefics3" ? idefics3Keys(v) : [
+      [CLIP_KEY.projectorType, mdString(v.projector)],
+      [CLIP_KEY.layerNormEps, mdF32(v.eps)],
+      [CLIP_KEY.useGelu, mdBool(true)],
+      // conversion/gemma.py writes the pool factor only when it is not the default 4
+      ...(scaleFactor > 0 && scaleFactor !== 4 ? [[CLIP_KEY.projectorScaleFactor, mdU32(scaleFactor)] as [string, GgufMetadataEntry]] : []),
+    ] as [string, GgufMetadataEntry][]),
     [KEY.quantizationVersion, mdU32(2)],
   ]);
-  const tensors: GgufTensorToWrite[] = gemma3Tensors(v, o.textDim)
+  const tensors: GgufTensorToWrite[] = siglipTensors(v, o.textDim)
     .map((spec) => ({ name: spec.name, shape: spec.shape, type: spec.type, data: () => generate(spec, o.seed) }));
   return { metadata, tensors };
 }

@@ -3,13 +3,15 @@
  * (reference-encoder.ts, the oracle), with every matmul, bias, GELU and the bidirectional attention on a Backend (the
  * WASM kernels): the patch embedding as one matmul over flattened patches, q/k/v/out and the FFN per layer, attention
  * through a one-sequence KV cache of one layer (rewritten by each layer) with every patch seeing every patch. The
- * LayerNorms, the average pool and the soft-embedding RMSNorm run on the host between them.
+ * LayerNorms, the average pool and the soft-embedding RMSNorm run on the host between them. Idefics3 (SmolVLM): the
+ * pixel shuffle on the host, then mm.model.fc on the backend.
  */
 import type { Backend, DeviceBuffer, Weight, WeightSource } from "../backend/backend.ts";
 import { GgmlType } from "../tensor/dtypes.ts";
 import type { ClipLayerTensor } from "./clip-names.ts";
 import type { VisionConfig, VisionWeights } from "./mmproj.ts";
 import type { PixelTile } from "./preprocess.ts";
+import { pixelShuffle } from "./idefics3-projector.ts";
 
 const KV_BLOCK = 16;
 
@@ -66,16 +68,24 @@ export class BackendVisionEncoder {
       }
       return { w: w as LayerHandles["w"], b: bias as LayerHandles["b"], ln1: [layer.weights.ln1, layer.biases.ln1], ln2: [layer.weights.ln2, layer.biases.ln2] };
     });
-    // mm.input_projection is stored [dim][projectionDim] (x @ W): transposed once into a [projectionDim][dim] weight
-    const t = new Float32Array(projectionDim * dim);
-    for (let d = 0; d < dim; d++) for (let o = 0; o < projectionDim; o++) t[o * dim + d] = weights.inputProjection[d * projectionDim + o]!;
-    this.projection = b.loadWeight(f32Source("mm.input_projection", t, projectionDim, dim));
+    // the projector's input width: Gemma 3 pools (dim), Idefics3's pixel shuffle stacks nMerge^2 patches (dim * s^2)
+    const projIn = c.projector === "idefics3" ? dim * c.nMerge * c.nMerge : dim;
+    if (c.projector === "idefics3") {
+      // mm.model.fc is a [projectionDim][dim * s^2] Linear already
+      if (weights.fc === undefined) throw new Error("vision encoder: an idefics3 projector without mm.model.fc");
+      this.projection = b.loadWeight(f32Source("mm.model.fc", weights.fc, projectionDim, projIn));
+    } else {
+      // mm.input_projection is stored [dim][projectionDim] (x @ W): transposed once into a [projectionDim][dim] weight
+      const t = new Float32Array(projectionDim * dim);
+      for (let d = 0; d < dim; d++) for (let o = 0; o < projectionDim; o++) t[o * dim + d] = weights.inputProjection[d * projectionDim + o]!;
+      this.projection = b.loadWeight(f32Source("mm.input_projection", t, projectionDim, dim));
+    }
     const n = this.n;
     const tokens = c.tokensPerImage;
     this.buf = {
       x: b.alloc(n * 3 * p * p), h: b.alloc(n * dim), q: b.alloc(n * dim), k: b.alloc(n * dim), v: b.alloc(n * dim),
       attn: b.alloc(n * dim), o: b.alloc(n * dim), up: b.alloc(n * ffnDim), ones: b.alloc(n * ffnDim), act: b.alloc(n * ffnDim),
-      pooled: b.alloc(tokens * dim), out: b.alloc(tokens * projectionDim),
+      pooled: b.alloc(tokens * projIn), out: b.alloc(tokens * projectionDim),
     };
     b.write(this.buf.ones, new Float32Array(n * ffnDim).fill(1));
     b.allocKvCache({ numLayers: 1, numBlocks: Math.ceil(n / KV_BLOCK), blockSize: KV_BLOCK, numKvHeads: c.numHeads, headDim: c.headDim });
@@ -129,7 +139,7 @@ export class BackendVisionEncoder {
       for (let i = 0; i < n * dim; i++) x[i]! += ffn[i]!;
     }
     layerNormRows(x, n, dim, this.host.postLnWeight, this.host.postLnBias, c.eps);
-    b.write(buf.pooled, this.poolAndNorm(x));
+    b.write(buf.pooled, c.projector === "idefics3" ? pixelShuffle(x, g, dim, c.nMerge) : this.poolAndNorm(x));
     b.matmul(buf.out, this.projection, buf.pooled, c.tokensPerImage);
     return b.read(buf.out, c.tokensPerImage * c.projectionDim);
   }

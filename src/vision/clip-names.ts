@@ -30,6 +30,8 @@ export const CLIP_KEY = {
   imageStd: "clip.vision.image_std",
   /** Gemma 3: written only when not 4 (test models); Idefics3: the pixel-shuffle factor */
   projectorScaleFactor: "clip.vision.projector.scale_factor",
+  /** Idefics3: the preprocessor's size.longest_edge (optional: older files lack it) */
+  preprocImageSize: "clip.vision.preproc_image_size",
 } as const;
 
 /** The vision tensor of one ViT layer: `v.blk.N.<name>.{weight,bias}`. */
@@ -51,6 +53,8 @@ export const CLIP_TENSOR = {
   mmInputProjection: "mm.input_projection.weight",
   /** Gemma 3 projector RMSNorm weight; the converter stores HF's weight + 1 (conversion/gemma.py) */
   mmSoftEmbNorm: "mm.soft_emb_norm.weight",
+  /** Idefics3 projector (clip-impl.h TN_MM_PROJECTOR): HF connector.modality_projection.proj, [text width][vision width x scale^2] */
+  mmModelFc: "mm.model.fc.weight",
 } as const;
 
 /** @example clipLayerTensorName("attnQ", 3, "bias") // "v.blk.3.attn_q.bias" */
@@ -59,5 +63,5 @@ export function clipLayerTensorName(key: ClipLayerTensor, layer: number, part: "
 }
 
 /** clip.projector_type values (clip-impl.h PROJECTOR_TYPE_NAMES) fennec reads; the rest are refused by name. */
-export const SUPPORTED_PROJECTORS = ["gemma3"] as const;
+export const SUPPORTED_PROJECTORS = ["gemma3", "idefics3"] as const;
 export type ProjectorType = (typeof SUPPORTED_PROJECTORS)[number];

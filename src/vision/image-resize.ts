@@ -17,6 +17,8 @@ export interface RgbImage {
 /** 32 bits less 8 for the pixel and 2 of headroom for the sum (Resample.c PRECISION_BITS) */
 const PRECISION_BITS = 22;
 
+const sinc = (x: number): number => (x === 0 ? 1 : Math.sin(Math.PI * x) / (Math.PI * x));
+
 /** Filter support radius and kernel per algorithm (Pillow's filters; bicubic with a = -0.5). */
 const FILTERS: Readonly<Record<ResizeAlgo, { readonly support: number; readonly weight: (x: number) => number }>> = {
   bilinear: { support: 1, weight: (x) => { x = Math.abs(x); return x < 1 ? 1 - x : 0; } },
@@ -30,6 +32,8 @@ const FILTERS: Readonly<Record<ResizeAlgo, { readonly support: number; readonly 
       return 0;
     },
   },
+  // Pillow's lanczos: sinc(x) * sinc(x / 3) on [-3, 3)
+  lanczos: { support: 3, weight: (x) => (x >= -3 && x < 3 ? sinc(x) * sinc(x / 3) : 0) },
 };
 
 interface Coefficients {
@@ -58,7 +62,7 @@ function coefficients(inSize: number, outSize: number, algo: ResizeAlgo): Coeffi
     const count = Math.min(inSize, Math.trunc(center + support + 0.5)) - first;
     let total = 0;
     for (let k = 0; k < count; k++) {
-      pre[k] = filter.weight((k + first - center + 0.5) / filterScale);
+      pre[k] = filter.weight((k + first - center + 0.5) * (1 / filterScale));
       total += pre[k]!;
     }
     for (let k = 0; k < kernelSize; k++) {

@@ -14,7 +14,7 @@ import {
 } from "./clip-names.ts";
 
 /** How an image is resized (clip-model.h resize_algo) and padded (pad_style) before normalisation. */
-export type ResizeAlgo = "bilinear" | "bicubic";
+export type ResizeAlgo = "bilinear" | "bicubic" | "lanczos";
 
 export interface VisionConfig {
   readonly projector: ProjectorType;
@@ -36,14 +36,18 @@ export interface VisionConfig {
   readonly resizeAlgo: ResizeAlgo;
   /** patches per side of the encoder's square grid */
   readonly patchesPerSide: number;
-  /** embeddings one image gives the language model (clip_n_output_tokens) */
+  /** embeddings one image (Idefics3: one tile) gives the language model (clip_n_output_tokens) */
   readonly tokensPerImage: number;
+  /** Idefics3: clip.vision.preproc_image_size, the longest edge images are resized to before tiling (absent: not in the file) */
+  readonly longestEdge?: number;
 }
 
 /** Per-projector defaults of clip.cpp load_hparams, one row per supported projector. */
 const PROJECTOR_DEFAULTS: Readonly<Record<ProjectorType, { readonly nMerge: number; readonly resizeAlgo: ResizeAlgo }>> = {
   // the default for every Gemma 3 size; tinygemma3 test models write clip.vision.projector.scale_factor
   gemma3: { nMerge: 4, resizeAlgo: "bilinear" },
+  // HF Idefics3Config scale_factor 2; the loader sets RESIZE_ALGO_LANCZOS (Pillow's LANCZOS, the HF processor's resample)
+  idefics3: { nMerge: 2, resizeAlgo: "lanczos" },
 };
 
 function triple(file: GgufFile, key: string): Result<[number, number, number]> {
@@ -77,6 +81,7 @@ export function readVisionConfig(file: GgufFile): Result<VisionConfig> {
     useGelu: optional(file, CLIP_KEY.useGelu, getBool),
     numKvHeads: optional(file, CLIP_KEY.headCountKv, getU32),
     headDim: optional(file, CLIP_KEY.headDim, getU32),
+    longestEdge: optional(file, CLIP_KEY.preprocImageSize, getU32),
   };
   for (const value of Object.values(fields)) if (!value.ok) return value;
   const v = Object.fromEntries(Object.entries(fields).map(([k, r]) => [k, (r as { value: unknown }).value])) as {
@@ -94,6 +99,7 @@ export function readVisionConfig(file: GgufFile): Result<VisionConfig> {
   // SigLIP is plain multi-head attention; grouped or resized heads belong to other encoders
   if (v.numKvHeads !== undefined && v.numKvHeads !== v.numHeads) problems.push(`${v.numKvHeads} KV heads for ${v.numHeads} heads (grouped-query vision attention is not supported)`);
   if (v.headDim !== undefined && v.headDim * v.numHeads !== v.dim) problems.push(`head size ${v.headDim} x ${v.numHeads} heads is not the width ${v.dim}`);
+  if (type === "idefics3" && v.longestEdge === undefined) problems.push(`no ${CLIP_KEY.preprocImageSize} (files converted before llama.cpp wrote it are not supported)`);
   if (problems.length > 0) return err(`${file.source}: inconsistent vision config: ${problems.join("; ")}`);
   const pooledSide = patchesPerSide / nMerge;
   return ok({
@@ -101,6 +107,7 @@ export function readVisionConfig(file: GgufFile): Result<VisionConfig> {
     numHeads: v.numHeads, headDim: v.dim / v.numHeads, eps: v.eps, projectionDim: v.projectionDim,
     imageMean: v.imageMean, imageStd: v.imageStd, nMerge, resizeAlgo: PROJECTOR_DEFAULTS[type].resizeAlgo,
     patchesPerSide, tokensPerImage: pooledSide * pooledSide,
+    ...(type === "idefics3" ? { longestEdge: v.longestEdge } : {}),
   });
 }
 
@@ -120,11 +127,22 @@ export interface VisionWeights {
   readonly layers: readonly VisionLayerWeights[];
   readonly postLnWeight: Float32Array;
   readonly postLnBias: Float32Array;
-  /** [dim] (already 1 + HF's weight) */
+  /** Gemma 3: [dim] (already 1 + HF's weight); empty for other projectors */
   readonly softEmbNorm: Float32Array;
-  /** [dim][projectionDim] */
+  /** Gemma 3: [dim][projectionDim]; empty for other projectors */
   readonly inputProjection: Float32Array;
+  /** Idefics3: mm.model.fc, [projectionDim][dim * nMerge^2] (a Linear without bias after the pixel shuffle) */
+  readonly fc?: Float32Array;
 }
+
+/** The projector's own tensors per projector type: the VisionWeights field, the tensor, its ggml shape (ne0 first). */
+const PROJECTOR_TENSORS: Readonly<Record<ProjectorType, (c: VisionConfig) => [string, string, readonly number[]][]>> = {
+  gemma3: (c) => [
+    ["softEmbNorm", CLIP_TENSOR.mmSoftEmbNorm, [c.dim]],
+    ["inputProjection", CLIP_TENSOR.mmInputProjection, [c.projectionDim, c.dim]],
+  ],
+  idefics3: (c) => [["fc", CLIP_TENSOR.mmModelFc, [c.dim * c.nMerge * c.nMerge, c.projectionDim]]],
+};
 
 /** One tensor in f32 after checking its ggml shape (ne0 first). */
 function readTensor(file: GgufFile, byName: ReadonlyMap<string, GgufTensorInfo>, name: string, shape: readonly number[]): Result<Float32Array> {
@@ -164,10 +182,9 @@ export function readVisionWeights(file: GgufFile, c: VisionConfig): Result<Visio
     ["positionEmbd", CLIP_TENSOR.positionEmbd, [c.dim, numPatches]],
     ["postLnWeight", CLIP_TENSOR.postLnWeight, [c.dim]],
     ["postLnBias", CLIP_TENSOR.postLnBias, [c.dim]],
-    ["softEmbNorm", CLIP_TENSOR.mmSoftEmbNorm, [c.dim]],
-    ["inputProjection", CLIP_TENSOR.mmInputProjection, [c.projectionDim, c.dim]],
+    ...PROJECTOR_TENSORS[c.projector](c),
   ];
-  const out: Record<string, unknown> = {};
+  const out: Record<string, unknown> = { softEmbNorm: new Float32Array(0), inputProjection: new Float32Array(0) };
   for (const [field, name, shape] of wanted) {
     const t = readTensor(file, byName, name, shape);
     if (!t.ok) return t;

@@ -6,6 +6,8 @@
 import { resizeWithPad, type RgbImage } from "./image-resize.ts";
 import type { VisionConfig } from "./mmproj.ts";
 import type { ProjectorType } from "./clip-names.ts";
+import { idefics3Grid, idefics3Layout, idefics3Tiles } from "./idefics3-tiles.ts";
+import type { ImageLayoutPiece } from "./vision-protocol.ts";
 
 /** One encoder input: a square (Gemma 3) or rectangular tile, normalised, channel-planar. */
 export interface PixelTile {
@@ -38,7 +40,21 @@ function fixedSize(img: RgbImage, c: VisionConfig): PixelTile[] {
 /** The preprocessor of each supported projector (mtmd.cpp mtmd_context: image_preproc per projector type). */
 const PREPROCESSORS: Readonly<Record<ProjectorType, (img: RgbImage, c: VisionConfig) => PixelTile[]>> = {
   gemma3: fixedSize,
+  idefics3: (img, c) => idefics3Tiles(img, c).map((tile) => normalizeToPlanar(tile, c.imageMean, c.imageStd)),
 };
+
+/**
+ * Where a tiled image's tiles go in the prompt, per projector that tiles (mtmd.cpp's slice templates); the others put
+ * one block of rows between their markers (projector-markers.ts).
+ */
+const LAYOUTS: Partial<Readonly<Record<ProjectorType, (width: number, height: number, c: VisionConfig) => ImageLayoutPiece[]>>> = {
+  idefics3: (width, height, c) => idefics3Layout(idefics3Grid(width, height, c), c.tokensPerImage),
+};
+
+/** The prompt layout of an image of width x height, or undefined for a one-block projector. */
+export function imageLayout(width: number, height: number, c: VisionConfig): ImageLayoutPiece[] | undefined {
+  return LAYOUTS[c.projector]?.(width, height, c);
+}
 
 /** The encoder inputs of one decoded image, in the order the encoder takes them. */
 export function preprocessImage(img: RgbImage, c: VisionConfig): PixelTile[] {

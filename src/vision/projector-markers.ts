@@ -19,4 +19,6 @@ export interface ImageMarkers {
 
 export const PROJECTOR_MARKERS: Readonly<Record<ProjectorType, ImageMarkers>> = {
   gemma3: { templateMarker: "<start_of_image>", begin: "<start_of_image>", soft: "<image_soft_token>", end: "<end_of_image>", attendAhead: true },
+  // the tiles' own markers are the image's layout (idefics3-tiles.ts idefics3Layout); causal like the text
+  idefics3: { templateMarker: "<image>", begin: "<fake_token_around_image>", soft: "<image>", end: "<fake_token_around_image>", attendAhead: false },
 };

@@ -2,9 +2,12 @@
  * The plain reference vision encoder, the oracle for faster paths: SigLIP's ViT and the Gemma 3 projector in the
  * order of llama.cpp's tools/mtmd/models/siglip.cpp (clip_graph::build_inp, build_vit, then the GEMMA3 branch), as
  * plainly as llama2.c, in f32 arrays with f64 sums. One tile in, one [tokens][projectionDim] block of embeddings out.
+ * The IDEFICS3 branch (SmolVLM) ends in a pixel shuffle and mm.model.fc instead.
  */
 import type { VisionConfig, VisionLayerWeights, VisionWeights } from "./mmproj.ts";
 import type { PixelTile } from "./preprocess.ts";
+import type { ProjectorType } from "./clip-names.ts";
+import { pixelShuffle } from "./idefics3-projector.ts";
 
 /** out[n][o] = b[o] + sum_i x[n][i] * w[o][i] (ggml_mul_mat with a [out][in] weight, then the bias) */
 function linear(x: Float32Array, n: number, inDim: number, w: Float32Array, b: Float32Array | null, outDim: number): Float32Array {
@@ -146,6 +149,19 @@ function gemma3Projector(x: Float32Array, c: VisionConfig, w: VisionWeights): Fl
   return out;
 }
 
+/** Idefics3's projector: the pixel shuffle by nMerge, then mm.model.fc (no bias): [tokensPerImage][projectionDim]. */
+function idefics3Projector(x: Float32Array, c: VisionConfig, w: VisionWeights): Float32Array {
+  const merged = c.dim * c.nMerge * c.nMerge;
+  if (w.fc === undefined) throw new Error("vision encoder: an idefics3 projector without mm.model.fc");
+  return linear(pixelShuffle(x, c.patchesPerSide, c.dim, c.nMerge), c.tokensPerImage, merged, w.fc, null, c.projectionDim);
+}
+
+/** The projector after the ViT, per projector type (tools/mtmd/models/siglip.cpp's branches). */
+const PROJECTORS: Readonly<Record<ProjectorType, (x: Float32Array, c: VisionConfig, w: VisionWeights) => Float32Array>> = {
+  gemma3: gemma3Projector,
+  idefics3: idefics3Projector,
+};
+
 /** The ViT's output for one tile, after the post-layernorm: [numPatches][dim]. */
 export function encodeTileReference(tile: PixelTile, c: VisionConfig, w: VisionWeights): Float32Array {
   if (tile.width !== c.imageSize || tile.height !== c.imageSize || tile.pixels.length !== 3 * c.imageSize * c.imageSize) {
@@ -163,5 +179,5 @@ export function encodeTileReference(tile: PixelTile, c: VisionConfig, w: VisionW
  * @example const [emb] = embedImagesReference([tile], config, weights); // 256 x n_embd for Gemma 3
  */
 export function embedImagesReference(tiles: readonly PixelTile[], c: VisionConfig, w: VisionWeights): Float32Array[] {
-  return tiles.map((tile) => gemma3Projector(encodeTileReference(tile, c, w), c, w));
+  return tiles.map((tile) => PROJECTORS[c.projector](encodeTileReference(tile, c, w), c, w));
 }

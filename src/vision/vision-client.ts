@@ -10,7 +10,7 @@ import type { DecodeLimits } from "./image-decode.ts";
 import { MAX_IMAGE_PIXELS } from "./image-header.ts";
 import type { EncodedImage, FromVision, ToVision, VisionInfo } from "./vision-protocol.ts";
 
-export type { EncodedImage, VisionInfo } from "./vision-protocol.ts";
+export type { EncodedImage, ImageLayoutPiece, VisionInfo } from "./vision-protocol.ts";
 
 /** A refused image: which one (0-based, in prompt order) and why. */
 export interface ImageRefusal {

@@ -8,7 +8,7 @@ import type { ImageMarkers } from "./projector-markers.ts";
 /** What the server needs to know of a loaded projector. */
 export interface VisionInfo {
   readonly projector: string;
-  /** soft tokens (embedding rows) per image: Gemma 3's 256 */
+  /** soft tokens (embedding rows) per image: Gemma 3's 256; a tiled projector's per tile (SmolVLM's 64) */
   readonly tokensPerImage: number;
   /** width of each row: the language model's embedding width */
   readonly projectionDim: number;
@@ -17,11 +17,16 @@ export interface VisionInfo {
   readonly markers: ImageMarkers;
 }
 
+/** A piece of a tiled image's place in the prompt: text (special tokens parsed) or the next tile's embedding rows. */
+export type ImageLayoutPiece = { readonly text: string } | { readonly rows: number };
+
 /** One image's embeddings and its content hash (vLLM's mm_hash: the decoded pixels and the processor settings). */
 export interface EncodedImage {
   readonly hash: string;
-  /** [tokensPerImage][projectionDim] */
+  /** [tokensPerImage][projectionDim]; a tiled image: every tile's rows in layout order */
   readonly embeddings: Float32Array;
+  /** a tiled image (Idefics3): its tiles' markers and rows in prompt order, in place of begin, rows, end */
+  readonly layout?: readonly ImageLayoutPiece[];
   /** found in the encoder cache: not encoded again */
   readonly cacheHit: boolean;
   readonly width: number;

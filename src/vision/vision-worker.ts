@@ -7,7 +7,7 @@ import { readGguf } from "../gguf/reader.ts";
 import { decodeImage } from "./image-decode.ts";
 import { EncoderCache, imageHash } from "./encoder-cache.ts";
 import { readVisionConfig, readVisionWeights, type VisionConfig } from "./mmproj.ts";
-import { preprocessImage } from "./preprocess.ts";
+import { imageLayout, preprocessImage } from "./preprocess.ts";
 import { PROJECTOR_MARKERS } from "./projector-markers.ts";
 import { BackendVisionEncoder } from "./backend-encoder.ts";
 import { createBackend } from "../backend/create-backend.ts";
@@ -31,7 +31,7 @@ async function init(path: string, cacheBytes: number): Promise<void> {
   if (!weights.ok) return reply({ type: "initError", message: weights.error });
   const c = config.value;
   // what the preprocessing depends on goes into every image's hash (vLLM hashes the processor kwargs with the item)
-  const processorKey = JSON.stringify({ projector: c.projector, imageSize: c.imageSize, mean: c.imageMean, std: c.imageStd, resize: c.resizeAlgo });
+  const processorKey = JSON.stringify({ projector: c.projector, imageSize: c.imageSize, mean: c.imageMean, std: c.imageStd, resize: c.resizeAlgo, ...(c.longestEdge !== undefined ? { longestEdge: c.longestEdge } : {}) });
   // the kernels run the encoder; the plain reference encoder stays the oracle of the tests
   let kernels: BackendVisionEncoder;
   try {
@@ -53,9 +53,16 @@ async function encode(message: Extract<ToVision, { type: "encode" }>): Promise<v
     if (!img.ok) return reply({ type: "refused", id: message.id, index, message: img.error });
     const { width, height, data } = img.value;
     const hash = imageHash(width, height, data, m.processorKey);
+    // a tiled image's layout depends on its size only, so a cached image gets it again without its pixels
+    let layout;
+    try {
+      layout = imageLayout(width, height, m.config);
+    } catch (e) {
+      return reply({ type: "refused", id: message.id, index, message: e instanceof Error ? e.message : String(e) });
+    }
     const hit = cache.get(hash);
     if (hit !== undefined) {
-      out.push({ hash, embeddings: hit, cacheHit: true, width, height });
+      out.push({ hash, embeddings: hit, cacheHit: true, width, height, ...(layout !== undefined ? { layout } : {}) });
       continue;
     }
     const blocks: Float32Array[] = [];
@@ -63,7 +70,7 @@ async function encode(message: Extract<ToVision, { type: "encode" }>): Promise<v
     const embeddings = new Float32Array(blocks.reduce((n, b) => n + b.length, 0)); // [tiles x tokens][projectionDim]
     blocks.reduce((at, b) => (embeddings.set(b, at), at + b.length), 0);
     cache.set(hash, embeddings);
-    out.push({ hash, embeddings, cacheHit: false, width, height });
+    out.push({ hash, embeddings, cacheHit: false, width, height, ...(layout !== undefined ? { layout } : {}) });
   }
   reply({ type: "encoded", id: message.id, images: out });
 }

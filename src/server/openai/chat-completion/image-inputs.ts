@@ -10,7 +10,7 @@ import { sep } from "node:path";
 import type { MediaSettings } from "../../../config/media-settings.ts";
 import type { MultimodalInput } from "../../../engine/protocol.ts";
 import type { Tokenizer } from "../../../tokenizer/tokenizer.ts";
-import type { EncodedImage, VisionEncoder } from "../../../vision/vision-client.ts";
+import type { EncodedImage, ImageLayoutPiece, VisionEncoder } from "../../../vision/vision-client.ts";
 import { ApiError } from "../../errors.ts";
 import type { ChatMessageBody } from "../schemas.ts";
 
@@ -181,6 +181,30 @@ function markerId(tokenizer: Tokenizer, text: string): number {
 }
 
 /**
+ * A tiled image (Idefics3) at the end of `out`: each text piece tokenized on its own with special tokens parsed (mtmd.cpp
+ * add_text per marker), each rows piece the next tile's embedding rows as one multimodal input.
+ */
+function placeTiledImage(
+  tokenizer: Tokenizer, image: EncodedImage, layout: readonly ImageLayoutPiece[], projectionDim: number, soft: number,
+  attendAhead: boolean, out: number[], multimodal: MultimodalInput[],
+): void {
+  const totalRows = layout.reduce((n, p) => n + ("rows" in p ? p.rows : 0), 0);
+  if (totalRows * projectionDim !== image.embeddings.length) throw new ApiError("badRequest", `an image gave ${image.embeddings.length / projectionDim} embedding rows, its tiles take ${totalRows}`, "messages");
+  let row = 0;
+  let tile = 0;
+  for (const piece of layout) {
+    if ("text" in piece) {
+      out.push(...tokenizer.encode(piece.text, { addSpecial: false, parseSpecial: true }));
+      continue;
+    }
+    const embeddings = image.embeddings.subarray(row * projectionDim, (row + piece.rows) * projectionDim);
+    multimodal.push({ identifier: `${image.hash}/${tile++}`, offset: out.length, length: piece.rows, embeddings, attendAhead });
+    for (let r = 0; r < piece.rows; r++) out.push(soft);
+    row += piece.rows;
+  }
+}
+
+/**
  * The prompt with each image's marker token expanded to begin, one placeholder per row, end (llama.cpp mtmd_tokenize
  * for the projector), and the engine's multimodal inputs at those positions. The template must have written exactly
  * one marker per image.
@@ -205,6 +229,10 @@ export function placeImages(tokenizer: Tokenizer, promptIds: readonly number[], 
       continue;
     }
     const image = images[next++]!;
+    if (image.layout !== undefined) {
+      placeTiledImage(tokenizer, image, image.layout, projectionDim, soft, markers.attendAhead, out, multimodal);
+      continue;
+    }
     const rows = image.embeddings.length / projectionDim;
     if (rows !== tokensPerImage) throw new ApiError("badRequest", `an image gave ${rows} embedding rows, the projector makes ${tokensPerImage}`, "messages");
     out.push(begin);
