@@ -114,9 +114,11 @@ async function complete(url: string, prompt: number[]): Promise<Timing> {
       if (!event.startsWith("data: ")) throw new Error(`${url}: unexpected stream event ${event.slice(0, 300)}`);
       const data = event.slice(6).trim();
       if (data === "[DONE]") continue;
-      const chunk = JSON.parse(data) as { choices?: { text?: string }[] };
-      // a chunk per token on both servers (an empty text still counts: a token cut inside a UTF-8 character)
-      if (chunk.choices !== undefined && chunk.choices.length > 0) arrivals.push(now);
+      const chunk = JSON.parse(data) as { choices?: { text?: string; finish_reason?: string | null }[] };
+      // a chunk per token on both servers (an empty text still counts: a token cut inside a UTF-8 character), but not
+      // llama-server's closing chunk (no text, a finish reason), which follows its last token at once
+      const choice = chunk.choices?.[0];
+      if (choice !== undefined && (choice.text !== "" || (choice.finish_reason ?? null) === null)) arrivals.push(now);
     }
   }
   if (arrivals.length < 2) throw new Error(`${url}: ${arrivals.length} streamed tokens`);
