@@ -2,9 +2,9 @@
 // One task = (tile of query rows, KV head, segment of up to SEGMENT_KEYS keys); tasks are split across threads, and rows
 // with more than one segment merge them afterwards (attention_merge). Scores and widened rows live in per-thread scratch
 // (the vector steps on them: attention-rows.ts).
-import { expF32 } from "./common";
+import { expF32, F16_MAGIC } from "./common";
 import { accumulateWeighted, accumulateWeighted2, expInPlace, maxOf, scoreKeys, scoreKeys2, zeroFloats } from "./attention-rows";
-import { widenKv } from "./kv-store";
+import { cacheOffset, q8BlockBytes, widenRow, widenRowQ8 } from "./kv-store";
 
 /** Keys per attention segment: longer rows split into segments that run as separate tasks, then merge (attention_merge). */
 export const SEGMENT_KEYS: i32 = 256;
@@ -151,9 +151,7 @@ export function attention_q8(
     for (let kb = 0; kb < nMax; kb += KV_BLOCK_KEYS) {
       const nb = min(KV_BLOCK_KEYS, nMax - kb);
       if (kb + nb <= loMin) continue; // before every row's window
-      for (let j = 0; j < nb; j++) {
-        widenKv(q8, rows + <usize>j * rowBytes, kLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
-      }
+      widenKeys(q8, rows, kLayer, blockTable, k0 + kb, nb, kvHead, numKvHeads, headDim, blockSize);
       // the tile's query vectors (row-major: v = row * groupSize + head) two at a time, across rows too (an odd
       // groupSize would leave one head per row to the one-vector kernel); a pair shares the keys both see, and each
       // scores the keys only it sees alone (at most a few, on the diagonal or a window's edge)
@@ -214,9 +212,7 @@ export function attention_q8(
     for (let kb = 0; kb < nMax; kb += KV_BLOCK_KEYS) {
       const nb = min(KV_BLOCK_KEYS, nMax - kb);
       if (kb + nb <= loMin) continue;
-      for (let j = 0; j < nb; j++) {
-        widenKv(q8, rows + <usize>j * rowBytes, vLayer, blockTable, k0 + kb + j, kvHead, numKvHeads, headDim, blockSize);
-      }
+      widenKeys(q8, rows, vLayer, blockTable, k0 + kb, nb, kvHead, numKvHeads, headDim, blockSize);
       // query vectors in pairs as for the scores; a vector's keys go in key order (those before the pair's shared
       // ones, the shared ones, those after), so each output lane adds the same terms in the same order
       for (let v = 0; v < numVec; v += 2) {
@@ -255,6 +251,58 @@ export function attention_q8(
       }
     }
   }
+}
+
+/**
+ * Widens keys pos .. pos + n - 1 of one KV head of one layer's K or V into f32 [n, headDim] at dst, a cache block at a
+ * time: one block-table lookup and one division per block instead of per key (kv-store.ts widenKv), and in the f16
+ * cache one run of contiguous halves per block (a KV head's rows of a block are adjacent). Same values as widenKv.
+ */
+// @ts-ignore: decorator
+@inline function widenKeys(q8: bool, dst: usize, part: usize, blockTable: usize, pos: i32, n: i32, kvHead: i32, numKvHeads: i32, headDim: i32, blockSize: i32): void {
+  let b = pos / blockSize;
+  let offset = pos - b * blockSize;
+  let out = dst;
+  const rowBytes = <usize>(headDim << 2);
+  while (n > 0) {
+    const count = min(n, blockSize - offset);
+    const block = load<i32>(blockTable + (<usize>b << 2));
+    if (q8) {
+      const base = part + <usize>block * q8BlockBytes(numKvHeads, headDim, blockSize);
+      const scales = base + <usize>(blockSize * numKvHeads * headDim);
+      let src = base + <usize>((kvHead * blockSize + offset) * headDim);
+      for (let j = 0; j < count; j++) {
+        widenRowQ8(out, src, load<f32>(scales + (<usize>(offset + j) << 2)), headDim);
+        out += rowBytes;
+        src += <usize>headDim;
+      }
+    } else {
+      widenHalves(out, part + cacheOffset(block, offset, kvHead, numKvHeads, headDim, blockSize), count * headDim);
+      out += <usize>count * rowBytes;
+    }
+    n -= count;
+    offset = 0;
+    b++;
+  }
+}
+
+/**
+ * f16 [n] -> f32 [n], the bits of kv-store.ts widenRow: 8 halves a load (one v128 load, two extends) with the mask
+ * and the exponent factor held in registers over the run.
+ */
+function widenHalves(dst: usize, src: usize, n: i32): void {
+  let d = 0;
+  if (ASC_FEATURE_SIMD) {
+    const mask = i32x4.splat(0x8fffe000);
+    const magic = f32x4.splat(F16_MAGIC);
+    for (; d + 8 <= n; d += 8) {
+      const h = v128.load(src + (<usize>d << 1));
+      const o = dst + (<usize>d << 2);
+      v128.store(o, f32x4.mul(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(h), 13), mask), magic));
+      v128.store(o, f32x4.mul(v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(h), 13), mask), magic), 16);
+    }
+  }
+  if (d < n) widenRow(dst + (<usize>d << 2), src + (<usize>d << 1), n - d);
 }
 
 /** x[d] *= s */
