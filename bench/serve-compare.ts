@@ -1,7 +1,7 @@
 /**
  * `bun run bench/serve-compare.ts -- [--models SHAPE:TYPE,...] [--model F] [--concurrency 1,4,8,16,32] [--rates 1,2]
  *   [--datasets random,shared-prefix] [--input-len 256] [--output-len 64] [--prefix-len 128] [--turns 4] [--num-prompts N]
- *   [--threads 2] [--ctx 2048] [--rounds 1] [--llama-server PATH]`
+ *   [--threads 2] [--ctx 2048] [--rounds 1] [--fennec-args "..."] [--llama-server PATH]`
  * fennec's server against llama.cpp's own `llama-server`, server against server: both on the same GGUF with the same
  * threads and per-sequence context, one at a time, each driven by `fennec bench serve` (vLLM's options and result
  * keys: same seed, same prompts, --ignore-eos so both generate every token) at each concurrency (unlimited rate) and
@@ -24,6 +24,8 @@
  * (user + system of its process, /proc/PID/stat) per 1,000 output tokens: the work a token took, which on a shared
  * machine moves less than the wall clock (spinning threads count in it). On the shared-prefix dataset fennec's prefix
  * cache hit rate (vllm:prefix_cache_hits_total / queries_total from its /metrics) is printed beside the row.
+ * --fennec-args adds flags to every `fennec serve` (split at spaces), e.g. "--max-num-batched-tokens 2048": llama-server's
+ * own batch (`-b`, default 2048) against fennec's default step budget of 512.
  * Failed requests are counted in the table's "done" column, their errors kept in the JSON: against llama-server a
  * request now and then fails with ECONNRESET (the connection closed under Bun's fetch), not seen against fennec.
  */
@@ -49,6 +51,7 @@ const prefixLen = int("prefix-len", 128), turns = int("turns", 4), rounds = int(
 const concurrencies = list("concurrency", "1,4,8,16,32").map(Number);
 const rates = list("rates", "").map(Number);
 const datasets = list("datasets", "random,shared-prefix");
+const fennecArgs = option("fennec-args", "").split(" ").filter((a) => a !== "");
 for (const d of datasets) if (d !== "random" && d !== "shared-prefix") throw new Error(`--datasets: unknown dataset "${d}" (random, shared-prefix)`);
 const numPromptsFor = (c: number): number => (process.argv.includes("--num-prompts") ? int("num-prompts", 8) : Math.max(turns, 2 * c));
 
@@ -210,7 +213,7 @@ async function main(): Promise<void> {
         const results: Partial<Record<"fennec" | "llama", SideRun>> = {};
         for (const side of round % 2 === 0 ? ["fennec", "llama"] as const : ["llama", "fennec"] as const) {
           const command = side === "fennec"
-            ? [FENNEC, "serve", "--model", model, "--threads", String(threads), "--max-model-len", String(ctx), "--max-num-seqs", String(slots)]
+            ? [FENNEC, "serve", "--model", model, "--threads", String(threads), "--max-model-len", String(ctx), "--max-num-seqs", String(slots), ...fennecArgs]
             : [llamaServer, "-m", model, "-t", String(threads), "-tb", String(threads), "-c", String(ctx * slots), "-np", String(slots), "-cb", "--no-webui",
               ...(row.dataset === "shared-prefix" ? ["--cache-reuse", "256"] : [])];
           const label = `${tag}-${side}${rounds > 1 ? `-${round}` : ""}`;
@@ -248,8 +251,8 @@ async function main(): Promise<void> {
       console.log(lines.at(-1));
     }
   }
-  writeFileSync(join(dir, "summary.json"), `${JSON.stringify({ threads, ctx, inputLen, outputLen, prefixLen, turns, rounds, llamaServer, summary }, null, 2)}\n`);
-  console.log(`\n${lines.join("\n")}\n\nratios are fennec / llama-server (throughput: above 1 is fennec faster; TTFT, ITL: below 1 is fennec faster); CPU s/1k tok: each server's CPU seconds per 1,000 output tokens\nJSON: ${dir}`);
+  writeFileSync(join(dir, "summary.json"), `${JSON.stringify({ threads, ctx, inputLen, outputLen, prefixLen, turns, rounds, fennecArgs, llamaServer, summary }, null, 2)}\n`);
+  console.log(`\n${fennecArgs.length > 0 ? `fennec serve given ${fennecArgs.join(" ")}\n` : ""}${lines.join("\n")}\n\nratios are fennec / llama-server (throughput: above 1 is fennec faster; TTFT, ITL: below 1 is fennec faster); CPU s/1k tok: each server's CPU seconds per 1,000 output tokens\nJSON: ${dir}`);
 }
 
 await main();
