@@ -22,7 +22,8 @@
  * ones), each started afresh every round (an empty prefix cache); the table gives each ratio's median over the rounds
  * and its best (fennec's best round against llama-server's). Beside wall-clock figures it gives each server's CPU time
  * (user + system of its process, /proc/PID/stat) per 1,000 output tokens: the work a token took, which on a shared
- * machine moves less than the wall clock (spinning threads count in it). On the shared-prefix dataset fennec's prefix
+ * machine moves less than the wall clock (spinning threads count in it; so does bench serve's warm-up request, whose
+ * tokens are not counted: the same on both sides). On the shared-prefix dataset fennec's prefix
  * cache hit rate (vllm:prefix_cache_hits_total / queries_total from its /metrics) is printed beside the row.
  * --fennec-args adds flags to every `fennec serve` (split at spaces), e.g. "--max-num-batched-tokens 2048": llama-server's
  * own batch (`-b`, default 2048) against fennec's default step budget of 512.
