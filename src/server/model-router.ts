@@ -11,7 +11,7 @@
 import { errorMessage } from "../util/error-message.ts";
 import { createAuthCheck } from "./auth.ts";
 import { ApiError } from "./errors.ts";
-import { ModelLoadError, ModelNotFoundError, ModelOverloadedError, type ModelLease, type ModelRegistry } from "./model-registry.ts";
+import { ModelLoadError, ModelNotFoundError, ModelOverloadedError, type ModelLease, type ModelRegistry, type UnloadReason } from "./model-registry.ts";
 
 /** One model's server: its app's handler, its engine's health and its metrics' text. */
 export interface ModelApp {
@@ -20,7 +20,7 @@ export interface ModelApp {
   /** the model's Prometheus text (its recorder's registry) */
   metricsText(): Promise<string>;
   readonly maxModelLen: number;
-  shutdown(): Promise<void>;
+  shutdown(reason?: UnloadReason): Promise<void>;
 }
 
 export interface ModelRouterOptions {
