@@ -15,7 +15,8 @@ import type { ServeConfig } from "../command-line/serve-config.ts";
 import { FrontEndKeeper } from "../server/front-end-keeper.ts";
 import { stopJsonParser } from "../server/request-body.ts";
 import { isEviction, ModelRegistry, type ModelSpec } from "../server/model-registry.ts";
-import { createModelRouter, keepAliveMs, type ModelApp, type RoutedAdapter } from "../server/model-router.ts";
+import { createModelRouter, keepAliveMs, type ModelApp, type RoutedAdapter, type RuntimeLora } from "../server/model-router.ts";
+import { loraFits } from "./lora-base-match.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { fetchModelArgument, isHubArgument } from "./model-argument.ts";
@@ -42,6 +43,8 @@ export interface StartedModel {
   readonly engine: { stop(): Promise<void>; start(): Promise<void> };
   /** lets go of what the front end holds outside the heap (its vision encoder's thread), the engine stopped already */
   dispose(): void;
+  /** its LoRA adapters (--enable-lora): a rebuilt front end loads the runtime-loaded ones again */
+  readonly lora: { load(body: Record<string, unknown>): Promise<string> } | null;
 }
 
 export interface SeveralModels {
@@ -97,6 +100,26 @@ function routedAdapters(models: readonly ConfiguredModel[], specs: readonly { na
   return adapters;
 }
 
+/**
+ * VLLM_ALLOW_RUNTIME_LORA_UPDATING true ("true" or "1", vllm/envs.py) and LoRA on for a model: runtime loads go to the
+ * model an adapter fits (lora-base-match.ts); the embedded model and Hub names not fetched yet are no candidates
+ */
+function runtimeLoraOf(models: readonly ConfiguredModel[], specs: readonly { name: string }[]): RuntimeLora | null {
+  if (!["true", "1"].includes((process.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] ?? "").toLowerCase())) return null;
+  const candidates = models.flatMap(({ entry, config }, i) => {
+    const lora = config.engine.lora ?? null;
+    return lora === null || entry.path === null || isHubArgument(entry.path) ? [] : [{ name: specs[i]!.name, path: entry.path, maxLoraRank: lora.maxLoraRank }];
+  });
+  if (candidates.length === 0) return null;
+  return {
+    models: candidates.map((c) => c.name),
+    fits: (path) => {
+      const fit = loraFits(path, candidates);
+      return fit.ok ? fit.value : fit.error;
+    },
+  };
+}
+
 export function startSeveralModels(
   models: readonly ConfiguredModel[], options: Options,
   start: (config: ServeConfig) => Promise<StartedModel>, log: (line: string) => void,
@@ -141,6 +164,7 @@ export function startSeveralModels(
         if (shell === null) {
           const local = fromHub ? (await fetchModelArgument(path, modelArgumentFlags(options))).path : path;
           shell = await start({ ...modelConfig, model: local });
+          await reloadRuntimeAdapters(name, shell);
         } else {
           await shell.engine.start();
         }
@@ -178,8 +202,22 @@ export function startSeveralModels(
   } catch (e) {
     throw new CliError(`${errorMessage(e)}: give each model its own file name or served-model-name`);
   }
+  // the adapters loaded through POST /v1/load_lora_adapter live in the router's map; a model whose front end was
+  // released (an idle unload) loads its own again when it is built anew
+  async function reloadRuntimeAdapters(model: string, started: StartedModel): Promise<void> {
+    for (const [name, a] of adapters) {
+      if (a.runtime !== true || a.model !== model) continue;
+      try {
+        await started.lora?.load({ lora_name: name, lora_path: a.path });
+      } catch (e) {
+        adapters.delete(name);
+        log(`LoRA adapter ${name} could not be loaded again for model ${model}: ${errorMessage(e)}`);
+      }
+    }
+  }
   const adapters = routedAdapters(models, specs);
-  const handle = createModelRouter(registry, { apiKeys: models[0]!.config.server.apiKeys, log, serverMetrics, adapters });
+  const runtimeLora = runtimeLoraOf(models, specs);
+  const handle = createModelRouter(registry, { apiKeys: models[0]!.config.server.apiKeys, log, serverMetrics, adapters, ...(runtimeLora !== null ? { runtimeLora } : {}) });
   return {
     names: specs.map((s) => s.name), registry, handle,
     isHealthy: () => true, deathReason: () => null,

@@ -165,6 +165,8 @@ interface ModelServer {
   readonly engine: { stop(): Promise<void>; start(): Promise<void> };
   /** stops the vision encoder's thread (a dropped front end: see serve-models.ts) */
   dispose(): void;
+  /** the served LoRA adapters (--enable-lora), null without */
+  readonly lora: LoraAdapters | null;
 }
 
 /**
@@ -285,7 +287,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     stop: () => { vision?.encoder.dispose(); return sleepable?.sleep(2) ?? orchestrator.shutdown(); },
     start: () => sleepable?.wakeUp() ?? Promise.reject(new Error("this engine cannot be started again")),
   };
-  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers, engine: engineControl, dispose: () => vision?.encoder.dispose() };
+  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers, engine: engineControl, dispose: () => vision?.encoder.dispose(), lora };
 }
 
 /**
