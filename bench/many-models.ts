@@ -145,8 +145,7 @@ try {
     }
   }));
   await poll;
-  await Bun.sleep(4500); // past --keep-alive: every model idle and unloaded
-  Bun.gc(true);
+  await Bun.sleep(4500); // past --keep-alive: every model idle and unloaded (the server collects on its own then)
   const rssAfter = rssMiB(pid);
   // another model's stream while loads come and go: its gaps between tokens, alone and with b and c taking turns
   await greedyIds(server.url, names[0]!, PROMPTS[0]!, false);

@@ -134,6 +134,7 @@ export function startSeveralModels(
   const allUnloaded = (): boolean => registry.list().every((m) => m.state === "unloaded" && m.inUse === 0);
   const collectIdle = (): void => {
     if (!allUnloaded()) return;
+    keeper.releaseAll();
     stopJsonParser();
     Bun.gc(true);
   };
@@ -179,13 +180,14 @@ export function startSeveralModels(
             started.statLogger?.stop();
             await started.engine.stop();
             if (reason !== undefined && isEviction(reason)) {
-              keeper.keep(name, registry.list().find((m) => m.name === name)?.keepAliveMs ?? keepAlive, release);
+              keeper.keep(name, release);
             } else {
               release();
             }
-            // the last model gone: collect what its loads and front ends left on this heap (a full, synchronous
-            // collection: no model runs to be stalled by it), so the process's memory comes back while the server is
-            // idle rather than at the collector's next turn; the body parser's thread goes too (a request restarts it)
+            // the last model gone: release the kept front ends and collect what the loads left on this heap (a full,
+            // synchronous collection: no model runs to be stalled by it), so the process's memory comes back while the
+            // server is idle rather than at the collector's next turn; the body parser's thread goes too (a request
+            // restarts it)
             if (allUnloaded()) setTimeout(collectIdle, IDLE_COLLECT_DELAY_MS).unref?.();
           },
         };
