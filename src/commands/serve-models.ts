@@ -6,7 +6,8 @@
  * server/model-router.ts sends each request to the model its body names. A model's served name is its entry's
  * served-model-name, else its file name without `.gguf` (the path as given is accepted too, vLLM's rule); the
  * command line's --served-model-name names the first model only. A model's LoRA adapters (--lora-modules: the command
- * line's belong to the first model, an entry's to that entry) are routed to it by name and listed with it as parent.
+ * line's belong to the first model, an entry's to that entry) are routed to it by name and listed with it as parent;
+ * an adapter loaded at run time goes to the model it fits (lora-base-match.ts).
  */
 import { statSync } from "node:fs";
 import { basename } from "node:path";
