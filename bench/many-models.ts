@@ -4,7 +4,7 @@
  * unloads counted from the log with their times (median and max, the first load of each model apart: it builds the
  * model's front end, later loads start only its engine), /health p50 / p99 throughout, and the process's RSS idle,
  * with one and two models loaded (what a loaded model holds), at its peak and after every model went idle past
- * --keep-alive.
+ * --keep-alive (and 10 s later).
  *   bun run bench/many-models.ts [--duration-s 120] [--clients 6] [--model build/default-model.gguf] [--json]
  * Starts its own servers (the built binary when it is fresh, else the sources) on loopback ports.
  */
@@ -145,9 +145,11 @@ try {
     }
   }));
   await poll;
-  await Bun.sleep(4500); // past --keep-alive: every model idle and unloaded
-  Bun.gc(true);
+  await Bun.sleep(4500); // past --keep-alive: every model idle and unloaded (the server collects on its own then)
   const rssAfter = rssMiB(pid);
+  // and once the stopped engine threads have gone (they leave over several seconds on a busy machine)
+  await Bun.sleep(10_000);
+  const rssSettled = rssMiB(pid);
   // another model's stream while loads come and go: its gaps between tokens, alone and with b and c taking turns
   await greedyIds(server.url, names[0]!, PROMPTS[0]!, false);
   const quiet = await streamGaps(server.url, names[0]!);
@@ -179,7 +181,7 @@ try {
     firstLoadMs, reloadP50Ms: percentile(reloadMs, 50), reloadMaxMs: reloadMs.at(-1) ?? NaN, unloadP50Ms: percentile(unloadMs, 50), unloadMaxMs: unloadMs.at(-1) ?? NaN,
     slowProbes, loadAverage: [Number(loadBefore), Number(loadAfter)], cpus: navigator.hardwareConcurrency,
     itlAloneMs: { p50: percentile(quiet, 50), p99: percentile(quiet, 99) }, itlDuringLoadsMs: { p50: percentile(busy, 50), p99: percentile(busy, 99) },
-    rssIdleMiB: rssIdle, rssOneLoadedMiB: rssOne, rssTwoLoadedMiB: rssTwo, rssPeakMiB: rssPeak, rssAfterUnloadMiB: rssAfter,
+    rssIdleMiB: rssIdle, rssOneLoadedMiB: rssOne, rssTwoLoadedMiB: rssTwo, rssPeakMiB: rssPeak, rssAfterUnloadMiB: rssAfter, rssSettledMiB: rssSettled,
   };
   if (args.json) console.log(JSON.stringify(result));
   else {
@@ -189,7 +191,7 @@ try {
     console.log(`/health: p50 ${result.healthP50Ms.toFixed(1)} ms, p99 ${result.healthP99Ms.toFixed(1)} ms, max ${result.healthMaxMs.toFixed(1)} ms, ${healthFailures} failures`);
     if (slow.length > 0) console.log(`  ${slow.length} probes over ${SLOW_PROBE_MS} ms (median ${slowProbes.medianMs.toFixed(1)} ms): the server's main thread ran ${slowProbes.medianMainThreadCpuMs.toFixed(1)} ms and waited ${slowProbes.medianMainThreadWaitMs.toFixed(1)} ms for a CPU (median); load average ${loadBefore} -> ${loadAfter} on ${navigator.hardwareConcurrency} CPUs`);
     console.log(`another model's stream, gaps between tokens: alone p50 ${result.itlAloneMs.p50.toFixed(1)} ms, p99 ${result.itlAloneMs.p99.toFixed(1)} ms; while the other two take turns loading p50 ${result.itlDuringLoadsMs.p50.toFixed(1)} ms, p99 ${result.itlDuringLoadsMs.p99.toFixed(1)} ms`);
-    console.log(`RSS: ${rssIdle.toFixed(1)} MiB idle, ${rssOne.toFixed(1)} with one model loaded, ${rssTwo.toFixed(1)} with two, ${rssPeak.toFixed(1)} MiB peak, ${rssAfter.toFixed(1)} MiB after every model was unloaded`);
+    console.log(`RSS: ${rssIdle.toFixed(1)} MiB idle, ${rssOne.toFixed(1)} with one model loaded, ${rssTwo.toFixed(1)} with two, ${rssPeak.toFixed(1)} MiB peak, ${rssAfter.toFixed(1)} MiB after every model was unloaded, ${rssSettled.toFixed(1)} MiB 10 s later`);
   }
   if (wrong > 0 || failed > 0 || healthFailures > 0) process.exitCode = 1;
 } finally {

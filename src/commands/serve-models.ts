@@ -6,14 +6,18 @@
  * server/model-router.ts sends each request to the model its body names. A model's served name is its entry's
  * served-model-name, else its file name without `.gguf` (the path as given is accepted too, vLLM's rule); the
  * command line's --served-model-name names the first model only. A model's LoRA adapters (--lora-modules: the command
- * line's belong to the first model, an entry's to that entry) are routed to it by name and listed with it as parent.
+ * line's belong to the first model, an entry's to that entry) are routed to it by name and listed with it as parent;
+ * an adapter loaded at run time goes to the model it fits (lora-base-match.ts).
  */
 import { statSync } from "node:fs";
 import { basename } from "node:path";
 import type { Options } from "../command-line/flags.ts";
 import type { ServeConfig } from "../command-line/serve-config.ts";
-import { ModelRegistry, type ModelSpec } from "../server/model-registry.ts";
-import { createModelRouter, keepAliveMs, type ModelApp, type RoutedAdapter } from "../server/model-router.ts";
+import { FrontEndKeeper } from "../server/front-end-keeper.ts";
+import { stopJsonParser } from "../server/request-body.ts";
+import { isEviction, ModelRegistry, type ModelSpec } from "../server/model-registry.ts";
+import { createModelRouter, keepAliveMs, type ModelApp, type RoutedAdapter, type RuntimeLora } from "../server/model-router.ts";
+import { loraFits } from "./lora-base-match.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { CliError, RuntimeFailure } from "../util/cli-error.ts";
 import { fetchModelArgument, isHubArgument } from "./model-argument.ts";
@@ -23,6 +27,13 @@ import type { ModelEntry } from "./model-entries.ts";
 /** Requests that may wait for one model's load before the 503 (Ollama's OLLAMA_MAX_QUEUE). */
 const MAX_WAITING_PER_MODEL = 512;
 
+/**
+ * ms between the last unload and the collection of what it left: a collection in the same turn finds the dropped front
+ * end still held (by this call's frames and the last request's objects) and frees little; 100 ms later a front end of
+ * a 150k-token vocabulary (~40 MiB) is gone in one collection (measured)
+ */
+const IDLE_COLLECT_DELAY_MS = 100;
+
 /** What serve needs of one started model (serve.ts builds it). */
 export interface StartedModel {
   readonly app: { handle(request: Request): Promise<Response> };
@@ -31,6 +42,10 @@ export interface StartedModel {
   readonly statLogger: { start(): void; stop(): void } | null;
   /** stops and starts the model's engine alone (its Worker: weights, KV cache); the front end stays */
   readonly engine: { stop(): Promise<void>; start(): Promise<void> };
+  /** lets go of what the front end holds outside the heap (its vision encoder's thread), the engine stopped already */
+  dispose(): void;
+  /** its LoRA adapters (--enable-lora): a rebuilt front end loads the runtime-loaded ones again */
+  readonly lora: { load(body: Record<string, unknown>): Promise<string> } | null;
 }
 
 export interface SeveralModels {
@@ -86,6 +101,26 @@ function routedAdapters(models: readonly ConfiguredModel[], specs: readonly { na
   return adapters;
 }
 
+/**
+ * VLLM_ALLOW_RUNTIME_LORA_UPDATING true ("true" or "1", vllm/envs.py) and LoRA on for a model: runtime loads go to the
+ * model an adapter fits (lora-base-match.ts); the embedded model and Hub names not fetched yet are no candidates
+ */
+function runtimeLoraOf(models: readonly ConfiguredModel[], specs: readonly { name: string }[]): RuntimeLora | null {
+  if (!["true", "1"].includes((process.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] ?? "").toLowerCase())) return null;
+  const candidates = models.flatMap(({ entry, config }, i) => {
+    const lora = config.engine.lora ?? null;
+    return lora === null || entry.path === null || isHubArgument(entry.path) ? [] : [{ name: specs[i]!.name, path: entry.path, maxLoraRank: lora.maxLoraRank }];
+  });
+  if (candidates.length === 0) return null;
+  return {
+    models: candidates.map((c) => c.name),
+    fits: (path) => {
+      const fit = loraFits(path, candidates);
+      return fit.ok ? fit.value : fit.error;
+    },
+  };
+}
+
 export function startSeveralModels(
   models: readonly ConfiguredModel[], options: Options,
   start: (config: ServeConfig) => Promise<StartedModel>, log: (line: string) => void,
@@ -94,6 +129,16 @@ export function startSeveralModels(
   const keepAlive = keepAliveOf(options["keep-alive"] ?? "5m", "--keep-alive");
   // the command line's first model was fetched by the CLI already; any other Hugging Face name on its first load
   const resolved = typeof options["model"] === "string" ? options["model"] : null;
+  const maxLoaded = typeof options["max-loaded-models"] === "number" ? options["max-loaded-models"] : null;
+  // at most as many kept front ends as models may be loaded: enough for the models taking turns under the budget
+  const keeper = new FrontEndKeeper(maxLoaded !== null && maxLoaded > 0 ? maxLoaded : models.length);
+  const allUnloaded = (): boolean => registry.list().every((m) => m.state === "unloaded" && m.inUse === 0);
+  const collectIdle = (): void => {
+    if (!allUnloaded()) return;
+    keeper.releaseAll();
+    stopJsonParser();
+    Bun.gc(true);
+  };
   const specs: ModelSpec<ModelApp>[] = models.map(({ entry, config }, index) => {
     const path = entry.path;
     const name = config.server.servedModelName ?? (path === null ? "stories260K" : servedName(path));
@@ -101,18 +146,27 @@ export function startSeveralModels(
     const fromHub = path !== null && !(index === 0 && path === resolved) && isHubArgument(path);
     const modelConfig: ServeConfig = { ...config, server: { ...config.server, servedModelName: name, servedModelAliases: aliases } };
     let shell: StartedModel | null = null;
+    // drops the front end: its tables go with the next collection, its vision encoder's thread at once
+    const release = (): void => {
+      const dropped = shell;
+      shell = null;
+      dropped?.dispose();
+    };
     const ownKeepAlive = entry.own.includes("keep-alive") ? keepAliveOf(entry.options["keep-alive"], `models[${index}] keep-alive`) : undefined;
     return {
       name, aliases, source: path ?? "embedded:stories260K", estimatedBytes: path === null || fromHub ? 0 : fileBytes(path),
       ...(ownKeepAlive !== undefined ? { keepAliveMs: ownKeepAlive } : {}),
-      // the model's front end (its routes, tokenizer, parsers and metrics) is built on its first load and kept: an
-      // unload stops its engine Worker, which holds the weights and the KV cache, and a later load starts only that.
-      // Building the front end runs on the main thread (the routes' compiled validators, the metric series, the
-      // tokenizer): once per model, not per load, so loads do not stall /health and the other models' streams
+      // the model's front end (its routes, tokenizer, parsers and metrics) is built on its first load. An unload stops
+      // its engine Worker, which holds the weights and the KV cache; a model evicted to make room for another keeps
+      // its front end (front-end-keeper.ts), so its next load starts only that Worker: building a front end runs on
+      // the main thread (the routes' compiled validators, the metric series, the tokenizer), which would stall
+      // /health and the other models' streams while models take turns. Any other unload releases it (memory)
       load: async (): Promise<ModelApp> => {
+        keeper.take(name);
         if (shell === null) {
           const local = fromHub ? (await fetchModelArgument(path, modelArgumentFlags(options))).path : path;
           shell = await start({ ...modelConfig, model: local });
+          await reloadRuntimeAdapters(name, shell);
         } else {
           await shell.engine.start();
         }
@@ -123,12 +177,19 @@ export function startSeveralModels(
           isHealthy: () => started.orchestrator.isHealthy(),
           metricsText: () => started.recorder.registry.metrics(),
           maxModelLen: started.orchestrator.maxModelLen,
-          shutdown: async () => {
+          shutdown: async (reason) => {
             started.statLogger?.stop();
             await started.engine.stop();
-            // the last model gone: collect now what its loads left on this heap, so the process's memory comes back
-            // while the server is idle (asynchronous: the collector's threads do the work, requests are not held)
-            if (registry.list().every((m) => m.state !== "loaded")) Bun.gc(false);
+            if (reason !== undefined && isEviction(reason)) {
+              keeper.keep(name, release);
+            } else {
+              release();
+            }
+            // the last model gone: release the kept front ends and collect what the loads left on this heap (a full,
+            // synchronous collection: no model runs to be stalled by it), so the process's memory comes back while the
+            // server is idle rather than at the collector's next turn; the body parser's thread goes too (a request
+            // restarts it)
+            if (allUnloaded()) setTimeout(collectIdle, IDLE_COLLECT_DELAY_MS).unref?.();
           },
         };
       },
@@ -137,15 +198,29 @@ export function startSeveralModels(
   let registry: ModelRegistry<ModelApp>;
   try {
     registry = new ModelRegistry(specs, {
-      maxLoadedModels: typeof options["max-loaded-models"] === "number" ? options["max-loaded-models"] : null,
+      maxLoadedModels: maxLoaded,
       maxMemoryBytes: typeof options["max-loaded-memory"] === "number" ? options["max-loaded-memory"] : null,
       defaultKeepAliveMs: keepAlive, maxWaitingPerModel: MAX_WAITING_PER_MODEL, log,
     });
   } catch (e) {
     throw new CliError(`${errorMessage(e)}: give each model its own file name or served-model-name`);
   }
+  // the adapters loaded through POST /v1/load_lora_adapter live in the router's map; a model whose front end was
+  // released (an idle unload) loads its own again when it is built anew
+  async function reloadRuntimeAdapters(model: string, started: StartedModel): Promise<void> {
+    for (const [name, a] of adapters) {
+      if (a.runtime !== true || a.model !== model) continue;
+      try {
+        await started.lora?.load({ lora_name: name, lora_path: a.path });
+      } catch (e) {
+        adapters.delete(name);
+        log(`LoRA adapter ${name} could not be loaded again for model ${model}: ${errorMessage(e)}`);
+      }
+    }
+  }
   const adapters = routedAdapters(models, specs);
-  const handle = createModelRouter(registry, { apiKeys: models[0]!.config.server.apiKeys, log, serverMetrics, adapters });
+  const runtimeLora = runtimeLoraOf(models, specs);
+  const handle = createModelRouter(registry, { apiKeys: models[0]!.config.server.apiKeys, log, serverMetrics, adapters, ...(runtimeLora !== null ? { runtimeLora } : {}) });
   return {
     names: specs.map((s) => s.name), registry, handle,
     isHealthy: () => true, deathReason: () => null,

@@ -163,6 +163,10 @@ interface ModelServer {
   /** the start-up line naming the parsers chosen from the template, or null */
   readonly detectedParsers: string | null;
   readonly engine: { stop(): Promise<void>; start(): Promise<void> };
+  /** stops the vision encoder's thread (a dropped front end: see serve-models.ts) */
+  dispose(): void;
+  /** the served LoRA adapters (--enable-lora), null without */
+  readonly lora: LoraAdapters | null;
 }
 
 /**
@@ -277,12 +281,13 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     lora: (lora = loraAdapters(config, () => loraEngine, servedModelName)),
     ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
   });
-  // a model's unload stops its engine as sleep level 2 does (nothing kept), its load wakes it
+  // a model's unload stops its engine as sleep level 2 does (nothing kept), its load wakes it; the vision encoder's
+  // thread (the projector's weights) goes with it and starts again on the next image
   const engineControl = {
-    stop: () => sleepable?.sleep(2) ?? orchestrator.shutdown(),
+    stop: () => { vision?.encoder.dispose(); return sleepable?.sleep(2) ?? orchestrator.shutdown(); },
     start: () => sleepable?.wakeUp() ?? Promise.reject(new Error("this engine cannot be started again")),
   };
-  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers, engine: engineControl };
+  return { app, orchestrator, recorder, statLogger, servedModelName, chat, detectedParsers, engine: engineControl, dispose: () => vision?.encoder.dispose(), lora };
 }
 
 /**

@@ -11,9 +11,17 @@
  */
 import { errorMessage } from "../util/error-message.ts";
 
+/** Why a model is unloaded: evicted under a budget (--max-loaded-models, the memory limit), or one of the others. */
+export type UnloadReason = "max loaded models" | "memory limit" | "idle past its keep_alive" | "keep_alive 0" | "requested" | "engine dead" | "shutdown";
+
+/** An unload that made room for another model: the model is likely wanted again soon (models taking turns). */
+export function isEviction(reason: UnloadReason): boolean {
+  return reason === "max loaded models" || reason === "memory limit";
+}
+
 /** What the registry needs of a loaded model: a way to stop it, and (optionally) whether its engine still lives. */
 export interface LoadableModel {
-  shutdown(): Promise<void>;
+  shutdown(reason?: UnloadReason): Promise<void>;
   isHealthy?(): boolean;
 }
 
@@ -208,7 +216,7 @@ export class ModelRegistry<T extends LoadableModel> {
   }
 
   /** Unloads a model now (in-flight requests keep their engine until it stops); false when it was not loaded. */
-  async unload(name: string, reason = "requested"): Promise<boolean> {
+  async unload(name: string, reason: UnloadReason = "requested"): Promise<boolean> {
     const slot = this.byName.get(name);
     if (slot === undefined || slot.state !== "loaded") return false;
     await this.startUnload(slot, reason);
@@ -298,7 +306,7 @@ export class ModelRegistry<T extends LoadableModel> {
     }
   }
 
-  private startUnload(slot: Slot<T>, reason: string): Promise<void> {
+  private startUnload(slot: Slot<T>, reason: UnloadReason): Promise<void> {
     if (slot.state !== "loaded" || slot.model === null) return slot.stopping ?? Promise.resolve();
     const model = slot.model;
     this.clearIdleTimer(slot);
@@ -311,7 +319,7 @@ export class ModelRegistry<T extends LoadableModel> {
     const started = this.now();
     stopping = (async () => {
       try {
-        await model.shutdown();
+        await model.shutdown(reason);
       } catch (e) {
         this.options.log?.(`model ${slot.spec.name} did not stop cleanly: ${errorMessage(e)}`);
       }

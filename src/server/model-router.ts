@@ -11,7 +11,7 @@
 import { errorMessage } from "../util/error-message.ts";
 import { createAuthCheck } from "./auth.ts";
 import { ApiError } from "./errors.ts";
-import { ModelLoadError, ModelNotFoundError, ModelOverloadedError, type ModelLease, type ModelRegistry } from "./model-registry.ts";
+import { ModelLoadError, ModelNotFoundError, ModelOverloadedError, type ModelLease, type ModelRegistry, type UnloadReason } from "./model-registry.ts";
 
 /** One model's server: its app's handler, its engine's health and its metrics' text. */
 export interface ModelApp {
@@ -20,7 +20,7 @@ export interface ModelApp {
   /** the model's Prometheus text (its recorder's registry) */
   metricsText(): Promise<string>;
   readonly maxModelLen: number;
-  shutdown(): Promise<void>;
+  shutdown(reason?: UnloadReason): Promise<void>;
 }
 
 export interface ModelRouterOptions {
@@ -28,8 +28,19 @@ export interface ModelRouterOptions {
   readonly log: (line: string) => void;
   /** the server's own series (process, HTTP), shown before the models'; absent: none */
   readonly serverMetrics?: () => Promise<string>;
-  /** each served LoRA adapter by name: the model whose app serves it, its card's parent and its file */
-  readonly adapters?: ReadonlyMap<string, RoutedAdapter>;
+  /** each served LoRA adapter by name: the model whose app serves it, its card's parent and its file; the router adds
+   * and removes runtime loads here */
+  readonly adapters?: Map<string, RoutedAdapter>;
+  /** runtime LoRA loads across the models (VLLM_ALLOW_RUNTIME_LORA_UPDATING): absent, those routes go to a model's app */
+  readonly runtimeLora?: RuntimeLora;
+}
+
+/** What the router needs to pick the base model of a runtime-loaded adapter. */
+export interface RuntimeLora {
+  /** the served models with LoRA enabled, in order */
+  readonly models: readonly string[];
+  /** which of them the adapter file fits (architecture, tensor shapes, rank), or why it cannot be read */
+  fits(path: string): { readonly fits: readonly string[]; readonly misfits: readonly { readonly model: string; readonly reason: string }[] } | string;
 }
 
 /** A LoRA adapter of one of the models. */
@@ -39,6 +50,8 @@ export interface RoutedAdapter {
   /** base_model_name, else that model's name (vLLM's ModelCard parent) */
   readonly parent: string;
   readonly path: string;
+  /** loaded through POST /v1/load_lora_adapter (its model's front end, built again, loads it again) */
+  readonly runtime?: boolean;
 }
 
 /** Ollama's keep_alive (api.Duration): a number is seconds, a string a Go duration ("5m", "1h30m"); negative = forever. */
@@ -141,6 +154,7 @@ export function mergeExpositions(texts: readonly string[]): string {
 
 export function createModelRouter(registry: ModelRegistry<ModelApp>, options: ModelRouterOptions): (request: Request) => Promise<Response> {
   const checkAuth = createAuthCheck(options.apiKeys);
+  const adapters = options.adapters ?? new Map<string, RoutedAdapter>();
   const listModels = () => {
     const created = Math.floor(Date.now() / 1000);
     return {
@@ -150,7 +164,7 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
         max_model_len: registry.peek(m.name)?.maxModelLen ?? null as number | null,
         // llama-server's /models status, flattened: loaded now, or loadable on the first request
         loaded: m.state === "loaded",
-      }))).concat([...(options.adapters ?? new Map<string, RoutedAdapter>())].map(([id, a]) => ({
+      }))).concat([...adapters].map(([id, a]) => ({
         // vLLM's adapter card: root = its path, parent = its base model, no max_model_len; loaded with its model
         id, object: "model", created, owned_by: "fennec", root: a.path, parent: a.parent, max_model_len: null,
         loaded: registry.list().some((m) => m.name === a.model && m.state === "loaded"),
@@ -177,7 +191,7 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
   /** `keepAlive`: the request's keep_alive in ms, null = the model's default, undefined = left as it is */
   const forward = async (request: Request, name: string | null, keepAlive: number | null | undefined, body: string | null): Promise<Response> => {
     const models = registry.list();
-    const target = name === null ? (models.find((m) => m.state === "loaded") ?? models[0]!).name : (options.adapters?.get(name)?.model ?? name);
+    const target = name === null ? (models.find((m) => m.state === "loaded") ?? models[0]!).name : (adapters.get(name)?.model ?? name);
     let lease: ModelLease<ModelApp>;
     try {
       lease = await registry.acquire(target);
@@ -190,6 +204,8 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
       // client's own header of that name is dropped
       const headers = new Headers(request.headers);
       headers.delete(LOAD_MS_HEADER);
+      // a body given here may be the router's rewrite of the client's
+      if (body !== null) headers.delete("content-length");
       if (lease.loadMs > 0) headers.set(LOAD_MS_HEADER, String(lease.loadMs));
       const inner = new Request(request.url, { method: request.method, headers, body: body ?? request.body, signal: request.signal });
       routedRequests.add(inner);
@@ -200,6 +216,53 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
       options.log(`model ${lease.name}: ${errorMessage(e)}`);
       return errorResponse(500, "InternalServerError", errorMessage(e));
     }
+  };
+  const loraError = (status: 400 | 404, message: string) => errorResponse(status, status === 400 ? "InvalidUserInput" : "NotFoundError", message);
+  /**
+   * vLLM's load_lora_adapter with several base models: the adapter goes to the model it fits (its architecture and
+   * tensor shapes), to the one its `base_model_name` names (the field of vLLM's --lora-modules JSON and LoRARequest)
+   * when it fits several, or to the model that serves it already (load_inplace). Bodies the route itself refuses go
+   * to the first LoRA model's app, which answers vLLM's 400 / 404.
+   */
+  const loadAdapter = async (request: Request, lora: RuntimeLora, text: string): Promise<Response> => {
+    let parsed: unknown = null;
+    try { parsed = JSON.parse(text); } catch { /* the app answers */ }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return forward(request, lora.models[0]!, undefined, text);
+    const { base_model_name: base, ...fields } = parsed as Record<string, unknown>;
+    const name = fields["lora_name"];
+    const path = fields["lora_path"];
+    const body = JSON.stringify(fields);
+    if (typeof name !== "string" || name === "" || typeof path !== "string" || path === "") return forward(request, lora.models[0]!, undefined, body);
+    const served = adapters.get(name);
+    let target: string;
+    if (base !== undefined && base !== null) {
+      const model = typeof base === "string" ? registry.canonicalName(base) : null;
+      if (model === null || !lora.models.includes(model)) return loraError(400, `Loading lora ${name} failed: base_model_name ${JSON.stringify(base)} is not a served model with LoRA enabled (${lora.models.join(", ")}).`);
+      if (served !== undefined && served.model !== model) return loraError(400, `Loading lora ${name} failed: the adapter '${name}' is loaded for ${served.model}; unload it first.`);
+      target = model;
+    } else if (served !== undefined) {
+      target = served.model;
+    } else if (registry.canonicalName(name) !== null) {
+      return loraError(400, `Loading lora ${name} failed: '${name}' is a served model's name; give the adapter another name.`);
+    } else {
+      const fit = lora.fits(path);
+      if (typeof fit === "string") return forward(request, lora.models[0]!, undefined, body);
+      if (fit.fits.length === 0) return loraError(400, `Loading lora ${name} failed: the adapter fits none of the served models (${fit.misfits.map((m) => `${m.model}: ${m.reason}`).join("; ")}).`);
+      if (fit.fits.length > 1) return loraError(400, `Loading lora ${name} failed: the adapter fits several served models (${fit.fits.join(", ")}); name one as base_model_name.`);
+      target = fit.fits[0]!;
+    }
+    const response = await forward(request, target, undefined, body);
+    if (response.status === 200) adapters.set(name, { model: target, parent: target, path, runtime: true });
+    return response;
+  };
+  /** vLLM's unload_lora_adapter: to the model that serves the adapter (an unknown name: the first LoRA model's 404) */
+  const unloadAdapter = async (request: Request, lora: RuntimeLora, text: string): Promise<Response> => {
+    let name: unknown = null;
+    try { name = (JSON.parse(text) as Record<string, unknown> | null)?.["lora_name"]; } catch { /* the app answers */ }
+    const served = typeof name === "string" ? adapters.get(name) : undefined;
+    const response = await forward(request, served?.model ?? lora.models[0]!, undefined, text);
+    if (response.status === 200 && typeof name === "string") adapters.delete(name);
+    return response;
   };
   return async (request) => {
     const url = new URL(request.url);
@@ -224,6 +287,8 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
       return forward(request, queryModel, undefined, null);
     }
     const text = await request.text();
+    if (options.runtimeLora !== undefined && url.pathname === "/v1/load_lora_adapter") return loadAdapter(request, options.runtimeLora, text);
+    if (options.runtimeLora !== undefined && url.pathname === "/v1/unload_lora_adapter") return unloadAdapter(request, options.runtimeLora, text);
     let model: string | null = queryModel;
     // each request sets its model's keep-alive, as in Ollama (its OpenAI routes too): its own keep_alive (Ollama's
     // routes) or the default (null); an invalid keep_alive leaves it (undefined), the app answers the 400

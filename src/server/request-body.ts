@@ -83,6 +83,13 @@ export function startJsonParser(): void {
   parser = state;
 }
 
+/** Stops the parser Worker when nothing is parsing (a server with no model loaded); the next large body starts it again. */
+export function stopJsonParser(): void {
+  if (parser === null || parser.pending.size > 0) return;
+  parser.worker.terminate();
+  parser = null;
+}
+
 function parseOffThread(body: ChunkList, prompt: PromptCharBound | undefined): Promise<FromJsonParser> {
   startJsonParser();
   const state = parser!;

@@ -2,7 +2,9 @@
  * LoRA adapters behind a several-model server (compiled binary): the command line's --lora-modules belong to the first
  * model, a `--models` entry's to that model; a request naming an adapter is routed to its model (whose engine runs
  * it: the adapter's greedy ids equal a one-model server's with the same adapter), /v1/models lists each adapter with
- * its parent and file, and an adapter named like a model is a bad command line (exit 2).
+ * its parent and file, and an adapter named like a model is a bad command line (exit 2). Runtime loads
+ * (VLLM_ALLOW_RUNTIME_LORA_UPDATING) go to the model the adapter's shapes fit, or to the one base_model_name names when
+ * several fit.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
@@ -19,6 +21,7 @@ const SHAPE: TinyShape = {
   architecture: "llama", vocabSize: 32000, dim: 128, hiddenDim: 256, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32, tied: false, contextLength: 256,
 };
 const dims = { dim: 128, numHeads: 4, numKvHeads: 2, headDim: 32, hiddenDim: 256 };
+const SMALL: TinyShape = { ...SHAPE, dim: 64, hiddenDim: 128, headDim: 16 };
 
 let dir = "";
 const files: Record<string, string> = {};
@@ -37,6 +40,12 @@ beforeAll(() => {
     files[name] = join(dir, `${name}.gguf`);
     writeGgufFile(files[name], randomLora({ architecture: "llama", numLayers: 2, dims, moe: false, rank: 8, alpha: 16, seed }));
   }
+  // a narrower model and an adapter of its shapes
+  mkdirSync(join(dir, "small"));
+  files.small = join(dir, "small.gguf");
+  renameSync(writeVocabModel(join(dir, "small"), SMALL, "llama-spm", "q8_0", 3), files.small);
+  files.tiny = join(dir, "tiny.gguf");
+  writeGgufFile(files.tiny, randomLora({ architecture: "llama", numLayers: 2, dims: { dim: 64, numHeads: 4, numKvHeads: 2, headDim: 16, hiddenDim: 128 }, moe: false, rank: 8, alpha: 16, seed: 7 }));
 }, 120_000);
 
 afterAll(async () => {
@@ -77,4 +86,25 @@ describe("LoRA adapters with several models (compiled binary)", () => {
     expect(await child.exited).toBe(2);
     expect(out + err).toContain("--lora-modules m1: that name is a served model's; give the adapter another name");
   }, 60_000);
+
+  test("runtime loads go to the model the adapter fits; base_model_name picks when several fit; /v1/models lists the parent", async () => {
+    const server = await startServer([files.m1!, files.m2!, files.small!, "--threads", "1", "--enable-lora"], { env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: "true" } });
+    servers.push(server);
+    const load = (body: object) => fetch(`${server.url}/v1/load_lora_adapter`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const tiny = await load({ lora_name: "tiny", lora_path: files.tiny });
+    expect([tiny.status, await tiny.text()]).toEqual([200, "Success: LoRA adapter 'tiny' added successfully."]);
+    const several = await load({ lora_name: "poet", lora_path: files.poet });
+    expect(several.status).toBe(400);
+    expect(((await several.json()) as { error: { message: string } }).error.message).toBe("Loading lora poet failed: the adapter fits several served models (m1, m2); name one as base_model_name.");
+    const named = await load({ lora_name: "poet", lora_path: files.poet, base_model_name: "m2" });
+    expect(named.status).toBe(200);
+    const cards = ((await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string; parent: string | null }[] }).data;
+    expect(cards.filter((c) => c.parent !== null).map((c) => [c.id, c.parent])).toEqual([["tiny", "small"], ["poet", "m2"]]);
+    const [poet, m2, small, tinyIds] = [await greedyIds(server.url, "poet"), await greedyIds(server.url, "m2"), await greedyIds(server.url, "small"), await greedyIds(server.url, "tiny")];
+    expect([poet.status, m2.status, small.status, tinyIds.status]).toEqual([200, 200, 200, 200]);
+    // each adapter changed its own base model's answer
+    expect(poet.ids).not.toEqual(m2.ids);
+    expect(tinyIds.ids).not.toEqual(small.ids);
+    await server.stop();
+  }, 120_000);
 });

@@ -5,14 +5,16 @@
  */
 import { describe, expect, test } from "bun:test";
 import {
-  ModelLoadError, ModelNotFoundError, ModelOverloadedError, ModelRegistry, type ModelSpec, type RegistryOptions,
+  isEviction, ModelLoadError, ModelNotFoundError, ModelOverloadedError, ModelRegistry, type ModelSpec, type RegistryOptions, type UnloadReason,
 } from "../../src/server/model-registry.ts";
 
 class FakeModel {
   stopped = false;
   healthy = true;
+  /** why it was unloaded: a model evicted for another keeps its front end (serve-models.ts) */
+  reason: UnloadReason | undefined;
   constructor(readonly name: string, readonly generation: number) {}
-  async shutdown(): Promise<void> { this.stopped = true; }
+  async shutdown(reason?: UnloadReason): Promise<void> { this.stopped = true; this.reason = reason; }
   isHealthy(): boolean { return this.healthy; }
 }
 
@@ -206,5 +208,29 @@ describe("model registry", () => {
     await registry.shutdown();
     expect(b.model.stopped).toBe(true);
     await expect(registry.acquire("a")).rejects.toBeInstanceOf(ModelLoadError);
+  });
+
+  test("each unload tells the model why: evicted for another model (LRU), idle, keep_alive 0, requested, shutdown", async () => {
+    const { registry } = harness(["a", "b", "c", "d"], { maxLoadedModels: 2, defaultKeepAliveMs: 30 });
+    const a = await registry.acquire("a");
+    a.release(-1);
+    const b = await registry.acquire("b");
+    b.release(-1);
+    const c = await registry.acquire("c"); // a, least recently used, makes room
+    expect(a.model.reason).toBe("max loaded models");
+    c.release(); // back to the default keep-alive: 30 ms
+    await sleep(80);
+    expect(c.model.reason).toBe("idle past its keep_alive");
+    const d = await registry.acquire("d");
+    d.release(0);
+    await sleep(5);
+    expect(d.model.reason).toBe("keep_alive 0");
+    await registry.unload("b");
+    expect(b.model.reason).toBe("requested");
+    const again = await registry.acquire("a");
+    again.release(-1);
+    await registry.shutdown();
+    expect(again.model.reason).toBe("shutdown");
+    expect([a, b, c, d].map((l) => isEviction(l.model.reason!))).toEqual([true, false, false, false]);
   });
 });

@@ -5,13 +5,18 @@
  */
 import { describe, expect, test } from "bun:test";
 import { ModelRegistry } from "../../src/server/model-registry.ts";
-import { createModelRouter, keepAliveMs, LOAD_MS_HEADER, mergeExpositions, withModelName, type ModelApp, type RoutedAdapter } from "../../src/server/model-router.ts";
+import { createModelRouter, keepAliveMs, LOAD_MS_HEADER, mergeExpositions, withModelName, type ModelApp, type RoutedAdapter, type RuntimeLora } from "../../src/server/model-router.ts";
 
 function fakeApp(name: string, seen: string[]): ModelApp {
   return {
     maxModelLen: 512,
     handle: async (request) => {
-      seen.push(`${name} ${new URL(request.url).pathname} load=${request.headers.get(LOAD_MS_HEADER) ?? "-"}`);
+      const path = new URL(request.url).pathname;
+      if (path.endsWith("_lora_adapter")) {
+        seen.push(`${name} ${path} ${await request.text()}`);
+        return new Response("Success", { status: 200 });
+      }
+      seen.push(`${name} ${path} load=${request.headers.get(LOAD_MS_HEADER) ?? "-"}`);
       // a two-chunk stream: the model stays held until the client read it all
       const body = new ReadableStream<Uint8Array>({
         start(c) { c.enqueue(new TextEncoder().encode(`${name}:`)); c.enqueue(new TextEncoder().encode("done")); c.close(); },
@@ -24,7 +29,7 @@ function fakeApp(name: string, seen: string[]): ModelApp {
   };
 }
 
-function setup(failing: string[] = [], adapters?: ReadonlyMap<string, RoutedAdapter>) {
+function setup(failing: string[] = [], adapters?: Map<string, RoutedAdapter>, runtimeLora?: RuntimeLora) {
   const seen: string[] = [];
   const registry = new ModelRegistry<ModelApp>(["a", "b"].map((name) => ({
     name, source: `/m/${name}.gguf`, aliases: [`/m/${name}.gguf`],
@@ -34,7 +39,7 @@ function setup(failing: string[] = [], adapters?: ReadonlyMap<string, RoutedAdap
       return fakeApp(name, seen);
     },
   })), { maxLoadedModels: null, maxMemoryBytes: null, defaultKeepAliveMs: -1, maxWaitingPerModel: 4 });
-  const handle = createModelRouter(registry, { apiKeys: [], log: () => {}, ...(adapters !== undefined ? { adapters } : {}) });
+  const handle = createModelRouter(registry, { apiKeys: [], log: () => {}, ...(adapters !== undefined ? { adapters } : {}), ...(runtimeLora !== undefined ? { runtimeLora } : {}) });
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     handle(new Request(`http://x${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }));
   return { registry, handle, post, seen };
@@ -139,5 +144,53 @@ describe("model router", () => {
     const merged = mergeExpositions([withModelName(info, "a"), withModelName(info.replaceAll('"a"', '"b"'), "b")]);
     expect(merged.match(/^vllm:cache_config_info\{/gm)).toHaveLength(2);
     expect(withModelName("vllm:y 1\n", 'we"ird')).toBe('vllm:y{model_name="we\\"ird"} 1\n');
+  });
+
+  test("runtime LoRA loads with several models: the adapter goes to the model it fits, base_model_name picks among several, then it is that model's name", async () => {
+    const fits: RuntimeLora["fits"] = (path) => ({
+      "/l/a.gguf": { fits: ["a"], misfits: [{ model: "b", reason: "b: lora_a [64, 8] does not fit" }] },
+      "/l/both.gguf": { fits: ["a", "b"], misfits: [] },
+      "/l/none.gguf": { fits: [], misfits: [{ model: "a", reason: "architecture qwen2" }, { model: "b", reason: "architecture qwen2" }] },
+    })[path] ?? "cannot read it";
+    const { post, seen, handle } = setup([], new Map(), { models: ["a", "b"], fits });
+    const cards = async () => ((await (await handle(new Request("http://x/v1/models"))).json()) as { data: { id: string; parent: string | null }[] }).data.filter((c) => c.parent !== null);
+    const message = async (r: Response) => ((await r.json()) as { error: { message: string; type: string } }).error;
+
+    const one = await post("/v1/load_lora_adapter", { lora_name: "x", lora_path: "/l/a.gguf" });
+    expect([one.status, await one.text()]).toEqual([200, "Success"]);
+    expect(seen.at(-1)).toBe(`a /v1/load_lora_adapter {"lora_name":"x","lora_path":"/l/a.gguf"}`);
+    expect(await cards()).toEqual([expect.objectContaining({ id: "x", parent: "a" })]);
+    await (await post("/v1/completions", { model: "x", prompt: "hi" })).text();
+    expect(seen.at(-1)).toStartWith("a /v1/completions");
+
+    const several = await post("/v1/load_lora_adapter", { lora_name: "y", lora_path: "/l/both.gguf" });
+    expect(several.status).toBe(400);
+    expect(await message(several)).toEqual({ message: "Loading lora y failed: the adapter fits several served models (a, b); name one as base_model_name.", type: "InvalidUserInput", param: null, code: 400 } as never);
+    const named = await post("/v1/load_lora_adapter", { lora_name: "y", lora_path: "/l/both.gguf", base_model_name: "b" });
+    expect(named.status).toBe(200);
+    // the model's app gets vLLM's body, without the router's field
+    expect(seen.at(-1)).toBe(`b /v1/load_lora_adapter {"lora_name":"y","lora_path":"/l/both.gguf"}`);
+    await (await post("/v1/chat/completions", { model: "y", messages: [] })).text();
+    expect(seen.at(-1)).toStartWith("b /v1/chat/completions");
+
+    const none = await post("/v1/load_lora_adapter", { lora_name: "z", lora_path: "/l/none.gguf" });
+    expect([none.status, (await message(none)).message]).toEqual([400, "Loading lora z failed: the adapter fits none of the served models (a: architecture qwen2; b: architecture qwen2)."]);
+    const badBase = await post("/v1/load_lora_adapter", { lora_name: "z", lora_path: "/l/both.gguf", base_model_name: "c" });
+    expect([badBase.status, (await message(badBase)).message]).toEqual([400, `Loading lora z failed: base_model_name "c" is not a served model with LoRA enabled (a, b).`]);
+    const modelName = await post("/v1/load_lora_adapter", { lora_name: "b", lora_path: "/l/a.gguf" });
+    expect(modelName.status).toBe(400);
+    // an adapter loaded for one model is not moved to another
+    const moved = await post("/v1/load_lora_adapter", { lora_name: "x", lora_path: "/l/both.gguf", base_model_name: "b", load_inplace: true });
+    expect([moved.status, (await message(moved)).message]).toEqual([400, "Loading lora x failed: the adapter 'x' is loaded for a; unload it first."]);
+    // in place: to the model that serves it
+    expect((await post("/v1/load_lora_adapter", { lora_name: "x", lora_path: "/l/a.gguf", load_inplace: true })).status).toBe(200);
+    expect(seen.at(-1)).toStartWith("a /v1/load_lora_adapter");
+
+    const unload = await post("/v1/unload_lora_adapter", { lora_name: "x" });
+    expect(unload.status).toBe(200);
+    expect(seen.at(-1)).toBe(`a /v1/unload_lora_adapter {"lora_name":"x"}`);
+    expect((await cards()).map((c) => [c.id, c.parent])).toEqual([["y", "b"]]);
+    const stale = await post("/v1/completions", { model: "x", prompt: "hi" });
+    expect(stale.status).toBe(404);
   });
 });
