@@ -8,11 +8,12 @@ import { gemma3VocabPath } from "./gemma3-vocab.ts";
 import { llamaVocabPath } from "./llama-vocab.ts";
 import { gptOssVocabPath } from "./gpt-oss-vocab.ts";
 import { phi4MiniVocabPath } from "./phi4-mini-vocab.ts";
+import { qwen25vlVocabPath } from "./qwen25vl-vocab.ts";
 
 export interface ModelShape {
   readonly architecture: Architecture;
   /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox" | "gpt-oss";
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox" | "gpt-oss" | "qwen2.5-vl";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -53,6 +54,7 @@ export interface ModelShape {
 
 /** The vocab GGUF a shape copies its tokenizer from. */
 export function vocabPath(vocab: ModelShape["vocab"]): string {
+  if (vocab === "qwen2.5-vl") return qwen25vlVocabPath();
   return vocab === "gemma3" ? gemma3VocabPath() : vocab === "phi-4-mini" ? phi4MiniVocabPath() : vocab === "gpt-oss" ? gptOssVocabPath() : llamaVocabPath(vocab);
 }
 
@@ -195,9 +197,9 @@ const GEMMA3_4B: ModelShape = {
   slidingWindow: 1024, ropeScaling: { type: "linear", factor: 8, originalContextLength: 16384 },
 };
 
-/** Qwen/Qwen2.5-VL-3B-Instruct text_config: GQA 16/2, tied, M-RoPE sections [16, 24, 24] over 64 rope pairs */
+/** Qwen/Qwen2.5-VL-3B-Instruct text_config: GQA 16/2, tied, M-RoPE sections [16, 24, 24] over 64 rope pairs; its vocabulary: scripts/qwen25vl-vocab.ts */
 const QWEN25_VL_3B: ModelShape = {
-  architecture: "qwen2vl", vocab: "qwen2", dim: 2048, numLayers: 36, numHeads: 16, numKvHeads: 2, headDim: 128, hiddenDim: 11008,
+  architecture: "qwen2vl", vocab: "qwen2.5-vl", dim: 2048, numLayers: 36, numHeads: 16, numKvHeads: 2, headDim: 128, hiddenDim: 11008,
   ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 128000, tiedEmbeddings: true, qkvBias: true, qkNorm: false, ropeSections: [16, 24, 24, 0],
 };
 

@@ -62,7 +62,7 @@ describe("make-model: vision-language shapes", () => {
 
   const refusals: [string, string[], RegExp][] = [
     ["a vision shape without --mmproj", ["--shape", "tiny-gemma3-4b"], /tiny-gemma3-4b is a vision-language model: --mmproj FILE \(its projector GGUF\) is required/],
-    ["--mmproj on a text shape", ["--shape", "tiny-gemma3-270m", "--mmproj", "x.gguf"], /--mmproj needs a vision-language shape \(gemma3-4b, tiny-gemma3-4b\)/],
+    ["--mmproj on a text shape", ["--shape", "tiny-gemma3-270m", "--mmproj", "x.gguf"], /--mmproj needs a vision-language shape \(gemma3-4b, tiny-gemma3-4b[^)]*\)/],
     ["--vision-layers 0", ["--shape", "tiny-gemma3-4b", "--mmproj", "x.gguf", "--vision-layers", "0"], /--vision-layers must be a positive integer/],
   ];
   for (const [what, args, message] of refusals) {
