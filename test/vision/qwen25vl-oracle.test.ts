@@ -2,7 +2,8 @@
  * Qwen2.5-VL against llama.cpp's llama-mtmd-cli (scripts/build-llama-tool.sh llama-mtmd-cli), on make-model's
  * tiny-qwen2.5-vl-3b: a 256-wide qwen2vl language model (real M-RoPE sections [16, 24, 24], real Qwen2.5 tokenizer
  * and template) under a real-width Qwen2.5-VL ViT of 2 layers (layer 0 in windows, layer 1 full).
- *  1. Embeddings: fennec's preprocessing (smart resize, bicubic letterbox) and plain reference encoder give the block
+ *  1. Embeddings: fennec's preprocessing (smart resize, bicubic letterbox) and plain reference encoder, and the encoder
+ *     on the WASM kernels, give the block
  *     llama.cpp hands its language model (MTMD_DEBUG_EMBEDDINGS=<file>) within a stated bound, for a wide image (two
  *     windows across), a tall one (two windows down) and one so small it is scaled up to the minimum pixels.
  *  2. Greedy tokens: for a PNG, a JPEG and a GIF of different sizes, fennec's reference path (image decode, encoder,
@@ -30,6 +31,9 @@ import { decodeImage } from "../../src/vision/image-decode.ts";
 import type { RgbImage } from "../../src/vision/image-resize.ts";
 import { preprocessQwen25vl } from "../../src/vision/qwen25vl-preprocess.ts";
 import { embedQwen25vlReference } from "../../src/vision/qwen25vl-reference-encoder.ts";
+import { Qwen25vlBackendEncoder } from "../../src/vision/qwen25vl-backend-encoder.ts";
+import { createBackend } from "../../src/backend/create-backend.ts";
+import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { logSoftmax } from "../helpers/llama-cpp.ts";
 import { gifOf, jpegOf, pattern, pngOf } from "./test-images.ts";
 import { llamaMtmdCliPath } from "./llama-mtmd-cli.ts";
@@ -71,9 +75,11 @@ function testCard(width: number, height: number): RgbImage {
 describe("Qwen2.5-VL vs llama-mtmd-cli", () => {
   if (oracle === null) console.warn("qwen25vl-oracle: skipped, llama-mtmd-cli is not built (scripts/build-llama-tool.sh llama-mtmd-cli)");
 
-  test.skipIf(oracle === null)(`${SHAPE}: the reference encoder gives llama.cpp's image embeddings for a wide, a tall and a tiny image`, async () => {
+  test.skipIf(oracle === null)(`${SHAPE}: the reference encoder and the WASM one give llama.cpp's image embeddings for a wide, a tall and a tiny image`, async () => {
     const { lmPath, mmPath, c, w } = writeQwen25vlModels(dir, 5);
     const dumpPath = join(dir, "embd.bin");
+    await ensureKernels();
+    const kernels = new Qwen25vlBackendEncoder(c, w, await createBackend({ kind: "wasm", threads: 2 }));
     // 150 x 90 -> 140 x 84 (5 x 3 tokens, windows of 4: two across); 64 x 200 -> 56 x 196 (2 x 7: two down);
     // 30 x 20 -> under 8 tokens' pixels, scaled up to 112 x 84 (4 x 3)
     for (const [width, height, cols, rows] of [[150, 90, 5, 3], [64, 200, 2, 7], [30, 20, 4, 3]] as const) {
@@ -88,23 +94,32 @@ describe("Qwen2.5-VL vs llama-mtmd-cli", () => {
       const view = new DataView(dump.buffer, dump.byteOffset, dump.byteLength);
       const [tokens, embd] = [view.getInt32(0, true), view.getInt32(4, true)];
       const theirs = new Float32Array(dump.buffer.slice(dump.byteOffset + 8, dump.byteOffset + 8 + tokens * embd * 4));
-      const ours = embedQwen25vlReference(preprocessQwen25vl(card, c), c, w);
+      const tile = preprocessQwen25vl(card, c);
+      const ours = embedQwen25vlReference(tile, c, w);
+      const onKernels = await kernels.embed(tile);
       expect([ours.cols, ours.rows]).toEqual([cols, rows]);
       expect([tokens, embd]).toEqual([cols * rows, c.projectionDim]);
-      let maxDiff = 0, maxAbs = 0, dot = 0, n1 = 0, n2 = 0;
-      for (let i = 0; i < theirs.length; i++) {
-        const [a, b] = [ours.embeddings[i]!, theirs[i]!];
-        maxDiff = Math.max(maxDiff, Math.abs(a - b));
-        maxAbs = Math.max(maxAbs, Math.abs(b));
-        dot += a * b; n1 += a * a; n2 += b * b;
+      expect(onKernels.length).toBe(theirs.length);
+      const compare = (mine: Float32Array) => {
+        let maxDiff = 0, maxAbs = 0, dot = 0, n1 = 0, n2 = 0;
+        for (let i = 0; i < theirs.length; i++) {
+          const [a, b] = [mine[i]!, theirs[i]!];
+          maxDiff = Math.max(maxDiff, Math.abs(a - b));
+          maxAbs = Math.max(maxAbs, Math.abs(b));
+          dot += a * b; n1 += a * a; n2 += b * b;
+        }
+        return { relative: maxDiff / maxAbs, text: `max |diff| ${maxDiff.toExponential(3)} of max |x| ${maxAbs.toFixed(4)}, cosine ${(dot / Math.sqrt(n1 * n2)).toFixed(7)}`, cosine: dot / Math.sqrt(n1 * n2) };
+      };
+      const [ref, kern] = [compare(ours.embeddings), compare(onKernels)];
+      console.log(`qwen25vl embeddings ${width}x${height} -> ${cols}x${rows} tokens: reference ${ref.text}; kernels ${kern.text}`);
+      // ggml's f16 weights take f16-rounded activations and GELU comes from an f16 table: measured 2.9e-3..4.4e-3 of
+      // about 5.5 (8e-4 relative), cosine 0.9999997..0.9999998, the kernels (f16 weights, f16 K/V) as close
+      for (const r of [ref, kern]) {
+        expect(r.relative).toBeLessThan(5e-3);
+        expect(r.cosine).toBeGreaterThan(0.99999);
       }
-      const cosine = dot / Math.sqrt(n1 * n2);
-      console.log(`qwen25vl embeddings ${width}x${height} -> ${cols}x${rows} tokens: max |diff| ${maxDiff.toExponential(3)} of max |x| ${maxAbs.toFixed(4)}, cosine ${cosine.toFixed(7)}`);
-      // ggml's f16 weights take f16-rounded activations and GELU comes from an f16 table: measured 3.1e-3..4.4e-3 of
-      // about 5.5 (8e-4 relative), cosine 0.9999997..0.9999998
-      expect(maxDiff / maxAbs).toBeLessThan(5e-3);
-      expect(cosine).toBeGreaterThan(0.99999);
     }
+    kernels.dispose();
   });
 
   test.skipIf(oracle === null)(`${SHAPE}: the same ${N} greedy tokens as llama-mtmd-cli for a PNG, a JPEG and a GIF of different sizes; sequential positions do not`, async () => {

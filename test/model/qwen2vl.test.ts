@@ -1,0 +1,122 @@
+/**
+ * The qwen2vl language model: its M-RoPE sections read from rope.dimension_sections (model/read-model-config.ts), the
+ * streams each rope pair reads (model/mrope.ts), and the reference forward's positions: with every stream equal (text)
+ * it is qwen2's forward on the same weights, in the reference and on the batched runner (WASM kernels); a stream a
+ * section reads changes the logits, the unused 4th stream does not, and shifting every stream alike does not (rope is
+ * relative). The image-side oracle is test/vision/qwen25vl-oracle.test.ts.
+ */
+import { describe, expect, test } from "bun:test";
+import { createBackend } from "../../src/backend/create-backend.ts";
+import type { GgufFile, GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
+import { GgufValueType } from "../../src/gguf/gguf-file.ts";
+import { mdArray } from "../../src/gguf/metadata.ts";
+import { loadModel } from "../../src/model/load-model.ts";
+import { imageMropePositions, mropePairStreams, textMropePosition, type MropePosition } from "../../src/model/mrope.ts";
+import { readModelConfig } from "../../src/model/read-model-config.ts";
+import { ReferenceForward } from "../../src/model/reference-forward.ts";
+import { Runner } from "../../src/model/runner.ts";
+import { ensureKernels } from "../kernels/ensure-kernels.ts";
+import { maxAbsDiff } from "../helpers/vectors.ts";
+import { makeTinyModel, TINY_SHAPES } from "./tiny-model.ts";
+
+await ensureKernels();
+
+/** sections of the tiny model's 4 rope pairs (headDim 8): t, y, x */
+const SECTIONS = [2, 1, 1, 0];
+
+/** The tiny qwen2 model re-labelled qwen2vl (same tensors: q/k/v biases), with `sections` unless null. */
+function qwen2vl(sections: readonly number[] | null = SECTIONS, type = GgufValueType.INT32): GgufFile {
+  const base = makeTinyModel(TINY_SHAPES.qwen2!, { seed: 3 });
+  const metadata = new Map<string, GgufMetadataEntry>();
+  for (const [key, value] of base.metadata) metadata.set(key.startsWith("qwen2.") ? `qwen2vl.${key.slice(6)}` : key, value);
+  metadata.set("general.architecture", { type: GgufValueType.STRING, value: "qwen2vl" });
+  if (sections !== null) metadata.set("qwen2vl.rope.dimension_sections", mdArray(type, [...sections]));
+  return { ...base, source: "<tiny qwen2vl>", metadata };
+}
+
+function load(file: GgufFile) {
+  const model = loadModel(file);
+  if (!model.ok) throw new Error(model.error);
+  return model.value;
+}
+
+describe("M-RoPE streams and positions", () => {
+  test("Qwen2.5-VL's sections [16, 24, 24, 0] over 64 pairs: t for 0..15, y for 16..39, x for 40..63", () => {
+    const streams = mropePairStreams([16, 24, 24, 0], 128);
+    expect(streams.length).toBe(64);
+    expect([streams[0], streams[15], streams[16], streams[39], streams[40], streams[63]]).toEqual([0, 0, 1, 1, 2, 2]);
+    // sections that cover fewer pairs than there are wrap around (ggml's sector = i % sum)
+    expect(Array.from(mropePairStreams([1, 1, 0, 1], 12))).toEqual([0, 1, 3, 0, 1, 3]);
+  });
+
+  test("an image's rows: t = p0, y = p0 + row, x = p0 + col, e = 0; the next token at p0 + max(rows, cols)", () => {
+    const { positions, next } = imageMropePositions(10, 3, 2);
+    expect(positions).toEqual([[10, 10, 10, 0], [10, 10, 11, 0], [10, 10, 12, 0], [10, 11, 10, 0], [10, 11, 11, 0], [10, 11, 12, 0]]);
+    expect(next).toBe(13);
+    expect(imageMropePositions(0, 2, 7).next).toBe(7);
+    expect(textMropePosition(4)).toEqual([4, 4, 4, 4]);
+  });
+});
+
+describe("qwen2vl config", () => {
+  test("rope.dimension_sections is read (int32 or uint32, padded to 4)", () => {
+    for (const [sections, type] of [[[2, 1, 1, 0], GgufValueType.INT32], [[2, 1, 1], GgufValueType.UINT32]] as const) {
+      const config = readModelConfig(qwen2vl(sections, type));
+      if (!config.ok) throw new Error(config.error);
+      expect(config.value.architecture).toBe("qwen2vl");
+      expect(config.value.ropeSections).toEqual([2, 1, 1, 0]);
+      expect(config.value.hasQkvBias).toBe(true);
+      expect(config.value.ropeNeox).toBe(true);
+    }
+  });
+
+  test.each([
+    ["missing", null, /missing metadata qwen2vl\.rope\.dimension_sections/],
+    ["more pairs than the rope has", [2, 2, 1, 0], /qwen2vl\.rope\.dimension_sections \[2, 2, 1, 0\] must sum to 1\.\.4/],
+    ["all zero", [0, 0, 0, 0], /must sum to 1\.\.4/],
+    ["five entries", [1, 1, 1, 0, 0], /must be at most 4 non-negative integers/],
+  ] as const)("sections %s: one error naming the key", (_, sections, message) => {
+    const config = readModelConfig(qwen2vl(sections));
+    expect(config.ok).toBe(false);
+    if (!config.ok) expect(config.error).toMatch(message);
+  });
+});
+
+describe("qwen2vl forward", () => {
+  const tokens = [5, 17, 42, 8, 33, 21];
+
+  test("text positions: the logits of qwen2 on the same weights, in the reference and on the WASM runner", async () => {
+    const vl = load(qwen2vl());
+    const plain = load(makeTinyModel(TINY_SHAPES.qwen2!, { seed: 3 }));
+    const ours = new ReferenceForward(vl.config, vl.weights, tokens.length);
+    const theirs = new ReferenceForward(plain.config, plain.weights, tokens.length);
+    const expected = tokens.map((t, pos) => theirs.forward(t, pos).slice());
+    tokens.forEach((t, pos) => expect(maxAbsDiff(ours.forward(t, pos, textMropePosition(pos)), expected[pos]!)).toBe(0));
+    const runner = new Runner(vl.config, vl.weights, await createBackend({ kind: "wasm", threads: 2 }));
+    runner.allocateKvCache(4, 4);
+    const out = await runner.execute({ sequences: [{ tokenIds: Int32Array.from(tokens), startPos: 0, blockTable: Int32Array.from([0, 1]), logits: "last" }] });
+    expect(maxAbsDiff(out.logits.subarray(0, vl.config.vocabSize), expected[tokens.length - 1]!)).toBeLessThan(3e-3);
+    runner.dispose();
+  });
+
+  test("the streams a section reads change the logits; the unused 4th does not; a common shift does not", () => {
+    const { config, weights } = load(qwen2vl());
+    /** the last token's logits with the 3rd token at `third` and the others at text positions (+ shift) */
+    const run = (third: MropePosition, shift = 0) => {
+      const ref = new ReferenceForward(config, weights, tokens.length);
+      let logits = new Float32Array(0);
+      tokens.forEach((t, slot) => {
+        const pos = slot === 2 ? third.map((p) => p + shift) as unknown as MropePosition : textMropePosition(slot + shift);
+        logits = ref.forward(t, slot, pos).slice();
+      });
+      return logits;
+    };
+    const text = run([2, 2, 2, 2]);
+    expect(maxAbsDiff(run([2, 2, 2, 2], 9), text)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(run([2, 2, 2, 50]), text)).toBe(0);
+    // rope base 1e6 over 4 pairs: the x section (pair 3) turns by 1e6^(-3/4) = 3e-5 rad a position, so move far
+    for (const moved of [[20002, 2, 2, 2], [2, 20002, 2, 2], [2, 2, 20002, 2]] as MropePosition[]) {
+      expect(maxAbsDiff(run(moved), text)).toBeGreaterThan(1e-3);
+    }
+  });
+});
