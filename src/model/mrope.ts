@@ -6,6 +6,7 @@
  * M-RoPE is plain NEOX rope); an image's rows get t = p0, y = p0 + row, x = p0 + col, e = 0, and the image advances the
  * position counter by max(rows, cols) (tools/mtmd/mtmd.cpp mtmd_image_tokens_get_decoder_pos, _get_n_pos).
  */
+import type { RopeAngles } from "../backend/backend.ts";
 
 /** A token's 4 rope positions [t, y, x, e] (llama.cpp's ubatch pos streams 0..3). */
 export type MropePosition = readonly [number, number, number, number];
@@ -52,6 +53,23 @@ export function mropeThetas(pos: MropePosition, streams: Uint8Array, anglesAt: (
     let table = tables.get(p);
     if (table === undefined) tables.set(p, (table = anglesAt(p)));
     out[i] = table[i]!;
+  }
+  return out;
+}
+
+/**
+ * A plain angle table split by stream for a backend's rope: entry s turns only the pairs stream s reads (the other
+ * pairs get angle 0, which leaves them as they are), so rope(x, streamPositions[s], tables[s]) for each s is M-RoPE.
+ * Streams no pair reads are left out. Needs mscale 1 (a zero-angle pair would still be scaled).
+ * @example for (const { stream, angles } of mropeStreamAngles(a, [16, 24, 24, 0])) backend.rope(q, pos[stream], ..., angles, true);
+ */
+export function mropeStreamAngles(angles: RopeAngles, sections: readonly number[]): { stream: number; angles: RopeAngles }[] {
+  if (angles.mscale !== 1) throw new Error(`M-RoPE with a rope attention factor of ${angles.mscale} is not supported`);
+  const streams = mropePairStreams(sections, angles.ropeDim);
+  const out: { stream: number; angles: RopeAngles }[] = [];
+  for (let s = 0; s < 4; s++) {
+    if (!streams.includes(s)) continue;
+    out.push({ stream: s, angles: { ...angles, thetas: Float64Array.from(angles.thetas, (t, i) => (streams[i] === s ? t : 0)) } });
   }
   return out;
 }

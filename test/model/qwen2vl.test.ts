@@ -3,10 +3,14 @@
  * streams each rope pair reads (model/mrope.ts), and the reference forward's positions: with every stream equal (text)
  * it is qwen2's forward on the same weights, in the reference and on the batched runner (WASM kernels); a stream a
  * section reads changes the logits, the unused 4th stream does not, and shifting every stream alike does not (rope is
- * relative). The image-side oracle is test/vision/qwen25vl-oracle.test.ts.
+ * relative); the batched runner given an image's rows as embeddings at M-RoPE positions (ModelBatch.ropePositions) gives
+ * the reference's logits, in the prefill and in the decode step after; a step cut into passes cuts each stream. The
+ * image-side oracle is
+ * test/vision/qwen25vl-oracle.test.ts.
  */
 import { describe, expect, test } from "bun:test";
 import { createBackend } from "../../src/backend/create-backend.ts";
+import { ReferenceBackend } from "../../src/backend/reference.ts";
 import type { GgufFile, GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
 import { GgufValueType } from "../../src/gguf/gguf-file.ts";
 import { mdArray } from "../../src/gguf/metadata.ts";
@@ -15,6 +19,7 @@ import { imageMropePositions, mropePairStreams, textMropePosition, type MropePos
 import { readModelConfig } from "../../src/model/read-model-config.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { Runner } from "../../src/model/runner.ts";
+import { forwardPasses, type ForwardInputs } from "../../src/model/forward.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { maxAbsDiff } from "../helpers/vectors.ts";
 import { makeTinyModel, TINY_SHAPES } from "./tiny-model.ts";
@@ -119,4 +124,60 @@ describe("qwen2vl forward", () => {
       expect(maxAbsDiff(run(moved), text)).toBeGreaterThan(1e-3);
     }
   });
+});
+
+describe.each(["reference", "wasm"] as const)("qwen2vl runner with M-RoPE positions (%s backend)", (backendName) => {
+  test("an image's rows as embeddings at (t, y, x) positions, the text after shifted: the reference's logits, prefill and decode", async () => {
+    const { config, weights } = load(qwen2vl());
+    const dim = config.dim;
+    // 3 text tokens, a 3 x 2 image at p0 = 3 (next text at 3 + max(3, 2) = 6), 2 text tokens, then one decode token
+    const image = imageMropePositions(3, 3, 2);
+    const embeddings = Float32Array.from({ length: 6 * dim }, (_, i) => Math.sin(i * 0.37) * 0.8);
+    const tokens = [5, 17, 42, 0, 0, 0, 0, 0, 0, 8, 33, 21];
+    const shift = image.next - 9;
+    const ropePos: MropePosition[] = tokens.map((_, slot) => (slot < 3 ? textMropePosition(slot) : slot < 9 ? image.positions[slot - 3]! : textMropePosition(slot + shift)));
+    const ref = new ReferenceForward(config, weights, tokens.length);
+    const expected = tokens.map((t, slot) => ref.forward(slot >= 3 && slot < 9 ? embeddings.subarray((slot - 3) * dim, (slot - 2) * dim) : t, slot, ropePos[slot]).slice());
+    const streams = (from: number, to: number) => {
+      const out = new Int32Array(4 * (to - from));
+      for (let s = 0; s < 4; s++) for (let t = from; t < to; t++) out[s * (to - from) + t - from] = ropePos[t]![s]!;
+      return out;
+    };
+    const backend = backendName === "wasm" ? await createBackend({ kind: "wasm", threads: 2 }) : new ReferenceBackend();
+    const runner = new Runner(config, weights, backend);
+    runner.allocateKvCache(8, 4);
+    const table = Int32Array.from([3, 0, 6, 1]);
+    const tolerance = backendName === "wasm" ? 3e-3 : 1e-4;
+    const prefill = await runner.execute({ sequences: [{
+      tokenIds: Int32Array.from(tokens.slice(0, 11)), startPos: 0, blockTable: table, logits: "all",
+      inputEmbeddings: [{ row: 3, numRows: 6, data: embeddings, attendAhead: false }], ropePositions: streams(0, 11),
+    }] });
+    for (let r = 0; r < 11; r++) expect(maxAbsDiff(prefill.logits.subarray(r * config.vocabSize, (r + 1) * config.vocabSize), expected[r]!)).toBeLessThan(tolerance);
+    const decode = await runner.execute({ sequences: [{ tokenIds: Int32Array.from([tokens[11]!]), startPos: 11, blockTable: table, logits: "last", ropePositions: streams(11, 12) }] });
+    expect(maxAbsDiff(decode.logits.subarray(0, config.vocabSize), expected[11]!)).toBeLessThan(tolerance);
+    // without the streams the image rows sit at sequential positions: other logits
+    const plain = new Runner(config, weights, backendName === "wasm" ? await createBackend({ kind: "wasm", threads: 2 }) : new ReferenceBackend());
+    plain.allocateKvCache(8, 4);
+    const control = await plain.execute({ sequences: [{
+      tokenIds: Int32Array.from(tokens.slice(0, 11)), startPos: 0, blockTable: table, logits: "last",
+      inputEmbeddings: [{ row: 3, numRows: 6, data: embeddings, attendAhead: false }],
+    }] });
+    expect(maxAbsDiff(control.logits.subarray(0, config.vocabSize), expected[10]!)).toBeGreaterThan(10 * tolerance);
+    runner.dispose();
+    plain.dispose();
+  });
+});
+
+test("forwardPasses cuts each of the 4 M-RoPE streams with its rows", () => {
+  const inputs = {
+    tokenIds: Int32Array.from([1, 2, 3, 4, 5]), positions: Int32Array.from([0, 1, 2, 3, 4]), slots: [Int32Array.from([0, 1, 2, 3, 4])],
+    sequences: [[{ rowStart: 0, numRows: 5, startPos: 0, blockTable: Int32Array.from([0, 1]) }]],
+    kvGroups: { layerGroup: [0], layerSlot: [0], groups: [] } as unknown as ForwardInputs["kvGroups"], logitRows: Int32Array.from([4]),
+    // streams t, y, x, e of 5 rows
+    ropePositions: Int32Array.from([0, 1, 1, 1, 3, 10, 11, 12, 13, 14, 20, 21, 22, 23, 24, 30, 31, 32, 33, 34]),
+  } satisfies ForwardInputs;
+  const passes = forwardPasses(inputs, 2);
+  expect(passes.map((p) => Array.from(p.inputs.ropePositions!))).toEqual([
+    [0, 1, 10, 11, 20, 21, 30, 31], [1, 1, 12, 13, 22, 23, 32, 33], [3, 14, 24, 34],
+  ]);
 });
