@@ -73,3 +73,39 @@ export function mropeStreamAngles(angles: RopeAngles, sections: readonly number[
   }
   return out;
 }
+
+/** An image's rows in a sequence: slots [offset, offset + cols * rows), row-major over its cols x rows token grid. */
+export interface MropeImage {
+  readonly offset: number;
+  readonly cols: number;
+  readonly rows: number;
+}
+
+/**
+ * The [4][end - start] rope streams (t, y, x, e) of sequence slots [start, end) given the sequence's images: the
+ * engine's ModelBatch.ropePositions for a chunk. Each image before a slot moves the text after it by
+ * max(cols, rows) - cols * rows (mtmd_image_tokens_get_n_pos); a slot inside an image takes its imageMropePositions.
+ * @example mropeSlotPositions([{ offset: 3, cols: 3, rows: 2 }], 0, 11) // text 0..2, the image at p0 = 3, then 6, 7
+ */
+export function mropeSlotPositions(images: readonly MropeImage[], start: number, end: number): Int32Array {
+  const sorted = [...images].sort((a, b) => a.offset - b.offset);
+  const n = end - start;
+  const out = new Int32Array(4 * n);
+  for (let s = start; s < end; s++) {
+    let shift = 0;
+    let pos: MropePosition | null = null;
+    for (const img of sorted) {
+      const length = img.cols * img.rows;
+      if (s >= img.offset + length) { shift += Math.max(img.cols, img.rows) - length; continue; }
+      if (s >= img.offset) {
+        const p0 = img.offset + shift;
+        const i = s - img.offset;
+        pos = [p0, p0 + Math.floor(i / img.cols), p0 + (i % img.cols), 0];
+      }
+      break;
+    }
+    pos ??= textMropePosition(s + shift);
+    for (let k = 0; k < 4; k++) out[k * n + s - start] = pos[k]!;
+  }
+  return out;
+}

@@ -15,7 +15,7 @@ import type { GgufFile, GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
 import { GgufValueType } from "../../src/gguf/gguf-file.ts";
 import { mdArray } from "../../src/gguf/metadata.ts";
 import { loadModel } from "../../src/model/load-model.ts";
-import { imageMropePositions, mropePairStreams, textMropePosition, type MropePosition } from "../../src/model/mrope.ts";
+import { imageMropePositions, mropePairStreams, mropeSlotPositions, textMropePosition, type MropePosition } from "../../src/model/mrope.ts";
 import { readModelConfig } from "../../src/model/read-model-config.ts";
 import { ReferenceForward } from "../../src/model/reference-forward.ts";
 import { Runner } from "../../src/model/runner.ts";
@@ -52,6 +52,18 @@ describe("M-RoPE streams and positions", () => {
     expect([streams[0], streams[15], streams[16], streams[39], streams[40], streams[63]]).toEqual([0, 0, 1, 1, 2, 2]);
     // sections that cover fewer pairs than there are wrap around (ggml's sector = i % sum)
     expect(Array.from(mropePairStreams([1, 1, 0, 1], 12))).toEqual([0, 1, 3, 0, 1, 3]);
+  });
+
+  test("a sequence's slots with two images: each image moves the text after it by max(cols, rows) - cols * rows", () => {
+    // text 0, 1; image A (2 x 3) in slots 2..7 at p0 = 2; text slot 8 at 2 + 3 = 5; image B (1 x 1) in slot 9 at p0 = 6;
+    // text slot 10 at 7
+    const s = mropeSlotPositions([{ offset: 9, cols: 1, rows: 1 }, { offset: 2, cols: 2, rows: 3 }], 0, 11);
+    const stream = (k: number) => Array.from(s.subarray(k * 11, (k + 1) * 11));
+    expect(stream(0)).toEqual([0, 1, 2, 2, 2, 2, 2, 2, 5, 6, 7]);
+    expect(stream(1)).toEqual([0, 1, 2, 2, 3, 3, 4, 4, 5, 6, 7]);
+    expect(stream(2)).toEqual([0, 1, 2, 3, 2, 3, 2, 3, 5, 6, 7]);
+    expect(stream(3)).toEqual([0, 1, 0, 0, 0, 0, 0, 0, 5, 0, 7]);
+    expect(Array.from(mropeSlotPositions([{ offset: 2, cols: 2, rows: 3 }], 8, 9))).toEqual([5, 5, 5, 5]);
   });
 
   test("an image's rows: t = p0, y = p0 + row, x = p0 + col, e = 0; the next token at p0 + max(rows, cols)", () => {
@@ -141,6 +153,8 @@ describe.each(["reference", "wasm"] as const)("qwen2vl runner with M-RoPE positi
     const streams = (from: number, to: number) => {
       const out = new Int32Array(4 * (to - from));
       for (let s = 0; s < 4; s++) for (let t = from; t < to; t++) out[s * (to - from) + t - from] = ropePos[t]![s]!;
+      // the engine's helper gives the same streams for any chunk
+      expect(Array.from(mropeSlotPositions([{ offset: 3, cols: 3, rows: 2 }], from, to))).toEqual(Array.from(out));
       return out;
     };
     const backend = backendName === "wasm" ? await createBackend({ kind: "wasm", threads: 2 }) : new ReferenceBackend();
