@@ -8,7 +8,7 @@ import type { ImageMarkers } from "./projector-markers.ts";
 /** What the server needs to know of a loaded projector. */
 export interface VisionInfo {
   readonly projector: string;
-  /** soft tokens (embedding rows) per image: Gemma 3's 256 */
+  /** soft tokens (embedding rows) per image: Gemma 3's 256; 0 where it follows the image's size (Qwen2.5-VL) */
   readonly tokensPerImage: number;
   /** width of each row: the language model's embedding width */
   readonly projectionDim: number;
@@ -26,6 +26,8 @@ export interface EncodedImage {
   readonly cacheHit: boolean;
   readonly width: number;
   readonly height: number;
+  /** M-RoPE projectors (Qwen2.5-VL): the embeddings' token grid, cols x rows, row-major */
+  readonly grid?: { readonly cols: number; readonly rows: number };
 }
 
 export type ToVision =

@@ -12,6 +12,8 @@
  *     replaced by <|vision_start|>, the image's rows, <|vision_end|>, with M-RoPE positions t = p0, y = p0 + row,
  *     x = p0 + col and the next text at p0 + max(rows, cols)) generates llama-mtmd-cli's 32 tokens; near ties are
  *     named by the top-2 logprob margin. Control: the same rows at plain sequential positions do not.
+ *  3. Served: fennec serve --mmproj answers /v1/chat/completions (an image_url part, then the question) with the same
+ *     32 tokens (the encoder on the WASM kernels, the engine placing the rows with M-RoPE positions).
  * The language model's weights are scaled up from make-model's (peakedModel), so the logits are peaked and a wrong
  * position changes the tokens (near-uniform logits would hide it). Skipped, saying so, where the oracle is
  * not built.
@@ -37,6 +39,7 @@ import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { logSoftmax } from "../helpers/llama-cpp.ts";
 import { gifOf, jpegOf, pattern, pngOf } from "./test-images.ts";
 import { llamaMtmdCliPath } from "./llama-mtmd-cli.ts";
+import { startServer } from "../e2e/server-process.ts";
 import { SHAPE, writeQwen25vlModels } from "./qwen25vl-models.ts";
 
 // model writing, llama.cpp's runs and a real-width ViT in plain TypeScript on a busy 2-core box
@@ -201,5 +204,41 @@ describe("Qwen2.5-VL vs llama-mtmd-cli", () => {
     }
     expect(mismatches).toEqual([]);
     expect(controlDiffers).toBeGreaterThan(0);
+  });
+
+  test.skipIf(oracle === null)(`${SHAPE}: served, the same ${N} greedy tokens as llama-mtmd-cli for a PNG, a JPEG and a GIF`, async () => {
+    const { lmPath, mmPath } = writeQwen25vlModels(dir, 11);
+    const images: [string, string, Uint8Array][] = [
+      ["wide.png", "image/png", pngOf(150, 90, pattern(150, 90, 1))],
+      ["tall.jpg", "image/jpeg", jpegOf(64, 200, pattern(64, 200, 2), 100)],
+      ["square.gif", "image/gif", gifOf(112, 112).bytes],
+    ];
+    const server = await startServer(["--model", lmPath, "--mmproj", mmPath, "--max-model-len", "512", "--kv-cache-memory", "32M"]);
+    const mismatches: string[] = [];
+    try {
+      for (const [name, type, bytes] of images) {
+        const path = join(dir, name);
+        writeFileSync(path, bytes);
+        const run = await $`${oracle!} -m ${lmPath} --mmproj ${mmPath} --image ${path} -p ${QUESTION} -n ${N} --temp 0 -t 2 -c 512 --no-warmup --jinja`.quiet().nothrow();
+        if (run.exitCode !== 0) throw new Error(`llama-mtmd-cli failed (${run.exitCode}): ${run.stderr.toString().slice(-2000)}`);
+        const theirs = run.stdout.toString().trim();
+        const response = await fetch(`${server.url}/v1/chat/completions`, {
+          method: "POST", headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            model: lmPath, max_tokens: N, temperature: 0, logprobs: true, top_logprobs: 2, skip_special_tokens: false,
+            messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: `data:${type};base64,${Buffer.from(bytes).toString("base64")}` } }, { type: "text", text: QUESTION }] }],
+          }),
+        });
+        const body = (await response.json()) as { choices: { message: { content: string }; logprobs: { content: { top_logprobs: { logprob: number }[] }[] } }[] };
+        expect(response.status).toBe(200);
+        const ours = body.choices[0]!.message.content.trim();
+        const margins = body.choices[0]!.logprobs.content.map((s) => (s.top_logprobs.length > 1 ? s.top_logprobs[0]!.logprob - s.top_logprobs[1]!.logprob : Infinity));
+        console.log(`qwen25vl served ${name}: ${ours === theirs ? "same" : "DIFFERENT"}; smallest top-2 logprob margin ${Math.min(...margins).toFixed(4)}\n  fennec:    ${JSON.stringify(ours)}\n  llama.cpp: ${JSON.stringify(theirs)}`);
+        if (ours !== theirs) mismatches.push(name);
+      }
+    } finally {
+      await server.stop();
+    }
+    expect(mismatches).toEqual([]);
   });
 });
