@@ -1,6 +1,7 @@
 /**
  * Qwen2.5-VL's projector reading (vision/qwen25vl-mmproj.ts), smart resize (vision/qwen25vl-preprocess.ts) and the
- * encoder's patch layout (merge order, windows), on small hand-made projectors written by scripts/random-mmproj.ts.
+ * encoder's patch layout (merge order, windows), on small hand-made projectors written by scripts/random-mmproj.ts;
+ * and the engine's side of an image's grid (admission, each chunk's M-RoPE streams).
  * The numbers against llama.cpp are in qwen25vl-oracle.test.ts.
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -16,6 +17,8 @@ import { QWEN25VL_KEY, readQwen25vlConfig, readQwen25vlWeights } from "../../src
 import { preprocessQwen25vl, qwen25vlTargetSize } from "../../src/vision/qwen25vl-preprocess.ts";
 import { patchGrid, qwen25vlWindowedLayer } from "../../src/vision/qwen25vl-reference-encoder.ts";
 import { VISION_SHAPES, type VisionShape } from "../../scripts/model-shapes.ts";
+import { checkMultimodal, chunkRopePositions } from "../../src/engine/multimodal-inputs.ts";
+import type { EngineRequest } from "../../src/engine/protocol.ts";
 import { randomMmproj } from "../../scripts/random-mmproj.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-qwen25vl-units-"));
@@ -122,5 +125,27 @@ describe("patch layout", () => {
     expect(Array.from(g.xs.slice(0, 8))).toEqual([0, 1, 0, 1, 2, 3, 2, 3]);
     // merged token (0, 4) opens the second window, (0, 8) the third (2 tokens wide: a partial window)
     expect([g.window[4 * 3], g.window[4 * 4], g.window[4 * 8], g.window[4 * 10]]).toEqual([0, 1, 2, 0]);
+  });
+});
+
+describe("engine admission and chunks of M-RoPE images", () => {
+  const item = (grid?: { cols: number; rows: number }) => ({
+    identifier: "img", offset: 1, length: 6, embeddings: new Float32Array(6 * 4), attendAhead: false, ...(grid !== undefined ? { mropeGrid: grid } : {}),
+  });
+  const request = (multimodal: ReturnType<typeof item>[]) => ({ promptTokenIds: [1, 2, 2, 2, 2, 2, 2, 3], multimodal }) as unknown as EngineRequest;
+
+  test("a grid covering the image is taken by an M-RoPE model; a bad grid, a grid elsewhere or no grid there is refused", () => {
+    expect(checkMultimodal(request([item({ cols: 3, rows: 2 })]), 4, true)).toBeNull();
+    expect(checkMultimodal(request([item()]), 4, false)).toBeNull();
+    expect(checkMultimodal(request([item({ cols: 4, rows: 2 })]), 4, true)?.message).toMatch(/a 4 x 2 grid does not cover its 6 positions/);
+    expect(checkMultimodal(request([item({ cols: 3, rows: 2 })]), 4, false)?.message).toMatch(/has an M-RoPE grid, which this model \(no rope sections\) cannot place/);
+    expect(checkMultimodal(request([item()]), 4, true)?.message).toMatch(/has no M-RoPE grid/);
+  });
+
+  test("a chunk's rope streams: none without grids; with one, the slots' M-RoPE positions", () => {
+    expect(chunkRopePositions([item()], 0, 8)).toEqual({});
+    const { ropePositions } = chunkRopePositions([item({ cols: 3, rows: 2 })], 6, 8);
+    // slot 6 is the image's last row (p0 = 1: t 1, y 2, x 3); slot 7 text at 7 + max(3, 2) - 6 = 4
+    expect(Array.from(ropePositions!)).toEqual([1, 4, 2, 4, 3, 4, 0, 4]);
   });
 });
