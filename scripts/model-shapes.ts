@@ -9,11 +9,12 @@ import { llamaVocabPath } from "./llama-vocab.ts";
 import { gptOssVocabPath } from "./gpt-oss-vocab.ts";
 import { phi4MiniVocabPath } from "./phi4-mini-vocab.ts";
 import { smolvlmVocabPath } from "./smolvlm-vocab.ts";
+import { qwen25vlVocabPath } from "./qwen25vl-vocab.ts";
 
 export interface ModelShape {
   readonly architecture: Architecture;
   /** the llama.cpp vocab GGUF (models/ggml-vocab-<vocab>.gguf) whose tokenizer metadata is copied; gemma3: scripts/gemma3-vocab.ts */
-  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox" | "gpt-oss" | "smolvlm";
+  readonly vocab: "gpt-2" | "qwen2" | "llama-bpe" | "gemma3" | "phi-3" | "phi-4-mini" | "gpt-neox" | "gpt-oss" | "smolvlm" | "qwen2.5-vl";
   readonly dim: number;
   readonly numLayers: number;
   readonly numHeads: number;
@@ -46,6 +47,8 @@ export interface ModelShape {
    * num_experts_per_tok, moe_intermediate_size; olmoe's experts are intermediate_size wide = hiddenDim)
    */
   readonly moe?: { readonly experts: number; readonly used: number; readonly expertHiddenDim: number };
+  /** qwen2vl: M-RoPE's rope.dimension_sections (config.json rope_scaling.mrope_section, padded to 4 by the converter) */
+  readonly ropeSections?: readonly [number, number, number, number];
   /** granite: embedding_scale, residual_scale, attention.scale, logit_scale (config.json's *_multiplier, logits_scaling) */
   readonly graniteScales?: { readonly embedding: number; readonly residual: number; readonly attention: number; readonly logit: number };
 }
@@ -53,6 +56,7 @@ export interface ModelShape {
 /** The vocab GGUF a shape copies its tokenizer from. */
 export function vocabPath(vocab: ModelShape["vocab"]): string {
   if (vocab === "smolvlm") return smolvlmVocabPath();
+  if (vocab === "qwen2.5-vl") return qwen25vlVocabPath();
   return vocab === "gemma3" ? gemma3VocabPath() : vocab === "phi-4-mini" ? phi4MiniVocabPath() : vocab === "gpt-oss" ? gptOssVocabPath() : llamaVocabPath(vocab);
 }
 
@@ -195,6 +199,12 @@ const GEMMA3_4B: ModelShape = {
   slidingWindow: 1024, ropeScaling: { type: "linear", factor: 8, originalContextLength: 16384 },
 };
 
+/** Qwen/Qwen2.5-VL-3B-Instruct text_config: GQA 16/2, tied, M-RoPE sections [16, 24, 24] over 64 rope pairs; its vocabulary: scripts/qwen25vl-vocab.ts */
+const QWEN25_VL_3B: ModelShape = {
+  architecture: "qwen2vl", vocab: "qwen2.5-vl", dim: 2048, numLayers: 36, numHeads: 16, numKvHeads: 2, headDim: 128, hiddenDim: 11008,
+  ropeFreqBase: 1000000, rmsEps: 1e-6, contextLength: 128000, tiedEmbeddings: true, qkvBias: true, qkNorm: false, ropeSections: [16, 24, 24, 0],
+};
+
 /**
  * The vision encoder and projector of a vision-language shape, as the HF vision_config and preprocessor_config.json
  * give them; scripts/random-mmproj.ts writes the mmproj GGUF as conversion/base.py MmprojModel and conversion/gemma.py
@@ -202,7 +212,7 @@ const GEMMA3_4B: ModelShape = {
  */
 export interface VisionShape {
   /** clip.projector_type */
-  readonly projector: "gemma3" | "idefics3";
+  readonly projector: "gemma3" | "idefics3" | "qwen2.5vl_merger";
   readonly imageSize: number;
   readonly patchSize: number;
   readonly dim: number;
@@ -218,6 +228,8 @@ export interface VisionShape {
   readonly scaleFactor?: number;
   /** Idefics3: preprocessor_config size.longest_edge (clip.vision.preproc_image_size) */
   readonly longestEdge?: number;
+  /** Qwen2.5-VL: fullatt_block_indexes[0] + 1 (clip.vision.n_wa_pattern: every n-th layer attends fully, the rest in windows) */
+  readonly windowPattern?: number;
 }
 
 /** SigLIP so400m-patch14 at 896 px (gemma-3-4b-it vision_config), 256 image tokens */
@@ -245,6 +257,16 @@ const SIGLIP_SMOLVLM: VisionShape = {
   imageMean: [0.5, 0.5, 0.5], imageStd: [0.5, 0.5, 0.5], imageSeqLength: 64, scaleFactor: 4, longestEdge: 2048,
 };
 
+/**
+ * Qwen2.5-VL-3B-Instruct vision_config: depth 32, hidden 1280, intermediate 3420, 16 heads, patch 14, merge 2, window
+ * 112 px, fullatt_block_indexes [7, 15, 23, 31]; the converter writes image_size 560 (its default) and CLIP's mean / std.
+ * imageSeqLength is not written for this projector (its image token count follows each image's size).
+ */
+const QWEN25_VL_VISION: VisionShape = {
+  projector: "qwen2.5vl_merger", imageSize: 560, patchSize: 14, dim: 1280, ffnDim: 3420, numLayers: 32, numHeads: 16, eps: 1e-6,
+  imageMean: [0.48145466, 0.4578275, 0.40821073], imageStd: [0.26862954, 0.26130258, 0.27577711], imageSeqLength: 0, windowPattern: 8,
+};
+
 /** Language-model halves of the vision shapes (spread into MODEL_SHAPES). */
 const VISION_LANGUAGE_SHAPES: Readonly<Record<string, ModelShape>> = {
   "smolvlm-256m": SMOLVLM_256M,
@@ -254,6 +276,9 @@ const VISION_LANGUAGE_SHAPES: Readonly<Record<string, ModelShape>> = {
   "gemma3-4b": GEMMA3_4B,
   // the tiny gemma3 language model (6 layers, 256 wide) under a real-width SigLIP
   "tiny-gemma3-4b": { ...tiny(GEMMA3_270M, 1), numLayers: 6, slidingWindow: 64 },
+  "qwen2.5-vl-3b": QWEN25_VL_3B,
+  // 256 wide in 2 heads of 128 (qwen2vl's attn_q / attn_output are n_embd x n_embd), so the real sections [16, 24, 24] fit
+  "tiny-qwen2.5-vl-3b": { ...tiny(QWEN25_VL_3B, 1), numHeads: 2, headDim: 128 },
 };
 
 /**
@@ -268,6 +293,9 @@ export const VISION_SHAPES: Readonly<Record<string, VisionShape>> = {
   "tiny-smolvlm-256m": { ...SIGLIP_SMOLVLM, imageSize: 128, numLayers: 2, imageSeqLength: 4, longestEdge: 256 },
   "gemma3-4b": SIGLIP_GEMMA3,
   "tiny-gemma3-4b": { ...SIGLIP_GEMMA3, imageSize: 112, numLayers: 2, imageSeqLength: 16 },
+  "qwen2.5-vl-3b": QWEN25_VL_VISION,
+  // the real widths in 2 layers: layer 0 in windows, layer 1 full (fullatt_block_indexes [1])
+  "tiny-qwen2.5-vl-3b": { ...QWEN25_VL_VISION, numLayers: 2, windowPattern: 2 },
 };
 
 export const MODEL_SHAPES: Readonly<Record<string, ModelShape>> = {

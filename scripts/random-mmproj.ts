@@ -12,6 +12,9 @@ import { FILE_TYPE, KEY } from "../src/gguf/names.ts";
 import type { GgufTensorToWrite, GgufToWrite } from "../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType } from "../src/tensor/dtypes.ts";
 import { CLIP_KEY, CLIP_LAYER_TENSORS, CLIP_TENSOR, clipLayerTensorName, MMPROJ_ARCHITECTURE, MMPROJ_GENERAL_TYPE } from "../src/vision/clip-names.ts";
+import {
+  QWEN25VL_KEY, QWEN25VL_LAYER_TENSORS, QWEN25VL_TENSOR, qwen25vlHasBias, qwen25vlLayerShape, qwen25vlLayerTensorName,
+} from "../src/vision/qwen25vl-mmproj.ts";
 import type { VisionShape } from "./model-shapes.ts";
 import { fillNormal, tensorRng } from "./random-model.ts";
 
@@ -54,13 +57,55 @@ function idefics3Scale(v: VisionShape): number {
 }
 
 /** conversion/smolvlm.py SmolVLMModel.set_gguf_parameters after MmprojModel's keys (and its defaults). */
-function idefics3Keys(v: VisionShape): [string, GgufMetadataEntry][] {
+function idefics3Metadata(v: VisionShape): [string, GgufMetadataEntry][] {
   return [
-    [CLIP_KEY.projectorType, mdString(v.projector)],
     [CLIP_KEY.layerNormEps, mdF32(v.eps)],
     [CLIP_KEY.projectorScaleFactor, mdU32(idefics3Scale(v))],
     [CLIP_KEY.useGelu, mdBool(true)],
     [CLIP_KEY.preprocImageSize, mdU32(v.longestEdge ?? v.imageSize)],
+  ];
+}
+
+/**
+ * The converter's tensor list for a Qwen2.5-VL projector (conversion/qwenvl.py Qwen2VLVisionModel: qkv split into
+ * q / k / v, the Conv3D patch kernel split into v.patch_embd.weight and .weight.1, both f16 as MmprojModel forces
+ * patch_embd; RMSNorms without bias; merger.ln_q as v.post_ln; merger.mlp.0 / .2 as mm.0 / mm.2).
+ */
+function qwen25vlTensors(v: VisionShape, textDim: number): MmprojTensor[] {
+  const t = (name: string, shape: number[], init: "ones" | "normal" = "normal"): MmprojTensor =>
+    ({ name, shape, init, type: shape.length === 1 ? GgmlType.F32 : GgmlType.F16 });
+  const layers = Array.from({ length: v.numLayers }, (_, l) => QWEN25VL_LAYER_TENSORS.flatMap((key) => {
+    const shape = [...qwen25vlLayerShape(v.dim, v.ffnDim, key)];
+    const weight = t(qwen25vlLayerTensorName(key, l, "weight"), shape, shape.length === 1 ? "ones" : "normal");
+    return qwen25vlHasBias(key) ? [weight, t(qwen25vlLayerTensorName(key, l, "bias"), [shape[shape.length - 1]!])] : [weight];
+  })).flat();
+  const merged = 4 * v.dim;
+  return [
+    t(QWEN25VL_TENSOR.patchEmbd0, [v.patchSize, v.patchSize, 3, v.dim]),
+    t(QWEN25VL_TENSOR.patchEmbd1, [v.patchSize, v.patchSize, 3, v.dim]),
+    ...layers,
+    t(QWEN25VL_TENSOR.postNorm, [v.dim], "ones"),
+    t(`${QWEN25VL_TENSOR.merger0}.weight`, [merged, merged]),
+    t(`${QWEN25VL_TENSOR.merger0}.bias`, [merged]),
+    t(`${QWEN25VL_TENSOR.merger2}.weight`, [merged, textDim]),
+    t(`${QWEN25VL_TENSOR.merger2}.bias`, [textDim]),
+  ];
+}
+
+/** The keys conversion/qwenvl.py adds for Qwen2.5-VL: use_silu, n_wa_pattern, the text model's rms_norm_eps. */
+function qwen25vlMetadata(v: VisionShape): [string, GgufMetadataEntry][] {
+  if (v.windowPattern === undefined) throw new Error("a Qwen2.5-VL vision shape needs windowPattern (fullatt_block_indexes[0] + 1)");
+  return [[CLIP_KEY.useSilu, mdBool(true)], [QWEN25VL_KEY.windowPattern, mdU32(v.windowPattern)], [CLIP_KEY.layerNormEps, mdF32(v.eps)]];
+}
+
+/** conversion/gemma.py: eps, use_gelu, and the pool factor only when it is not the default 4 */
+function gemma3Metadata(v: VisionShape): [string, GgufMetadataEntry][] {
+  const perSide = Math.floor(Math.sqrt(v.imageSeqLength));
+  const scaleFactor = Math.floor(v.imageSize / v.patchSize / perSide);
+  return [
+    [CLIP_KEY.layerNormEps, mdF32(v.eps)],
+    [CLIP_KEY.useGelu, mdBool(true)],
+    ...(scaleFactor > 0 && scaleFactor !== 4 ? [[CLIP_KEY.projectorScaleFactor, mdU32(scaleFactor)] as [string, GgufMetadataEntry]] : []),
   ];
 }
 
@@ -87,8 +132,7 @@ export interface RandomMmprojOptions {
 export function randomMmproj(o: RandomMmprojOptions): GgufToWrite {
   const v = o.vision;
   if (v.imageSize % v.patchSize !== 0) throw new Error(`image size ${v.imageSize} is not a multiple of patch ${v.patchSize}`);
-  const perSide = Math.floor(Math.sqrt(v.imageSeqLength));
-  const scaleFactor = Math.floor(v.imageSize / v.patchSize / perSide);
+  const qwen = v.projector === "qwen2.5vl_merger";
   const floats = (xs: readonly number[]) => mdArray(GgufValueType.FLOAT32, [...xs]);
   const metadata = new Map<string, GgufMetadataEntry>([
     [KEY.architecture, mdString(MMPROJ_ARCHITECTURE)],
@@ -105,16 +149,11 @@ export function randomMmproj(o: RandomMmprojOptions): GgufToWrite {
     [CLIP_KEY.headCount, mdU32(v.numHeads)],
     [CLIP_KEY.imageMean, floats(v.imageMean)],
     [CLIP_KEY.imageStd, floats(v.imageStd)],
-    ...(v.projector === "idefics3" ? idefics3Keys(v) : [
-      [CLIP_KEY.projectorType, mdString(v.projector)],
-      [CLIP_KEY.layerNormEps, mdF32(v.eps)],
-      [CLIP_KEY.useGelu, mdBool(true)],
-      // conversion/gemma.py writes the pool factor only when it is not the default 4
-      ...(scaleFactor > 0 && scaleFactor !== 4 ? [[CLIP_KEY.projectorScaleFactor, mdU32(scaleFactor)] as [string, GgufMetadataEntry]] : []),
-    ] as [string, GgufMetadataEntry][]),
+    [CLIP_KEY.projectorType, mdString(v.projector)],
+    ...(qwen ? qwen25vlMetadata(v) : v.projector === "idefics3" ? idefics3Metadata(v) : gemma3Metadata(v)),
     [KEY.quantizationVersion, mdU32(2)],
   ]);
-  const tensors: GgufTensorToWrite[] = siglipTensors(v, o.textDim)
+  const tensors: GgufTensorToWrite[] = (qwen ? qwen25vlTensors(v, o.textDim) : siglipTensors(v, o.textDim))
     .map((spec) => ({ name: spec.name, shape: spec.shape, type: spec.type, data: () => generate(spec, o.seed) }));
   return { metadata, tensors };
 }

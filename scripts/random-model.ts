@@ -13,7 +13,7 @@
  * tied output straight to q8_0), and anything else that does not fit -> f16.
  */
 import { GgufValueType, type GgufFile, type GgufMetadataEntry } from "../src/gguf/gguf-file.ts";
-import { mdF32, mdString, mdU32 } from "../src/gguf/metadata.ts";
+import { mdArray, mdF32, mdString, mdU32 } from "../src/gguf/metadata.ts";
 import { archKey, FILE_TYPE, KEY, tensorName, type TensorKey } from "../src/gguf/names.ts";
 import type { GgufTensorToWrite, GgufToWrite } from "../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType, weightTypeByName } from "../src/tensor/dtypes.ts";
@@ -256,6 +256,8 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     ...(s.poolingType ? [[archKey(arch, "poolingType"), mdU32(POOLING_TYPE_IDS[s.poolingType])] as [string, GgufMetadataEntry]] : []),
     ...(s.slidingWindow !== undefined ? [[archKey(arch, "slidingWindow"), mdU32(s.slidingWindow)] as [string, GgufMetadataEntry]] : []),
     ...ropeScalingMetadata(s),
+    // qwen2vl: gguf-py add_rope_dimension_sections writes an int32 array
+    ...(s.ropeSections !== undefined ? [[archKey(arch, "ropeDimensionSections"), mdArray(GgufValueType.INT32, [...s.ropeSections])] as [string, GgufMetadataEntry]] : []),
     ...(s.graniteScales !== undefined
       ? ([["embeddingScale", s.graniteScales.embedding], ["residualScale", s.graniteScales.residual], ["attentionScale", s.graniteScales.attention], ["logitScale", s.graniteScales.logit]] as const)
         .map(([key, value]) => [archKey(arch, key), mdF32(value)] as [string, GgufMetadataEntry])

@@ -48,6 +48,6 @@ export async function startVisionServing(media: MediaSettings, model: string | n
     encoder.dispose();
     return fail(`vision projector ${path} projects to width ${info.projectionDim}, the model's embeddings are ${modelDim} wide: it belongs to another model`);
   }
-  log(`vision projector ${path}${media.mmproj === null ? " (found beside the model; --no-mmproj to leave it out)" : ""}: ${info.projector}, ${info.imageSize} px images, ${info.tokensPerImage} tokens each; image_url parts are taken (at most ${media.maxImagesPerPrompt} per prompt)`);
+  log(`vision projector ${path}${media.mmproj === null ? " (found beside the model; --no-mmproj to leave it out)" : ""}: ${info.projector}, ${info.tokensPerImage > 0 ? `${info.imageSize} px images, ${info.tokensPerImage} tokens each` : "image tokens by each image's size"}; image_url parts are taken (at most ${media.maxImagesPerPrompt} per prompt)`);
   return { encoder, media, onCacheCounts };
 }

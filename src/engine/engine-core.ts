@@ -6,7 +6,7 @@
  */
 import { NULL_BLOCK, type ModelBatch, type ModelRunner, type SequenceChunk } from "../model/model-batch.ts";
 import type { EngineRequest, KvHandoff, RequestDelta } from "./protocol.ts";
-import { checkMultimodal, chunkEmbeddings } from "./multimodal-inputs.ts";
+import { checkMultimodal, chunkEmbeddings, chunkRopePositions } from "./multimodal-inputs.ts";
 import type { StepStats } from "./stats.ts";
 import { KvCacheManager } from "./kv-cache-manager.ts";
 import { RequestState } from "./request.ts";
@@ -236,7 +236,7 @@ export class EngineCore {
     if (request.pooling && numPrompt > maxModelLen) {
       return { code: "context_length", message: `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${numPrompt} tokens in the input for embedding generation. Please reduce the length of the input.` };
     }
-    const mmRefused = checkMultimodal(request, this.runner.config.dim);
+    const mmRefused = checkMultimodal(request, this.runner.config.dim, this.runner.config.ropeSections !== undefined);
     if (mmRefused !== null) return mmRefused;
     const state = new RequestState(request, maxModelLen, this.nowMs(), this.nextFallbackSeed++, this.hasher);
     if (request.loraName !== undefined) state.loraIntId = this.lora!.idOf(request.loraName);
@@ -492,7 +492,7 @@ export class EngineCore {
       // drafts: a row at the last real token and at every draft (the target's prediction after each)
       // pooling requests read hidden states (ModelBatch.hiddenStates), never logits
       logits: req.pooling !== null ? "none" : needPromptLogprobs || numDrafts > 0 ? "all" : end === req.numTokens ? "last" : "none",
-      ...(req.multimodal.length > 0 ? { inputEmbeddings: chunkEmbeddings(req.multimodal, c.startPos, end, this.runner.config.dim) } : {}),
+      ...(req.multimodal.length > 0 ? { inputEmbeddings: chunkEmbeddings(req.multimodal, c.startPos, end, this.runner.config.dim), ...chunkRopePositions(req.multimodal, c.startPos, end) } : {}),
       ...(req.loraName !== null ? { loraSlot: loraSlots.get(req.loraName) } : {}),
     };
   }

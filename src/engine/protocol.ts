@@ -68,6 +68,8 @@ export interface MultimodalInput {
   readonly embeddings: Float32Array;
   /** the item's positions see each other both ways (Gemma 3's image: llama.cpp mtmd_decode_use_non_causal) */
   readonly attendAhead: boolean;
+  /** M-RoPE models (qwen2vl): the image's token grid, cols x rows = length, row-major (model/mrope.ts); absent: 1-D positions */
+  readonly mropeGrid?: { readonly cols: number; readonly rows: number };
 }
 
 export interface TokenLogprob {

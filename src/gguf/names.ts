@@ -44,6 +44,8 @@ const ARCH_KEY = {
   rmsEps: "attention.layer_norm_rms_epsilon",
   ropeFreqBase: "rope.freq_base",
   ropeDimensionCount: "rope.dimension_count",
+  /** qwen2vl M-RoPE: rope pairs per position stream (t, y, x, e), 4 ints */
+  ropeDimensionSections: "rope.dimension_sections",
   ropeScalingType: "rope.scaling.type",
   ropeScalingFactor: "rope.scaling.factor",
   /** the old name of rope.scaling.factor, read when it is absent */

@@ -68,6 +68,8 @@ export interface ArchitectureTraits {
    * rope.scaling.finetuned = false switches rope off (llama.cpp granite.cpp load_arch_hparams)
    */
   readonly graniteScales?: boolean;
+  /** qwen2vl: M-RoPE over rope.dimension_sections (required, model/mrope.ts) */
+  readonly mrope?: boolean;
   /** gpt-oss (openai-moe.cpp): attention sinks, attn_output.bias, biased router and experts, swiglu_oai experts */
   readonly gptOss?: boolean;
 }
@@ -119,6 +121,8 @@ export const ARCHITECTURES: readonly ArchitectureTraits[] = [
     architecture: "gpt-oss", keyPrefix: "gpt-oss", ropeNeox: true, hasQkvBias: true, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE,
     slidingWindowPeriod: 2, gptOss: true, moe: { gating: "softmaxWeight", normTopK: false, expertWidthKey: "expert" },
   },
+  // qwen2vl.cpp: qwen2's layers (q/k/v biases, NEOX pairing) with M-RoPE: each rope pair turns by one of 4 position streams
+  { architecture: "qwen2vl", keyPrefix: "qwen2vl", ropeNeox: true, hasQkvBias: true, hasQkNorm: false, defaultRopeFreqBase: 10000, ...LLAMA_LIKE, mrope: true },
 ];
 
 /**

@@ -25,6 +25,7 @@ import { LoraSlots } from "./lora-slots.ts";
 import { layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import { allocMoeScratch, freeMoeScratch, loadExperts, moeFfn, moeUnsupported, type ExpertHandles, type MoeScratch } from "./moe-ffn.ts";
 import { layerRopeAngles } from "./rope-scaling.ts";
+import { mropeStreamAngles } from "./mrope.ts";
 import type { ModelWeights } from "./weights.ts";
 
 /** One step's flattened inputs, built by the runner from a ModelBatch. */
@@ -50,6 +51,8 @@ export interface ForwardInputs {
   readonly inputEmbeddings?: readonly { readonly row: number; readonly data: Float32Array }[];
   /** [numTokens] the LoRA slot each row reads (-1: the base model); absent: no row has an adapter */
   readonly loraSlots?: Int32Array;
+  /** M-RoPE (qwen2vl): [4][numTokens] each row's t, y, x, e positions (model/mrope.ts); absent: `positions` in all four */
+  readonly ropePositions?: Int32Array;
 }
 
 /** One pass: the step's rows [firstRow, firstRow + inputs.tokenIds.length) as inputs of their own. */
@@ -104,11 +107,19 @@ export function forwardPasses(inputs: ForwardInputs, maxRows: number): ForwardPa
         logitRows: Int32Array.from(logitRows),
         hiddenStates: inputs.hiddenStates,
         loraSlots: inputs.loraSlots?.subarray(first, end),
+        ...(inputs.ropePositions !== undefined ? { ropePositions: sliceStreams(inputs.ropePositions, numTokens, first, end) } : {}),
       },
       outputIndex: Int32Array.from(outputIndex),
     });
   }
   return passes;
+}
+
+/** rows [first, end) of each of the 4 position streams of [4][numTokens] */
+function sliceStreams(streams: Int32Array, numTokens: number, first: number, end: number): Int32Array {
+  const out = new Int32Array(4 * (end - first));
+  for (let s = 0; s < 4; s++) out.set(streams.subarray(s * numTokens + first, s * numTokens + end), s * (end - first));
+  return out;
 }
 
 /** Called as weights are uploaded: bytes done and bytes in all. */
@@ -167,6 +178,8 @@ export class BatchedForward {
   private readonly output: Weight;
   /** [numLayers] each layer's rope angles, null for no rope */
   private readonly angles: (RopeAngles | null)[];
+  /** qwen2vl: [numLayers] each layer's angles split by position stream (mropeStreamAngles); null: plain rope */
+  private readonly streamAngles: ({ stream: number; angles: RopeAngles }[] | null)[] | null;
   private scratch: Scratch | null = null;
   /** the resident LoRA adapters (enableLora), or null */
   private loraSlots: LoraSlots | null = null;
@@ -192,6 +205,8 @@ export class BatchedForward {
     this.output = weights.output === weights.tokenEmbd ? this.tokenEmbd : load(weights.output);
     this.outputNorm = load(weights.outputNorm);
     this.angles = layerRopeAngles(config, weights.ropeFactors == null ? null : dequantizeTensor(weights.ropeFactors));
+    const sections = config.ropeSections;
+    this.streamAngles = sections === undefined ? null : this.angles.map((a) => (a === null ? null : mropeStreamAngles(a, sections)));
     this.layers = weights.layers.map((l) => ({
       attnNorm: load(l.attnNorm), wq: load(l.wq), wk: load(l.wk), wv: load(l.wv), wo: load(l.wo),
       bq: maybe(l.bq), bk: maybe(l.bk), bv: maybe(l.bv), qNorm: maybe(l.qNorm), kNorm: maybe(l.kNorm),
@@ -350,7 +365,15 @@ export class BatchedForward {
         k = s.kNormed;
       }
       const angles = this.angles[l]!;
-      if (angles !== null) {
+      const byStream = inputs.ropePositions !== undefined ? this.streamAngles?.[l] : undefined;
+      if (byStream != null) {
+        // M-RoPE: each position stream turns its own pairs (llama.cpp ggml_rope_multi)
+        for (const { stream, angles: a } of byStream) {
+          const positions = inputs.ropePositions!.subarray(stream * n, (stream + 1) * n);
+          b.rope(q, positions, numHeads, headDim, a, c.ropeNeox);
+          b.rope(k, positions, numKvHeads, headDim, a, c.ropeNeox);
+        }
+      } else if (angles !== null) {
         b.rope(q, inputs.positions, numHeads, headDim, angles, c.ropeNeox);
         b.rope(k, inputs.positions, numKvHeads, headDim, angles, c.ropeNeox);
       }

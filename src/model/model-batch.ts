@@ -36,6 +36,8 @@ export interface SequenceChunk {
   readonly inputEmbeddings?: readonly ChunkEmbeddings[];
   /** the LoRA slot (ModelRunner.loadLora) whose adapter this sequence's rows read; absent or -1: the base model */
   readonly loraSlot?: number;
+  /** M-RoPE (qwen2vl): [4][numTokens] the rows' t, y, x, e positions (model/mrope.ts); absent: startPos + i in all four */
+  readonly ropePositions?: Int32Array;
 }
 
 /**

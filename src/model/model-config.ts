@@ -3,7 +3,7 @@
  * Everything below the engine reads the model only through this.
  */
 export type Architecture =
-  | "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3" | "qwen3moe" | "olmoe" | "granite" | "granitemoe" | "gpt-oss";
+  | "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma-embedding" | "phi3" | "smollm3" | "qwen3moe" | "olmoe" | "granite" | "granitemoe" | "gpt-oss" | "qwen2vl";
 
 /**
  * How a mixture-of-experts layer turns router logits into the k experts and their weights (llama.cpp
@@ -76,6 +76,8 @@ export interface ModelConfig {
   readonly ropeFactors?: RopeFactorTensors;
   /** every n-th layer (1-based) has no rope (smollm3: 4); absent / 0: all layers rope */
   readonly noRopeLayerStep?: number;
+  /** qwen2vl: M-RoPE, rope pairs per position stream [t, y, x, e] (rope.dimension_sections; model/mrope.ts); absent: plain rope */
+  readonly ropeSections?: readonly [number, number, number, number];
   /** phi3: ffn_up is [gate; up] (2 x hiddenDim rows), no ffn_gate */
   readonly fusedGateUp?: boolean;
   /** phi3: attn_qkv may replace attn_q/k/v */

@@ -138,6 +138,8 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
   if (!moe.ok) return moe;
   const granite = readGraniteScales(gguf, traits);
   if (!granite.ok) return granite;
+  const ropeSections = readRopeSections(gguf, traits, ropeDim.value);
+  if (!ropeSections.ok) return ropeSections;
 
   return ok({
     architecture: traits.architecture,
@@ -175,7 +177,29 @@ export function readModelConfig(gguf: GgufFile): Result<ModelConfig> {
     ...(dense.value !== undefined ? { denseFeatures: dense.value } : {}),
     ...granite.value,
     ...(traits.gptOss === true ? { attentionSinks: true } : {}),
+    ...(ropeSections.value !== undefined ? { ropeSections: ropeSections.value } : {}),
   });
+}
+
+/**
+ * qwen2vl's M-RoPE sections (llama.cpp qwen2vl.cpp load_arch_hparams: get_key_or_arr(rope.dimension_sections, 4,
+ * required)): up to 4 non-negative ints (the converter pads Qwen2.5-VL's [16, 24, 24] with a 0), not all zero, whose
+ * sum covers at most the ropeDim / 2 pairs (ggml_mrope_cache_init asserts it).
+ */
+function readRopeSections(gguf: GgufFile, traits: ArchitectureTraits, ropeDim: number): Result<ModelConfig["ropeSections"]> {
+  const key = archKey(traits.keyPrefix, "ropeDimensionSections");
+  if (traits.mrope !== true) return ok(undefined);
+  const value = gguf.metadata.get(key)?.value;
+  if (value === undefined) return err(`${gguf.source}: missing metadata ${key} (M-RoPE sections of ${traits.architecture})`);
+  const raw = typeof value === "object" && value !== null && "values" in value ? value.values : [value];
+  const nums = raw.map((v) => (typeof v === "bigint" ? Number(v) : v));
+  if (nums.length > 4 || nums.some((v) => typeof v !== "number" || !Number.isInteger(v) || v < 0)) {
+    return err(`${gguf.source}: metadata ${key} must be at most 4 non-negative integers (got ${JSON.stringify(nums.map(String))})`);
+  }
+  const s = [0, 1, 2, 3].map((i) => (nums[i] as number | undefined) ?? 0) as [number, number, number, number];
+  const total = s[0] + s[1] + s[2] + s[3];
+  if (total === 0 || total > ropeDim / 2) return err(`${gguf.source}: metadata ${key} [${s.join(", ")}] must sum to 1..${ropeDim / 2} (rope pairs)`);
+  return ok(s);
 }
 
 /**

@@ -19,6 +19,7 @@ import type { RopeAngles, WeightSource } from "../backend/backend.ts";
 import { dequantizeTensor, type GgmlType } from "../tensor/dtypes.ts";
 import { layerRopeFreqBase, layerSlidingWindow, type ModelConfig } from "./model-config.ts";
 import { layerRopeAngles } from "./rope-scaling.ts";
+import { mropePairStreams, mropeThetas, textMropePosition, type MropePosition } from "./mrope.ts";
 import { routeExperts } from "./moe-routing.ts";
 import { addInPlace, gelu, matmul, rmsnorm, rope, silu, softmax, softmaxWithSink, swigluOai } from "./reference-ops.ts";
 import { expertRows, type ModelWeights } from "./weights.ts";
@@ -203,9 +204,12 @@ export class ReferenceForward {
     this.valueCache.fill(0);
   }
 
-  /** Logits [vocabSize] for the next token after `token` at position `pos` (a view: copy it to keep it). */
-  forward(token: number, pos: number): Float32Array {
-    this.advance(token, pos);
+  /**
+   * Logits [vocabSize] for the next token after `token` at position `pos` (a view: copy it to keep it). `token` may be
+   * an input embedding [dim] (an image's row); `ropePos` are M-RoPE's 4 streams (qwen2vl; default all `pos`).
+   */
+  forward(token: number | Float32Array, pos: number, ropePos?: MropePosition): Float32Array {
+    this.advance(token, pos, ropePos);
     const { dim, rmsEps, vocabSize } = this.config;
     rmsnorm(this.x, this.x, this.outputNorm, dim, rmsEps);
     this.matmul(this.logits, this.x, this.output, dim, vocabSize);
@@ -218,15 +222,16 @@ export class ReferenceForward {
   }
 
   /** Runs `token` at `pos` through every layer (its K and V enter the cache) without the LM head: a prompt's prefix. */
-  advance(token: number, pos: number): void {
+  advance(token: number | Float32Array, pos: number, ropePos?: MropePosition): void {
     const c = this.config;
     if (c.bidirectional === true) throw new Error("reference forward: a bidirectional model sees later positions too: use encode(tokens)");
     if (pos < 0 || pos >= this.maxSeqLen) throw new Error(`reference forward: position ${pos} out of range [0, ${this.maxSeqLen})`);
     const kvDim = c.numKvHeads * c.headDim;
     const { x, xb, q, k, v } = this;
-    this.embed(x, token);
+    if (typeof token === "number") this.embed(x, token);
+    else x.set(token.subarray(0, c.dim)); // a given embedding is not scaled (llama.cpp scales token inputs only)
     for (let l = 0; l < this.layers.length; l++) {
-      this.projectQkv(l, x, pos);
+      this.projectQkv(l, x, pos, ropePos);
       // cache k, v at pos
       const layerOffset = l * this.maxSeqLen * kvDim;
       this.keyCache.set(k, layerOffset + pos * kvDim);
@@ -306,7 +311,7 @@ export class ReferenceForward {
   }
 
   /** this.q, this.k, this.v of layer l for the residual x at pos: qkv (+ bias), QK-norm, rope */
-  private projectQkv(l: number, x: Float32Array, pos: number): void {
+  private projectQkv(l: number, x: Float32Array, pos: number, ropePos?: MropePosition): void {
     const c = this.config;
     const { dim, headDim, numHeads, numKvHeads, rmsEps } = c;
     const qDim = numHeads * headDim;
@@ -334,7 +339,9 @@ export class ReferenceForward {
     }
     const angles = this.layerAngles[l]!;
     if (angles !== null) {
-      const theta = this.ropeTheta(pos, angles, layerRopeFreqBase(c, l));
+      const base = layerRopeFreqBase(c, l);
+      const theta = c.ropeSections === undefined ? this.ropeTheta(pos, angles, base)
+        : mropeThetas(ropePos ?? textMropePosition(pos), mropePairStreams(c.ropeSections, angles.ropeDim), (p) => this.ropeTheta(p, angles, base));
       rope(q, numHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
       rope(k, numKvHeads, headDim, angles.ropeDim, theta, angles.mscale, c.ropeNeox);
     }

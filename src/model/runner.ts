@@ -92,6 +92,8 @@ export class Runner implements ModelRunner {
     const rowStart = new Int32Array(batch.sequences.length); // [numSequences]
     const sequences: AttentionSequence[][] = Array.from({ length: numGroups }, () => []); // [numGroups][numSequences]
     const inputEmbeddings: { row: number; data: Float32Array }[] = [];
+    // M-RoPE streams [4][numTokens], when a sequence gives them (the others' rows: their position in all four)
+    const ropePositions = batch.sequences.some((seq) => seq.ropePositions !== undefined) ? new Int32Array(4 * numTokens) : null;
     let row = 0;
     let logitRow = 0;
     batch.sequences.forEach((seq, i) => {
@@ -137,12 +139,22 @@ export class Runner implements ModelRunner {
         inputEmbeddings.push({ row: row + e.row, data: e.data });
       }
       for (let t = 0; t < count; t++) positions[row + t] = seq.startPos + t;
+      if (ropePositions !== null) {
+        const given = seq.ropePositions;
+        if (given !== undefined && (given.length !== 4 * count || this.config.ropeSections === undefined)) {
+          throw new Error(`runner: sequence ${i} gives ${given.length} M-RoPE positions for ${count} rows${this.config.ropeSections === undefined ? " to a model without M-RoPE" : ""}`);
+        }
+        for (let s = 0; s < 4; s++) for (let t = 0; t < count; t++) ropePositions[s * numTokens + row + t] = given !== undefined ? given[s * count + t]! : seq.startPos + t;
+      }
       rowStart[i] = seq.logits === "none" ? -1 : logitRow;
       if (seq.logits === "all") for (let t = 0; t < count; t++) logitRows[logitRow++] = row + t;
       else if (seq.logits === "last") logitRows[logitRow++] = row + count - 1;
       row += count;
     });
-    return { inputs: { tokenIds, positions, slots, sequences, kvGroups: groups, logitRows, ...(inputEmbeddings.length > 0 ? { inputEmbeddings } : {}) }, rowStart };
+    return {
+      inputs: { tokenIds, positions, slots, sequences, kvGroups: groups, logitRows, ...(inputEmbeddings.length > 0 ? { inputEmbeddings } : {}), ...(ropePositions !== null ? { ropePositions } : {}) },
+      rowStart,
+    };
   }
 
   reserveActivations(numTokens: number, numLogitRows: number): void {

@@ -50,7 +50,7 @@ const PROJECTOR_DEFAULTS: Readonly<Record<ProjectorType, { readonly nMerge: numb
   idefics3: { nMerge: 2, resizeAlgo: "lanczos" },
 };
 
-function triple(file: GgufFile, key: string): Result<[number, number, number]> {
+export function triple(file: GgufFile, key: string): Result<[number, number, number]> {
   const array = getArray(file, key, GgufValueType.FLOAT32);
   if (!array.ok) return array;
   if (array.value.values.length !== 3) return err(`${file.source}: metadata key "${key}" should hold 3 floats, not ${array.value.values.length}`);
@@ -145,7 +145,7 @@ const PROJECTOR_TENSORS: Readonly<Record<ProjectorType, (c: VisionConfig) => [st
 };
 
 /** One tensor in f32 after checking its ggml shape (ne0 first). */
-function readTensor(file: GgufFile, byName: ReadonlyMap<string, GgufTensorInfo>, name: string, shape: readonly number[]): Result<Float32Array> {
+export function readTensor(file: GgufFile, byName: ReadonlyMap<string, GgufTensorInfo>, name: string, shape: readonly number[]): Result<Float32Array> {
   const info = byName.get(name);
   if (info === undefined) return err(`${file.source}: missing tensor ${name}`);
   if (info.shape.length !== shape.length || info.shape.some((n, i) => n !== shape[i])) {

@@ -8,7 +8,8 @@ import type { ImageMarkers } from "./projector-markers.ts";
 /** What the server needs to know of a loaded projector. */
 export interface VisionInfo {
   readonly projector: string;
-  /** soft tokens (embedding rows) per image: Gemma 3's 256; a tiled projector's per tile (SmolVLM's 64) */
+  /** soft tokens (embedding rows) per image: Gemma 3's 256; a tiled projector's per tile (SmolVLM's 64); 0 where it
+   * follows the image's size (Qwen2.5-VL) */
   readonly tokensPerImage: number;
   /** width of each row: the language model's embedding width */
   readonly projectionDim: number;
@@ -31,6 +32,8 @@ export interface EncodedImage {
   readonly cacheHit: boolean;
   readonly width: number;
   readonly height: number;
+  /** M-RoPE projectors (Qwen2.5-VL): the embeddings' token grid, cols x rows, row-major */
+  readonly grid?: { readonly cols: number; readonly rows: number };
 }
 
 export type ToVision =

@@ -12,12 +12,15 @@ import { PROJECTOR_MARKERS } from "./projector-markers.ts";
 import { BackendVisionEncoder } from "./backend-encoder.ts";
 import { createBackend } from "../backend/create-backend.ts";
 import type { EncodedImage, FromVision, ToVision } from "./vision-protocol.ts";
+import { isQwen25vlProjector, loadQwen25vlServing, type Qwen25vlServing } from "./qwen25vl-serving.ts";
 
 declare const self: Worker;
 
 // the f32 matrices are dropped once the kernels hold them (the reference encoder is the tests' oracle, not run here)
 let model: { config: VisionConfig; processorKey: string; kernels: BackendVisionEncoder } | null = null;
 let cache = new EncoderCache(0);
+/** a Qwen2.5-VL projector instead (qwen25vl-serving.ts) */
+let qwen: Qwen25vlServing | null = null;
 let queue: Promise<void> = Promise.resolve();
 
 const reply = (message: FromVision, transfer: Transferable[] = []): void => self.postMessage(message, transfer);
@@ -25,6 +28,13 @@ const reply = (message: FromVision, transfer: Transferable[] = []): void => self
 async function init(path: string, cacheBytes: number): Promise<void> {
   const file = readGguf(path);
   if (!file.ok) return reply({ type: "initError", message: file.error });
+  if (isQwen25vlProjector(file.value)) {
+    const loaded = await loadQwen25vlServing(file.value, () => createBackend({ kind: "wasm", threads: Math.min(2, navigator.hardwareConcurrency) }));
+    if (!loaded.ok) return reply({ type: "initError", message: loaded.error });
+    qwen = loaded.value;
+    cache = new EncoderCache(cacheBytes);
+    return reply({ type: "ready", info: qwen.info });
+  }
   const config = readVisionConfig(file.value);
   if (!config.ok) return reply({ type: "initError", message: config.error });
   const weights = readVisionWeights(file.value, config.value);
@@ -46,6 +56,7 @@ async function init(path: string, cacheBytes: number): Promise<void> {
 
 async function encode(message: Extract<ToVision, { type: "encode" }>): Promise<void> {
   const m = model;
+  if (qwen !== null) return encodeQwen(qwen, message);
   if (m === null) return reply({ type: "refused", id: message.id, index: 0, message: "the vision encoder is not loaded" });
   const out: EncodedImage[] = [];
   for (const [index, bytes] of message.images.entries()) {
@@ -71,6 +82,22 @@ async function encode(message: Extract<ToVision, { type: "encode" }>): Promise<v
     blocks.reduce((at, b) => (embeddings.set(b, at), at + b.length), 0);
     cache.set(hash, embeddings);
     out.push({ hash, embeddings, cacheHit: false, width, height, ...(layout !== undefined ? { layout } : {}) });
+  }
+  reply({ type: "encoded", id: message.id, images: out });
+}
+
+async function encodeQwen(q: Qwen25vlServing, message: Extract<ToVision, { type: "encode" }>): Promise<void> {
+  const out: EncodedImage[] = [];
+  for (const [index, bytes] of message.images.entries()) {
+    const img = await decodeImage(bytes, message.limits);
+    if (!img.ok) return reply({ type: "refused", id: message.id, index, message: img.error });
+    const { width, height, data } = img.value;
+    const hash = imageHash(width, height, data, q.processorKey);
+    // the cache holds the embeddings; the grid follows from the image's size
+    const hit = cache.get(hash);
+    const embeddings = hit ?? (await q.embed(img.value));
+    if (hit === undefined) cache.set(hash, embeddings);
+    out.push({ hash, embeddings, cacheHit: hit !== undefined, width, height, grid: q.grid(width, height) });
   }
   reply({ type: "encoded", id: message.id, images: out });
 }

@@ -128,7 +128,7 @@ describe("loadModelWeights", () => {
     expect(w.layers[0]!.wk.rows).toBe(shape.numKvHeads * shape.headDim);
     expect(w.layers[0]!.wq.rows).toBe(shape.numHeads * shape.headDim);
     const a = shape.architecture;
-    expect(w.layers[1]!.bq !== null).toBe(a === "qwen2");
+    expect(w.layers[1]!.bq !== null).toBe(a === "qwen2" || a === "qwen2vl");
     expect(w.layers[1]!.qNorm !== null).toBe(a === "qwen3" || a === "gemma3");
     expect(w.layers[1]!.attnPostNorm !== null && w.layers[1]!.ffnPostNorm !== null).toBe(a === "gemma3");
     expect(w.layers[1]!.wGate!.rows).toBe(shape.hiddenDim);

@@ -71,7 +71,7 @@ function planTensors(s: TinyShape, matrixType: GgmlType): PlannedTensor[] {
     out.push(v(n("attnNorm"), s.dim, "norm"));
     if (fused) out.push(m(n("attnQkv"), s.dim, qDim + 2 * kvDim));
     else out.push(m(n("attnQ"), s.dim, qDim), m(n("attnK"), s.dim, kvDim), m(n("attnV"), s.dim, kvDim));
-    if (s.architecture === "qwen2") out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"));
+    if (s.architecture === "qwen2" || s.architecture === "qwen2vl") out.push(v(n("attnQBias"), qDim, "bias"), v(n("attnKBias"), kvDim, "bias"), v(n("attnVBias"), kvDim, "bias"));
     const gemma = s.architecture === "gemma3" || s.architecture === "gemma-embedding";
     if (s.architecture === "qwen3" || s.architecture === "qwen3moe" || gemma) out.push(v(n("attnQNorm"), s.headDim, "norm"), v(n("attnKNorm"), s.headDim, "norm"));
     // olmoe: one QK-norm over all heads
@@ -192,6 +192,11 @@ export function makeTinyModel(s: TinyShape, options: TinyModelOptions = {}): Ggu
 export const TINY_SHAPES: Readonly<Record<string, TinyShape>> = {
   llama: { architecture: "llama", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, tied: true, contextLength: 64 },
   qwen2: { architecture: "qwen2", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 1, headDim: 8, tied: false, contextLength: 64 },
+  // M-RoPE sections over the 4 rope pairs: t, y, x
+  qwen2vl: {
+    architecture: "qwen2vl", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 1, headDim: 8, tied: false, contextLength: 64,
+    archMetadata: { "rope.dimension_sections": { type: GgufValueType.ARRAY, value: { elementType: GgufValueType.INT32, values: [2, 1, 1, 0] } } },
+  },
   qwen3: { architecture: "qwen3", vocabSize: 61, dim: 32, hiddenDim: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, tied: true, contextLength: 64 },
   // sliding layers 0 and 2 (window 5), global layer 1; heads wider than dim / numHeads, one KV head as in gemma3-270m
   gemma3: {

@@ -212,10 +212,11 @@ function placeTiledImage(
 export function placeImages(tokenizer: Tokenizer, promptIds: readonly number[], images: readonly EncodedImage[], vision: VisionServing): { promptTokenIds: number[]; multimodal: MultimodalInput[] } {
   const { markers, tokensPerImage, projectionDim } = vision.encoder.info;
   const marker = markerId(tokenizer, markers.templateMarker);
-  const [begin, end] = [markerId(tokenizer, markers.begin), markerId(tokenizer, markers.end)];
+  // "" where the template writes them itself (Qwen2.5-VL's <|vision_start|> and <|vision_end|>)
+  const [begin, end] = [markers.begin === "" ? null : markerId(tokenizer, markers.begin), markers.end === "" ? null : markerId(tokenizer, markers.end)];
   // llama.cpp's converter leaves the soft token out of the GGUF vocabulary (it is past the text pieces); the rows only
   // need an id the engine accepts, their input is the image's embeddings
-  const soft = maybeMarkerId(tokenizer, markers.soft) ?? begin;
+  const soft = maybeMarkerId(tokenizer, markers.soft) ?? begin ?? marker;
   const found = promptIds.filter((id) => id === marker).length;
   if (found !== images.length) {
     throw new ApiError("badRequest", `the chat template wrote ${found} image marker(s) ${markers.templateMarker} for ${images.length} image(s); each image needs one (an image part in a message the template drops, or the marker typed as text?)`, "messages");
@@ -234,11 +235,17 @@ export function placeImages(tokenizer: Tokenizer, promptIds: readonly number[], 
       continue;
     }
     const rows = image.embeddings.length / projectionDim;
-    if (rows !== tokensPerImage) throw new ApiError("badRequest", `an image gave ${rows} embedding rows, the projector makes ${tokensPerImage}`, "messages");
-    out.push(begin);
-    multimodal.push({ identifier: image.hash, offset: out.length, length: rows, embeddings: image.embeddings, attendAhead: markers.attendAhead });
+    // tokensPerImage 0: the count follows the image (Qwen2.5-VL), which then gives its grid
+    if (tokensPerImage > 0 ? rows !== tokensPerImage : image.grid === undefined || image.grid.cols * image.grid.rows !== rows) {
+      throw new ApiError("badRequest", `an image gave ${rows} embedding rows, the projector makes ${tokensPerImage > 0 ? tokensPerImage : "its grid's"}`, "messages");
+    }
+    if (begin !== null) out.push(begin);
+    multimodal.push({
+      identifier: image.hash, offset: out.length, length: rows, embeddings: image.embeddings, attendAhead: markers.attendAhead,
+      ...(image.grid !== undefined ? { mropeGrid: image.grid } : {}),
+    });
     for (let r = 0; r < rows; r++) out.push(soft);
-    out.push(end);
+    if (end !== null) out.push(end);
   }
   return { promptTokenIds: out, multimodal };
 }
