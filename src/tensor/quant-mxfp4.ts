@@ -29,12 +29,17 @@ export function dequantizeMxfp4(src: Uint8Array, dst: Float32Array, n: number): 
   }
 }
 
-/** best_index_mxfp4: the code whose value is nearest x (the first on ties), errors compared in f32 */
-function bestIndex(x: number, d: number): number {
+/**
+ * best_index_mxfp4: the code whose value (vals[code], the block's f32 products) is nearest x, the first on ties, errors
+ * compared in f32. Scans only the codes that can win: for x >= 0 the negative values err at least as much as code 0,
+ * which comes first; for x < 0 the positive ones and code 8 (-0) likewise. The same code as scanning all 16.
+ */
+function bestIndex(x: number, vals: Float32Array): number {
   let best = 0;
-  let bestErr = Math.fround(Math.abs(Math.fround(KVALUES_MXFP4[0]! * d) - x));
-  for (let i = 1; i < 16; i++) {
-    const e = Math.fround(Math.abs(Math.fround(KVALUES_MXFP4[i]! * d) - x));
+  let bestErr = Math.fround(Math.abs(vals[0]! - x));
+  const from = x < 0 ? 9 : 1;
+  for (let i = from; i < from + 7; i++) {
+    const e = Math.fround(Math.abs(vals[i]! - x));
     if (e < bestErr) {
       best = i;
       bestErr = e;
@@ -44,16 +49,18 @@ function bestIndex(x: number, d: number): number {
 }
 
 export function quantizeMxfp4(src: Float32Array, dst: Uint8Array, n: number): void {
+  const vals = new Float32Array(16); // [16] the block's kvalues_mxfp4[code] * d
   for (let b = 0; b < n / QK; b++) {
     let amax = 0;
     for (let j = 0; j < QK; j++) amax = Math.max(amax, Math.abs(src[b * QK + j]!));
     // e = floor(log2(amax)) - 2 + 127: the largest value lands in the table's top octave (8 or 12)
     const e = amax > 0 ? Math.max(0, Math.min(255, Math.floor(Math.log2(amax)) - 2 + 127)) : 0;
     const d = e8m0ToFp32Half(e);
+    for (let i = 0; i < 16; i++) vals[i] = KVALUES_MXFP4[i]! * d;
     const at = b * BLOCK_BYTES;
     dst[at] = e;
     for (let j = 0; j < QK / 2; j++) {
-      dst[at + 1 + j] = bestIndex(src[b * QK + j]!, d) | (bestIndex(src[b * QK + j + QK / 2]!, d) << 4);
+      dst[at + 1 + j] = bestIndex(src[b * QK + j]!, vals) | (bestIndex(src[b * QK + j + QK / 2]!, vals) << 4);
     }
   }
 }
