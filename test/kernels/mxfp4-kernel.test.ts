@@ -28,7 +28,8 @@ const f16 = (x: number): number => {
 };
 
 /** MXFP4 rows x cols: random codes, exponents 118..123 (scales 2^-10 .. 2^-5); row 0 every code 7 (+12), row 1 every
- * code 15 (-12): the largest integer sums against activations that quantize to +-127. */
+ * code 15 (-12): the largest integer sums against activations that quantize to +-127; row 2 the exponents 0..3 (the
+ * denormal scales 2^-128 and 2^-127, then 2^-126, 2^-125). */
 function mxfp4Weight(rows: number, cols: number, random: () => number): Uint8Array {
   const data = new Uint8Array((rows * cols / 32) * BLOCK_BYTES); // [rows, cols / 32] blocks
   for (let i = 0; i < data.length; i++) data[i] = Math.floor(random() * 256);
@@ -37,6 +38,7 @@ function mxfp4Weight(rows: number, cols: number, random: () => number): Uint8Arr
   for (let b = 0; b < rowBytes; b += BLOCK_BYTES) {
     data.fill(0x77, b + 1, b + BLOCK_BYTES);
     data.fill(0xff, rowBytes + b + 1, rowBytes + b + BLOCK_BYTES);
+    if (rows > 2) data[2 * rowBytes + b] = (b / BLOCK_BYTES) % 4;
   }
   return data;
 }
