@@ -29,9 +29,6 @@ export function dequantizeMxfp4(src: Uint8Array, dst: Float32Array, n: number): 
   }
 }
 
-/** The magnitudes' midpoints in units of d (E2M1 x 2: 0 1 2 3 4 6 8 12): at or below MIDPOINTS[m], magnitude m or less. */
-const MIDPOINTS = [0.5, 1.5, 2.5, 3.5, 5, 7, 10];
-
 /**
  * best_index_mxfp4 in a block of finite values: the code whose value kvalues_mxfp4[code] * d is nearest x, the first
  * on ties. ggml compares f32 errors |value - x|; near a midpoint they are exact (x's ulp is at least theirs, and at
@@ -40,7 +37,8 @@ const MIDPOINTS = [0.5, 1.5, 2.5, 3.5, 5, 7, 10];
  */
 function nearestCode(x: number, d: number): number {
   const t = Math.abs(x) / d; // exact: d is a power of two
-  const m = t <= 3.5 ? (t <= 0.5 ? 0 : t <= 1.5 ? 1 : t <= 2.5 ? 2 : 3) : t <= 5 ? 4 : t <= 7 ? 5 : t <= 10 ? 6 : 7; // MIDPOINTS
+  // the magnitudes 0 1 2 3 4 6 8 12 (E2M1 x 2) by their midpoints in units of d; at a midpoint the smaller
+  const m = t <= 3.5 ? (t <= 0.5 ? 0 : t <= 1.5 ? 1 : t <= 2.5 ? 2 : 3) : t <= 5 ? 4 : t <= 7 ? 5 : t <= 10 ? 6 : 7;
   return x < 0 && m > 0 ? 8 + m : m;
 }
 
