@@ -37,6 +37,10 @@
 //   KIND_U4    unsigned nibbles, 32 per group in 16 bytes (Q4_0, Q4_1); KIND_U4K (Q4_K)
 //   KIND_U6G16 unsigned 0..63 in 3 byte planes, 16 per group in 12 bytes (Q6_K, whose scales change every 16;
 //              always zero point 32)
+//   KIND_MXFP4 MXFP4's 4-bit codes as KIND_U4's nibbles, looked up as values plus 12 (mxfp4.ts; always zero point
+//              12), and its E8M0 scale byte per group: ws [numRows / 4, numGroups, 4 rows] u8 (e8m0Half)
+
+import { e8m0Half, mxfp4Value } from "./mxfp4";
 
 export const KIND_I8: i32 = 0;
 export const KIND_U5: i32 = 1;
@@ -44,11 +48,25 @@ export const KIND_U4: i32 = 2;
 export const KIND_U6G16: i32 = 3;
 export const KIND_U4K: i32 = 4;
 export const KIND_U5K: i32 = 5;
+export const KIND_MXFP4: i32 = 6;
 
-/** The quant layout of a kind: KIND_U4K / KIND_U5K store their quants as KIND_U4 / KIND_U5 (only the scales differ). */
+/** The quant layout of a kind: KIND_U4K / KIND_U5K store their quants as KIND_U4 / KIND_U5 (only the scales differ),
+ * KIND_MXFP4 its codes as KIND_U4's nibbles. */
 // @ts-ignore: decorator
 @inline export function quantKind(kind: i32): i32 {
-  return kind == KIND_U4K ? KIND_U4 : kind == KIND_U5K ? KIND_U5 : kind;
+  return kind == KIND_U4K || kind == KIND_MXFP4 ? KIND_U4 : kind == KIND_U5K ? KIND_U5 : kind;
+}
+
+/** Bytes of one group's scales of a row group (4 rows): f32 each, or KIND_MXFP4's E8M0 byte each. */
+// @ts-ignore: decorator
+@inline export function groupScaleBytes(kind: i32): i32 {
+  return kind == KIND_MXFP4 ? 4 : 16;
+}
+
+/** Bytes of one row group's scales (ws) over numGroups groups. */
+// @ts-ignore: decorator
+@inline export function scaleStride(kind: i32, numGroups: i32): usize {
+  return <usize>(superblockScales(kind) ? (numGroups >> superblockShift(kind)) * superblockBytes(kind) : numGroups * groupScaleBytes(kind));
 }
 
 /** Kinds whose scales are ggml's K-quant factors per 256-weight superblock (see the header). */
@@ -96,6 +114,7 @@ export const KIND_U5K: i32 = 5;
   const half = halfChunks(kind);
   const b = <i32>load<u8>(q + <usize>(((c % half) << 4) + lane));
   const nibble = c < half ? b & 15 : b >> 4;
+  if (k == KIND_MXFP4) return mxfp4Value(nibble);
   if (kind == KIND_U4) return nibble;
   return nibble | (((<i32>load<u8>(q + <usize>((half << 4) + lane)) >> (c < 4 ? 4 + c : 7 - c)) & 1) << 4);
 }
@@ -111,6 +130,7 @@ export const KIND_U5K: i32 = 5;
 /** Row r's scale of group g (groupScales' lane r). */
 // @ts-ignore: decorator
 @inline export function scaleAt(kind: i32, s: usize, g: i32, r: i32): f32 {
+  if (kind == KIND_MXFP4) return e8m0Half(<i32>load<u8>(s + <usize>(g * 4 + r)));
   if (!superblockScales(kind)) return load<f32>(s + <usize>((g * 4 + r) << 2));
   const shift = superblockShift(kind);
   const sb = s + <usize>(g >> shift) * <usize>superblockBytes(kind);

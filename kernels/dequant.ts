@@ -1,5 +1,5 @@
 // Dequantize one row of a repacked quantized weight (layout in block-layouts.ts): the embedding lookup.
-import { KIND_I8, groupBytes, groupSize, offsetAt, quantAt, scaleAt, superblockBytes, superblockScales } from "./block-layouts";
+import { KIND_I8, groupBytes, groupSize, offsetAt, quantAt, scaleAt, scaleStride } from "./block-layouts";
 
 /** dst [cols] f32 = row `row` of the repacked weight: w = scale * q + offset per group, or scale * (q - zeroPoint). */
 export function dequant_row(kind: i32, dst: usize, wq: usize, ws: usize, wm: usize, row: i32, cols: i32, zeroPoint: i32): void {
@@ -7,8 +7,8 @@ export function dequant_row(kind: i32, dst: usize, wq: usize, ws: usize, wm: usi
   const numGroups = cols / gs;
   const rg = row >> 2;
   const r = row & 3;
-  // this row group's scales (and offsets): per group f32 [numGroups, 4 rows], or the K-quant superblocks
-  const sStride = <usize>(superblockScales(kind) ? (numGroups * gs >> 8) * superblockBytes(kind) : numGroups * 16);
+  // this row group's scales (and offsets): per group [numGroups, 4 rows] (f32; KIND_MXFP4 u8), or the K-quant superblocks
+  const sStride = scaleStride(kind, numGroups);
   const s = ws + <usize>rg * sStride;
   const m = wm + <usize>rg * sStride;
   for (let g = 0; g < numGroups; g++) {

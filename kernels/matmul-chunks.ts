@@ -1,7 +1,8 @@
 // The SIMD steps every quantized matmul tile shares (matmul-group-tiles.ts, matmul-k-tiles.ts, matmul-tile8.ts): one
 // chunk's dot products (i16 pair sums, then widened to the 4 rows' i32 sums), a nibble kind's chunk unpacking, and a
 // group's scales, offsets and f32 term (layouts in block-layouts.ts, the arithmetic in matmul-quant.ts's header).
-import { KIND_I8, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupSize, halfChunks, quantKind, superblockBytes, superblockScales, superblockShift } from "./block-layouts";
+import { KIND_I8, KIND_MXFP4, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupSize, halfChunks, quantKind, superblockBytes, superblockScales, superblockShift } from "./block-layouts";
+import { e8m0Half4, mxfp4Lookup } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16 } from "./quantize";
 
 /**
@@ -97,20 +98,23 @@ export const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   return quantKind(kind) == KIND_U5 ? v128.load(q + (<usize>halfChunks(kind) << 4)) : i32x4.splat(0);
 }
 
-/** Chunk c of a nibble kind's group from its 16 bytes p (c < half): low nibbles, plus KIND_U5's high bit (bit 4 + c). */
+/** Chunk c of a nibble kind's group from its 16 bytes p (c < half): low nibbles, plus KIND_U5's high bit (bit 4 + c);
+ * KIND_MXFP4's codes looked up (mxfp4.ts). */
 // @ts-ignore: decorator
 @inline export function lowHalfChunk(k: i32, p: v128, plane: v128, c: i32): v128 {
   const kind = quantKind(k);
   const nibbles = v128.and(p, i8x16.splat(0x0f));
+  if (k == KIND_MXFP4) return mxfp4Lookup(nibbles);
   if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shr_u(plane, c), i8x16.splat(0x10)));
   return nibbles;
 }
 
-/** Chunk c + half of the same 16 bytes: high nibbles, plus KIND_U5's high bit (bit 3 - c). */
+/** Chunk c + half of the same 16 bytes: high nibbles, plus KIND_U5's high bit (bit 3 - c); KIND_MXFP4's looked up. */
 // @ts-ignore: decorator
 @inline export function highHalfChunk(k: i32, p: v128, plane: v128, c: i32): v128 {
   const kind = quantKind(k);
   const nibbles = v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f));
+  if (k == KIND_MXFP4) return mxfp4Lookup(nibbles);
   if (kind == KIND_U5) return v128.or(nibbles, v128.and(i16x8.shl(plane, c + 1), i8x16.splat(0x10)));
   return nibbles;
 }
@@ -162,10 +166,11 @@ export const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 /**
  * The 4 rows' scales of group g of a row group whose scales are at s: as stored, or for the K-quant kinds d * f32(sc)
  * (ggml-quants.c dequantize_row_q4_K / _q5_K: d * sc with sc from get_scale_min_k4; dequantize_row_q6_K: d * scales[g]),
- * an exact f32 product (see the header). scaleMin: scaleMinBytes(kind, s, g).
+ * an exact f32 product (see the header), or KIND_MXFP4's E8M0 bytes as ggml_e8m0_to_fp32_half. scaleMin: scaleMinBytes(kind, s, g).
  */
 // @ts-ignore: decorator
 @inline export function groupScales(kind: i32, s: usize, g: i32, scaleMin: v128): v128 {
+  if (kind == KIND_MXFP4) return e8m0Half4(s + (<usize>g << 2));
   if (!superblockScales(kind)) return v128.load(s + (<usize>g << 4));
   const shift = superblockShift(kind);
   const sb = s + <usize>(g >> shift) * <usize>superblockBytes(kind);

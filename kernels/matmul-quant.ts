@@ -19,12 +19,13 @@
 // The same sequence runs in every build, alone or in a tile of 4 tokens, so out[t, r] never depends on numTokens,
 // on the thread split, or on the build (scalar / SIMD / relaxed give identical bits).
 
-import { KIND_I8, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupBytes, groupSize, superblockBytes, superblockScales, superblockShift } from "./block-layouts";
+import { KIND_I8, KIND_MXFP4, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupBytes, groupSize, scaleStride, superblockScales } from "./block-layouts";
 import { actBytes, quadChunkBytes } from "./matmul-chunks";
 import { simdTile1, simdTile4 } from "./matmul-group-tiles";
 import { kTile1, kTile4, u6Tile1 } from "./matmul-k-tiles";
 import { i8Tile8, u4Tile8, unpackPair, widenPair } from "./matmul-tile8";
 import { scalarTile1, scalarTileK } from "./matmul-scalar";
+import { MXFP4_ZERO_POINT } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
 
 /** Bytes of ready activation vectors a block of tokens may take (of this Zen 4's 1 MiB L2; KIND_I8's weights are
@@ -50,7 +51,7 @@ const TMP_ROW_BYTES: usize = 64;
   const gs = groupSize(kind);
   const numGroups = cols / gs;
   const qStride = <usize>(numGroups * 4 * groupBytes(kind));
-  const sStride = <usize>(superblockScales(kind) ? (numGroups >> superblockShift(kind)) * superblockBytes(kind) : numGroups * 16);
+  const sStride = scaleStride(kind, numGroups);
   const mStride = sStride;
   const aStride = <usize>(cols * actBytes(kind)); // bytes of one token's quants
   const quadStride = <usize>(cols >> 2) * quadChunkBytes(kind); // bytes of a quad of tokens in splat_q8's (splat_q8_i16's) layout
@@ -64,7 +65,7 @@ const TMP_ROW_BYTES: usize = 64;
   const gb4 = 4 * groupBytes(kind); // bytes of a row group's group of quants
   // KIND_I8 and Q4_0 (KIND_U4 with its zero point) on ready vectors: 8-row tiles, in blocks of tokens whose vectors
   // stay in L2 while each row group of the range reads them (KIND_I8 streamed them whole per row group from L3)
-  const blocked = ASC_FEATURE_SIMD && ready && (kind == KIND_I8 || (kind == KIND_U4 && zeroed));
+  const blocked = ASC_FEATURE_SIMD && ready && (kind == KIND_I8 || (kind == KIND_U4 && zeroed) || kind == KIND_MXFP4);
   const numQuadTokens = numTokens & ~3;
   if (blocked) {
     // the 8-row tiles run over segments of at most SEGMENT_GROUPS groups, so a row-group pair's widened (KIND_I8) or
@@ -82,12 +83,12 @@ const TMP_ROW_BYTES: usize = 64;
           const q = wq + <usize>rg * qStride;
           const s = ws + <usize>rg * sStride;
           if (kind == KIND_I8) widenPair(q + <usize>(g0 * gb4), q + qStride + <usize>(g0 * gb4), g1 - g0, wide);
-          else unpackPair(q + <usize>(g0 * gb4), q + qStride + <usize>(g0 * gb4), g1 - g0, wide);
+          else unpackPair(q + <usize>(g0 * gb4), q + qStride + <usize>(g0 * gb4), g1 - g0, wide, kind);
           for (let t = t0; t < t1; t += 4) {
             const quad = quads + <usize>(t >> 2) * quadStride;
             const o = out + <usize>t * outStride + (<usize>rg << 4);
             if (kind == KIND_I8) i8Tile8(wide, s, s + sStride, quad + <usize>(g0 * 8) * QUAD_CHUNK_BYTES_I16, da + <usize>t * dStride, dStride, g0, g1, o, outStride);
-            else u4Tile8(wide, s, s + sStride, quad + <usize>(g0 * 8) * QUAD_CHUNK_BYTES, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, g0, g1, o, outStride);
+            else u4Tile8(wide, s, s + sStride, quad + <usize>(g0 * 8) * QUAD_CHUNK_BYTES, sumsAt + <usize>(t >> 2) * sumsStride, ps + <usize>t * pStride, pStride, g0, g1, o, outStride, kind);
           }
         }
       }
@@ -151,7 +152,7 @@ const TMP_ROW_BYTES: usize = 64;
  */
 // @ts-ignore: decorator
 @inline function kindZeroPoint(kind: i32): i32 {
-  return kind == KIND_U4 ? 8 : kind == KIND_U5 ? 16 : kind == KIND_U6G16 ? 32 : 0;
+  return kind == KIND_U4 ? 8 : kind == KIND_U5 ? 16 : kind == KIND_U6G16 ? 32 : kind == KIND_MXFP4 ? MXFP4_ZERO_POINT : 0;
 }
 
 // One function per kind and zero-point case, each with its own inlined copy of matmulRows with constant kind (and
@@ -181,6 +182,9 @@ function matmulU4K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: u
 function matmulU5K(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_U5K, true, false, out, wq, ws, wm, qa, da, sa, rows, cols, n, 0, ps, quads, g0, g1, tmp);
 }
+function matmulMxfp4(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
+  matmulRows(KIND_MXFP4, true, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, MXFP4_ZERO_POINT, ps, quads, g0, g1, tmp);
+}
 function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: usize, sa: usize, rows: i32, cols: i32, n: i32, zp: i32, ps: usize, quads: usize, g0: i32, g1: i32, tmp: usize): void {
   matmulRows(KIND_U6G16, true, true, out, wq, ws, wm, qa, da, sa, rows, cols, n, kindZeroPoint(KIND_U6G16), ps, quads, g0, g1, tmp);
 }
@@ -209,6 +213,9 @@ export function matmul_quant(
   else if (kind == KIND_U5) (z ? matmulU5Z : matmulU5)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
   else if (kind == KIND_U4) (z ? matmulU4Z : matmulU4)(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
   else if (kind == KIND_U4K) matmulU4K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
-  else if (kind == KIND_U5K) matmulU5K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
+  else if (kind == KIND_MXFP4) {
+    if (!z) unreachable(); // MXFP4 always has its zero point (mxfp4.ts)
+    matmulMxfp4(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
+  } else if (kind == KIND_U5K) matmulU5K(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
   else matmulG16Z(out, wq, ws, wm, qa, da, sa, rows, cols, numTokens, zeroPoint, ps, quads, groupStart, groupEnd, tmp);
 }

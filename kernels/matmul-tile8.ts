@@ -1,7 +1,8 @@
 // The 8-row tiles on ready activation vectors (Q8_0: i8Tile8, Q4_0: u4Tile8): two row groups x 4 tokens, each
 // activation vector loaded once for both, the rows widened (widenPair) or unpacked (unpackPair) once per segment.
 import { KIND_I8, KIND_U4 } from "./block-layouts";
-import { dotChunk16, dotHalfI16, groupTermV, highHalfChunk, lane4, lowHalfChunk, pairSums, startPairs } from "./matmul-chunks";
+import { dotChunk16, dotHalfI16, groupScales, groupTermV, highHalfChunk, lane4, lowHalfChunk, pairSums, startPairs } from "./matmul-chunks";
+import { MXFP4_ZERO_POINT } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
 
 /** KIND_I8 in i8Tile8: the group term of one token and row quad added to its f32 sums in memory at p (groupTerm's
@@ -121,17 +122,19 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
  * (ps: the first token's pair sums, pstride apart): i8Tile8's shape for the nibbles. Each activation vector is loaded
  * once for both row quads and the zero point's start once per token (the 4-row tile: about 56 Air instructions per
  * 128 multiply-adds in JSC's dump, of which 9 loads and the per-group epilogue, near this core's 6 per cycle).
+ * kind: KIND_U4, or KIND_MXFP4 (its values unpacked by unpackPair, zero point 12, E8M0 scales).
  */
 // @ts-ignore: decorator
-@inline export function u4Tile8(wide: usize, sa: usize, sb: usize, quad: usize, sums: usize, ps: usize, pstride: usize, g0: i32, g1: i32, out: usize, outStride: usize): void {
+@inline export function u4Tile8(wide: usize, sa: usize, sb: usize, quad: usize, sums: usize, ps: usize, pstride: usize, g0: i32, g1: i32, out: usize, outStride: usize, kind: i32 = KIND_U4): void {
   if (g0 == 0) zeroTile8Sums(out, outStride);
+  const zp = kind == KIND_U4 ? 8 : MXFP4_ZERO_POINT;
   let w = wide;
   for (let g = g0; g < g1; g++) {
     const pg = ps + (<usize>g << 4);
-    let x0 = startPairs(KIND_U4, true, pg, 8);
-    let x1 = startPairs(KIND_U4, true, pg + pstride, 8);
-    let x2 = startPairs(KIND_U4, true, pg + 2 * pstride, 8);
-    let x3 = startPairs(KIND_U4, true, pg + 3 * pstride, 8);
+    let x0 = startPairs(kind, true, pg, zp);
+    let x1 = startPairs(kind, true, pg + pstride, zp);
+    let x2 = startPairs(kind, true, pg + 2 * pstride, zp);
+    let x3 = startPairs(kind, true, pg + 3 * pstride, zp);
     let y0 = x0, y1 = x1, y2 = x2, y3 = x3;
     // chunk c (low nibbles) and c + 4 (high nibbles) of both row quads, unpacked by unpackPair
     for (let c = 0; c < 4; c++) {
@@ -167,8 +170,8 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
       quad += QUAD_CHUNK_BYTES;
     }
     quad += 4 * QUAD_CHUNK_BYTES; // past the high nibbles' chunks 4-7
-    const scA = v128.load(sa + (<usize>g << 4));
-    const scB = v128.load(sb + (<usize>g << 4));
+    const scA = groupScales(kind, sa, g, i32x4.splat(0));
+    const scB = groupScales(kind, sb, g, i32x4.splat(0));
     const d4 = v128.load(sums + <usize>g * QUAD_SUMS_BYTES);
     let d = lane4(d4, 0);
     addTermU4At(out, pairSums(x0), scA, d);
@@ -189,18 +192,18 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
  * Q4_0: the nibbles of two row groups' groups (at qa and qb, numGroups of them) unpacked into wide [numGroups * 4,
  * 4 x 16 bytes]: per 16 bytes of quants a's low nibbles, a's high, then b's. u4Tile8 reads them for every quad of a
  * block of tokens instead of unpacking each load (an and, a shift and an and; JSC rebuilds the shift count in a
- * vector register for every shift: 6 instructions per 16 bytes of quants).
+ * vector register for every shift: 6 instructions per 16 bytes of quants). KIND_MXFP4: its codes looked up once here.
  */
 // @ts-ignore: decorator
-@inline export function unpackPair(qa: usize, qb: usize, numGroups: i32, wide: usize): void {
+@inline export function unpackPair(qa: usize, qb: usize, numGroups: i32, wide: usize, kind: i32 = KIND_U4): void {
   const none = i32x4.splat(0);
   for (let i = 0; i < numGroups * 4; i++) {
     const pa = v128.load(qa);
     const pb = v128.load(qb);
-    v128.store(wide, lowHalfChunk(KIND_U4, pa, none, 0));
-    v128.store(wide, highHalfChunk(KIND_U4, pa, none, 0), 16);
-    v128.store(wide, lowHalfChunk(KIND_U4, pb, none, 0), 32);
-    v128.store(wide, highHalfChunk(KIND_U4, pb, none, 0), 48);
+    v128.store(wide, lowHalfChunk(kind, pa, none, 0));
+    v128.store(wide, highHalfChunk(kind, pa, none, 0), 16);
+    v128.store(wide, lowHalfChunk(kind, pb, none, 0), 32);
+    v128.store(wide, highHalfChunk(kind, pb, none, 0), 48);
     qa += 16;
     qb += 16;
     wide += 64;

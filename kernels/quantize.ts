@@ -1,5 +1,6 @@
-// Activation quantization, once per matmul input (llama.cpp's Q8_0 activations): per 32 values one f32 scale
-// d = amax / 127 and int8 q = round(x / d). Also the per-16 and per-32 sums d * sum(q), which turn a weight
+// Activation quantization, once per matmul input (llama.cpp's Q8_0 activations): per 32 values int8
+// q = round(x * 127 / amax) and the scale d = amax / 127 rounded to f16, as ggml-cpu's x86 quantize_row_q8_0 stores it
+// (y.d = GGML_CPU_FP32_TO_FP16(d), id = 127 / amax, _mm256_round_ps to nearest even) and every q8_0 dot reads it back. Also the per-16 and per-32 sums d * sum(q), which turn a weight
 // offset ("min") into one multiply per group instead of one per weight, and the pair sums of q that an integer zero
 // point needs (matmul-quant.ts starts a group's i16 sums from them).
 
@@ -32,7 +33,7 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
       m = i32x4.max_s(m, v128.shuffle<i32>(m, m, 1, 0, 3, 2));
       const amax = reinterpret<f32>(i32x4.extract_lane(m, 0));
       d = amax / 127;
-      const ids: f32 = d > 0 ? 1 / d : 0;
+      const ids: f32 = amax > 0 ? 127 / amax : 0;
       const id = f32x4.splat(ids);
       let q0: v128, q1: v128, q2: v128, q3: v128, q4: v128, q5: v128, q6: v128, q7: v128;
       if (amax < Infinity && ids < Infinity) {
@@ -82,7 +83,7 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
         if (a > amax) amax = a;
       }
       d = amax / 127;
-      const id: f32 = d > 0 ? 1 / d : 0;
+      const id: f32 = amax > 0 ? 127 / amax : 0;
       for (let i = 0; i < 32; i++) {
         let q = <i32>nearest(load<f32>(src + (<usize>i << 2)) * id);
         if (q > 127) q = 127;
@@ -96,8 +97,9 @@ export function quantize_q8(x: usize, numTokens: i32, cols: i32, qa: usize, da: 
     }
     const sumLo = lo0 + lo1;
     const sumHi = hi0 + hi1;
-    store<f32>(da + (<usize>blk << 2), d);
-    store<f32>(sa32 + (<usize>blk << 2), d * <f32>(sumLo + sumHi));
+    // the f16 scale (q8_0's d), and d * sum(q) rounded to f16 as q8_1's s (quantize_row_q8_1, for Q4_1 / Q5_1's mins)
+    store<f32>(da + (<usize>blk << 2), roundToF16(d));
+    store<f32>(sa32 + (<usize>blk << 2), roundToF16(d * <f32>(sumLo + sumHi)));
     store<f32>(sa16 + (<usize>blk << 3), d * <f32>sumLo);
     store<f32>(sa16 + (<usize>blk << 3) + 4, d * <f32>sumHi);
     storePairs(ps32 + (<usize>blk << 4), -(lo0 + hi0), -(lo1 + hi1));
@@ -194,6 +196,21 @@ export function quantize_q8k(x: usize, numTokens: i32, cols: i32, qa: usize, da:
 // @ts-ignore: decorator
 @inline function roundToI32(v: v128): v128 {
   return i32x4.sub(f32x4.add(v, f32x4.splat(12582912.0)), i32x4.splat(0x4b400000));
+}
+
+/**
+ * x rounded to the nearest f16 value (ties to even, as F16C's vcvtps2ph), kept as f32: to 11 significant bits from
+ * f16's smallest normal 2^-14, below it to a multiple of 2^-24 (f16's denormals: adding 0.5 leaves x's bits at f32's
+ * 2^-24 ulp there), and beyond f16's largest, 65504, the infinity f16 gives. NaN stays NaN.
+ */
+// @ts-ignore: decorator
+@inline function roundToF16(x: f32): f32 {
+  const bits = reinterpret<u32>(x);
+  const sign = bits & 0x80000000;
+  const a = reinterpret<f32>(bits ^ sign);
+  if (a < 6.103515625e-5) return reinterpret<f32>(reinterpret<u32>((a + 0.5) - 0.5) | sign);
+  if (a >= 65520) return a == a ? reinterpret<f32>(0x7f800000 | sign) : x; // 65520 and up round past 65504
+  return reinterpret<f32>((bits + 0xfff + ((bits >> 13) & 1)) & ~(<u32>0x1fff));
 }
 
 /** [p0, p1] as two i16 in one i32 (little-endian: p0 first). */

@@ -29,12 +29,26 @@ export function dequantizeMxfp4(src: Uint8Array, dst: Float32Array, n: number): 
   }
 }
 
-/** best_index_mxfp4: the code whose value is nearest x (the first on ties), errors compared in f32 */
-function bestIndex(x: number, d: number): number {
+/**
+ * best_index_mxfp4 in a block of finite values: the code whose value kvalues_mxfp4[code] * d is nearest x, the first
+ * on ties. ggml compares f32 errors |value - x|; near a midpoint they are exact (x's ulp is at least theirs, and at
+ * most d / 2^20 when d fits the block's largest value), so this is the scan over the 16 codes: the nearest magnitude,
+ * a tie to the smaller, the sign's code for x < 0 (0, never 8 = -0, for zero).
+ */
+function nearestCode(x: number, d: number): number {
+  const t = Math.abs(x) / d; // exact: d is a power of two
+  // the magnitudes 0 1 2 3 4 6 8 12 (E2M1 x 2) by their midpoints in units of d; at a midpoint the smaller
+  const m = t <= 3.5 ? (t <= 0.5 ? 0 : t <= 1.5 ? 1 : t <= 2.5 ? 2 : 3) : t <= 5 ? 4 : t <= 7 ? 5 : t <= 10 ? 6 : 7;
+  return x < 0 && m > 0 ? 8 + m : m;
+}
+
+/** best_index_mxfp4 as ggml runs it, every code's f32 error in order (vals: the block's values): for blocks holding
+ * NaN or an infinity, whose scale does not fit them. */
+function scanCode(x: number, vals: Float32Array): number {
   let best = 0;
-  let bestErr = Math.fround(Math.abs(Math.fround(KVALUES_MXFP4[0]! * d) - x));
+  let bestErr = Math.fround(Math.abs(vals[0]! - x));
   for (let i = 1; i < 16; i++) {
-    const e = Math.fround(Math.abs(Math.fround(KVALUES_MXFP4[i]! * d) - x));
+    const e = Math.fround(Math.abs(vals[i]! - x));
     if (e < bestErr) {
       best = i;
       bestErr = e;
@@ -44,6 +58,7 @@ function bestIndex(x: number, d: number): number {
 }
 
 export function quantizeMxfp4(src: Float32Array, dst: Uint8Array, n: number): void {
+  const vals = new Float32Array(16); // [16] a block's kvalues_mxfp4[code] * d
   for (let b = 0; b < n / QK; b++) {
     let amax = 0;
     for (let j = 0; j < QK; j++) amax = Math.max(amax, Math.abs(src[b * QK + j]!));
@@ -52,8 +67,11 @@ export function quantizeMxfp4(src: Float32Array, dst: Uint8Array, n: number): vo
     const d = e8m0ToFp32Half(e);
     const at = b * BLOCK_BYTES;
     dst[at] = e;
-    for (let j = 0; j < QK / 2; j++) {
-      dst[at + 1 + j] = bestIndex(src[b * QK + j]!, d) | (bestIndex(src[b * QK + j + QK / 2]!, d) << 4);
+    if (Number.isFinite(amax)) {
+      for (let j = 0; j < QK / 2; j++) dst[at + 1 + j] = nearestCode(src[b * QK + j]!, d) | (nearestCode(src[b * QK + j + QK / 2]!, d) << 4);
+      continue;
     }
+    for (let i = 0; i < 16; i++) vals[i] = KVALUES_MXFP4[i]! * d;
+    for (let j = 0; j < QK / 2; j++) dst[at + 1 + j] = scanCode(src[b * QK + j]!, vals) | (scanCode(src[b * QK + j + QK / 2]!, vals) << 4);
   }
 }

@@ -3,7 +3,8 @@
  * groupBytes, superblockBytes, quantAt, scaleAt, offsetAt), in one table per kernel kind: repack.ts writes by it and
  * nothing else restates a size or an offset. A change here is a change to the kernels' file, and back.
  *   wq [rowGroups, numGroups, groupSize / 4 chunks, 4 rows, 4 quants]  ("K-quads"; quantByte / pairByte below)
- *   per-group kinds: ws, wm [rowGroups, numGroups, 4 rows] f32
+ *   per-group kinds: ws, wm [rowGroups, numGroups, 4 rows] f32 (MXFP4: ws [rowGroups, numGroups, 4 rows] u8, the
+ *                    E8M0 byte; no wm: its zero point)
  *   K-quant kinds:   ws [rowGroups, numSuperblocks, superblock.bytes]: d [4 rows] f32 at dAt | -dmin [4 rows] f32 at
  *                    negDminAt | per group j: sc [4 rows] at scAt + j * groupStride, m [4 rows] at minAt + j * groupStride
  * @example BLOCK_LAYOUTS[KernelKind.U4K].superblock?.bytes // 96
@@ -20,6 +21,8 @@ export enum KernelKind {
   U4K = 4,
   /** Q5_K: U5's quants, superblock scales */
   U5K = 5,
+  /** MXFP4: U4's nibbles holding E2M1 codes (looked up in the kernels, zero point 12), an E8M0 byte per group */
+  MXFP4 = 6,
 }
 
 /** Where ggml's K-quant factors of one superblock (256 weights) and row group lie in ws, in bytes. */
@@ -44,8 +47,11 @@ export interface BlockLayout {
   readonly groupBytes: number;
   /** 5-bit kinds: byte offset of the 16 bytes of high bits in a row group's group (after the nibbles); else -1 */
   readonly highBitsAt: number;
-  /** the K-quant kinds' factors per superblock in ws; null: f32 scales (and offsets) per group */
+  /** the K-quant kinds' factors per superblock in ws; null: scales (and offsets) per group */
   readonly superblock: SuperblockFactorLayout | null;
+  /** per-group kinds: bytes of one row's scale per group in ws (kernels/block-layouts.ts groupScaleBytes / 4): 4, an
+   * f32, unless given; 1 for MXFP4's E8M0 byte */
+  readonly scaleBytes?: number;
 }
 
 /** Q4_K / Q5_K: 96 bytes = d [4] f32 | -dmin [4] f32 | 8 groups x (sc [4] u8, m [4] u8). */
@@ -61,6 +67,7 @@ export const BLOCK_LAYOUTS: Readonly<Record<KernelKind, BlockLayout>> = {
   [KernelKind.U6G16]: { groupSize: 16, groupBytes: 12, highBitsAt: -1, superblock: Q6_FACTORS },
   [KernelKind.U4K]: { groupSize: 32, groupBytes: 16, highBitsAt: -1, superblock: K4_FACTORS },
   [KernelKind.U5K]: { groupSize: 32, groupBytes: 20, highBitsAt: 64, superblock: K4_FACTORS },
+  [KernelKind.MXFP4]: { groupSize: 32, groupBytes: 16, highBitsAt: -1, superblock: null, scaleBytes: 1 },
 };
 
 /** The byte of quant i of row `lane` in the K-quad group at `base` (a function, not a closure per group: no garbage). */

@@ -10,7 +10,8 @@ import type { WasmHeap } from "./wasm-memory.ts";
 
 /** Every kernel function of matmul_quant: kind and zero point (repack.ts REPACK's cases) */
 const WARM_UP_KINDS: readonly (readonly [KernelKind, number])[] = [[KernelKind.I8, 0], [KernelKind.U5, 0], [KernelKind.U5, 16],
-  [KernelKind.U4, 0], [KernelKind.U4, 8], [KernelKind.U6G16, 32], [KernelKind.U4K, 0], [KernelKind.U5K, 0]];
+  [KernelKind.U4, 0], [KernelKind.U4, 8], [KernelKind.U6G16, 32], [KernelKind.U4K, 0], [KernelKind.U5K, 0],
+  [KernelKind.MXFP4, 12]];
 
 /**
  * Runs every matmul kernel kind on small zero weights so JSC tiers them up to its optimizing JIT before the first

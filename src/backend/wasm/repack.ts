@@ -6,6 +6,7 @@
  *                                                     6-bit: 3 byte planes, chunk 3 in their top 2 bits;
  *                                                     8-bit: per chunk quants 0-1 of the 4 rows, then 2-3)
  *   per-group types: ws, wm [rowGroups, numGroups, 4 rows] f32   scale and offset: w = ws * q + wm
+ *   MXFP4: the 4-bit codes as nibbles, ws [rowGroups, numGroups, 4 rows] u8 the E8M0 bytes (4.25 bits per weight)
  *   K-quants: ws [rowGroups, numSuperblocks, 96 | 80 bytes]    ggml's factors per 256 weights: d and -dmin [4 rows]
  *                                                     f32, then per group sc (and m) [4 rows] as u8 (Q6_K: i8); the
  *                                                     kernels form d * sc and -dmin * m (exact in f32), so the
@@ -16,7 +17,7 @@
  * @example const spec = repackSpec(GgmlType.Q4_0); // { kind: KernelKind.U4, ... }
  */
 import { GgmlType, weightType } from "../../tensor/dtypes.ts";
-import { e8m0ToFp32Half, KVALUES_MXFP4 } from "../../tensor/quant-mxfp4.ts";
+import { e8m0ToFp32Half } from "../../tensor/quant-mxfp4.ts";
 import { BLOCK_LAYOUTS, KernelKind, pairByte, quantByte, type SuperblockFactorLayout } from "./block-layouts.ts";
 
 /**
@@ -49,6 +50,9 @@ export interface RepackSpec {
   readonly decode: BlockDecoder;
 }
 
+/** kernels/mxfp4.ts MXFP4_ZERO_POINT: its values are stored plus 12 (unsigned, for the i7 side of the dot product) */
+const MXFP4_ZERO_POINT = 12;
+
 const f16 = (v: DataView, at: number): number => v.getFloat16(at, true);
 
 /** ggml get_scale_min_k4 over the 12 scale bytes at `at`: the scale of sub-block j. (Two functions, not one returning
@@ -67,14 +71,16 @@ const decodeQ8_0: BlockDecoder = (v, at, q, e0, s, _m, g0) => {
   for (let i = 0; i < 32; i++) q[e0 + i] = v.getUint8(at + 2 + i); // int8 bits kept as they are
 };
 
-// MXFP4 (tensor/quant-mxfp4.ts) runs on the int8 kernels exactly: q = kvalues_mxfp4[code] (E2M1 x 2, |q| <= 12) and the
-// group scale 2^(e - 128); ggml's CPU dot for MXFP4 also reads q8_0 activations (ggml_vec_dot_mxfp4_q8_0)
-const decodeMxfp4: BlockDecoder = (v, at, q, e0, s, _m, g0) => {
-  s[g0] = e8m0ToFp32Half(v.getUint8(at));
+// MXFP4 (tensor/quant-mxfp4.ts) keeps its 4-bit codes (the kernels look their values up: kernels/mxfp4.ts) and its
+// E8M0 byte, into k.sc[g0] (and s[g0] its value 2^(e - 128))
+const decodeMxfp4: BlockDecoder = (v, at, q, e0, s, _m, g0, k) => {
+  const e = v.getUint8(at);
+  k.sc[g0] = e;
+  s[g0] = e8m0ToFp32Half(e);
   for (let j = 0; j < 16; j++) {
     const b = v.getUint8(at + 1 + j);
-    q[e0 + j] = KVALUES_MXFP4[b & 15]! & 0xff;
-    q[e0 + j + 16] = KVALUES_MXFP4[b >> 4]! & 0xff;
+    q[e0 + j] = b & 15;
+    q[e0 + j + 16] = b >> 4;
   }
 };
 
@@ -204,7 +210,7 @@ const REPACK: ReadonlyMap<GgmlType, RepackSpec> = new Map([
   [GgmlType.Q4_K, spec(GgmlType.Q4_K, KernelKind.U4K, decodeQ4_K)],
   [GgmlType.Q5_K, spec(GgmlType.Q5_K, KernelKind.U5K, decodeQ5_K)],
   [GgmlType.Q6_K, spec(GgmlType.Q6_K, KernelKind.U6G16, decodeQ6_K, 32)],
-  [GgmlType.MXFP4, spec(GgmlType.MXFP4, KernelKind.I8, decodeMxfp4)],
+  [GgmlType.MXFP4, spec(GgmlType.MXFP4, KernelKind.MXFP4, decodeMxfp4, MXFP4_ZERO_POINT)],
 ]);
 
 /** The repack rule of a quantized type, or undefined for float types (F32/F16/BF16). */
@@ -220,7 +226,7 @@ export function repackedSizes(s: RepackSpec, rows: number, cols: number): { quan
   const quantBytes = rowGroups * numGroups * 4 * s.groupBytes;
   const superblock = BLOCK_LAYOUTS[s.kind].superblock;
   if (superblock !== null) return { quantBytes, scaleBytes: rowGroups * (cols / 256) * superblock.bytes, offsetBytes: 0 };
-  const scaleBytes = rowGroups * numGroups * 4 * 4;
+  const scaleBytes = rowGroups * numGroups * 4 * (BLOCK_LAYOUTS[s.kind].scaleBytes ?? 4);
   return { quantBytes, scaleBytes, offsetBytes: s.kind === KernelKind.I8 || s.zeroPoint !== 0 ? 0 : scaleBytes };
 }
 
@@ -251,7 +257,8 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
   const blocksPerRow = cols / s.blockSize;
   const groupsPerBlock = s.blockSize / s.groupSize;
   const numGroups = cols / s.groupSize;
-  const { superblock, highBitsAt } = BLOCK_LAYOUTS[s.kind];
+  const { superblock, highBitsAt, scaleBytes } = BLOCK_LAYOUTS[s.kind];
+  const e8m0 = scaleBytes === 1; // MXFP4: the E8M0 byte per group and row (decodeMxfp4's k.sc)
   const superblocks = superblock !== null;
   const wsF32 = new Float32Array(ws.buffer, ws.byteOffset, ws.byteLength / 4);
   const wmF32 = wm === null ? null : new Float32Array(wm.buffer, wm.byteOffset, wm.byteLength / 4);
@@ -274,7 +281,8 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
     if (superblock !== null) writeSuperblockFactors(s, superblock, factors, ws, wsF32, rg, lane, cols);
     for (let g = 0; g < numGroups; g++) {
       const idx = (rg * numGroups + g) * 4 + lane;
-      if (!superblocks) {
+      if (e8m0) ws[idx] = factors.sc[g]!;
+      else if (!superblocks) {
         wsF32[idx] = sc[g]!;
         if (wmF32 !== null) wmF32[idx] = mn[g]!;
       }
