@@ -57,7 +57,7 @@ const ATTENTION_OPS = new Set(["rope", "kvStore", "attention", "scale"]);
 /** ops that need no weight and belong to the part that ran before them (an activation, a read-back, a copy) */
 const INHERIT_OPS = new Set(["siluMul", "geluMul", "swigluOai", "read", "gatherRows", "scatterRows", "weightedRowSum"]);
 /** the weight argument's index of each op that takes one (matmulShared: a list) */
-const WEIGHT_ARG: Record<string, number> = { embed: 1, rmsNorm: 2, matmul: 1, matmulShared: 1, addBias: 1 };
+const WEIGHT_ARG: Record<string, number> = { embed: 1, rmsNorm: 2, matmul: 1, matmulShared: 1, matmulEach: 1, addBias: 1 };
 
 interface Bench {
   readonly label: string;
@@ -106,7 +106,7 @@ function instrument(backend: Backend, bench: Bench): void {
   /** the weights one step read (a step's first use of each counts its bytes) */
   const seen = new Set<Weight>();
   const target = backend as unknown as Record<string, (...args: unknown[]) => unknown>;
-  for (const name of ["embed", "rmsNorm", "matmul", "matmulShared", "addBias", "rope", "kvStore", "attention", "scale", "add", ...INHERIT_OPS]) {
+  for (const name of ["embed", "rmsNorm", "matmul", "matmulShared", "matmulEach", "addBias", "rope", "kvStore", "attention", "scale", "add", ...INHERIT_OPS]) {
     const f = target[name];
     if (typeof f !== "function") continue;
     const bound = f.bind(backend);
