@@ -420,7 +420,12 @@ export class WasmBackend implements Backend {
     const floats = this.heap.floats;
     const s = asBuffer(src).ptr / 4;
     const d = asBuffer(dst).ptr / 4;
-    const rows = Array.from(rowIds, (id) => floats.slice(s + id * cols, s + (id + 1) * cols)); // dst may alias src
+    // two buffers: each row copied in place (a prefill chunk gathers every expert's rows: no per-row allocation)
+    if (d !== s) {
+      rowIds.forEach((id, i) => floats.copyWithin(d + i * cols, s + id * cols, s + (id + 1) * cols));
+      return;
+    }
+    const rows = Array.from(rowIds, (id) => floats.slice(s + id * cols, s + (id + 1) * cols)); // dst is src
     rows.forEach((row, i) => floats.set(row, d + i * cols));
   }
 
