@@ -9,6 +9,8 @@
  * set against its bytes.
  * With --dense F (a dense model of the same depth and weight type, e.g. make-model's qwen2.5-7b shape) both models run
  * in one process, alternating rounds, and the time per layer is set against the ratio of bytes read per layer.
+ * With --threads 1 every figure is the calling thread's CPU time (all the work runs on it): on a shared machine that
+ * leaves out the time other processes held the core (as bench/step-time.ts does).
  * Usage: bun run bench/moe-step.ts --model F [--dense F2] [--threads 2] [--context 128] [--reps 16] [--rounds 3] [--warmup 3]
  */
 import { parseArgs } from "node:util";
@@ -37,6 +39,9 @@ if (values.model === undefined || ![threads, context, reps, rounds].every((n) =>
   process.stderr.write("usage: bun run bench/moe-step.ts --model F [--dense F2] [--threads 2] [--context 128] [--reps 16] [--rounds 3] [--warmup 3]\n");
   process.exit(2);
 }
+
+/** ms now: the thread's CPU time at 1 thread (see above), else wall time */
+const clock = threads === 1 ? () => { const c = process.threadCpuUsage(); return (c.user + c.system) / 1000; } : () => performance.now();
 
 /** The parts of a step, in print order. */
 const PARTS = ["router", "experts", "dense ffn", "attention", "head", "other", "untimed JS"] as const;
@@ -132,9 +137,9 @@ function instrument(backend: Backend, bench: Bench): void {
       } else if (ATTENTION_OPS.has(name)) part = last = "attention";
       else if (name === "add") last = "other";
       else if (INHERIT_OPS.has(name)) part = last;
-      const t = performance.now();
+      const t = clock();
       const r = bound(...args);
-      if (bench.timing) bench.ms.set(part, (bench.ms.get(part) ?? 0) + performance.now() - t);
+      if (bench.timing) bench.ms.set(part, (bench.ms.get(part) ?? 0) + clock() - t);
       return r;
     };
   }
@@ -160,9 +165,9 @@ async function decodeSteps(b: Bench, n: number, timed: boolean): Promise<void> {
     (b as { resetSeen?: () => void }).resetSeen!();
     if (timed) b.bytes.clear();
     b.timing = timed;
-    const t = performance.now();
+    const t = clock();
     await b.runner.execute({ sequences: [{ tokenIds: Int32Array.of(300 + ((pos * 131) % (b.config.vocabSize - 300))), startPos: pos, blockTable: table, logits: "last" }] });
-    const ms = performance.now() - t;
+    const ms = clock() - t;
     b.timing = false;
     if (timed) b.times.push(ms);
   }
@@ -185,7 +190,7 @@ for (const b of benches) {
   const inOps = [...b.ms.values()].reduce((a, x) => a + x, 0) / n;
   b.ms.set("untimed JS", mean * n - inOps * n);
   const totalBytes = [...b.bytes.values()].reduce((a, x) => a + x, 0);
-  process.stdout.write(`\n${b.label}: decode step at context ${context}, ${n} steps (${rounds} rounds of ${reps}): best ${fmt(sorted[0]!)} / median ${fmt(sorted[n >> 1]!)} / mean ${fmt(mean)} ms; ${fmt(totalBytes / MB, 1)} MB of weights read per token\n`);
+  process.stdout.write(`\n${b.label}: decode step at context ${context}${threads === 1 ? " (thread CPU time)" : ""}, ${n} steps (${rounds} rounds of ${reps}): best ${fmt(sorted[0]!)} / median ${fmt(sorted[n >> 1]!)} / mean ${fmt(mean)} ms; ${fmt(totalBytes / MB, 1)} MB of weights read per token\n`);
   process.stdout.write(`  ${"part".padEnd(12)} ${"ms/step".padStart(8)} ${"share".padStart(6)} ${"MB/token".padStart(9)} ${"GB/s".padStart(6)}\n`);
   for (const part of PARTS) {
     const ms = (b.ms.get(part) ?? 0) / n;
