@@ -128,6 +128,12 @@ export interface Backend {
    * each; optional: a backend that can share the input's preparation and one dispatch implements it.
    */
   matmulShared?(outs: readonly DeviceBuffer[], ws: readonly Weight[], x: DeviceBuffer, numRows: number): void;
+  /**
+   * outs[i] = matmul(ws[i], xs[i]) for weights that each read their own input (a decode step's routed experts' down
+   * projections, one activation per slot), the same bits as one matmul each; optional: a backend that can run them as
+   * one dispatch implements it (ggml_mul_mat_id runs every chosen expert's rows in one op).
+   */
+  matmulEach?(outs: readonly DeviceBuffer[], ws: readonly Weight[], xs: readonly DeviceBuffer[], numRows: number): void;
   /** x[r] += bias for numRows rows */
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void;
   /** in place on x[numRows, numHeads * headDim]; row r has position positions[r]; the first angles.ropeDim dims rotate */

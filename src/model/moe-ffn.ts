@@ -66,6 +66,8 @@ export interface MoeScratch {
   /** a one-row pass (decode of one sequence): each slot's gate, up and activation [expertHiddenDim] */
   readonly slotGate: readonly DeviceBuffer[];
   readonly slotUp: readonly DeviceBuffer[];
+  /** each slot's down projection [dim] */
+  readonly slotDown: readonly DeviceBuffer[];
 }
 
 export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numTokens: number): MoeScratch {
@@ -75,6 +77,7 @@ export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numToke
     act: b.alloc(numTokens * h), ye: b.alloc(numTokens * dim), slots: b.alloc(numTokens * moe.expertUsedCount * dim),
     sharedGate: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))), sharedUp: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))),
     slotGate: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)), slotUp: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)),
+    slotDown: Array.from({ length: moe.expertUsedCount }, () => b.alloc(dim)),
   };
 }
 
@@ -138,8 +141,8 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
 /**
  * A one-row pass (decode of one sequence): every routed expert reads the same row, so the k experts' gate and up go to
  * the backend as one shared-input matmul (the row quantized once, all 2k weights' row groups split over the threads
- * in one dispatch, as ggml's mul_mat_id shares src1's conversion), then each slot's activation and down. Each
- * matmul's bits are those of the per-expert path.
+ * in one dispatch, as ggml's mul_mat_id shares src1's conversion), then every slot's activation, then the k downs as
+ * one dispatch of k inputs (matmulEach). Each matmul's bits are those of the per-expert path.
  */
 function oneRowExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles, s: MoeScratch, x: DeviceBuffer, ids: Int32Array): void {
   const k = moe.expertUsedCount;
@@ -152,6 +155,7 @@ function oneRowExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles
     ws.push(w.gate[ids[slot]!]!, w.up[ids[slot]!]!);
   }
   b.matmulShared!(outs, ws, x, 1);
+  // each slot's activation over its gate buffer (read element by element before it is written)
   for (let slot = 0; slot < k; slot++) {
     const e = ids[slot]!;
     const gate = s.slotGate[slot]!;
@@ -159,12 +163,16 @@ function oneRowExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles
     if (bias !== null) {
       b.addBias(gate, bias.gate[e]!, 1);
       b.addBias(up, bias.up[e]!, 1);
-      b.swigluOai!(s.act, gate, up, h, OAI_ALPHA, OAI_LIMIT);
+      b.swigluOai!(gate, gate, up, h, OAI_ALPHA, OAI_LIMIT);
     } else {
-      b.siluMul(s.act, gate, up, h);
+      b.siluMul(gate, gate, up, h);
     }
-    b.matmul(s.ye, w.down[e]!, s.act, 1);
-    if (bias !== null) b.addBias(s.ye, bias.down[e]!, 1);
-    b.scatterRows!(s.slots, s.ye, Int32Array.of(slot), dim);
+  }
+  const downs = Array.from(ids.subarray(0, k), (e) => w.down[e]!);
+  if (b.matmulEach) b.matmulEach(s.slotDown, downs, s.slotGate, 1);
+  else downs.forEach((down, slot) => b.matmul(s.slotDown[slot]!, down, s.slotGate[slot]!, 1));
+  for (let slot = 0; slot < k; slot++) {
+    if (bias !== null) b.addBias(s.slotDown[slot]!, bias.down[ids[slot]!]!, 1);
+    b.scatterRows!(s.slots, s.slotDown[slot]!, Int32Array.of(slot), dim);
   }
 }

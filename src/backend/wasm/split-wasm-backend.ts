@@ -213,6 +213,18 @@ export class SplitWasmBackend implements Backend {
     this.on(m).matmulShared(outsM, weights.map((w) => w.inner), xm, numRows);
   }
 
+  matmulEach(outs: readonly DeviceBuffer[], ws: readonly Weight[], xs: readonly DeviceBuffer[], numRows: number): void {
+    const weights = ws.map(asWeight);
+    const m = weights[0]?.memory ?? this.current;
+    if (weights.some((w) => w.memory !== m) || outs.length !== weights.length || xs.length !== weights.length) {
+      ws.forEach((w, i) => this.matmul(outs[i]!, w, xs[i]!, numRows));
+      return;
+    }
+    const xsM = xs.map((x, i) => this.readIn(x, m, numRows * weights[i]!.cols));
+    const outsM = outs.map((o, i) => this.writeIn(o, m, numRows * weights[i]!.rows));
+    this.on(m).matmulEach(outsM, weights.map((w) => w.inner), xsM, numRows);
+  }
+
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
     const b = asWeight(bias);
     const n = numRows * b.rows * b.cols;

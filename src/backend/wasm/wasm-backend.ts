@@ -48,6 +48,8 @@ export class WasmBackend implements Backend {
   readonly attentionSinks = true;
   private kv: KvState | null = null;
   private readonly activations: Scratch;
+  /** matmulEach's inputs after the first, one scratch each */
+  private readonly eachActivations: Scratch[] = [];
   private readonly ints: Scratch;
   private readonly threadScratch: Scratch;
   /** two cos/sin tables: gemma3's sliding and global layers alternate between two rope bases */
@@ -217,14 +219,39 @@ export class WasmBackend implements Backend {
   }
 
   /**
-   * outs[i] = x . weights[i]^T for quantized weights of the same cols (up to MAX_GROUP_WEIGHTS): x quantized once,
-   * then all the weights' row groups as the work units of one pool op (or on this thread when the work is small).
+   * Weights that each read their own input (a decode step's routed experts' down projections): each input quantized
+   * on its own, then all the weights' row groups as one pool op (k dispatches were k fixed costs per layer, as
+   * matmulShared's were). Each row's bits are matmul's.
    */
-  private matmulQuantized(outs: readonly number[], weights: readonly WasmWeight[], xp: number, numRows: number): void {
+  matmulEach(outs: readonly DeviceBuffer[], ws: readonly Weight[], xs: readonly DeviceBuffer[], numRows: number): void {
+    const weights = ws.map(asWeight);
+    const cols = weights[0]?.cols ?? 0;
+    if (weights.length !== outs.length || weights.length !== xs.length || weights.length > MAX_GROUP_WEIGHTS || weights.some((w) => w.quant === null || w.cols !== cols)) {
+      ws.forEach((w, i) => this.matmul(outs[i]!, w, xs[i]!, numRows));
+      return;
+    }
+    this.matmulQuantized(outs.map((o) => asBuffer(o).ptr), weights, xs.map((x) => asBuffer(x).ptr), numRows);
+  }
+
+  /** the activations scratch of matmulEach's input i (input 0 shares matmulShared's) */
+  private eachScratch(i: number): Scratch {
+    if (i === 0) return this.activations;
+    while (this.eachActivations.length < i) this.eachActivations.push(new Scratch(this.heap));
+    return this.eachActivations[i - 1]!;
+  }
+
+  /**
+   * outs[i] = x . weights[i]^T for quantized weights of the same cols (up to MAX_GROUP_WEIGHTS): x quantized once
+   * (or, given one input per weight, each quantized on its own), then all the weights' row groups as the work units of
+   * one pool op (or on this thread when the work is small).
+   */
+  private matmulQuantized(outs: readonly number[], weights: readonly WasmWeight[], xp: number | readonly number[], numRows: number): void {
     const cols = weights[0]!.cols;
-    const a = quantizeActivations({ k: this.k, pool: this.pool, level: this.level, scratch: this.activations }, xp, numRows, cols, weights.map((w) => w.quant!.kind));
+    const quantize = (scratch: Scratch, x: number, ws: readonly WasmWeight[]) => quantizeActivations({ k: this.k, pool: this.pool, level: this.level, scratch }, x, numRows, cols, ws.map((w) => w.quant!.kind));
+    const acts = typeof xp === "number" ? [quantize(this.activations, xp, weights)] : weights.map((w, i) => quantize(this.eachScratch(i), xp[i]!, [w]));
+    const actsOf = (i: number) => acts[typeof xp === "number" ? 0 : i]!;
     // the 8-row tiles' rows of a segment, widened (KIND_I8) or unpacked (Q4_0): kernels/matmul-tile8.ts widenPair, unpackPair
-    if (a.quads16 !== 0 || a.quads !== 0) this.setThreadScratch(TILE_SCRATCH_BYTES / 4);
+    if (acts.some((a) => a.quads16 !== 0 || a.quads !== 0)) this.setThreadScratch(TILE_SCRATCH_BYTES / 4);
     const table = new Int32Array(GROUP_HEADER_INTS + weights.length * GROUP_ROW_INTS); // pool-ops.ts GROUP_HEADER, GROUP_ROW
     table[GROUP_HEADER.numWeights] = weights.length;
     table[GROUP_HEADER.cols] = cols;
@@ -232,7 +259,7 @@ export class WasmBackend implements Backend {
     let units = 0;
     weights.forEach((w, i) => {
       const q = w.quant!;
-      const { acts, da, sa, qs, quads } = activationArgs(a, q.kind);
+      const { acts, da, sa, qs, quads } = activationArgs(actsOf(i), q.kind);
       const row = table.subarray(GROUP_HEADER_INTS + i * GROUP_ROW_INTS);
       row[GROUP_ROW.kind] = q.kind;
       row[GROUP_ROW.out] = outs[i]!;
@@ -393,7 +420,12 @@ export class WasmBackend implements Backend {
     const floats = this.heap.floats;
     const s = asBuffer(src).ptr / 4;
     const d = asBuffer(dst).ptr / 4;
-    const rows = Array.from(rowIds, (id) => floats.slice(s + id * cols, s + (id + 1) * cols)); // dst may alias src
+    // two buffers: each row copied in place (a prefill chunk gathers every expert's rows: no per-row allocation)
+    if (d !== s) {
+      rowIds.forEach((id, i) => floats.copyWithin(d + i * cols, s + id * cols, s + (id + 1) * cols));
+      return;
+    }
+    const rows = Array.from(rowIds, (id) => floats.slice(s + id * cols, s + (id + 1) * cols)); // dst is src
     rows.forEach((row, i) => floats.set(row, d + i * cols));
   }
 
