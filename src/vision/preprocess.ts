@@ -51,6 +51,9 @@ const LAYOUTS: Partial<Readonly<Record<ProjectorType, (width: number, height: nu
   idefics3: (width, height, c) => idefics3Layout(idefics3Grid(width, height, c), c.tokensPerImage),
 };
 
+/** Whether the projector tiles images, so an image's place in the prompt follows its size. */
+export const tilesImages = (c: VisionConfig): boolean => LAYOUTS[c.projector] !== undefined;
+
 /** The prompt layout of an image of width x height, or undefined for a one-block projector. */
 export function imageLayout(width: number, height: number, c: VisionConfig): ImageLayoutPiece[] | undefined {
   return LAYOUTS[c.projector]?.(width, height, c);

@@ -44,7 +44,7 @@ export function loadQwen25vlServing(file: GgufFile, backend: () => Promise<Backe
     const align = c.patchSize * c.merge;
     return ok({
       // tokensPerImage 0: the count follows each image's size ((width / 28) x (height / 28) after the smart resize)
-      info: { projector: QWEN25VL_PROJECTOR, tokensPerImage: 0, projectionDim: c.projectionDim, imageSize: 0, markers: QWEN25VL_MARKERS },
+      info: { projector: QWEN25VL_PROJECTOR, tokensPerImage: 0, rowsFollowImage: true, projectionDim: c.projectionDim, imageSize: 0, markers: QWEN25VL_MARKERS },
       processorKey: JSON.stringify({ projector: QWEN25VL_PROJECTOR, min: c.minPixels, max: c.maxPixels, mean: c.imageMean, std: c.imageStd }),
       embed: (img: RgbImage) => encoder.embed(preprocessQwen25vl(img, c)),
       grid(width: number, height: number) {

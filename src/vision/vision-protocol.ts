@@ -11,6 +11,9 @@ export interface VisionInfo {
   /** soft tokens (embedding rows) per image: Gemma 3's 256; a tiled projector's per tile (SmolVLM's 64); 0 where it
    * follows the image's size (Qwen2.5-VL) */
   readonly tokensPerImage: number;
+  /** the rows (and markers) an image takes follow its size (Qwen2.5-VL's grid, SmolVLM's tiles): counting them means
+   * preprocessing the image */
+  readonly rowsFollowImage?: boolean;
   /** width of each row: the language model's embedding width */
   readonly projectionDim: number;
   readonly imageSize: number;

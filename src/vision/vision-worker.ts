@@ -7,7 +7,7 @@ import { readGguf } from "../gguf/reader.ts";
 import { decodeImage } from "./image-decode.ts";
 import { EncoderCache, imageHash } from "./encoder-cache.ts";
 import { readVisionConfig, readVisionWeights, type VisionConfig } from "./mmproj.ts";
-import { imageLayout, preprocessImage } from "./preprocess.ts";
+import { imageLayout, preprocessImage, tilesImages } from "./preprocess.ts";
 import { PROJECTOR_MARKERS } from "./projector-markers.ts";
 import { BackendVisionEncoder } from "./backend-encoder.ts";
 import { createBackend } from "../backend/create-backend.ts";
@@ -51,7 +51,7 @@ async function init(path: string, cacheBytes: number): Promise<void> {
   }
   model = { config: c, processorKey, kernels };
   cache = new EncoderCache(cacheBytes);
-  reply({ type: "ready", info: { projector: c.projector, tokensPerImage: c.tokensPerImage, projectionDim: c.projectionDim, imageSize: c.imageSize, markers: PROJECTOR_MARKERS[c.projector] } });
+  reply({ type: "ready", info: { projector: c.projector, tokensPerImage: c.tokensPerImage, rowsFollowImage: tilesImages(c), projectionDim: c.projectionDim, imageSize: c.imageSize, markers: PROJECTOR_MARKERS[c.projector] } });
 }
 
 async function encode(message: Extract<ToVision, { type: "encode" }>): Promise<void> {

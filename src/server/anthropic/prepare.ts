@@ -67,6 +67,12 @@ export async function countMessageTokens(options: ServerOptions, raw: unknown): 
   const { tokenizer, maxModelLen } = options.orchestrator;
   checkPromptChars(tokenizer, maxModelLen, messageContentChars(translated.body.messages), "messages");
   const images = countedImages(options, translated.body.messages);
+  if (images > 0 && options.vision!.encoder.info.rowsFollowImage === true) {
+    // each image's rows and markers follow its size (Qwen2.5-VL's grid, SmolVLM's tiles): count the prompt the request
+    // would send, its images preprocessed and encoded (the encoder cache keeps them for that request)
+    const generation = await prepareChatGeneration(options, translated.body, { maxTokens: { value: 1, param: "max_tokens" }, logprobs: null });
+    return { input_tokens: generation.promptTokenIds.length };
+  }
   const body = images === 0 ? translated.body : { ...translated.body, messages: withTemplateImageParts(translated.body.messages) };
   const chat = prepareChat(tokenizer, body, serving, false);
   const ids = await encodePrompt(tokenizer, chat.prompt, { addSpecial: false, parseSpecial: true });
@@ -74,7 +80,7 @@ export async function countMessageTokens(options: ServerOptions, raw: unknown): 
   return { input_tokens: ids.length + images * (options.vision?.encoder.info.tokensPerImage ?? 0) + images };
 }
 
-/** The images a count_tokens body holds, on a model that takes them (their rows are counted, not encoded). */
+/** The images a count_tokens body holds, on a model that takes them (a fixed number of rows each: counted, not encoded). */
 function countedImages(options: ServerOptions, messages: readonly ChatMessageBody[]): number {
   const parts = imagePartsOf(messages);
   if (parts.length === 0) return 0;
