@@ -31,8 +31,8 @@ fi
 # GGML_NATIVE: the same -march=native the kernels' peer gets in bench:compare; no GPU backends, no curl (local files)
 nice -n 19 cmake -S "$src" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
   -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-  "${build_flags[@]}" -DBUILD_SHARED_LIBS=OFF >"$out/cmake.log"
-nice -n 19 cmake --build "$out/build" --target "$tool" -j "${JOBS:-2}" >"$out/build.log"
+  "${build_flags[@]}" -DBUILD_SHARED_LIBS=OFF >"$out/cmake.log" 2>&1
+nice -n 19 cmake --build "$out/build" --target "$tool" -j "${JOBS:-2}" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; exit 1; }
 mkdir -p "$out/bin"
 cp "$out/build/bin/$tool" "$bin"
 echo "$bin"
