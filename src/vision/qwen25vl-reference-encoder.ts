@@ -17,24 +17,10 @@
  */
 import type { PixelTile } from "./preprocess.ts";
 import type { Qwen25vlConfig, Qwen25vlLayerWeights, Qwen25vlWeights } from "./qwen25vl-mmproj.ts";
+import { linear } from "./reference-encoder.ts";
 
 /** clip_graph_qwen2vl::build's rope base (ggml_rope_multi freq_base 10000) */
 const VISION_ROPE_BASE = 10000;
-
-/** out[n][o] = b[o] + sum_i x[n][i] * w[o][i] */
-function linear(x: Float32Array, n: number, inDim: number, w: Float32Array, b: Float32Array | undefined, outDim: number): Float32Array {
-  const out = new Float32Array(n * outDim); // [n][outDim]
-  for (let t = 0; t < n; t++) {
-    const xo = t * inDim;
-    for (let o = 0; o < outDim; o++) {
-      const wo = o * inDim;
-      let sum = 0;
-      for (let i = 0; i < inDim; i++) sum += x[xo + i]! * w[wo + i]!;
-      out[t * outDim + o] = sum + (b === undefined ? 0 : b[o]!);
-    }
-  }
-  return out;
-}
 
 /** ggml_rms_norm then * w, per row */
 function rmsNorm(x: Float32Array, n: number, dim: number, w: Float32Array, eps: number): Float32Array {

@@ -10,7 +10,7 @@ import type { ProjectorType } from "./clip-names.ts";
 import { pixelShuffle } from "./idefics3-projector.ts";
 
 /** out[n][o] = b[o] + sum_i x[n][i] * w[o][i] (ggml_mul_mat with a [out][in] weight, then the bias) */
-function linear(x: Float32Array, n: number, inDim: number, w: Float32Array, b: Float32Array | null, outDim: number): Float32Array {
+export function linear(x: Float32Array, n: number, inDim: number, w: Float32Array, b: Float32Array | null | undefined, outDim: number): Float32Array {
   const out = new Float32Array(n * outDim); // [n][outDim]
   for (let t = 0; t < n; t++) {
     const xo = t * inDim;
@@ -18,7 +18,7 @@ function linear(x: Float32Array, n: number, inDim: number, w: Float32Array, b: F
       const wo = o * inDim;
       let sum = 0;
       for (let i = 0; i < inDim; i++) sum += x[xo + i]! * w[wo + i]!;
-      out[t * outDim + o] = sum + (b === null ? 0 : b[o]!);
+      out[t * outDim + o] = sum + (b === null || b === undefined ? 0 : b[o]!);
     }
   }
   return out;

@@ -31,7 +31,7 @@ import { MODEL_SHAPES, VISION_SHAPES, vocabPath } from "../../scripts/model-shap
 import { randomMmproj } from "../../scripts/random-mmproj.ts";
 import { randomModel } from "../../scripts/random-model.ts";
 import { startServer } from "../e2e/server-process.ts";
-import { gifOf, jpegOf, pattern, pngOf } from "./test-images.ts";
+import { gifOf, jpegOf, pattern, pngOf, ppm, testCard } from "./test-images.ts";
 import { llamaMtmdCliPath } from "./llama-mtmd-cli.ts";
 
 setDefaultTimeout(600_000);
@@ -52,27 +52,6 @@ function writeModels(seed: number): { lmPath: string; mmPath: string; textDim: n
   writeGgufFile(lmPath, randomModel({ shapeName: SHAPE, shape, type: "f16", seed, vocab: vocab.value }));
   writeGgufFile(mmPath, randomMmproj({ shapeName: SHAPE, vision: VISION_SHAPES[SHAPE]!, textDim: shape.dim, seed }));
   return { lmPath, mmPath, textDim: shape.dim };
-}
-
-/** A binary PPM (P6), which llama.cpp's stb_image reads exactly as fennec's decoder. */
-function ppm(img: RgbImage): Uint8Array {
-  const header = new TextEncoder().encode(`P6\n${img.width} ${img.height}\n255\n`);
-  const out = new Uint8Array(header.length + img.data.length);
-  out.set(header);
-  out.set(img.data, header.length);
-  return out;
-}
-
-/** Gradients and a checkerboard: sharp edges make the lanczos resizes matter. */
-function testCard(width: number, height: number): RgbImage {
-  const data = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
-    const i = (y * width + x) * 3;
-    data[i] = Math.round((255 * x) / (width - 1));
-    data[i + 1] = Math.round((255 * y) / (height - 1));
-    data[i + 2] = ((x >> 3) + (y >> 3)) % 2 === 0 ? 230 : 20;
-  }
-  return { width, height, data };
 }
 
 function compare(mine: Float32Array, theirs: Float32Array): { maxDiff: number; maxAbs: number; cosine: number } {

@@ -23,30 +23,10 @@ import { MODEL_SHAPES, VISION_SHAPES, vocabPath } from "../../scripts/model-shap
 import { randomMmproj } from "../../scripts/random-mmproj.ts";
 import { randomModel } from "../../scripts/random-model.ts";
 import { llamaMtmdCliPath } from "./llama-mtmd-cli.ts";
+import { ppm, testCard } from "./test-images.ts";
 
 // writing the models, llama.cpp's load and a 2-layer real-width SigLIP in plain TypeScript on a busy 2-core box
 setDefaultTimeout(300_000);
-
-/** A binary PPM (P6), which llama.cpp's stb_image reads, and its pixels. */
-function ppm(img: RgbImage): Uint8Array {
-  const header = new TextEncoder().encode(`P6\n${img.width} ${img.height}\n255\n`);
-  const out = new Uint8Array(header.length + img.data.length);
-  out.set(header);
-  out.set(img.data, header.length);
-  return out;
-}
-
-/** A non-square test card: gradients and a few sharp edges, so resizing and letterboxing both matter. */
-function testCard(width: number, height: number): RgbImage {
-  const data = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
-    const i = (y * width + x) * 3;
-    data[i] = Math.round((255 * x) / (width - 1));
-    data[i + 1] = Math.round((255 * y) / (height - 1));
-    data[i + 2] = ((x >> 3) + (y >> 3)) % 2 === 0 ? 230 : 20;
-  }
-  return { width, height, data };
-}
 
 const oracle = llamaMtmdCliPath();
 const dir = mkdtempSync(join(tmpdir(), "fennec-vision-oracle-"));

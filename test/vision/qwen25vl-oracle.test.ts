@@ -37,7 +37,7 @@ import { Qwen25vlBackendEncoder } from "../../src/vision/qwen25vl-backend-encode
 import { createBackend } from "../../src/backend/create-backend.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { logSoftmax } from "../helpers/llama-cpp.ts";
-import { gifOf, jpegOf, pattern, pngOf } from "./test-images.ts";
+import { gifOf, jpegOf, pattern, pngOf, ppm, testCard } from "./test-images.ts";
 import { llamaMtmdCliPath } from "./llama-mtmd-cli.ts";
 import { startServer } from "../e2e/server-process.ts";
 import { SHAPE, writeQwen25vlModels } from "./qwen25vl-models.ts";
@@ -53,27 +53,6 @@ const MEDIA_MARKER = "<__media__>";
 const oracle = llamaMtmdCliPath();
 const dir = mkdtempSync(join(tmpdir(), "fennec-qwen25vl-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** A binary PPM (P6), which stb_image reads exactly as written. */
-function ppm(img: RgbImage): Uint8Array {
-  const header = new TextEncoder().encode(`P6\n${img.width} ${img.height}\n255\n`);
-  const out = new Uint8Array(header.length + img.data.length);
-  out.set(header);
-  out.set(img.data, header.length);
-  return out;
-}
-
-/** Gradients and a checkerboard, so resizing, letterboxing and the window split all show. */
-function testCard(width: number, height: number): RgbImage {
-  const data = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
-    const i = (y * width + x) * 3;
-    data[i] = Math.round((255 * x) / (width - 1));
-    data[i + 1] = Math.round((255 * y) / (height - 1));
-    data[i + 2] = ((x >> 3) + (y >> 3)) % 2 === 0 ? 230 : 20;
-  }
-  return { width, height, data };
-}
 
 describe("Qwen2.5-VL vs llama-mtmd-cli", () => {
   if (oracle === null) console.warn("qwen25vl-oracle: skipped, llama-mtmd-cli is not built (scripts/build-llama-tool.sh llama-mtmd-cli)");

@@ -6,6 +6,7 @@ import { encode as encodePng } from "fast-png";
 import { encode as encodeJpeg } from "jpeg-js";
 import { GifWriter } from "omggif";
 import encodeWebp from "@jsquash/webp/encode.js";
+import type { RgbImage } from "../../src/vision/image-resize.ts";
 
 /** A smooth RGB pattern ([height][width][3]) that JPEG keeps close. */
 export function pattern(width: number, height: number, seed = 0): Uint8Array {
@@ -53,4 +54,25 @@ function withAlpha(rgb: Uint8Array, alpha: number): Uint8Array {
   const out = new Uint8Array(n * 4);
   for (let i = 0; i < n; i++) out.set([rgb[i * 3]!, rgb[i * 3 + 1]!, rgb[i * 3 + 2]!, alpha], i * 4);
   return out;
+}
+
+/** A binary PPM (P6), which llama.cpp's stb_image reads exactly as fennec's decoder: the oracles' lossless input. */
+export function ppm(img: RgbImage): Uint8Array {
+  const header = new TextEncoder().encode(`P6\n${img.width} ${img.height}\n255\n`);
+  const out = new Uint8Array(header.length + img.data.length);
+  out.set(header);
+  out.set(img.data, header.length);
+  return out;
+}
+
+/** A test card: gradients and a checkerboard, so resizing, letterboxing and lanczos filters all matter. */
+export function testCard(width: number, height: number): RgbImage {
+  const data = new Uint8Array(width * height * 3);
+  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
+    const i = (y * width + x) * 3;
+    data[i] = Math.round((255 * x) / (width - 1));
+    data[i + 1] = Math.round((255 * y) / (height - 1));
+    data[i + 2] = ((x >> 3) + (y >> 3)) % 2 === 0 ? 230 : 20;
+  }
+  return { width, height, data };
 }
