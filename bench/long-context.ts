@@ -15,6 +15,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
+import { llamaServerPath, startServer, type Server } from "./server-peers.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const FENNEC = join(ROOT, "dist", "fennec");
@@ -43,35 +44,6 @@ if (!sides.every((s) => s === "fennec" || s === "llama")) usage("--sides takes f
 const kvCacheDtype = option("kv-cache-dtype", "auto");
 
 type Side = "fennec" | "llama";
-
-function llamaServerPath(): string {
-  if (process.argv.includes("--llama-server")) return option("llama-server", "");
-  const build = Bun.spawnSync([join(ROOT, "scripts", "build-llama-tool.sh"), "llama-server"], { stdout: "pipe", stderr: "inherit" });
-  if (build.exitCode !== 0) throw new Error("scripts/build-llama-tool.sh llama-server failed");
-  return build.stdout.toString().trim().split("\n").at(-1)!;
-}
-
-function freePort(): number {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
-
-interface Server { readonly url: string; readonly child: ReturnType<typeof Bun.spawn> }
-
-async function startServer(command: string[], log: string): Promise<Server> {
-  const port = freePort();
-  const child = Bun.spawn([...command, "--host", "127.0.0.1", "--port", String(port)], { stdout: Bun.file(log), stderr: Bun.file(`${log}.err`) });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 3000; i++) {
-    try { if ((await fetch(`${url}/health`)).status === 200) return { url, child }; } catch { /* not up yet */ }
-    if (child.exitCode !== null) break;
-    await Bun.sleep(100);
-  }
-  child.kill();
-  throw new Error(`${basename(command[0]!)} did not start (see ${log}.err)`);
-}
 
 /** N token ids from a seeded generator (mulberry32), in [1000, 20000): plain vocabulary in every shape's tokenizer. */
 function promptIds(n: number, seed: number): number[] {
@@ -128,7 +100,7 @@ async function complete(url: string, prompt: number[]): Promise<Timing> {
 
 async function main(): Promise<void> {
   if (sides.includes("fennec") && !existsSync(FENNEC)) usage("no dist/fennec: npx bun run build first");
-  const llamaServer = sides.includes("llama") ? llamaServerPath() : "";
+  const llamaServer = sides.includes("llama") ? llamaServerPath(process.argv.includes("--llama-server") ? option("llama-server", "") : null) : "";
   const logs = mkdtempSync(join(tmpdir(), "fennec-long-context-"));
   const lines = [`${basename(model)}, ${threads} threads, ${outputLen} tokens decoded per request, ${rounds} rounds alternating; fennec KV ${kvCacheDtype}, llama-server f16`,
     "| context | prefill s fennec / llama | ITL ms fennec best / median | ITL ms llama best / median | decode ratio best / median |", "|---|---|---|---|---|"];

@@ -36,6 +36,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { llamaServerPath, startServer, type Server } from "./server-peers.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const FENNEC = join(ROOT, "dist", "fennec");
@@ -112,22 +113,6 @@ async function models(): Promise<string[]> {
   return out;
 }
 
-function llamaServerPath(): string {
-  if (process.argv.includes("--llama-server")) return option("llama-server", "");
-  const build = Bun.spawnSync([join(ROOT, "scripts", "build-llama-tool.sh"), "llama-server"], { stdout: "pipe", stderr: "inherit" });
-  if (build.exitCode !== 0) throw new Error("scripts/build-llama-tool.sh llama-server failed");
-  return build.stdout.toString().trim().split("\n").at(-1)!;
-}
-
-function freePort(): number {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
-
-interface Server { readonly url: string; readonly child: ReturnType<typeof Bun.spawn> }
-
 /** a process's CPU seconds so far (utime + stime of /proc/PID/stat, in clock ticks of 1/100 s), null off Linux */
 function cpuSeconds(pid: number): number | null {
   try {
@@ -149,19 +134,6 @@ async function prefixCacheCounts(url: string): Promise<{ queries: number; hits: 
   } catch {
     return null;
   }
-}
-
-async function startServer(command: string[], log: string): Promise<Server> {
-  const port = freePort();
-  const child = Bun.spawn([...command, "--host", "127.0.0.1", "--port", String(port)], { stdout: Bun.file(log), stderr: Bun.file(`${log}.err`) });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 1200; i++) {
-    try { if ((await fetch(`${url}/health`)).status === 200) return { url, child }; } catch { /* not up yet */ }
-    if (child.exitCode !== null) break;
-    await Bun.sleep(100);
-  }
-  child.kill();
-  throw new Error(`${basename(command[0]!)} did not start (see ${log}.err)`);
 }
 
 interface Row { readonly dataset: string; readonly concurrency: number; readonly rate: number | null }
@@ -198,7 +170,7 @@ const fmt = (n: number): string => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
 
 async function main(): Promise<void> {
   if (!existsSync(FENNEC)) throw new Error("no dist/fennec: npx bun run build first");
-  const llamaServer = llamaServerPath();
+  const llamaServer = llamaServerPath(process.argv.includes("--llama-server") ? option("llama-server", "") : null);
   const dir = join(CACHE, "serve-compare", new Date().toISOString().replace(/[:.]/g, "-"));
   mkdirSync(dir, { recursive: true });
   const rows: Row[] = [];

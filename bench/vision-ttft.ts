@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pattern, pngOf } from "../test/vision/test-images.ts";
 import { writeGemma3VisionFiles } from "./gemma3-vision-files.ts";
+import { llamaServerPath, startServer, type Server } from "./server-peers.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const arg = (name: string, fallback: string): string => {
@@ -20,31 +21,9 @@ const arg = (name: string, fallback: string): string => {
 };
 const layers = Number(arg("layers", "4")), threads = Number(arg("threads", "2")), rounds = Number(arg("rounds", "3"));
 
-function llamaServerPath(): string {
-  const given = arg("llama-server", "");
-  if (given !== "") return given;
-  const build = Bun.spawnSync([join(ROOT, "scripts", "build-llama-tool.sh"), "llama-server"], { stdout: "pipe", stderr: "inherit" });
-  if (build.exitCode !== 0) throw new Error("scripts/build-llama-tool.sh llama-server failed");
-  return build.stdout.toString().trim().split("\n").at(-1)!;
-}
+interface Named extends Server { readonly name: string }
 
-interface Server { readonly name: string; readonly url: string; readonly child: ReturnType<typeof Bun.spawn> }
-
-async function start(name: string, command: string[], log: string): Promise<Server> {
-  const probe = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  const child = Bun.spawn([...command, "--host", "127.0.0.1", "--port", String(port)], { stdout: Bun.file(log), stderr: Bun.file(`${log}.err`) });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 1200 && child.exitCode === null; i++) {
-    try { if ((await fetch(`${url}/health`)).status === 200) return { name, url, child }; } catch { /* not up yet */ }
-    await Bun.sleep(100);
-  }
-  child.kill();
-  throw new Error(`${name} did not start (see ${log}.err)`);
-}
-
-async function firstTokenMs(server: Server, seed: number): Promise<number> {
+async function firstTokenMs(server: Named, seed: number): Promise<number> {
   const png = pngOf(640, 480, pattern(640, 480, seed));
   const body = {
     model: "lm", max_tokens: 1, temperature: 0,
@@ -66,11 +45,11 @@ const stats = (xs: number[]): { best: number; median: number } => {
 };
 
 const dir = mkdtempSync(join(tmpdir(), "fennec-vision-ttft-"));
-const servers: Server[] = [];
+const servers: Named[] = [];
 try {
   const { lmPath, mmPath } = writeGemma3VisionFiles(dir, layers);
-  servers.push(await start("fennec", [join(ROOT, "dist", "fennec"), "serve", lmPath, "--mmproj", mmPath, "--threads", String(threads), "--max-model-len", "2048", "--served-model-name", "lm"], join(dir, "fennec.log")));
-  servers.push(await start("llama-server", [llamaServerPath(), "-m", lmPath, "--mmproj", mmPath, "-t", String(threads), "-tb", String(threads), "-c", "2048", "-np", "1", "--alias", "lm"], join(dir, "llama-server.log")));
+  servers.push({ name: "fennec", ...await startServer([join(ROOT, "dist", "fennec"), "serve", lmPath, "--mmproj", mmPath, "--threads", String(threads), "--max-model-len", "2048", "--served-model-name", "lm"], join(dir, "fennec.log")) });
+  servers.push({ name: "llama-server", ...await startServer([llamaServerPath(arg("llama-server", "")), "-m", lmPath, "--mmproj", mmPath, "-t", String(threads), "-tb", String(threads), "-c", "2048", "-np", "1", "--alias", "lm"], join(dir, "llama-server.log")) });
   for (const s of servers) await firstTokenMs(s, 1000); // warm-up: first-request costs (kernel compiles, graph allocation) aside
   const times = new Map<string, number[]>(servers.map((s) => [s.name, []]));
   for (let r = 0; r < rounds; r++) for (const s of servers) times.get(s.name)!.push(await firstTokenMs(s, r + 1));
