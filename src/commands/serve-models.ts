@@ -15,6 +15,7 @@ import type { Options } from "../command-line/flags.ts";
 import type { ServeConfig } from "../command-line/serve-config.ts";
 import { FrontEndKeeper } from "../server/front-end-keeper.ts";
 import { stopJsonParser } from "../server/request-body.ts";
+import { releaseIdleMemory } from "../server/idle-memory.ts";
 import { isEviction, ModelRegistry, type ModelSpec } from "../server/model-registry.ts";
 import { createModelRouter, keepAliveMs, type ModelApp, type RoutedAdapter, type RuntimeLora } from "../server/model-router.ts";
 import { loraFits } from "./lora-base-match.ts";
@@ -137,7 +138,7 @@ export function startSeveralModels(
     if (!allUnloaded()) return;
     keeper.releaseAll();
     stopJsonParser();
-    Bun.gc(true);
+    releaseIdleMemory();
   };
   const specs: ModelSpec<ModelApp>[] = models.map(({ entry, config }, index) => {
     const path = entry.path;
@@ -185,10 +186,10 @@ export function startSeveralModels(
             } else {
               release();
             }
-            // the last model gone: release the kept front ends and collect what the loads left on this heap (a full,
-            // synchronous collection: no model runs to be stalled by it), so the process's memory comes back while the
-            // server is idle rather than at the collector's next turn; the body parser's thread goes too (a request
-            // restarts it)
+            // the last model gone: release the kept front ends and give back what the loads left (idle-memory.ts: the
+            // compiled code and the heap's capacity, in a full synchronous collection: no model runs to be stalled by
+            // it), so the process's memory comes back while the server is idle; the body parser's thread goes too (a
+            // request restarts it)
             if (allUnloaded()) setTimeout(collectIdle, IDLE_COLLECT_DELAY_MS).unref?.();
           },
         };
