@@ -5,7 +5,7 @@
  * model's front end, later loads start only its engine), /health p50 / p99 throughout, and the process's RSS idle,
  * with one and two models loaded (what a loaded model holds), at its peak and after every model went idle past
  * --keep-alive (and 10 s later).
- *   bun run bench/many-models.ts [--duration-s 120] [--clients 6] [--model build/default-model.gguf] [--json]
+ *   bun run bench/many-models.ts [--duration-s 120] [--clients 6] [--model build/default-model.gguf] [--json] [--help]
  * Starts its own servers (the built binary when it is fresh, else the sources) on loopback ports.
  */
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -14,6 +14,16 @@ import { join } from "node:path";
 import { startServer } from "../test/e2e/server-process.ts";
 
 interface Args { durationS: number; clients: number; model: string; json: boolean }
+
+const USAGE = `bench/many-models.ts: three copies of a model behind one server (--max-loaded-models 2, --keep-alive 3),
+clients interleaving greedy requests across them; prints requests / correct / lost, loads and unloads with their
+times, /health p50 / p99, another model's gaps between tokens during loads, and RSS (idle, one and two loaded, peak,
+after every model was unloaded, 10 s later; anonymous and file-backed apart).
+  --duration-s N   seconds of requests (default 120)
+  --clients N      concurrent clients (default 6)
+  --model PATH     the GGUF copied three times (default build/default-model.gguf)
+  --json           one JSON line instead of the text
+  --help           this text`;
 
 function parseArgs(argv: readonly string[]): Args {
   const args: Args = { durationS: 120, clients: 6, model: join(import.meta.dir, "..", "build", "default-model.gguf"), json: false };
@@ -28,7 +38,8 @@ function parseArgs(argv: readonly string[]): Args {
     else if (flag === "--clients") args.clients = Number(value());
     else if (flag === "--model") args.model = value();
     else if (flag === "--json") args.json = true;
-    else throw new Error(`unknown flag ${flag}`);
+    else if (flag === "--help" || flag === "-h") { console.log(USAGE); process.exit(0); }
+    else { console.error(`unknown flag ${flag}\n${USAGE}`); process.exit(2); }
   }
   return args;
 }
@@ -72,6 +83,13 @@ function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 }
 
+/** RSS split: anonymous pages (heaps, Workers' memories) and file pages (the binary's code paged in), MiB */
+function rssParts(pid: number): { anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const mib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
+  return { anon: mib("RssAnon"), file: mib("RssFile") };
+}
+
 async function greedyIds(url: string, model: string, prompt: string, stream: boolean): Promise<number[]> {
   const response = await fetch(`${url}/v1/completions`, {
     method: "POST", headers: { "content-type": "application/json" },
@@ -100,6 +118,7 @@ try {
   const pid = server.process.pid;
   await Bun.sleep(500);
   const rssIdle = rssMiB(pid);
+  const partsIdle = rssParts(pid);
   let rssPeak = rssIdle;
   const health: number[] = [];
   // a slow probe: was the main thread running (blocked by work) or waiting for a CPU (the machine was busy)?
@@ -147,9 +166,11 @@ try {
   await poll;
   await Bun.sleep(4500); // past --keep-alive: every model idle and unloaded (the server collects on its own then)
   const rssAfter = rssMiB(pid);
+  const partsAfter = rssParts(pid);
   // and once the stopped engine threads have gone (they leave over several seconds on a busy machine)
   await Bun.sleep(10_000);
   const rssSettled = rssMiB(pid);
+  const partsSettled = rssParts(pid);
   // another model's stream while loads come and go: its gaps between tokens, alone and with b and c taking turns
   await greedyIds(server.url, names[0]!, PROMPTS[0]!, false);
   const quiet = await streamGaps(server.url, names[0]!);
@@ -182,6 +203,7 @@ try {
     slowProbes, loadAverage: [Number(loadBefore), Number(loadAfter)], cpus: navigator.hardwareConcurrency,
     itlAloneMs: { p50: percentile(quiet, 50), p99: percentile(quiet, 99) }, itlDuringLoadsMs: { p50: percentile(busy, 50), p99: percentile(busy, 99) },
     rssIdleMiB: rssIdle, rssOneLoadedMiB: rssOne, rssTwoLoadedMiB: rssTwo, rssPeakMiB: rssPeak, rssAfterUnloadMiB: rssAfter, rssSettledMiB: rssSettled,
+    rssPartsMiB: { idle: partsIdle, afterUnload: partsAfter, settled: partsSettled },
   };
   if (args.json) console.log(JSON.stringify(result));
   else {
@@ -192,6 +214,8 @@ try {
     if (slow.length > 0) console.log(`  ${slow.length} probes over ${SLOW_PROBE_MS} ms (median ${slowProbes.medianMs.toFixed(1)} ms): the server's main thread ran ${slowProbes.medianMainThreadCpuMs.toFixed(1)} ms and waited ${slowProbes.medianMainThreadWaitMs.toFixed(1)} ms for a CPU (median); load average ${loadBefore} -> ${loadAfter} on ${navigator.hardwareConcurrency} CPUs`);
     console.log(`another model's stream, gaps between tokens: alone p50 ${result.itlAloneMs.p50.toFixed(1)} ms, p99 ${result.itlAloneMs.p99.toFixed(1)} ms; while the other two take turns loading p50 ${result.itlDuringLoadsMs.p50.toFixed(1)} ms, p99 ${result.itlDuringLoadsMs.p99.toFixed(1)} ms`);
     console.log(`RSS: ${rssIdle.toFixed(1)} MiB idle, ${rssOne.toFixed(1)} with one model loaded, ${rssTwo.toFixed(1)} with two, ${rssPeak.toFixed(1)} MiB peak, ${rssAfter.toFixed(1)} MiB after every model was unloaded, ${rssSettled.toFixed(1)} MiB 10 s later`);
+    const parts = (p: { anon: number; file: number }) => `anonymous ${p.anon.toFixed(1)} + file ${p.file.toFixed(1)}`;
+    console.log(`  idle ${parts(partsIdle)}; after unloads ${parts(partsAfter)}; 10 s later ${parts(partsSettled)} MiB`);
   }
   if (wrong > 0 || failed > 0 || healthFailures > 0) process.exitCode = 1;
 } finally {
