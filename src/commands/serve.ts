@@ -254,6 +254,8 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(wiring.onHttpResponse !== undefined ? { processMetrics: false, httpMetrics: false } : {}),
   });
   listener.targets.push(recorder);
+  // the metric series and then the app's routes are each several ms of the main thread: other models stream between
+  await yieldToEventLoop();
   recorderRef = recorder;
   const vision = await startVisionServing(config.media, config.model, orchestrator.modelConfig.dim, log, (queries, hits) => recorder.onMultimodalCache(queries, hits));
   if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
