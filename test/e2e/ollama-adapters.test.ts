@@ -3,8 +3,8 @@
  * is built from the current sources): Ollama shows a model built with an ADAPTER as a model of its own whose
  * `details.parent_model` is its base, so /api/tags lists each served adapter (--lora-modules and runtime-loaded) with
  * its parent, /api/ps lists it while its base is loaded, /api/show answers for it with its parent and a FROM + ADAPTER
- * Modelfile, and /api/generate naming it runs the base with the adapter (the OpenAI route's greedy text for the
- * adapter, not the base's). With several models, the adapters of a model not loaded are listed too, and /api/ps lists
+ * Modelfile, and /api/generate and /api/chat naming it run the base with the adapter (the OpenAI routes' greedy text
+ * for the adapter, not the base's). With several models, the adapters of a model not loaded are listed too, and /api/ps lists
  * an adapter once its base is loaded. Every record is checked against Ollama's schemas (test/server/ollama-schemas.ts).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -68,7 +68,7 @@ async function completionText(url: string, model: string): Promise<string> {
 const parentsOf = (models: readonly { name: string; details: { parent_model: string } }[]) => Object.fromEntries(models.map((m) => [m.name, m.details.parent_model]));
 
 describe("LoRA adapters on Ollama's routes (the ollama library)", () => {
-  test("one model: /api/tags, /api/ps and /api/show show each adapter with its parent; /api/generate runs it", async () => {
+  test("one model: /api/tags, /api/ps and /api/show show each adapter with its parent; /api/generate and /api/chat run it", async () => {
     const server = await start([files.m1!, "--served-model-name", "m1", "--enable-lora", "--lora-modules", `poet=${files.poet}`], { VLLM_ALLOW_RUNTIME_LORA_UPDATING: "true" });
     const ollama = new Ollama({ host: server.url });
     const list = await ollama.list();
@@ -99,6 +99,11 @@ describe("LoRA adapters on Ollama's routes (the ollama library)", () => {
     expect(poet).toBe(await completionText(server.url, "poet"));
     expect(base).toBe(await completionText(server.url, "m1"));
     expect(poet).not.toBe(base);
+    // /api/chat picks it the same way: the OpenAI chat route's answer for the adapter
+    const chat = await ollama.chat({ model: "poet:latest", messages: [{ role: "user", content: PROMPT }], options: GREEDY });
+    const openai = await fetch(`${server.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "poet", messages: [{ role: "user", content: PROMPT }], max_tokens: GREEDY.num_predict, temperature: 0 }) });
+    expect(chat.message.content).toBe(((await openai.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content);
+    expect(chat.message.content).not.toBe((await ollama.chat({ model: "m1", messages: [{ role: "user", content: PROMPT }], options: GREEDY })).message.content);
   });
 
   test("several models: an adapter is listed with its parent loaded or not, in /api/ps once its base is loaded", async () => {
