@@ -4,7 +4,8 @@
  * unloads counted from the log with their times (median and max, the first load of each model apart: it builds the
  * model's front end, later loads start only its engine), /health p50 / p99 throughout, and the process's RSS idle,
  * with one and two models loaded (what a loaded model holds), at its peak and after every model went idle past
- * --keep-alive (and 10 s later).
+ * --keep-alive (and 10 s later), and the main thread's longest stall while a model loads (bench/event-loop-probe.ts,
+ * preloaded into the server: its 1 ms timer's gaps, with the ms the thread ran in them).
  *   bun run bench/many-models.ts [--duration-s 120] [--clients 6] [--model build/default-model.gguf] [--json] [--help]
  * Starts its own servers (the built binary when it is fresh, else the sources) on loopback ports.
  */
@@ -114,7 +115,8 @@ try {
   const expected = await Promise.all(PROMPTS.map((p) => greedyIds(single.url, paths[0]!, p, false)));
   await single.stop();
 
-  const server = await startServer([...paths, "--threads", "1", "--max-loaded-models", "2", "--keep-alive", "3"]);
+  // the event-loop probe: how long a load holds the main thread (the HTTP / SSE thread of every model)
+  const server = await startServer([...paths, "--threads", "1", "--max-loaded-models", "2", "--keep-alive", "3"], { env: { BUN_OPTIONS: `--preload ${join(import.meta.dir, "event-loop-probe.ts")}` } });
   const pid = server.process.pid;
   await Bun.sleep(500);
   const rssIdle = rssMiB(pid);
@@ -189,6 +191,36 @@ try {
   const firstLoadMs: number[] = [];
   const reloadMs: number[] = [];
   for (const m of loadLines) { (seen.has(m[1]!) ? reloadMs : firstLoadMs).push(Number(m[2])); seen.add(m[1]!); }
+  // the main thread's gaps (event-loop-probe.ts) while a model loads (each load's most run in one gap, first loads
+  // apart), and at other times once the first load began (the process's own start-up left out)
+  const inProgress = new Map<string, { first: boolean; ranMs: number }>();
+  const loadedOnce = new Set<string>();
+  const loadStalls = { first: [] as number[], later: [] as number[] };
+  const worstDuring = { gapMs: 0, ranMs: 0 };
+  let outsideRanMs = 0;
+  let begun = false;
+  for (const line of lines) {
+    const started = / loading model (\S+) /.exec(line);
+    const ended = / loaded model (\S+) in \d+ ms/.exec(line) ?? / model (\S+) failed to load/.exec(line);
+    if (started !== null) { begun = true; inProgress.set(started[1]!, { first: !loadedOnce.has(started[1]!), ranMs: 0 }); }
+    if (ended !== null) {
+      const load = inProgress.get(ended[1]!);
+      if (load !== undefined) (load.first ? loadStalls.first : loadStalls.later).push(load.ranMs);
+      inProgress.delete(ended[1]!);
+      loadedOnce.add(ended[1]!);
+    }
+    const gap = /\[event-loop\] gap ([\d.]+) ms ran ([\d.]+) ms/.exec(line);
+    if (gap === null || !begun) continue;
+    const [gapMs, ranMs] = [Number(gap[1]), Number(gap[2])];
+    if (inProgress.size === 0) { outsideRanMs = Math.max(outsideRanMs, ranMs); continue; }
+    for (const load of inProgress.values()) load.ranMs = Math.max(load.ranMs, ranMs);
+    if (gapMs > worstDuring.gapMs) { worstDuring.gapMs = gapMs; worstDuring.ranMs = ranMs; }
+  }
+  for (const list of [loadStalls.first, loadStalls.later]) list.sort((x, y) => x - y);
+  const stalls = {
+    firstLoadsMaxRanMs: loadStalls.first.at(-1) ?? 0, laterLoadsP50RanMs: percentile(loadStalls.later, 50), laterLoadsMaxRanMs: loadStalls.later.at(-1) ?? 0,
+    longestGapDuringLoadsMs: worstDuring.gapMs, itsRanMs: worstDuring.ranMs, otherTimesMaxRanMs: outsideRanMs,
+  };
   const unloadMs = lines.map((l) => / unloaded model \S+ in (\d+) ms/.exec(l)).filter((m): m is RegExpExecArray => m !== null).map((m) => Number(m[1]));
   for (const list of [firstLoadMs, reloadMs, unloadMs]) list.sort((x, y) => x - y);
   await server.stop();
@@ -202,6 +234,7 @@ try {
     firstLoadMs, reloadP50Ms: percentile(reloadMs, 50), reloadMaxMs: reloadMs.at(-1) ?? NaN, unloadP50Ms: percentile(unloadMs, 50), unloadMaxMs: unloadMs.at(-1) ?? NaN,
     slowProbes, loadAverage: [Number(loadBefore), Number(loadAfter)], cpus: navigator.hardwareConcurrency,
     itlAloneMs: { p50: percentile(quiet, 50), p99: percentile(quiet, 99) }, itlDuringLoadsMs: { p50: percentile(busy, 50), p99: percentile(busy, 99) },
+    mainThreadStallsMs: stalls,
     rssIdleMiB: rssIdle, rssOneLoadedMiB: rssOne, rssTwoLoadedMiB: rssTwo, rssPeakMiB: rssPeak, rssAfterUnloadMiB: rssAfter, rssSettledMiB: rssSettled,
     rssPartsMiB: { idle: partsIdle, afterUnload: partsAfter, settled: partsSettled },
   };
@@ -213,6 +246,7 @@ try {
     console.log(`/health: p50 ${result.healthP50Ms.toFixed(1)} ms, p99 ${result.healthP99Ms.toFixed(1)} ms, max ${result.healthMaxMs.toFixed(1)} ms, ${healthFailures} failures`);
     if (slow.length > 0) console.log(`  ${slow.length} probes over ${SLOW_PROBE_MS} ms (median ${slowProbes.medianMs.toFixed(1)} ms): the server's main thread ran ${slowProbes.medianMainThreadCpuMs.toFixed(1)} ms and waited ${slowProbes.medianMainThreadWaitMs.toFixed(1)} ms for a CPU (median); load average ${loadBefore} -> ${loadAfter} on ${navigator.hardwareConcurrency} CPUs`);
     console.log(`another model's stream, gaps between tokens: alone p50 ${result.itlAloneMs.p50.toFixed(1)} ms, p99 ${result.itlAloneMs.p99.toFixed(1)} ms; while the other two take turns loading p50 ${result.itlDuringLoadsMs.p50.toFixed(1)} ms, p99 ${result.itlDuringLoadsMs.p99.toFixed(1)} ms`);
+    console.log(`main thread while a model loads, most it ran in one stretch: first loads max ${stalls.firstLoadsMaxRanMs.toFixed(1)} ms; later loads p50 ${stalls.laterLoadsP50RanMs.toFixed(1)} ms, max ${stalls.laterLoadsMaxRanMs.toFixed(1)} ms (longest gap of its 1 ms timer during a load ${stalls.longestGapDuringLoadsMs.toFixed(1)} ms, of which it ran ${stalls.itsRanMs.toFixed(1)} ms); at other times max ${stalls.otherTimesMaxRanMs.toFixed(1)} ms`);
     console.log(`RSS: ${rssIdle.toFixed(1)} MiB idle, ${rssOne.toFixed(1)} with one model loaded, ${rssTwo.toFixed(1)} with two, ${rssPeak.toFixed(1)} MiB peak, ${rssAfter.toFixed(1)} MiB after every model was unloaded, ${rssSettled.toFixed(1)} MiB 10 s later`);
     const parts = (p: { anon: number; file: number }) => `anonymous ${p.anon.toFixed(1)} + file ${p.file.toFixed(1)}`;
     console.log(`  idle ${parts(partsIdle)}; after unloads ${parts(partsAfter)}; 10 s later ${parts(partsSettled)} MiB`);

@@ -19,10 +19,22 @@ type Scalar = number | string | boolean;
 /** bigints (64-bit GGUF values) as numbers when exact, else as decimal text (JSON has no 64-bit integers) */
 const scalar = (v: number | bigint | boolean | string): Scalar => (typeof v === "bigint" ? (Number.isSafeInteger(Number(v)) ? Number(v) : v.toString()) : v);
 
+/** 64-bit GGUF types: the only ones read as bigints */
+const WIDE = new Set([GgufValueType.UINT64, GgufValueType.INT64]);
+
+/**
+ * The file's values as /api/show prints them. Arrays of other types are the parsed file's own (a 150k-token
+ * vocabulary's tokens and merges, not copied: tens of ms on the main thread and tens of MiB per model before).
+ */
 function metadataOf(file: GgufFile): Map<string, GgufInfoValue> {
   const out = new Map<string, GgufInfoValue>();
   for (const [key, entry] of file.metadata) {
-    out.set(key, entry.type === GgufValueType.ARRAY && typeof entry.value === "object" ? (entry.value as { values: (number | bigint | boolean | string)[] }).values.map(scalar) : scalar(entry.value as number | bigint | boolean | string));
+    if (entry.type === GgufValueType.ARRAY && typeof entry.value === "object") {
+      const array = entry.value as { elementType: GgufValueType; values: (number | bigint | boolean | string)[] };
+      out.set(key, WIDE.has(array.elementType) ? array.values.map(scalar) : (array.values as (number | boolean | string)[]));
+    } else {
+      out.set(key, scalar(entry.value as number | bigint | boolean | string));
+    }
   }
   return out;
 }
@@ -55,9 +67,9 @@ function hubPull(flags: ModelArgumentFlags, log: (line: string) => void): NonNul
   };
 }
 
-/** `modelPath` null = the embedded default model (no file, no size). */
-export async function ollamaServing(modelPath: string | null, flags: ModelArgumentFlags, log: (line: string) => void): Promise<OllamaServing> {
-  const gguf = await openModelGguf(modelPath);
+/** `modelPath` null = the embedded default model (no file, no size); `parsed`: the file read already (not read again). */
+export async function ollamaServing(modelPath: string | null, flags: ModelArgumentFlags, log: (line: string) => void, parsed: GgufFile | null = null): Promise<OllamaServing> {
+  const gguf = parsed !== null ? { ok: true as const, value: parsed } : await openModelGguf(modelPath);
   let stat: { size: number; mtimeMs: number } | null = null;
   try {
     if (modelPath !== null) stat = statSync(modelPath);

@@ -38,6 +38,7 @@ import { startTracing, type Tracing } from "../tracing/tracer.ts";
 import { withRequestTracing } from "../tracing/traced-orchestrator.ts";
 import { withDetectedParsers } from "../server/chat-format-detection.ts";
 import { ollamaServing } from "./ollama-serving.ts";
+import { readModelMetadata, yieldToEventLoop } from "./model-metadata.ts";
 import { startVisionServing } from "./vision-serving.ts";
 import { modelArgumentFlags } from "../command-line/model-argument-flags.ts";
 import { startSeveralModels, type ConfiguredModel } from "./serve-models.ts";
@@ -196,7 +197,10 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     if (note !== null) log(note);
     log(`speculative_config=${speculativeConfigRepr(config.engine.speculativeConfig)}`);
   }
-  const pipeline = await startPipeline(config, chain, listener);
+  // the tokenizer and Ollama's metadata from one parse of the file, the event loop served between the pieces
+  const metadata = await readModelMetadata(config.model);
+  const pipeline = await startPipeline(config, chain, listener, metadata.tokenizer !== null ? { tokenizer: metadata.tokenizer } : {});
+  await yieldToEventLoop();
   for (const line of pipeline.startupLines) log(line);
   const pooler = pipeline.orchestrator.pooler ?? null;
   if (pooler !== null) log(`Embedding model: pooling_type=${pooler.poolingType} (${pooler.source}), normalize=${pooler.normalize ? "True" : "False"}, dimensions=${pooler.dimensions ?? pooler.hiddenSize}; serving /v1/embeddings, /pooling, /score and /rerank; generation routes answer 400`);
@@ -250,6 +254,8 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
     ...(wiring.onHttpResponse !== undefined ? { processMetrics: false, httpMetrics: false } : {}),
   });
   listener.targets.push(recorder);
+  // the metric series and then the app's routes are each several ms of the main thread: other models stream between
+  await yieldToEventLoop();
   recorderRef = recorder;
   const vision = await startVisionServing(config.media, config.model, orchestrator.modelConfig.dim, log, (queries, hits) => recorder.onMultimodalCache(queries, hits));
   if (mainLog.enabled("DEBUG")) listener.targets.push(new DebugStepLog(mainLog.child("scheduler.ts")));
@@ -279,7 +285,7 @@ async function startModelServer(config: ServeConfig, chain: StageChain | null, w
       ? { resetPrefixCache: (running) => engine.resetPrefixCache!(running), hasExternalCache: config.engine.kvOffload != null || config.engine.kvPeer != null }
       : null,
     lora: (lora = loraAdapters(config, () => loraEngine, servedModelName)),
-    ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line)),
+    ollama: await ollamaServing(config.model, modelArgumentFlags(wiring.options), (line) => mainLog.child("hub").info(line), metadata.gguf),
   });
   // a model's unload stops its engine as sleep level 2 does (nothing kept), its load wakes it; the vision encoder's
   // thread (the projector's weights) goes with it and starts again on the next image

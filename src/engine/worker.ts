@@ -8,7 +8,7 @@ import { EngineCore } from "./engine-core.ts";
 import { resolveEngineConfig } from "./engine-sizing.ts";
 import { loadRunner } from "./load-runner.ts";
 import { checkDraftVocabulary } from "./spec-decode/draft-model-proposer.ts";
-import type { EngineWorkerSpec, FromEngine, RequestDelta, ToEngine } from "./protocol.ts";
+import { unpackGrammarVocab, type EngineWorkerSpec, type FromEngine, type RequestDelta, type ToEngine } from "./protocol.ts";
 import type { StepStats } from "./stats.ts";
 import type { ModelRunner } from "../model/model-batch.ts";
 import { nowMs } from "../util/clock.ts";
@@ -134,7 +134,7 @@ class EngineWorker {
       const lora = spec.engineArgs.lora ?? null;
       try {
         this.engine = new EngineCore(runner, config.value, spec.engineIndex, nowMs, spec.engineArgs.seed ?? Date.now(), {
-        grammarVocab: spec.grammarVocab ?? null, onWake: () => this.wakeLoop(), draftRunner, debugLog: spec.engineArgs.debugLog === true,
+        grammarVocab: spec.grammarVocab ? unpackGrammarVocab(spec.grammarVocab) : null, onWake: () => this.wakeLoop(), draftRunner, debugLog: spec.engineArgs.debugLog === true,
         blockHashing: { algo: spec.engineArgs.prefixCachingHashAlgo ?? "sha256", seed: spec.engineArgs.pythonHashSeed ?? null },
         kvEvents: kvEventsOn(spec.engineArgs) ? { intHashes: spec.engineArgs.kvEventsUseIntBlockHashes ?? true } : null,
           lora,

@@ -7,7 +7,7 @@
  */
 import { EngineClient, type EngineReadyInfo } from "./engine-client.ts";
 import { SequenceOutputProcessor } from "./output-processor.ts";
-import type { EngineArgs, KvHandoff, PositionLogprobs, RequestDelta, RunnerSpec } from "../engine/protocol.ts";
+import { packGrammarVocab, type EngineArgs, type KvHandoff, type PackedGrammarVocab, type PositionLogprobs, type RequestDelta, type RunnerSpec } from "../engine/protocol.ts";
 import { DEFAULT_SAMPLING_PARAMS, validateSamplingParams, type SamplingParams } from "../engine/sampling-params.ts";
 import type { ResolvedPooler } from "../engine/resolve-pooler.ts";
 import type { FinishReason, RequestTimes, StepStats } from "../engine/stats.ts";
@@ -98,7 +98,7 @@ export class EngineFrontend implements Orchestrator {
     const spec = {
       engineIndex: 0, engineArgs: options.engineArgs, runner: options.runner ?? { kind: "model" as const, modelPath: options.modelPath, ...(options.hostModelBytes ? { hostBytes: options.hostModelBytes } : {}) },
       // structured outputs: the engine's grammar thread builds xgrammar's TokenizerInfo from this
-      grammarVocab: this.tokenizer.grammarVocabulary?.() ?? null,
+      grammarVocab: packedGrammarVocab(this.tokenizer),
     };
     const client = await EngineClient.start(spec, {
       onStep: (deltas, stats) => this.onStep(deltas, stats),
@@ -364,6 +364,22 @@ export class EngineFrontend implements Orchestrator {
     for (const parent of [...this.parents.values()]) this.failParent(parent, new EngineDeadError(`engine is dead: ${message}`));
     this.failEncodes(new EngineDeadError(`engine is dead: ${message}`));
   }
+}
+
+/**
+ * Each tokenizer's packed grammar vocabulary, built on its engine's first start: a model's later loads (its front end
+ * kept, engine-frontend's tokenizer reused) send it again without rebuilding it; it goes with its tokenizer.
+ */
+const packedVocabs = new WeakMap<Tokenizer, PackedGrammarVocab | null>();
+
+function packedGrammarVocab(tokenizer: Tokenizer): PackedGrammarVocab | null {
+  let packed = packedVocabs.get(tokenizer);
+  if (packed === undefined) {
+    const vocab = tokenizer.grammarVocabulary?.() ?? null;
+    packed = vocab === null ? null : packGrammarVocab(vocab);
+    packedVocabs.set(tokenizer, packed);
+  }
+  return packed;
 }
 
 /** Builds the tokenizer (main thread: metadata only) and starts the engine. */

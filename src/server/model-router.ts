@@ -11,6 +11,8 @@
 import { errorMessage } from "../util/error-message.ts";
 import { createAuthCheck } from "./auth.ts";
 import { ApiError } from "./errors.ts";
+import { withTag } from "./ollama/model-names.ts";
+import { severalModelsTags } from "./ollama/several-models-tags.ts";
 import { ModelLoadError, ModelNotFoundError, ModelOverloadedError, type ModelLease, type ModelRegistry, type UnloadReason } from "./model-registry.ts";
 
 /** One model's server: its app's handler, its engine's health and its metrics' text. */
@@ -155,6 +157,13 @@ export function mergeExpositions(texts: readonly string[]): string {
 export function createModelRouter(registry: ModelRegistry<ModelApp>, options: ModelRouterOptions): (request: Request) => Promise<Response> {
   const checkAuth = createAuthCheck(options.apiKeys);
   const adapters = options.adapters ?? new Map<string, RoutedAdapter>();
+  /** the adapter a request names: its name as served, or in Ollama's form (`sql` is `sql:latest`, any case) */
+  const adapterNamed = (name: string): RoutedAdapter | undefined => {
+    const exact = adapters.get(name);
+    if (exact !== undefined) return exact;
+    const wanted = withTag(name).toLowerCase();
+    return [...adapters].find(([served]) => withTag(served).toLowerCase() === wanted)?.[1];
+  };
   const listModels = () => {
     const created = Math.floor(Date.now() / 1000);
     return {
@@ -173,13 +182,23 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
   };
   // Ollama's GET /api/ps (server/routes.go PsHandler): the loaded models, latest expiry first; a model kept forever
   // or in use has no deadline, shown as Ollama shows "forever" (a far-future time)
-  const ps = () => ({
-    models: registry.list().filter((m) => m.state === "loaded").map((m) => ({
-      name: m.name, model: m.name, size: m.bytes, digest: "", details: { format: "gguf" },
-      expires_at: new Date(m.expiresAtMs ?? FOREVER_MS).toISOString(), size_vram: 0,
-      context_length: registry.peek(m.name)?.maxModelLen ?? 0,
-    })).sort((x, y) => y.expires_at.localeCompare(x.expires_at)),
-  });
+  // a LoRA adapter is a model of its own in Ollama (details.parent_model = its base): listed while its base is loaded.
+  // Digest and details are the model's app's (its GGUF's facts); size and expiry the registry's
+  const ps = async () => {
+    const models = await Promise.all(registry.list().filter((m) => m.state === "loaded").map(async (m) => {
+      const app = registry.peek(m.name);
+      const own = app === null ? [] : await app.handle(new Request("http://fennec/api/ps")).then((r) => (r.ok ? r.json() as Promise<{ models?: { name: string; digest: string; details: object }[] }> : null)).then((b) => b?.models ?? []).catch(() => []);
+      const names = [[m.name, ""], ...[...adapters].filter(([, a]) => a.model === m.name).map(([name, a]) => [name, withTag(a.parent)])] as [string, string][];
+      return names.map(([name, parent]) => {
+        const entry = own.find((e) => e.name === withTag(name)) ?? (parent === "" ? own[0] : undefined);
+        return {
+          name, model: name, size: m.bytes, digest: entry?.digest ?? "", details: { ...(entry?.details ?? { format: "gguf" }), parent_model: parent },
+          expires_at: new Date(m.expiresAtMs ?? FOREVER_MS).toISOString(), size_vram: 0, context_length: app?.maxModelLen ?? 0,
+        };
+      });
+    }));
+    return { models: models.flat().sort((x, y) => y.expires_at.localeCompare(x.expires_at)) };
+  };
   const metrics = async (): Promise<Response> => {
     const loaded = registry.list().flatMap((m) => { const app = registry.peek(m.name); return app === null ? [] : [{ name: m.name, app }]; });
     const texts = await Promise.all([options.serverMetrics?.() ?? Promise.resolve(""), ...loaded.map(async (m) => withModelName(await m.app.metricsText(), m.name))]);
@@ -191,7 +210,7 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
   /** `keepAlive`: the request's keep_alive in ms, null = the model's default, undefined = left as it is */
   const forward = async (request: Request, name: string | null, keepAlive: number | null | undefined, body: string | null): Promise<Response> => {
     const models = registry.list();
-    const target = name === null ? (models.find((m) => m.state === "loaded") ?? models[0]!).name : (adapters.get(name)?.model ?? name);
+    const target = name === null ? (models.find((m) => m.state === "loaded") ?? models[0]!).name : (adapterNamed(name)?.model ?? name);
     let lease: ModelLease<ModelApp>;
     try {
       lease = await registry.acquire(target);
@@ -280,7 +299,8 @@ export function createModelRouter(registry: ModelRegistry<ModelApp>, options: Mo
       return card !== undefined ? Response.json(card) : errorResponse(404, "NotFoundError", `The model \`${id}\` does not exist.`, "model");
     }
     if (request.method === "GET" && url.pathname === "/metrics") return metrics();
-    if (request.method === "GET" && url.pathname === "/api/ps") return Response.json(ps());
+    if (request.method === "GET" && url.pathname === "/api/ps") return Response.json(await ps());
+    if (request.method === "GET" && url.pathname === "/api/tags") return Response.json(await severalModelsTags(registry.list(), (name) => registry.peek(name), adapters));
     const queryModel = url.searchParams.get("model");
     // Ollama reads a body as JSON whatever its Content-Type (its documented calls are `curl -d`), so /api/ bodies are read
     if (request.method !== "POST" || (!(request.headers.get("content-type") ?? "").includes("application/json") && !url.pathname.startsWith("/api/"))) {

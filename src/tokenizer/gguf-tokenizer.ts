@@ -13,7 +13,7 @@ import { cutRule, slicesOf } from "./encode-slices.ts";
 import { partitionSpecial } from "./special-tokens.ts";
 import { buildByteTokens, spmEncode } from "./spm.ts";
 import type { ChatMessage, ChatTemplateOptions, DecodeOptions, EncodeOptions, GrammarVocabulary, IncrementalDetokenizer, Tokenizer } from "./tokenizer.ts";
-import { isSpecialAttr, readVocab, type Vocab } from "./vocab.ts";
+import { isSpecialAttr, readVocab, readVocabInSlices, type Vocab } from "./vocab.ts";
 import { TokenAttr } from "./token-attr.ts";
 
 /** Default for decode() / createDetokenizer() without options: special tokens are hidden (vLLM's default). */
@@ -25,6 +25,11 @@ const DEFAULT_DECODE: DecodeOptions = { skipSpecialTokens: true };
  */
 export function createTokenizer(gguf: GgufFile): Tokenizer {
   return new GgufTokenizer(readVocab(gguf));
+}
+
+/** createTokenizer with `pause()` awaited every `sliceMs` of work (vocab.ts readVocabInSlices): a server's load. */
+export async function createTokenizerInSlices(gguf: GgufFile, pause: () => Promise<void>, sliceMs: number): Promise<Tokenizer> {
+  return new GgufTokenizer(await readVocabInSlices(gguf, pause, sliceMs));
 }
 
 class GgufTokenizer implements Tokenizer {

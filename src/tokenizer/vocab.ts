@@ -99,6 +99,35 @@ class MetadataReader {
 }
 
 export function readVocab(gguf: GgufFile): Vocab {
+  const steps = vocabSteps(gguf);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/**
+ * readVocab with the event loop served every `sliceMs` of work (`pause()` awaited): a 150k-token vocabulary's tables
+ * are 100-250 ms of work, which a server loading a model beside others' streams runs on its HTTP thread.
+ */
+export async function readVocabInSlices(gguf: GgufFile, pause: () => Promise<void>, sliceMs: number): Promise<Vocab> {
+  const steps = vocabSteps(gguf);
+  let sliceStart = performance.now();
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    if (performance.now() - sliceStart >= sliceMs) {
+      await pause();
+      sliceStart = performance.now();
+    }
+  }
+}
+
+/** the token loops offer a pause after this many tokens (about a millisecond of work) */
+const TOKENS_PER_STEP = 2048;
+
+/** readVocab's work, yielding between runs of TOKENS_PER_STEP tokens in its loops over the vocabulary. */
+function* vocabSteps(gguf: GgufFile): Generator<void, Vocab> {
   const md: MetadataReader = new MetadataReader(gguf); // annotated so fail() narrows types
   const modelName = md.string(KEY.tokenizerModel);
   if (modelName === null) md.fail(KEY.tokenizerModel, "missing (the file has no tokenizer)");
@@ -108,22 +137,33 @@ export function readVocab(gguf: GgufFile): Vocab {
   const tokenValues = md.array(KEY.tokens, [GgufValueType.STRING]);
   if (tokenValues === null || tokenValues.length === 0) md.fail(KEY.tokens, "missing or empty");
   const numTokens = tokenValues.length;
-  const tokens = tokenValues.map((t, i) => ((t as string) === "" ? `[EMPTY_${i}]` : (t as string)));
+  const tokens = new Array<string>(numTokens);
   const tokenToId = new Map<string, number>();
-  for (let i = 0; i < numTokens; i++) tokenToId.set(tokens[i]!, i);
+  for (let i = 0; i < numTokens; i++) {
+    const t = tokenValues[i] as string;
+    tokens[i] = t === "" ? `[EMPTY_${i}]` : t;
+    tokenToId.set(tokens[i]!, i);
+    if (i % TOKENS_PER_STEP === TOKENS_PER_STEP - 1) yield;
+  }
 
   const scores = new Float32Array(numTokens);
   const scoreValues = md.array(KEY.scores, [GgufValueType.FLOAT32, GgufValueType.INT32]);
   if (scoreValues !== null) {
     if (scoreValues.length < numTokens) md.fail(KEY.scores, `${scoreValues.length} scores for ${numTokens} tokens`);
-    for (let i = 0; i < numTokens; i++) scores[i] = scoreValues[i] as number;
+    for (let i = 0; i < numTokens; i++) {
+      scores[i] = scoreValues[i] as number;
+      if (i % TOKENS_PER_STEP === TOKENS_PER_STEP - 1) yield;
+    }
   }
 
   const attrs = new Uint16Array(numTokens).fill(TokenAttr.NORMAL);
   const typeValues = md.array(KEY.tokenType, [GgufValueType.INT32]);
   if (typeValues !== null) {
     if (typeValues.length < numTokens) md.fail(KEY.tokenType, `${typeValues.length} token types for ${numTokens} tokens`);
-    for (let i = 0; i < numTokens; i++) attrs[i] = TOKEN_TYPE_TO_ATTR[typeValues[i] as TokenType] ?? TokenAttr.UNDEFINED;
+    for (let i = 0; i < numTokens; i++) {
+      attrs[i] = TOKEN_TYPE_TO_ATTR[typeValues[i] as TokenType] ?? TokenAttr.UNDEFINED;
+      if (i % TOKENS_PER_STEP === TOKENS_PER_STEP - 1) yield;
+    }
   }
 
   let pre: PreTokenizerSpec | null = null;
@@ -140,7 +180,10 @@ export function readVocab(gguf: GgufFile): Vocab {
     cleanSpaces = spec.cleanSpaces;
     const merges = md.array(KEY.merges, [GgufValueType.STRING]);
     if (merges === null) md.fail(KEY.merges, "missing (a gpt2 tokenizer needs merges)");
-    for (let i = 0; i < merges.length; i++) if (!mergeRanks.has(merges[i] as string)) mergeRanks.set(merges[i] as string, i);
+    for (let i = 0; i < merges.length; i++) {
+      if (!mergeRanks.has(merges[i] as string)) mergeRanks.set(merges[i] as string, i);
+      if (i % TOKENS_PER_STEP === TOKENS_PER_STEP - 1) yield;
+    }
   }
   addSpacePrefix = md.bool(KEY.addSpacePrefix) ?? addSpacePrefix;
 

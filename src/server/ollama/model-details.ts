@@ -35,11 +35,12 @@ export function parameterSize(count: number): string {
   return String(count);
 }
 
-export function modelDetails(options: ServerOptions): Record<string, unknown> {
+/** `parentModel`: the base model's name for a model built with an adapter (adapter-models.ts), "" for a base model */
+export function modelDetails(options: ServerOptions, parentModel = ""): Record<string, unknown> {
   const family = String(meta(options, "general.architecture") ?? options.orchestrator.modelConfig.architecture);
   const fileType = meta(options, "general.file_type");
   return {
-    parent_model: "", format: "gguf", family, families: [family],
+    parent_model: parentModel, format: "gguf", family, families: [family],
     parameter_size: parameterSize(parameterCount(options)),
     quantization_level: typeof fileType === "number" ? (FILE_TYPES[fileType] ?? `file type ${fileType}`) : "unknown",
   };
@@ -62,17 +63,17 @@ export function capabilities(options: ServerOptions): string[] {
 }
 
 /** One /api/tags entry. */
-export function tagEntry(options: ServerOptions, name: string): Record<string, unknown> {
+export function tagEntry(options: ServerOptions, name: string, parentModel = ""): Record<string, unknown> {
   return {
     name, model: name, modified_at: new Date(options.ollama?.modifiedAtMs ?? 0).toISOString(), size: options.ollama?.fileSizeBytes ?? 0,
-    digest: modelDigest(options), details: modelDetails(options), capabilities: capabilities(options),
+    digest: modelDigest(options), details: modelDetails(options, parentModel), capabilities: capabilities(options),
   };
 }
 
 /** One /api/ps entry: fennec runs on the CPU, so size_vram is 0. */
-export function psEntry(options: ServerOptions, name: string, expiresAt: string): Record<string, unknown> {
+export function psEntry(options: ServerOptions, name: string, expiresAt: string, parentModel = ""): Record<string, unknown> {
   return {
-    name, model: name, size: options.ollama?.fileSizeBytes ?? 0, digest: modelDigest(options), details: modelDetails(options),
+    name, model: name, size: options.ollama?.fileSizeBytes ?? 0, digest: modelDigest(options), details: modelDetails(options, parentModel),
     expires_at: expiresAt, size_vram: 0, context_length: options.orchestrator.maxModelLen,
   };
 }

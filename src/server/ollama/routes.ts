@@ -30,6 +30,7 @@ import { modelParameters } from "./options-table.ts";
 import { pullRecords } from "./pull-progress.ts";
 import { bodyObject, commonFields, optionalString, type Body, type CommonFields } from "./request-fields.ts";
 import { showModel } from "./show.ts";
+import { adapterOf, adapterPsEntries, adapterTagEntries, showAdapter } from "./adapter-models.ts";
 import { OLLAMA_DOCS } from "./api-docs.ts";
 import { LOAD_MS_HEADER, routedRequests } from "../model-router.ts";
 
@@ -101,9 +102,8 @@ const DIRECT: Routed = { unloadable: false, loadMs: 0 };
  * case) runs the base model with that adapter, as the OpenAI routes pick one by `model`; else one of the served names.
  */
 function pickModel(options: ServerOptions, state: OllamaState, requested: string | undefined): { model: string; lora: { loraName?: string } } {
-  const wanted = requested === undefined || requested.trim() === "" ? null : withTag(requested.trim()).toLowerCase();
-  const adapter = wanted === null ? undefined : options.lora?.list().find((card) => withTag(card.name).toLowerCase() === wanted);
-  if (adapter !== undefined) return { model: withTag(adapter.name), lora: { loraName: adapter.name } };
+  const adapter = adapterOf(options, requested);
+  if (adapter !== null) return { model: withTag(adapter.name), lora: { loraName: adapter.name } };
   return { model: state.names.resolve(requested), lora: {} };
 }
 
@@ -222,12 +222,14 @@ export function ollamaRoutes(options: ServerOptions, track: ServerLoad["track"] 
       state.keepAlive.touch(Date.now(), keepAliveMs);
       return answer;
     }), withBody("embeddings", "Embedding, older form (Ollama)", "Ollama's /api/embeddings: one vector, not normalised."))
-    .get("/api/tags", () => ({ models: state.names.list().map((name) => tagEntry(options, name)) }), detail("tags", "List models (Ollama)", "The served model under each of its names."))
-    .get("/api/ps", () => ({ models: state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())) }), detail("ps", "Running models (Ollama)", "The served model while loaded, with the keep-alive expiry of its latest request."))
+    .get("/api/tags", () => ({ models: [...state.names.list().map((name) => tagEntry(options, name)), ...adapterTagEntries(options)] }), detail("tags", "List models (Ollama)", "The served model under each of its names, and its LoRA adapters with their parent_model."))
+    .get("/api/ps", () => ({ models: [...state.names.list().map((name) => psEntry(options, name, state.keepAlive.expiresAt())), ...adapterPsEntries(options, state.keepAlive.expiresAt())] }), detail("ps", "Running models (Ollama)", "The served model while loaded, with the keep-alive expiry of its latest request, and its LoRA adapters."))
     .post("/api/show", ({ body }) => {
       const b = bodyObject(body);
+      const adapter = adapterOf(options, modelField(b));
+      if (adapter !== null) return showAdapter(options, adapter, b["verbose"] === true);
       return showModel(options, state.names.resolve(modelField(b)), b["verbose"] === true);
-    }, withBody("show", "Show a model (Ollama)", "Details, template and GGUF metadata of the served model."))
+    }, withBody("show", "Show a model (Ollama)", "Details, template and GGUF metadata of the served model (of its base, with parent_model, for a LoRA adapter)."))
     .post("/api/pull", ({ body }) => pull(options, body), withBody("pull", "Pull a model (Ollama)", "Downloads a Hugging Face GGUF into the cache, with Ollama's NDJSON progress records."))
     .post("/api/copy", ({ body }) => {
       const b = bodyObject(body);
