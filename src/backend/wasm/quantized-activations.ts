@@ -16,6 +16,9 @@ import type { MemoryPool } from "./thread-pool.ts";
 export const MIN_PARALLEL_ROWS_ELEMENTS = 16384;
 /** Q8_0 weights' 4-token tiles read ready i16 vectors (splat_q8_i16) from this many tokens: a prefill chunk */
 const MIN_READY_I8_TOKENS = 32;
+/** A lone token's ready i16 vectors (splat_q8_i16_one, 8 bytes per column) up to this many columns: 16 KiB, half of
+ * L1, beside the weight stream (at 14,336 columns the K-quants' ready vectors left L1 and stalled it) */
+const MAX_READY_ONE_COLS = 2048;
 
 /** What quantizeActivations runs on: the kernels, the pool, the build, and the scratch the quants go to. */
 export interface QuantizeContext {
@@ -33,7 +36,7 @@ export interface QuantizedActivations {
   readonly qa16: number;
   /** splat_q8's whole quads of tokens, for the nibble kinds' 4-token tiles (0 when unused) */
   readonly quads: number;
-  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill (0 when unused) */
+  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill, or for a lone token splat_q8_i16_one's (0 when unused) */
   readonly quads16: number;
   readonly da: number;
   readonly sa32: number;
@@ -91,9 +94,11 @@ export function quantizeActivations(ctx: QuantizeContext, xp: number, numRows: n
   const tiles = numRows >= 4 && level !== "scalar";
   const useQuads = kinds.some((k) => k !== KernelKind.I8 && !readsQ8K(k)) && tiles;
   // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
-  const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && level !== "scalar";
+  // and in a decode step a short input's vectors for the matvec's single-token tile
+  const useOne16 = wide && numRows === 1 && cols <= MAX_READY_ONE_COLS && level !== "scalar";
+  const useQuads16 = (wide && numRows >= MIN_READY_I8_TOKENS && level !== "scalar") || useOne16;
   const quadsSize = quadsBytes(numRows, cols);
-  const quads16Size = useQuads16 ? quads16Bytes(numRows, cols) : 0;
+  const quads16Size = useOne16 ? cols * 8 : useQuads16 ? quads16Bytes(numRows, cols) : 0;
   const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
   const q8Bytes = q8 ? (useQuads ? quadsSize : 0) + quads16Size + qaBytes * 3 + numBlocks * 64 : 0;
   const q8kBytes = q8k ? (tiles ? quadsSize : 0) + qaBytes + numBlocks * 48 : 0; // da | bs32 | ps16 | pc16 (pool-ops.ts q8kPairsAt)
