@@ -75,6 +75,31 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
   return acc;
 }
 
+/**
+ * KIND_U4 / KIND_U5, 4 rows x 1 token on splat_q8_one's ready vectors at one (16 bytes per chunk): simdTile1's sums
+ * and terms (the same bits), each chunk's activations loaded instead of spread by a shuffle in every row group (8 of
+ * Q5_0's ~75 vector-pipe instructions per group in JSC's dump).
+ */
+// @ts-ignore: decorator
+@inline export function nibbleTile1One(kind: i32, zeroed: bool, q: usize, s: usize, m: usize, one: usize, da: usize, sa: usize, ps: usize, numGroups: i32, zeroPoint: i32): v128 {
+  const gb = <usize>(groupBytes(kind) << 2);
+  const none = i32x4.splat(0);
+  let acc = f32x4.splat(0);
+  let dp = da;
+  for (let g = 0; g < numGroups; g++) {
+    const x = groupSum(kind, zeroed, q, none, none, startPairs(kind, zeroed, ps, zeroPoint), v128.load(I16_ONES), true, one);
+    const scaleMin = scaleMinBytes(kind, s, g);
+    const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
+    acc = f32x4.add(acc, groupTerm(kind, x, x, groupScales(kind, s, g, scaleMin), offsets, dp, sa, zeroPoint));
+    dp += 4;
+    q += gb;
+    one += 128;
+    sa += 4;
+    ps += 16;
+  }
+  return acc;
+}
+
 /** 4 rows x 4 tokens (KIND_I8: activations `stride` bytes apart from qa; nibble kinds: a quad of splat_q8's vectors
  * at quad, +0, 16, 32, 48 per chunk; the tokens' sa `gstride` apart, their ps `pstride`): each weight chunk is loaded
  * (and unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */

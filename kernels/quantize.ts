@@ -335,6 +335,22 @@ export function splat_q8_i16_one(qa: usize, cols: i32, out: usize): void {
   }
 }
 
+/**
+ * The nibble kinds' single-token matvec (decode) on a short input: qa [cols] i8 -> out [cols / 4 chunks, 16 bytes],
+ * chunk c's 4 quants repeated 4 times (splat_q8's vectors of one token, packed), read by matmul-group-tiles.ts
+ * nibbleTile1One in every row group instead of a shuffle per chunk; 4 bytes per column (quantized-activations.ts
+ * MAX_READY_ONE_COLS).
+ */
+export function splat_q8_one(qa: usize, cols: i32, out: usize): void {
+  const numChunks = cols >> 2;
+  for (let c = 0; c < numChunks; c++) {
+    const p = qa + (<usize>c << 2);
+    if (ASC_FEATURE_SIMD) v128.store(out, v128.load32_splat(p));
+    else for (let k = 0; k < 16; k++) store<i8>(out + <usize>k, load<i8>(p + <usize>(k & 3)));
+    out += 16;
+  }
+}
+
 /** qa [n] i8 (from quantize_q8) -> out [n] i16: Q8_0's activations for i32x4.dot_i16x8_s (matmul-quant.ts says why). */
 export function widen_q8(qa: usize, n: i32, out: usize): void {
   let i = 0;

@@ -1,6 +1,7 @@
 /**
- * The single-token matvec (decode) on ready activation vectors (kernels/quantize.ts splat_q8_i16_one, read by
- * matmul-group-tiles.ts i8Tile1Ready for inputs up to MAX_READY_ONE_COLS columns): the same bits as the token inside a
+ * The single-token matvec (decode) on ready activation vectors (kernels/quantize.ts splat_q8_i16_one and splat_q8_one,
+ * read by matmul-group-tiles.ts i8Tile1Ready and nibbleTile1One for inputs up to MAX_READY_ONE_COLS columns): Q8_0,
+ * Q4_0, Q4_1, Q5_0 and Q5_1 (zero points and float offsets), the same bits as the token inside a
  * batch (the 4-token tiles' path), on every build (the scalar build has no ready vectors) and on 1 and 2 threads, both
  * below and above the column limit, and near the reference backend's values.
  */
@@ -17,11 +18,12 @@ const { supportsLevel } = await import("../../src/backend/wasm/kernel-module.ts"
 
 const levels = (["scalar", "simd", "relaxed-simd"] as const).filter((l) => supportsLevel(l));
 
-describe("single-token Q8_0 matvec on ready vectors", () => {
-  // 64 (two groups), 896 (qwen2.5-0.5b's hidden size), 2048 (the limit), 2080 (past it: the shuffling tile)
-  test.each([64, 896, 2048, 2080])("%d columns: token alone = token in a batch, every build and thread count", async (cols) => {
-    const wt = WEIGHT_TYPES.find((w) => w.name === "q8_0")!;
-    const random = rng(7 + cols);
+describe("single-token matvec on ready vectors", () => {
+  // 64 (two groups), 896 (qwen2.5-0.5b's hidden size), 2048 (the limit), 2080 (past it: the shuffling tiles)
+  const cases = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1"].flatMap((name) => [64, 896, 2048, 2080].map((cols) => [name, cols] as const));
+  test.each(cases)("%s, %d columns: token alone = token in a batch, every build and thread count", async (name, cols) => {
+    const wt = WEIGHT_TYPES.find((w) => w.name === name)!;
+    const random = rng(7 + cols + wt.type);
     const rows = 45; // 11 whole row groups and a partial one
     const numTokens = 6;
     const src = randomWeight(wt, rows, cols, random);
