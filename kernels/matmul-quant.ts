@@ -135,6 +135,7 @@ const TMP_ROW_BYTES: usize = 64;
       const pst = ps + <usize>t * pStride;
       if (ASC_FEATURE_SIMD && kind == KIND_I8 && ready && numTokens == 1) v128.store(target, i8Tile1Ready(q, s, quads, dat, numGroups));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4 || kind == KIND_U5) && numTokens == 1 && quads != 0) v128.store(target, nibbleTile1One(kind, zeroed, q, s, m, quads, dat, sat, pst, numGroups, zeroPoint));
+      else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K) && numTokens == 1 && quads != 0) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups, true, quads));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
       else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pairsAt + <usize>t * <usize>(numGroups << 2), numGroups));
       else if (ASC_FEATURE_SIMD) v128.store(target, simdTile1(kind, zeroed, q, s, m, qat, dat, sat, pst, numGroups, zeroPoint));
@@ -201,7 +202,8 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
  * offset (wm unused); KIND_U6G16 always has 32.
  * quads: the 4-token tiles' ready vectors of the whole quads of tokens: for the nibble kinds splat_q8's, for KIND_I8
  * splat_q8_i16's or 0 (then its tiles splat the compact i16 rows themselves: a few tokens, whose rows stay in L1);
- * with numTokens 1, for KIND_I8 splat_q8_i16_one's vectors of the token, for KIND_U4 / KIND_U5 splat_q8_one's, or 0.
+ * with numTokens 1, for KIND_I8 splat_q8_i16_one's vectors of the token, for KIND_U4 / KIND_U5 / KIND_U4K / KIND_U5K
+ * splat_q8_one's (of its q8_0 or q8_K quants), or 0.
  * tmp: per-thread scratch: 64 bytes for rows past the end, then for KIND_I8 and Q4_0 with quads 16 KiB (widenPair's
  * and unpackPair's rows of a segment, SEGMENT_GROUPS).
  */
