@@ -124,10 +124,10 @@ export const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
  * and hi (any other bits: masked here), into one token's i16 pair sums s (a0, a1: the group's 32 activations).
  */
 // @ts-ignore: decorator
-@inline export function u5Pair(p: v128, lo: v128, hi: v128, a0: v128, a1: v128, c: i32, s: v128): v128 {
+@inline export function u5Pair(p: v128, lo: v128, hi: v128, a0: v128, a1: v128, c: i32, s: v128, ready: bool = false, one: usize = 0): v128 {
   const bit = i8x16.splat(0x10);
-  s = dotChunk16(laneChunk(a0, c), v128.or(v128.and(p, i8x16.splat(0x0f)), v128.and(lo, bit)), s);
-  return dotChunk16(laneChunk(a1, c), v128.or(v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f)), v128.and(hi, bit)), s);
+  s = dotChunk16(oneChunk(a0, c, ready, one), v128.or(v128.and(p, i8x16.splat(0x0f)), v128.and(lo, bit)), s);
+  return dotChunk16(oneChunk(a1, c + 4, ready, one), v128.or(v128.and(i16x8.shr_u(p, 4), i8x16.splat(0x0f)), v128.and(hi, bit)), s);
 }
 
 /** Bytes of one chunk of a quad of tokens' ready vectors: splat_q8_i16's for KIND_I8, else splat_q8's. */
@@ -230,13 +230,22 @@ export const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
   return v128.shuffle<i32>(a, a, 3, 3, 3, 3);
 }
 
+/**
+ * Chunk j's 4 activations repeated across the vector: from a lone token's ready vectors (one: splat_q8_one, 16 bytes
+ * per chunk) by a plain load, else laneChunk of a (its chunk j & 3). ready: a constant in every caller.
+ */
+// @ts-ignore: decorator
+@inline export function oneChunk(a: v128, j: i32, ready: bool, one: usize): v128 {
+  return ready ? v128.load(one + (<usize>j << 4)) : laneChunk(a, j & 3);
+}
+
 /** A nibble kind's chunks c and c + half (one 16-byte load), added to one token's i16 pair sums s (a0, a1: the
  * group's 32 activations). */
 // @ts-ignore: decorator
-@inline export function nibblePair(kind: i32, q: usize, a0: v128, a1: v128, c: i32, plane: v128, s: v128): v128 {
+@inline export function nibblePair(kind: i32, q: usize, a0: v128, a1: v128, c: i32, plane: v128, s: v128, ready: bool = false, one: usize = 0): v128 {
   const p = v128.load(q + (<usize>c << 4));
-  s = dotChunk16(laneChunk(a0, c), lowHalfChunk(kind, p, plane, c), s);
-  return dotChunk16(laneChunk(a1, c), highHalfChunk(kind, p, plane, c), s);
+  s = dotChunk16(oneChunk(a0, c, ready, one), lowHalfChunk(kind, p, plane, c), s);
+  return dotChunk16(oneChunk(a1, c + 4, ready, one), highHalfChunk(kind, p, plane, c), s);
 }
 
 /** KIND_U6G16: a group's chunks k0 and k0 + 1 added to one token's i16 pair sums s (a: the group's 16 activations). */
@@ -250,11 +259,12 @@ export const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
  * A nibble kind's (not KIND_I8) group of 4 rows x 1 token as exact i32 sums of the 4 rows, from its quants at q and
  * the token's activations a0 (and a1: KIND_U6G16 has 16 per group, the others 32), the i16 pair sums starting at
  * `start` (startPairs), each row's pair sums weighted by its lanes of w16 (i16 [w0, w0, w1, w1, w2, w2, w3, w3]):
- * ones (I16_ONES) for the plain sums, a K-quant group's scales for sc * sum (exact: one pmaddwd either way). Unrolled by hand (binaryen does not unroll; as a loop they ran at half speed, and constant
+ * ones (I16_ONES) for the plain sums, a K-quant group's scales for sc * sum (exact: one pmaddwd either way).
+ * ready (KIND_U4 / KIND_U5, a constant): the activations from a lone token's ready vectors at one (oneChunk) instead. Unrolled by hand (binaryen does not unroll; as a loop they ran at half speed, and constant
  * chunk indices make constant shuffles).
  */
 // @ts-ignore: decorator
-@inline export function groupSum(kind: i32, zeroed: bool, q: usize, a0: v128, a1: v128, start: v128, w16: v128): v128 {
+@inline export function groupSum(kind: i32, zeroed: bool, q: usize, a0: v128, a1: v128, start: v128, w16: v128, ready: bool = false, one: usize = 0): v128 {
   const perWiden = i16Chunks(kind, zeroed);
   let x = i32x4.splat(0);
   let pairs = start;
@@ -273,19 +283,19 @@ export const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
     const r2 = i8x16.avgr_u(r1, z);
     const l1 = i8x16.add(plane, plane);
     const l2 = i8x16.add(l1, l1);
-    pairs = u5Pair(v128.load(q), plane, l1, a0, a1, 0, pairs);
-    pairs = u5Pair(v128.load(q, 16), r1, l2, a0, a1, 1, pairs);
+    pairs = u5Pair(v128.load(q), plane, l1, a0, a1, 0, pairs, ready, one);
+    pairs = u5Pair(v128.load(q, 16), r1, l2, a0, a1, 1, pairs, ready, one);
     if (perWiden == 4) { x = pairSumsBy(pairs, w16); pairs = i16x8.splat(0); }
     const l3 = i8x16.add(l2, l2);
-    pairs = u5Pair(v128.load(q, 32), r2, l3, a0, a1, 2, pairs);
-    pairs = u5Pair(v128.load(q, 48), i8x16.avgr_u(r2, z), i8x16.add(l3, l3), a0, a1, 3, pairs);
+    pairs = u5Pair(v128.load(q, 32), r2, l3, a0, a1, 2, pairs, ready, one);
+    pairs = u5Pair(v128.load(q, 48), i8x16.avgr_u(r2, z), i8x16.add(l3, l3), a0, a1, 3, pairs, ready, one);
     return perWiden == 4 ? i32x4.add(x, pairSumsBy(pairs, w16)) : pairSumsBy(pairs, w16);
   }
   // pairs of chunks into i16 sums, widened before they can overflow (every 8 or 4 chunks)
-  pairs = nibblePair(kind, q, a0, a1, 0, plane, pairs);
-  pairs = nibblePair(kind, q, a0, a1, 1, plane, pairs);
+  pairs = nibblePair(kind, q, a0, a1, 0, plane, pairs, ready, one);
+  pairs = nibblePair(kind, q, a0, a1, 1, plane, pairs, ready, one);
   if (perWiden == 4) { x = pairSumsBy(pairs, w16); pairs = i16x8.splat(0); }
-  pairs = nibblePair(kind, q, a0, a1, 2, plane, pairs);
-  pairs = nibblePair(kind, q, a0, a1, 3, plane, pairs);
+  pairs = nibblePair(kind, q, a0, a1, 2, plane, pairs, ready, one);
+  pairs = nibblePair(kind, q, a0, a1, 3, plane, pairs, ready, one);
   return perWiden == 4 ? i32x4.add(x, pairSumsBy(pairs, w16)) : pairSumsBy(pairs, w16);
 }

@@ -19,15 +19,16 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
     if (kind == KIND_I8) {
       // a loop over pairs of chunks (unrolled it ran at 60%): one plain load of their 8 i16 activations, each pair
       // of quants spread to every lane by a shuffle (JSC computes a splat load's address apart: 3 instructions)
+      // two independent i32 sums (exact: the same total), as i8Tile1Ready's
       for (let c = 0; c < 8; c += 2) {
-        const wa = v128.load(q + (<usize>c << 4));
-        const wb = v128.load(q + (<usize>c << 4), 16);
+        const w = q + (<usize>c << 4);
         const a = v128.load(qa + (<usize>c << 3));
-        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(wa), laneChunk(a, 0));
-        x = dotHalfI16(x, i16x8.extend_high_i8x16_s(wa), laneChunk(a, 1));
-        x = dotHalfI16(x, i16x8.extend_low_i8x16_s(wb), laneChunk(a, 2));
-        x = dotHalfI16(x, i16x8.extend_high_i8x16_s(wb), laneChunk(a, 3));
+        x = dotHalfI16(x, v128.load8x8_s(w), laneChunk(a, 0));
+        y = dotHalfI16(y, v128.load8x8_s(w, 8), laneChunk(a, 1));
+        x = dotHalfI16(x, v128.load8x8_s(w, 16), laneChunk(a, 2));
+        y = dotHalfI16(y, v128.load8x8_s(w, 24), laneChunk(a, 3));
       }
+      x = i32x4.add(x, y);
     } else {
       x = groupSum(kind, zeroed, q, v128.load(qa), gs == 32 ? v128.load(qa, 16) : i32x4.splat(0), startPairs(kind, zeroed, ps, zeroPoint), v128.load(I16_ONES));
     }
@@ -38,6 +39,61 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
     dp += kind == KIND_U6G16 ? <usize>((g & 1) << 2) : 4;
     q += gb;
     qa += <usize>(gs * actBytes(kind));
+    sa += 4;
+    ps += 16;
+  }
+  return acc;
+}
+
+/**
+ * KIND_I8, 4 rows x 1 token on splat_q8_i16_one's ready vectors at one (32 bytes per chunk): simdTile1's integer sums
+ * and f32 terms (the same bits), the activation pairs loaded instead of spread by a shuffle for every row group (the
+ * shuffles were 4 of the 16 vector-pipe instructions per 32 products in JSC's dump).
+ */
+// @ts-ignore: decorator
+@inline export function i8Tile1Ready(q: usize, s: usize, one: usize, da: usize, numGroups: i32): v128 {
+  let acc = f32x4.splat(0);
+  let dp = da;
+  for (let g = 0; g < numGroups; g++) {
+    // four independent i32 sums (one chain of 16 adds per group bound the loop at a cycle each), added at the end:
+    // exact, so the same sums
+    let x0 = i32x4.splat(0), x1 = x0, x2 = x0, x3 = x0;
+    for (let c = 0; c < 8; c += 2) {
+      const wa = v128.load(q);
+      const wb = v128.load(q, 16);
+      x0 = dotHalfI16(x0, i16x8.extend_low_i8x16_s(wa), v128.load(one));
+      x1 = dotHalfI16(x1, i16x8.extend_high_i8x16_s(wa), v128.load(one, 16));
+      x2 = dotHalfI16(x2, i16x8.extend_low_i8x16_s(wb), v128.load(one, 32));
+      x3 = dotHalfI16(x3, i16x8.extend_high_i8x16_s(wb), v128.load(one, 48));
+      q += 32;
+      one += 64;
+    }
+    const x = i32x4.add(i32x4.add(x0, x1), i32x4.add(x2, x3));
+    acc = f32x4.add(acc, groupTerm(KIND_I8, x, x, groupScales(KIND_I8, s, g, x), x, dp, 0, 0));
+    dp += 4;
+  }
+  return acc;
+}
+
+/**
+ * KIND_U4 / KIND_U5, 4 rows x 1 token on splat_q8_one's ready vectors at one (16 bytes per chunk): simdTile1's sums
+ * and terms (the same bits), each chunk's activations loaded instead of spread by a shuffle in every row group (8 of
+ * Q5_0's ~75 vector-pipe instructions per group in JSC's dump).
+ */
+// @ts-ignore: decorator
+@inline export function nibbleTile1One(kind: i32, zeroed: bool, q: usize, s: usize, m: usize, one: usize, da: usize, sa: usize, ps: usize, numGroups: i32, zeroPoint: i32): v128 {
+  const gb = <usize>(groupBytes(kind) << 2);
+  const none = i32x4.splat(0);
+  let acc = f32x4.splat(0);
+  let dp = da;
+  for (let g = 0; g < numGroups; g++) {
+    const x = groupSum(kind, zeroed, q, none, none, startPairs(kind, zeroed, ps, zeroPoint), v128.load(I16_ONES), true, one);
+    const scaleMin = scaleMinBytes(kind, s, g);
+    const offsets = hasOffsets(kind, zeroPoint) ? groupOffsets(kind, s, m, g, scaleMin) : i32x4.splat(0);
+    acc = f32x4.add(acc, groupTerm(kind, x, x, groupScales(kind, s, g, scaleMin), offsets, dp, sa, zeroPoint));
+    dp += 4;
+    q += gb;
+    one += 128;
     sa += 4;
     ps += 16;
   }

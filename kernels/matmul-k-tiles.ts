@@ -12,7 +12,7 @@
 // |imin| <= 8 * 63 * 32 * 127 = 2.05e6: all far inside i32. The i16 pair sums are the kernels' usual ones (i16Chunks).
 // f32(isc) rounds above 2^24 (relative 6e-8), the same in every build.
 import { KIND_U4K, KIND_U6G16, groupBytes, halfChunks, superblockBytes, superblockShift } from "./block-layouts";
-import { dot16, dotChunk16, groupSum, highBits, highHalfChunk, i16Chunks, lane4, laneChunk, lowHalfChunk, pairSumsBy, u6Chunk, u6Chunk3 } from "./matmul-chunks";
+import { dot16, dotChunk16, groupSum, highBits, highHalfChunk, i16Chunks, lane4, laneChunk, lowHalfChunk, oneChunk, pairSumsBy, u6Chunk, u6Chunk3 } from "./matmul-chunks";
 import { QUAD_CHUNK_BYTES, QUAD_SUMS_BYTES } from "./quantize";
 
 /** A row quad's 4 i16 scales, lanes 4 * half .. 4 * half + 3 of sc16 (half constant), as pair weights [sc0, sc0, sc1, sc1, ..]. */
@@ -83,10 +83,12 @@ import { QUAD_CHUNK_BYTES, QUAD_SUMS_BYTES } from "./quantize";
 
 /**
  * KIND_U4K / KIND_U5K, 4 rows x 1 token: per superblock 8 groups' sc * isum and m * bsum as i32 (bs: the token's
- * bsum per 32, quantize_q8k's bs32), then kTerm with the superblock's d and -dmin and the token's dy.
+ * bsum per 32, quantize_q8k's bs32), then kTerm with the superblock's d and -dmin and the token's dy. ready (a
+ * constant): the activations from splat_q8_one's ready vectors of the token at one (matmul-chunks.ts oneChunk), the
+ * same sums.
  */
 // @ts-ignore: decorator
-@inline export function kTile1(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: usize, numGroups: i32): v128 {
+@inline export function kTile1(kind: i32, q: usize, s: usize, qa: usize, da: usize, bs: usize, numGroups: i32, ready: bool = false, one: usize = 0): v128 {
   const gb = <usize>(groupBytes(kind) << 2);
   let acc = f32x4.splat(0);
   for (let b = 0; b < (numGroups >> 3); b++) {
@@ -94,10 +96,11 @@ import { QUAD_CHUNK_BYTES, QUAD_SUMS_BYTES } from "./quantize";
     let p = s + 32;
     for (let j = 0; j < 8; j++) {
       const w16 = kScales16(v128.load8x8_u(p));
-      if (kind == KIND_U4K) isc = i32x4.add(isc, u4kGroup8(q, v128.load(qa), v128.load(qa, 16), w16));
-      else isc = i32x4.add(isc, groupSum(kind, false, q, v128.load(qa), v128.load(qa, 16), i16x8.splat(0), w16));
+      if (kind == KIND_U4K) isc = i32x4.add(isc, u4kGroup8(q, ready ? i32x4.splat(0) : v128.load(qa), ready ? i32x4.splat(0) : v128.load(qa, 16), w16, ready, one));
+      else isc = i32x4.add(isc, groupSum(kind, false, q, ready ? i32x4.splat(0) : v128.load(qa), ready ? i32x4.splat(0) : v128.load(qa, 16), i16x8.splat(0), w16, ready, one));
       q += gb;
       qa += 32;
+      one += 128;
       p += 8;
     }
     // the mins per pair of groups: one pmaddwd of [m_j, m_j+1] per row against [bsum_j, bsum_j+1] (i16: |bsum| <=
@@ -124,20 +127,20 @@ import { QUAD_CHUNK_BYTES, QUAD_SUMS_BYTES } from "./quantize";
  * is at most 8 * 8 * 63 * 60960 / 8 per group, 8 * 30.7e6 per superblock: inside i32.
  */
 // @ts-ignore: decorator
-@inline export function u4kGroup8(q: usize, a0: v128, a1: v128, w16: v128): v128 {
+@inline export function u4kGroup8(q: usize, a0: v128, a1: v128, w16: v128, ready: bool = false, one: usize = 0): v128 {
   const lo = i8x16.splat(0x0f);
   const hiMask = i8x16.splat(<i8>0xf0);
   const z = i8x16.splat(0);
   const p0 = v128.load(q), p1 = v128.load(q, 16), p2 = v128.load(q, 32), p3 = v128.load(q, 48);
-  let s = dot16(laneChunk(a0, 0), v128.and(p0, lo));
-  s = dotChunk16(laneChunk(a0, 1), v128.and(p1, lo), s);
-  s = dotChunk16(laneChunk(a0, 2), v128.and(p2, lo), s);
-  s = dotChunk16(laneChunk(a0, 3), v128.and(p3, lo), s);
+  let s = dot16(oneChunk(a0, 0, ready, one), v128.and(p0, lo));
+  s = dotChunk16(oneChunk(a0, 1, ready, one), v128.and(p1, lo), s);
+  s = dotChunk16(oneChunk(a0, 2, ready, one), v128.and(p2, lo), s);
+  s = dotChunk16(oneChunk(a0, 3, ready, one), v128.and(p3, lo), s);
   let x = pairSumsBy(s, i16x8.mul(w16, i16x8.splat(8)));
-  x = i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 0), i8x16.avgr_u(v128.and(p0, hiMask), z)), w16));
-  x = i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 1), i8x16.avgr_u(v128.and(p1, hiMask), z)), w16));
-  x = i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 2), i8x16.avgr_u(v128.and(p2, hiMask), z)), w16));
-  return i32x4.add(x, pairSumsBy(dot16(laneChunk(a1, 3), i8x16.avgr_u(v128.and(p3, hiMask), z)), w16));
+  x = i32x4.add(x, pairSumsBy(dot16(oneChunk(a1, 4, ready, one), i8x16.avgr_u(v128.and(p0, hiMask), z)), w16));
+  x = i32x4.add(x, pairSumsBy(dot16(oneChunk(a1, 5, ready, one), i8x16.avgr_u(v128.and(p1, hiMask), z)), w16));
+  x = i32x4.add(x, pairSumsBy(dot16(oneChunk(a1, 6, ready, one), i8x16.avgr_u(v128.and(p2, hiMask), z)), w16));
+  return i32x4.add(x, pairSumsBy(dot16(oneChunk(a1, 7, ready, one), i8x16.avgr_u(v128.and(p3, hiMask), z)), w16));
 }
 
 /** kTile1: imin += m * bsum of groups 2k and 2k + 1 (k constant; their factor bytes at p + 16k, the bsums i16 in bs16). */

@@ -98,13 +98,17 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
   if (qa16 !== 0) k.widen_q8(qa, n * cols, qa16 + from * cols * 2);
   // quads: [numTokens / 4, cols / 4, 4, 16] bytes of vectors, then quad_sums' [numTokens / 4, cols / 32, 32] bytes
   const quads = a[at + QUANTIZE_ARGS.quads]!;
-  if (quads !== 0) {
+  // a lone token's vectors packed (splat_q8_one: matmul_quant reads them so when numTokens is 1), no quad_sums
+  if (quads !== 0 && a[at + QUANTIZE_ARGS.numTokens] === 1) k.splat_q8_one(qa, cols, quads);
+  else if (quads !== 0) {
     k.splat_q8(qa, n, cols, quads + (from >> 2) * cols * 16);
     const sumsAt = (a[at + QUANTIZE_ARGS.numTokens]! >> 2) * cols * 16 + (from >> 2) * (cols >> 5) * QUAD_SUMS_BYTES;
     k.quad_sums(a[at + QUANTIZE_ARGS.da]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, n, cols, quads + sumsAt);
   }
   const quads16 = a[at + QUANTIZE_ARGS.quads16]!;
-  if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * QUAD_I16_BYTES_PER_COLUMN); // no quad_sums
+  // a lone token's vectors packed (splat_q8_i16_one: matmul_quant reads them so when numTokens is 1)
+  if (quads16 !== 0 && a[at + QUANTIZE_ARGS.numTokens] === 1) k.splat_q8_i16_one(qa, cols, quads16);
+  else if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * QUAD_I16_BYTES_PER_COLUMN); // no quad_sums
 }
 
 /**

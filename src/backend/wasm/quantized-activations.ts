@@ -16,6 +16,9 @@ import type { MemoryPool } from "./thread-pool.ts";
 export const MIN_PARALLEL_ROWS_ELEMENTS = 16384;
 /** Q8_0 weights' 4-token tiles read ready i16 vectors (splat_q8_i16) from this many tokens: a prefill chunk */
 const MIN_READY_I8_TOKENS = 32;
+/** A lone token's ready vectors (splat_q8_i16_one, 8 bytes per column; splat_q8_one, 4) up to this many bytes: half
+ * of L1, beside the weight stream (at 14,336 columns the K-quants' ready vectors, 56 KiB, left L1 and stalled it) */
+const MAX_READY_ONE_BYTES = 16 << 10;
 
 /** What quantizeActivations runs on: the kernels, the pool, the build, and the scratch the quants go to. */
 export interface QuantizeContext {
@@ -33,7 +36,7 @@ export interface QuantizedActivations {
   readonly qa16: number;
   /** splat_q8's whole quads of tokens, for the nibble kinds' 4-token tiles (0 when unused) */
   readonly quads: number;
-  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill (0 when unused) */
+  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill, or for a lone token splat_q8_i16_one's (0 when unused) */
   readonly quads16: number;
   readonly da: number;
   readonly sa32: number;
@@ -90,17 +93,24 @@ export function quantizeActivations(ctx: QuantizeContext, xp: number, numRows: n
   // the nibble kinds' 4-token tiles read splat_q8's quads (the scalar build has no 4-token tiles)
   const tiles = numRows >= 4 && level !== "scalar";
   const useQuads = kinds.some((k) => k !== KernelKind.I8 && !readsQ8K(k)) && tiles;
+  // and in a decode step Q4_0 / Q4_1 / Q5_0 / Q5_1's single-token tile a short input's vectors (splat_q8_one)
+  const useOne8 = numRows === 1 && cols * 4 <= MAX_READY_ONE_BYTES && level !== "scalar" && kinds.some((k) => k === KernelKind.U4 || k === KernelKind.U5);
+  // and Q4_K / Q5_K's (of the q8_K quants)
+  const useOneK = numRows === 1 && cols * 4 <= MAX_READY_ONE_BYTES && level !== "scalar" && kinds.some((k) => k === KernelKind.U4K || k === KernelKind.U5K);
   // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
-  const useQuads16 = wide && numRows >= MIN_READY_I8_TOKENS && level !== "scalar";
-  const quadsSize = quadsBytes(numRows, cols);
-  const quads16Size = useQuads16 ? quads16Bytes(numRows, cols) : 0;
+  // and in a decode step a short input's vectors for the matvec's single-token tile
+  const useOne16 = wide && numRows === 1 && cols * 8 <= MAX_READY_ONE_BYTES && level !== "scalar";
+  const useQuads16 = (wide && numRows >= MIN_READY_I8_TOKENS && level !== "scalar") || useOne16;
+  const quadsSize = useOne8 ? cols * 4 : quadsBytes(numRows, cols);
+  const quads16Size = useOne16 ? cols * 8 : useQuads16 ? quads16Bytes(numRows, cols) : 0;
   const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
-  const q8Bytes = q8 ? (useQuads ? quadsSize : 0) + quads16Size + qaBytes * 3 + numBlocks * 64 : 0;
-  const q8kBytes = q8k ? (tiles ? quadsSize : 0) + qaBytes + numBlocks * 48 : 0; // da | bs32 | ps16 | pc16 (pool-ops.ts q8kPairsAt)
+  const q8Bytes = q8 ? (useQuads || useOne8 ? quadsSize : 0) + quads16Size + qaBytes * 3 + numBlocks * 64 : 0;
+  const kQuadsSize = useOneK ? cols * 4 : tiles ? quadsBytes(numRows, cols) : 0;
+  const q8kBytes = q8k ? kQuadsSize + qaBytes + numBlocks * 48 : 0; // da | bs32 | ps16 | pc16 (pool-ops.ts q8kPairsAt)
   const base = scratch.ensure(q8Bytes + q8kBytes);
-  const quads = useQuads ? base : 0;
-  const quads16 = useQuads16 ? base + (useQuads ? quadsSize : 0) : 0;
-  const qa = base + (useQuads ? quadsSize : 0) + quads16Size;
+  const quads = useQuads || useOne8 ? base : 0;
+  const quads16 = useQuads16 ? base + (useQuads || useOne8 ? quadsSize : 0) : 0;
+  const qa = base + (useQuads || useOne8 ? quadsSize : 0) + quads16Size;
   const da = qa + qaBytes;
   const sa32 = da + numBlocks * 4;
   const sa16 = sa32 + numBlocks * 4;
@@ -116,8 +126,8 @@ export function quantizeActivations(ctx: QuantizeContext, xp: number, numRows: n
   let k: Q8KActivations | null = null;
   if (q8k) {
     const kBase = base + q8Bytes;
-    const kQuads = tiles ? kBase : 0;
-    const kQa = kBase + (tiles ? quadsSize : 0);
+    const kQuads = kQuadsSize > 0 ? kBase : 0;
+    const kQa = kBase + kQuadsSize;
     const kDa = kQa + qaBytes;
     const bs32 = kDa + numBlocks * 4;
     const kPs16 = bs32 + numBlocks * 4;
