@@ -38,6 +38,7 @@ export enum PoolOp {
   RmsNorm = 11,
   SwigluOai = 12,
   LoraDelta = 13,
+  MatmulExperts = 14,
 }
 
 /**
@@ -222,6 +223,10 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       k.lora_delta(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, start * group, Math.min(end * group, ctl[a + 6]!), ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, scratch + 64);
       return;
     }
+    case PoolOp.MatmulExperts:
+      // units: the entries' row groups; args table, numEntries, cols (kernels/moe-experts.ts; the table in the kernels' memory)
+      k.matmul_experts(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, start, end, scratch);
+      return;
     case PoolOp.Exit:
       return;
   }

@@ -16,6 +16,7 @@ import { warmUpKernels } from "./kernel-warm-up.ts";
 import { copyKvBlocksIn, copyKvBlocksOut, kvBytesPerPositionPerLayerPart, kvPartAddress, type KvState } from "./kv-cache-layout.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT, TILE_SCRATCH_BYTES } from "./pool-ops.ts";
 import { activationArgs, MIN_PARALLEL_ROWS_ELEMENTS, quantizeActivations } from "./quantized-activations.ts";
+import { type GroupedMatmulContext, groupedMatmul, RegionScratch } from "./expert-matmul.ts";
 import { Scratch } from "./scratch.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
@@ -50,6 +51,8 @@ export class WasmBackend implements Backend {
   private readonly activations: Scratch;
   /** matmulEach's inputs after the first, one scratch each */
   private readonly eachActivations: Scratch[] = [];
+  /** matmulGrouped's context (expert-matmul.ts), made on first use */
+  private grouped: GroupedMatmulContext | null = null;
   private readonly ints: Scratch;
   private readonly threadScratch: Scratch;
   /** two cos/sin tables: gemma3's sliding and global layers alternate between two rope bases */
@@ -231,6 +234,12 @@ export class WasmBackend implements Backend {
       return;
     }
     this.matmulQuantized(outs.map((o) => asBuffer(o).ptr), weights, xs.map((x) => asBuffer(x).ptr), numRows);
+  }
+
+  /** A prefill's routed experts, each projection's groups as one pool op (expert-matmul.ts). */
+  matmulGrouped(outs: readonly DeviceBuffer[], ws: readonly (readonly Weight[])[], x: DeviceBuffer, offsets: Int32Array): void {
+    this.grouped ??= { k: this.k, pool: this.pool, heap: this.heap, level: this.level, regions: new RegionScratch(this.heap), table: new Scratch(this.heap), threadScratch: () => this.threadScratch.ptr, tileScratch: () => this.setThreadScratch(TILE_SCRATCH_BYTES / 4), matmul: (o, w, xb, n) => this.matmul(o, w, xb, n) };
+    groupedMatmul(this.grouped, outs.map(asBuffer), ws.map((p) => p.map(asWeight)), asBuffer(x), offsets);
   }
 
   /** the activations scratch of matmulEach's input i (input 0 shares matmulShared's) */

@@ -1,0 +1,36 @@
+// The routed experts of a prefill chunk in one pool op, as ggml-cpu.c ggml_compute_forward_mul_mat_id runs every
+// chosen expert's rows in one op: a table of entries, one per (expert weight, the rows routed to it), whose row
+// groups of 4 are the op's work units, one entry after another. A unit range runs matmul_quant on the part of each
+// entry it covers, with that entry's own token count and quantized rows, so every entry's bits are matmul's on its
+// rows alone. The table lives in the kernels' memory (more entries than the pool's control block holds: gate and up
+// of up to 128 experts), so the kernel reads it, not the threads' JS.
+import { matmul_quant } from "./matmul-quant";
+
+/** i32 per entry: matmul_quant's arguments in the pool's GROUP_ROW order (pool-ops.ts), then the entry's tokens */
+const ENTRY_INTS: i32 = 14;
+const KIND = 0, OUT = 1, WQ = 2, WS = 3, WM = 4, ROWS = 5, ZERO_POINT = 6, ACTS = 7, SA = 8, QS = 9, QUADS = 10, FIRST_UNIT = 11, DA = 12, TOKENS = 13;
+
+// @ts-ignore: decorator
+@inline function field(entry: usize, i: i32): i32 {
+  return load<i32>(entry + (<usize>i << 2));
+}
+
+/** Work units [start, end) of the entries at table (numEntries x ENTRY_INTS i32, firstUnit ascending), cols shared. */
+export function matmul_experts(table: usize, numEntries: i32, cols: i32, start: i32, end: i32, tmp: usize): void {
+  for (let i = 0; i < numEntries; i++) {
+    const e = table + <usize>(i * ENTRY_INTS * 4);
+    const first = field(e, FIRST_UNIT);
+    if (first >= end) return;
+    const rows = field(e, ROWS);
+    const from = max(start, first);
+    const to = min(end, first + ((rows + 3) >> 2));
+    if (from >= to) continue;
+    matmul_quant(field(e, KIND), field(e, OUT), field(e, WQ), field(e, WS), field(e, WM), field(e, ACTS), field(e, DA), field(e, SA),
+      rows, cols, field(e, TOKENS), field(e, ZERO_POINT), field(e, QS), field(e, QUADS), from - first, to - first, tmp);
+  }
+}
+
+/** i32 per entry of matmul_experts' table (the host lays the table out) */
+export function experts_entry_ints(): i32 {
+  return ENTRY_INTS;
+}

@@ -1,0 +1,78 @@
+/**
+ * matmulGrouped (a prefill's routed experts in one dispatch per projection, src/backend/wasm/expert-matmul.ts): every
+ * group's rows through its own weights give the bits of one matmul on those rows alone, whatever the groups' sizes
+ * (1, 3, 4, 5, 13 rows: tails outside the 4-token tiles, an empty group), the kinds (q4_k_m's q4_k and q6_k, q8_0,
+ * mxfp4, f32, which falls back to one matmul each), the thread count and the build, in grown memory.
+ */
+import { describe, expect, test } from "bun:test";
+import type { Backend, DeviceBuffer, Weight } from "../../src/backend/backend.ts";
+import { WEIGHT_TYPES } from "../../src/tensor/dtypes.ts";
+import { randomFloats, randomWeight } from "../conformance/random-weights.ts";
+import { rng } from "../helpers/prng.ts";
+import { ensureKernels } from "./ensure-kernels.ts";
+
+await ensureKernels();
+const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");
+
+const SIZES = [3, 1, 0, 13, 4, 5];
+const COLS = 512;
+
+/** each group's rows alone through matmul, at the same rows of a fresh buffer */
+async function alone(be: Backend, w: readonly Weight[], x: Float32Array, offsets: Int32Array): Promise<Float32Array> {
+  const rows = w[0]!.rows;
+  const want = new Float32Array(offsets.at(-1)! * rows);
+  for (let g = 0; g + 1 < offsets.length; g++) {
+    const n = offsets[g + 1]! - offsets[g]!;
+    if (n === 0) continue;
+    const xb = be.alloc(n * COLS);
+    be.write(xb, x.subarray(offsets[g]! * COLS, offsets[g + 1]! * COLS));
+    const out = be.alloc(n * rows);
+    be.matmul(out, w[g]!, xb, n);
+    want.set(await be.read(out, n * rows), offsets[g]! * rows);
+  }
+  return want;
+}
+
+describe("matmulGrouped", () => {
+  test.each([["q4_k", "q6_k"], ["q8_0", "q4_0"], ["mxfp4", "mxfp4"], ["f32", "q4_k"]])("%s gate / up and %s down: each group's rows give matmul's bits alone, on 1 and 3 threads, every build", async (upName, downName) => {
+    const random = rng(7);
+    const type = (name: string) => WEIGHT_TYPES.find((w) => w.name === name)!;
+    const offsets = Int32Array.from([0, ...SIZES.map((_, i) => SIZES.slice(0, i + 1).reduce((a, b) => a + b, 0))]);
+    const total = offsets.at(-1)!;
+    // per group: gate and up [36 x 512] (rows not a multiple of 8), down [512 x 36 -> padded]: down reads 64 cols
+    const gateSrc = SIZES.map(() => randomWeight(type(upName), 36, COLS, random));
+    const upSrc = SIZES.map(() => randomWeight(type(upName), 36, COLS, random));
+    const downSrc = SIZES.map(() => randomWeight(type(downName), 20, COLS, random));
+    const x = randomFloats(total * COLS, random);
+    const results: Float32Array[] = [];
+    for (const simd of ["scalar", "simd", "relaxed-simd"] as const) {
+      for (const threads of [1, 3]) {
+        const be = await createWasmBackend({ threads, simd });
+        be.alloc(16 << 20); // grow the memory past its size when the threads started
+        const [gates, ups, downs] = [gateSrc, upSrc, downSrc].map((ss) => ss.map((s) => be.loadWeight(s)));
+        const xb = be.alloc(total * COLS);
+        be.write(xb, x);
+        const outs: DeviceBuffer[] = [be.alloc(total * 36), be.alloc(total * 36)];
+        be.matmulGrouped(outs, [gates!, ups!], xb, offsets);
+        const down = be.alloc(total * 20);
+        be.matmulGrouped([down], [downs!], xb, offsets);
+        const got = [await be.read(outs[0]!, total * 36), await be.read(outs[1]!, total * 36), await be.read(down, total * 20)];
+        expect(got[0]).toEqual(await alone(be, gates!, x, offsets));
+        expect(got[1]).toEqual(await alone(be, ups!, x, offsets));
+        expect(got[2]).toEqual(await alone(be, downs!, x, offsets));
+        results.push(...got);
+        be.dispose();
+      }
+    }
+    // the same bits on every thread count (each build may round its own way)
+    for (let i = 0; i < results.length; i += 6) for (let j = 0; j < 3; j++) expect(results[i + 3 + j]).toEqual(results[i + j]!);
+  });
+
+  test("projections and groups that do not match are refused with one line", async () => {
+    const be = await createWasmBackend({ threads: 1 });
+    const w = be.loadWeight(randomWeight(WEIGHT_TYPES.find((t) => t.name === "q8_0")!, 8, COLS, rng(1)));
+    const xb = be.alloc(4 * COLS);
+    expect(() => be.matmulGrouped([be.alloc(32)], [[w, w]], xb, Int32Array.of(0, 4))).toThrow(/matmulGrouped: 1 projections of 2 weights for 1 outputs and 1 groups/);
+    be.dispose();
+  });
+});
