@@ -30,7 +30,29 @@ export function matmul_experts(table: usize, numEntries: i32, cols: i32, start: 
   }
 }
 
-/** i32 per entry of matmul_experts' table (the host lays the table out) */
-export function experts_entry_ints(): i32 {
-  return ENTRY_INTS;
+/**
+ * out [numRows, cols] = sum over slots s < k of weights[r * k + s] * src [numRows * k, cols] row r * k + s, in slot
+ * order from 0, each product and each sum rounded to f32 (llama-graph.cpp build_moe_ffn: ggml_mul by the weights, then
+ * ggml_add of each slot's view in turn): the same bits four lanes at a time as one by one.
+ */
+export function weighted_row_sum(out: usize, src: usize, weights: usize, numRows: i32, k: i32, cols: i32): void {
+  const rowBytes = <usize>cols << 2;
+  const vecCols = ASC_FEATURE_SIMD ? cols & ~3 : 0;
+  for (let r = 0; r < numRows; r++) {
+    const o = out + <usize>r * rowBytes;
+    const s0 = src + <usize>(r * k) * rowBytes;
+    const w0 = weights + (<usize>(r * k) << 2);
+    if (ASC_FEATURE_SIMD) {
+      for (let c = 0; c < vecCols; c += 4) {
+        let sum = f32x4.splat(0);
+        for (let j = 0; j < k; j++) sum = f32x4.add(sum, f32x4.mul(f32x4.splat(load<f32>(w0 + (<usize>j << 2))), v128.load(s0 + <usize>j * rowBytes + (<usize>c << 2))));
+        v128.store(o + (<usize>c << 2), sum);
+      }
+    }
+    for (let c = vecCols; c < cols; c++) {
+      let sum: f32 = 0;
+      for (let j = 0; j < k; j++) sum += load<f32>(w0 + (<usize>j << 2)) * load<f32>(s0 + <usize>j * rowBytes + (<usize>c << 2));
+      store<f32>(o + (<usize>c << 2), sum);
+    }
+  }
 }

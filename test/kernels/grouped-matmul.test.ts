@@ -2,7 +2,8 @@
  * matmulGrouped (a prefill's routed experts in one dispatch per projection, src/backend/wasm/expert-matmul.ts): every
  * group's rows through its own weights give the bits of one matmul on those rows alone, whatever the groups' sizes
  * (1, 3, 4, 5, 13 rows: tails outside the 4-token tiles, an empty group), the kinds (q4_k_m's q4_k and q6_k, q8_0,
- * mxfp4, f32, which falls back to one matmul each), the thread count and the build, in grown memory.
+ * mxfp4, f32, which falls back to one matmul each), the thread count and the build, in grown memory. And
+ * weightedRowSum (the k slots' outputs times their weights, kernels/moe-experts.ts) against the sums in f32 one by one.
  */
 import { describe, expect, test } from "bun:test";
 import type { Backend, DeviceBuffer, Weight } from "../../src/backend/backend.ts";
@@ -74,5 +75,31 @@ describe("matmulGrouped", () => {
     const xb = be.alloc(4 * COLS);
     expect(() => be.matmulGrouped([be.alloc(32)], [[w, w]], xb, Int32Array.of(0, 4))).toThrow(/matmulGrouped: 1 projections of 2 weights for 1 outputs and 1 groups/);
     be.dispose();
+  });
+});
+
+describe("weightedRowSum", () => {
+  test("k = 8 slots over 3 rows of 70 columns (a tail past the 4-lane vectors): the f32 products and sums in slot order, every build", async () => {
+    const random = rng(3);
+    const [numRows, k, cols] = [3, 8, 70];
+    const src = randomFloats(numRows * k * cols, random);
+    const weights = randomFloats(numRows * k, random);
+    const want = new Float32Array(numRows * cols);
+    for (let r = 0; r < numRows; r++) {
+      for (let c = 0; c < cols; c++) {
+        let sum = 0;
+        for (let j = 0; j < k; j++) sum = Math.fround(sum + Math.fround(weights[r * k + j]! * src[(r * k + j) * cols + c]!));
+        want[r * cols + c] = sum;
+      }
+    }
+    for (const simd of ["scalar", "simd", "relaxed-simd"] as const) {
+      const be = await createWasmBackend({ threads: 1, simd });
+      const sb = be.alloc(src.length);
+      be.write(sb, src);
+      const out = be.alloc(numRows * cols);
+      be.weightedRowSum(out, sb, weights, numRows, k, cols);
+      expect(await be.read(out, numRows * cols)).toEqual(want);
+      be.dispose();
+    }
   });
 });

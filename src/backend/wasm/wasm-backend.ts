@@ -411,18 +411,11 @@ export class WasmBackend implements Backend {
     rowIds.forEach((id, i) => floats.copyWithin(d + id * cols, s + i * cols, s + (i + 1) * cols));
   }
 
-  /** on the calling thread: k * cols multiply-adds per row, small beside the experts' matmuls */
+  /** on the calling thread (kernels/moe-experts.ts): k * cols multiply-adds per row, small beside the experts' matmuls */
   weightedRowSum(out: DeviceBuffer, src: DeviceBuffer, weights: Float32Array, numRows: number, k: number, cols: number): void {
-    const floats = this.heap.floats;
-    const s = asBuffer(src).ptr / 4;
-    const o = asBuffer(out).ptr / 4;
-    for (let r = 0; r < numRows; r++) {
-      for (let c = 0; c < cols; c++) {
-        let sum = 0;
-        for (let j = 0; j < k; j++) sum = Math.fround(sum + Math.fround(weights[r * k + j]! * floats[s + (r * k + j) * cols + c]!));
-        floats[o + r * cols + c] = sum;
-      }
-    }
+    const at = this.ints.ensure(numRows * k * 4);
+    this.heap.floats.set(weights.subarray(0, numRows * k), at / 4);
+    this.k.weighted_row_sum(asBuffer(out).ptr, asBuffer(src).ptr, at, numRows, k, cols);
   }
 
   gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
