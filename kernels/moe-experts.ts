@@ -6,9 +6,10 @@
 // of up to 128 experts), so the kernel reads it, not the threads' JS.
 import { matmul_quant } from "./matmul-quant";
 
-/** i32 per entry: matmul_quant's arguments in the pool's GROUP_ROW order (pool-ops.ts), then the entry's tokens */
-const ENTRY_INTS: i32 = 14;
-const KIND = 0, OUT = 1, WQ = 2, WS = 3, WM = 4, ROWS = 5, ZERO_POINT = 6, ACTS = 7, SA = 8, QS = 9, QUADS = 10, FIRST_UNIT = 11, DA = 12, TOKENS = 13;
+/** i32 per entry: matmul_quant's arguments in the pool's GROUP_ROW order (pool-ops.ts), then the entry's tokens and
+ * its bias (f32 [rows], 0: none; gpt-oss's experts, ggml_add_id) */
+const ENTRY_INTS: i32 = 15;
+const KIND = 0, OUT = 1, WQ = 2, WS = 3, WM = 4, ROWS = 5, ZERO_POINT = 6, ACTS = 7, SA = 8, QS = 9, QUADS = 10, FIRST_UNIT = 11, DA = 12, TOKENS = 13, BIAS = 14;
 
 // @ts-ignore: decorator
 @inline function field(entry: usize, i: i32): i32 {
@@ -25,8 +26,19 @@ export function matmul_experts(table: usize, numEntries: i32, cols: i32, start: 
     const from = max(start, first);
     const to = min(end, first + ((rows + 3) >> 2));
     if (from >= to) continue;
-    matmul_quant(field(e, KIND), field(e, OUT), field(e, WQ), field(e, WS), field(e, WM), field(e, ACTS), field(e, DA), field(e, SA),
-      rows, cols, field(e, TOKENS), field(e, ZERO_POINT), field(e, QS), field(e, QUADS), from - first, to - first, tmp);
+    const out = field(e, OUT);
+    const numTokens = field(e, TOKENS);
+    matmul_quant(field(e, KIND), out, field(e, WQ), field(e, WS), field(e, WM), field(e, ACTS), field(e, DA), field(e, SA),
+      rows, cols, numTokens, field(e, ZERO_POINT), field(e, QS), field(e, QUADS), from - first, to - first, tmp);
+    const bias = <usize>field(e, BIAS);
+    if (bias == 0) continue;
+    // then these rows' bias, as the separate add_bias after the matmul adds it (one f32 add per value)
+    const r0 = (from - first) << 2;
+    const r1 = min(rows, (to - first) << 2);
+    for (let t = 0; t < numTokens; t++) {
+      const o = <usize>out + (<usize>(t * rows) << 2);
+      for (let r = r0; r < r1; r++) store<f32>(o + (<usize>r << 2), load<f32>(o + (<usize>r << 2)) + load<f32>(bias + (<usize>r << 2)));
+    }
   }
 }
 

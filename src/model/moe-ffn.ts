@@ -105,7 +105,7 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
   if (bias !== null) b.addBias(s.logits, bias.router, numRows);
   const { ids, weights } = routeExperts(await b.read(s.logits, numRows * moe.expertCount), numRows, moe);
   if (numRows === 1 && b.matmulShared) oneRowExperts(b, moe, dim, w, s, x, ids);
-  else if (b.matmulGrouped && bias === null) groupedExperts(b, moe, dim, w, s, x, ids);
+  else if (b.matmulGrouped) groupedExperts(b, moe, dim, w, s, x, ids);
   else for (const group of groupByExpert(ids, k, moe.expertCount)) {
     const count = group.rows.length;
     b.gatherRows(s.xe, x, group.rows, dim);
@@ -144,10 +144,12 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
  * another, as many experts at a time as the scratch's rows hold (a chunk's N rows x k slots take about k batches), and
  * each batch's gate and up as one grouped matmul (every expert's rows quantized once for both, all their row groups
  * in one dispatch: ggml's mul_mat_id over the chosen experts), one activation over all the rows, the downs as one
- * grouped matmul, the rows scattered to their (row, slot) places. Each expert's bits are those of the per-expert path.
+ * grouped matmul, the rows scattered to their (row, slot) places; gpt-oss's biases are added inside the grouped ops.
+ * Each expert's bits are those of the per-expert path.
  */
 function groupedExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles, s: MoeScratch, x: DeviceBuffer, ids: Int32Array): void {
   const h = moe.expertHiddenDim;
+  const bias = w.biases;
   const capacity = Math.floor(s.xe.length / dim);
   const groups = groupByExpert(ids, moe.expertUsedCount, moe.expertCount);
   for (let i = 0; i < groups.length;) {
@@ -164,10 +166,12 @@ function groupedExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandle
       slotIds.set(g.slots, offsets[j]!);
       offsets[j + 1] = offsets[j]! + g.rows.length;
     });
+    const of = (ws: readonly Weight[]) => batch.map((g) => ws[g.expert]!);
     b.gatherRows(s.xe, x, rowIds, dim);
-    b.matmulGrouped!([s.gate, s.up], [batch.map((g) => w.gate[g.expert]!), batch.map((g) => w.up[g.expert]!)], s.xe, offsets);
-    b.siluMul(s.act, s.gate, s.up, rows * h);
-    b.matmulGrouped!([s.ye], [batch.map((g) => w.down[g.expert]!)], s.act, offsets);
+    b.matmulGrouped!([s.gate, s.up], [of(w.gate), of(w.up)], s.xe, offsets, bias === null ? null : [of(bias.gate), of(bias.up)]);
+    if (bias === null) b.siluMul(s.act, s.gate, s.up, rows * h);
+    else b.swigluOai!(s.act, s.gate, s.up, rows * h, OAI_ALPHA, OAI_LIMIT);
+    b.matmulGrouped!([s.ye], [of(w.down)], s.act, offsets, bias === null ? null : [of(bias.down)]);
     b.scatterRows!(s.slots, s.ye, slotIds, dim);
   }
 }

@@ -16,6 +16,8 @@ await ensureKernels();
 const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");
 
 const SIZES = [3, 1, 0, 13, 4, 5];
+/** an f32 tensor's GGUF bytes as floats */
+const wtDequant = (data: Uint8Array, out: Float32Array) => out.set(new Float32Array(data.buffer, data.byteOffset, out.length));
 const COLS = 512;
 
 /** each group's rows alone through matmul, at the same rows of a fresh buffer */
@@ -67,6 +69,35 @@ describe("matmulGrouped", () => {
     }
     // the same bits on every thread count (each build may round its own way)
     for (let i = 0; i < results.length; i += 6) for (let j = 0; j < 3; j++) expect(results[i + 3 + j]).toEqual(results[i + j]!);
+  });
+
+  test.each(["mxfp4", "q4_k", "f32"])("%s with biases (gpt-oss): each group's rows give matmul then addBias's bits, on 1 and 3 threads, scalar and relaxed SIMD", async (name) => {
+    const random = rng(11);
+    const offsets = Int32Array.from([0, ...SIZES.map((_, i) => SIZES.slice(0, i + 1).reduce((a, b) => a + b, 0))]);
+    const total = offsets.at(-1)!;
+    const f32 = WEIGHT_TYPES.find((w) => w.name === "f32")!;
+    const wSrc = SIZES.map(() => randomWeight(WEIGHT_TYPES.find((w) => w.name === name)!, 36, COLS, random));
+    const bSrc = SIZES.map(() => randomWeight(f32, 1, 36, random));
+    const x = randomFloats(total * COLS, random);
+    for (const simd of ["scalar", "relaxed-simd"] as const) {
+      for (const threads of [1, 3]) {
+        const be = await createWasmBackend({ threads, simd });
+        const ws = wSrc.map((s) => be.loadWeight(s));
+        const bs = bSrc.map((s) => be.loadWeight(s));
+        const xb = be.alloc(total * COLS);
+        be.write(xb, x);
+        const out = be.alloc(total * 36);
+        be.matmulGrouped([out], [ws], xb, offsets, [bs]);
+        const want = await alone(be, ws, x, offsets);
+        for (let g = 0; g < SIZES.length; g++) {
+          const b = new Float32Array(36);
+          wtDequant(bSrc[g]!.data, b);
+          for (let r = offsets[g]!; r < offsets[g + 1]!; r++) for (let c = 0; c < 36; c++) want[r * 36 + c] = Math.fround(want[r * 36 + c]! + b[c]!);
+        }
+        expect(await be.read(out, total * 36)).toEqual(want);
+        be.dispose();
+      }
+    }
   });
 
   test("projections and groups that do not match are refused with one line", async () => {

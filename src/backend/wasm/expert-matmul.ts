@@ -15,9 +15,10 @@ import type { MemoryPool } from "./thread-pool.ts";
 import type { WasmHeap } from "./wasm-memory.ts";
 import { WasmBuffer, type WasmWeight } from "./wasm-weight.ts";
 
-/** i32 per table entry: GROUP_ROW's fields, then the entry's token count (kernels/moe-experts.ts ENTRY_INTS) */
-const ENTRY_INTS = 14;
+/** i32 per table entry: GROUP_ROW's fields, then the entry's token count and bias (kernels/moe-experts.ts ENTRY_INTS) */
+const ENTRY_INTS = 15;
 const ENTRY_TOKENS = 13;
+const ENTRY_BIAS = 14;
 /** Below this many multiply-adds the op runs on the calling thread (wasm-backend.ts MIN_PARALLEL_MACS) */
 const MIN_PARALLEL_MACS = 1 << 16;
 
@@ -62,18 +63,23 @@ export interface GroupedMatmulContext {
   readonly threadScratch: () => number;
   /** asks for the tiles' per-thread scratch (wasm-backend.ts setThreadScratch(TILE_SCRATCH_BYTES / 4)) */
   readonly tileScratch: () => void;
-  /** the backend's matmul, for weights the table cannot take (f32, or of other cols) */
+  /** the backend's matmul and addBias, for weights the table cannot take (f32, or of other cols) */
   readonly matmul: (out: WasmBuffer, w: WasmWeight, x: WasmBuffer, numRows: number) => void;
+  readonly addBias: (x: WasmBuffer, bias: WasmWeight, numRows: number) => void;
 }
 
 /**
- * outs[j] rows [offsets[g], offsets[g + 1]) = x's same rows . ws[j][g]^T, for every group g and projection j, as one
- * pool op (or on this thread when small). Weights that are not all quantized with the same cols run one matmul each.
+ * outs[j] rows [offsets[g], offsets[g + 1]) = x's same rows . ws[j][g]^T (+ biases[j][g]), for every group g and
+ * projection j, as one pool op (or on this thread when small). Weights that are not all quantized with the same cols
+ * run one matmul (and addBias) each.
  */
-export function groupedMatmul(ctx: GroupedMatmulContext, outBuffers: readonly WasmBuffer[], ws: readonly (readonly WasmWeight[])[], xb: WasmBuffer, offsets: Int32Array): void {
+export function groupedMatmul(ctx: GroupedMatmulContext, outBuffers: readonly WasmBuffer[], ws: readonly (readonly WasmWeight[])[], xb: WasmBuffer, offsets: Int32Array, biases: readonly (readonly WasmWeight[])[] | null): void {
   const numGroups = offsets.length - 1;
   const cols = ws[0]?.[0]?.cols ?? 0;
   if (ws.length !== outBuffers.length || ws.some((p) => p.length !== numGroups)) throw new Error(`matmulGrouped: ${ws.length} projections of ${ws.map((p) => p.length).join(", ")} weights for ${outBuffers.length} outputs and ${numGroups} groups`);
+  if (biases !== null && (biases.length !== ws.length || biases.some((p, j) => p.length !== numGroups || p.some((b, g) => b.quant !== null || b.rows * b.cols !== ws[j]![g]!.rows)))) {
+    throw new Error("matmulGrouped: the biases must be float tensors of each weight's rows, one per weight");
+  }
   if (numGroups < 1) return;
   const outs = outBuffers.map((o) => o.ptr);
   const x = xb.ptr;
@@ -81,7 +87,12 @@ export function groupedMatmul(ctx: GroupedMatmulContext, outBuffers: readonly Wa
     for (let g = 0; g < numGroups; g++) {
       const first = offsets[g]!;
       const n = offsets[g + 1]! - first;
-      if (n > 0) ws.forEach((p, j) => ctx.matmul(new WasmBuffer(outs[j]! + first * p[g]!.rows * 4, n * p[g]!.rows), p[g]!, new WasmBuffer(x + first * cols * 4, n * cols), n));
+      if (n === 0) continue;
+      ws.forEach((p, j) => {
+        const out = new WasmBuffer(outs[j]! + first * p[g]!.rows * 4, n * p[g]!.rows);
+        ctx.matmul(out, p[g]!, new WasmBuffer(x + first * p[g]!.cols * 4, n * p[g]!.cols), n);
+        if (biases !== null) ctx.addBias(out, biases[j]![g]!, n);
+      });
     }
     return;
   }
@@ -116,6 +127,7 @@ export function groupedMatmul(ctx: GroupedMatmulContext, outBuffers: readonly Wa
       table[e + GROUP_ROW.firstUnit] = units;
       table[e + GROUP_ROW.da] = args.da;
       table[e + ENTRY_TOKENS] = n;
+      table[e + ENTRY_BIAS] = biases === null ? 0 : biases[j]![g]!.f32Ptr;
       units += Math.ceil(w.rows / 4);
       macs += w.rows * cols * n;
     });

@@ -237,9 +237,9 @@ export class WasmBackend implements Backend {
   }
 
   /** A prefill's routed experts, each projection's groups as one pool op (expert-matmul.ts). */
-  matmulGrouped(outs: readonly DeviceBuffer[], ws: readonly (readonly Weight[])[], x: DeviceBuffer, offsets: Int32Array): void {
-    this.grouped ??= { k: this.k, pool: this.pool, heap: this.heap, level: this.level, regions: new RegionScratch(this.heap), table: new Scratch(this.heap), threadScratch: () => this.threadScratch.ptr, tileScratch: () => this.setThreadScratch(TILE_SCRATCH_BYTES / 4), matmul: (o, w, xb, n) => this.matmul(o, w, xb, n) };
-    groupedMatmul(this.grouped, outs.map(asBuffer), ws.map((p) => p.map(asWeight)), asBuffer(x), offsets);
+  matmulGrouped(outs: readonly DeviceBuffer[], ws: readonly (readonly Weight[])[], x: DeviceBuffer, offsets: Int32Array, biases: readonly (readonly Weight[])[] | null = null): void {
+    this.grouped ??= { k: this.k, pool: this.pool, heap: this.heap, level: this.level, regions: new RegionScratch(this.heap), table: new Scratch(this.heap), threadScratch: () => this.threadScratch.ptr, tileScratch: () => this.setThreadScratch(TILE_SCRATCH_BYTES / 4), matmul: (o, w, xb, n) => this.matmul(o, w, xb, n), addBias: (o, b, n) => this.addBias(o, b, n) };
+    groupedMatmul(this.grouped, outs.map(asBuffer), ws.map((p) => p.map(asWeight)), asBuffer(x), offsets, biases?.map((p) => p.map(asWeight)) ?? null);
   }
 
   /** the activations scratch of matmulEach's input i (input 0 shares matmulShared's) */
