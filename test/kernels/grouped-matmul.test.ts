@@ -1,7 +1,8 @@
 /**
  * matmulGrouped (a prefill's routed experts in one dispatch per projection, src/backend/wasm/expert-matmul.ts): every
  * group's rows through its own weights give the bits of one matmul on those rows alone, whatever the groups' sizes
- * (1, 3, 4, 5, 13 rows: tails outside the 4-token tiles, an empty group), the kinds (q4_k_m's q4_k and q6_k, q8_0,
+ * (1, 3, 4, 5, 13, 37 rows: tails outside the 4-token tiles, an empty group, one large enough for its quantization to
+ * go to the threads; 20 such groups, more than one batch of quantizations), the kinds (q4_k_m's q4_k and q6_k, q8_0,
  * mxfp4, f32, which falls back to one matmul each), the thread count and the build, in grown memory. And
  * weightedRowSum (the k slots' outputs times their weights, kernels/moe-experts.ts) against the sums in f32 one by one.
  */
@@ -15,7 +16,7 @@ import { ensureKernels } from "./ensure-kernels.ts";
 await ensureKernels();
 const { createWasmBackend } = await import("../../src/backend/wasm/wasm-backend.ts");
 
-const SIZES = [3, 1, 0, 13, 4, 5];
+const SIZES = [3, 1, 0, 37, 13, 4, 5];
 /** an f32 tensor's GGUF bytes as floats */
 const wtDequant = (data: Uint8Array, out: Float32Array) => out.set(new Float32Array(data.buffer, data.byteOffset, out.length));
 const COLS = 512;
@@ -98,6 +99,23 @@ describe("matmulGrouped", () => {
         be.dispose();
       }
     }
+  });
+
+  test.each([["q4_k"], ["q8_0"]])("%s: 20 groups of 33 rows (their quantizations in two batches) give matmul's bits alone, on 3 threads", async (name) => {
+    const random = rng(5);
+    const sizes = Array.from({ length: 20 }, () => 33);
+    const offsets = Int32Array.from([0, ...sizes.map((_, i) => 33 * (i + 1))]);
+    const total = offsets.at(-1)!;
+    const src = sizes.map(() => randomWeight(WEIGHT_TYPES.find((w) => w.name === name)!, 12, COLS, random));
+    const x = randomFloats(total * COLS, random);
+    const be = await createWasmBackend({ threads: 3 });
+    const ws = src.map((s) => be.loadWeight(s));
+    const xb = be.alloc(total * COLS);
+    be.write(xb, x);
+    const out = be.alloc(total * 12);
+    be.matmulGrouped([out], [ws], xb, offsets);
+    expect(await be.read(out, total * 12)).toEqual(await alone(be, ws, x, offsets));
+    be.dispose();
   });
 
   test("projections and groups that do not match are refused with one line", async () => {

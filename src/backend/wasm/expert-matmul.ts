@@ -7,7 +7,7 @@
  * @example groupedMatmul(ctx, [gatePtr, upPtr], [gates, ups], xPtr, offsets);
  */
 import type { KernelExports } from "./kernel-module.ts";
-import { GROUP_ROW, PoolOp } from "./pool-ops.ts";
+import { GROUP_ROW, MAX_QUANTIZE_BATCH, PoolOp, QUANTIZE_ARGS, QUANTIZE_BATCH_INTS } from "./pool-ops.ts";
 import { activationArgs, quantizeActivations, type QuantizedActivations } from "./quantized-activations.ts";
 import { Scratch } from "./scratch.ts";
 import type { SimdLevel } from "./simd-levels.ts";
@@ -138,15 +138,36 @@ export function groupedMatmul(ctx: GroupedMatmulContext, outBuffers: readonly Wa
   else ctx.k.matmul_experts(base, entries, cols, 0, units, ctx.threadScratch());
 }
 
-/** Each group's rows quantized for its weights' kinds, in regions of their own (null: an empty group). */
+/**
+ * Each group's rows quantized for its weights' kinds, in regions of their own (null: an empty group). The groups that
+ * quantizeActivations would spread over the threads one op each are collected and run MAX_QUANTIZE_BATCH to an op
+ * (pool-ops.ts QuantizeBatch): a chunk's 128 experts were as many small dispatches.
+ */
 function quantizeGroups(ctx: GroupedMatmulContext, ws: readonly (readonly WasmWeight[])[], x: number, offsets: Int32Array, cols: number): (QuantizedActivations | null)[] {
+  const pending: number[][] = [];
+  // stands in for the pool: keeps each spread quantization's arguments (QUANTIZE_ARGS) for the batches below
+  const collect = { numThreads: ctx.pool.numThreads, run: (_op: PoolOp, args: readonly number[]) => pending.push([...args]) } as unknown as MemoryPool;
   for (;;) {
     ctx.regions.reset();
+    pending.length = 0;
     const acts = Array.from({ length: offsets.length - 1 }, (_, g) => {
       const n = offsets[g + 1]! - offsets[g]!;
       if (n <= 0) return null;
-      return quantizeActivations({ k: ctx.k, pool: ctx.pool, level: ctx.level, scratch: ctx.regions }, x + offsets[g]! * cols * 4, n, cols, ws.map((p) => p[g]!.quant!.kind));
+      return quantizeActivations({ k: ctx.k, pool: collect, level: ctx.level, scratch: ctx.regions }, x + offsets[g]! * cols * 4, n, cols, ws.map((p) => p[g]!.quant!.kind));
     });
-    if (!ctx.regions.moved) return acts;
+    if (ctx.regions.moved) continue;
+    for (let i = 0; i < pending.length; i += MAX_QUANTIZE_BATCH) {
+      const batch = pending.slice(i, i + MAX_QUANTIZE_BATCH);
+      const table = new Int32Array(1 + batch.length * QUANTIZE_BATCH_INTS);
+      table[0] = batch.length;
+      let units = 0;
+      batch.forEach((args, j) => {
+        table.set(args, 1 + j * QUANTIZE_BATCH_INTS);
+        table[1 + j * QUANTIZE_BATCH_INTS + QUANTIZE_BATCH_INTS - 1] = units;
+        units += Math.ceil(args[QUANTIZE_ARGS.numTokens]! / 4);
+      });
+      ctx.pool.run(PoolOp.QuantizeBatch, [], units, undefined, table);
+    }
+    return acts;
   }
 }
