@@ -2,7 +2,10 @@
  * fennec vs llama.cpp on the same GGUF, same thread count, same prompt ids, greedy, run alternately (fennec, llama.cpp,
  * fennec, ...) so both see the same machine load. Prints prefill and decode tokens/s of both and the ratios
  * fennec / llama.cpp (best of --rounds for each figure: on shared machines the best run is the least disturbed one).
- * Usage: bun run bench:compare -- --model F [--threads T] [--prompt 128] [--gen 64] [--rounds 2] [--json] [--device cpu|webgpu]
+ * --cpu-time rates both sides by the process's CPU time (user + system, every thread) instead of wall time: at
+ * --threads 1 on a shared machine that leaves out the time other processes held the core (llama.cpp's evaluation
+ * runs on its own thread of this process while the JS thread waits idle); above 1 thread spinning threads count too.
+ * Usage: bun run bench:compare -- --model F [--threads T] [--prompt 128] [--gen 64] [--rounds 2] [--json] [--device cpu|webgpu] [--cpu-time]
  * --json prints {"fennec":{"prefill_tps":..,"decode_tps":..},"llamacpp":{...},"ratio":{"prefill":..,"decode":..}}.
  */
 import { parseArgs } from "node:util";
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "2" },
     json: { type: "boolean", default: false },
     device: { type: "string", default: "cpu" },
+    "cpu-time": { type: "boolean", default: false },
   },
 });
 
@@ -48,6 +52,9 @@ if (values.device !== "cpu" && values.device !== "webgpu") fail(`--device ${valu
 const log = (line: string) => {
   if (!values.json) process.stdout.write(`${line}\n`);
 };
+
+/** ms now: the process's CPU time (--cpu-time), else wall time */
+const clock = values["cpu-time"] ? () => { const c = process.cpuUsage(); return (c.user + c.system) / 1000; } : () => performance.now();
 
 // ---- fennec: the model runner on the chosen backend ----
 await ensureKernels();
@@ -77,15 +84,15 @@ runner.allocateKvCache(numBlocks, blockSize);
 const blockTable = Int32Array.from({ length: numBlocks }, (_, i) => i);
 
 async function runFennec(): Promise<Rates> {
-  const tStart = performance.now();
+  const tStart = clock();
   let out = await runner.execute({ sequences: [{ tokenIds: Int32Array.from(promptIds), startPos: 0, blockTable, logits: "last" }] });
   let next = argmax(out.logits);
-  const tFirst = performance.now();
+  const tFirst = clock();
   for (let i = 1; i < genLen; i++) {
     out = await runner.execute({ sequences: [{ tokenIds: Int32Array.of(next), startPos: promptLen + i - 1, blockTable, logits: "last" }] });
     next = argmax(out.logits);
   }
-  const tEnd = performance.now();
+  const tEnd = clock();
   return { prefill_tps: promptLen / ((tFirst - tStart) / 1000), decode_tps: (genLen - 1) / ((tEnd - tFirst) / 1000) };
 }
 
@@ -97,14 +104,14 @@ const sequence = context.getSequence();
 
 async function runLlama(): Promise<Rates> {
   await sequence.clearHistory();
-  const tStart = performance.now();
+  const tStart = clock();
   let tFirst = 0;
   let n = 0;
   for await (const _token of sequence.evaluate(promptIds as Token[], { temperature: 0 })) {
-    if (n === 0) tFirst = performance.now();
+    if (n === 0) tFirst = clock();
     if (++n === genLen) break;
   }
-  const tEnd = performance.now();
+  const tEnd = clock();
   return { prefill_tps: promptLen / ((tFirst - tStart) / 1000), decode_tps: (genLen - 1) / ((tEnd - tFirst) / 1000) };
 }
 
@@ -134,7 +141,7 @@ await llama.dispose();
 if (values.json) {
   process.stdout.write(`${JSON.stringify({ fennec, llamacpp, ratio })}\n`);
 } else {
-  log(`best of ${rounds}, prompt ${promptLen}, gen ${genLen}, threads ${threads}:`);
+  log(`best of ${rounds}, prompt ${promptLen}, gen ${genLen}, threads ${threads}${values["cpu-time"] ? ", process CPU time" : ""}:`);
   log(`             prefill tok/s   decode tok/s`);
   log(`fennec       ${fennec.prefill_tps.toFixed(1).padStart(13)}   ${fennec.decode_tps.toFixed(1).padStart(12)}`);
   log(`llama.cpp    ${llamacpp.prefill_tps.toFixed(1).padStart(13)}   ${llamacpp.decode_tps.toFixed(1).padStart(12)}`);

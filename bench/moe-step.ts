@@ -11,7 +11,11 @@
  * in one process, alternating rounds, and the time per layer is set against the ratio of bytes read per layer.
  * With --threads 1 every figure is the calling thread's CPU time (all the work runs on it): on a shared machine that
  * leaves out the time other processes held the core (as bench/step-time.ts does).
- * Usage: bun run bench/moe-step.ts --model F [--dense F2] [--threads 2] [--context 128] [--reps 16] [--rounds 3] [--warmup 3]
+ * With --prefill N the same split is taken of N-token prompt chunks instead (each round a new sequence's prompt), with
+ * the routed experts' multiply-adds per second (N * k * 3 * expertHiddenDim * dim a layer over the experts' time).
+ * --per-expert hides the backend's matmulGrouped, so several rows run each expert on its own (the path before it),
+ * for a side-by-side run.
+ * Usage: bun run bench/moe-step.ts --model F [--dense F2] [--threads 2] [--context 128] [--reps 16] [--rounds 3] [--warmup 3] [--prefill N] [--per-expert]
  */
 import { parseArgs } from "node:util";
 import { openModelGguf } from "../src/gguf/model-source.ts";
@@ -32,11 +36,13 @@ const { values } = parseArgs({
     reps: { type: "string", default: "16" },
     rounds: { type: "string", default: "3" },
     warmup: { type: "string", default: "3" },
+    prefill: { type: "string", default: "0" },
+    "per-expert": { type: "boolean", default: false },
   },
 });
-const [threads, context, reps, rounds, warmup] = [values.threads, values.context, values.reps, values.rounds, values.warmup].map(Number) as [number, number, number, number, number];
-if (values.model === undefined || ![threads, context, reps, rounds].every((n) => Number.isInteger(n) && n > 0) || !(Number.isInteger(warmup) && warmup >= 0)) {
-  process.stderr.write("usage: bun run bench/moe-step.ts --model F [--dense F2] [--threads 2] [--context 128] [--reps 16] [--rounds 3] [--warmup 3]\n");
+const [threads, context, reps, rounds, warmup, prefill] = [values.threads, values.context, values.reps, values.rounds, values.warmup, values.prefill].map(Number) as [number, number, number, number, number, number];
+if (values.model === undefined || ![threads, context, reps, rounds].every((n) => Number.isInteger(n) && n > 0) || ![warmup, prefill].every((n) => Number.isInteger(n) && n >= 0)) {
+  process.stderr.write("usage: bun run bench/moe-step.ts --model F [--dense F2] [--threads 2] [--context 128] [--reps 16] [--rounds 3] [--warmup 3] [--prefill N]\n");
   process.exit(2);
 }
 
@@ -62,7 +68,7 @@ const ATTENTION_OPS = new Set(["rope", "kvStore", "attention", "scale"]);
 /** ops that need no weight and belong to the part that ran before them (an activation, a read-back, a copy) */
 const INHERIT_OPS = new Set(["siluMul", "geluMul", "swigluOai", "read", "gatherRows", "scatterRows", "weightedRowSum"]);
 /** the weight argument's index of each op that takes one (matmulShared: a list) */
-const WEIGHT_ARG: Record<string, number> = { embed: 1, rmsNorm: 2, matmul: 1, matmulShared: 1, matmulEach: 1, addBias: 1 };
+const WEIGHT_ARG: Record<string, number> = { embed: 1, rmsNorm: 2, matmul: 1, matmulShared: 1, matmulEach: 1, matmulGrouped: 1, addBias: 1 };
 
 interface Bench {
   readonly label: string;
@@ -82,7 +88,7 @@ async function open(path: string): Promise<Bench> {
   const model = loadModel(gguf.value);
   if (!model.ok) throw new Error(model.error);
   const { config, weights } = model.value;
-  const numBlocks = Math.ceil((context + warmup + rounds * reps + 1) / 16);
+  const numBlocks = Math.ceil((Math.max(context + warmup + rounds * reps, prefill) + 1) / 16);
   const placement = placeModel(config, weights, {
     maxNumSeqs: 1, maxNumBatchedTokens: 128, maxModelLen: null, blockSize: 16, kvCacheMemoryBytes: null,
     numKvBlocksOverride: numBlocks, enablePrefixCaching: false, threads, device: "cpu",
@@ -90,6 +96,7 @@ async function open(path: string): Promise<Bench> {
   if (!placement.ok) throw new Error(placement.error);
   const backend = await createBackend({ kind: "wasm", threads, memoryPlan: placement.value.plan });
   const bench: Bench = { label: config.name, config, runner: undefined as unknown as Runner, ms: new Map(), bytes: new Map(), times: [], timing: false };
+  if (values["per-expert"]) (backend as { matmulGrouped?: unknown }).matmulGrouped = undefined;
   instrument(backend, bench);
   const runner = new Runner(config, weights, backend);
   runner.allocateKvCache(numBlocks, 16);
@@ -111,7 +118,7 @@ function instrument(backend: Backend, bench: Bench): void {
   /** the weights one step read (a step's first use of each counts its bytes) */
   const seen = new Set<Weight>();
   const target = backend as unknown as Record<string, (...args: unknown[]) => unknown>;
-  for (const name of ["embed", "rmsNorm", "matmul", "matmulShared", "matmulEach", "addBias", "rope", "kvStore", "attention", "scale", "add", ...INHERIT_OPS]) {
+  for (const name of ["embed", "rmsNorm", "matmul", "matmulShared", "matmulEach", "matmulGrouped", "addBias", "rope", "kvStore", "attention", "scale", "add", ...INHERIT_OPS]) {
     const f = target[name];
     if (typeof f !== "function") continue;
     const bound = f.bind(backend);
@@ -119,7 +126,7 @@ function instrument(backend: Backend, bench: Bench): void {
       let part: Part = "other";
       if (name in WEIGHT_ARG) {
         const arg = args[WEIGHT_ARG[name]!];
-        const ws = (Array.isArray(arg) ? arg : [arg]) as Weight[];
+        const ws = (Array.isArray(arg) ? arg.flat() : [arg]) as Weight[];
         part = partOf(source.get(ws[0]!)?.name ?? "");
         if (bench.timing) {
           for (const w of ws) {
@@ -148,7 +155,7 @@ function instrument(backend: Backend, bench: Bench): void {
 
 /** fills the cache to --context with one prompt chunk per 128 tokens */
 async function fill(b: Bench): Promise<void> {
-  const table = Int32Array.from({ length: Math.ceil((context + warmup + rounds * reps + 1) / 16) }, (_, i) => i);
+  const table = Int32Array.from({ length: Math.ceil((Math.max(context + warmup + rounds * reps, prefill) + 1) / 16) }, (_, i) => i);
   for (let p = 0; p < context; p += 128) {
     const n = Math.min(128, context - p);
     await b.runner.execute({ sequences: [{ tokenIds: Int32Array.from({ length: n }, (_, i) => 300 + (((p + i) * 7919) % (b.config.vocabSize - 300))), startPos: p, blockTable: table, logits: "last" }] });
@@ -173,13 +180,31 @@ async function decodeSteps(b: Bench, n: number, timed: boolean): Promise<void> {
   }
 }
 
+/** --prefill: n prompts of `prefill` tokens, each from position 0 (over the same blocks) */
+let prompts = 0;
+async function prefillSteps(b: Bench, n: number, timed: boolean): Promise<void> {
+  const table = (b as { table?: Int32Array }).table!;
+  for (let i = 0; i < n; i++) {
+    const seed = ++prompts;
+    (b as { resetSeen?: () => void }).resetSeen!();
+    if (timed) b.bytes.clear();
+    b.timing = timed;
+    const t = clock();
+    await b.runner.execute({ sequences: [{ tokenIds: Int32Array.from({ length: prefill }, (_, j) => 300 + (((seed * 104729 + j) * 7919) % (b.config.vocabSize - 300))), startPos: 0, blockTable: table, logits: "last" }] });
+    const ms = clock() - t;
+    b.timing = false;
+    if (timed) b.times.push(ms);
+  }
+}
+const step = prefill > 0 ? prefillSteps : decodeSteps;
+
 const benches = [await open(values.model)];
 if (values.dense !== undefined) benches.push(await open(values.dense));
 for (const b of benches) {
   await fill(b);
-  await decodeSteps(b, warmup, false);
+  await step(b, warmup, false);
 }
-for (let r = 0; r < rounds; r++) for (const b of benches) await decodeSteps(b, reps, true);
+for (let r = 0; r < rounds; r++) for (const b of benches) await step(b, reps, true);
 
 const fmt = (x: number, d = 2) => x.toFixed(d);
 const MB = 1e6;
@@ -190,7 +215,7 @@ for (const b of benches) {
   const inOps = [...b.ms.values()].reduce((a, x) => a + x, 0) / n;
   b.ms.set("untimed JS", mean * n - inOps * n);
   const totalBytes = [...b.bytes.values()].reduce((a, x) => a + x, 0);
-  process.stdout.write(`\n${b.label}: decode step at context ${context}${threads === 1 ? " (thread CPU time)" : ""}, ${n} steps (${rounds} rounds of ${reps}): best ${fmt(sorted[0]!)} / median ${fmt(sorted[n >> 1]!)} / mean ${fmt(mean)} ms; ${fmt(totalBytes / MB, 1)} MB of weights read per token\n`);
+  process.stdout.write(`\n${b.label}: ${prefill > 0 ? `prefill of ${prefill} tokens` : `decode step at context ${context}`}${threads === 1 ? " (thread CPU time)" : ""}, ${n} steps (${rounds} rounds of ${reps}): best ${fmt(sorted[0]!)} / median ${fmt(sorted[n >> 1]!)} / mean ${fmt(mean)} ms; ${fmt(totalBytes / MB, 1)} MB of weights read per token\n`);
   process.stdout.write(`  ${"part".padEnd(12)} ${"ms/step".padStart(8)} ${"share".padStart(6)} ${"MB/token".padStart(9)} ${"GB/s".padStart(6)}\n`);
   for (const part of PARTS) {
     const ms = (b.ms.get(part) ?? 0) / n;
@@ -207,6 +232,11 @@ for (const b of benches) {
     const t = performance.now();
     for (let i = 0; i < 2000; i++) routeExperts(logits, 1, moe);
     const each = (performance.now() - t) / 2000;
+    const experts = (b.ms.get("experts") ?? 0) / n;
+    if (prefill > 0 && experts > 0) {
+      const macs = prefill * moe.expertUsedCount * 3 * moe.expertHiddenDim * b.config.dim * b.config.numLayers;
+      process.stdout.write(`  routed experts: ${fmt(macs / (experts / 1000) / 1e9, 1)} G multiply-adds/s (${prefill} x ${moe.expertUsedCount} rows x 3 projections a layer)\n`);
+    }
     process.stdout.write(`  routing (softmax + top-${moe.expertUsedCount} of ${moe.expertCount}) alone: ${fmt(each * 1000, 1)} us a row, ${fmt(each * b.config.numLayers, 3)} ms a step\n`);
   }
 }

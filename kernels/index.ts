@@ -10,6 +10,7 @@ export { dequant_row } from "./dequant";
 export { swiglu_oai } from "./swiglu-oai";
 export { stream_read } from "./stream";
 export { lora_delta, lora_group_rows } from "./lora";
+export { matmul_experts, weighted_row_sum } from "./moe-experts";
 
 /** First free byte after the module's static data: the host lays its buffers out from here. */
 export function heap_base(): usize {

@@ -134,6 +134,13 @@ export interface Backend {
    * one dispatch implements it (ggml_mul_mat_id runs every chosen expert's rows in one op).
    */
   matmulEach?(outs: readonly DeviceBuffer[], ws: readonly Weight[], xs: readonly DeviceBuffer[], numRows: number): void;
+  /**
+   * Optional (a prefill's routed experts, ggml_mul_mat_id): for every group g and projection j, rows [offsets[g],
+   * offsets[g + 1]) of outs[j] (rows of ws[j][g].rows floats) = the same rows of x . ws[j][g]^T (gate and up read the
+   * same rows), plus biases[j][g] when given (gpt-oss, ggml_add_id), the same bits as one matmul (and addBias) each;
+   * a backend that can run every group's rows in one dispatch per call implements it.
+   */
+  matmulGrouped?(outs: readonly DeviceBuffer[], ws: readonly (readonly Weight[])[], x: DeviceBuffer, offsets: Int32Array, biases?: readonly (readonly Weight[])[] | null): void;
   /** x[r] += bias for numRows rows */
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void;
   /** in place on x[numRows, numHeads * headDim]; row r has position positions[r]; the first angles.ropeDim dims rotate */

@@ -105,6 +105,7 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
   if (bias !== null) b.addBias(s.logits, bias.router, numRows);
   const { ids, weights } = routeExperts(await b.read(s.logits, numRows * moe.expertCount), numRows, moe);
   if (numRows === 1 && b.matmulShared) oneRowExperts(b, moe, dim, w, s, x, ids);
+  else if (b.matmulGrouped) groupedExperts(b, moe, dim, w, s, x, ids);
   else for (const group of groupByExpert(ids, k, moe.expertCount)) {
     const count = group.rows.length;
     b.gatherRows(s.xe, x, group.rows, dim);
@@ -135,6 +136,43 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
     b.siluMul(s.sharedGate, s.sharedGate, s.sharedUp, numRows * sh);
     b.matmul(s.ye, w.shared.down, s.sharedGate, numRows);
     b.add(out, out, s.ye, numRows * dim);
+  }
+}
+
+/**
+ * Several rows (a prefill chunk, a batch of decodes): the rows routed to each expert gathered one expert after
+ * another, as many experts at a time as the scratch's rows hold (a chunk's N rows x k slots take about k batches), and
+ * each batch's gate and up as one grouped matmul (every expert's rows quantized once for both, all their row groups
+ * in one dispatch: ggml's mul_mat_id over the chosen experts), one activation over all the rows, the downs as one
+ * grouped matmul, the rows scattered to their (row, slot) places; gpt-oss's biases are added inside the grouped ops.
+ * Each expert's bits are those of the per-expert path.
+ */
+function groupedExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles, s: MoeScratch, x: DeviceBuffer, ids: Int32Array): void {
+  const h = moe.expertHiddenDim;
+  const bias = w.biases;
+  const capacity = Math.floor(s.xe.length / dim);
+  const groups = groupByExpert(ids, moe.expertUsedCount, moe.expertCount);
+  for (let i = 0; i < groups.length;) {
+    let end = i;
+    let rows = 0;
+    while (end < groups.length && rows + groups[end]!.rows.length <= capacity) rows += groups[end++]!.rows.length;
+    const batch = groups.slice(i, end);
+    i = end;
+    const offsets = new Int32Array(batch.length + 1);
+    const rowIds = new Int32Array(rows);
+    const slotIds = new Int32Array(rows);
+    batch.forEach((g, j) => {
+      rowIds.set(g.rows, offsets[j]!);
+      slotIds.set(g.slots, offsets[j]!);
+      offsets[j + 1] = offsets[j]! + g.rows.length;
+    });
+    const of = (ws: readonly Weight[]) => batch.map((g) => ws[g.expert]!);
+    b.gatherRows(s.xe, x, rowIds, dim);
+    b.matmulGrouped!([s.gate, s.up], [of(w.gate), of(w.up)], s.xe, offsets, bias === null ? null : [of(bias.gate), of(bias.up)]);
+    if (bias === null) b.siluMul(s.act, s.gate, s.up, rows * h);
+    else b.swigluOai!(s.act, s.gate, s.up, rows * h, OAI_ALPHA, OAI_LIMIT);
+    b.matmulGrouped!([s.ye], [of(w.down)], s.act, offsets, bias === null ? null : [of(bias.down)]);
+    b.scatterRows!(s.slots, s.ye, slotIds, dim);
   }
 }
 

@@ -41,6 +41,8 @@ export interface KernelExports {
   add_bias(x: number, bias: number, numRows: number, n: number): void;
   lora_delta(out: number, x: number, rowSlots: number, rowStart: number, rowEnd: number, slotTable: number, nIn: number, nOut: number, tmp: number): void;
   lora_group_rows(): number;
+  matmul_experts(table: number, numEntries: number, cols: number, start: number, end: number, tmp: number): void;
+  weighted_row_sum(out: number, src: number, weights: number, numRows: number, k: number, cols: number): void;
   dequant_row(kind: number, dst: number, wq: number, ws: number, wm: number, row: number, cols: number, zeroPoint: number): void;
   stream_read(ptr: number, numBytes: number): number;
 }

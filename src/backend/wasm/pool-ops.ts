@@ -38,6 +38,8 @@ export enum PoolOp {
   RmsNorm = 11,
   SwigluOai = 12,
   LoraDelta = 13,
+  MatmulExperts = 14,
+  QuantizeBatch = 15,
 }
 
 /**
@@ -166,6 +168,25 @@ export function matmulTableRange(k: KernelExports, table: Int32Array, at: number
   }
 }
 
+/** QuantizeBatch's table (in the group table's slots): the number of inputs, then per input QUANTIZE_ARGS and its first unit */
+export const QUANTIZE_BATCH_INTS = 14;
+export const MAX_QUANTIZE_BATCH = Math.floor((GROUP_HEADER_INTS + MAX_GROUP_WEIGHTS * GROUP_ROW_INTS - 1) / QUANTIZE_BATCH_INTS);
+
+/**
+ * Units [start, end) of QuantizeBatch: several small matmul inputs (a prefill's routed experts' rows, expert-matmul.ts)
+ * quantized in one op, each input's quads of tokens its units, one input after another.
+ */
+function quantizeBatchRange(k: KernelExports, ctl: Int32Array, start: number, end: number): void {
+  for (let i = 0; i < ctl[CTL.groupTable]!; i++) {
+    const at = CTL.groupTable + 1 + i * QUANTIZE_BATCH_INTS;
+    const first = ctl[at + QUANTIZE_BATCH_INTS - 1]!;
+    const numTokens = ctl[at + QUANTIZE_ARGS.numTokens]!;
+    const from = Math.max(start, first);
+    const to = Math.min(end, first + Math.ceil(numTokens / 4));
+    if (from < to) quantizeTokens(k, ctl, at, (from - first) * 4, Math.min((to - first) * 4, numTokens));
+  }
+}
+
 /** Runs units [start, end) of the op in the control block on thread `tid`'s scratch. */
 function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: number, start: number, end: number): void {
   const a = CTL.args;
@@ -226,6 +247,13 @@ function runRange(k: KernelExports, ctl: Int32Array, ctlF: Float32Array, tid: nu
       k.lora_delta(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, start * group, Math.min(end * group, ctl[a + 6]!), ctl[a + 3]!, ctl[a + 4]!, ctl[a + 5]!, scratch + 64);
       return;
     }
+    case PoolOp.MatmulExperts:
+      // units: the entries' row groups; args table, numEntries, cols (kernels/moe-experts.ts; the table in the kernels' memory)
+      k.matmul_experts(ctl[a]!, ctl[a + 1]!, ctl[a + 2]!, start, end, scratch);
+      return;
+    case PoolOp.QuantizeBatch:
+      quantizeBatchRange(k, ctl, start, end);
+      return;
     case PoolOp.Exit:
       return;
   }

@@ -225,6 +225,20 @@ export class SplitWasmBackend implements Backend {
     this.on(m).matmulEach(outsM, weights.map((w) => w.inner), xsM, numRows);
   }
 
+  /** the layer's experts are in one memory (a layer's weights are placed together); else one matmul per group */
+  matmulGrouped(outs: readonly DeviceBuffer[], ws: readonly (readonly Weight[])[], x: DeviceBuffer, offsets: Int32Array, biases: readonly (readonly Weight[])[] | null = null): void {
+    const weights = ws.map((p) => p.map(asWeight));
+    const bs = biases?.map((p) => p.map(asWeight)) ?? null;
+    const m = weights[0]?.[0]?.memory ?? this.current;
+    const rows = offsets[offsets.length - 1] ?? 0;
+    if ([...weights, ...(bs ?? [])].some((p) => p.some((w) => w.memory !== m)) || outs.length !== weights.length) {
+      throw new Error("split wasm backend: matmulGrouped's weights are not all in one memory");
+    }
+    const xm = this.readIn(x, m, rows * (weights[0]?.[0]?.cols ?? 0));
+    const outsM = outs.map((o, j) => this.writeIn(o, m, rows * (weights[j]?.[0]?.rows ?? 0)));
+    this.on(m).matmulGrouped(outsM, weights.map((p) => p.map((w) => w.inner)), xm, offsets, bs?.map((p) => p.map((w) => w.inner)) ?? null);
+  }
+
   addBias(x: DeviceBuffer, bias: Weight, numRows: number): void {
     const b = asWeight(bias);
     const n = numRows * b.rows * b.cols;

@@ -16,6 +16,7 @@ import { warmUpKernels } from "./kernel-warm-up.ts";
 import { copyKvBlocksIn, copyKvBlocksOut, kvBytesPerPositionPerLayerPart, kvPartAddress, type KvState } from "./kv-cache-layout.ts";
 import { GROUP_HEADER, GROUP_HEADER_INTS, GROUP_ROW, GROUP_ROW_INTS, matmulTableRange, MAX_GROUP_WEIGHTS, PoolOp, SILU_UNIT, TILE_SCRATCH_BYTES } from "./pool-ops.ts";
 import { activationArgs, MIN_PARALLEL_ROWS_ELEMENTS, quantizeActivations } from "./quantized-activations.ts";
+import { type GroupedMatmulContext, groupedMatmul, RegionScratch } from "./expert-matmul.ts";
 import { Scratch } from "./scratch.ts";
 import type { SimdLevel } from "./simd-levels.ts";
 import { type MemoryPool, ThreadPool } from "./thread-pool.ts";
@@ -50,6 +51,8 @@ export class WasmBackend implements Backend {
   private readonly activations: Scratch;
   /** matmulEach's inputs after the first, one scratch each */
   private readonly eachActivations: Scratch[] = [];
+  /** matmulGrouped's context (expert-matmul.ts), made on first use */
+  private grouped: GroupedMatmulContext | null = null;
   private readonly ints: Scratch;
   private readonly threadScratch: Scratch;
   /** two cos/sin tables: gemma3's sliding and global layers alternate between two rope bases */
@@ -233,6 +236,12 @@ export class WasmBackend implements Backend {
     this.matmulQuantized(outs.map((o) => asBuffer(o).ptr), weights, xs.map((x) => asBuffer(x).ptr), numRows);
   }
 
+  /** A prefill's routed experts, each projection's groups as one pool op (expert-matmul.ts). */
+  matmulGrouped(outs: readonly DeviceBuffer[], ws: readonly (readonly Weight[])[], x: DeviceBuffer, offsets: Int32Array, biases: readonly (readonly Weight[])[] | null = null): void {
+    this.grouped ??= { k: this.k, pool: this.pool, heap: this.heap, level: this.level, regions: new RegionScratch(this.heap), table: new Scratch(this.heap), threadScratch: () => this.threadScratch.ptr, tileScratch: () => this.setThreadScratch(TILE_SCRATCH_BYTES / 4), matmul: (o, w, xb, n) => this.matmul(o, w, xb, n), addBias: (o, b, n) => this.addBias(o, b, n) };
+    groupedMatmul(this.grouped, outs.map(asBuffer), ws.map((p) => p.map(asWeight)), asBuffer(x), offsets, biases?.map((p) => p.map(asWeight)) ?? null);
+  }
+
   /** the activations scratch of matmulEach's input i (input 0 shares matmulShared's) */
   private eachScratch(i: number): Scratch {
     if (i === 0) return this.activations;
@@ -402,18 +411,11 @@ export class WasmBackend implements Backend {
     rowIds.forEach((id, i) => floats.copyWithin(d + id * cols, s + i * cols, s + (i + 1) * cols));
   }
 
-  /** on the calling thread: k * cols multiply-adds per row, small beside the experts' matmuls */
+  /** on the calling thread (kernels/moe-experts.ts): k * cols multiply-adds per row, small beside the experts' matmuls */
   weightedRowSum(out: DeviceBuffer, src: DeviceBuffer, weights: Float32Array, numRows: number, k: number, cols: number): void {
-    const floats = this.heap.floats;
-    const s = asBuffer(src).ptr / 4;
-    const o = asBuffer(out).ptr / 4;
-    for (let r = 0; r < numRows; r++) {
-      for (let c = 0; c < cols; c++) {
-        let sum = 0;
-        for (let j = 0; j < k; j++) sum = Math.fround(sum + Math.fround(weights[r * k + j]! * floats[s + (r * k + j) * cols + c]!));
-        floats[o + r * cols + c] = sum;
-      }
-    }
+    const at = this.ints.ensure(numRows * k * 4);
+    this.heap.floats.set(weights.subarray(0, numRows * k), at / 4);
+    this.k.weighted_row_sum(asBuffer(out).ptr, asBuffer(src).ptr, at, numRows, k, cols);
   }
 
   gatherRows(dst: DeviceBuffer, src: DeviceBuffer, rowIds: Int32Array, cols: number): void {
