@@ -25,8 +25,8 @@
  * machine moves less than the wall clock (spinning threads count in it; so does bench serve's warm-up request, whose
  * tokens are not counted: the same on both sides). On the shared-prefix dataset fennec's prefix
  * cache hit rate (vllm:prefix_cache_hits_total / queries_total from its /metrics) is printed beside the row.
- * --fennec-args adds flags to every `fennec serve` (split at spaces), e.g. "--max-num-batched-tokens 2048": llama-server's
- * own batch (`-b`, default 2048) against fennec's default step budget of 512.
+ * --fennec-args adds flags to every `fennec serve` (split at spaces), e.g. "--max-num-batched-tokens 512": fennec's step
+ * budget is otherwise its default, vLLM's 2048 on CPU, the same as llama-server's batch (`-b`, default 2048).
  * Failed requests are counted in the table's "done" column, their errors kept in the JSON: against llama-server a
  * request now and then fails with ECONNRESET (the connection closed under Bun's fetch), not seen against fennec; on
  * the qwen2.5 shapes some fail with "The model produced output that does not match the expected Content-only format"

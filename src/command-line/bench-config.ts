@@ -30,7 +30,7 @@ export interface BenchThroughputConfig {
 }
 
 export function benchThroughputConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): Result<BenchThroughputConfig> {
-  const run = inProcessEngineConfig(options, env);
+  const run = inProcessEngineConfig(options, env, "llm-class");
   if (!run.ok) return run;
   return ok({
     run: run.value, seed: Number(options.seed), datasetName: options["dataset-name"] === "sharegpt" ? "sharegpt" : "random",
@@ -58,7 +58,7 @@ export interface BenchLatencyConfig {
 }
 
 export function benchLatencyConfig(options: Options, env: Readonly<Record<string, string | undefined>> = process.env): Result<BenchLatencyConfig> {
-  const run = inProcessEngineConfig(options, env);
+  const run = inProcessEngineConfig(options, env, "llm-class");
   if (!run.ok) return run;
   return ok({
     run: run.value, seed: Number(options.seed), batchSize: Number(options["batch-size"]),

@@ -15,11 +15,24 @@ import { speculativeConfigFromFlags } from "./speculative-flags.ts";
 import { parseKvEventsConfig } from "../kv-events/kv-events-config.ts";
 import { parsePrefixCachingHashAlgo, unseededWarning } from "../kv-events/block-hash.ts";
 
-/** --max-num-batched-tokens when not given (a bidirectional model raises it to max-model-len: engine.ts stepTokenBudget) */
-const DEFAULT_MAX_NUM_BATCHED_TOKENS = 512;
+/** vLLM's UsageContext of each command's engine: it picks the step defaults below. */
+export type EngineUsage = "api-server" | "batch-runner" | "llm-class";
+
+/**
+ * --max-num-batched-tokens and --max-num-seqs when not given, vLLM's on the CPU platform at world size 1
+ * (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, `if current_platform.is_cpu()`): serve and chat are
+ * OPENAI_API_SERVER; bench throughput / latency run vLLM's LLM class (LLM_CLASS); run-batch's OPENAI_BATCH_RUNNER has
+ * no row there, so SchedulerConfig's DEFAULT_MAX_NUM_BATCHED_TOKENS / DEFAULT_MAX_NUM_SEQS apply. A bidirectional
+ * model raises the budget to max-model-len (engine-sizing.ts stepTokenBudget).
+ */
+export const STEP_DEFAULTS: Readonly<Record<EngineUsage, { readonly maxNumBatchedTokens: number; readonly maxNumSeqs: number }>> = {
+  "api-server": { maxNumBatchedTokens: 2048, maxNumSeqs: 128 },
+  "batch-runner": { maxNumBatchedTokens: 2048, maxNumSeqs: 128 },
+  "llm-class": { maxNumBatchedTokens: 4096, maxNumSeqs: 256 },
+};
 
 /** Engine flags (vLLM names) -> EngineArgs. Ranges were checked when the flags were parsed (FLAGS' min/max). */
-export function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
+export function engineConfig(options: Options, env: Readonly<Record<string, string | undefined>>, usage: EngineUsage = "api-server"): Result<{ engine: EngineArgs; warnings: readonly string[] }> {
   const kvCacheDtype = kvCacheDtypeOf(String(options["kv-cache-dtype"] ?? "auto"), deviceOf(options.device));
   if (!kvCacheDtype.ok) return kvCacheDtype;
   const dtypeWarnings = kvCacheDtype.value === "fp8" || kvCacheDtype.value === "fp8_e4m3"
@@ -64,9 +77,7 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     kvPeer: transfer.value.peer ?? null,
     seed: intOrNull(options.seed),
     kvCacheMemoryFraction: typeof options["gpu-memory-utilization"] === "number" ? options["gpu-memory-utilization"] : null,
-    maxNumSeqs: Number(options["max-num-seqs"]),
-    maxNumBatchedTokens: intOrNull(options["max-num-batched-tokens"]) ?? DEFAULT_MAX_NUM_BATCHED_TOKENS,
-    maxNumBatchedTokensGiven: intOrNull(options["max-num-batched-tokens"]) !== null,
+    ...stepLimits(options, usage),
     maxModelLen: intOrNull(options["max-model-len"]),
     blockSize: Number(options["block-size"]),
     kvCacheMemoryBytes: intOrNull(options["kv-cache-memory"]),
@@ -87,6 +98,21 @@ export function engineConfig(options: Options, env: Readonly<Record<string, stri
     kvEventsUseIntBlockHashes: Number(intHashesRaw) !== 0,
     lora: lora.value,
   } });
+}
+
+/**
+ * The step budget and sequence cap: given, else STEP_DEFAULTS; a defaulted max-num-seqs is at most the budget, as
+ * vLLM's _set_default_max_num_seqs_and_batched_tokens_args (a step runs at least one token per sequence).
+ */
+function stepLimits(options: Options, usage: EngineUsage): Pick<EngineArgs, "maxNumSeqs" | "maxNumBatchedTokens" | "maxNumBatchedTokensGiven"> {
+  const defaults = STEP_DEFAULTS[usage];
+  const givenTokens = intOrNull(options["max-num-batched-tokens"]);
+  const maxNumBatchedTokens = givenTokens ?? defaults.maxNumBatchedTokens;
+  return {
+    maxNumSeqs: intOrNull(options["max-num-seqs"]) ?? Math.min(defaults.maxNumSeqs, maxNumBatchedTokens),
+    maxNumBatchedTokens,
+    maxNumBatchedTokensGiven: givenTokens !== null,
+  };
 }
 
 /** --runner, --convert and --pooler-config (vLLM: --convert embed with runner auto means pooling). */

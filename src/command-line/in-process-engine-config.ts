@@ -4,7 +4,7 @@
  */
 import type { EngineArgs } from "../config/engine-args.ts";
 import { ok, type Result } from "../util/result.ts";
-import { engineConfig } from "./engine-config.ts";
+import { engineConfig, type EngineUsage } from "./engine-config.ts";
 import type { Options } from "./flags.ts";
 import { stringOrNull } from "./flag-values.ts";
 
@@ -17,8 +17,8 @@ export interface InProcessEngineConfig {
   readonly warnings: readonly string[];
 }
 
-export function inProcessEngineConfig(options: Options, env: Readonly<Record<string, string | undefined>>): Result<InProcessEngineConfig> {
-  const engine = engineConfig(options, env);
+export function inProcessEngineConfig(options: Options, env: Readonly<Record<string, string | undefined>>, usage: EngineUsage = "api-server"): Result<InProcessEngineConfig> {
+  const engine = engineConfig(options, env, usage);
   if (!engine.ok) return engine;
   return ok({ model: stringOrNull(options.model), engine: engine.value.engine, warnings: engine.value.warnings });
 }

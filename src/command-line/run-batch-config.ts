@@ -35,7 +35,7 @@ export function runBatchConfig(options: Options, env: Readonly<Record<string, st
   if (outputFile === null) return err("run-batch needs -o/--output-file");
   const stages = stageChainConfig(options);
   if (!stages.ok) return stages;
-  const engine = engineConfig(options, env);
+  const engine = engineConfig(options, env, "batch-runner");
   if (!engine.ok) return engine;
   const notes = vllmFates("run-batch", options);
   if (!notes.ok) return notes;

@@ -10,6 +10,7 @@ import { weightHeapBytes } from "../backend/wasm/wasm-weight.ts";
 import type { WeightSource } from "../backend/backend.ts";
 import type { Options } from "../command-line/flags.ts";
 import { inspectConfig } from "../command-line/inspect-config.ts";
+import { STEP_DEFAULTS } from "../command-line/engine-config.ts";
 import type { GgufFile } from "../gguf/gguf-file.ts";
 import { openModelGguf } from "../gguf/model-source.ts";
 import { KEY } from "../gguf/names.ts";
@@ -69,7 +70,7 @@ export interface ModelFacts {
      * (all of it when the output matrix is tied to it) and, of the stacked experts, the k routed ones only
      */
     readonly weights_bytes_read_per_token: number;
-    /** sliding-window models: what one full-context request holds with vLLM's hybrid KV cache manager (blocks of 16, steps of 512) */
+    /** sliding-window models: what one full-context request holds with vLLM's hybrid KV cache manager (blocks of 16, serve's default step budget) */
     readonly kv_bytes_full_context_hybrid?: number;
   };
 }
@@ -154,13 +155,13 @@ export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<M
 }
 
 /**
- * One full-context request's KV bytes under the hybrid KV cache manager at the default --block-size 16 and
- * --max-num-batched-tokens 512: the full groups' every block, each sliding group's window and one step (kv-cache-groups.ts).
+ * One full-context request's KV bytes under the hybrid KV cache manager at the default --block-size 16 and serve's
+ * default --max-num-batched-tokens: the full groups' every block, each sliding group's window and one step (kv-cache-groups.ts).
  */
 function hybridFullContextBytes(c: ModelConfig, bytesPerTokenLayer: number): number {
   const groups = kvCacheGroups(c);
   let blocks = 0;
-  for (const g of groups.groups) blocks += maxGroupBlocks(g, c.contextLength, 16, 512);
+  for (const g of groups.groups) blocks += maxGroupBlocks(g, c.contextLength, 16, STEP_DEFAULTS["api-server"].maxNumBatchedTokens);
   return blocks * 16 * groups.groupSize * bytesPerTokenLayer;
 }
 

@@ -446,13 +446,14 @@ describe("tiny gemma3: prefix cache, preemption, abort, pool size (reference bac
     const facts = inspectModel(makeTinyModel(SHAPE, { seed: 5 }), null);
     if (!facts.ok) throw new Error(facts.error);
     const perTokenLayer = facts.value.memory.kv_bytes_per_token / SHAPE.numLayers;
-    // 128 positions: the full group's 8 blocks of 16 and each sliding group's min(8, cdiv(7 + 512, 16) + 1) = 8: no saving
+    // 128 positions: the full group's 8 blocks of 16 and each sliding group's min(8, cdiv(7 + 2048, 16) + 1) = 8: no saving
     // at this length, so the figure equals 3 groups x 8 blocks x 16 x 2 layers
     expect(facts.value.memory.kv_bytes_full_context_hybrid).toBe(3 * 8 * 16 * 2 * perTokenLayer);
     const long = inspectModel(makeTinyModel({ ...SHAPE, contextLength: 4096 }, { seed: 5 }), null);
     if (!long.ok) throw new Error(long.error);
-    // 4,096 positions: 256 full blocks + 2 x 34 sliding blocks, of 2 layers each, against 256 blocks of 6 layers
-    expect(long.value.memory.kv_bytes_full_context_hybrid).toBe((256 + 2 * 34) * 16 * 2 * perTokenLayer);
+    // 4,096 positions: 256 full blocks + 2 x 130 sliding blocks (cdiv(7 + 2048, 16) + 1: serve's default step of
+    // 2,048 tokens), of 2 layers each, against 256 blocks of 6 layers
+    expect(long.value.memory.kv_bytes_full_context_hybrid).toBe((256 + 2 * 130) * 16 * 2 * perTokenLayer);
     expect(long.value.memory.kv_bytes_full_context).toBe(256 * 16 * 6 * perTokenLayer);
     expect(factsText(long.value)).toContain("hybrid KV cache manager");
     const llama = inspectModel(makeTinyModel(TINY_SHAPES.llama!, { seed: 5 }), null);

@@ -5,6 +5,9 @@ import { parseCommandArgs } from "../../src/command-line/parse-args.ts";
 import { PER_REQUEST_METRICS_NEED_STATS, serveConfig } from "../../src/command-line/serve-config.ts";
 import type { Options } from "../../src/command-line/flags.ts";
 import { CliError } from "../../src/util/cli-error.ts";
+import { engineConfig, type EngineUsage } from "../../src/command-line/engine-config.ts";
+import { benchThroughputConfig } from "../../src/command-line/bench-config.ts";
+import { runBatchConfig } from "../../src/command-line/run-batch-config.ts";
 
 function options(argv: string[]) {
   const parsed = parseCommandArgs("serve", argv);
@@ -68,6 +71,31 @@ describe("serve flags", () => {
     expect(args).toMatchObject({ maxModelLen: 256, maxNumSeqs: 4, threads: 2, enablePrefixCaching: false, blockSize: 16, device: "cpu" });
     expect(() => engineArgsOf(options(["--max-num-seqs", "0"]))).toThrow(/--max-num-seqs must be a positive integer/);
     expect(() => engineArgsOf(options(["--max-model-len", "-1"]))).toThrow(/--max-model-len must be a positive integer/);
+  });
+
+  test("the step defaults are vLLM's on CPU for each command's usage context (OPENAI_API_SERVER, batch runner, LLM class)", () => {
+    // serve: 2048 tokens and 128 sequences; the budget is marked defaulted (a bidirectional model raises it to max-model-len)
+    expect(engineArgsOf(options([]))).toMatchObject({ maxNumBatchedTokens: 2048, maxNumSeqs: 128, maxNumBatchedTokensGiven: false });
+    // a defaulted max-num-seqs is at most the given budget (vLLM: min(default, max_num_batched_tokens)); a given one is kept
+    expect(engineArgsOf(options(["--max-num-batched-tokens", "64"]))).toMatchObject({ maxNumBatchedTokens: 64, maxNumSeqs: 64, maxNumBatchedTokensGiven: true });
+    expect(engineArgsOf(options(["--max-num-batched-tokens", "64", "--max-num-seqs", "100"]))).toMatchObject({ maxNumBatchedTokens: 64, maxNumSeqs: 100 });
+    const engineOf = (usage: EngineUsage, argv: string[] = []) => {
+      const c = engineConfig(options(argv), {}, usage);
+      if (!c.ok) throw new Error(c.error);
+      return c.value.engine;
+    };
+    expect(engineOf("batch-runner")).toMatchObject({ maxNumBatchedTokens: 2048, maxNumSeqs: 128 });
+    expect(engineOf("llm-class")).toMatchObject({ maxNumBatchedTokens: 4096, maxNumSeqs: 256 });
+    expect(engineOf("llm-class", ["--max-num-seqs", "3"])).toMatchObject({ maxNumBatchedTokens: 4096, maxNumSeqs: 3 });
+    // the commands pick their context: bench throughput / latency run vLLM's LLM class, run-batch the batch runner
+    const bench = parseCommandArgs("bench throughput", []);
+    if (!bench.ok) throw new Error(bench.error);
+    const throughput = benchThroughputConfig(bench.value, {});
+    expect(throughput.ok && [throughput.value.run.engine.maxNumBatchedTokens, throughput.value.run.engine.maxNumSeqs]).toEqual([4096, 256]);
+    const batch = parseCommandArgs("run-batch", ["-i", "in.jsonl", "-o", "out.jsonl"]);
+    if (!batch.ok) throw new Error(batch.error);
+    const runBatch = runBatchConfig(batch.value, {});
+    expect(runBatch.ok && [runBatch.value.engine.maxNumBatchedTokens, runBatch.value.engine.maxNumSeqs]).toEqual([2048, 128]);
   });
 
   test("sizes take vLLM's human-readable suffixes; --kv-cache-memory-bytes is vLLM's name for --kv-cache-memory", () => {
