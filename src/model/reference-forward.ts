@@ -87,6 +87,8 @@ export interface ReferenceForwardOptions {
    * any bias (llama.cpp build_lora_mm; lora/lora-adapter.ts). A x reads the input unrounded (f32 A, as ggml multiplies it).
    */
   readonly lora?: { readonly adapter: LoraAdapter; readonly scale: number };
+  /** Rounds each position's K and V [kvDim] as a cache stores them (the backends' f16 cache); default kept as f32. */
+  readonly roundKvCache?: (x: Float32Array) => Float32Array;
 }
 
 
@@ -101,6 +103,7 @@ export class ReferenceForward {
   private readonly outputNorm: Float32Array; // [dim]
   private readonly output: Matrix; // [vocabSize, dim] (the same data as tokenEmbd when tied)
   private readonly roundInput: ReferenceForwardOptions["roundMatmulInput"];
+  private readonly roundKv: ReferenceForwardOptions["roundKvCache"];
   private readonly gelu: (x: number) => number;
   private readonly ropeAnglesHook: ReferenceForwardOptions["ropeAngles"];
   private readonly lora: ReferenceForwardOptions["lora"];
@@ -153,6 +156,7 @@ export class ReferenceForward {
       attnPostNorm: maybe(l.attnPostNorm), ffnPostNorm: maybe(l.ffnPostNorm),
     }));
     this.roundInput = options.roundMatmulInput;
+    this.roundKv = options.roundKvCache;
     this.gelu = options.gelu ?? gelu;
     this.ropeAnglesHook = options.ropeAngles;
     this.lora = options.lora;
@@ -234,8 +238,9 @@ export class ReferenceForward {
       this.projectQkv(l, x, pos, ropePos);
       // cache k, v at pos
       const layerOffset = l * this.maxSeqLen * kvDim;
-      this.keyCache.set(k, layerOffset + pos * kvDim);
-      this.valueCache.set(v, layerOffset + pos * kvDim);
+      const round = this.roundKv;
+      this.keyCache.set(round === undefined ? k : round(k), layerOffset + pos * kvDim);
+      this.valueCache.set(round === undefined ? v : round(v), layerOffset + pos * kvDim);
       // positions first..pos (first = 0, or pos - window + 1 on a sliding layer)
       const window = layerSlidingWindow(c, l);
       this.attend(xb, q, this.keyCache, this.valueCache, layerOffset, window > 0 ? Math.max(0, pos - window + 1) : 0, pos, this.layers[l]!.sinks);
