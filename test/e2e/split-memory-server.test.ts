@@ -19,7 +19,8 @@ async function greedy(url: string): Promise<{ text: string; logprobs: unknown }>
 
 describe("a model over several wasm32 memories, served", () => {
   test("one memory and a forced split: the start-up line, then the same tokens and log-probs", async () => {
-    const args = ["--threads", "2", "--kv-cache-memory", "16M"];
+    // a 32 MiB memory holds the activations of a 512-token step, not those of the default 2,048
+    const args = ["--threads", "2", "--kv-cache-memory", "16M", "--max-num-batched-tokens", "512"];
     const [one, split] = await Promise.all([startServer(args), startServer(args, { env: { FENNEC_WASM_MEMORY_BYTES: "32M" } })]);
     servers.push(one, split);
     expect(one.log()).toMatch(/\[serve\.ts\] memory: 1 wasm32 memory; #0 layers 0-4: [\d.]+ MiB weights \+ 16\.0 MiB KV; [\d.]+ MiB activations per memory; \d+ KV blocks of 16 tokens\n/);
