@@ -76,7 +76,7 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
 }
 
 /**
- * KIND_U4 / KIND_U5, 4 rows x 1 token on splat_q8_one's ready vectors at one (16 bytes per chunk): simdTile1's sums
+ * KIND_U4 / KIND_U5 / KIND_MXFP4, 4 rows x 1 token on splat_q8_one's ready vectors at one (16 bytes per chunk): simdTile1's sums
  * and terms (the same bits), each chunk's activations loaded instead of spread by a shuffle in every row group (8 of
  * Q5_0's ~75 vector-pipe instructions per group in JSC's dump).
  */

@@ -134,7 +134,7 @@ const TMP_ROW_BYTES: usize = 64;
       const sat = sa + <usize>t * gStride;
       const pst = ps + <usize>t * pStride;
       if (ASC_FEATURE_SIMD && kind == KIND_I8 && ready && numTokens == 1) v128.store(target, i8Tile1Ready(q, s, quads, dat, numGroups));
-      else if (ASC_FEATURE_SIMD && (kind == KIND_U4 || kind == KIND_U5) && numTokens == 1 && quads != 0) v128.store(target, nibbleTile1One(kind, zeroed, q, s, m, quads, dat, sat, pst, numGroups, zeroPoint));
+      else if (ASC_FEATURE_SIMD && (kind == KIND_U4 || kind == KIND_U5 || kind == KIND_MXFP4) && numTokens == 1 && quads != 0) v128.store(target, nibbleTile1One(kind, zeroed, q, s, m, quads, dat, sat, pst, numGroups, zeroPoint));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K) && numTokens == 1 && quads != 0) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups, true, quads));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
       else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pairsAt + <usize>t * <usize>(numGroups << 2), numGroups));

@@ -93,8 +93,8 @@ export function quantizeActivations(ctx: QuantizeContext, xp: number, numRows: n
   // the nibble kinds' 4-token tiles read splat_q8's quads (the scalar build has no 4-token tiles)
   const tiles = numRows >= 4 && level !== "scalar";
   const useQuads = kinds.some((k) => k !== KernelKind.I8 && !readsQ8K(k)) && tiles;
-  // and in a decode step Q4_0 / Q4_1 / Q5_0 / Q5_1's single-token tile a short input's vectors (splat_q8_one)
-  const useOne8 = numRows === 1 && cols * 4 <= MAX_READY_ONE_BYTES && level !== "scalar" && kinds.some((k) => k === KernelKind.U4 || k === KernelKind.U5);
+  // and in a decode step Q4_0 / Q4_1 / Q5_0 / Q5_1 / MXFP4's single-token tile a short input's vectors (splat_q8_one)
+  const useOne8 = numRows === 1 && cols * 4 <= MAX_READY_ONE_BYTES && level !== "scalar" && kinds.some((k) => k === KernelKind.U4 || k === KernelKind.U5 || k === KernelKind.MXFP4);
   // and Q4_K / Q5_K's (of the q8_K quants)
   const useOneK = numRows === 1 && cols * 4 <= MAX_READY_ONE_BYTES && level !== "scalar" && kinds.some((k) => k === KernelKind.U4K || k === KernelKind.U5K);
   // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
