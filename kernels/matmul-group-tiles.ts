@@ -1,7 +1,8 @@
-// The tiles of the kinds with scales per group (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: KIND_I8, KIND_U4, KIND_U5): 4 rows x 1
+// The tiles of the kinds with scales per group (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4: KIND_I8, KIND_U4, KIND_U5, KIND_MXFP4): 4 rows x 1
 // token (simdTile1) and 4 rows x 4 tokens (simdTile4), each a group term per group in matmul-quant.ts's f32 order.
-import { KIND_I8, KIND_U6G16, groupBytes, groupSize, halfChunks } from "./block-layouts";
+import { KIND_I8, KIND_MXFP4, KIND_U6G16, groupBytes, groupSize, halfChunks } from "./block-layouts";
 import { I16_ONES, actBytes, dotChunk16, dotHalfI16, groupOffsets, groupScales, groupSum, groupTerm, groupTermV, hasOffsets, highBits, highHalfChunk, i16Chunks, lane4, laneChunk, lowHalfChunk, pairSums, quadChunkBytes, scaleMinBytes, startPairs, u6Chunk, u6Chunk3, widen16 } from "./matmul-chunks";
+import { MXFP4_ZERO_POINT } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
 
 /**
@@ -76,7 +77,7 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
 }
 
 /**
- * KIND_U4 / KIND_U5 / KIND_MXFP4, 4 rows x 1 token on splat_q8_one's ready vectors at one (16 bytes per chunk): simdTile1's sums
+ * KIND_U4 / KIND_U5, 4 rows x 1 token on splat_q8_one's ready vectors at one (16 bytes per chunk): simdTile1's sums
  * and terms (the same bits), each chunk's activations loaded instead of spread by a shuffle in every row group (8 of
  * Q5_0's ~75 vector-pipe instructions per group in JSC's dump).
  */
@@ -95,6 +96,27 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
     q += gb;
     one += 128;
     sa += 4;
+    ps += 16;
+  }
+  return acc;
+}
+
+/**
+ * KIND_MXFP4, 4 rows x 1 token on splat_q8_one's ready vectors at one: nibbleTile1One with the row group's scales
+ * already f32 at sf ([numGroups, 4 rows], mxfp4.ts e8m0HalfRow), the same bits.
+ */
+// @ts-ignore: decorator
+@inline export function mxfp4Tile1One(q: usize, sf: usize, one: usize, da: usize, ps: usize, numGroups: i32): v128 {
+  const none = i32x4.splat(0);
+  let acc = f32x4.splat(0);
+  let dp = da;
+  for (let g = 0; g < numGroups; g++) {
+    const x = groupSum(KIND_MXFP4, true, q, none, none, startPairs(KIND_MXFP4, true, ps, MXFP4_ZERO_POINT), v128.load(I16_ONES), true, one);
+    acc = f32x4.add(acc, groupTerm(KIND_MXFP4, x, x, v128.load(sf), none, dp, 0, MXFP4_ZERO_POINT));
+    dp += 4;
+    q += 64;
+    sf += 16;
+    one += 128;
     ps += 16;
   }
   return acc;

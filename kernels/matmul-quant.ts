@@ -21,11 +21,11 @@
 
 import { KIND_I8, KIND_MXFP4, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupBytes, groupSize, scaleStride, superblockScales } from "./block-layouts";
 import { actBytes, quadChunkBytes } from "./matmul-chunks";
-import { i8Tile1Ready, nibbleTile1One, simdTile1, simdTile4 } from "./matmul-group-tiles";
+import { i8Tile1Ready, mxfp4Tile1One, nibbleTile1One, simdTile1, simdTile4 } from "./matmul-group-tiles";
 import { kTile1, kTile4, u6Tile1 } from "./matmul-k-tiles";
 import { i8Tile8, u4Tile8, unpackPair, widenPair } from "./matmul-tile8";
 import { scalarTile1, scalarTileK } from "./matmul-scalar";
-import { MXFP4_ZERO_POINT } from "./mxfp4";
+import { MXFP4_ZERO_POINT, e8m0HalfRow } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
 
 /** Bytes of ready activation vectors a block of tokens may take (of this Zen 4's 1 MiB L2; KIND_I8's weights are
@@ -134,7 +134,11 @@ const TMP_ROW_BYTES: usize = 64;
       const sat = sa + <usize>t * gStride;
       const pst = ps + <usize>t * pStride;
       if (ASC_FEATURE_SIMD && kind == KIND_I8 && ready && numTokens == 1) v128.store(target, i8Tile1Ready(q, s, quads, dat, numGroups));
-      else if (ASC_FEATURE_SIMD && (kind == KIND_U4 || kind == KIND_U5 || kind == KIND_MXFP4) && numTokens == 1 && quads != 0) v128.store(target, nibbleTile1One(kind, zeroed, q, s, m, quads, dat, sat, pst, numGroups, zeroPoint));
+      else if (ASC_FEATURE_SIMD && (kind == KIND_U4 || kind == KIND_U5) && numTokens == 1 && quads != 0) v128.store(target, nibbleTile1One(kind, zeroed, q, s, m, quads, dat, sat, pst, numGroups, zeroPoint));
+      else if (ASC_FEATURE_SIMD && kind == KIND_MXFP4 && numTokens == 1 && quads != 0) {
+        e8m0HalfRow(s, numGroups, tmp + TMP_ROW_BYTES);
+        v128.store(target, mxfp4Tile1One(q, tmp + TMP_ROW_BYTES, quads, dat, pst, numGroups));
+      }
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K) && numTokens == 1 && quads != 0) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups, true, quads));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
       else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pairsAt + <usize>t * <usize>(numGroups << 2), numGroups));

@@ -47,3 +47,32 @@ export const MXFP4_VALUES: usize = memory.data<u8>([12, 13, 14, 15, 16, 18, 20, 
   const denormal = i32x4.add(i32x4.mul(e, i32x4.splat(1 << 21)), i32x4.splat(1 << 21)); // 0x00200000 << e for e < 2: (e + 1) << 21
   return v128.bitselect(denormal, normal, i32x4.lt_s(e, i32x4.splat(2)));
 }
+
+/** The byte at bits 16-23 of e8m0Half's f32 for e = 0, 1, and (from 2) for e even and odd: 0x20 and 0x40 (the
+ * denormals), then bit 23 of (e - 1) << 23. */
+const E8M0_BYTE2: usize = memory.data<u8>([0x20, 0x40, 0x80, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 16);
+
+/**
+ * e8m0Half4 of a row group's numGroups groups of scales at s into out [numGroups, 4 rows] f32, the same bits: a
+ * single token's matvec converts them here, apart from its group loop, 16 at a time by byte operations: byte 3 of the
+ * f32 is (e - 1) >> 1 from e = 2 (0 below: a saturating subtract and a rounding average), byte 2 a table lookup by
+ * min(e, 2 + (e & 1)), bytes 0-1 zero (interleaves). In the group loop the conversion took a third of the time.
+ */
+export function e8m0HalfRow(s: usize, numGroups: i32, out: usize): void {
+  const zero = i8x16.splat(0);
+  const table = v128.load(E8M0_BYTE2);
+  let g = 0;
+  for (; g + 4 <= numGroups; g += 4) {
+    const e = v128.load(s + (<usize>g << 2));
+    const b3 = i8x16.avgr_u(i8x16.sub_sat_u(e, i8x16.splat(2)), zero);
+    const b2 = i8x16.swizzle(table, i8x16.min_u(e, i8x16.add(v128.and(e, i8x16.splat(1)), i8x16.splat(2))));
+    const lo = v128.shuffle<u8>(b2, b3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const hi = v128.shuffle<u8>(b2, b3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const o = out + (<usize>g << 4);
+    v128.store(o, v128.shuffle<u16>(zero, lo, 0, 8, 1, 9, 2, 10, 3, 11));
+    v128.store(o, v128.shuffle<u16>(zero, lo, 4, 12, 5, 13, 6, 14, 7, 15), 16);
+    v128.store(o, v128.shuffle<u16>(zero, hi, 0, 8, 1, 9, 2, 10, 3, 11), 32);
+    v128.store(o, v128.shuffle<u16>(zero, hi, 4, 12, 5, 13, 6, 14, 7, 15), 48);
+  }
+  for (; g < numGroups; g++) v128.store(out + (<usize>g << 4), e8m0Half4(s + (<usize>g << 2)));
+}

@@ -19,9 +19,9 @@ import type { GgufTensorToWrite, GgufToWrite } from "../src/gguf/writer.ts";
 import { byteSize, GgmlType, weightType, weightTypeByName } from "../src/tensor/dtypes.ts";
 import type { ModelShape, ShapeRopeScaling } from "./model-shapes.ts";
 
-/** What --type accepts: every row of the weight-type table plus llama.cpp's Q4_K_M mix. */
+/** What --type accepts: every row of the weight-type table plus llama.cpp's Q4_K_M and MXFP4_MOE mixes. */
 export type ModelType = string;
-export const MIXED_TYPES = ["q4_k_m"] as const;
+export const MIXED_TYPES = ["q4_k_m", "mxfp4_moe"] as const;
 
 const WEIGHT_STD = 0.02;
 
@@ -44,8 +44,11 @@ function fallback(target: GgmlType, ne0: number): GgmlType {
   return next !== undefined && fits(next) ? next : GgmlType.F16;
 }
 
-/** The type of one 2-D tensor under `type` (a table name or q4_k_m). */
-export function tensorTypeFor(type: ModelType, role: Role, layer: number, numLayers: number, ne0: number, tied: boolean): GgmlType {
+/** The type of one matrix under `type` (a table name or a mix); `experts`: a 3-D stack of experts' matrices. */
+export function tensorTypeFor(type: ModelType, role: Role, layer: number, numLayers: number, ne0: number, tied: boolean, experts = false): GgmlType {
+  // llama-quant.cpp LLAMA_FTYPE_MOSTLY_MXFP4_MOE, how gpt-oss GGUFs ship: the experts MXFP4, every other matrix
+  // (the output head too) Q8_0
+  if (type === "mxfp4_moe") return experts ? GgmlType.MXFP4 : fallback(GgmlType.Q8_0, ne0);
   if (type !== "q4_k_m") return fallback(weightTypeByName(type)!.type, ne0);
   if (role === "output" || (role === "tokenEmbd" && tied)) return ne0 % 256 !== 0 ? GgmlType.Q8_0 : GgmlType.Q6_K;
   if ((role === "attnV" || role === "ffnDown") && useMoreBits(layer, numLayers)) return fallback(GgmlType.Q6_K, ne0);
@@ -216,7 +219,7 @@ const POOLING_TYPE_IDS = { mean: 1, cls: 2, last: 3 } as const;
 export interface RandomModelOptions {
   readonly shapeName: string;
   readonly shape: ModelShape;
-  /** a weight-type table name ("q8_0") or "q4_k_m" */
+  /** a weight-type table name ("q8_0") or a mix of MIXED_TYPES */
   readonly type: ModelType;
   readonly seed: number;
   /** the llama.cpp vocab GGUF whose tokenizer.* metadata is copied */
@@ -234,7 +237,7 @@ function tokenizerMetadata(vocab: GgufFile): [string, GgufMetadataEntry][] {
  */
 export function randomModel(o: RandomModelOptions): GgufToWrite {
   const { shape: s } = o;
-  if (o.type !== "q4_k_m" && weightTypeByName(o.type) === undefined) throw new Error(`unknown type ${o.type}`);
+  if (!(MIXED_TYPES as readonly string[]).includes(o.type) && weightTypeByName(o.type) === undefined) throw new Error(`unknown type ${o.type}`);
   const tokens = o.vocab.metadata.get(KEY.tokens);
   if (tokens?.type !== GgufValueType.ARRAY) throw new Error(`${o.vocab.source}: no ${KEY.tokens}`);
   const vocabSize = (tokens.value as { values: unknown[] }).values.length;
@@ -282,7 +285,7 @@ export function randomModel(o: RandomModelOptions): GgufToWrite {
     // llama.cpp's quantizer never quantizes the router (llama-quant.cpp: ffn_gate_inp.weight stays as converted)
     const type = spec.shape.length === 1 || spec.key === "ffnGateInp" || spec.key.endsWith("Bias")
       ? GgmlType.F32
-      : tensorTypeFor(o.type, spec.role, spec.layer ?? 0, s.numLayers, spec.shape[0]!, s.tiedEmbeddings);
+      : tensorTypeFor(o.type, spec.role, spec.layer ?? 0, s.numLayers, spec.shape[0]!, s.tiedEmbeddings, spec.shape.length === 3);
     return { name, shape: spec.shape, type, data: () => generate(spec, name, type, o.seed) };
   });
   return { metadata, tensors };

@@ -153,5 +153,5 @@ export enum TokenType {
 /** general.file_type values (llama_ftype) for the types make-model writes. */
 export const FILE_TYPE: Readonly<Record<string, number>> = {
   f32: 0, f16: 1, q4_0: 2, q4_1: 3, q8_0: 7, q5_0: 8, q5_1: 9, q4_k_m: 15, q5_k_m: 17, q6_k: 18, bf16: 32,
-  q4_k: 14 /* Q4_K_S */, q5_k: 16 /* Q5_K_S */, mxfp4: 38 /* MOSTLY_MXFP4_MOE */,
+  q4_k: 14 /* Q4_K_S */, q5_k: 16 /* Q5_K_S */, mxfp4: 38 /* MOSTLY_MXFP4_MOE */, mxfp4_moe: 38,
 };

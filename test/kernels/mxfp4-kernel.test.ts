@@ -118,6 +118,31 @@ describe("MXFP4 kernels", () => {
     be.dispose();
   });
 
+  test.each(BUILDS)("%s: a single token's matvec converts every exponent byte as the 4-token tiles do", async (simd) => {
+    // the single-token matvec converts a row group's scales 16 at a time by byte operations (kernels/mxfp4.ts
+    // e8m0HalfRow), the tiles of several tokens one group at a time (e8m0Half4): every byte 0..255 in turn, 4-group
+    // runs and the tail past them (33 groups a row)
+    const rows = 8;
+    const cols = 33 * 32;
+    const random = rng(11);
+    const data = mxfp4Weight(rows, cols, random);
+    for (let b = 0; b < data.length; b += BLOCK_BYTES) data[b] = (b / BLOCK_BYTES) % 256;
+    const x = Float32Array.from({ length: 5 * cols }, () => random() - 0.5);
+    const be = await createWasmBackend({ threads: 1, simd });
+    const weight = be.loadWeight({ name: "w", type: GgmlType.MXFP4, rows, cols, data });
+    const xb = be.alloc(5 * cols);
+    be.write(xb, x);
+    const batch = be.alloc(5 * rows);
+    be.matmul(batch, weight, xb, 5);
+    const one = be.alloc(rows);
+    be.matmul(one, weight, xb, 1);
+    const want = await be.read(batch, rows);
+    const got = await be.read(one, rows);
+    expect(want.some((v) => Number.isFinite(v) && v !== 0)).toBe(true);
+    expect(Array.from(got)).toEqual(Array.from(want));
+    be.dispose();
+  });
+
   test("the weights take the GGUF's bytes (4.25 bits per weight), not int8's", () => {
     const wt = weightType(GgmlType.MXFP4)!;
     for (const [rows, cols] of [[2880, 2880], [5760, 2880], [4096, 64]] as const) {
