@@ -45,6 +45,11 @@ export interface LlamaCppGreedyOptions {
   readonly swaFullCache?: boolean;
   /** LoRA adapters applied by the context (llama_set_adapter_lora), each with its user scale */
   readonly lora?: readonly { readonly filePath: string; readonly scale: number }[];
+  /**
+   * the K and V cache's type (default F32): F16 is llama.cpp's own default (llama_context_default_params), the cache
+   * a fast path that stores f16 K/V is compared with
+   */
+  readonly kvCacheType?: "F32" | "F16";
 }
 
 /**
@@ -61,7 +66,7 @@ export async function llamaCppGreedy(llama: Llama, path: string, o: LlamaCppGree
       contextSize: o.contextSize, batchSize: o.batchSize, threads: 1, flashAttention: false,
       ...(o.swaFullCache === true ? { swaFullCache: true } : {}),
       ...(o.lora !== undefined ? { lora: { adapters: o.lora.map((l) => ({ ...l })) } } : {}),
-      experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+      experimentalKvCacheKeyType: o.kvCacheType ?? "F32", experimentalKvCacheValueType: o.kvCacheType ?? "F32",
     });
     try {
       const sequence = context.getSequence();
