@@ -6,6 +6,7 @@
  */
 import { statSync } from "node:fs";
 import { kvCacheBytesPerToken } from "../backend/wasm/kv-cache-layout.ts";
+import { planMemories, WASM32_MEMORY_BYTES } from "../backend/wasm/memory-plan.ts";
 import { weightHeapBytes } from "../backend/wasm/wasm-weight.ts";
 import type { WeightSource } from "../backend/backend.ts";
 import type { Options } from "../command-line/flags.ts";
@@ -72,6 +73,13 @@ export interface ModelFacts {
     readonly weights_bytes_read_per_token: number;
     /** sliding-window models: what one full-context request holds with vLLM's hybrid KV cache manager (blocks of 16, serve's default step budget) */
     readonly kv_bytes_full_context_hybrid?: number;
+    /**
+     * the weights over wasm32 memories as serve places them (memory-plan.ts: a range of layers per memory, token_embd
+     * with the first, the head with the last), before its KV pool and activations take their share of each; null when
+     * they need more memories than fennec runs (the reason in weights_memories_error)
+     */
+    readonly weights_memories: readonly { readonly layers: readonly [number, number]; readonly weight_bytes: number }[] | null;
+    readonly weights_memories_error?: string;
   };
 }
 
@@ -91,8 +99,9 @@ function loadedSources(weights: ReturnType<typeof loadModelWeights> & { ok: true
 /** The stacked experts' tensors (ffn_{gate,up,down}_exps and their biases): a token reads k of their E expert slices. */
 const EXPERT_TENSOR = /\.ffn_[a-z_]+_exps\.(weight|bias)$/;
 
-/** The facts of one parsed GGUF file; an error when fennec cannot load it (the loader's own message). */
-export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<ModelFacts> {
+/** The facts of one parsed GGUF file; an error when fennec cannot load it (the loader's own message). memoryBytes: one
+ * wasm32 memory's size (4 GiB; less in tests). */
+export function inspectModel(gguf: GgufFile, fileBytes: number | null, memoryBytes = WASM32_MEMORY_BYTES): Result<ModelFacts> {
   const config = readModelConfig(gguf);
   if (!config.ok) return config;
   const c = config.value;
@@ -138,6 +147,11 @@ export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<M
     if (name === embd.name && weights.value.output !== embd) readPerToken += bytes / embd.rows;
     else readPerToken += EXPERT_TENSOR.test(name) ? bytes * (1 - unrouted) : bytes;
   }
+  const sources = [...loadedSources(weights)].filter((t) => (heapByName.get(t.name.replace(/\[[a-z]+\]$/, "")) ?? 0) > 0);
+  const plan = planMemories({ tensors: sources.map((t) => ({ name: t.name, type: t.type, rows: t.rows, cols: t.cols })), numLayers: c.numLayers, kvBytesPerLayer: 0, reserveBytes: 0, memoryBytes });
+  const memories = plan.ok
+    ? plan.value.firstLayer.map((first, m) => ({ layers: [first, (plan.value.firstLayer[m + 1] ?? c.numLayers) - 1] as const, weight_bytes: plan.value.weightBytes[m]! }))
+    : null;
   return ok({
     source: gguf.source, file_bytes: fileBytes, name: c.name, architecture: c.architecture, parameters,
     ...(moe === undefined ? {} : { active_parameters: Math.round(parameters - inactive), experts: { count: moe.expertCount, used: moe.expertUsedCount } }),
@@ -150,6 +164,8 @@ export function inspectModel(gguf: GgufFile, fileBytes: number | null): Result<M
       weights_heap_bytes: [...heapByName.values()].reduce((a, b) => a + b, 0), kv_bytes_per_token: kvPerToken, kv_bytes_full_context: kvPerToken * c.contextLength,
       weights_bytes_read_per_token: Math.round(readPerToken),
       ...(hasSlidingLayers(c) ? { kv_bytes_full_context_hybrid: hybridFullContextBytes(c, kvPerToken / c.numLayers) } : {}),
+      weights_memories: memories,
+      ...(plan.ok ? {} : { weights_memories_error: plan.error }),
     },
   });
 }
@@ -207,6 +223,8 @@ export function factsText(f: ModelFacts): string {
     ...(f.memory.kv_bytes_full_context_hybrid !== undefined
       ? [`  ${"  hybrid KV cache manager".padEnd(34)}${bytesText(f.memory.kv_bytes_full_context_hybrid)} (its sliding-window layers hold their window only)`]
       : []),
+    `  ${"wasm32 memories for the weights".padEnd(34)}${f.memory.weights_memories === null ? `none fits: ${f.memory.weights_memories_error}`
+      : `${f.memory.weights_memories.length}: ${f.memory.weights_memories.map((m) => `layers ${m.layers[0]}-${m.layers[1]} ${bytesText(m.weight_bytes)}`).join(", ")}`}`,
   );
   return lines.join("\n");
 }

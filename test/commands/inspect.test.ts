@@ -5,6 +5,7 @@
 // is cut to 320 tokens so 52 models build in seconds (inspect then reports the cut tokenizer as unusable, which it
 // is). One real make-model file goes through the CLI as a process, in text and --json.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { MEMORY_SLACK_BYTES } from "../../src/backend/wasm/memory-plan.ts";
 import { createWasmBackend, type WasmBackend } from "../../src/backend/wasm/wasm-backend.ts";
 import { inspectModel } from "../../src/commands/inspect.ts";
 import { GgufValueType, type GgufFile, type GgufMetadataEntry } from "../../src/gguf/gguf-file.ts";
@@ -82,9 +83,37 @@ describe("inspect agrees with the loader", () => {
         kvBackend.allocKvCache({ numLayers: c.numLayers, numBlocks: 1, blockSize: 1, numKvHeads: c.numKvHeads, headDim: c.headDim });
         expect(kvBackend.exportKvBlocks(Int32Array.of(0)).length).toBe(f.memory.kv_bytes_per_token);
         expect(f.memory.kv_bytes_full_context).toBe(f.memory.kv_bytes_per_token * c.contextLength);
+        expect(f.memory.weights_memories).toEqual([{ layers: [0, 0], weight_bytes: f.memory.weights_heap_bytes }]);
       }
     }, 60_000);
   }
+
+  test("the weights over wasm32 memories: consecutive layer ranges, every heap byte placed once, none over a memory", () => {
+    const shapeName = "tiny-qwen3-0.6b";
+    const shape = { ...MODEL_SHAPES[shapeName]!, numLayers: 6 };
+    const bytes = serializeGguf(randomModel({ shapeName, shape, type: "q8_0", seed: 3, vocab: vocabFor(shape.vocab) }));
+    const gguf = parseGguf(bytes, shapeName);
+    if (!gguf.ok) throw new Error(gguf.error);
+    const whole = inspectModel(gguf.value, bytes.length);
+    if (!whole.ok) throw new Error(whole.error);
+    const heap = whole.value.memory.weights_heap_bytes;
+    // memories of a third of the weights (plus memory-plan.ts's slack): the layers spread over several
+    const memoryBytes = Math.ceil(heap / 3) + MEMORY_SLACK_BYTES;
+    const split = inspectModel(gguf.value, bytes.length, memoryBytes);
+    if (!split.ok) throw new Error(split.error);
+    const memories = split.value.memory.weights_memories!;
+    expect(memories.length).toBeGreaterThan(1);
+    expect(memories[0]!.layers[0]).toBe(0);
+    expect(memories.at(-1)!.layers[1]).toBe(5);
+    for (let m = 1; m < memories.length; m++) expect(memories[m]!.layers[0]).toBe(memories[m - 1]!.layers[1] + 1);
+    expect(memories.reduce((a, m) => a + m.weight_bytes, 0)).toBe(heap);
+    for (const m of memories) expect(m.weight_bytes).toBeLessThanOrEqual(memoryBytes);
+    // a memory smaller than one layer: no placement, and the reason
+    const none = inspectModel(gguf.value, bytes.length, MEMORY_SLACK_BYTES + 1024);
+    if (!none.ok) throw new Error(none.error);
+    expect(none.value.memory.weights_memories).toBeNull();
+    expect(none.value.memory.weights_memories_error).toContain("does not fit");
+  });
 });
 
 describe("fennec inspect MODEL (the CLI)", () => {
@@ -108,6 +137,7 @@ describe("fennec inspect MODEL (the CLI)", () => {
     expect(text).toContain("architecture    llama\n");
     expect(text).toContain(`parameters      ${(f.parameters / 1e6).toFixed(1)}M (${f.parameters.toLocaleString("en-US")})`);
     expect(text).toContain("weights in the WASM heap");
+    expect(text).toContain(`wasm32 memories for the weights   1: layers 0-0 `);
     // a file that is not a model: one line, exit 2
     const bad = run(["/nonexistent.gguf"]);
     expect(bad.exitCode).toBe(1);

@@ -15,7 +15,7 @@ import { weightHeapBytes } from "./wasm-weight.ts";
 export const WASM32_MEMORY_BYTES = 2 ** 32;
 /** what a memory keeps free besides the plan's figures: the kernels' static data, the pool's control block, the
  * allocator's alignment and free lists */
-const MEMORY_SLACK_BYTES = 16 * 2 ** 20;
+export const MEMORY_SLACK_BYTES = 16 * 2 ** 20;
 
 export interface PlannedWeight {
   readonly name: string;
