@@ -8,6 +8,7 @@ import type { ModelConfig } from "../../src/model/model-config.ts";
 import { Runner } from "../../src/model/runner.ts";
 import type { ModelWeights } from "../../src/model/weights.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
+import { teacherForcedLogits } from "../helpers/teacher-forced.ts";
 
 export async function fastLoraLogits(config: ModelConfig, weights: ModelWeights, adapter: LoraAdapter, userScale: number, all: readonly number[], promptLength: number): Promise<Float32Array[]> {
   await ensureKernels();
@@ -16,12 +17,7 @@ export async function fastLoraLogits(config: ModelConfig, weights: ModelWeights,
     runner.allocateKvCache(Math.ceil(all.length / 16), 16);
     runner.enableLora(2);
     runner.loadLora(1, adapter, userScale);
-    const table = Int32Array.from({ length: Math.ceil(all.length / 16) }, (_, i) => i);
-    const step = async (start: number, end: number) =>
-      (await runner.execute({ sequences: [{ tokenIds: Int32Array.from(all.slice(start, end)), startPos: start, blockTable: table, logits: "last", loraSlot: 1 }] })).logits;
-    const rows = [await step(0, promptLength)];
-    for (let pos = promptLength; pos < all.length; pos++) rows.push(await step(pos, pos + 1));
-    return rows;
+    return await teacherForcedLogits(runner, all, promptLength, { loraSlot: 1 });
   } finally {
     runner.dispose();
   }

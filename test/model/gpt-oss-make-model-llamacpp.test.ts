@@ -19,6 +19,7 @@ import { GgmlType } from "../../src/tensor/dtypes.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { disposeLlamaCpp, llamaCppGreedy, openLlamaCpp } from "../helpers/llama-cpp.ts";
 import { makeModelFile } from "../helpers/random-gguf.ts";
+import { teacherForcedLogits } from "../helpers/teacher-forced.ts";
 
 await ensureKernels();
 
@@ -56,8 +57,6 @@ test("make-model gpt-oss-20b (MXFP4_MOE, narrowed): the WASM path gives llama.cp
   const runner = new Runner(config, weights, await createBackend({ kind: "wasm", threads: 2 }));
   runner.allocateKvCache(groups.groups.length * perGroup, 16, groups);
   const blockTables = groups.groups.map((_, g) => Int32Array.from({ length: perGroup }, (_, b) => g * perGroup + b));
-  const step = async (start: number, end: number) =>
-    (await runner.execute({ sequences: [{ tokenIds: Int32Array.from(all.slice(start, end)), startPos: start, blockTable: blockTables[0]!, blockTables, logits: "last" }] })).logits;
   let differing = 0;
   let worstGap = 0;
   let worstLogprob = 0;
@@ -80,8 +79,8 @@ test("make-model gpt-oss-20b (MXFP4_MOE, narrowed): the WASM path gives llama.cp
     for (const [id, p] of probabilities) if (p > 0) worstLogprob = Math.max(worstLogprob, Math.abs(Math.log(p) - (logits[id]! - logZ)));
     spread = Math.max(spread, max - Math.min(...logits));
   };
-  tally(await step(0, promptIds.length), 0, promptIds.length - 1);
-  for (let pos = promptIds.length; pos < all.length; pos++) tally(await step(pos, pos + 1), pos - (promptIds.length - 1), pos);
+  const rows = await teacherForcedLogits(runner, all, promptIds.length, { blockTable: blockTables[0]!, blockTables });
+  rows.forEach((logits, s) => tally(logits, s, promptIds.length - 1 + s));
   runner.dispose();
   console.log(`gpt-oss-20b make-model (mxfp4_moe, 256 wide, 2 layers): ${promptIds.length} prompt tokens, ${STEPS} steps; WASM ${differing} differing steps (worst gap ${worstGap.toExponential(2)}), max |dlogprob| over every token ${worstLogprob.toExponential(2)}, logit spread ${spread.toFixed(2)}`);
   // a differing step only at a near tie (moe-llamacpp.test.ts's fast-path gap); llamacpp-logits.test.ts's log-prob bound

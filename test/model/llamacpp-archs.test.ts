@@ -41,6 +41,7 @@ import { MODEL_SHAPES, type ModelShape } from "../../scripts/model-shapes.ts";
 import { ropeFactorTensors, ropeScalingMetadata } from "../../scripts/random-model.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { disposeLlamaCpp, llamaCppGreedy, logprobError, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { teacherForcedLogits } from "../helpers/teacher-forced.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { makeTinyModel } from "./tiny-model.ts";
 
@@ -209,13 +210,8 @@ describe.each(CASES)("$name", (c) => {
     // the fast path: the promptIds as one prefill, then one decode step per token
     const fast: Tally = { differingSteps: 0, worstGap: 0, worstLogprob: 0 };
     const runner = await wasmRunner(config, weights, all.length);
-    const table = Int32Array.from({ length: Math.ceil(all.length / 16) }, (_, i) => i);
-    const step = async (start: number, end: number) =>
-      (await runner.execute({ sequences: [{ tokenIds: Int32Array.from(all.slice(start, end)), startPos: start, blockTable: table, logits: "last" }] })).logits;
-    tally(fast, await step(0, promptIds.length), 0, ids, evaluated[promptIds.length - 1], true);
-    for (let pos = promptIds.length; pos < all.length; pos++) {
-      tally(fast, await step(pos, pos + 1), pos - (promptIds.length - 1), ids, evaluated[pos], checked.has(pos));
-    }
+    const rows = await teacherForcedLogits(runner, all, promptIds.length);
+    rows.forEach((logits, s) => tally(fast, logits, s, ids, evaluated[promptIds.length - 1 + s], s === 0 || checked.has(promptIds.length - 1 + s)));
     runner.dispose();
 
     // control: the oracle on the same weights without the feature (the oracle: the fast path's own error would blur it)

@@ -39,6 +39,7 @@ import { GgmlType } from "../../src/tensor/dtypes.ts";
 import { llamaVocabPath } from "../../scripts/llama-vocab.ts";
 import { ensureKernels } from "../kernels/ensure-kernels.ts";
 import { disposeLlamaCpp, llamaCppGreedy, type LlamaCppGreedyOptions, type LlamaCppGreedyRun, logprobError, openLlamaCpp } from "../helpers/llama-cpp.ts";
+import { teacherForcedLogits } from "../helpers/teacher-forced.ts";
 import { roundLikeGgml } from "./ggml-activation-rounding.ts";
 import { makeTinyModel, type PlannedTensor } from "./tiny-model.ts";
 
@@ -232,13 +233,8 @@ async function fastAlong(config: ModelConfig, weights: ModelWeights, run: LlamaC
   const { promptIds, all, theirs, evaluated, checked } = run;
   const runner = await wasmRunner(config, weights, Math.ceil(all.length / 16));
   try {
-    const table = Int32Array.from({ length: Math.ceil(all.length / 16) }, (_, i) => i);
-    const step = async (start: number, end: number) =>
-      (await runner.execute({ sequences: [{ tokenIds: Int32Array.from(all.slice(start, end)), startPos: start, blockTable: table, logits: "last" }] })).logits;
-    tally(t, await step(0, promptIds.length), 0, theirs, evaluated[promptIds.length - 1], true);
-    for (let pos = promptIds.length; pos < all.length; pos++) {
-      tally(t, await step(pos, pos + 1), pos - (promptIds.length - 1), theirs, evaluated[pos], checked.has(pos));
-    }
+    const rows = await teacherForcedLogits(runner, all, promptIds.length);
+    rows.forEach((logits, s) => tally(t, logits, s, theirs, evaluated[promptIds.length - 1 + s], s === 0 || checked.has(promptIds.length - 1 + s)));
   } finally {
     runner.dispose();
   }
