@@ -68,6 +68,9 @@ export interface MoeScratch {
   readonly slotUp: readonly DeviceBuffer[];
   /** each slot's down projection [dim] */
   readonly slotDown: readonly DeviceBuffer[];
+  /** a one-row pass's slots side by side [k, dim]: slots' own small buffer, so a model split over wasm32 memories
+   * copies k rows, not slots' whole extent, when a layer's memory changes (split-wasm-backend.ts readIn) */
+  readonly slotRows: DeviceBuffer;
 }
 
 export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numTokens: number): MoeScratch {
@@ -77,7 +80,7 @@ export function allocMoeScratch(b: Backend, moe: MoeConfig, dim: number, numToke
     act: b.alloc(numTokens * h), ye: b.alloc(numTokens * dim), slots: b.alloc(numTokens * moe.expertUsedCount * dim),
     sharedGate: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))), sharedUp: b.alloc(Math.max(1, numTokens * (moe.sharedHiddenDim ?? 0))),
     slotGate: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)), slotUp: Array.from({ length: moe.expertUsedCount }, () => b.alloc(h)),
-    slotDown: Array.from({ length: moe.expertUsedCount }, () => b.alloc(dim)),
+    slotDown: Array.from({ length: moe.expertUsedCount }, () => b.alloc(dim)), slotRows: b.alloc(moe.expertUsedCount * dim),
   };
 }
 
@@ -104,7 +107,8 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
   const bias = w.biases;
   if (bias !== null) b.addBias(s.logits, bias.router, numRows);
   const { ids, weights } = routeExperts(await b.read(s.logits, numRows * moe.expertCount), numRows, moe);
-  if (numRows === 1 && b.matmulShared) oneRowExperts(b, moe, dim, w, s, x, ids);
+  const oneRow = numRows === 1 && b.matmulShared !== undefined;
+  if (oneRow) oneRowExperts(b, moe, dim, w, s, x, ids);
   else if (b.matmulGrouped) groupedExperts(b, moe, dim, w, s, x, ids);
   else for (const group of groupByExpert(ids, k, moe.expertCount)) {
     const count = group.rows.length;
@@ -127,7 +131,7 @@ export async function moeFfn(b: Backend, moe: MoeConfig, dim: number, w: ExpertH
     if (bias !== null) b.addBias(s.ye, bias.down[group.expert]!, count);
     b.scatterRows!(s.slots, s.ye, group.slots, dim);
   }
-  b.weightedRowSum!(out, s.slots, weights, numRows, k, dim);
+  b.weightedRowSum!(out, oneRow ? s.slotRows : s.slots, weights, numRows, k, dim);
   // granitemoe (shared): out += the shared expert's SwiGLU FFN of x (llama.cpp granite.cpp: moe_out + ffn_shexp)
   if (w.shared !== null) {
     const sh = moe.sharedHiddenDim!;
@@ -211,6 +215,6 @@ function oneRowExperts(b: Backend, moe: MoeConfig, dim: number, w: ExpertHandles
   else downs.forEach((down, slot) => b.matmul(s.slotDown[slot]!, down, s.slotGate[slot]!, 1));
   for (let slot = 0; slot < k; slot++) {
     if (bias !== null) b.addBias(s.slotDown[slot]!, bias.down[ids[slot]!]!, 1);
-    b.scatterRows!(s.slots, s.slotDown[slot]!, Int32Array.of(slot), dim);
+    b.scatterRows!(s.slotRows, s.slotDown[slot]!, Int32Array.of(slot), dim);
   }
 }
