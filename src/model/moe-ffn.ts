@@ -68,8 +68,9 @@ export interface MoeScratch {
   readonly slotUp: readonly DeviceBuffer[];
   /** each slot's down projection [dim] */
   readonly slotDown: readonly DeviceBuffer[];
-  /** a one-row pass's slots side by side [k, dim]: slots' own small buffer, so a model split over wasm32 memories
-   * copies k rows, not slots' whole extent, when a layer's memory changes (split-wasm-backend.ts readIn) */
+  /** a one-row pass's k slot outputs side by side [k, dim], apart from `slots`: a scatter keeps its destination's
+   * other rows, so on a model split over wasm32 memories the first scatter in a layer's memory copies the whole
+   * destination there (split-wasm-backend.ts readIn), k rows here against every row of the last prefill in `slots` */
   readonly slotRows: DeviceBuffer;
 }
 
