@@ -6,9 +6,10 @@
  *    the file rewritten per chunk), so the file ends with the overview's, the last chunk mtmd_tokenize adds; fennec's
  *    tiling (lanczos resizes) and both encoders must give the same [4][256] block within a stated bound;
  *  - the greedy tokens: the compiled fennec gives the same 32 tokens for a PNG, a JPEG and a GIF of different sizes
- *    (every tile and its markers in the prompt), or texts that part at a near tie (greedy-agreement.ts). mtmd-cli hands the template the prompt as one text part holding its
- *    media marker ("User: <__media__>question"), so the template's image-first branch ("User:") never fires there;
- *    fennec gets an empty text part first, which renders the same "User: " before the image.
+ *    (every tile and its markers in the prompt), or texts that part at a near tie (greedy-agreement.ts). mtmd-cli
+ *    hands the template the prompt as one text part holding its media marker ("User: <__media__>question"), so the
+ *    template's image-first branch ("User:") never fires there; fennec gets an empty text part first, which renders
+ *    the same "User: " before the image.
  * And once at real width (smolvlm-256m with 2 language and 1 vision layers): 512 px tiles of 32 x 32 patches shuffled
  * by 4, a 4 x 3 grid.
  * Skipped, saying so, where the oracle is not built.
