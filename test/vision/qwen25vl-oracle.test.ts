@@ -159,7 +159,8 @@ describe("Qwen2.5-VL vs llama-mtmd-cli", () => {
       }
       const ids = tokenizer.stopIds.includes(out[out.length - 1]!) ? out.slice(0, -1) : out;
       // each step as the served logprobs would give it: its token's bytes and the top-2 log-probs' margin
-      const steps: ServedStep[] = ids.map((id, i) => ({ bytes: [...new TextEncoder().encode(tokenizer.decode([id], { skipSpecialTokens: false }))], top_logprobs: [{ logprob: 0 }, { logprob: -margins[i]! }] }));
+      const encoder = new TextEncoder();
+      const steps: ServedStep[] = ids.map((id, i) => ({ bytes: [...encoder.encode(tokenizer.decode([id], { skipSpecialTokens: false }))], top_logprobs: [{ logprob: 0 }, { logprob: -margins[i]! }] }));
       return { text: tokenizer.decode(ids, { skipSpecialTokens: false }), margin: Math.min(...margins), steps };
     };
 
