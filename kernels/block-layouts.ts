@@ -38,9 +38,9 @@
 //   KIND_U6G16 unsigned 0..63 in 3 byte planes, 16 per group in 12 bytes (Q6_K, whose scales change every 16;
 //              always zero point 32)
 //   KIND_MXFP4 MXFP4's 4-bit codes as KIND_U4's nibbles, looked up as values plus 12 (mxfp4.ts; always zero point
-//              12), and its E8M0 scale byte per group: ws [numRows / 4, numGroups, 4 rows] u8 (e8m0Half)
+//              12), and its E8M0 scale per group as the upper half of the f32: ws [numRows / 4, numGroups, 4 rows] u16
 
-import { e8m0Half, mxfp4Value } from "./mxfp4";
+import { mxfp4Value } from "./mxfp4";
 
 export const KIND_I8: i32 = 0;
 export const KIND_U5: i32 = 1;
@@ -57,10 +57,10 @@ export const KIND_MXFP4: i32 = 6;
   return kind == KIND_U4K || kind == KIND_MXFP4 ? KIND_U4 : kind == KIND_U5K ? KIND_U5 : kind;
 }
 
-/** Bytes of one group's scales of a row group (4 rows): f32 each, or KIND_MXFP4's E8M0 byte each. */
+/** Bytes of one group's scales of a row group (4 rows): f32 each, or KIND_MXFP4's upper halves of f32. */
 // @ts-ignore: decorator
 @inline export function groupScaleBytes(kind: i32): i32 {
-  return kind == KIND_MXFP4 ? 4 : 16;
+  return kind == KIND_MXFP4 ? 8 : 16;
 }
 
 /** Bytes of one row group's scales (ws) over numGroups groups. */
@@ -130,7 +130,7 @@ export const KIND_MXFP4: i32 = 6;
 /** Row r's scale of group g (groupScales' lane r). */
 // @ts-ignore: decorator
 @inline export function scaleAt(kind: i32, s: usize, g: i32, r: i32): f32 {
-  if (kind == KIND_MXFP4) return e8m0Half(<i32>load<u8>(s + <usize>(g * 4 + r)));
+  if (kind == KIND_MXFP4) return reinterpret<f32>(<u32>load<u16>(s + <usize>((g * 4 + r) << 1)) << 16);
   if (!superblockScales(kind)) return load<f32>(s + <usize>((g * 4 + r) << 2));
   const shift = superblockShift(kind);
   const sb = s + <usize>(g >> shift) * <usize>superblockBytes(kind);

@@ -7,7 +7,7 @@ export function dequant_row(kind: i32, dst: usize, wq: usize, ws: usize, wm: usi
   const numGroups = cols / gs;
   const rg = row >> 2;
   const r = row & 3;
-  // this row group's scales (and offsets): per group [numGroups, 4 rows] (f32; KIND_MXFP4 u8), or the K-quant superblocks
+  // this row group's scales (and offsets): per group [numGroups, 4 rows] (f32; KIND_MXFP4 the f32s' upper halves, u16), or the K-quant superblocks
   const sStride = scaleStride(kind, numGroups);
   const s = ws + <usize>rg * sStride;
   const m = wm + <usize>rg * sStride;

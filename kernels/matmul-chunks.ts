@@ -2,7 +2,7 @@
 // chunk's dot products (i16 pair sums, then widened to the 4 rows' i32 sums), a nibble kind's chunk unpacking, and a
 // group's scales, offsets and f32 term (layouts in block-layouts.ts, the arithmetic in matmul-quant.ts's header).
 import { KIND_I8, KIND_MXFP4, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupSize, halfChunks, quantKind, superblockBytes, superblockScales, superblockShift } from "./block-layouts";
-import { e8m0Half4, mxfp4Lookup } from "./mxfp4";
+import { mxfp4Lookup, mxfp4Scales4 } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16 } from "./quantize";
 
 /**
@@ -166,11 +166,11 @@ export const I16_ONES: usize = memory.data<i16>([1, 1, 1, 1, 1, 1, 1, 1], 16);
 /**
  * The 4 rows' scales of group g of a row group whose scales are at s: as stored, or for the K-quant kinds d * f32(sc)
  * (ggml-quants.c dequantize_row_q4_K / _q5_K: d * sc with sc from get_scale_min_k4; dequantize_row_q6_K: d * scales[g]),
- * an exact f32 product (see the header), or KIND_MXFP4's E8M0 bytes as ggml_e8m0_to_fp32_half. scaleMin: scaleMinBytes(kind, s, g).
+ * an exact f32 product (see the header), or KIND_MXFP4's f32 upper halves widened (mxfp4Scales4). scaleMin: scaleMinBytes(kind, s, g).
  */
 // @ts-ignore: decorator
 @inline export function groupScales(kind: i32, s: usize, g: i32, scaleMin: v128): v128 {
-  if (kind == KIND_MXFP4) return e8m0Half4(s + (<usize>g << 2));
+  if (kind == KIND_MXFP4) return mxfp4Scales4(s + (<usize>g << 3));
   if (!superblockScales(kind)) return v128.load(s + (<usize>g << 4));
   const shift = superblockShift(kind);
   const sb = s + <usize>(g >> shift) * <usize>superblockBytes(kind);

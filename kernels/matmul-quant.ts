@@ -25,7 +25,7 @@ import { i8Tile1Ready, mxfp4Tile1One, nibbleTile1One, simdTile1, simdTile4 } fro
 import { kTile1, kTile4, u6Tile1 } from "./matmul-k-tiles";
 import { i8Tile8, u4Tile8, unpackPair, widenPair } from "./matmul-tile8";
 import { scalarTile1, scalarTileK } from "./matmul-scalar";
-import { MXFP4_ZERO_POINT, e8m0HalfRow } from "./mxfp4";
+import { MXFP4_ZERO_POINT } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
 
 /** Bytes of ready activation vectors a block of tokens may take (of this Zen 4's 1 MiB L2; KIND_I8's weights are
@@ -135,10 +135,7 @@ const TMP_ROW_BYTES: usize = 64;
       const pst = ps + <usize>t * pStride;
       if (ASC_FEATURE_SIMD && kind == KIND_I8 && ready && numTokens == 1) v128.store(target, i8Tile1Ready(q, s, quads, dat, numGroups));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4 || kind == KIND_U5) && numTokens == 1 && quads != 0) v128.store(target, nibbleTile1One(kind, zeroed, q, s, m, quads, dat, sat, pst, numGroups, zeroPoint));
-      else if (ASC_FEATURE_SIMD && kind == KIND_MXFP4 && numTokens == 1 && quads != 0) {
-        e8m0HalfRow(s, numGroups, tmp + TMP_ROW_BYTES);
-        v128.store(target, mxfp4Tile1One(q, tmp + TMP_ROW_BYTES, quads, dat, pst, numGroups));
-      }
+      else if (ASC_FEATURE_SIMD && kind == KIND_MXFP4 && numTokens == 1 && quads != 0) v128.store(target, mxfp4Tile1One(q, s, quads, dat, pst, numGroups));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K) && numTokens == 1 && quads != 0) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups, true, quads));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K)) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups));
       else if (ASC_FEATURE_SIMD && kind == KIND_U6G16 && zeroed) v128.store(target, u6Tile1(q, s, qat, dat, pairsAt + <usize>t * <usize>(numGroups << 2), numGroups));

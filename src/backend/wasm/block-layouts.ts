@@ -3,8 +3,8 @@
  * groupBytes, superblockBytes, quantAt, scaleAt, offsetAt), in one table per kernel kind: repack.ts writes by it and
  * nothing else restates a size or an offset. A change here is a change to the kernels' file, and back.
  *   wq [rowGroups, numGroups, groupSize / 4 chunks, 4 rows, 4 quants]  ("K-quads"; quantByte / pairByte below)
- *   per-group kinds: ws, wm [rowGroups, numGroups, 4 rows] f32 (MXFP4: ws [rowGroups, numGroups, 4 rows] u8, the
- *                    E8M0 byte; no wm: its zero point)
+ *   per-group kinds: ws, wm [rowGroups, numGroups, 4 rows] f32 (MXFP4: ws [rowGroups, numGroups, 4 rows] u16, the
+ *                    upper half of its E8M0 scale's f32, whose lower half is zero; no wm: its zero point)
  *   K-quant kinds:   ws [rowGroups, numSuperblocks, superblock.bytes]: d [4 rows] f32 at dAt | -dmin [4 rows] f32 at
  *                    negDminAt | per group j: sc [4 rows] at scAt + j * groupStride, m [4 rows] at minAt + j * groupStride
  * @example BLOCK_LAYOUTS[KernelKind.U4K].superblock?.bytes // 96
@@ -50,7 +50,7 @@ export interface BlockLayout {
   /** the K-quant kinds' factors per superblock in ws; null: scales (and offsets) per group */
   readonly superblock: SuperblockFactorLayout | null;
   /** per-group kinds: bytes of one row's scale per group in ws (kernels/block-layouts.ts groupScaleBytes / 4): 4, an
-   * f32, unless given; 1 for MXFP4's E8M0 byte */
+   * f32, unless given; 2 for MXFP4's scale (the f32's upper half) */
   readonly scaleBytes?: number;
 }
 
@@ -67,7 +67,7 @@ export const BLOCK_LAYOUTS: Readonly<Record<KernelKind, BlockLayout>> = {
   [KernelKind.U6G16]: { groupSize: 16, groupBytes: 12, highBitsAt: -1, superblock: Q6_FACTORS },
   [KernelKind.U4K]: { groupSize: 32, groupBytes: 16, highBitsAt: -1, superblock: K4_FACTORS },
   [KernelKind.U5K]: { groupSize: 32, groupBytes: 20, highBitsAt: 64, superblock: K4_FACTORS },
-  [KernelKind.MXFP4]: { groupSize: 32, groupBytes: 16, highBitsAt: -1, superblock: null, scaleBytes: 1 },
+  [KernelKind.MXFP4]: { groupSize: 32, groupBytes: 16, highBitsAt: -1, superblock: null, scaleBytes: 2 },
 };
 
 /** The byte of quant i of row `lane` in the K-quad group at `base` (a function, not a closure per group: no garbage). */

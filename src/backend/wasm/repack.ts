@@ -6,7 +6,8 @@
  *                                                     6-bit: 3 byte planes, chunk 3 in their top 2 bits;
  *                                                     8-bit: per chunk quants 0-1 of the 4 rows, then 2-3)
  *   per-group types: ws, wm [rowGroups, numGroups, 4 rows] f32   scale and offset: w = ws * q + wm
- *   MXFP4: the 4-bit codes as nibbles, ws [rowGroups, numGroups, 4 rows] u8 the E8M0 bytes (4.25 bits per weight)
+ *   MXFP4: the 4-bit codes as nibbles, ws [rowGroups, numGroups, 4 rows] u16 the upper half of each E8M0 scale's
+ *          f32 (2^(e - 128): its lower half is zero for every byte e), 4.5 bits per weight
  *   K-quants: ws [rowGroups, numSuperblocks, 96 | 80 bytes]    ggml's factors per 256 weights: d and -dmin [4 rows]
  *                                                     f32, then per group sc (and m) [4 rows] as u8 (Q6_K: i8); the
  *                                                     kernels form d * sc and -dmin * m (exact in f32), so the
@@ -71,12 +72,10 @@ const decodeQ8_0: BlockDecoder = (v, at, q, e0, s, _m, g0) => {
   for (let i = 0; i < 32; i++) q[e0 + i] = v.getUint8(at + 2 + i); // int8 bits kept as they are
 };
 
-// MXFP4 (tensor/quant-mxfp4.ts) keeps its 4-bit codes (the kernels look their values up: kernels/mxfp4.ts) and its
-// E8M0 byte, into k.sc[g0] (and s[g0] its value 2^(e - 128))
-const decodeMxfp4: BlockDecoder = (v, at, q, e0, s, _m, g0, k) => {
-  const e = v.getUint8(at);
-  k.sc[g0] = e;
-  s[g0] = e8m0ToFp32Half(e);
+// MXFP4 (tensor/quant-mxfp4.ts) keeps its 4-bit codes (the kernels look their values up: kernels/mxfp4.ts); its
+// scale 2^(e - 128) goes to s[g0] as f32, stored as its upper half (repack)
+const decodeMxfp4: BlockDecoder = (v, at, q, e0, s, _m, g0) => {
+  s[g0] = e8m0ToFp32Half(v.getUint8(at));
   for (let j = 0; j < 16; j++) {
     const b = v.getUint8(at + 1 + j);
     q[e0 + j] = b & 15;
@@ -258,12 +257,16 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
   const groupsPerBlock = s.blockSize / s.groupSize;
   const numGroups = cols / s.groupSize;
   const { superblock, highBitsAt, scaleBytes } = BLOCK_LAYOUTS[s.kind];
-  const e8m0 = scaleBytes === 1; // MXFP4: the E8M0 byte per group and row (decodeMxfp4's k.sc)
+  // MXFP4: the upper half of each scale's f32 (exact: 2^(e - 128) has a zero lower half for every E8M0 byte), so the
+  // kernels widen it with one shuffle where converting the byte took a tenth of a decode matvec
+  const upperHalf = scaleBytes === 2;
+  const wsU16 = new Uint16Array(ws.buffer, ws.byteOffset, ws.byteLength >> 1);
   const superblocks = superblock !== null;
   const wsF32 = new Float32Array(ws.buffer, ws.byteOffset, ws.byteLength / 4);
   const wmF32 = wm === null ? null : new Float32Array(wm.buffer, wm.byteOffset, wm.byteLength / 4);
   const q = new Uint8Array(cols); // [cols] element values of one row
   const sc = new Float32Array(numGroups); // [numGroups]
+  const scBits = new Uint32Array(sc.buffer); // sc's f32 bits
   const mn = new Float32Array(numGroups); // [numGroups]
   const factors: SuperblockFactors = { // one row's K-quant factors
     d: new Float32Array(blocksPerRow), // [blocksPerRow]
@@ -281,7 +284,7 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
     if (superblock !== null) writeSuperblockFactors(s, superblock, factors, ws, wsF32, rg, lane, cols);
     for (let g = 0; g < numGroups; g++) {
       const idx = (rg * numGroups + g) * 4 + lane;
-      if (e8m0) ws[idx] = factors.sc[g]!;
+      if (upperHalf) wsU16[idx] = scBits[g]! >>> 16;
       else if (!superblocks) {
         wsF32[idx] = sc[g]!;
         if (wmF32 !== null) wmF32[idx] = mn[g]!;
