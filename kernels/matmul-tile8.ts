@@ -122,7 +122,7 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
  * (ps: the first token's pair sums, pstride apart): i8Tile8's shape for the nibbles. Each activation vector is loaded
  * once for both row quads and the zero point's start once per token (the 4-row tile: about 56 Air instructions per
  * 128 multiply-adds in JSC's dump, of which 9 loads and the per-group epilogue, near this core's 6 per cycle).
- * kind: KIND_U4, or KIND_MXFP4 (its values unpacked by unpackPair, zero point 12, E8M0 scales).
+ * kind: KIND_U4, or KIND_MXFP4 (its values unpacked by unpackPair, zero point 12, its scales the f32s' upper halves).
  */
 // @ts-ignore: decorator
 @inline export function u4Tile8(wide: usize, sa: usize, sb: usize, quad: usize, sums: usize, ps: usize, pstride: usize, g0: i32, g1: i32, out: usize, outStride: usize, kind: i32 = KIND_U4): void {

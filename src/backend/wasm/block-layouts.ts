@@ -21,7 +21,7 @@ export enum KernelKind {
   U4K = 4,
   /** Q5_K: U5's quants, superblock scales */
   U5K = 5,
-  /** MXFP4: U4's nibbles holding E2M1 codes (looked up in the kernels, zero point 12), an E8M0 byte per group */
+  /** MXFP4: U4's nibbles holding E2M1 codes (looked up in the kernels, zero point 12), a u16 scale per group */
   MXFP4 = 6,
 }
 
