@@ -1,8 +1,8 @@
 // MXFP4 (GGUF type 39) in the kernels' layout, KIND_MXFP4 (block-layouts.ts): the 4-bit E2M1 codes stay packed as
 // nibbles (KIND_U4's K-quad layout, 16 bytes per group and row) and each group's scale as the upper half of its f32
 // (ws [rowGroups, numGroups, 4 rows] u16): 4.5 bits per weight, where ggml's block_mxfp4 holds 4.25 (an E8M0 byte).
-// The 6% more bytes buy a decode matvec 8% faster: converting the E8M0 bytes to f32 cost it a tenth of its time, a
-// widening shuffle costs it nothing measurable, and at 2 threads it is bound by its instructions, not by memory.
+// The 6% more bytes buy a decode matvec 8-9%: converting E8M0 bytes to f32 took a tenth of its time, widening the
+// halves takes one shuffle, and at 2 threads it is bound by its instructions, not by memory (docs/performance.md).
 //
 // A code becomes its value by a byte table lookup (i8x16.swizzle, pshufb), as ggml_vec_dot_mxfp4_q8_0 (ggml-cpu
 // arch/x86/quants.c) looks up kvalues_mxfp4. Its values (E2M1 doubled, -12..12) are stored here plus 12, so they are
