@@ -260,7 +260,7 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
   // MXFP4: the upper half of each scale's f32 (exact: 2^(e - 128) has a zero lower half for every E8M0 byte), so the
   // kernels widen it with one shuffle where converting the byte took a tenth of a decode matvec
   const upperHalf = scaleBytes === 2;
-  const wsU16 = new Uint16Array(ws.buffer, ws.byteOffset, ws.byteLength >> 1);
+  const wsU16 = upperHalf ? new Uint16Array(ws.buffer, ws.byteOffset, ws.byteLength >> 1) : null;
   const superblocks = superblock !== null;
   const wsF32 = new Float32Array(ws.buffer, ws.byteOffset, ws.byteLength / 4);
   const wmF32 = wm === null ? null : new Float32Array(wm.buffer, wm.byteOffset, wm.byteLength / 4);
@@ -284,7 +284,7 @@ export function repack(s: RepackSpec, data: Uint8Array, rows: number, cols: numb
     if (superblock !== null) writeSuperblockFactors(s, superblock, factors, ws, wsF32, rg, lane, cols);
     for (let g = 0; g < numGroups; g++) {
       const idx = (rg * numGroups + g) * 4 + lane;
-      if (upperHalf) wsU16[idx] = scBits[g]! >>> 16;
+      if (wsU16 !== null) wsU16[idx] = scBits[g]! >>> 16;
       else if (!superblocks) {
         wsF32[idx] = sc[g]!;
         if (wmF32 !== null) wmF32[idx] = mn[g]!;
