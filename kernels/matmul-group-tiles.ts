@@ -2,7 +2,7 @@
 // token (simdTile1) and 4 rows x 4 tokens (simdTile4), each a group term per group in matmul-quant.ts's f32 order.
 import { KIND_I8, KIND_MXFP4, KIND_U6G16, groupBytes, groupSize, halfChunks } from "./block-layouts";
 import { I16_ONES, actBytes, dotChunk16, dotHalfI16, groupOffsets, groupScales, groupSum, groupTerm, groupTermV, hasOffsets, highBits, highHalfChunk, i16Chunks, lane4, laneChunk, lowHalfChunk, pairSums, quadChunkBytes, scaleMinBytes, startPairs, u6Chunk, u6Chunk3, widen16 } from "./matmul-chunks";
-import { MXFP4_ZERO_POINT, mxfp4Scales4 } from "./mxfp4";
+import { MXFP4_ZERO_POINT, mxfp4Scales4, mxfp4Scales8 } from "./mxfp4";
 import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quantize";
 
 /**
@@ -101,20 +101,32 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
   return acc;
 }
 
-/** KIND_MXFP4, 4 rows x 1 token on splat_q8_one's ready vectors at one: nibbleTile1One's sums and terms (the same bits). */
+/**
+ * KIND_MXFP4, 4 rows x 1 token on splat_q8_one's ready vectors at one: nibbleTile1One's sums and terms (the same bits,
+ * added in the same order), two groups a loop: JSC builds the loop's constants (the table, masks, ones) and counts
+ * once per iteration, and one load and two byte shuffles widen both groups' scales (mxfp4Scales8).
+ */
 // @ts-ignore: decorator
 @inline export function mxfp4Tile1One(q: usize, s: usize, one: usize, da: usize, ps: usize, numGroups: i32): v128 {
   const none = i32x4.splat(0);
   let acc = f32x4.splat(0);
   let dp = da;
-  for (let g = 0; g < numGroups; g++) {
+  let g = 0;
+  for (; g + 1 < numGroups; g += 2) {
+    const x0 = groupSum(KIND_MXFP4, true, q, none, none, startPairs(KIND_MXFP4, true, ps, MXFP4_ZERO_POINT), v128.load(I16_ONES), true, one);
+    const x1 = groupSum(KIND_MXFP4, true, q + 64, none, none, startPairs(KIND_MXFP4, true, ps + 16, MXFP4_ZERO_POINT), v128.load(I16_ONES), true, one + 128);
+    const scales = v128.load(s);
+    acc = f32x4.add(acc, groupTerm(KIND_MXFP4, x0, x0, mxfp4Scales8(scales, 0), none, dp, 0, MXFP4_ZERO_POINT));
+    acc = f32x4.add(acc, groupTerm(KIND_MXFP4, x1, x1, mxfp4Scales8(scales, 1), none, dp + 4, 0, MXFP4_ZERO_POINT));
+    dp += 8;
+    q += 128;
+    s += 16;
+    one += 256;
+    ps += 32;
+  }
+  if (g < numGroups) {
     const x = groupSum(KIND_MXFP4, true, q, none, none, startPairs(KIND_MXFP4, true, ps, MXFP4_ZERO_POINT), v128.load(I16_ONES), true, one);
     acc = f32x4.add(acc, groupTerm(KIND_MXFP4, x, x, mxfp4Scales4(s), none, dp, 0, MXFP4_ZERO_POINT));
-    dp += 4;
-    q += 64;
-    s += 8;
-    one += 128;
-    ps += 16;
   }
   return acc;
 }

@@ -37,3 +37,17 @@ export const MXFP4_VALUES: usize = memory.data<u8>([12, 13, 14, 15, 16, 18, 20, 
 @inline export function mxfp4Scales4(p: usize): v128 {
   return v128.shuffle<u16>(i32x4.splat(0), v128.load64_zero(p), 0, 8, 1, 9, 2, 10, 3, 11);
 }
+
+/** Byte indices spreading 4 u16 halves (bytes 0-7 of a vector, or 8-15) under zero halves (0x80: a zero byte, in the
+ * relaxed swizzle too). */
+const SCALES_LOW: usize = memory.data<u8>([0x80, 0x80, 0, 1, 0x80, 0x80, 2, 3, 0x80, 0x80, 4, 5, 0x80, 0x80, 6, 7], 16);
+const SCALES_HIGH: usize = memory.data<u8>([0x80, 0x80, 8, 9, 0x80, 0x80, 10, 11, 0x80, 0x80, 12, 13, 0x80, 0x80, 14, 15], 16);
+
+/** mxfp4Scales4 of the group (k 0) or the next (k 1) from both groups' 16 bytes: one byte shuffle (JSC emits the
+ * two-vector shuffle as seven instructions). */
+// @ts-ignore: decorator
+@inline export function mxfp4Scales8(halves: v128, k: i32): v128 {
+  const indices = v128.load(k == 0 ? SCALES_LOW : SCALES_HIGH);
+  if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(halves, indices);
+  return i8x16.swizzle(halves, indices);
+}
