@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """An OTLP/HTTP trace receiver for the tracing tests, independent of the exporter under test: it decodes each
-ExportTraceServiceRequest with the official protobuf definitions (opentelemetry-proto's generated modules, Debian's
-python3-opentelemetry-proto; scripts/install-test-deps.sh installs it) and prints every span as one JSON line on
-stdout. The first line is {"port": N}. Only POST /v1/traces with application/x-protobuf is accepted."""
+ExportTraceServiceRequest with the official protobuf definitions (opentelemetry-proto's generated modules: Debian's
+python3-opentelemetry-proto or a pinned venv; scripts/install-test-deps.sh installs one) and prints every span as one
+JSON line on stdout. The first line is {"port": N}. Only POST /v1/traces with application/x-protobuf is accepted."""
 import gzip
 import json
 import threading

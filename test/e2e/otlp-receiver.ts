@@ -2,7 +2,12 @@
  * The OTLP/HTTP trace receiver (otlp-receiver.py: decodes with opentelemetry-proto's official definitions) as a child
  * process, its spans collected as they arrive.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
+
+/** Debian's python3 with its python3-opentelemetry-proto, or the pinned venv scripts/install-test-deps.sh makes where
+ * the release has no such package */
+const VENV_PYTHON = join(import.meta.dir, "../../.cache/otlp-proto/venv/bin/python3");
 
 export interface ReceivedSpan {
   readonly traceId: string;
@@ -28,7 +33,7 @@ export interface TraceReceiver {
 }
 
 export async function startTraceReceiver(): Promise<TraceReceiver> {
-  const child = Bun.spawn(["/usr/bin/python3", join(import.meta.dir, "otlp-receiver.py")], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
+  const child = Bun.spawn([existsSync(VENV_PYTHON) ? VENV_PYTHON : "/usr/bin/python3", join(import.meta.dir, "otlp-receiver.py")], { stdout: "pipe", stderr: "inherit", stdin: "ignore" });
   const spans: ReceivedSpan[] = [];
   const { promise: port, resolve: resolvePort } = Promise.withResolvers<number>();
   void (async () => {
@@ -46,7 +51,7 @@ export async function startTraceReceiver(): Promise<TraceReceiver> {
     }
   })();
   const timeout = setTimeout(() => child.kill(), 15_000);
-  const listening = await Promise.race([port, child.exited.then((code) => { throw new Error(`otlp-receiver.py exited with ${code} (is python3-opentelemetry-proto installed? scripts/install-test-deps.sh)`); })]);
+  const listening = await Promise.race([port, child.exited.then((code) => { throw new Error(`otlp-receiver.py exited with ${code} (is opentelemetry-proto installed? scripts/install-test-deps.sh)`); })]);
   clearTimeout(timeout);
   return {
     url: `http://127.0.0.1:${listening}`,
