@@ -16,7 +16,7 @@
  *    within FAST_K_TOLERANCE (its KV cache is f16 where llama.cpp's is f32 here, and that is most of the difference).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ControlledEvaluateIndexOutput, Llama } from "node-llama-cpp";
@@ -60,11 +60,18 @@ interface Tolerance {
   readonly tieGap: number;
 }
 const DEFAULT_TOLERANCE: Tolerance = { emulated: 3e-2, plain: 0.1, tieGap: 0 };
+/**
+ * Where the CPU has AMX (Intel Xeon, family 6 model 207 measured 2026-12-06), the llama.cpp build node-llama-cpp picks
+ * for it rounds q6_k rows otherwise than the ggml dot the emulation follows: 5.3e-2 there with every greedy token the
+ * same (q4_0, q8_0, q4_k, q5_k still within 1e-5), so q6_k keeps the exact-token check and the plain bound.
+ */
+const AMX = process.platform === "linux" && process.arch === "x64" && / amx_int8( |$)/m.test(readFileSync("/proc/cpuinfo", "utf8"));
 const TOLERANCE: Readonly<Record<string, Tolerance>> = {
   f32: { emulated: 1e-3, plain: 1e-3, tieGap: 0 },
   f16: { emulated: 1e-2, plain: 1e-2, tieGap: 0 },
   q4_1: { emulated: 0.1, plain: 0.1, tieGap: 0.05 },
   q5_1: { emulated: 0.1, plain: 0.1, tieGap: 0.05 },
+  ...(AMX ? { q6_k: { emulated: 0.1, plain: 0.1, tieGap: 0 } } : {}),
 };
 
 /**
