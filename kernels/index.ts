@@ -1,6 +1,6 @@
 // The kernel ABI: every export is a plain function over byte addresses in the one shared memory (no allocation,
 // no managed objects). One source gives three builds (scalar, SIMD, relaxed SIMD) through ASC_FEATURE_* constants.
-export { quantize_q8, quantize_q8k, splat_q8, splat_q8_i16, splat_q8_i16_one, splat_q8_one, quad_sums, widen_q8 } from "./quantize";
+export { quantize_q8, quantize_q8k, splat_q8, splat_q8_i16, splat_q8_one, splat_q8_signed_one, quad_sums, widen_q8 } from "./quantize";
 export { matmul_quant } from "./matmul-quant";
 export { matmul_f32 } from "./matmul-f32";
 export { kv_store_f16, kv_store_q8 } from "./kv-store";

@@ -21,7 +21,7 @@
 
 import { KIND_I8, KIND_MXFP4, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupBytes, groupSize, scaleStride, superblockScales } from "./block-layouts";
 import { actBytes, quadChunkBytes } from "./matmul-chunks";
-import { i8Tile1Ready, mxfp4Tile1One, nibbleTile1One, simdTile1, simdTile4 } from "./matmul-group-tiles";
+import { i8Tile1One, mxfp4Tile1One, nibbleTile1One, simdTile1, simdTile4 } from "./matmul-group-tiles";
 import { kTile1, kTile4, u6Tile1 } from "./matmul-k-tiles";
 import { i8Tile8, u4Tile8, unpackPair, widenPair } from "./matmul-tile8";
 import { scalarTile1, scalarTileK } from "./matmul-scalar";
@@ -133,7 +133,7 @@ const TMP_ROW_BYTES: usize = 64;
       const dat = da + <usize>t * dStride;
       const sat = sa + <usize>t * gStride;
       const pst = ps + <usize>t * pStride;
-      if (ASC_FEATURE_SIMD && kind == KIND_I8 && ready && numTokens == 1) v128.store(target, i8Tile1Ready(q, s, quads, dat, numGroups));
+      if (ASC_FEATURE_SIMD && kind == KIND_I8 && ready && numTokens == 1) v128.store(target, i8Tile1One(q, s, quads, dat, numGroups));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4 || kind == KIND_U5) && numTokens == 1 && quads != 0) v128.store(target, nibbleTile1One(kind, zeroed, q, s, m, quads, dat, sat, pst, numGroups, zeroPoint));
       else if (ASC_FEATURE_SIMD && kind == KIND_MXFP4 && numTokens == 1 && quads != 0) v128.store(target, mxfp4Tile1One(q, s, quads, dat, pst, numGroups));
       else if (ASC_FEATURE_SIMD && (kind == KIND_U4K || kind == KIND_U5K) && numTokens == 1 && quads != 0) v128.store(target, kTile1(kind, q, s, qat, dat, sat, numGroups, true, quads));
@@ -203,8 +203,8 @@ function matmulG16Z(out: usize, wq: usize, ws: usize, wm: usize, qa: usize, da: 
  * offset (wm unused); KIND_U6G16 always has 32.
  * quads: the 4-token tiles' ready vectors of the whole quads of tokens: for the nibble kinds splat_q8's, for KIND_I8
  * splat_q8_i16's or 0 (then its tiles splat the compact i16 rows themselves: a few tokens, whose rows stay in L1);
- * with numTokens 1, for KIND_I8 splat_q8_i16_one's vectors of the token, for KIND_U4 / KIND_U5 / KIND_U4K / KIND_U5K
- * splat_q8_one's (of its q8_0 or q8_K quants), or 0.
+ * with numTokens 1, for KIND_I8 splat_q8_signed_one's vectors of the token, for the others splat_q8_one's (of its
+ * q8_0 or q8_K quants), or 0.
  * tmp: per-thread scratch: 64 bytes for rows past the end, then for KIND_I8 and Q4_0 with quads 16 KiB (widenPair's
  * and unpackPair's rows of a segment, SEGMENT_GROUPS).
  */

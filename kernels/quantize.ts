@@ -311,35 +311,41 @@ export function splat_q8_i16(qa: usize, numTokens: i32, cols: i32, out: usize): 
 }
 
 /**
- * Q8_0's single-token matvec (decode) on a short input: qa [cols] i8 -> out [cols / 4 chunks, 2 halves, 16 bytes],
- * half h of chunk c holding quants 4c + 2h, 4c + 2h + 1 widened to i16 and repeated 4 times (splat_q8_i16's vectors of
- * one token, packed). Every row group of the matvec reads the same vectors, so simdTile1's 4 shuffles per 32 products
- * become plain loads (matmul-group-tiles.ts i8Tile1Ready); 8 bytes per column, so only for inputs whose vectors stay
- * in L1 (quantized-activations.ts MAX_READY_ONE_COLS).
+ * Q8_0's single-token matvec (decode) on a short input: qa [cols] i8 -> out [cols / 4 chunks, 16 bytes] in KIND_I8's
+ * chunk order (quants 0-1 of the chunk repeated 4 times, then quants 2-3), then [cols / 32] i32x4: each group's sum of
+ * max(-q, 0) in all 4 lanes. matmul-group-tiles.ts i8Tile1One reads them in every row group: 4.5 bytes per column
+ * (quantized-activations.ts MAX_READY_ONE_BYTES).
  */
-export function splat_q8_i16_one(qa: usize, cols: i32, out: usize): void {
+export function splat_q8_signed_one(qa: usize, cols: i32, out: usize): void {
   const numChunks = cols >> 2;
   for (let c = 0; c < numChunks; c++) {
     const p = qa + (<usize>c << 2);
     if (ASC_FEATURE_SIMD) {
-      const v = i16x8.extend_low_i8x16_s(v128.load32_zero(p));
-      v128.store(out, v128.shuffle<i32>(v, v, 0, 0, 0, 0));
-      v128.store(out, v128.shuffle<i32>(v, v, 1, 1, 1, 1), 16);
+      const v = v128.load32_splat(p);
+      v128.store(out, v128.shuffle<u8>(v, v, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3));
     } else {
-      for (let k = 0; k < 8; k++) {
-        store<i16>(out + (<usize>k << 1), <i16>load<i8>(p + (k & 1)));
-        store<i16>(out + 16 + (<usize>k << 1), <i16>load<i8>(p + 2 + (k & 1)));
-      }
+      for (let k = 0; k < 16; k++) store<i8>(out + <usize>k, load<i8>(p + <usize>((k >> 3 << 1) + (k & 1))));
     }
-    out += 32;
+    out += 16;
+  }
+  const numGroups = cols >> 5;
+  for (let g = 0; g < numGroups; g++) {
+    let sum = 0;
+    for (let j = 0; j < 32; j++) sum += max(-<i32>load<i8>(qa + <usize>j), 0);
+    store<i32>(out, sum);
+    store<i32>(out, sum, 4);
+    store<i32>(out, sum, 8);
+    store<i32>(out, sum, 12);
+    qa += 32;
+    out += 16;
   }
 }
 
 /**
- * The nibble kinds' single-token matvec (decode) on a short input: qa [cols] i8 -> out [cols / 4 chunks, 16 bytes],
- * chunk c's 4 quants repeated 4 times (splat_q8's vectors of one token, packed), read by matmul-group-tiles.ts
- * nibbleTile1One in every row group instead of a shuffle per chunk; 4 bytes per column (quantized-activations.ts
- * MAX_READY_ONE_COLS).
+ * The single-token matvec (decode) on a short input: qa [cols] i8 -> out [cols / 4 chunks, 16 bytes], chunk c's 4
+ * quants repeated 4 times (splat_q8's vectors of one token, packed), read by matmul-group-tiles.ts nibbleTile1One,
+ * mxfp4Tile1One and matmul-k-tiles.ts kTile1 in every row group instead of a shuffle per chunk; 4 bytes per column
+ * (quantized-activations.ts MAX_READY_ONE_BYTES).
  */
 export function splat_q8_one(qa: usize, cols: i32, out: usize): void {
   const numChunks = cols >> 2;

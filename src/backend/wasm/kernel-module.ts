@@ -14,8 +14,8 @@ export interface KernelExports {
   widen_q8(qa: number, n: number, out: number): void;
   splat_q8(qa: number, numTokens: number, cols: number, out: number): void;
   splat_q8_i16(qa: number, numTokens: number, cols: number, out: number): void;
-  splat_q8_i16_one(qa: number, cols: number, out: number): void;
   splat_q8_one(qa: number, cols: number, out: number): void;
+  splat_q8_signed_one(qa: number, cols: number, out: number): void;
   quad_sums(da: number, sa32: number, numTokens: number, cols: number, out: number): void;
   matmul_quant(kind: number, out: number, wq: number, ws: number, wm: number, qa: number, da: number, sa: number,
     rows: number, cols: number, numTokens: number, zeroPoint: number, qs: number, quads: number, groupStart: number, groupEnd: number, tmp: number): void;

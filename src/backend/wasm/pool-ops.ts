@@ -108,8 +108,8 @@ export function quantizeTokens(k: KernelExports, a: ArrayLike<number>, at: numbe
     k.quad_sums(a[at + QUANTIZE_ARGS.da]! + groups32 * 4, a[at + QUANTIZE_ARGS.sa32]! + groups32 * 4, n, cols, quads + sumsAt);
   }
   const quads16 = a[at + QUANTIZE_ARGS.quads16]!;
-  // a lone token's vectors packed (splat_q8_i16_one: matmul_quant reads them so when numTokens is 1)
-  if (quads16 !== 0 && a[at + QUANTIZE_ARGS.numTokens] === 1) k.splat_q8_i16_one(qa, cols, quads16);
+  // a lone token's vectors packed (splat_q8_signed_one: matmul_quant reads them so when numTokens is 1)
+  if (quads16 !== 0 && a[at + QUANTIZE_ARGS.numTokens] === 1) k.splat_q8_signed_one(qa, cols, quads16);
   else if (quads16 !== 0) k.splat_q8_i16(qa, n, cols, quads16 + (from >> 2) * cols * QUAD_I16_BYTES_PER_COLUMN); // no quad_sums
 }
 

@@ -16,8 +16,8 @@ import type { MemoryPool } from "./thread-pool.ts";
 export const MIN_PARALLEL_ROWS_ELEMENTS = 16384;
 /** Q8_0 weights' 4-token tiles read ready i16 vectors (splat_q8_i16) from this many tokens: a prefill chunk */
 const MIN_READY_I8_TOKENS = 32;
-/** A lone token's ready vectors (splat_q8_i16_one, 8 bytes per column; splat_q8_one, 4) up to this many bytes: half
- * of L1, beside the weight stream (at 14,336 columns the K-quants' ready vectors, 56 KiB, left L1 and stalled it) */
+/** A lone token's ready vectors (splat_q8_one and splat_q8_signed_one, 4 bytes per column) up to this many bytes:
+ * half of L1, beside the weight stream (at 14,336 columns the K-quants' ready vectors, 56 KiB, left L1 and stalled it) */
 const MAX_READY_ONE_BYTES = 16 << 10;
 
 /** What quantizeActivations runs on: the kernels, the pool, the build, and the scratch the quants go to. */
@@ -36,7 +36,8 @@ export interface QuantizedActivations {
   readonly qa16: number;
   /** splat_q8's whole quads of tokens, for the nibble kinds' 4-token tiles (0 when unused) */
   readonly quads: number;
-  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill, or for a lone token splat_q8_i16_one's (0 when unused) */
+  /** splat_q8_i16's, for KIND_I8's 4-token tiles in a prefill, or for a lone token splat_q8_signed_one's (0 when
+   * unused) */
   readonly quads16: number;
   readonly da: number;
   readonly sa32: number;
@@ -98,11 +99,11 @@ export function quantizeActivations(ctx: QuantizeContext, xp: number, numRows: n
   // and Q4_K / Q5_K's (of the q8_K quants)
   const useOneK = numRows === 1 && cols * 4 <= MAX_READY_ONE_BYTES && level !== "scalar" && kinds.some((k) => k === KernelKind.U4K || k === KernelKind.U5K);
   // and KIND_I8's, in a prefill, splat_q8_i16's (a few tokens' compact i16 rows stay in L1: batched decode is faster so)
-  // and in a decode step a short input's vectors for the matvec's single-token tile
-  const useOne16 = wide && numRows === 1 && cols * 8 <= MAX_READY_ONE_BYTES && level !== "scalar";
+  // and in a decode step a short input's vectors in KIND_I8's order with their negative sums (splat_q8_signed_one)
+  const useOne16 = wide && numRows === 1 && cols * 4 <= MAX_READY_ONE_BYTES && level !== "scalar";
   const useQuads16 = (wide && numRows >= MIN_READY_I8_TOKENS && level !== "scalar") || useOne16;
   const quadsSize = useOne8 ? cols * 4 : quadsBytes(numRows, cols);
-  const quads16Size = useOne16 ? cols * 8 : useQuads16 ? quads16Bytes(numRows, cols) : 0;
+  const quads16Size = useOne16 ? cols * 4 + cols / 2 : useQuads16 ? quads16Bytes(numRows, cols) : 0;
   const qaBytes = Math.ceil((numRows * cols) / 64) * 64;
   const q8Bytes = q8 ? (useQuads || useOne8 ? quadsSize : 0) + quads16Size + qaBytes * 3 + numBlocks * 64 : 0;
   const kQuadsSize = useOneK ? cols * 4 : tiles ? quadsBytes(numRows, cols) : 0;
