@@ -82,14 +82,52 @@ import { QUAD_CHUNK_BYTES, QUAD_CHUNK_BYTES_I16, QUAD_SUMS_BYTES } from "./quant
   return acc;
 }
 
+/**
+ * i8Tile1One for two row groups at once (qb, sb: the second's quants and scales): each chunk's activations loaded,
+ * made |q| and sign(q) once for both. Stores the 8 rows' f32 sums at out (rows 0-3) and out + 16 (rows 4-7).
+ */
+// @ts-ignore: decorator
+@inline export function i8Tile2One(qa: usize, qb: usize, sa: usize, sb: usize, one: usize, da: usize, numGroups: i32, out: usize): void {
+  const ones = v128.load(I16_ONES);
+  const rowPairs = v128.load(I8_ROW_PAIRS);
+  let negatives = one + (<usize>numGroups << 7);
+  let accA = f32x4.splat(0), accB = accA;
+  let dp = da;
+  for (let g = 0; g < numGroups; g++) {
+    const start = v128.load(negatives);
+    let xa = start, xb = start;
+    for (let c: usize = 0; c < 128; c += 16) {
+      const a = v128.load(one + c);
+      const sign = i8x16.lt_s(a, i8x16.splat(0));
+      const magnitude = i8x16.abs(a);
+      xa = signedProducts(xa, v128.load(qa + c), sign, magnitude, rowPairs, ones);
+      xb = signedProducts(xb, v128.load(qb + c), sign, magnitude, rowPairs, ones);
+    }
+    accA = f32x4.add(accA, groupTerm(KIND_I8, xa, xa, groupScales(KIND_I8, sa, g, xa), xa, dp, 0, 0));
+    accB = f32x4.add(accB, groupTerm(KIND_I8, xb, xb, groupScales(KIND_I8, sb, g, xb), xb, dp, 0, 0));
+    dp += 4;
+    qa += 128;
+    qb += 128;
+    one += 128;
+    negatives += 16;
+  }
+  v128.store(out, accA);
+  v128.store(out, accB, 16);
+}
+
 /** i16 lanes r and r + 4 (a KIND_I8 chunk's pair sums of row r) brought side by side, for one pmaddwd. */
 const I8_ROW_PAIRS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15], 16);
 
 /** One chunk of i8Tile1One: the 4 rows' sums x plus w ^ sign(a) times |a| (a: the chunk's ready vector). */
 // @ts-ignore: decorator
 @inline function signedChunk(x: v128, w: v128, a: v128, rowPairs: v128, ones: v128): v128 {
-  const sign = i8x16.lt_s(a, i8x16.splat(0));
-  const pairs = dot16(v128.xor(w, sign), i8x16.abs(a));
+  return signedProducts(x, w, i8x16.lt_s(a, i8x16.splat(0)), i8x16.abs(a), rowPairs, ones);
+}
+
+/** x plus the 4 rows' products of the weight chunk w with a chunk of activations given as sign and magnitude. */
+// @ts-ignore: decorator
+@inline function signedProducts(x: v128, w: v128, sign: v128, magnitude: v128, rowPairs: v128, ones: v128): v128 {
+  const pairs = dot16(v128.xor(w, sign), magnitude);
   const rows = ASC_FEATURE_RELAXED_SIMD ? i8x16.relaxed_swizzle(pairs, rowPairs) : i8x16.swizzle(pairs, rowPairs);
   return i32x4.add(x, pairSumsBy(rows, ones));
 }
