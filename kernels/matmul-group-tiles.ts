@@ -187,6 +187,75 @@ const I8_ROW_PAIRS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12,
   return acc;
 }
 
+/**
+ * mxfp4Tile1One for two row groups at once (qb, sb: the second's codes and scales), two groups a loop: each chunk's
+ * activations and each group's zero-point start loaded once for both row groups, two weight streams side by side.
+ * Stores the 8 rows' f32 sums at out (rows 0-3) and out + 16 (rows 4-7): per row group the same sums and terms in
+ * the same order, so the same bits.
+ */
+// @ts-ignore: decorator
+@inline export function mxfp4Tile2One(qa: usize, qb: usize, sa: usize, sb: usize, one: usize, da: usize, ps: usize, numGroups: i32, out: usize): void {
+  const ones = v128.load(I16_ONES);
+  let accA = f32x4.splat(0), accB = accA;
+  let dp = da;
+  let g = 0;
+  for (; g + 1 < numGroups; g += 2) {
+    const start0 = startPairs(KIND_MXFP4, true, ps, MXFP4_ZERO_POINT);
+    const start1 = startPairs(KIND_MXFP4, true, ps + 16, MXFP4_ZERO_POINT);
+    let pa0 = start0, pb0 = start0, pa1 = start1, pb1 = start1;
+    for (let c: usize = 0; c < 64; c += 16) {
+      const low0 = v128.load(one + c);
+      const high0 = v128.load(one + c + 64);
+      const low1 = v128.load(one + c + 128);
+      const high1 = v128.load(one + c + 192);
+      pa0 = codesPair(pa0, v128.load(qa + c), low0, high0);
+      pb0 = codesPair(pb0, v128.load(qb + c), low0, high0);
+      pa1 = codesPair(pa1, v128.load(qa + c + 64), low1, high1);
+      pb1 = codesPair(pb1, v128.load(qb + c + 64), low1, high1);
+    }
+    const scalesA = v128.load(sa);
+    const scalesB = v128.load(sb);
+    accA = f32x4.add(accA, mxfp4Term(pa0, ones, mxfp4Scales8(scalesA, 0), dp));
+    accA = f32x4.add(accA, mxfp4Term(pa1, ones, mxfp4Scales8(scalesA, 1), dp + 4));
+    accB = f32x4.add(accB, mxfp4Term(pb0, ones, mxfp4Scales8(scalesB, 0), dp));
+    accB = f32x4.add(accB, mxfp4Term(pb1, ones, mxfp4Scales8(scalesB, 1), dp + 4));
+    dp += 8;
+    qa += 128;
+    qb += 128;
+    sa += 16;
+    sb += 16;
+    one += 256;
+    ps += 32;
+  }
+  if (g < numGroups) {
+    const start = startPairs(KIND_MXFP4, true, ps, MXFP4_ZERO_POINT);
+    let pa = start, pb = start;
+    for (let c: usize = 0; c < 64; c += 16) {
+      const low = v128.load(one + c);
+      const high = v128.load(one + c + 64);
+      pa = codesPair(pa, v128.load(qa + c), low, high);
+      pb = codesPair(pb, v128.load(qb + c), low, high);
+    }
+    accA = f32x4.add(accA, mxfp4Term(pa, ones, mxfp4Scales4(sa), dp));
+    accB = f32x4.add(accB, mxfp4Term(pb, ones, mxfp4Scales4(sb), dp));
+  }
+  v128.store(out, accA);
+  v128.store(out, accB, 16);
+}
+
+/** 16 bytes of MXFP4 codes (chunks c and c + 4 of a group) times their activations, added to the i16 pair sums p. */
+// @ts-ignore: decorator
+@inline function codesPair(p: v128, w: v128, low: v128, high: v128): v128 {
+  return dotChunk16(high, highHalfChunk(KIND_MXFP4, w, w, 0), dotChunk16(low, lowHalfChunk(KIND_MXFP4, w, w, 0), p));
+}
+
+/** A MXFP4 group's f32 term from its i16 pair sums (groupTerm's operations). */
+// @ts-ignore: decorator
+@inline function mxfp4Term(pairs: v128, ones: v128, scales: v128, daG: usize): v128 {
+  const x = pairSumsBy(pairs, ones);
+  return groupTerm(KIND_MXFP4, x, x, scales, x, daG, 0, MXFP4_ZERO_POINT);
+}
+
 /** 4 rows x 4 tokens (KIND_I8: activations `stride` bytes apart from qa; nibble kinds: a quad of splat_q8's vectors
  * at quad, +0, 16, 32, 48 per chunk; the tokens' sa `gstride` apart, their ps `pstride`): each weight chunk is loaded
  * (and unpacked or widened) once for 4 tokens. Stores the 4 tokens' f32x4 at out + k * outStride. */

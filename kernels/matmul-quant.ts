@@ -21,7 +21,7 @@
 
 import { KIND_I8, KIND_MXFP4, KIND_U4, KIND_U4K, KIND_U5, KIND_U5K, KIND_U6G16, groupBytes, groupSize, scaleStride, superblockScales } from "./block-layouts";
 import { actBytes, quadChunkBytes } from "./matmul-chunks";
-import { i8Tile1One, i8Tile2One, mxfp4Tile1One, nibbleTile1One, simdTile1, simdTile4 } from "./matmul-group-tiles";
+import { i8Tile1One, i8Tile2One, mxfp4Tile1One, mxfp4Tile2One, nibbleTile1One, simdTile1, simdTile4 } from "./matmul-group-tiles";
 import { kTile1, kTile4, u6Tile1 } from "./matmul-k-tiles";
 import { i8Tile8, u4Tile8, unpackPair, widenPair } from "./matmul-tile8";
 import { scalarTile1, scalarTileK } from "./matmul-scalar";
@@ -107,11 +107,15 @@ const TMP_ROW_BYTES: usize = 64;
     }
   }
   let firstGroup = groupStart;
-  if (ASC_FEATURE_SIMD && kind == KIND_I8 && ready && numTokens == 1) {
-    // a lone token's Q8_0 matvec: pairs of whole row groups share each chunk's activations (i8Tile2One)
+  if (ASC_FEATURE_SIMD && (kind == KIND_I8 || kind == KIND_MXFP4) && quads != 0 && numTokens == 1) {
+    // a lone token's Q8_0 or MXFP4 matvec: pairs of whole row groups share each chunk's activations
     const pairEnd = groupStart + (max(0, min(groupEnd, rows >> 2) - groupStart) & ~1);
     for (let rg = groupStart; rg < pairEnd; rg += 2) {
-      i8Tile2One(wq + <usize>rg * qStride, wq + <usize>(rg + 1) * qStride, ws + <usize>rg * sStride, ws + <usize>(rg + 1) * sStride, quads, da, numGroups, out + (<usize>rg << 4));
+      const q = wq + <usize>rg * qStride;
+      const s = ws + <usize>rg * sStride;
+      const o = out + (<usize>rg << 4);
+      if (kind == KIND_I8) i8Tile2One(q, q + qStride, s, s + sStride, quads, da, numGroups, o);
+      else mxfp4Tile2One(q, q + qStride, s, s + sStride, quads, da, ps, numGroups, o);
     }
     firstGroup = pairEnd;
   }

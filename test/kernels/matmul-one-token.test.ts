@@ -20,10 +20,10 @@ const { supportsLevel } = await import("../../src/backend/wasm/kernel-module.ts"
 const levels = (["scalar", "simd", "relaxed-simd"] as const).filter((l) => supportsLevel(l));
 
 describe("single-token matvec on ready vectors", () => {
-  // a few groups, qwen2.5-0.5b's hidden size, the limit (16 KiB of vectors, 4 bytes per column), and past it (the
-  // shuffling tiles)
+  // a few groups, qwen2.5-0.5b's hidden size, an odd number of groups (MXFP4 runs two a loop), the limit (16 KiB of
+  // vectors, 4 bytes per column), and past it (the shuffling tiles)
   const cases = [
-    ...["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "mxfp4"].flatMap((name) => [64, 896, 4096, 4128].map((cols) => [name, cols] as const)),
+    ...["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "mxfp4"].flatMap((name) => [64, 896, 2080, 4096, 4128].map((cols) => [name, cols] as const)),
     ...["q4_k", "q5_k"].flatMap((name) => [256, 2048, 4096, 4352].map((cols) => [name, cols] as const)),
   ];
   test.each(cases)("%s, %d columns: token alone = token in a batch, every build and thread count", async (name, cols) => {
